@@ -1,0 +1,1 @@
+"""twinaudit owner side (see README)."""

@@ -1,0 +1,112 @@
+"""The error taxonomy of the protocol core.
+
+Every failure the protocol core reports is a :class:`TwinauditError`. The tree is
+deliberately small; callers (the gRPC services, the CLI) map the families onto
+transport status codes and exit codes:
+
+- :class:`InputError` — the input is malformed, out of range or too large. Nothing
+  about it was trusted. (gRPC ``INVALID_ARGUMENT``; ``RESOURCE_EXHAUSTED`` for
+  :class:`LimitExceededError`; ``FAILED_PRECONDITION`` for :class:`VersionError`.)
+- :class:`VerificationError` — the input is well formed but a cryptographic or
+  protocol check failed: a proof does not lead to the root, a salt does not open a
+  commitment, a signature does not verify. (gRPC ``INVALID_ARGUMENT`` or
+  ``PERMISSION_DENIED`` depending on the service.)
+- :class:`StateError` — the operation is not valid in the current state (e.g. a
+  detector that has already decided is given another observation).
+
+Each error carries a stable ``code`` string for machines and a ``diagnostics()``
+text for humans.
+"""
+
+from __future__ import annotations
+
+
+class TwinauditError(Exception):
+    """Base class of every error raised by twinaudit."""
+
+    code: str = "error"
+
+    def diagnostics(self) -> str:
+        """Return a human-readable explanation, including the error's code."""
+        return f"[{self.code}] {self}"
+
+
+class InputError(TwinauditError):
+    """The input is malformed or outside the domain the protocol accepts."""
+
+    code = "invalid-input"
+
+
+class EncodingError(InputError):
+    """A byte string is not the canonical encoding of any value (spec §3)."""
+
+    code = "non-canonical-encoding"
+
+
+class LimitExceededError(InputError):
+    """An input exceeds one of the named size caps in :mod:`protocol.limits`."""
+
+    code = "limit-exceeded"
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        """Record which cap was hit, by how much."""
+        super().__init__(f"{what} is {size}, above the limit of {limit}")
+        self.what = what
+        self.size = size
+        self.limit = limit
+
+
+class ParameterError(InputError):
+    """A numeric or enumerated parameter is outside its allowed domain."""
+
+    code = "invalid-parameter"
+
+
+class VersionError(InputError):
+    """A message names a protocol or spec version this implementation does not speak."""
+
+    code = "unsupported-version"
+
+
+class VerificationError(TwinauditError):
+    """A well-formed input failed a cryptographic or protocol check."""
+
+    code = "verification-failed"
+
+
+class ProofError(VerificationError):
+    """A Merkle proof is structurally invalid (wrong length, index out of range)."""
+
+    code = "invalid-proof"
+
+
+class RootMismatchError(ProofError):
+    """A Merkle proof was processed but led to a different root than expected."""
+
+    code = "root-mismatch"
+
+    def __init__(self, expected: bytes, computed: bytes, what: str = "root") -> None:
+        """Keep both roots so that diagnostics can show them."""
+        super().__init__(
+            f"{what} mismatch: expected {expected.hex()}, computed {computed.hex()}"
+        )
+        self.expected = expected
+        self.computed = computed
+
+
+class CommitmentError(VerificationError):
+    """An opening (salt and versions) does not match its commitment."""
+
+    code = "commitment-mismatch"
+
+
+class SignatureError(VerificationError):
+    """A signed envelope does not verify under the expected key."""
+
+    code = "invalid-signature"
+
+
+class StateError(TwinauditError):
+    """The operation is not valid in the object's current state."""
+
+    code = "invalid-state"

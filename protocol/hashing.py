@@ -1,0 +1,47 @@
+"""Domain-separated SHA-256 (spec §4).
+
+Every protocol hash other than the RFC 6962 Merkle hashes is a *tagged hash*:
+
+    tagged_hash(name, value) = SHA-256( canonical([ "twinaudit/v0/" + name, value ]) )
+
+The tag names the purpose and the hashing domain version; because the canonical
+encoding is injective and the tag is part of the hashed array, two hashes with
+different tags can never be confused, whatever their values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final
+
+from .encoding import encode
+from .errors import InputError
+
+#: Prefix of every tag; bumps only when hashing domains change incompatibly.
+TAG_PREFIX: Final = "twinaudit/v0/"
+
+#: The registered tag names (spec §4.2). A tag outside this set is a programming error.
+TAGS: Final = frozenset(
+    {
+        "version-digest",
+        "pair-commitment",
+        "prg-key",
+        "publication-seed",
+        "audit-seed",
+        "key-id",
+        "transcript-link",
+        "receipt-log-leaf",
+    }
+)
+
+
+def sha256(data: bytes) -> bytes:
+    """Return the plain SHA-256 digest of ``data``."""
+    return hashlib.sha256(data).digest()
+
+
+def tagged_hash(name: str, value: Any) -> bytes:
+    """Return ``SHA-256(canonical([TAG_PREFIX + name, value]))`` (32 bytes)."""
+    if name not in TAGS:
+        raise InputError(f"unregistered hash tag {name!r}")
+    return hashlib.sha256(encode([TAG_PREFIX + name, value])).digest()

@@ -1,0 +1,54 @@
+"""Named size caps (spec §2.3). Every input the protocol accepts is bounded by one of these.
+
+A cap is part of the protocol: a conforming implementation MUST reject inputs above
+it, so that two implementations agree on which inputs are acceptable.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Length in bytes of every protocol hash (SHA-256).
+HASH_BYTES: Final = 32
+
+#: Length in bytes of a commitment salt.
+SALT_BYTES: Final = 32
+
+#: Length in bytes of arbiter randomness (rho) carried in an escrow receipt.
+RHO_BYTES: Final = 32
+
+#: Largest canonical encoding accepted by a decoder unless the caller says less.
+MAX_ENCODED_BYTES: Final = 64 * 1024 * 1024
+
+#: Deepest nesting of arrays/maps in a canonical encoding.
+MAX_NESTING_DEPTH: Final = 32
+
+#: Longest text string (in UTF-8 bytes) in a canonical encoding.
+MAX_STR_BYTES: Final = 1024 * 1024
+
+#: Longest byte string in a canonical encoding.
+MAX_BIN_BYTES: Final = 32 * 1024 * 1024
+
+#: Most elements of one array, or entries of one map, in a canonical encoding.
+MAX_CONTAINER_ITEMS: Final = 1 << 24
+
+#: Most pairs one escrow record (one Merkle tree of commitments) may hold.
+MAX_PAIRS: Final = 1 << 24
+
+#: Most hashes in one Merkle inclusion or consistency proof (trees up to 2**64 leaves).
+MAX_PROOF_HASHES: Final = 65
+
+#: Longest PRG label in UTF-8 bytes.
+MAX_PRG_LABEL_BYTES: Final = 256
+
+#: Most bytes one PRG stream may produce (ChaCha20 block counter stays far from wrap).
+MAX_PRG_STREAM_BYTES: Final = 1 << 36
+
+#: Longest envelope payload type in UTF-8 bytes.
+MAX_PAYLOAD_TYPE_BYTES: Final = 256
+
+#: Largest signed envelope payload.
+MAX_ENVELOPE_PAYLOAD_BYTES: Final = 16 * 1024 * 1024
+
+#: Most signatures one envelope may carry.
+MAX_SIGNATURES: Final = 16

@@ -1,0 +1,143 @@
+"""What every sequential test shares: decisions, the step record, indicators, tie rules.
+
+A sequential test consumes one indicator bit per opened pair (1 when the published
+version scored higher than the hidden one) and after each bit says whether it has
+DETECTED data use, must CONTINUE, or is EXHAUSTED (the population is used up).
+Its state is a small canonical map, so a claim can be persisted and resumed, and the
+verdict records it (spec §7).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..encoding import Value
+from ..errors import InputError, ParameterError, StateError
+
+
+class Decision(enum.Enum):
+    """Outcome of a sequential test after one more observation."""
+
+    CONTINUE = "continue"
+    DETECTED = "detected"
+    EXHAUSTED = "exhausted"
+
+
+class TiePolicy(enum.Enum):
+    """What a pair whose two versions score equally contributes (spec §7.1).
+
+    ``COIN``: a fair coin from the spec's PRG decides the indicator, so under H0
+    every indicator is exactly Bernoulli(1/2) (the paper's rule). ``SKIP``: the pair
+    is not fed to the test; whether a pair ties does not depend on the publication
+    bit, so the guarantee is kept, but the pair still costs its queries.
+    """
+
+    COIN = "coin"
+    SKIP = "skip"
+
+
+def indicator(score_published: float, score_hidden: float, tie_coin: bool) -> bool:
+    """Return the indicator bit of one pair under the COIN tie rule.
+
+    ``tie_coin`` is the pair's coin from the spec's PRG; it is used only on an exact
+    tie. Scores must be finite float64 values.
+    """
+    if not (math.isfinite(score_published) and math.isfinite(score_hidden)):
+        raise InputError("scores must be finite")
+    if score_published == score_hidden:
+        return tie_coin
+    return score_published > score_hidden
+
+
+def check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:
+    """Return ``value`` as float if ``low < value < high``, else raise ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParameterError(f"{name} must be a number, got {type(value).__name__}")
+    v = float(value)
+    if not (math.isfinite(v) and low < v < high):
+        raise ParameterError(f"{name} must lie strictly between {low} and {high}, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a test reports after an observation (streamed to clients, kept in verdicts)."""
+
+    draws: int
+    successes: int
+    decision: Decision
+    #: Confidence interval for the population count of ones, where the test has one.
+    interval: tuple[int, int] | None
+    #: The test statistic in natural-log units (log of the e-value), where it has one.
+    log_statistic: float | None
+
+
+class SequentialTest(abc.ABC):
+    """Base class of the sequential tests; subclasses register under ``name``."""
+
+    #: Registered name, recorded in claims and verdicts (e.g. ``"pprm-chernoff"``).
+    name: ClassVar[str]
+
+    def __init__(self, n_pairs: int) -> None:
+        """Start a test over a population of ``n_pairs`` pairs."""
+        if isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or n_pairs < 1:
+            raise ParameterError(f"n_pairs must be a positive integer, got {n_pairs!r}")
+        self.n_pairs = n_pairs
+        self.draws = 0
+        self.successes = 0
+        self.decision = Decision.CONTINUE
+
+    def update(self, bit: bool | int) -> Step:
+        """Consume one indicator bit and return the new step record."""
+        if self.decision is not Decision.CONTINUE:
+            raise StateError(f"test already ended with {self.decision.value}")
+        if bit not in (0, 1) or isinstance(bit, float):
+            raise InputError(f"indicator must be 0 or 1, got {bit!r}")
+        self.draws += 1
+        self.successes += int(bit)
+        step = self._evaluate()
+        self.decision = step.decision
+        return step
+
+    @abc.abstractmethod
+    def _evaluate(self) -> Step:
+        """Decide after ``self.draws`` observations with ``self.successes`` ones."""
+
+    @abc.abstractmethod
+    def parameters(self) -> dict[str, Value]:
+        """Return the test's parameters as a canonical map (without counts)."""
+
+    def state(self) -> dict[str, Value]:
+        """Return the full serialisable state: name, parameters and counts."""
+        return {
+            "test": self.name,
+            "params": self.parameters(),
+            "draws": self.draws,
+            "successes": self.successes,
+            "decision": self.decision.value,
+        }
+
+
+def restore_counts(test: SequentialTest, state: dict[str, Value]) -> SequentialTest:
+    """Load ``draws``/``successes`` from ``state`` into a freshly built ``test``.
+
+    The decision is recomputed, not trusted: a state whose recorded decision differs
+    from the recomputed one is rejected.
+    """
+    draws, successes, decision = state.get("draws"), state.get("successes"), state.get("decision")
+    if not (isinstance(draws, int) and isinstance(successes, int) and isinstance(decision, str)):
+        raise InputError("test state needs integer draws/successes and a decision string")
+    if not 0 <= successes <= draws <= test.n_pairs:
+        raise InputError(f"impossible counts: {successes} of {draws} draws, N={test.n_pairs}")
+    test.draws, test.successes = draws, successes
+    if draws > 0:
+        test.decision = test._evaluate().decision
+    if test.decision.value != decision:
+        raise InputError(
+            f"recorded decision {decision!r} disagrees with the recomputed {test.decision.value!r}"
+        )
+    return test

@@ -1,0 +1,1 @@
+"""The twinaudit command-line interface."""

@@ -1,0 +1,1 @@
+"""twinaudit verifier side (see README)."""
