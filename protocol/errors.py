@@ -110,3 +110,18 @@ class StateError(TwinauditError):
     """The operation is not valid in the object's current state."""
 
     code = "invalid-state"
+
+
+class OracleError(TwinauditError):
+    """The audited model's oracle failed: unreachable, too slow, or a malformed answer.
+
+    ``reason`` is one of ``"unreachable"``, ``"deadline"``, ``"invalid-answer"``. A claim
+    whose oracle fails ends without a verdict.
+    """
+
+    code = "oracle-failed"
+
+    def __init__(self, reason: str, message: str) -> None:
+        """Record why the oracle failed."""
+        super().__init__(f"oracle {reason}: {message}")
+        self.reason = reason

@@ -30,7 +30,7 @@ TAGS: Final = frozenset(
         "audit-seed",
         "key-id",
         "transcript-link",
-        "receipt-log-leaf",
+        "rho-digest",
     }
 )
 

@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from protocol.errors import (
     InputError,
     LimitExceededError,
+    OracleError,
     StateError,
     TwinauditError,
     VerificationError,
@@ -55,6 +56,11 @@ def _read(path: Path | None) -> bytes | None:
 
 def status_for(error: TwinauditError) -> grpc.StatusCode:
     """Return the gRPC status code for a protocol error (spec §2.2)."""
+    if isinstance(error, OracleError):
+        return {
+            "unreachable": grpc.StatusCode.UNAVAILABLE,
+            "deadline": grpc.StatusCode.DEADLINE_EXCEEDED,
+        }.get(error.reason, grpc.StatusCode.FAILED_PRECONDITION)
     if isinstance(error, LimitExceededError):
         return grpc.StatusCode.RESOURCE_EXHAUSTED
     if isinstance(error, VersionError | StateError):
