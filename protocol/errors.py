@@ -62,6 +62,12 @@ class ParameterError(InputError):
     code = "invalid-parameter"
 
 
+class NotFoundError(InputError):
+    """The input names something that does not exist (an escrow record, a claim)."""
+
+    code = "not-found"
+
+
 class VersionError(InputError):
     """A message names a protocol or spec version this implementation does not speak."""
 

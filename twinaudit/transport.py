@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from protocol.errors import (
     InputError,
     LimitExceededError,
+    NotFoundError,
     OracleError,
     StateError,
     TwinauditError,
@@ -61,6 +62,8 @@ def status_for(error: TwinauditError) -> grpc.StatusCode:
             "unreachable": grpc.StatusCode.UNAVAILABLE,
             "deadline": grpc.StatusCode.DEADLINE_EXCEEDED,
         }.get(error.reason, grpc.StatusCode.FAILED_PRECONDITION)
+    if isinstance(error, NotFoundError):
+        return grpc.StatusCode.NOT_FOUND
     if isinstance(error, LimitExceededError):
         return grpc.StatusCode.RESOURCE_EXHAUSTED
     if isinstance(error, VersionError | StateError):

@@ -1,0 +1,181 @@
+"""Escrow benchmark: durable commits per second, through the store API and through gRPC.
+
+Run with ``python -m bench.bench_escrow`` (or ``python -m bench escrow``). Every figure
+is 2,000 escrow commits into a fresh SQLite store (WAL, ``synchronous=FULL``: each
+committed transaction is flushed to disk before its receipt is signed), each commit
+returning a signed receipt:
+
+1. through ``EscrowStore.commit`` from one thread: one disk flush per receipt, so this
+   measures the disk's flush latency;
+2. through ``EscrowStore.commit`` from CLIENTS threads: concurrent commits share a
+   transaction (group commit), one flush serving many receipts;
+3. through the gRPC service on 127.0.0.1 (plaintext), ``Commit`` calls from CLIENTS
+   client threads;
+4. the owner's full ``escrow_root`` over gRPC (Commit, GetInclusionProof, every check
+   of §9.3 on the client) from CLIENTS client threads.
+
+With ``TWINAUDIT_TEST_PG_DSN`` set, figure 2 is repeated on PostgreSQL. A sample of the
+receipts is verified after timing (outside the timed region).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from owner.escrow_client import escrow_root
+from protocol.escrow_messages import EscrowRequest, open_receipt, verify_receipt
+from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.transport import make_channel
+from verifier.escrow.service import serve_escrow
+from verifier.escrow.sql_store import SqlEscrowStore
+from verifier.escrow.sqlite_store import SqliteEscrowStore
+
+N_COMMITS = 2_000
+CLIENTS = 16
+TARGET_PER_S = 500
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+
+
+def _request(i: int) -> EscrowRequest:
+    return EscrowRequest(
+        root=i.to_bytes(32, "big"), n_pairs=1000, item_kind="image", owner=f"bench-{i % 97}"
+    )
+
+
+def _timed(threads: int, work: Callable[[int], object]) -> tuple[float, list[object]]:
+    """Run ``work(i)`` for i < N_COMMITS on ``threads`` threads; return seconds and results."""
+    start = time.perf_counter()
+    if threads == 1:
+        results = [work(i) for i in range(N_COMMITS)]
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            results = list(pool.map(work, range(N_COMMITS)))
+    return time.perf_counter() - start, results
+
+
+def _check(store: SqlEscrowStore, receipts: list[object]) -> None:
+    """Verify every 50th receipt fully against the store (untimed)."""
+    for signed in receipts[::50]:
+        assert isinstance(signed, bytes)
+        position = open_receipt(signed, KEY.public_key())
+        entry = position.entry
+        verify_receipt(
+            signed,
+            KEY.public_key(),
+            expected_root=entry.root,
+            expected_n_pairs=entry.n_pairs,
+            expected_item_kind=entry.item_kind,
+            inclusion_proof=store.inclusion_proof(entry.index, position.log_size),
+        )
+    assert store.size() == N_COMMITS
+
+
+def _check_grpc(store: SqlEscrowStore, receipts: list[object]) -> None:
+    """Verify every 50th receipt that came over gRPC against the store (untimed)."""
+    for signed in receipts[::50]:
+        assert isinstance(signed, bytes)
+        entry = open_receipt(signed, KEY.public_key()).entry
+        assert store.entry(entry.index)[0] == entry
+
+
+def _report(label: str, seconds: float) -> float:
+    rate = N_COMMITS / seconds
+    print(f"{label}: {N_COMMITS:,} commits in {seconds:.2f} s = {rate:,.0f} commits/s")
+    return rate
+
+
+def _store_figure(store: SqlEscrowStore, threads: int, label: str) -> float:
+    seconds, receipts = _timed(threads, lambda i: store.commit(_request(i)))
+    _check(store, receipts)
+    return _report(label, seconds)
+
+
+def _grpc_figures(directory: Path) -> None:
+    with SqliteEscrowStore(directory / "grpc.db", KEY) as store:
+        server, port = serve_escrow(store, "127.0.0.1:0", max_workers=CLIENTS)
+        try:
+            with make_channel(f"127.0.0.1:{port}") as channel:
+                stub = escrow_pb2_grpc.EscrowStub(channel)
+
+                def commit(i: int) -> bytes:
+                    request = _request(i)
+                    answer = stub.Commit(
+                        escrow_pb2.CommitRequest(
+                            spec_version=request.spec,
+                            root=request.root,
+                            n_pairs=request.n_pairs,
+                            item_kind=request.item_kind,
+                            owner=request.owner,
+                        ),
+                        timeout=30,
+                    )
+                    return bytes(answer.receipt)
+
+                commit(0)  # connect before timing
+                seconds, receipts = _timed(CLIENTS, lambda i: commit(i + 1))
+                _report(f"gRPC Commit, {CLIENTS} client threads", seconds)
+
+                def owner(i: int) -> bytes:
+                    request = _request(i)
+                    _, signed = escrow_root(
+                        channel,
+                        root=request.root,
+                        n_pairs=request.n_pairs,
+                        item_kind=request.item_kind,
+                        owner=request.owner,
+                        arbiter_public_key=KEY.public_key(),
+                        timeout_s=30,
+                    )
+                    return signed
+
+                seconds, _ = _timed(CLIENTS, owner)
+                label = f"gRPC escrow_root (commit + proof + full check), {CLIENTS} clients"
+                _report(label, seconds)
+        finally:
+            server.stop(None)
+        assert store.size() == 2 * N_COMMITS + 1
+        _check_grpc(store, receipts)
+
+
+def main() -> None:
+    """Print commits per second for each figure."""
+    with tempfile.TemporaryDirectory(prefix="bench-escrow-") as tmp:
+        directory = Path(tmp)
+        print(f"SQLite, WAL, synchronous=FULL, in {directory}")
+        with SqliteEscrowStore(directory / "serial.db", KEY) as store:
+            _store_figure(store, 1, "store API, 1 thread (one flush per commit)")
+        with SqliteEscrowStore(directory / "group.db", KEY) as store:
+            rate = _store_figure(store, CLIENTS, f"store API, {CLIENTS} threads (group commit)")
+        verdict = "meets" if rate >= TARGET_PER_S else "MISSES"
+        print(f"  -> {verdict} the target of {TARGET_PER_S} commits/s")
+        _grpc_figures(directory)
+    dsn = os.environ.get("TWINAUDIT_TEST_PG_DSN")
+    if dsn:
+        _postgres_figure(dsn)
+
+
+def _postgres_figure(dsn: str) -> None:
+    """Figure 2 on PostgreSQL, in a throwaway schema (psycopg is an optional extra)."""
+    import psycopg  # noqa: PLC0415
+
+    from verifier.escrow.postgres_store import PostgresEscrowStore  # noqa: PLC0415
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    try:
+        with PostgresEscrowStore(dsn, KEY, schema=schema) as store:
+            _store_figure(store, CLIENTS, f"PostgreSQL store API, {CLIENTS} threads")
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The owner's side of escrow (spec draft §9): send the root, verify the receipt fully.
+
+:func:`escrow_root` returns a receipt only after every check of §9.3 has passed, so
+the ``rho`` it carries may be used to decide the publication bits (§5.5). Every call
+to the arbiter runs under one overall deadline.
+
+Failures come in two families: a gRPC failure (unreachable arbiter, deadline, a status
+the arbiter returned) is raised as :class:`grpc.RpcError`; a bad answer is raised as a
+:class:`~protocol.errors.TwinauditError` (``InputError`` for malformed data, the
+``VerificationError`` family for a receipt that does not check out).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from protocol import SPEC_VERSION
+from protocol.errors import VerificationError
+from protocol.escrow_messages import (
+    Checkpoint,
+    EscrowRequest,
+    Receipt,
+    open_receipt,
+    verify_checkpoint,
+    verify_log_extension,
+    verify_receipt,
+)
+from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.transport import DEFAULT_DEADLINE_S
+
+
+def _remaining(deadline: float) -> float:
+    """Seconds left before ``deadline`` (a ``time.monotonic`` value), never negative."""
+    return max(0.0, deadline - time.monotonic())
+
+
+def escrow_root(
+    channel: Any,
+    *,
+    root: bytes,
+    n_pairs: int,
+    item_kind: str,
+    owner: str,
+    arbiter_public_key: Ed25519PublicKey,
+    timeout_s: float = DEFAULT_DEADLINE_S,
+) -> tuple[Receipt, bytes]:
+    """Escrow ``root`` with the arbiter on ``channel``; return the verified receipt.
+
+    Returns the parsed :class:`~protocol.escrow_messages.Receipt` and the signed
+    envelope bytes as received (keep those: they are what a claim cites). ``timeout_s``
+    bounds the whole exchange.
+
+    Raises:
+        InputError: the request is invalid (checked before anything is sent), or the
+            answer is malformed.
+        VerificationError: the receipt fails a check of §9.3 (its subclasses say which).
+        grpc.RpcError: a call failed or ran past the deadline.
+
+    """
+    # 0. Validate the request locally: nothing malformed goes on the wire.
+    request = EscrowRequest(
+        spec=SPEC_VERSION, root=root, n_pairs=n_pairs, item_kind=item_kind, owner=owner
+    )
+    deadline = time.monotonic() + timeout_s
+    stub = escrow_pb2_grpc.EscrowStub(channel)  # type: ignore[no-untyped-call]
+    answer = stub.Commit(
+        escrow_pb2.CommitRequest(
+            spec_version=request.spec,
+            root=request.root,
+            n_pairs=request.n_pairs,
+            item_kind=request.item_kind,
+            owner=request.owner,
+        ),
+        timeout=_remaining(deadline),
+    )
+    receipt_bytes = bytes(answer.receipt)
+    # 1. Check the signature first, to learn (from signed data only) which proof to ask for.
+    position = open_receipt(receipt_bytes, arbiter_public_key)
+    proof = stub.GetInclusionProof(
+        escrow_pb2.GetInclusionProofRequest(index=position.entry.index, size=position.log_size),
+        timeout=_remaining(deadline),
+    ).proof
+    # 2. Every check of §9.3: signature, fields, rho_digest, inclusion under log_root.
+    receipt = verify_receipt(
+        receipt_bytes,
+        arbiter_public_key,
+        expected_root=request.root,
+        expected_n_pairs=request.n_pairs,
+        expected_item_kind=request.item_kind,
+        inclusion_proof=[bytes(element) for element in proof],
+        expected_owner=request.owner,
+    )
+    return receipt, receipt_bytes
+
+
+def fetch_checkpoint(
+    channel: Any,
+    *,
+    arbiter_public_key: Ed25519PublicKey,
+    previous: Checkpoint | None = None,
+    timeout_s: float = DEFAULT_DEADLINE_S,
+) -> tuple[Checkpoint, bytes]:
+    """Fetch the arbiter's latest signed checkpoint; check it extends ``previous`` (§9.4).
+
+    ``previous`` is the last checkpoint the caller accepted (None the first time); the
+    new one must extend it, proven by a consistency proof fetched here. Returns the
+    verified checkpoint and its envelope bytes, to keep as the next ``previous``.
+
+    Raises:
+        InputError: the answer is malformed.
+        VerificationError: the checkpoint does not verify, or the log does not extend
+            ``previous`` (shrunk, forked, or another arbiter).
+        grpc.RpcError: a call failed or ran past the deadline.
+
+    """
+    deadline = time.monotonic() + timeout_s
+    stub = escrow_pb2_grpc.EscrowStub(channel)  # type: ignore[no-untyped-call]
+    signed = bytes(
+        stub.GetCheckpoint(
+            escrow_pb2.GetCheckpointRequest(), timeout=_remaining(deadline)
+        ).checkpoint
+    )
+    # 1. The checkpoint is signed by the arbiter and well formed.
+    checkpoint = verify_checkpoint(signed, arbiter_public_key)
+    if previous is not None:
+        # 2. The log grew append-only from the last checkpoint seen (§6.2.3); a smaller
+        #    log is refused before asking for a proof that cannot exist.
+        if checkpoint.size < previous.size:
+            raise VerificationError(
+                f"the arbiter's log shrank from {previous.size} to {checkpoint.size} entries"
+            )
+        proof = stub.GetConsistencyProof(
+            escrow_pb2.GetConsistencyProofRequest(old_size=previous.size, new_size=checkpoint.size),
+            timeout=_remaining(deadline),
+        ).proof
+        verify_log_extension(previous, checkpoint, [bytes(element) for element in proof])
+    return checkpoint, signed

@@ -1,0 +1,154 @@
+"""The ``twinaudit.escrow.v1.Escrow`` gRPC service over an :class:`~.store.EscrowStore`.
+
+Every request field is validated before the store is touched, with the spec's error
+families mapped by :func:`twinaudit.transport.status_for`: a malformed field is
+``INVALID_ARGUMENT``, ``n_pairs`` above ``MAX_PAIRS`` is ``RESOURCE_EXHAUSTED``
+(``limit-exceeded``), an unsupported spec version is ``FAILED_PRECONDITION``. A log
+index or size the log has not reached is ``NOT_FOUND``. A rejected request stores and
+signs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import grpc
+
+from protocol.errors import TwinauditError
+from protocol.escrow_messages import EscrowRequest
+from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.transport import TlsFiles, make_server, status_for
+
+from .store import EscrowStore
+
+#: Full name of the service, as the health service reports it.
+SERVICE_NAME: Final = "twinaudit.escrow.v1.Escrow"
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def request_from_proto(message: escrow_pb2.CommitRequest) -> EscrowRequest:
+    """Return the validated §9.1 request carried by a ``CommitRequest``."""
+    return EscrowRequest(
+        spec=message.spec_version,
+        root=message.root,
+        n_pairs=message.n_pairs,
+        item_kind=message.item_kind,
+        owner=message.owner,
+    )
+
+
+class EscrowService(escrow_pb2_grpc.EscrowServicer):
+    """Serves one :class:`EscrowStore`: commits, records, checkpoints and proofs."""
+
+    def __init__(self, store: EscrowStore) -> None:
+        """Serve ``store`` (the caller keeps ownership and closes it)."""
+        self._store = store
+
+    def Commit(  # noqa: N802
+        self, request: escrow_pb2.CommitRequest, context: Any
+    ) -> escrow_pb2.CommitResponse:
+        """Validate and escrow a root; answer with the signed receipt (§9.3)."""
+
+        def run() -> escrow_pb2.CommitResponse:
+            escrow_request = request_from_proto(request)  # validated before anything is stored
+            return escrow_pb2.CommitResponse(receipt=self._store.commit(escrow_request))
+
+        return _serve(context, run)
+
+    def GetRecord(  # noqa: N802
+        self, request: escrow_pb2.GetRecordRequest, context: Any
+    ) -> escrow_pb2.GetRecordResponse:
+        """Return a public log entry (no rho) with its inclusion proof and a checkpoint."""
+
+        def run() -> escrow_pb2.GetRecordResponse:
+            entry, _ = self._store.entry(request.index)
+            checkpoint, signed = self._store.latest_checkpoint()
+            proof = self._store.inclusion_proof(entry.index, checkpoint.size)
+            return escrow_pb2.GetRecordResponse(
+                entry=entry.encode(),
+                log_size=checkpoint.size,
+                inclusion_proof=proof,
+                checkpoint=signed,
+            )
+
+        return _serve(context, run)
+
+    def GetCheckpoint(  # noqa: N802
+        self, request: escrow_pb2.GetCheckpointRequest, context: Any
+    ) -> escrow_pb2.GetCheckpointResponse:
+        """Return the signed checkpoint of the current log (§9.4)."""
+        return _serve(
+            context, lambda: escrow_pb2.GetCheckpointResponse(checkpoint=self._store.checkpoint())
+        )
+
+    def GetInclusionProof(  # noqa: N802
+        self, request: escrow_pb2.GetInclusionProofRequest, context: Any
+    ) -> escrow_pb2.GetInclusionProofResponse:
+        """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""
+        return _serve(
+            context,
+            lambda: escrow_pb2.GetInclusionProofResponse(
+                proof=self._store.inclusion_proof(request.index, request.size)
+            ),
+        )
+
+    def GetConsistencyProof(  # noqa: N802
+        self, request: escrow_pb2.GetConsistencyProofRequest, context: Any
+    ) -> escrow_pb2.GetConsistencyProofResponse:
+        """Return the consistency proof between two log sizes."""
+        return _serve(
+            context,
+            lambda: escrow_pb2.GetConsistencyProofResponse(
+                proof=self._store.consistency_proof(request.old_size, request.new_size)
+            ),
+        )
+
+
+def _serve(context: Any, fn: Callable[[], T]) -> T:
+    """Run ``fn`` for one call, turning its failures into statuses with a human message.
+
+    A protocol error gets the status of its family (:func:`twinaudit.transport.status_for`;
+    an index or size the log has not reached is NOT_FOUND); anything else is logged here
+    and answered INTERNAL without details.
+    """
+    try:
+        return fn()
+    except TwinauditError as exc:
+        context.abort(status_for(exc), exc.diagnostics())
+        raise  # unreachable: abort raises
+    except Exception:
+        _log.exception("escrow call failed")
+        context.abort(grpc.StatusCode.INTERNAL, "internal error in the escrow service")
+        raise  # unreachable: abort raises
+
+
+def add_escrow_service(server: grpc.Server, store: EscrowStore) -> EscrowService:
+    """Register an :class:`EscrowService` for ``store`` on ``server`` and return it."""
+    service = EscrowService(store)
+    escrow_pb2_grpc.add_EscrowServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    return service
+
+
+def serve_escrow(
+    store: EscrowStore, listen: str, *, tls: TlsFiles | None = None, max_workers: int = 8
+) -> tuple[grpc.Server, int]:
+    """Start a gRPC server for ``store`` on ``listen``; return it and its bound port.
+
+    The server also runs the health service, reporting ``SERVING`` for ``""`` and
+    :data:`SERVICE_NAME`. With ``tls`` it serves TLS, and mTLS when ``tls.ca`` is set.
+    """
+
+    def register(server: grpc.Server) -> None:
+        add_escrow_service(server, store)
+
+    return make_server(
+        listen,
+        register,
+        tls=tls,
+        max_workers=max_workers,
+        service_names=(SERVICE_NAME,),
+    )

@@ -1,0 +1,597 @@
+"""The SQL core shared by the SQLite and PostgreSQL escrow stores.
+
+Everything but connecting and a handful of dialect strings lives here, so the two
+backends cannot drift apart. The schema:
+
+- ``escrow_head``: one row, the log's ``size`` and ``root``. Every write transaction
+  locks it first (SQLite: ``BEGIN IMMEDIATE`` takes the database's write lock;
+  PostgreSQL: ``SELECT ... FOR UPDATE``), so appends are serialised across threads,
+  processes and hosts, and index ``size`` is assigned exactly once.
+- ``escrow_entries``: ``(idx, entry, rho)``; ``entry`` is the canonical log entry (the
+  leaf data, §9.2), ``rho`` the secret randomness it commits to.
+- ``escrow_checkpoints``: at most one signed checkpoint per log size (§9.4).
+- ``escrow_claims``: claim state, then verdict and transcript (§10-§12).
+- ``escrow_meta``: schema version and the arbiter's key id; a store refuses to open
+  with another signing key.
+
+**Durability.** An append is one transaction: insert the entries, update the head's
+size and root, commit. The backend's commit is synchronous (SQLite WAL with
+``synchronous=FULL``; PostgreSQL ``synchronous_commit=on``), so when it returns the
+entries survive a crash or power loss. Only then are receipts signed and returned
+(§9.3). A crash before the commit leaves nothing: no entry, no head change.
+
+**Group commit.** Concurrent :meth:`~SqlEscrowStore.commit` calls queue their requests;
+one of them at a time leads, taking everything queued (up to :data:`MAX_COMMIT_BATCH`)
+into one transaction, so one disk flush serves many receipts. The others wait until
+their request is settled (or it is their turn to lead); each signs its own receipt.
+The clock is read once per transaction: the entries of one batch share their time.
+
+**The in-memory log.** The Merkle tree of the log is rebuilt from the stored entries on
+open and checked against the stored head root and the last stored checkpoint. Before
+every operation the store catches up with entries other processes appended and checks
+the head root again, so several arbiter processes may share one database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from abc import abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Final, Protocol
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from protocol import limits
+from protocol.errors import InputError, ParameterError, StateError, TwinauditError
+from protocol.escrow_messages import (
+    Checkpoint,
+    EscrowRequest,
+    LogEntry,
+    Receipt,
+    decode_entry,
+    format_time,
+    make_entry,
+    rho_digest,
+    sign_checkpoint,
+    sign_receipt,
+    verify_checkpoint,
+)
+from protocol.keys import key_id
+from protocol.merkle import EMPTY_ROOT, MerkleTree
+
+from .store import (
+    FINISHED_STATUS,
+    MAX_CLAIM_STATE_BYTES,
+    MAX_TRANSCRIPT_BYTES,
+    MAX_VERDICT_BYTES,
+    ClaimSummary,
+    EscrowStore,
+    UnknownClaimError,
+    UnknownRecordError,
+    check_blob,
+    check_claim_id,
+    check_index,
+    check_status,
+)
+
+#: Version of the table layout below, recorded in ``escrow_meta``.
+SCHEMA_VERSION: Final = "1"
+#: Most escrow requests appended in one transaction.
+MAX_COMMIT_BATCH: Final = 256
+#: Entries read per query when the in-memory log catches up with the database.
+LOAD_CHUNK: Final = 10_000
+
+#: The tables, with ``{int}``, ``{blob}`` and ``{serial}`` filled in by each dialect.
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS escrow_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS escrow_head (id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " size {int} NOT NULL, root {blob} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS escrow_entries (idx {int} PRIMARY KEY,"
+    " entry {blob} NOT NULL, rho {blob} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS escrow_checkpoints (size {int} PRIMARY KEY,"
+    " root {blob} NOT NULL, envelope {blob} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS escrow_claims (seq {serial}, claim_id TEXT NOT NULL UNIQUE,"
+    " record_index {int} NOT NULL, status TEXT NOT NULL, state {blob} NOT NULL,"
+    " finished INTEGER NOT NULL DEFAULT 0, verdict {blob}, transcript {blob})",
+    "CREATE INDEX IF NOT EXISTS escrow_claims_by_record ON escrow_claims (record_index, seq)",
+)
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the core uses; SQL text uses ``?`` placeholders."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> object:
+        """Run one statement."""
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> object:
+        """Run one statement once per parameter row."""
+
+    def fetchone(self) -> Any:
+        """Return the next row of the last query, or None."""
+
+    def fetchall(self) -> list[Any]:
+        """Return the remaining rows of the last query."""
+
+
+def utc_now() -> datetime:
+    """Return the current time, timezone-aware in UTC (the stores' default clock)."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Ticket:
+    """One queued commit: its request, then its result or error."""
+
+    request: EscrowRequest
+    result: tuple[LogEntry, bytes, bytes] | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class SqlEscrowStore(EscrowStore):
+    """An :class:`EscrowStore` on a SQL database; subclasses supply the connection.
+
+    A subclass sets the dialect strings below, implements :meth:`_connect` and
+    :meth:`_disconnect`, and calls ``super().__init__`` once it can connect.
+    """
+
+    #: Starts a transaction that only reads; it should see one snapshot.
+    BEGIN_READ: ClassVar[str] = "BEGIN"
+    #: Starts a transaction that writes.
+    BEGIN_WRITE: ClassVar[str] = "BEGIN"
+    #: Appended to the head-row query in write transactions to lock the row.
+    LOCK_HEAD_SUFFIX: ClassVar[str] = ""
+    #: Run first in the schema transaction, to serialise concurrent schema creation.
+    SCHEMA_LOCK: ClassVar[str | None] = None
+    #: Column types: ``int`` (64-bit), ``blob`` (bytes), ``serial`` (auto-increment key).
+    TYPES: ClassVar[dict[str, str]]
+
+    def __init__(
+        self, signing_key: Ed25519PrivateKey, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        """Connect, create the schema if needed, and rebuild and check the log."""
+        if not isinstance(signing_key, Ed25519PrivateKey):
+            raise InputError("the arbiter's signing key must be an Ed25519PrivateKey")
+        self._key = signing_key
+        self._public = signing_key.public_key()
+        self._key_id = key_id(self._public)
+        self._clock = clock or utc_now
+        self._lock = threading.RLock()  # the connection and the tree
+        self._queue = threading.Condition()  # the queue of pending commits
+        self._pending: deque[_Ticket] = deque()
+        self._appending = False  # a thread is appending queued requests
+        self._tree: MerkleTree | None = None  # None: rebuild from the database
+        self._closed = False
+        self._cur = self._connect()
+        try:
+            self._create_schema()
+            self._verify_log()
+        except BaseException:
+            self._closed = True
+            self._disconnect()
+            raise
+
+    # --- Backend hooks -------------------------------------------------------------------
+
+    @abstractmethod
+    def _connect(self) -> Cursor:
+        """Open the connection, configure durability, and return its cursor."""
+
+    @abstractmethod
+    def _disconnect(self) -> None:
+        """Close the connection."""
+
+    # --- Transactions --------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Cursor]:
+        """Run the body in one transaction; commit on success, roll back on any error."""
+        cur = self._cur
+        cur.execute(self.BEGIN_WRITE if write else self.BEGIN_READ)
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        # The transaction may already be gone (a failed COMMIT); the caller raises the cause.
+        with contextlib.suppress(Exception):
+            self._cur.execute("ROLLBACK")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StateError("the escrow store is closed")
+
+    def _head(self, cur: Cursor, *, lock: bool) -> tuple[int, bytes]:
+        suffix = self.LOCK_HEAD_SUFFIX if lock else ""
+        cur.execute("SELECT size, root FROM escrow_head WHERE id = 1" + suffix)
+        row = cur.fetchone()
+        if row is None:
+            raise StateError("the escrow store has no head row")
+        return int(row[0]), bytes(row[1])
+
+    def _catch_up(self, cur: Cursor, *, lock: bool = False) -> int:
+        """Append to the in-memory log what the database has beyond it; check the root.
+
+        Returns the log size. ``lock`` locks the head row (write transactions only).
+        """
+        size, root = self._head(cur, lock=lock)
+        if self._tree is None:
+            self._tree = MerkleTree()
+        tree = self._tree
+        if tree.size > size:
+            raise StateError(f"the stored log has {size} entries, fewer than {tree.size} seen")
+        try:
+            while tree.size < size:
+                cur.execute(
+                    "SELECT idx, entry FROM escrow_entries WHERE idx >= ? AND idx < ? ORDER BY idx",
+                    (tree.size, min(size, tree.size + LOAD_CHUNK)),
+                )
+                rows = cur.fetchall()
+                for idx, data in rows:
+                    if int(idx) != tree.size:
+                        raise StateError(f"the stored log has no entry {tree.size}")
+                    tree.append(bytes(data))
+                if not rows:
+                    raise StateError(f"the stored log has no entry {tree.size}")
+            if tree.root() != root:
+                raise StateError(
+                    f"the stored entries hash to {tree.root().hex()}, not the head root"
+                    f" {root.hex()}: the escrow store is corrupt"
+                )
+        except BaseException:
+            self._tree = None  # holds leaves that did not check out
+            raise
+        return size
+
+    def _sync(self) -> int:
+        """Catch up with the database in a read transaction and return the log size."""
+        self._check_open()
+        with self._transaction(write=False) as cur:
+            return self._catch_up(cur)
+
+    def _current_tree(self) -> MerkleTree:
+        if self._tree is None:  # pragma: no cover - _catch_up sets it
+            raise StateError("the in-memory log is not loaded")
+        return self._tree
+
+    # --- Opening -------------------------------------------------------------------------
+
+    def _create_schema(self) -> None:
+        with self._transaction(write=True) as cur:
+            if self.SCHEMA_LOCK is not None:
+                cur.execute(self.SCHEMA_LOCK)
+            for statement in _SCHEMA:
+                cur.execute(statement.format(**self.TYPES))
+            cur.execute(
+                "INSERT INTO escrow_head (id, size, root) VALUES (1, 0, ?)"
+                " ON CONFLICT (id) DO NOTHING",
+                (EMPTY_ROOT,),
+            )
+            for name, value in (("schema", SCHEMA_VERSION), ("arbiter", self._key_id)):
+                cur.execute(
+                    "INSERT INTO escrow_meta (name, value) VALUES (?, ?)"
+                    " ON CONFLICT (name) DO NOTHING",
+                    (name, value),
+                )
+                cur.execute("SELECT value FROM escrow_meta WHERE name = ?", (name,))
+                stored = cur.fetchone()[0]
+                if stored != value:
+                    raise StateError(f"the escrow store's {name} is {stored!r}, not {value!r}")
+
+    def _verify_log(self) -> None:
+        """Rebuild the log from scratch and check it against the head and last checkpoint."""
+        with self._transaction(write=False) as cur:
+            size, _ = self._head(cur, lock=False)
+            cur.execute("SELECT COUNT(*), MIN(idx), MAX(idx) FROM escrow_entries")
+            count, low, high = cur.fetchone()
+            if int(count) != size or (size and (int(low), int(high)) != (0, size - 1)):
+                raise StateError(
+                    f"the escrow store holds {count} entries (indices {low}..{high})"
+                    f" but its head says {size}"
+                )
+            self._tree = None
+            self._catch_up(cur)
+            cur.execute("SELECT size, root FROM escrow_checkpoints ORDER BY size DESC LIMIT 1")
+            last = cur.fetchone()
+        if last is not None:
+            self._check_checkpoint_root(int(last[0]), bytes(last[1]))
+
+    def _check_checkpoint_root(self, size: int, root: bytes) -> None:
+        tree = self._current_tree()
+        if size > tree.size or tree.root(size) != root:
+            raise StateError(
+                f"a stored checkpoint of size {size} does not match the log: the escrow"
+                " store is corrupt or was rolled back"
+            )
+
+    # --- The log -------------------------------------------------------------------------
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        """The arbiter's public key."""
+        return self._public
+
+    def commit(self, request: EscrowRequest) -> bytes:
+        """Escrow ``request``; return the signed receipt once its entry is durable."""
+        if not isinstance(request, EscrowRequest):
+            raise InputError(f"expected an EscrowRequest, got {type(request).__name__}")
+        ticket = _Ticket(request)
+        with self._queue:
+            self._pending.append(ticket)
+            # Group commit: wait while another thread appends; its batch may hold ours.
+            while not ticket.done and self._appending:
+                self._queue.wait()
+            lead = not ticket.done
+            if lead:
+                self._appending = True
+        if lead:
+            self._lead(ticket)
+        if ticket.error is not None:
+            raise ticket.error
+        if ticket.result is None:  # pragma: no cover - settled without error means a result
+            raise StateError("escrow append settled without a result")
+        entry, rho, log_root = ticket.result
+        receipt = Receipt(
+            arbiter=self._key_id,
+            entry=entry,
+            rho=rho,
+            log_size=entry.index + 1,
+            log_root=log_root,
+        )
+        return sign_receipt(receipt, self._key)  # only now: the entry is durable (§9.3)
+
+    def _lead(self, ticket: _Ticket) -> None:
+        """Append queued requests, oldest first, in batches until ``ticket`` is settled."""
+        try:
+            while not ticket.done:
+                with self._queue:
+                    count = min(MAX_COMMIT_BATCH, len(self._pending))
+                    batch = [self._pending.popleft() for _ in range(count)]
+                with self._lock:
+                    self._append_batch(batch)
+                with self._queue:
+                    self._queue.notify_all()  # wake the batch's owners at once
+        finally:
+            with self._queue:
+                self._appending = False
+                self._queue.notify_all()  # a waiter whose request is still queued leads next
+
+    def _append_batch(self, batch: list[_Ticket]) -> None:
+        """Append a batch of queued requests in one transaction; settle every ticket."""
+        try:
+            self._check_open()
+            results = self._append([ticket.request for ticket in batch], self._clock())
+        except BaseException as exc:
+            for ticket in batch:
+                ticket.error, ticket.done = exc, True
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for ticket, result in zip(batch, results, strict=True):
+            ticket.result, ticket.done = result, True  # done last: waiters read result
+
+    def _append(
+        self, requests: list[EscrowRequest], now: datetime
+    ) -> list[tuple[LogEntry, bytes, bytes]]:
+        """Append one entry per request, durably; return (entry, rho, log root) for each."""
+        appended = False
+        try:
+            with self._transaction(write=True) as cur:
+                size = self._catch_up(cur, lock=True)
+                drawn: list[tuple[LogEntry, bytes, bytes]] = []
+                for offset, request in enumerate(requests):
+                    rho = secrets.token_bytes(limits.RHO_BYTES)  # fresh per record (§9.2)
+                    entry = make_entry(request, index=size + offset, time=now, rho=rho)
+                    drawn.append((entry, rho, entry.encode()))
+                cur.executemany(
+                    "INSERT INTO escrow_entries (idx, entry, rho) VALUES (?, ?, ?)",
+                    [(entry.index, data, rho) for entry, rho, data in drawn],
+                )
+                tree = self._current_tree()
+                appended = True
+                for _, _, data in drawn:
+                    tree.append(data)
+                cur.execute(
+                    "UPDATE escrow_head SET size = ?, root = ? WHERE id = 1",
+                    (tree.size, tree.root()),
+                )
+        except BaseException:
+            if appended:
+                self._tree = None  # it may hold leaves that were never committed
+            raise
+        # Committed and durable: the receipts may now be signed (§9.3).
+        return [(entry, rho, tree.root(entry.index + 1)) for entry, rho, _ in drawn]
+
+    def entry(self, index: int) -> tuple[LogEntry, bytes]:
+        """Return log entry ``index`` and its secret ``rho``."""
+        index = check_index(index, "log index")
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=False) as cur:
+                size = self._catch_up(cur)
+                if index >= size:
+                    raise UnknownRecordError(f"the log has no entry {index} (size {size})")
+                cur.execute("SELECT entry, rho FROM escrow_entries WHERE idx = ?", (index,))
+                data, rho = (bytes(value) for value in cur.fetchone())
+        try:
+            entry = decode_entry(data)
+            digest = rho_digest(rho)
+        except TwinauditError as exc:
+            raise StateError(f"stored entry {index} is corrupt: {exc}") from None
+        if entry.index != index or entry.rho_digest != digest:
+            raise StateError(f"stored entry {index} is corrupt: index or rho does not match")
+        return entry, rho
+
+    def size(self) -> int:
+        """Return the number of entries in the log."""
+        with self._lock:
+            return self._sync()
+
+    def latest_checkpoint(self) -> tuple[Checkpoint, bytes]:
+        """Return the signed checkpoint of the current log (one per size, reused)."""
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=False) as cur:
+                size = self._catch_up(cur)
+                cur.execute("SELECT envelope FROM escrow_checkpoints WHERE size = ?", (size,))
+                row = cur.fetchone()
+            root = self._current_tree().root(size)
+            if row is None:
+                # The time is read once, when the checkpoint is first signed.
+                checkpoint = Checkpoint(
+                    arbiter=self._key_id, size=size, root=root, time=format_time(self._clock())
+                )
+                signed = sign_checkpoint(checkpoint, self._key)
+                with self._transaction(write=True) as cur:
+                    cur.execute(
+                        "INSERT INTO escrow_checkpoints (size, root, envelope) VALUES (?, ?, ?)"
+                        " ON CONFLICT (size) DO NOTHING",
+                        (size, root, signed),
+                    )
+                    cur.execute("SELECT envelope FROM escrow_checkpoints WHERE size = ?", (size,))
+                    row = cur.fetchone()
+        envelope = bytes(row[0])
+        stored = verify_checkpoint(envelope, self._public)
+        if stored.size != size or stored.root != root:
+            raise StateError(f"the stored checkpoint of size {size} does not match the log")
+        return stored, envelope
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""
+        index = check_index(index, "log index")
+        size = check_index(size, "log size")
+        with self._lock:
+            current = self._sync()
+            if size > current:
+                raise UnknownRecordError(f"the log has {current} entries, not {size}")
+            if index >= size:
+                raise ParameterError(f"index {index} is not below the log size {size}")
+            return self._current_tree().inclusion_proof(index, size)
+
+    def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
+        """Return the consistency proof between two sizes of the log."""
+        old_size = check_index(old_size, "old log size")
+        new_size = check_index(new_size, "new log size")
+        with self._lock:
+            current = self._sync()
+            if new_size > current:
+                raise UnknownRecordError(f"the log has {current} entries, not {new_size}")
+            if old_size > new_size:
+                raise ParameterError(f"old size {old_size} is larger than new size {new_size}")
+            return self._current_tree().consistency_proof(old_size, new_size)
+
+    # --- Claims --------------------------------------------------------------------------
+
+    def save_claim(self, claim_id: str, record_index: int, status: str, state: bytes) -> None:
+        """Create or update an unfinished claim."""
+        claim_id = check_claim_id(claim_id)
+        record_index = check_index(record_index, "record index")
+        status = check_status(status)
+        state = check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES)
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=True) as cur:
+                size, _ = self._head(cur, lock=True)
+                if record_index >= size:
+                    raise UnknownRecordError(f"the log has no record {record_index}")
+                cur.execute(
+                    "SELECT record_index, finished FROM escrow_claims WHERE claim_id = ?",
+                    (claim_id,),
+                )
+                row = cur.fetchone()
+                if row is None:
+                    cur.execute(
+                        "INSERT INTO escrow_claims (claim_id, record_index, status, state)"
+                        " VALUES (?, ?, ?, ?)",
+                        (claim_id, record_index, status, state),
+                    )
+                    return
+                if int(row[1]):
+                    raise StateError(f"claim {claim_id} is finished")
+                if int(row[0]) != record_index:
+                    raise StateError(f"claim {claim_id} is against record {row[0]}")
+                cur.execute(
+                    "UPDATE escrow_claims SET status = ?, state = ? WHERE claim_id = ?",
+                    (status, state, claim_id),
+                )
+
+    def load_claim(self, claim_id: str) -> tuple[int, str, bytes] | None:
+        """Return a claim's record index, status and state, or None."""
+        claim_id = check_claim_id(claim_id)
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=False) as cur:
+                cur.execute(
+                    "SELECT record_index, status, state FROM escrow_claims WHERE claim_id = ?",
+                    (claim_id,),
+                )
+                row = cur.fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), bytes(row[2]))
+
+    def finish_claim(self, claim_id: str, verdict: bytes, transcript: bytes) -> None:
+        """Store the verdict and transcript and mark the claim finished, atomically."""
+        claim_id = check_claim_id(claim_id)
+        verdict = check_blob(verdict, "verdict", MAX_VERDICT_BYTES)
+        transcript = check_blob(transcript, "transcript", MAX_TRANSCRIPT_BYTES)
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=True) as cur:
+                self._head(cur, lock=True)  # serialise with every other write
+                cur.execute("SELECT finished FROM escrow_claims WHERE claim_id = ?", (claim_id,))
+                row = cur.fetchone()
+                if row is None:
+                    raise UnknownClaimError(f"no claim {claim_id}")
+                if int(row[0]):
+                    raise StateError(f"claim {claim_id} is already finished")
+                cur.execute(
+                    "UPDATE escrow_claims SET status = ?, finished = 1, verdict = ?,"
+                    " transcript = ? WHERE claim_id = ?",
+                    (FINISHED_STATUS, verdict, transcript, claim_id),
+                )
+
+    def get_verdict(self, claim_id: str) -> tuple[bytes, bytes] | None:
+        """Return a finished claim's verdict and transcript, or None."""
+        claim_id = check_claim_id(claim_id)
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=False) as cur:
+                cur.execute(
+                    "SELECT verdict, transcript FROM escrow_claims"
+                    " WHERE claim_id = ? AND finished = 1",
+                    (claim_id,),
+                )
+                row = cur.fetchone()
+        return None if row is None else (bytes(row[0]), bytes(row[1]))
+
+    def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
+        """Return the claims against a record, oldest first."""
+        record_index = check_index(record_index, "record index")
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=False) as cur:
+                cur.execute(
+                    "SELECT claim_id, status, finished FROM escrow_claims"
+                    " WHERE record_index = ? ORDER BY seq",
+                    (record_index,),
+                )
+                rows = cur.fetchall()
+        return [
+            ClaimSummary(str(claim_id), record_index, str(status), bool(finished))
+            for claim_id, status, finished in rows
+        ]
+
+    def close(self) -> None:
+        """Close the connection; later calls raise StateError."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._disconnect()

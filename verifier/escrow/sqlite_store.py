@@ -1,0 +1,96 @@
+"""The escrow store on SQLite: one file, WAL journal, ``synchronous=FULL``.
+
+In WAL mode with ``synchronous=FULL`` SQLite flushes the write-ahead log to disk at
+every commit, so a commit that returned survives a crash or power loss; a transaction
+that did not commit is discarded when the database is next opened. ``BEGIN IMMEDIATE``
+takes the database's write lock before the head row is read, so appends from several
+threads or processes are serialised. The file is created with mode 0600: it holds
+every record's secret ``rho``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar, Final
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from protocol.errors import InputError, StateError
+
+from .sql_store import Cursor, SqlEscrowStore
+
+#: How long a writer waits for another process's write lock, in seconds.
+DEFAULT_BUSY_TIMEOUT_S: Final = 30.0
+_SYNCHRONOUS_FULL: Final = 2  # PRAGMA synchronous reports FULL as 2
+
+
+class SqliteEscrowStore(SqlEscrowStore):
+    """An :class:`~verifier.escrow.store.EscrowStore` in one SQLite database file."""
+
+    BEGIN_READ: ClassVar[str] = "BEGIN DEFERRED"
+    BEGIN_WRITE: ClassVar[str] = "BEGIN IMMEDIATE"
+    TYPES: ClassVar[dict[str, str]] = {
+        "int": "INTEGER",
+        "blob": "BLOB",
+        "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
+    }
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        signing_key: Ed25519PrivateKey,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    ) -> None:
+        """Open (creating if needed) the store in the database file ``path``."""
+        self._path = Path(path)
+        if str(path) == ":memory:" or str(path).startswith("file:"):
+            raise InputError("an escrow store needs a plain database file path")
+        self._busy_timeout_s = busy_timeout_s
+        self._conn: sqlite3.Connection | None = None
+        super().__init__(signing_key, clock=clock)
+
+    def _connect(self) -> Cursor:
+        _create_private_file(self._path)
+        conn = sqlite3.connect(
+            self._path,
+            timeout=self._busy_timeout_s,
+            isolation_level=None,  # transactions are explicit (BEGIN ... COMMIT)
+            check_same_thread=False,  # the store's lock serialises all use
+        )
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StateError(f"{self._path}: cannot use the WAL journal (got {mode!r})")
+            conn.execute("PRAGMA synchronous=FULL")
+            if conn.execute("PRAGMA synchronous").fetchone()[0] != _SYNCHRONOUS_FULL:
+                raise StateError(f"{self._path}: cannot set synchronous=FULL")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn.cursor()
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _create_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 if it does not exist, durably (dir fsync)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+    dir_fd = os.open(path.parent if str(path.parent) else ".", os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
