@@ -18,7 +18,8 @@ def available() -> list[str]:
     """Return the names of the benchmark modules in this package."""
     here = Path(__file__).resolve().parent
     return sorted(
-        m.name.removeprefix("bench_") for m in pkgutil.iter_modules([str(here)])
+        m.name.removeprefix("bench_")
+        for m in pkgutil.iter_modules([str(here)])
         if m.name.startswith("bench_")
     )
 
@@ -26,7 +27,9 @@ def available() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the named benchmarks (all by default) and print their figures."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {available()})")
+    parser.add_argument(
+        "names", nargs="*", help=f"benchmarks to run (default: all of {available()})"
+    )
     args = parser.parse_args(argv)
     names = args.names or available()
     unknown = sorted(set(names) - set(available()))

@@ -25,9 +25,7 @@ from . import limits
 from .errors import EncodingError, LimitExceededError
 
 #: A value that has a canonical encoding.
-Value: TypeAlias = (
-    None | bool | int | float | str | bytes | list["Value"] | dict[str, "Value"]
-)
+Value: TypeAlias = bool | int | float | str | bytes | list["Value"] | dict[str, "Value"] | None
 
 _INT_MIN = -(1 << 63)
 _INT_MAX = (1 << 64) - 1

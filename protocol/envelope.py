@@ -38,7 +38,10 @@ MAX_ENVELOPE_JSON_BYTES = (limits.MAX_ENVELOPE_PAYLOAD_BYTES * 4) // 3 + 64 * 10
 
 
 def payload_type(kind: str) -> str:
-    """Return the payload type of a message kind, e.g. ``verdict`` → ``application/vnd.twinaudit.verdict.v1+msgpack``."""
+    """Return the payload type of a message kind.
+
+    For example ``verdict`` gives ``application/vnd.twinaudit.verdict.v1+msgpack``.
+    """
     if not _KIND.match(kind):
         raise InputError(f"invalid message kind {kind!r}")
     return f"application/vnd.twinaudit.{kind}.v1+msgpack"

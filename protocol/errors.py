@@ -93,9 +93,7 @@ class RootMismatchError(ProofError):
 
     def __init__(self, expected: bytes, computed: bytes, what: str = "root") -> None:
         """Keep both roots so that diagnostics can show them."""
-        super().__init__(
-            f"{what} mismatch: expected {expected.hex()}, computed {computed.hex()}"
-        )
+        super().__init__(f"{what} mismatch: expected {expected.hex()}, computed {computed.hex()}")
         self.expected = expected
         self.computed = computed
 

@@ -42,7 +42,8 @@ class ImageItem:
         if not (1 <= h <= MAX_IMAGE_SIDE and 1 <= w <= MAX_IMAGE_SIDE and c in (1, 3)):
             raise InputError(f"image shape {px.shape} outside 1..{MAX_IMAGE_SIDE} x C in {{1, 3}}")
         if self.label is not None and not (
-            isinstance(self.label, int) and not isinstance(self.label, bool)
+            isinstance(self.label, int)
+            and not isinstance(self.label, bool)
             and 0 <= self.label < MAX_LABEL
         ):
             raise InputError(f"label must be an integer in [0, {MAX_LABEL}), got {self.label!r}")
@@ -131,7 +132,9 @@ def _image_from_value(value: Value) -> ImageItem:
         raise InputError(f"unknown image item fields {sorted(set(value) - allowed)}")
     h, w, c = (_field(value, k, int) for k in ("height", "width", "channels"))
     pixels = _field(value, "pixels", bytes)
-    assert isinstance(h, int) and isinstance(w, int) and isinstance(c, int)
+    assert isinstance(h, int)
+    assert isinstance(w, int)
+    assert isinstance(c, int)
     assert isinstance(pixels, bytes)
     if not (1 <= h <= MAX_IMAGE_SIDE and 1 <= w <= MAX_IMAGE_SIDE and c in (1, 3)):
         raise InputError(f"image shape ({h}, {w}, {c}) out of range")

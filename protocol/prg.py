@@ -79,9 +79,7 @@ class Prg:
                 "PRG stream length", self.consumed + n, limits.MAX_PRG_STREAM_BYTES
             )
         while len(self._buffer) - self._pos < n:
-            self._buffer = self._buffer[self._pos :] + self._encryptor.update(
-                bytes(max(_CHUNK, n))
-            )
+            self._buffer = self._buffer[self._pos :] + self._encryptor.update(bytes(max(_CHUNK, n)))
             self._pos = 0
         out = self._buffer[self._pos : self._pos + n]
         self._pos += n

@@ -1,0 +1,1 @@
+"""The twinaudit specification: tools that build its test vectors."""

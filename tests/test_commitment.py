@@ -2,7 +2,13 @@
 
 import pytest
 
-from protocol.commitment import PairOpening, commit_pair, pair_commitment, verify_opening, version_digest
+from protocol.commitment import (
+    PairOpening,
+    commit_pair,
+    pair_commitment,
+    verify_opening,
+    version_digest,
+)
 from protocol.errors import CommitmentError, InputError
 from protocol.hashing import tagged_hash
 from protocol.prg import bit_stream

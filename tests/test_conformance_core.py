@@ -57,16 +57,24 @@ def _hashing(case):
     if kind == "commitment":
         v0, v1 = bytes.fromhex(inp["version0"]), bytes.fromhex(inp["version1"])
         c, _ = commit_pair(v0, v1, bytes.fromhex(inp["salt"]))
-        return {"digest0": version_digest(v0).hex(), "digest1": version_digest(v1).hex(),
-                "commitment": c.hex()}
+        return {
+            "digest0": version_digest(v0).hex(),
+            "digest1": version_digest(v1).hex(),
+            "commitment": c.hex(),
+        }
     if kind == "opening":
-        opening = PairOpening(bytes.fromhex(inp["salt"]), bytes.fromhex(inp["version0"]),
-                              bytes.fromhex(inp["version1"]))
+        opening = PairOpening(
+            bytes.fromhex(inp["salt"]),
+            bytes.fromhex(inp["version0"]),
+            bytes.fromhex(inp["version1"]),
+        )
         return verify_opening(bytes.fromhex(inp["commitment"]), opening)
     root, rho = bytes.fromhex(inp["root"]), bytes.fromhex(inp["rho"])
     if kind == "publication":
-        return {"seed": publication_seed(root, rho).hex(),
-                "bits": _bits(publication_bits(root, rho, inp["n_pairs"]))}
+        return {
+            "seed": publication_seed(root, rho).hex(),
+            "bits": _bits(publication_bits(root, rho, inp["n_pairs"])),
+        }
     if kind == "audit-seed":
         return {"seed": audit_seed(root, rho, bytes.fromhex(inp["claim_nonce"])).hex()}
     raise AssertionError(kind)
@@ -84,8 +92,10 @@ def _prg(case):
     kind, inp = case["kind"], case["input"]
     seed = bytes.fromhex(inp["seed"])
     if kind == "stream":
-        return {"key": stream_key(seed, inp["label"]).hex(),
-                "first_bytes": Prg(seed, inp["label"]).read(100).hex()}
+        return {
+            "key": stream_key(seed, inp["label"]).hex(),
+            "first_bytes": Prg(seed, inp["label"]).read(100).hex(),
+        }
     if kind == "randbelow":
         prg = Prg(seed, inp["label"])
         values = [str(prg.randbelow(int(inp["bound"]))) for _ in range(inp["count"])]

@@ -17,8 +17,9 @@ values = st.recursive(
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=40)
     | st.binary(max_size=40),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=20,
 )
 
@@ -105,7 +106,9 @@ def test_size_caps():
         decode(b"\x91" * (limits.MAX_NESTING_DEPTH + 2) + b"\x90")
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 1 << 64, -(1 << 63) - 1, {1: 2}, set(), object()])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), 1 << 64, -(1 << 63) - 1, {1: 2}, set(), object()]
+)
 def test_encode_rejects_outside_data_model(bad):
     with pytest.raises(EncodingError):
         encode(bad)

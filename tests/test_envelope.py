@@ -7,10 +7,17 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol.encoding import encode
-from protocol.envelope import Envelope, open_envelope, pae, payload_type, sign_envelope, verify_envelope
+from protocol.envelope import (
+    Envelope,
+    open_envelope,
+    pae,
+    payload_type,
+    sign_envelope,
+    verify_envelope,
+)
 from protocol.errors import EncodingError, InputError, LimitExceededError, SignatureError
-from protocol.keys import key_id, load_private_key, load_public_key, raw_public_key, write_keypair
 from protocol.hashing import tagged_hash
+from protocol.keys import key_id, load_private_key, load_public_key, raw_public_key, write_keypair
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 OTHER = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
@@ -72,9 +79,13 @@ def test_wrong_key_wrong_type_and_thresholds():
     with pytest.raises(SignatureError):
         verify_envelope(doubled, [KEY.public_key(), OTHER.public_key()], TYPE, threshold=2)
     both = sign_envelope(b"\x01", TYPE, [KEY, OTHER])
-    assert verify_envelope(both, [KEY.public_key(), OTHER.public_key()], TYPE, threshold=2) == b"\x01"
+    assert (
+        verify_envelope(both, [KEY.public_key(), OTHER.public_key()], TYPE, threshold=2) == b"\x01"
+    )
     # Key ids are hints: a wrong key id does not stop a valid signature from counting.
-    relabelled = Envelope(TYPE, env.payload, (type(env.signatures[0])("bogus", env.signatures[0].sig),))
+    relabelled = Envelope(
+        TYPE, env.payload, (type(env.signatures[0])("bogus", env.signatures[0].sig),)
+    )
     assert verify_envelope(relabelled, KEY.public_key(), TYPE) == b"\x01"
 
 

@@ -5,7 +5,14 @@ import pytest
 
 from protocol.encoding import decode, encode
 from protocol.errors import EncodingError, InputError
-from protocol.items import CaptionedImageItem, ImageItem, TextItem, decode_item, decode_pair, encode_item
+from protocol.items import (
+    CaptionedImageItem,
+    ImageItem,
+    TextItem,
+    decode_item,
+    decode_pair,
+    encode_item,
+)
 
 
 def _img(seed=0, shape=(4, 5, 3), label=2):
@@ -15,8 +22,12 @@ def _img(seed=0, shape=(4, 5, 3), label=2):
 
 @pytest.mark.parametrize(
     "item",
-    [_img(), _img(shape=(28, 28, 1), label=None), TextItem("a review ✓"),
-     CaptionedImageItem(_img(), "a red shirt")],
+    [
+        _img(),
+        _img(shape=(28, 28, 1), label=None),
+        TextItem("a review ✓"),
+        CaptionedImageItem(_img(), "a red shirt"),
+    ],
 )
 def test_round_trip(item):
     data = encode_item(item)
@@ -28,7 +39,11 @@ def test_round_trip(item):
 def test_image_bytes_are_row_major_channel_last():
     px = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
     value = decode(encode_item(ImageItem(px)))
-    assert value["pixels"] == bytes(range(18)) and (value["height"], value["width"], value["channels"]) == (2, 3, 3)
+    assert value["pixels"] == bytes(range(18)) and (
+        value["height"],
+        value["width"],
+        value["channels"],
+    ) == (2, 3, 3)
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,12 @@ SEED = bytes(range(32))
 def test_chacha20_block_known_answer():
     # RFC 8439 §2.3.2: key 00..1f, nonce 000000090000004a00000000, block counter 1.
     iv = (1).to_bytes(4, "little") + bytes.fromhex("000000090000004a00000000")
-    block = Cipher(algorithms.ChaCha20(bytes(range(32)), iv), mode=None).encryptor().update(bytes(64))
-    assert block.hex().startswith("10f1e7e4d13b5915500fdd1fa32071c4c7d1f4c733c068030422aa9ac3d46c4e")
+    block = (
+        Cipher(algorithms.ChaCha20(bytes(range(32)), iv), mode=None).encryptor().update(bytes(64))
+    )
+    assert block.hex().startswith(
+        "10f1e7e4d13b5915500fdd1fa32071c4c7d1f4c733c068030422aa9ac3d46c4e"
+    )
 
 
 def test_stream_is_chacha20_under_derived_key():

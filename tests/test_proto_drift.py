@@ -20,7 +20,11 @@ def test_generated_code_matches_the_proto_files(tmp_path):
     fresh = {p.relative_to(tmp_path) for p in made}
     checked_in = {p.relative_to(ROOT) for p in (ROOT / "twinaudit").rglob("*_pb2*.py*")}
     assert fresh == checked_in, f"generated set differs: {sorted(fresh ^ checked_in)}"
-    stale = [str(rel) for rel in sorted(fresh) if (tmp_path / rel).read_bytes() != (ROOT / rel).read_bytes()]
+    stale = [
+        str(rel)
+        for rel in sorted(fresh)
+        if (tmp_path / rel).read_bytes() != (ROOT / rel).read_bytes()
+    ]
     assert not stale, f"generated code is stale, run: python proto/generate.py ({stale})"
 
 

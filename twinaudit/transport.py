@@ -132,15 +132,14 @@ def make_channel(target: str, *, tls: TlsFiles | None = None) -> grpc.Channel:
 def wait_healthy(channel: grpc.Channel, service: str = "", timeout_s: float = 10.0) -> None:
     """Block until the server's health service says SERVING, or raise grpc.RpcError."""
     stub = health_pb2_grpc.HealthStub(channel)
-    answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s,
-                        wait_for_ready=True)
+    answer = stub.Check(
+        health_pb2.HealthCheckRequest(service=service), timeout=timeout_s, wait_for_ready=True
+    )
     if answer.status != health_pb2.HealthCheckResponse.SERVING:
         raise InputError(f"service {service!r} is not serving")
 
 
-def iterate_with_errors(
-    context: grpc.ServicerContext, items: Iterator[Any]
-) -> Iterator[Any]:
+def iterate_with_errors(context: grpc.ServicerContext, items: Iterator[Any]) -> Iterator[Any]:
     """Yield from ``items``, aborting the stream with the mapped status on a protocol error."""
     try:
         yield from items

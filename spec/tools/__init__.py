@@ -1,0 +1,1 @@
+"""Builders of the spec test vectors (run ``python -m spec.tools.<builder>``)."""

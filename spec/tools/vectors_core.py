@@ -32,7 +32,12 @@ OTHER_KEY_SEED = bytes(range(100, 132))
 
 
 def _doc(topic: str, description: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"spec_version": SPEC_VERSION, "topic": topic, "description": description, "cases": cases}
+    return {
+        "spec_version": SPEC_VERSION,
+        "topic": topic,
+        "description": description,
+        "cases": cases,
+    }
 
 
 def _bits(bits: list[bool]) -> str:
@@ -61,11 +66,19 @@ def build_encoding() -> dict[str, Any]:
         ("bytes", bytes(range(8))),
         ("nested array", [1, [2, [3]], []]),
         ("map sorted by utf-8 bytes", {"z": 1, "é": 2, "a": 3, "aa": 4, "B": 5}),
-        ("claim-like record", {"test": "pprm-chernoff", "p": 0.05, "n_pairs": 1000, "root": bytes(32)}),
+        (
+            "claim-like record",
+            {"test": "pprm-chernoff", "p": 0.05, "n_pairs": 1000, "root": bytes(32)},
+        ),
     ]
     cases: list[dict[str, Any]] = [
-        {"name": name, "kind": "encode", "valid": True, "input": {"value": to_typed(value)},
-         "expected": {"hex": encode(value).hex()}}
+        {
+            "name": name,
+            "kind": "encode",
+            "valid": True,
+            "input": {"value": to_typed(value)},
+            "expected": {"hex": encode(value).hex()},
+        }
         for name, value in valid_values
     ]
     invalid = [
@@ -92,53 +105,113 @@ def build_encoding() -> dict[str, Any]:
         ("empty input", ""),
     ]
     cases += [
-        {"name": name, "kind": "decode", "valid": False, "input": {"hex": hex_},
-         "error": "non-canonical-encoding"}
+        {
+            "name": name,
+            "kind": "decode",
+            "valid": False,
+            "input": {"hex": hex_},
+            "error": "non-canonical-encoding",
+        }
         for name, hex_ in invalid
     ]
     deep = "91" * 40 + "90"
-    cases.append({"name": "nesting deeper than 32", "kind": "decode", "valid": False,
-                  "input": {"hex": deep}, "error": "limit-exceeded"})
+    cases.append(
+        {
+            "name": "nesting deeper than 32",
+            "kind": "decode",
+            "valid": False,
+            "input": {"hex": deep},
+            "error": "limit-exceeded",
+        }
+    )
     return _doc("encoding", "Canonical MessagePack (spec §3).", cases)
 
 
 def build_hashing() -> dict[str, Any]:
     """Tagged hashes, version digests, pair commitments, publication bits and audit seeds."""
     cases: list[dict[str, Any]] = []
-    for name, value in [("key-id", b""), ("version-digest", b"abc"),
-                        ("audit-seed", [bytes(32), bytes(32), bytes(32)])]:
-        cases.append({"name": f"tagged hash {name}", "kind": "tagged-hash", "valid": True,
-                      "input": {"tag": name, "value": to_typed(value)},
-                      "expected": {"hex": tagged_hash(name, value).hex()}})
+    for name, value in [
+        ("key-id", b""),
+        ("version-digest", b"abc"),
+        ("audit-seed", [bytes(32), bytes(32), bytes(32)]),
+    ]:
+        cases.append(
+            {
+                "name": f"tagged hash {name}",
+                "kind": "tagged-hash",
+                "valid": True,
+                "input": {"tag": name, "value": to_typed(value)},
+                "expected": {"hex": tagged_hash(name, value).hex()},
+            }
+        )
     salt = bytes(range(32))
     for v0, v1 in [(b"", b""), (b"version zero", b"version one"), (bytes(1000), bytes([1]) * 1000)]:
         commitment, _ = commit_pair(v0, v1, salt)
-        cases.append({"name": f"pair commitment ({len(v0)}-byte versions)", "kind": "commitment",
-                      "valid": True,
-                      "input": {"salt": salt.hex(), "version0": v0.hex(), "version1": v1.hex()},
-                      "expected": {"digest0": version_digest(v0).hex(),
-                                   "digest1": version_digest(v1).hex(),
-                                   "commitment": commitment.hex()}})
+        cases.append(
+            {
+                "name": f"pair commitment ({len(v0)}-byte versions)",
+                "kind": "commitment",
+                "valid": True,
+                "input": {"salt": salt.hex(), "version0": v0.hex(), "version1": v1.hex()},
+                "expected": {
+                    "digest0": version_digest(v0).hex(),
+                    "digest1": version_digest(v1).hex(),
+                    "commitment": commitment.hex(),
+                },
+            }
+        )
     good, _ = commit_pair(b"version zero", b"version one", salt)
-    for name, s, a, b in [("salt off by one bit", bytes([1]) + salt[1:], b"version zero", b"version one"),
-                          ("versions swapped", salt, b"version one", b"version zero"),
-                          ("hidden version changed", salt, b"version zero", b"version onE")]:
-        cases.append({"name": name, "kind": "opening", "valid": False,
-                      "input": {"commitment": good.hex(), "salt": s.hex(),
-                                "version0": a.hex(), "version1": b.hex()},
-                      "error": "commitment-mismatch"})
-    cases.append({"name": "31-byte salt", "kind": "commitment", "valid": False,
-                  "input": {"salt": salt[:31].hex(), "version0": "", "version1": ""},
-                  "error": "invalid-input"})
+    for name, s, a, b in [
+        ("salt off by one bit", bytes([1]) + salt[1:], b"version zero", b"version one"),
+        ("versions swapped", salt, b"version one", b"version zero"),
+        ("hidden version changed", salt, b"version zero", b"version onE"),
+    ]:
+        cases.append(
+            {
+                "name": name,
+                "kind": "opening",
+                "valid": False,
+                "input": {
+                    "commitment": good.hex(),
+                    "salt": s.hex(),
+                    "version0": a.hex(),
+                    "version1": b.hex(),
+                },
+                "error": "commitment-mismatch",
+            }
+        )
+    cases.append(
+        {
+            "name": "31-byte salt",
+            "kind": "commitment",
+            "valid": False,
+            "input": {"salt": salt[:31].hex(), "version0": "", "version1": ""},
+            "error": "invalid-input",
+        }
+    )
     root, rho = bytes.fromhex("ab" * 32), bytes.fromhex("cd" * 32)
-    cases.append({"name": "publication bits", "kind": "publication", "valid": True,
-                  "input": {"root": root.hex(), "rho": rho.hex(), "n_pairs": 300},
-                  "expected": {"seed": publication_seed(root, rho).hex(),
-                               "bits": _bits(publication_bits(root, rho, 300))}})
+    cases.append(
+        {
+            "name": "publication bits",
+            "kind": "publication",
+            "valid": True,
+            "input": {"root": root.hex(), "rho": rho.hex(), "n_pairs": 300},
+            "expected": {
+                "seed": publication_seed(root, rho).hex(),
+                "bits": _bits(publication_bits(root, rho, 300)),
+            },
+        }
+    )
     nonce = bytes.fromhex("ef" * 32)
-    cases.append({"name": "audit seed", "kind": "audit-seed", "valid": True,
-                  "input": {"root": root.hex(), "rho": rho.hex(), "claim_nonce": nonce.hex()},
-                  "expected": {"seed": audit_seed(root, rho, nonce).hex()}})
+    cases.append(
+        {
+            "name": "audit seed",
+            "kind": "audit-seed",
+            "valid": True,
+            "input": {"root": root.hex(), "rho": rho.hex(), "claim_nonce": nonce.hex()},
+            "expected": {"seed": audit_seed(root, rho, nonce).hex()},
+        }
+    )
     return _doc("hashing", "Tagged hashes, commitments and derived seeds (spec §4-§6).", cases)
 
 
@@ -147,46 +220,112 @@ def build_prg() -> dict[str, Any]:
     seed = bytes.fromhex("0f" * 32)
     cases: list[dict[str, Any]] = []
     for label in ["order", "tie/17", "augment/3/1", "Prüfung"]:
-        cases.append({"name": f"stream {label!r}", "kind": "stream", "valid": True,
-                      "input": {"seed": seed.hex(), "label": label},
-                      "expected": {"key": stream_key(seed, label).hex(),
-                                   "first_bytes": Prg(seed, label).read(100).hex()}})
+        cases.append(
+            {
+                "name": f"stream {label!r}",
+                "kind": "stream",
+                "valid": True,
+                "input": {"seed": seed.hex(), "label": label},
+                "expected": {
+                    "key": stream_key(seed, label).hex(),
+                    "first_bytes": Prg(seed, label).read(100).hex(),
+                },
+            }
+        )
     for bound in [1, 2, 6, 1000, 3 * (1 << 62), 1 << 64]:
         prg = Prg(seed, "randbelow")
-        cases.append({"name": f"randbelow {bound}", "kind": "randbelow", "valid": True,
-                      "input": {"seed": seed.hex(), "label": "randbelow", "bound": str(bound), "count": 20},
-                      "expected": {"values": [str(prg.randbelow(bound)) for _ in range(20)],
-                                   "bytes_consumed": prg.consumed}})
+        cases.append(
+            {
+                "name": f"randbelow {bound}",
+                "kind": "randbelow",
+                "valid": True,
+                "input": {
+                    "seed": seed.hex(),
+                    "label": "randbelow",
+                    "bound": str(bound),
+                    "count": 20,
+                },
+                "expected": {
+                    "values": [str(prg.randbelow(bound)) for _ in range(20)],
+                    "bytes_consumed": prg.consumed,
+                },
+            }
+        )
     prg = Prg(seed, "uniform")
-    cases.append({"name": "uniform floats", "kind": "uniform", "valid": True,
-                  "input": {"seed": seed.hex(), "label": "uniform", "count": 10},
-                  "expected": {"values": [prg.uniform().hex() for _ in range(10)]}})
+    cases.append(
+        {
+            "name": "uniform floats",
+            "kind": "uniform",
+            "valid": True,
+            "input": {"seed": seed.hex(), "label": "uniform", "count": 10},
+            "expected": {"values": [prg.uniform().hex() for _ in range(10)]},
+        }
+    )
     prg = Prg(seed, "coins")
-    cases.append({"name": "coins", "kind": "coin", "valid": True,
-                  "input": {"seed": seed.hex(), "label": "coins", "count": 64},
-                  "expected": {"bits": _bits([prg.coin() for _ in range(64)])}})
+    cases.append(
+        {
+            "name": "coins",
+            "kind": "coin",
+            "valid": True,
+            "input": {"seed": seed.hex(), "label": "coins", "count": 64},
+            "expected": {"bits": _bits([prg.coin() for _ in range(64)])},
+        }
+    )
     for n in [1, 2, 10, 100]:
-        cases.append({"name": f"permutation of {n}", "kind": "permutation", "valid": True,
-                      "input": {"seed": seed.hex(), "label": "order", "n": n},
-                      "expected": {"order": list(without_replacement(seed, n))}})
+        cases.append(
+            {
+                "name": f"permutation of {n}",
+                "kind": "permutation",
+                "valid": True,
+                "input": {"seed": seed.hex(), "label": "order", "n": n},
+                "expected": {"order": list(without_replacement(seed, n))},
+            }
+        )
     big = without_replacement(seed, 1_000_000)
-    cases.append({"name": "first 20 of a permutation of 10**6", "kind": "permutation-prefix",
-                  "valid": True, "input": {"seed": seed.hex(), "label": "order", "n": 1_000_000, "count": 20},
-                  "expected": {"order": [next(big) for _ in range(20)]}})
+    cases.append(
+        {
+            "name": "first 20 of a permutation of 10**6",
+            "kind": "permutation-prefix",
+            "valid": True,
+            "input": {"seed": seed.hex(), "label": "order", "n": 1_000_000, "count": 20},
+            "expected": {"order": [next(big) for _ in range(20)]},
+        }
+    )
     for start, count in [(0, 64), (1000, 37), (513 * 8 + 3, 20)]:
-        cases.append({"name": f"bit stream [{start}, {start + count})", "kind": "bit-stream",
-                      "valid": True,
-                      "input": {"seed": seed.hex(), "label": "bits", "start": start, "count": count},
-                      "expected": {"bits": _bits(bit_stream(seed, "bits", start, count))}})
+        cases.append(
+            {
+                "name": f"bit stream [{start}, {start + count})",
+                "kind": "bit-stream",
+                "valid": True,
+                "input": {"seed": seed.hex(), "label": "bits", "start": start, "count": count},
+                "expected": {"bits": _bits(bit_stream(seed, "bits", start, count))},
+            }
+        )
     for name, inp, err in [
-        ("seed of 31 bytes", {"seed": seed[:31].hex(), "label": "x", "bound": "2", "count": 1}, "invalid-input"),
-        ("bound zero", {"seed": seed.hex(), "label": "x", "bound": "0", "count": 1}, "invalid-parameter"),
-        ("bound above 2**64", {"seed": seed.hex(), "label": "x", "bound": str((1 << 64) + 1), "count": 1},
-         "invalid-parameter"),
-        ("label of 257 bytes", {"seed": seed.hex(), "label": "x" * 257, "bound": "2", "count": 1},
-         "limit-exceeded"),
+        (
+            "seed of 31 bytes",
+            {"seed": seed[:31].hex(), "label": "x", "bound": "2", "count": 1},
+            "invalid-input",
+        ),
+        (
+            "bound zero",
+            {"seed": seed.hex(), "label": "x", "bound": "0", "count": 1},
+            "invalid-parameter",
+        ),
+        (
+            "bound above 2**64",
+            {"seed": seed.hex(), "label": "x", "bound": str((1 << 64) + 1), "count": 1},
+            "invalid-parameter",
+        ),
+        (
+            "label of 257 bytes",
+            {"seed": seed.hex(), "label": "x" * 257, "bound": "2", "count": 1},
+            "limit-exceeded",
+        ),
     ]:
-        cases.append({"name": name, "kind": "randbelow", "valid": False, "input": inp, "error": err})
+        cases.append(
+            {"name": name, "kind": "randbelow", "valid": False, "input": inp, "error": err}
+        )
     return _doc("prg", "The ChaCha20-based PRG (spec §5).", cases)
 
 
@@ -197,40 +336,84 @@ def build_envelope() -> dict[str, Any]:
     pub = raw_public_key(key.public_key())
     verdict_type = payload_type("verdict")
     cases: list[dict[str, Any]] = [
-        {"name": "test key", "kind": "key", "valid": True,
-         "input": {"private_seed": TEST_KEY_SEED.hex()},
-         "expected": {"public_key": pub.hex(), "key_id": key_id(key.public_key())}},
+        {
+            "name": "test key",
+            "kind": "key",
+            "valid": True,
+            "input": {"private_seed": TEST_KEY_SEED.hex()},
+            "expected": {"public_key": pub.hex(), "key_id": key_id(key.public_key())},
+        },
     ]
-    for type_, body in [(verdict_type, encode({"decision": "detected"})),
-                        ("application/vnd.twinaudit.prüfung.v1+msgpack", b"\x80"),
-                        ("", b"")]:
+    for type_, body in [
+        (verdict_type, encode({"decision": "detected"})),
+        ("application/vnd.twinaudit.prüfung.v1+msgpack", b"\x80"),
+        ("", b""),
+    ]:
         env = sign_envelope(body, type_, key)
-        cases.append({"name": f"signed envelope, type {type_!r}", "kind": "envelope", "valid": True,
-                      "input": {"private_seed": TEST_KEY_SEED.hex(), "payload_type": type_,
-                                "payload": body.hex()},
-                      "expected": {"pae": pae(type_, body).hex(), "signature": env.signatures[0].sig.hex(),
-                                   "json": env.to_json().decode("utf-8")}})
+        cases.append(
+            {
+                "name": f"signed envelope, type {type_!r}",
+                "kind": "envelope",
+                "valid": True,
+                "input": {
+                    "private_seed": TEST_KEY_SEED.hex(),
+                    "payload_type": type_,
+                    "payload": body.hex(),
+                },
+                "expected": {
+                    "pae": pae(type_, body).hex(),
+                    "signature": env.signatures[0].sig.hex(),
+                    "json": env.to_json().decode("utf-8"),
+                },
+            }
+        )
     good = sign_envelope(encode({"decision": "detected"}), verdict_type, key)
     good_json = json.loads(good.to_json())
 
-    def broken(name: str, doc: dict[str, Any], error: str, expected_type: str = verdict_type) -> None:
-        cases.append({"name": name, "kind": "verify", "valid": False,
-                      "input": {"public_key": pub.hex(), "expected_type": expected_type,
-                                "json": json.dumps(doc, sort_keys=True, separators=(",", ":"))},
-                      "error": error})
+    def broken(
+        name: str, doc: dict[str, Any], error: str, expected_type: str = verdict_type
+    ) -> None:
+        cases.append(
+            {
+                "name": name,
+                "kind": "verify",
+                "valid": False,
+                "input": {
+                    "public_key": pub.hex(),
+                    "expected_type": expected_type,
+                    "json": json.dumps(doc, sort_keys=True, separators=(",", ":")),
+                },
+                "error": error,
+            }
+        )
 
     sig = bytearray(good.signatures[0].sig)
     sig[0] ^= 1
-    broken("flipped signature bit", {**good_json, "signatures": [
-        {"keyid": good.signatures[0].keyid, "sig": base64.b64encode(bytes(sig)).decode()}]},
-        "invalid-signature")
-    broken("payload changed after signing", {**good_json, "payload": base64.b64encode(
-        encode({"decision": "not-detected"})).decode()}, "invalid-signature")
-    broken("payload type not the expected one", good_json, "invalid-signature", payload_type("receipt"))
+    broken(
+        "flipped signature bit",
+        {
+            **good_json,
+            "signatures": [
+                {"keyid": good.signatures[0].keyid, "sig": base64.b64encode(bytes(sig)).decode()}
+            ],
+        },
+        "invalid-signature",
+    )
+    broken(
+        "payload changed after signing",
+        {**good_json, "payload": base64.b64encode(encode({"decision": "not-detected"})).decode()},
+        "invalid-signature",
+    )
+    broken(
+        "payload type not the expected one", good_json, "invalid-signature", payload_type("receipt")
+    )
     by_other = json.loads(sign_envelope(good.payload, verdict_type, other).to_json())
     broken("signed by another key", by_other, "invalid-signature")
-    broken("base64 without padding", {**good_json, "payload": good_json["payload"].rstrip("=")},
-           "non-canonical-encoding")
+    broken(
+        "base64 without padding",
+        {**good_json, "payload": good_json["payload"].rstrip("=")},
+        "non-canonical-encoding",
+    )
     broken("unknown field", {**good_json, "extra": 1}, "non-canonical-encoding")
     broken("no signatures", {**good_json, "signatures": []}, "non-canonical-encoding")
     noncanon = json.loads(sign_envelope(bytes.fromhex("cc05"), verdict_type, key).to_json())

@@ -84,6 +84,7 @@ class PostgresEscrowStore(SqlEscrowStore):
         *,
         schema: str | None = None,
         clock: Callable[[], datetime] | None = None,
+        entropy: Callable[[int], bytes] | None = None,
         connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> None:
         """Open (creating tables if needed) the store in database ``dsn``.
@@ -102,7 +103,7 @@ class PostgresEscrowStore(SqlEscrowStore):
         self._schema = schema
         self._connect_timeout_s = connect_timeout_s
         self._conn: psycopg.Connection[Any] | None = None
-        super().__init__(signing_key, clock=clock)
+        super().__init__(signing_key, clock=clock, entropy=entropy)
 
     def _connect(self) -> Cursor:
         conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._connect_timeout_s)

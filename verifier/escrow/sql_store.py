@@ -153,15 +153,24 @@ class SqlEscrowStore(EscrowStore):
     TYPES: ClassVar[dict[str, str]]
 
     def __init__(
-        self, signing_key: Ed25519PrivateKey, *, clock: Callable[[], datetime] | None = None
+        self,
+        signing_key: Ed25519PrivateKey,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        entropy: Callable[[int], bytes] | None = None,
     ) -> None:
-        """Connect, create the schema if needed, and rebuild and check the log."""
+        """Connect, create the schema if needed, and rebuild and check the log.
+
+        ``entropy(n)`` returns ``n`` random bytes for each record's ``rho``; it is the
+        OS CSPRNG unless a test injects a seeded source to make a run reproducible.
+        """
         if not isinstance(signing_key, Ed25519PrivateKey):
             raise InputError("the arbiter's signing key must be an Ed25519PrivateKey")
         self._key = signing_key
         self._public = signing_key.public_key()
         self._key_id = key_id(self._public)
         self._clock = clock or utc_now
+        self._entropy = entropy  # None: the OS CSPRNG, looked up at each draw
         self._lock = threading.RLock()  # the connection and the tree
         self._queue = threading.Condition()  # the queue of pending commits
         self._pending: deque[_Ticket] = deque()
@@ -389,7 +398,9 @@ class SqlEscrowStore(EscrowStore):
                 size = self._catch_up(cur, lock=True)
                 drawn: list[tuple[LogEntry, bytes, bytes]] = []
                 for offset, request in enumerate(requests):
-                    rho = secrets.token_bytes(limits.RHO_BYTES)  # fresh per record (§9.2)
+                    rho = (self._entropy or secrets.token_bytes)(
+                        limits.RHO_BYTES
+                    )  # fresh per record (§9.2)
                     entry = make_entry(request, index=size + offset, time=now, rho=rho)
                     drawn.append((entry, rho, entry.encode()))
                 cur.executemany(

@@ -45,6 +45,7 @@ class SqliteEscrowStore(SqlEscrowStore):
         signing_key: Ed25519PrivateKey,
         *,
         clock: Callable[[], datetime] | None = None,
+        entropy: Callable[[int], bytes] | None = None,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ) -> None:
         """Open (creating if needed) the store in the database file ``path``."""
@@ -53,7 +54,7 @@ class SqliteEscrowStore(SqlEscrowStore):
             raise InputError("an escrow store needs a plain database file path")
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
-        super().__init__(signing_key, clock=clock)
+        super().__init__(signing_key, clock=clock, entropy=entropy)
 
     def _connect(self) -> Cursor:
         _create_private_file(self._path)

@@ -1,0 +1,43 @@
+"""The registered sequential tests, by name (spec §7): build one, or restore one from state."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..encoding import Value
+from ..errors import InputError, ParameterError
+from .base import SequentialTest
+from .mixture import MixtureTest
+from .paper_test import PaperTest
+
+#: Name of every registered test.
+TESTS: Final[dict[str, type[SequentialTest]]] = {
+    PaperTest.name: PaperTest,
+    MixtureTest.name: MixtureTest,
+}
+
+
+def make_test(name: str, n_pairs: int, p: float, alpha: float | None = None) -> SequentialTest:
+    """Build the test ``name`` over ``n_pairs`` pairs at false-detection bound ``p``.
+
+    ``alpha`` is the PPRM confidence of ``pprm-chernoff`` (default ``p/2``); the
+    mixture test has no such parameter and refuses one.
+    """
+    if name == PaperTest.name:
+        return PaperTest(n_pairs, p, alpha)
+    if name == MixtureTest.name:
+        if alpha is not None:
+            raise ParameterError(f"test {name!r} takes no alpha")
+        return MixtureTest(n_pairs, p)
+    raise ParameterError(f"unknown test {name!r}; known: {sorted(TESTS)}")
+
+
+def test_from_state(state: Value) -> SequentialTest:
+    """Restore a test from its state map (spec §7.4), recomputing its decision."""
+    if not isinstance(state, dict) or not isinstance(state.get("test"), str):
+        raise InputError("a test state is a map with a text 'test'")
+    cls = TESTS.get(str(state["test"]))
+    if cls is None:
+        raise InputError(f"unknown test {state['test']!r}")
+    restored: SequentialTest = cls.from_state(state)  # type: ignore[attr-defined]
+    return restored

@@ -1,0 +1,239 @@
+"""The claim engine in-process: determinism, resume, budgets, tie rules, bad input, shuffling."""
+
+import os
+
+import numpy as np
+import pytest
+
+from protocol.commitment import PairOpening
+from protocol.encoding import encode
+from protocol.errors import (
+    InputError,
+    OracleError,
+    ProofError,
+    RootMismatchError,
+    StateError,
+)
+from protocol.prg import without_replacement
+from protocol.stats.base import TiePolicy
+from tests.support.claims import make_pairset, run_session
+from tests.support.fake_oracle import LinearOracle
+from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.oracles.base import ClassifyAnswer
+from verifier.replay import replay
+from verifier.scoring.classifier import ScoreSpec
+from verifier.verdict import parse_verdict
+
+RHO = bytes(range(32))
+NONCE = bytes(range(32, 64))
+SCORE = ScoreSpec(k=2, perturbation="pad-shift-flip", knowledge="C1")
+
+
+@pytest.fixture(scope="module")
+def pair_set():
+    return make_pairset(40)
+
+
+def _session(pair_set, oracle=None, **params):
+    record = ClaimRecord(0, pair_set.root, len(pair_set), "image", RHO, "2026-11-21T20:00:00Z")
+    claim = ClaimParams(
+        0,
+        pair_set.root,
+        "in-process",
+        "linear",
+        params.pop("score", SCORE),
+        params.pop("test", "pprm-chernoff"),
+        0.05,
+        **params,
+    )
+    return ClaimSession.start("claim-1", record, claim, oracle or LinearOracle(), NONCE)
+
+
+def _answer(session, pair_set, indices=None):
+    indices = indices if indices is not None else session.next_request()
+    return session.submit(
+        [(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices]
+    )
+
+
+def _run(session, pair_set):
+    while session.next_request():
+        _answer(session, pair_set)
+    return session
+
+
+def _payload(session):
+    return session.verdict_payload(arbiter="k", time="2026-11-21T21:00:00Z", environment={})
+
+
+def test_same_inputs_same_verdict_payload(pair_set):
+    first = _payload(_run(_session(pair_set), pair_set))
+    second = _payload(_run(_session(pair_set), pair_set))
+    assert encode(first) == encode(second)
+    assert (
+        first["opened"]
+        == list(without_replacement(first["audit_seed"], 40))[: len(first["opened"])]
+    )
+
+
+def test_replay_of_every_configuration(pair_set):
+    for test in ("pprm-chernoff", "mixture-e"):
+        for tie_rule in TiePolicy:
+            for score in (
+                SCORE,
+                ScoreSpec(k=1, perturbation="none", knowledge="C4"),
+                ScoreSpec(k=3, perturbation="random-resized-crop", knowledge="C2"),
+            ):
+                oracle = LinearOracle(label_only=score.label_only)
+                session = _run(
+                    _session(pair_set, oracle, test=test, tie_rule=tie_rule, score=score), pair_set
+                )
+                verdict = parse_verdict(_payload(session))
+                result = replay(verdict, session.transcript.to_bytes())
+                assert result.indicators == verdict["indicators"]
+                if tie_rule is TiePolicy.SKIP:
+                    assert set(verdict["indicators"]) <= set("01s")
+                else:
+                    assert set(verdict["indicators"]) <= set("01ht")
+
+
+def test_label_only_none_perturbation_ties_are_coins(pair_set):
+    oracle = LinearOracle(label_only=True)
+    score = ScoreSpec(k=1, perturbation="none", knowledge="C4")
+    coin = _run(_session(pair_set, oracle, score=score, tie_rule=TiePolicy.COIN), pair_set)
+    assert coin.indicators.count("h") + coin.indicators.count("t") > len(coin.indicators) // 2
+    skip = _run(_session(pair_set, oracle, score=score, tie_rule=TiePolicy.SKIP), pair_set)
+    assert skip.indicators.count("s") > len(skip.indicators) // 2
+    assert skip.test.draws == len(skip.indicators) - skip.indicators.count("s")
+
+
+def test_resume_equals_uninterrupted(pair_set):
+    whole = _run(_session(pair_set, window=4), pair_set)
+    part = _session(pair_set, window=4)
+    _answer(part, pair_set)
+    _answer(part, pair_set)
+    resumed = ClaimSession.resume(part.snapshot(), part.record, part.params, LinearOracle())
+    _run(resumed, pair_set)
+    assert encode(_payload(resumed)) == encode(_payload(whole))
+
+
+def test_resume_refuses_a_different_model(pair_set):
+    part = _session(pair_set)
+    _answer(part, pair_set)
+    with pytest.raises(InputError):
+        ClaimSession.resume(part.snapshot(), part.record, part.params, LinearOracle(seed=9))
+
+
+def test_query_budget_and_max_pairs(pair_set):
+    budget = _run(_session(pair_set, query_budget=2 * 2 * 10, window=4), pair_set)
+    assert budget.stop == "budget" and budget.queries <= 40 and len(budget.opened) == 10
+    capped = _run(_session(pair_set, max_pairs=6, window=4), pair_set)
+    assert len(capped.opened) == 6 and capped.stop in ("budget", "detected")
+
+
+def test_no_verdict_before_the_claim_stops(pair_set):
+    session = _session(pair_set)
+    with pytest.raises(StateError):
+        _payload(session)
+    with pytest.raises(StateError):
+        session.submit([])
+
+
+def _mutations(pair_set, index):
+    o = pair_set.opening(index)
+    good = PairOpening(o.salt, o.version0, o.version1)
+    return [
+        # The arbiter holds only the root: a wrong salt or swapped versions give a
+        # commitment that is not in the escrowed tree.
+        (RootMismatchError, index, PairOpening(bytes(32), o.version0, o.version1), o.proof),
+        (RootMismatchError, index, PairOpening(o.salt, o.version1, o.version0), o.proof),
+        (ProofError, index, good, [*o.proof, bytes(32)]),
+        (RootMismatchError, index, good, [bytes(32), *o.proof[1:]]),
+    ]
+
+
+def test_bad_openings_leave_the_session_unchanged(pair_set):
+    session = _session(pair_set)
+    indices = session.next_request()
+    before = session.snapshot()
+    first = indices[0]
+    for error, index, opening, proof in _mutations(pair_set, first):
+        rest = [(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices[1:]]
+        with pytest.raises(error):
+            session.submit([(index, opening, proof), *rest])
+        assert session.snapshot() == before
+    with pytest.raises(InputError):  # out of order
+        _answer(session, pair_set, list(reversed(indices)))
+    with pytest.raises(InputError):  # repeated
+        _answer(session, pair_set, [indices[0], *indices[:-1]])
+    assert session.snapshot() == before
+    _answer(session, pair_set, indices)  # the right openings still work
+    assert session.opened == indices
+
+
+def test_wrong_root_or_record():
+    pair_set = make_pairset(8)
+    record = ClaimRecord(0, pair_set.root, 8, "image", RHO, "2026-11-21T20:00:00Z")
+    for index, root, error in [(0, bytes(32), RootMismatchError), (1, pair_set.root, InputError)]:
+        claim = ClaimParams(index, root, "x", "m", SCORE, "mixture-e", 0.05)
+        with pytest.raises(error):
+            ClaimSession.start("c", record, claim, LinearOracle(), NONCE)
+
+
+class RecordingOracle(LinearOracle):
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def classify(self, images):
+        self.batches.append(images.copy())
+        return super().classify(images)
+
+
+def test_queries_of_a_window_are_interleaved(pair_set):
+    oracle = RecordingOracle()
+    session = _session(pair_set, oracle, window=8)
+    indices = session.next_request()
+    _answer(session, pair_set, indices)
+    (batch,) = oracle.batches
+    assert batch.shape[0] == 8 * 2 * 2
+    # The natural order would put each pair's four queries next to each other.
+    natural = []
+    for i in indices:
+        o = pair_set.opening(i)
+        natural += [o.version0, o.version0, o.version1, o.version1]
+    sums = batch.reshape(batch.shape[0], -1).sum(axis=1)
+    assert not np.all(np.diff(sums) == 0)
+    assert len(set(np.round(sums, 3))) > 8
+
+
+class BrokenOracle(LinearOracle):
+    def __init__(self, fault):
+        super().__init__()
+        self.fault = fault
+
+    def classify(self, images):
+        answer = super().classify(images)
+        probs = answer.probabilities.copy()
+        if self.fault == "nan":
+            probs[0, 0] = np.nan
+        elif self.fault == "shape":
+            probs = probs[:-1]
+        elif self.fault == "sum":
+            probs[0] *= 2
+        return ClassifyAnswer(probabilities=probs)
+
+
+@pytest.mark.parametrize("fault", ["nan", "shape", "sum"])
+def test_malformed_oracle_answers_fail_the_window(pair_set, fault):
+    session = _session(pair_set, BrokenOracle(fault))
+    before = session.snapshot()
+    with pytest.raises(OracleError) as info:
+        _answer(session, pair_set)
+    assert info.value.reason == "invalid-answer"
+    assert session.snapshot() == before
+
+
+def test_run_session_helper_detects_nothing_on_an_unrelated_model():
+    session = run_session(make_pairset(60, seed=5), rho=os.urandom(32))
+    assert session.stop in ("exhausted", "detected")

@@ -1,0 +1,88 @@
+"""The console script: plan, keygen, verdict check and replay, with their exit codes."""
+
+import subprocess
+import sys
+
+import pytest
+
+from protocol.keys import load_private_key, write_keypair
+from tests.support.claims import make_pairset, run_session, signed_verdict
+from twinaudit.cli import main
+
+
+def test_plan_reports_both_tests(capsys):
+    assert main(["plan", "--pairs", "1000", "--fdr", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "threshold T = 562" in out
+    assert "pprm-chernoff" in out and "mixture-e" in out
+    assert "exact" in out and "0.99" in out
+
+
+def test_plan_rejects_bad_parameters(capsys):
+    assert main(["plan", "--pairs", "10", "--fdr", "0.05"]) == 2  # too few pairs for the paper's T
+    assert "pairs" in capsys.readouterr().err
+    assert main(["plan", "--pairs", "100", "--fdr", "1.5"]) == 2
+
+
+@pytest.fixture(scope="module")
+def verdict_files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    write_keypair(tmp / "arbiter.key")
+    key = load_private_key(tmp / "arbiter.key")
+    session = run_session(make_pairset())
+    (tmp / "verdict.json").write_bytes(signed_verdict(session, key))
+    (tmp / "transcript.bin").write_bytes(session.transcript.to_bytes())
+    return tmp
+
+
+def test_check_valid_and_invalid(verdict_files, capsys):
+    pub = str(verdict_files / "arbiter.key.pub")
+    verdict = verdict_files / "verdict.json"
+    assert main(["verifier", "check", str(verdict), "--pubkey", pub]) == 0
+    assert "VALID verdict" in capsys.readouterr().out
+    tampered = verdict_files / "tampered.json"
+    data = bytearray(verdict.read_bytes())
+    data[len(data) // 2] ^= 0x02
+    tampered.write_bytes(bytes(data))
+    assert main(["verifier", "check", str(tampered), "--pubkey", pub]) == 1
+    assert "INVALID" in capsys.readouterr().err
+    other = verdict_files / "other.key"
+    write_keypair(other)
+    assert main(["verifier", "check", str(verdict), "--pubkey", str(other) + ".pub"]) == 1
+    assert main(["verifier", "check", str(verdict_files / "missing.json"), "--pubkey", pub]) == 2
+
+
+def test_replay_reproduces_and_rejects(verdict_files, capsys):
+    args = ["verifier", "replay", str(verdict_files / "verdict.json"), "--transcript"]
+    assert (
+        main(
+            [
+                *args,
+                str(verdict_files / "transcript.bin"),
+                "--pubkey",
+                str(verdict_files / "arbiter.key.pub"),
+            ]
+        )
+        == 0
+    )
+    assert "identical to the verdict" in capsys.readouterr().out
+    broken = verdict_files / "broken.bin"
+    data = bytearray((verdict_files / "transcript.bin").read_bytes())
+    data[-2] ^= 0x10
+    broken.write_bytes(bytes(data))
+    assert main([*args, str(broken)]) == 1
+
+
+def test_usage_errors_exit_2():
+    result = subprocess.run(
+        [sys.executable, "-m", "twinaudit", "verifier", "check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+
+
+def test_keygen_never_overwrites(tmp_path):
+    assert main(["verifier", "keygen", "--key", str(tmp_path / "k")]) == 0
+    assert main(["verifier", "keygen", "--key", str(tmp_path / "k")]) == 2

@@ -1,0 +1,53 @@
+"""The ``twinaudit`` console script: one entry point, one sub-command per task.
+
+Exit codes: 0 success, 1 a check failed (invalid verdict, failed verification),
+2 usage or input error. Errors are printed as one diagnostic line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from protocol import SPEC_VERSION
+from protocol.errors import InputError, TwinauditError
+
+from . import cmd_oracle, cmd_owner, cmd_plan, cmd_verifier
+
+#: Exit status for a check that ran and failed.
+EXIT_FAILED = 1
+#: Exit status for bad usage or unusable input.
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="twinaudit",
+        description="Verifiable third-party data-use audits of ML models.",
+    )
+    parser.add_argument("--version", action="version", version=f"twinaudit (spec {SPEC_VERSION})")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (cmd_plan, cmd_owner, cmd_verifier, cmd_oracle):
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except InputError as exc:
+        print(f"twinaudit: error: {exc.diagnostics()}", file=sys.stderr)
+        return EXIT_USAGE
+    except TwinauditError as exc:
+        print(f"twinaudit: {exc.diagnostics()}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

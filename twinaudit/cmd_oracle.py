@@ -1,0 +1,257 @@
+"""``twinaudit oracle serve``: expose a PyTorch image classifier as ``twinaudit.oracle.v1.Oracle``.
+
+The model is a state dict (``torch.load`` with ``weights_only=True``) plus ``--arch
+MODULE:CALLABLE``, a callable that takes no arguments and returns the
+``torch.nn.Module`` to load it into; or a ``torch.export`` archive (a ``.pt2`` file);
+or a TorchScript file (``torch.jit.load``). It runs on the CPU in eval mode. The
+server prints ``listening on HOST:PORT`` (the bound port, useful with port 0) and
+serves until SIGINT or SIGTERM.
+
+torch is imported only when the command runs, so ``twinaudit --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+#: Seconds in-flight calls get to finish after a stop signal.
+STOP_GRACE_S = 2.0
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        parts = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected H,W,C, got {text!r}") from None
+    if len(parts) != 3 or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"expected three positive integers H,W,C, got {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``oracle`` command (sub-command ``serve``) to the CLI."""
+    oracle = subparsers.add_parser(
+        "oracle",
+        help="serve a model as a black-box oracle",
+        description="Expose a model under audit as the twinaudit.oracle.v1.Oracle gRPC service.",
+    )
+    commands = oracle.add_subparsers(dest="oracle_command", metavar="COMMAND", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve a PyTorch image classifier",
+        description=(
+            "Serve a state dict loaded into --arch MODULE:CALLABLE, a torch.export archive "
+            "(.pt2) or a TorchScript file on the CPU until SIGINT/SIGTERM. Prints "
+            "'listening on HOST:PORT' once bound."
+        ),
+    )
+    serve.add_argument(
+        "--model",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="state dict (with --arch), torch.export archive (.pt2) or TorchScript file",
+    )
+    serve.add_argument(
+        "--arch",
+        metavar="MODULE:CALLABLE",
+        help="callable returning the nn.Module the state dict is loaded into",
+    )
+    serve.add_argument(
+        "--listen",
+        required=True,
+        metavar="HOST:PORT",
+        help="address to listen on (port 0 picks a free port)",
+    )
+    serve.add_argument(
+        "--n-classes",
+        type=int,
+        metavar="N",
+        help="number of classes (default: found by running --input-shape)",
+    )
+    serve.add_argument(
+        "--input-shape",
+        type=_shape,
+        metavar="H,W,C",
+        help="an input shape used to probe the number of classes",
+    )
+    serve.add_argument(
+        "--label-only", action="store_true", help="answer only the top label, never probabilities"
+    )
+    serve.add_argument(
+        "--mean",
+        type=float,
+        nargs="+",
+        metavar="M",
+        help="per-channel mean subtracted from [0, 1] inputs",
+    )
+    serve.add_argument(
+        "--std",
+        type=float,
+        nargs="+",
+        metavar="S",
+        help="per-channel standard deviation the inputs are divided by",
+    )
+    serve.add_argument(
+        "--max-batch",
+        type=int,
+        default=256,
+        metavar="N",
+        help="most images per request and per forward pass (default 256)",
+    )
+    serve.add_argument("--name", help="model name reported by Describe (default: file name)")
+    serve.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    serve.add_argument("--tls-cert", type=Path, metavar="PEM", help="server certificate")
+    serve.add_argument("--tls-key", type=Path, metavar="PEM", help="server private key")
+    serve.add_argument(
+        "--client-ca",
+        type=Path,
+        metavar="PEM",
+        help="require client certificates signed by this CA (mTLS)",
+    )
+    serve.set_defaults(handler=run_serve)
+
+
+def _resolve(spec: str) -> Any:
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise InputError(f"--arch must be MODULE:CALLABLE, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"cannot import {module_name!r}: {exc}") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise InputError(f"{module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise InputError(f"{spec!r} is not callable")
+    return target
+
+
+def load_model(path: Path, arch: str | None) -> torch.nn.Module:
+    """Load the model ``--model``/``--arch`` name; every failure is an InputError.
+
+    With ``arch``: a state dict (``torch.load(weights_only=True)``) loaded strictly
+    into ``arch()``. Without: a ``.pt2`` file is a ``torch.export`` archive
+    (``torch.export.load(path).module()``), anything else TorchScript.
+    """
+    import torch
+
+    if not path.is_file():
+        raise InputError(f"model file {str(path)!r} does not exist")
+    if arch is None and path.suffix == ".pt2":
+        try:
+            exported: torch.nn.Module = torch.export.load(path).module()
+        except Exception as exc:  # torch raises many types for unreadable archives
+            raise InputError(
+                f"cannot load the torch.export archive {str(path)!r}: {_first_line(exc)}"
+            ) from None
+        return exported
+    if arch is None:
+        try:
+            scripted: torch.nn.Module = torch.jit.load(  # type: ignore[no-untyped-call]
+                str(path), map_location="cpu"
+            )
+        except (RuntimeError, ValueError) as exc:
+            raise InputError(
+                f"{str(path)!r} is not TorchScript (a state dict needs --arch, "
+                f"a torch.export archive ends in .pt2): {_first_line(exc)}"
+            ) from None
+        return scripted
+    model = _resolve(arch)()
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"{arch!r} returned {type(model).__name__}, not a torch.nn.Module")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for unreadable files
+        raise InputError(f"cannot read a state dict from {str(path)!r}: {exc}") from None
+    if not isinstance(state, dict):
+        raise InputError(f"{str(path)!r} holds {type(state).__name__}, not a state dict")
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise InputError(f"the state dict does not fit {arch!r}: {exc}") from None
+    return model
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _tls(args: argparse.Namespace) -> Any:
+    from twinaudit.transport import TlsFiles
+
+    if args.tls_cert is None and args.tls_key is None and args.client_ca is None:
+        return None
+    if args.tls_cert is None or args.tls_key is None:
+        raise InputError("--tls-cert and --tls-key go together")
+    for path in (args.tls_cert, args.tls_key, args.client_ca):
+        if path is not None and not path.is_file():
+            raise InputError(f"TLS file {str(path)!r} does not exist")
+    return TlsFiles(cert=args.tls_cert, key=args.tls_key, ca=args.client_ca)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
+    if args.n_classes is None and args.input_shape is None:
+        raise InputError("give --n-classes, or --input-shape to probe it")
+    tls = _tls(args)
+    import torch
+
+    from verifier.oracles.grpc_server import serve_oracle
+    from verifier.oracles.torch_oracle import TorchClassifierOracle
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise InputError("--threads must be at least 1")
+        torch.set_num_threads(args.threads)
+    oracle = TorchClassifierOracle(
+        load_model(args.model, args.arch),
+        n_classes=args.n_classes,
+        probe_shape=args.input_shape,
+        model_name=args.name or args.model.name,
+        mean=args.mean,
+        std=args.std,
+        max_batch=args.max_batch,
+        label_only=args.label_only,
+    )
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        try:
+            server, port = serve_oracle(oracle, args.listen, tls=tls)
+        except RuntimeError as exc:  # grpc reports a failed bind this way
+            raise InputError(f"cannot listen on {args.listen}: {exc}") from None
+        host = args.listen.rpartition(":")[0]
+        info = oracle.info
+        print(f"listening on {host}:{port}", flush=True)
+        print(
+            f"model {info.model_name} sha256 {info.model_digest} classes {info.n_classes} "
+            f"output {info.classify_output}",
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            pass
+        server.stop(STOP_GRACE_S).wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

@@ -1,0 +1,141 @@
+"""``twinaudit verifier …``: the arbiter's commands (keygen, serve, check, replay)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from protocol.errors import InputError, TwinauditError
+from protocol.keys import load_private_key, load_public_key, write_keypair
+
+from .transport import TlsFiles
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def register(commands: Any) -> None:
+    """Add the ``verifier`` command group."""
+    group = commands.add_parser("verifier", help="the arbiter: escrow, claims, verdicts")
+    sub = group.add_subparsers(dest="verifier_command", metavar="COMMAND", required=True)
+
+    keygen = sub.add_parser("keygen", help="make the arbiter's Ed25519 signing key")
+    keygen.add_argument(
+        "--key", type=Path, required=True, help="private key file (0600); .pub beside it"
+    )
+    keygen.set_defaults(handler=_keygen)
+
+    serve = sub.add_parser("serve", help="run the escrow and verifier services")
+    serve.add_argument("--listen", required=True, help="HOST:PORT (port 0 picks a free one)")
+    serve.add_argument(
+        "--db", required=True, help="SQLite file, or a postgresql:// DSN for the PostgreSQL backend"
+    )
+    serve.add_argument("--key", type=Path, required=True, help="the arbiter's private key (PEM)")
+    serve.add_argument("--tls-cert", type=Path, help="server certificate (PEM)")
+    serve.add_argument("--tls-key", type=Path, help="server private key (PEM)")
+    serve.add_argument("--client-ca", type=Path, help="require client certificates from this CA")
+    serve.add_argument("--oracle-ca", type=Path, help="CA of TLS model oracles")
+    serve.set_defaults(handler=_serve)
+
+    check = sub.add_parser("check", help="verify a verdict offline (exit 0 valid, 1 invalid)")
+    check.add_argument("verdict", type=Path)
+    check.add_argument("--pubkey", type=Path, required=True, help="the arbiter's public key (PEM)")
+    check.set_defaults(handler=_check)
+
+    replay = sub.add_parser("replay", help="recompute a verdict's decision from its transcript")
+    replay.add_argument("verdict", type=Path)
+    replay.add_argument("--transcript", type=Path, required=True)
+    replay.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
+    replay.set_defaults(handler=_replay)
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    write_keypair(args.key)
+    print(f"wrote {args.key} and {args.key}.pub")
+    return EXIT_OK
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def _open_store(db: str, key: Any) -> Any:
+    if db.startswith(("postgresql://", "postgres://")):
+        from verifier.escrow.postgres_store import PostgresEscrowStore
+
+        return PostgresEscrowStore(db, key)
+    from verifier.escrow.sqlite_store import SqliteEscrowStore
+
+    return SqliteEscrowStore(db, key)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from verifier.server import serve_arbiter
+
+    key = load_private_key(args.key)
+    tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
+    store = _open_store(args.db, key)
+    server, port = serve_arbiter(store, key, args.listen, tls=tls, oracle_tls=oracle_tls)
+    host = args.listen.rsplit(":", 1)[0]
+    print(f"twinaudit verifier serving on {host}:{port}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop(grace=5).wait()
+    store.close()
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from verifier.verdict import check_verdict
+
+    pubkey = load_public_key(args.pubkey)
+    data = _read(args.verdict, "verdict")
+    try:
+        verdict = check_verdict(data, pubkey)
+    except TwinauditError as exc:
+        print(f"INVALID: {exc.diagnostics()}", file=sys.stderr)
+        return EXIT_INVALID
+    final = verdict["final"]
+    print(
+        f"VALID verdict {verdict['claim_id']}: {verdict['decision'].upper()} "
+        f"(stop: {verdict['stop']}; pairs opened {len(verdict['opened'])}, "
+        f"draws {final['draws']}, successes {final['successes']}, queries {verdict['queries']}, "
+        f"test {verdict['claim']['test']['name']})"
+    )
+    return EXIT_OK
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from protocol.encoding import decode
+    from protocol.envelope import Envelope
+    from verifier.replay import replay
+    from verifier.verdict import check_verdict, parse_verdict
+
+    data = _read(args.verdict, "verdict")
+    transcript = _read(args.transcript, "transcript")
+    try:
+        if args.pubkey is not None:
+            verdict = check_verdict(data, load_public_key(args.pubkey))
+        else:
+            verdict = parse_verdict(decode(Envelope.from_json(data).payload))
+        result = replay(verdict, transcript)
+    except TwinauditError as exc:
+        print(f"REPLAY FAILED: {exc.diagnostics()}", file=sys.stderr)
+        return EXIT_INVALID
+    final = result.final
+    print(
+        f"REPLAYED {result.pairs} pairs: decision {result.decision.upper()}, "
+        f"final {final['successes']!r}/{final['draws']!r}, "
+        f"interval {final['interval']!r}, log e-value {final['log_statistic']!r}; "
+        "identical to the verdict"
+    )
+    return EXIT_OK

@@ -1,0 +1,434 @@
+"""Claim processing: the verifier's side of spec §10, independent of any transport.
+
+A :class:`ClaimSession` holds one claim against one escrow record and one model
+oracle. It asks for pairs in the order the audit seed fixes, checks every opening
+against the escrowed root before using it, builds the score function's queries from
+the spec PRG, shuffles the queries of a whole window of pairs together, scores in
+float64, feeds the sequential test, and appends everything to a hash-chained
+transcript. Its state can be snapshotted after every window and resumed, and once it
+has stopped it produces the verdict payload (never before).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol import SPEC_VERSION, limits
+from protocol.commitment import PairOpening, version_digest
+from protocol.encoding import Value, decode, encode
+from protocol.errors import InputError, ParameterError, RootMismatchError, StateError
+from protocol.items import ImageItem, decode_pair
+from protocol.merkle import verify_inclusion
+from protocol.prg import Prg, bit_stream, without_replacement
+from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
+from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
+from protocol.stats.registry import make_test, test_from_state
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer
+from verifier.scoring.augment import stream_label
+from verifier.scoring.classifier import ScoreSpec, make_queries, score
+
+from .transcript import TranscriptWriter
+
+#: Pairs opened per request unless the claim says otherwise.
+DEFAULT_WINDOW = 8
+#: Largest window a claim may ask for.
+MAX_WINDOW = 256
+#: Outcome characters (spec §11): decided by scores, tie coin heads/tails, tie skipped.
+OUTCOME_CHARS = {"win": "1", "loss": "0", "tie-heads": "h", "tie-tails": "t", "tie-skip": "s"}
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    """What the verifier needs from the escrow record (spec §9.2) for one claim."""
+
+    index: int
+    root: bytes
+    n_pairs: int
+    item_kind: str
+    rho: bytes
+    time: str
+
+
+@dataclass(frozen=True)
+class ClaimParams:
+    """The owner's claim parameters (spec §10.1), validated on construction."""
+
+    record_index: int
+    record_root: bytes
+    endpoint: str
+    model_name: str
+    score: ScoreSpec
+    test_name: str
+    p: float
+    alpha: float | None = None
+    tie_rule: TiePolicy = TiePolicy.SKIP
+    max_pairs: int = 0
+    query_budget: int = 0
+    window: int = DEFAULT_WINDOW
+
+    def __post_init__(self) -> None:
+        """Check ranges and sizes."""
+        if len(self.record_root) != limits.HASH_BYTES:
+            raise InputError("record root must be 32 bytes")
+        for name in ("endpoint", "model_name"):
+            if len(getattr(self, name).encode("utf-8")) > 256:
+                raise InputError(f"{name} is longer than 256 bytes")
+        if not 0 <= self.max_pairs <= limits.MAX_PAIRS:
+            raise ParameterError(f"max_pairs must be in 0..{limits.MAX_PAIRS}")
+        if not 0 <= self.query_budget < (1 << 63):
+            raise ParameterError("query_budget must be a non-negative 63-bit integer")
+        if not 1 <= self.window <= MAX_WINDOW:
+            raise ParameterError(f"window must be in 1..{MAX_WINDOW}")
+
+
+@dataclass
+class Progress:
+    """What the verifier reports after each window."""
+
+    pairs_opened: int
+    step: Step
+    queries: int
+    stop: str | None
+
+
+@dataclass
+class _PairResult:
+    index: int
+    published: int
+    record: dict[str, Value]
+    scores: tuple[float, float]
+
+
+@dataclass
+class ClaimSession:
+    """One claim in progress. Build with :meth:`start` or :meth:`resume`."""
+
+    claim_id: str
+    record: ClaimRecord
+    params: ClaimParams
+    oracle: ClassifierOracle
+    claim_nonce: bytes
+    test: SequentialTest
+    claim_map: dict[str, Value]
+    opened: list[int] = field(default_factory=list)
+    indicators: str = ""
+    queries: int = 0
+    windows: int = 0
+    stop: str | None = None
+    last_step: Step | None = None
+    pending: list[int] = field(default_factory=list)
+    transcript: TranscriptWriter = field(default_factory=TranscriptWriter)
+
+    # -- construction ----------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        claim_id: str,
+        record: ClaimRecord,
+        params: ClaimParams,
+        oracle: ClassifierOracle,
+        claim_nonce: bytes,
+    ) -> ClaimSession:
+        """Open a claim: check it against the record and the oracle, write the header."""
+        if params.record_index != record.index:
+            raise InputError(f"claim names record {params.record_index}, not {record.index}")
+        if params.record_root != record.root:
+            raise RootMismatchError(record.root, params.record_root, "escrowed root")
+        if len(claim_nonce) != limits.HASH_BYTES:
+            raise InputError("claim nonce must be 32 bytes")
+        info = oracle.info
+        params.score.check_oracle(info)
+        test = make_test(params.test_name, record.n_pairs, params.p, params.alpha)
+        claim_map: dict[str, Value] = {
+            "record": {"index": record.index, "root": record.root, "n_pairs": record.n_pairs},
+            "model": {
+                "endpoint": params.endpoint,
+                "name": params.model_name,
+                "oracle": oracle.describe(),
+            },
+            "score": params.score.to_value(),
+            "test": {"name": test.name, "params": test.parameters()},
+            "tie_rule": params.tie_rule.value,
+            "max_pairs": params.max_pairs,
+            "query_budget": params.query_budget,
+            "window": params.window,
+            "claim_nonce": claim_nonce,
+        }
+        session = cls(claim_id, record, params, oracle, claim_nonce, test, claim_map)
+        session.transcript.append({"type": "header", "spec": SPEC_VERSION, "claim": claim_map})
+        return session
+
+    # -- derived values --------------------------------------------------------------
+
+    @property
+    def seed(self) -> bytes:
+        """The audit seed of this claim (spec §5.5)."""
+        return audit_seed(self.record.root, self.record.rho, self.claim_nonce)
+
+    @property
+    def limit(self) -> int:
+        """How many pairs this claim may open at most."""
+        n = self.record.n_pairs
+        return n if self.params.max_pairs == 0 else min(self.params.max_pairs, n)
+
+    def _order_from(self, start: int, count: int) -> list[int]:
+        order = without_replacement(self.seed, self.record.n_pairs)
+        return [next(order) for _ in range(start + count)][start:]
+
+    # -- the claim loop --------------------------------------------------------------
+
+    def next_request(self) -> list[int]:
+        """Return the pairs to open next, in order; an empty list once the claim stopped."""
+        if self.stop is not None:
+            return []
+        if self.pending:
+            return list(self.pending)
+        remaining = self.limit - len(self.opened)
+        affordable = remaining
+        if self.params.query_budget:
+            per_pair = 2 * self.params.score.k
+            affordable = (self.params.query_budget - self.queries) // per_pair
+        size = min(self.params.window, remaining, affordable)
+        if size <= 0:
+            self.stop = (
+                "budget" if remaining > 0 or self.limit < self.record.n_pairs else "exhausted"
+            )
+            return []
+        self.pending = self._order_from(len(self.opened), size)
+        return list(self.pending)
+
+    def submit(self, openings: list[tuple[int, PairOpening, list[bytes]]]) -> Progress:
+        """Check, query, score and test the requested pairs; return the progress.
+
+        ``openings`` are ``(index, opening, inclusion proof)`` in the requested order.
+        Every opening is verified before the oracle sees any query: on any error the
+        session is unchanged and nothing about the window is recorded.
+        """
+        if not self.pending:
+            raise StateError("no openings were requested")
+        indices = [index for index, _, _ in openings]
+        if indices != self.pending:
+            raise InputError(
+                f"openings for pairs {indices}, requested {self.pending} in that order"
+            )
+        items = [self._check_opening(i, o, proof) for i, o, proof in openings]
+        results = self._score_window(items, [o for _, o, _ in openings])
+        self._feed(results)
+        return Progress(len(self.opened), self._current_step(), self.queries, self.stop)
+
+    def _check_opening(
+        self, index: int, opening: PairOpening, proof: list[bytes]
+    ) -> tuple[ImageItem, ImageItem]:
+        """Check one opening (spec §10.2 step 3).
+
+        The commitment recomputed from the opening must be leaf ``index`` under the
+        escrowed root (a wrong salt or version shows as a root mismatch: the arbiter
+        holds only the root); then both versions must decode as matching items.
+        """
+        commitment = opening.commitment()
+        verify_inclusion(
+            leaf_data=commitment,
+            index=index,
+            size=self.record.n_pairs,
+            proof=proof,
+            root=self.record.root,
+        )
+        first, second = decode_pair(opening.version0, opening.version1, self.record.item_kind)
+        if not isinstance(first, ImageItem) or not isinstance(second, ImageItem):
+            raise InputError("the image-classifier score needs image items")
+        self.params.score.check_item(first)
+        return first, second
+
+    def _score_window(
+        self, items: list[tuple[ImageItem, ImageItem]], openings: list[PairOpening]
+    ) -> list[_PairResult]:
+        """Spec §10.2 step 4 and §10.3: build, shuffle, query, unshuffle, score."""
+        spec, seed = self.params.score, self.seed
+        pub_seed = publication_seed(self.record.root, self.record.rho)
+        queries: list[npt.NDArray[np.float32]] = []
+        params: list[Value] = []
+        for index, pair in zip(self.pending, items, strict=True):
+            per_version: list[Value] = []
+            for version, item in enumerate(pair):
+                drawn, images = make_queries(spec, item, Prg(seed, stream_label(index, version)))
+                per_version.append(list(drawn))
+                queries.append(images)
+            params.append(per_version)
+        k = spec.k
+        flat = np.concatenate(queries, axis=0)
+        order = list(range(flat.shape[0]))
+        Prg(seed, f"shuffle/{self.windows}").shuffle(order)
+        info = self.oracle.info
+        answer = self.oracle.classify(np.ascontiguousarray(flat[order])).validate(
+            len(order), info.n_classes
+        )
+        inverse = np.argsort(np.asarray(order))
+        rows = answer.probabilities if answer.probabilities is not None else answer.labels
+        assert rows is not None
+        unshuffled = rows[inverse]
+        results = []
+        for j, (index, pair) in enumerate(zip(self.pending, items, strict=True)):
+            bit = int(bit_stream(pub_seed, PUBLICATION_LABEL, index, 1)[0])
+            answers: list[Value] = []
+            scores: list[float] = []
+            for version, item in enumerate(pair):
+                block = unshuffled[(2 * j + version) * k : (2 * j + version + 1) * k]
+                part = (
+                    ClassifyAnswer(probabilities=block.astype(np.float64))
+                    if answer.probabilities is not None
+                    else ClassifyAnswer(labels=block.astype(np.int64))
+                )
+                label = spec.check_item(item)
+                scores.append(score(spec, part, n_classes=info.n_classes, label=label))
+                answers.append(part.to_value())
+            digests: list[Value] = [
+                hashlib.sha256(q.tobytes()).digest() for q in queries[2 * j : 2 * j + 2]
+            ]
+            opening = openings[j]
+            record: dict[str, Value] = {
+                "type": "pair",
+                "window": self.windows,
+                "index": index,
+                "published": bit,
+                "digests": [version_digest(opening.version0), version_digest(opening.version1)],
+                "label": pair[0].label,
+                "shape": [int(d) for d in pair[0].pixels.shape],
+                "params": params[j],
+                "query_digests": digests,
+                "answers": answers,
+                "scores": list[Value](scores),
+            }
+            results.append(_PairResult(index, bit, record, (scores[0], scores[1])))
+        return results
+
+    def _outcome(self, index: int, published: int, scores: tuple[float, float]) -> str:
+        s_pub, s_hid = scores[published], scores[1 - published]
+        if s_pub != s_hid:
+            return "win" if s_pub > s_hid else "loss"
+        if self.params.tie_rule is TiePolicy.SKIP:
+            return "tie-skip"
+        return "tie-heads" if Prg(self.seed, f"tie/{index}").coin() else "tie-tails"
+
+    def _feed(self, results: list[_PairResult]) -> None:
+        """Feed the window's pairs to the test in order, stopping at a decision."""
+        for result in results:
+            outcome = ""
+            if self.test.decision is Decision.CONTINUE:
+                kind = self._outcome(result.index, result.published, result.scores)
+                outcome = OUTCOME_CHARS[kind]
+                if kind != "tie-skip":
+                    self.last_step = self.test.update(outcome in "1h")
+                self.indicators += outcome
+            result.record["outcome"] = outcome
+            self.transcript.append(result.record)
+        self.queries += 2 * self.params.score.k * len(results)
+        self.opened += self.pending
+        self.pending = []
+        self.windows += 1
+        if self.test.decision is Decision.DETECTED:
+            self.stop = "detected"
+        elif self.test.decision is Decision.EXHAUSTED or len(self.opened) == self.record.n_pairs:
+            self.stop = "exhausted"
+        elif len(self.opened) >= self.limit:
+            self.stop = "budget"
+
+    def _current_step(self) -> Step:
+        if self.last_step is not None:
+            return self.last_step
+        return Step(0, 0, Decision.CONTINUE, None, None)
+
+    # -- results ---------------------------------------------------------------------
+
+    def verdict_payload(
+        self, *, arbiter: str, time: str, environment: dict[str, Value]
+    ) -> dict[str, Value]:
+        """Return the verdict payload of spec §11; only for a claim that has stopped."""
+        if self.stop is None:
+            raise StateError("the claim has not stopped; no verdict can be made")
+        step = self._current_step()
+        return {
+            "spec": SPEC_VERSION,
+            "arbiter": arbiter,
+            "claim_id": self.claim_id,
+            "time": time,
+            "claim": self.claim_map,
+            "audit_seed": self.seed,
+            "receipt_time": self.record.time,
+            "opened": list(self.opened),
+            "indicators": self.indicators,
+            "final": {
+                "draws": step.draws,
+                "successes": step.successes,
+                "interval": list(step.interval) if step.interval is not None else None,
+                "log_statistic": step.log_statistic,
+            },
+            "decision": "detected" if self.stop == "detected" else "not-detected",
+            "stop": self.stop,
+            "queries": self.queries,
+            "transcript": {"hash": self.transcript.head, "records": self.transcript.count},
+            "environment": environment,
+        }
+
+    # -- persistence -----------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """Return the session's state as canonical bytes (everything but the oracle)."""
+        return encode(
+            {
+                "claim_id": self.claim_id,
+                "claim": self.claim_map,
+                "test_state": self.test.state(),
+                "opened": list(self.opened),
+                "indicators": self.indicators,
+                "queries": self.queries,
+                "windows": self.windows,
+                "stop": self.stop,
+                "transcript": self.transcript.to_bytes(),
+            }
+        )
+
+    @classmethod
+    def resume(
+        cls, snapshot: bytes, record: ClaimRecord, params: ClaimParams, oracle: ClassifierOracle
+    ) -> ClaimSession:
+        """Rebuild a session from :meth:`snapshot`.
+
+        The oracle must describe itself as it did when the claim started.
+        """
+        state = decode(snapshot)
+        if not isinstance(state, dict):
+            raise InputError("claim snapshot must be a map")
+        claim = state["claim"]
+        if not isinstance(claim, dict) or not isinstance(claim.get("claim_nonce"), bytes):
+            raise InputError("claim snapshot has no claim map")
+        nonce = claim["claim_nonce"]
+        assert isinstance(nonce, bytes)
+        session = cls.start(str(state["claim_id"]), record, params, oracle, nonce)
+        if encode(session.claim_map) != encode(claim):
+            raise InputError("the resumed claim differs from the stored one (model or parameters)")
+        session.test = test_from_state(state["test_state"])
+        opened, indicators = state["opened"], state["indicators"]
+        queries, windows, stop = state["queries"], state["windows"], state["stop"]
+        transcript = state["transcript"]
+        if not (
+            isinstance(opened, list)
+            and isinstance(indicators, str)
+            and isinstance(queries, int)
+            and isinstance(windows, int)
+            and isinstance(transcript, bytes)
+        ):
+            raise InputError("malformed claim snapshot")
+        session.opened = [int(i) for i in opened if isinstance(i, int)]
+        if session.opened != session._order_from(0, len(opened)):
+            raise InputError("claim snapshot's opened pairs do not follow the audit order")
+        session.indicators, session.queries, session.windows = indicators, queries, windows
+        session.stop = stop if isinstance(stop, str) else None
+        session.transcript = TranscriptWriter.from_bytes(transcript)
+        if session.test.draws:
+            session.last_step = session.test._evaluate()
+        return session

@@ -1,0 +1,286 @@
+"""The audited model as a black box: what a classifier oracle is and what it may answer.
+
+A :class:`ClassifierOracle` describes itself (:class:`OracleInfo`, recorded in the
+claim) and classifies batches of float32 (N, H, W, C) images in [0, 1], answering a
+:class:`ClassifyAnswer`: one probability vector or one label per image. Answers
+come from a party the arbiter does not trust, so :meth:`ClassifyAnswer.validate`
+checks them strictly and reports every defect as
+``OracleError("invalid-answer", ...)``. This module is numpy only (no torch).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.encoding import Value
+from protocol.errors import InputError, LimitExceededError, OracleError
+from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+
+#: What ``Classify`` may answer.
+CLASSIFY_OUTPUTS: Final = ("probabilities", "label")
+#: Largest ``max_batch`` an oracle may announce.
+MAX_ORACLE_BATCH: Final = 4096
+#: Largest number of classes (labels are below :data:`protocol.items.MAX_LABEL`).
+MAX_CLASSES: Final = MAX_LABEL
+#: Most images in one :meth:`ClassifierOracle.classify` call (the client splits it).
+MAX_CLASSIFY_IMAGES: Final = 1 << 16
+#: Longest model name or digest, in UTF-8 bytes.
+MAX_DESCRIPTION_TEXT_BYTES: Final = 256
+#: Most capabilities one oracle lists.
+MAX_CAPABILITIES: Final = 16
+#: A probability vector must sum to 1 within this (exactly rounded sum); no renormalising.
+PROBABILITY_SUM_TOLERANCE: Final = 1e-3
+
+_CAPABILITY = re.compile(r"[a-z][a-z0-9-]{0,63}")
+
+F32Images = npt.NDArray[np.float32]
+
+
+def _invalid(message: str) -> OracleError:
+    return OracleError("invalid-answer", message)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class OracleInfo:
+    """An oracle's self-description (the ``Describe`` answer, spec draft §10.1).
+
+    A description that breaks these rules is an invalid answer: ``model_name`` and
+    ``model_digest`` are text of 1..256 UTF-8 bytes; ``capabilities`` are distinct
+    lower-case names (``classify``, ``embed-images``, ...; at most 16);
+    ``classify_output`` is ``"probabilities"`` or ``"label"``; ``n_classes`` is in
+    ``2..MAX_CLASSES``; ``max_batch`` in ``1..MAX_ORACLE_BATCH``.
+    """
+
+    model_name: str
+    model_digest: str
+    capabilities: tuple[str, ...]
+    classify_output: str
+    n_classes: int
+    max_batch: int
+
+    def __post_init__(self) -> None:
+        """Validate every field (``OracleError("invalid-answer")``)."""
+        for name in ("model_name", "model_digest"):
+            text = getattr(self, name)
+            if not isinstance(text, str) or not 1 <= len(text.encode()) <= (
+                MAX_DESCRIPTION_TEXT_BYTES
+            ):
+                raise _invalid(f"{name} must be 1..{MAX_DESCRIPTION_TEXT_BYTES} bytes of text")
+        caps = self.capabilities
+        if not isinstance(caps, tuple) or len(caps) > MAX_CAPABILITIES:
+            raise _invalid(f"capabilities must be a tuple of at most {MAX_CAPABILITIES} names")
+        if len(set(caps)) != len(caps) or not all(
+            isinstance(c, str) and _CAPABILITY.fullmatch(c) for c in caps
+        ):
+            raise _invalid(f"capabilities {caps!r} are not distinct lower-case names")
+        if self.classify_output not in CLASSIFY_OUTPUTS:
+            raise _invalid(f"classify_output {self.classify_output!r} not in {CLASSIFY_OUTPUTS}")
+        if not _is_int(self.n_classes) or not 2 <= self.n_classes <= MAX_CLASSES:
+            raise _invalid(f"n_classes {self.n_classes!r} outside 2..{MAX_CLASSES}")
+        if not _is_int(self.max_batch) or not 1 <= self.max_batch <= MAX_ORACLE_BATCH:
+            raise _invalid(f"max_batch {self.max_batch!r} outside 1..{MAX_ORACLE_BATCH}")
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the canonical Describe map (capabilities sorted)."""
+        return {
+            "model_name": self.model_name,
+            "model_digest": self.model_digest,
+            "capabilities": list(sorted(self.capabilities)),
+            "classify_output": self.classify_output,
+            "n_classes": self.n_classes,
+            "max_batch": self.max_batch,
+        }
+
+    @classmethod
+    def from_value(cls, value: object) -> OracleInfo:
+        """Parse a Describe map strictly (exact keys), raising ``invalid-answer``."""
+        keys = {
+            "model_name",
+            "model_digest",
+            "capabilities",
+            "classify_output",
+            "n_classes",
+            "max_batch",
+        }
+        if not isinstance(value, dict) or set(value) != keys:
+            raise _invalid(f"a description is a map with exactly the keys {sorted(keys)}")
+        caps = value["capabilities"]
+        if not isinstance(caps, list):
+            raise _invalid("capabilities must be a list")
+        return cls(
+            value["model_name"],
+            value["model_digest"],
+            tuple(caps),
+            value["classify_output"],
+            value["n_classes"],
+            value["max_batch"],
+        )
+
+    def require_classify(self) -> None:
+        """Raise ``invalid-answer`` unless the oracle lists the ``classify`` capability."""
+        if "classify" not in self.capabilities:
+            raise _invalid(f"oracle {self.model_name!r} does not offer 'classify'")
+
+
+@dataclass(frozen=True)
+class ClassifyAnswer:
+    """The answer to one ``classify`` call: exactly one of ``probabilities``, ``labels``.
+
+    ``probabilities`` is float64 (N, C), row ``n`` the model's probability vector for
+    image ``n``; ``labels`` is int64 (N,), the top class of each image. The answer is
+    only trusted after :meth:`validate`.
+    """
+
+    probabilities: npt.NDArray[np.float64] | None = None
+    labels: npt.NDArray[np.int64] | None = None
+
+    def __post_init__(self) -> None:
+        """Require exactly one of the two fields, as a numpy array of the right dtype."""
+        if (self.probabilities is None) == (self.labels is None):
+            raise _invalid("an answer carries exactly one of probabilities and labels")
+        if self.probabilities is not None and not (
+            isinstance(self.probabilities, np.ndarray) and self.probabilities.dtype == np.float64
+        ):
+            raise _invalid("probabilities must be a float64 array")
+        if self.labels is not None and not (
+            isinstance(self.labels, np.ndarray) and self.labels.dtype == np.int64
+        ):
+            raise _invalid("labels must be an int64 array")
+
+    @property
+    def output(self) -> str:
+        """Return ``"probabilities"`` or ``"label"``."""
+        return "probabilities" if self.probabilities is not None else "label"
+
+    def __len__(self) -> int:
+        """Return the number of images answered."""
+        data = self.probabilities if self.probabilities is not None else self.labels
+        assert data is not None
+        return int(data.shape[0]) if data.ndim >= 1 else 0
+
+    def validate(self, n_images: int, n_classes: int) -> ClassifyAnswer:
+        """Check the answer for ``n_images`` images of an ``n_classes`` model; return it.
+
+        Probabilities: shape (n_images, n_classes), every entry finite and in [0, 1],
+        every row's exactly rounded sum (``math.fsum``) within
+        :data:`PROBABILITY_SUM_TOLERANCE` of 1. They are *not* renormalised: the
+        score uses the answer as recorded. Labels: shape (n_images,), each in
+        ``0..n_classes-1``. Any defect is ``OracleError("invalid-answer")``.
+        """
+        if self.probabilities is not None:
+            probs = self.probabilities
+            if probs.shape != (n_images, n_classes):
+                raise _invalid(
+                    f"probabilities have shape {probs.shape}, expected {(n_images, n_classes)}"
+                )
+            if not bool(np.all(np.isfinite(probs))):
+                raise _invalid("probabilities contain NaN or infinity")
+            if not bool(np.all((probs >= 0.0) & (probs <= 1.0))):
+                raise _invalid("probabilities outside [0, 1]")
+            for row, vector in enumerate(probs):
+                total = math.fsum(vector.tolist())
+                if abs(total - 1.0) > PROBABILITY_SUM_TOLERANCE:
+                    raise _invalid(f"probability vector {row} sums to {total!r}, not 1")
+        else:
+            labels = self.labels
+            assert labels is not None
+            if labels.shape != (n_images,):
+                raise _invalid(f"labels have shape {labels.shape}, expected {(n_images,)}")
+            if not bool(np.all((labels >= 0) & (labels < n_classes))):
+                raise _invalid(f"labels outside 0..{n_classes - 1}")
+        return self
+
+    def to_value(self) -> list[Value]:
+        """Return the answer as recorded in a transcript: rows of floats, or ints."""
+        if self.probabilities is not None:
+            return [[float(x) for x in row] for row in self.probabilities]
+        assert self.labels is not None
+        return [int(x) for x in self.labels]
+
+    @classmethod
+    def from_value(cls, value: object, output: str) -> ClassifyAnswer:
+        """Rebuild a recorded answer (:meth:`to_value`) of the given ``output`` kind."""
+        if not isinstance(value, list):
+            raise _invalid("a recorded answer is a list")
+        if output == "probabilities":
+            if not all(
+                isinstance(row, list) and all(isinstance(x, float) for x in row) for row in value
+            ):
+                raise _invalid("recorded probabilities must be lists of floats")
+            width = len(value[0]) if value else 0
+            if any(len(row) != width for row in value):
+                raise _invalid("recorded probability rows differ in length")
+            return cls(probabilities=np.array(value, dtype=np.float64).reshape(len(value), width))
+        if output == "label":
+            if not all(_is_int(x) and 0 <= x < MAX_CLASSES for x in value):
+                raise _invalid(f"recorded labels must be integers in 0..{MAX_CLASSES - 1}")
+            return cls(labels=np.array(value, dtype=np.int64).reshape(len(value)))
+        raise _invalid(f"unknown output kind {output!r}")
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[ClassifyAnswer]) -> ClassifyAnswer:
+        """Join the answers of consecutive batches (all of the same kind)."""
+        if not parts:
+            raise _invalid("no answers to join")
+        kinds = {part.output for part in parts}
+        if len(kinds) != 1:
+            raise _invalid("batches answered in different output kinds")
+        if parts[0].probabilities is not None:
+            rows = [p.probabilities for p in parts if p.probabilities is not None]
+            return cls(probabilities=np.concatenate(rows, axis=0))
+        labels = [p.labels for p in parts if p.labels is not None]
+        return cls(labels=np.concatenate(labels, axis=0))
+
+
+def check_images(images: object) -> F32Images:
+    """Validate a classify batch: float32 (N, H, W, C), C in {1, 3}, finite, in [0, 1].
+
+    ``1 ≤ N ≤ MAX_CLASSIFY_IMAGES`` and ``1 ≤ H, W ≤ MAX_IMAGE_SIDE``. Raises
+    :class:`~protocol.errors.InputError` (``LimitExceededError`` for too many images).
+    """
+    if not isinstance(images, np.ndarray) or images.dtype != np.float32 or images.ndim != 4:
+        raise InputError("images must be a float32 array of shape (N, H, W, C)")
+    n, height, width, channels = images.shape
+    if n < 1:
+        raise InputError("a classify batch needs at least one image")
+    if n > MAX_CLASSIFY_IMAGES:
+        raise LimitExceededError("images per classify call", n, MAX_CLASSIFY_IMAGES)
+    if not (1 <= height <= MAX_IMAGE_SIDE and 1 <= width <= MAX_IMAGE_SIDE and channels in (1, 3)):
+        shape = images.shape[1:]
+        raise InputError(f"image shape {shape} outside 1..{MAX_IMAGE_SIDE} x C in {{1, 3}}")
+    if not bool(np.all((images >= 0.0) & (images <= 1.0))):  # also rejects NaN
+        raise InputError("image intensities must be finite and in [0, 1]")
+    return images
+
+
+class ClassifierOracle(abc.ABC):
+    """A black-box image classifier the verifier may query."""
+
+    @property
+    @abc.abstractmethod
+    def info(self) -> OracleInfo:
+        """Return the oracle's self-description."""
+
+    def describe(self) -> dict[str, Value]:
+        """Return the canonical Describe map recorded in the claim (spec draft §10.1)."""
+        return self.info.to_value()
+
+    @abc.abstractmethod
+    def classify(self, images: F32Images) -> ClassifyAnswer:
+        """Classify float32 (N, H, W, C) images in [0, 1]; the answer has N rows.
+
+        Raises :class:`~protocol.errors.InputError` for a malformed batch and
+        :class:`~protocol.errors.OracleError` when the model cannot answer.
+        """

@@ -1,0 +1,190 @@
+"""An in-process classifier oracle around a ``torch.nn.Module`` (CPU, eval mode, no grad).
+
+Images arrive as float32 (N, H, W, C) in [0, 1]; they are moved to NCHW, optionally
+normalised per channel (``(x − mean_c) / std_c``), and fed to the model in batches of
+at most ``max_batch``. The model's logits (N, n_classes) become probabilities by a
+softmax computed in float64, or, with ``label_only``, the index of the first
+maximal logit.
+
+The model digest (:func:`state_dict_digest`) is SHA-256 over the state dict, tensors
+in the bytewise order of their UTF-8 names; for each tensor it absorbs, every
+integer as 8 bytes little-endian: ``len(name)``, ``name``, ``len(dtype)``, ``dtype``
+(torch's name, e.g. ``"torch.float32"``), ``ndim``, each dimension, ``nbytes``, and
+the tensor's contiguous CPU bytes (little-endian). The input is prefixed by the ASCII
+domain string ``twinaudit/state-dict/v1`` and a zero byte. It identifies the weights
+and buffers, not the architecture's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import torch
+
+from protocol.errors import InputError, OracleError, ParameterError
+
+from .base import (
+    MAX_ORACLE_BATCH,
+    ClassifierOracle,
+    ClassifyAnswer,
+    F32Images,
+    OracleInfo,
+    check_images,
+)
+
+#: Default largest batch the model sees at once.
+DEFAULT_MAX_BATCH: Final = 256
+_DIGEST_DOMAIN: Final = b"twinaudit/state-dict/v1\x00"
+
+
+def _u64(value: int) -> bytes:
+    return value.to_bytes(8, "little")
+
+
+def state_dict_digest(module: torch.nn.Module) -> str:
+    """Return the hex SHA-256 of ``module``'s state dict (see the module docstring)."""
+    if sys.byteorder != "little":  # pragma: no cover - no big-endian platform is supported
+        raise ParameterError("model digests are defined on little-endian hosts only")
+    state = module.state_dict()
+    hasher = hashlib.sha256(_DIGEST_DOMAIN)
+    for name in sorted(state, key=lambda key: key.encode("utf-8")):
+        tensor = state[name].detach().to("cpu").contiguous()
+        raw_name, dtype = name.encode("utf-8"), str(tensor.dtype).encode("ascii")
+        data = tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+        hasher.update(_u64(len(raw_name)) + raw_name + _u64(len(dtype)) + dtype)
+        hasher.update(_u64(tensor.dim()) + b"".join(_u64(int(d)) for d in tensor.shape))
+        hasher.update(_u64(len(data)) + data)
+    return hasher.hexdigest()
+
+
+def _channel_vector(values: Sequence[float] | None, name: str) -> torch.Tensor | None:
+    if values is None:
+        return None
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or array.size not in (1, 3) or not bool(np.all(np.isfinite(array))):
+        raise ParameterError(f"{name} must be 1 or 3 finite numbers, got {values!r}")
+    return torch.tensor(array, dtype=torch.float32).reshape(1, -1, 1, 1)
+
+
+class TorchClassifierOracle(ClassifierOracle):
+    """Serve a ``torch.nn.Module`` classifier as a :class:`ClassifierOracle`.
+
+    ``n_classes`` may be left out when ``probe_shape`` (H, W, C) is given: the model
+    is then run once on a zero image to find it. ``mean``/``std`` (1 or 3 values
+    each, ``std > 0``) normalise the inputs per channel. Calls are serialised by a
+    lock, so one oracle may back a multi-threaded server.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        *,
+        n_classes: int | None = None,
+        probe_shape: tuple[int, int, int] | None = None,
+        model_name: str = "torch-model",
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        label_only: bool = False,
+    ) -> None:
+        """Wrap ``model`` (set to eval mode) and compute its digest."""
+        if not isinstance(model, torch.nn.Module):
+            raise ParameterError("the model must be a torch.nn.Module")
+        if (mean is None) != (std is None):
+            raise ParameterError("give both mean and std, or neither")
+        self._mean = _channel_vector(mean, "mean")
+        self._std = _channel_vector(std, "std")
+        if self._std is not None and not bool(torch.all(self._std > 0)):
+            raise ParameterError("std must be positive")
+        if (
+            self._mean is not None
+            and self._std is not None
+            and (self._mean.shape != self._std.shape)
+        ):
+            raise ParameterError("mean and std must have the same length")
+        if (
+            isinstance(max_batch, bool)
+            or not isinstance(max_batch, int)
+            or not (1 <= max_batch <= MAX_ORACLE_BATCH)
+        ):
+            raise ParameterError(f"max_batch must be in 1..{MAX_ORACLE_BATCH}, got {max_batch!r}")
+        self._model = model.to("cpu")
+        # torch.export modules refuse eval(); they keep the mode they were exported in.
+        with contextlib.suppress(NotImplementedError):
+            self._model.eval()
+        self._lock = threading.Lock()
+        self._max_batch = max_batch
+        self._label_only = bool(label_only)
+        if n_classes is None:
+            if probe_shape is None:
+                raise ParameterError("give n_classes or a probe_shape (H, W, C) to find it")
+            n_classes = self._probe(probe_shape)
+        try:
+            self._info = OracleInfo(
+                model_name=model_name,
+                model_digest=state_dict_digest(self._model),
+                capabilities=("classify",),
+                classify_output="label" if self._label_only else "probabilities",
+                n_classes=n_classes,
+                max_batch=max_batch,
+            )
+        except OracleError as exc:
+            raise ParameterError(f"invalid oracle description: {exc}") from None
+
+    @property
+    def info(self) -> OracleInfo:
+        """Return the oracle's self-description."""
+        return self._info
+
+    def _probe(self, shape: tuple[int, int, int]) -> int:
+        if len(shape) != 3 or not all(isinstance(s, int) and s >= 1 for s in shape):
+            raise ParameterError(f"probe shape must be (H, W, C), got {shape!r}")
+        logits = self._forward(np.zeros((1, *shape), dtype=np.float32))
+        return int(logits.shape[1])
+
+    def _forward(self, images: F32Images) -> torch.Tensor:
+        x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2)
+        if self._mean is not None and self._std is not None:
+            if self._mean.shape[1] not in (1, x.shape[1]):
+                raise InputError(
+                    f"normalisation has {self._mean.shape[1]} channels, images {x.shape[1]}"
+                )
+            x = (x - self._mean) / self._std
+        try:
+            with torch.inference_mode():
+                out = self._model(x.contiguous())
+        except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+            raise InputError(f"the model rejected a batch of shape {images.shape}: {exc}") from None
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != images.shape[0]:
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise OracleError("invalid-answer", f"the model returned {shape}, not (N, classes)")
+        if not out.is_floating_point() or not bool(torch.all(torch.isfinite(out))):
+            raise OracleError("invalid-answer", "the model returned non-finite logits")
+        return out
+
+    def classify(self, images: F32Images) -> ClassifyAnswer:
+        """Classify float32 (N, H, W, C) images in [0, 1] (see the class docstring)."""
+        images = check_images(images)
+        n_classes = self._info.n_classes
+        parts: list[ClassifyAnswer] = []
+        with self._lock:
+            for start in range(0, images.shape[0], self._max_batch):
+                logits = self._forward(images[start : start + self._max_batch])
+                if logits.shape[1] != n_classes:
+                    raise OracleError(
+                        "invalid-answer",
+                        f"the model returned {logits.shape[1]} classes, announced {n_classes}",
+                    )
+                if self._label_only:
+                    labels = torch.argmax(logits, dim=1).to(torch.int64).numpy()
+                    parts.append(ClassifyAnswer(labels=labels.astype(np.int64)))
+                else:
+                    probs = torch.softmax(logits.to(torch.float64), dim=1).numpy()
+                    parts.append(ClassifyAnswer(probabilities=probs.astype(np.float64)))
+        return ClassifyAnswer.concatenate(parts).validate(images.shape[0], n_classes)

@@ -1,0 +1,157 @@
+"""Replay a verdict from its transcript, without the model and without the owner's data.
+
+Anyone holding a verdict and its transcript can recompute, bit for bit, everything
+the decision rests on: the audit order, every augmentation parameter, every score
+(float64, from the recorded answers), every tie coin, the indicator string and the
+sequential test's final state and decision (spec §12).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from protocol.encoding import Value, encode
+from protocol.errors import VerificationError
+from protocol.prg import Prg, without_replacement
+from protocol.stats.base import Decision, Step
+from protocol.stats.registry import make_test
+from verifier.oracles.base import ClassifyAnswer, OracleInfo
+from verifier.scoring.augment import draw_params, stream_label
+from verifier.scoring.classifier import ScoreSpec, score
+
+from .transcript import chain_head, iter_records
+from .verdict import Verdict
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What the replay recomputed; equal to the verdict's fields when it succeeds."""
+
+    indicators: str
+    final: dict[str, Value]
+    decision: str
+    pairs: int
+
+
+def _fail(message: str) -> VerificationError:
+    return VerificationError(f"replay: {message}")
+
+
+def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
+    """Recompute the verdict's decision from ``transcript``; raise on any difference.
+
+    Steps: (1) the transcript's chain head and record count equal the verdict's;
+    (2) its header carries the verdict's claim; (3) its pairs are the verdict's opened
+    pairs, in the audit order of the verdict's seed; (4) per pair, the augmentation
+    parameters are the PRG's, the scores follow from the recorded answers, and the
+    outcome from the scores (and the tie coin); (5) the test fed these outcomes ends
+    in the verdict's final state and decision.
+    """
+    head, count = chain_head(transcript)
+    if head != verdict["transcript"]["hash"] or count != verdict["transcript"]["records"]:
+        raise _fail("the transcript's hash chain is not the one the verdict signs")
+    records = list(iter_records(transcript))
+    header, pairs = records[0], records[1:]
+    claim = verdict["claim"]
+    if header.get("type") != "header" or encode(header.get("claim")) != encode(claim):
+        raise _fail("the transcript header does not carry the verdict's claim")
+    seed: bytes = verdict["audit_seed"]
+    n_pairs = int(claim["record"]["n_pairs"])
+    opened = [int(i) for i in verdict["opened"]]
+    order = without_replacement(seed, n_pairs)
+    if [next(order) for _ in opened] != opened:
+        raise _fail("the opened pairs do not follow the audit seed's order")
+    if [p.get("index") for p in pairs] != opened:
+        raise _fail("the transcript's pairs are not the opened pairs")
+    spec = ScoreSpec.from_value(claim["score"])
+    info = OracleInfo.from_value(claim["model"]["oracle"])
+    test_params = claim["test"]["params"]
+    test = make_test(claim["test"]["name"], n_pairs, test_params["p"], test_params.get("alpha"))
+    skip_ties = claim["tie_rule"] == "skip"
+    indicators = ""
+    last = Step(0, 0, Decision.CONTINUE, None, None)
+    for record in pairs:
+        outcome = _replay_pair(record, seed, spec, info, skip_ties)
+        fed = test.decision is Decision.CONTINUE
+        if record.get("outcome") != (outcome if fed else ""):
+            raise _fail(f"pair {record['index']!r}: recorded outcome disagrees with the scores")
+        if fed:
+            indicators += outcome
+            if outcome != "s":
+                last = test.update(outcome in "1h")
+    final: dict[str, Value] = {
+        "draws": last.draws,
+        "successes": last.successes,
+        "interval": list(last.interval) if last.interval is not None else None,
+        "log_statistic": last.log_statistic,
+    }
+    decision = "detected" if test.decision is Decision.DETECTED else "not-detected"
+    if indicators != verdict["indicators"]:
+        raise _fail("the indicator string differs from the verdict's")
+    if not _same_final(final, verdict["final"]) or decision != verdict["decision"]:
+        raise _fail("the test's final state or decision differs from the verdict's")
+    return ReplayResult(indicators, final, decision, len(pairs))
+
+
+def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
+    """Compare final states: counts and interval exactly, the log statistic loosely.
+
+    The log e-value is informative only (the decision is made exactly, spec §7.3);
+    it comes from the C library's log and lgamma, which may differ in the last bits
+    between platforms, so it must agree to 1e-9 relative, not bit for bit.
+    """
+    exact = ("draws", "successes", "interval")
+    if encode([replayed[k] for k in exact]) != encode([recorded.get(k) for k in exact]):
+        return False
+    mine, theirs = replayed["log_statistic"], recorded.get("log_statistic")
+    if mine is None or theirs is None:
+        return mine is theirs
+    if not isinstance(mine, float) or not isinstance(theirs, float):
+        return False
+    return math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _replay_pair(
+    record: dict[str, Value], seed: bytes, spec: ScoreSpec, info: OracleInfo, skip_ties: bool
+) -> str:
+    index, published = record["index"], record["published"]
+    params, answers, recorded = record["params"], record["answers"], record["scores"]
+    if not (
+        isinstance(index, int)
+        and published in (0, 1)
+        and isinstance(params, list)
+        and isinstance(answers, list)
+        and isinstance(recorded, list)
+        and len(params) == len(answers) == len(recorded) == 2
+    ):
+        raise _fail("malformed pair record")
+    assert isinstance(published, int)
+    label, shape = record.get("label"), record.get("shape")
+    if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(d, int) for d in shape)):
+        raise _fail(f"pair {index}: malformed image shape")
+    height, width = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
+    scores = []
+    for version in (0, 1):
+        expected = draw_params(
+            spec.perturbation, Prg(seed, stream_label(index, version)), height, width, spec.k
+        )
+        if encode(expected) != encode(params[version]):
+            raise _fail(f"pair {index}: augmentation parameters are not the PRG's")
+        answer = ClassifyAnswer.from_value(answers[version], info.classify_output)
+        scores.append(
+            score(
+                spec,
+                answer,
+                n_classes=info.n_classes,
+                label=label if spec.uses_label and isinstance(label, int) else None,
+            )
+        )
+    if encode(scores) != encode(recorded):
+        raise _fail(f"pair {index}: recorded scores differ from the recomputed ones")
+    s_pub, s_hid = scores[published], scores[1 - published]
+    if s_pub != s_hid:
+        return "1" if s_pub > s_hid else "0"
+    if skip_ties:
+        return "s"
+    return "h" if Prg(seed, f"tie/{index}").coin() else "t"

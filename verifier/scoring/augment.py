@@ -1,0 +1,279 @@
+"""Perturbation families of the image-classifier score function (spec draft §10.3).
+
+Each of the K copies of a version is described by a *parameter map* — a canonical
+map of integers and booleans, recorded in the transcript — drawn from the version's
+PRG stream ``augment/<i>/<v>`` by :func:`draw_params` and applied by :func:`apply`.
+Everything here is plain IEEE 754 binary64 arithmetic in numpy; nothing reads a
+global RNG, so a replay (or another implementation) draws the same parameters and
+produces the same query bytes.
+
+Families, and their draws per copy in this order (``prg`` is the stream):
+
+``none``
+    No draw. Parameters ``{"family": "none"}``; the copy is the image itself.
+
+``random-resized-crop`` (torchvision's ``RandomResizedCrop`` algorithm, scale
+(0.8, 1.0), ratio (3/4, 4/3))
+    With ``A = float(H·W)``, for ``attempt = 1..10``:
+
+    1. ``s = prg.uniform_range(0.8, 1.0)``;
+    2. ``r = prg.uniform_range(LOG_RATIO_LO, LOG_RATIO_HI)`` with
+       ``LOG_RATIO_LO = ln(0.75)`` and ``LOG_RATIO_HI = ln(fl(4/3))``, exactly the
+       binary64 values ``-0x1.269621134db92p-2`` and ``0x1.269621134db91p-2``;
+    3. ``a = exp(r)``, ``w = rint(sqrt((A·s)·a))``, ``h = rint(sqrt((A·s)/a))``
+       where ``rint`` rounds half to even and every operation is binary64 (``exp``
+       as the C library's: an ``exp`` off by one ulp could change a draw only where
+       a square root lands within about 1e-16 of a half-integer; the integers
+       drawn are what the transcript records and what :func:`apply` uses);
+    4. if ``1 ≤ w ≤ W`` and ``1 ≤ h ≤ H``: ``top = prg.randint(0, H−h)``, then
+       ``left = prg.randint(0, W−w)``, and stop.
+
+    If no attempt is accepted (no further draws), the centre-crop fallback: with
+    ``q = W/H``, if ``q < 0.75`` then ``w = W``, ``h = rint(W/0.75)``; else if
+    ``q > 4/3`` then ``h = H``, ``w = rint(H·(4/3))``; else ``h, w = H, W``; and
+    ``top = (H−h) // 2``, ``left = (W−w) // 2``. Parameters
+    ``{"family": "random-resized-crop", "top", "left", "height", "width"}``. The
+    crop is resized back to ``H×W`` by :func:`resize_bilinear`.
+
+``pad-shift-flip`` (the usual CIFAR training augmentation)
+    ``top = prg.randint(0, 8)``, ``left = prg.randint(0, 8)``, ``flip = prg.coin()``.
+    Parameters ``{"family": "pad-shift-flip", "top", "left", "flip"}``. The image is
+    padded with 4 rows/columns of zeros on every side, the ``H×W`` window at
+    ``(top, left)`` is cut out, and mirrored left–right when ``flip`` is true.
+
+Copies are drawn one after the other from the same stream (copy 0 first). Pixel
+values enter as float64 in [0, 1] (:func:`to_unit`: ``u8 / 255``) and leave as
+float32 rounded to nearest, clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.encoding import Value
+from protocol.errors import InputError, ParameterError
+from protocol.items import MAX_IMAGE_SIDE
+from protocol.prg import Prg
+
+#: The perturbation families, by their claim names.
+FAMILIES: Final = ("none", "random-resized-crop", "pad-shift-flip")
+#: Most perturbed copies per version (the claim parameter K).
+MAX_COPIES: Final = 256
+
+#: Area fraction range of ``random-resized-crop``.
+SCALE: Final = (0.8, 1.0)
+#: Aspect-ratio (width / height) range of ``random-resized-crop``.
+RATIO: Final = (3.0 / 4.0, 4.0 / 3.0)
+#: ``ln`` of :data:`RATIO`; the log-aspect is drawn uniformly between them.
+LOG_RATIO: Final = (math.log(RATIO[0]), math.log(RATIO[1]))
+#: Attempts before the centre-crop fallback.
+CROP_ATTEMPTS: Final = 10
+#: Zero padding of ``pad-shift-flip`` on each side, in pixels.
+PAD: Final = 4
+
+F64Image = npt.NDArray[np.float64]
+F32Image = npt.NDArray[np.float32]
+
+
+def stream_label(pair_index: int, version: int) -> str:
+    """Return the PRG label of the augmentation stream of one version (``augment/<i>/<v>``)."""
+    if isinstance(pair_index, bool) or not isinstance(pair_index, int) or pair_index < 0:
+        raise ParameterError(f"pair index must be a non-negative integer, got {pair_index!r}")
+    if version not in (0, 1) or isinstance(version, bool):
+        raise ParameterError(f"version must be 0 or 1, got {version!r}")
+    return f"augment/{pair_index}/{version}"
+
+
+def to_unit(pixels: npt.NDArray[np.uint8]) -> F64Image:
+    """Return uint8 pixels (H, W, C) as float64 intensities ``p / 255`` in [0, 1]."""
+    if not isinstance(pixels, np.ndarray) or pixels.dtype != np.uint8 or pixels.ndim != 3:
+        raise InputError("pixels must be a uint8 array of shape (H, W, C)")
+    return pixels.astype(np.float64) / 255.0
+
+
+def _check_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParameterError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def _check_size(height: int, width: int) -> None:
+    for name, side in (("height", height), ("width", width)):
+        _check_int(side, name)
+        if not 1 <= side <= MAX_IMAGE_SIDE:
+            raise ParameterError(f"image {name} {side} outside 1..{MAX_IMAGE_SIDE}")
+
+
+def _crop_box(prg: Prg, height: int, width: int) -> dict[str, Value]:
+    area = float(height * width)
+    for _ in range(CROP_ATTEMPTS):
+        target = area * prg.uniform_range(*SCALE)
+        aspect = math.exp(prg.uniform_range(*LOG_RATIO))
+        w = round(math.sqrt(target * aspect))
+        h = round(math.sqrt(target / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            top = prg.randint(0, height - h)
+            left = prg.randint(0, width - w)
+            return {
+                "family": "random-resized-crop",
+                "top": top,
+                "left": left,
+                "height": h,
+                "width": w,
+            }
+    in_ratio = width / height
+    if in_ratio < RATIO[0]:
+        w, h = width, round(width / RATIO[0])
+    elif in_ratio > RATIO[1]:
+        h, w = height, round(height * RATIO[1])
+    else:
+        h, w = height, width
+    return {
+        "family": "random-resized-crop",
+        "top": (height - h) // 2,
+        "left": (width - w) // 2,
+        "height": h,
+        "width": w,
+    }
+
+
+def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[dict[str, Value]]:
+    """Draw the parameter maps of ``k`` copies of an ``height × width`` image from ``prg``.
+
+    The draws follow the module docstring exactly; the maps are canonical values
+    ready for the transcript. Unknown families, sizes or ``k`` outside
+    ``1..MAX_COPIES`` raise :class:`~protocol.errors.ParameterError`.
+    """
+    if family not in FAMILIES:
+        raise ParameterError(f"unknown perturbation family {family!r}; known: {FAMILIES}")
+    if not isinstance(prg, Prg):
+        raise ParameterError("draw_params needs a protocol.prg.Prg stream")
+    _check_size(height, width)
+    _check_int(k, "k")
+    if not 1 <= k <= MAX_COPIES:
+        raise ParameterError(f"k must be in 1..{MAX_COPIES}, got {k}")
+    params: list[dict[str, Value]] = []
+    for _ in range(k):
+        if family == "none":
+            params.append({"family": "none"})
+        elif family == "random-resized-crop":
+            params.append(_crop_box(prg, height, width))
+        else:
+            top = prg.randint(0, 2 * PAD)
+            left = prg.randint(0, 2 * PAD)
+            params.append(
+                {"family": "pad-shift-flip", "top": top, "left": left, "flip": prg.coin()}
+            )
+    return params
+
+
+def _axis(
+    in_size: int, out_size: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    scale = in_size / out_size
+    src = (np.arange(out_size, dtype=np.float64) + 0.5) * scale - 0.5
+    src = np.maximum(src, 0.0)
+    low = np.minimum(np.floor(src).astype(np.intp), in_size - 1)
+    high = np.minimum(low + 1, in_size - 1)
+    return low, high, src - low
+
+
+def resize_bilinear(image: F64Image, out_height: int, out_width: int) -> F64Image:
+    """Resize an (h, w, C) float64 image to (out_height, out_width, C), bilinear.
+
+    Half-pixel centres (``align_corners=False``), no antialiasing, edge clamping —
+    the definition of torch's ``interpolate(mode="bilinear")``, evaluated in binary64:
+    for each output index ``d`` along an axis of input size ``n`` and output size
+    ``m``, ``x = max((d + 0.5)·(n/m) − 0.5, 0)``, ``i0 = min(floor(x), n−1)``,
+    ``i1 = min(i0 + 1, n−1)``, ``λ = x − i0``. With row weights ``(i0, i1, λy)`` and
+    column weights ``(j0, j1, λx)``:
+    ``r(i) = p[i, j0]·(1 − λx) + p[i, j1]·λx`` and
+    ``out = r(i0)·(1 − λy) + r(i1)·λy``, each product and sum rounded to binary64.
+    """
+    if image.ndim != 3 or image.dtype != np.float64:
+        raise InputError("resize_bilinear needs a float64 (H, W, C) array")
+    _check_size(out_height, out_width)
+    in_h, in_w = image.shape[0], image.shape[1]
+    if in_h < 1 or in_w < 1:
+        raise InputError("cannot resize an empty image")
+    r0, r1, ly = _axis(in_h, out_height)
+    c0, c1, lx = _axis(in_w, out_width)
+    lxc = lx[None, :, None]
+    lyc = ly[:, None, None]
+    top = image[r0][:, c0] * (1.0 - lxc) + image[r0][:, c1] * lxc
+    bottom = image[r1][:, c0] * (1.0 - lxc) + image[r1][:, c1] * lxc
+    out: F64Image = top * (1.0 - lyc) + bottom * lyc
+    return out
+
+
+def _finish(image: F64Image) -> F32Image:
+    return np.ascontiguousarray(np.clip(image, 0.0, 1.0).astype(np.float32))
+
+
+def _field(params: dict[str, Value], name: str, low: int, high: int) -> int:
+    value = _check_int(params.get(name), name)
+    if not low <= value <= high:
+        raise ParameterError(f"{name} {value} outside {low}..{high}")
+    return value
+
+
+def _check_keys(params: dict[str, Value], keys: set[str]) -> None:
+    if set(params) != keys:
+        raise ParameterError(f"parameters {sorted(params)} are not exactly {sorted(keys)}")
+
+
+def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
+    """Return the copy of ``image`` (float64 (H, W, C) in [0, 1]) that ``params`` describes.
+
+    The result is float32 (H, W, C) in [0, 1]. Parameter maps are checked strictly
+    (exact keys, integer ranges that fit the image) with
+    :class:`~protocol.errors.ParameterError`; a malformed image raises
+    :class:`~protocol.errors.InputError`.
+    """
+    if not isinstance(image, np.ndarray) or image.dtype != np.float64 or image.ndim != 3:
+        raise InputError("apply needs a float64 image of shape (H, W, C)")
+    height, width, channels = image.shape
+    _check_size(height, width)
+    if channels not in (1, 3):
+        raise InputError(f"images have 1 or 3 channels, not {channels}")
+    if not bool(np.all((image >= 0.0) & (image <= 1.0))):  # also rejects NaN
+        raise InputError("image intensities must be finite and in [0, 1]")
+    if not isinstance(params, dict):
+        raise ParameterError("perturbation parameters must be a map")
+    family = params.get("family")
+    if family == "none":
+        _check_keys(params, {"family"})
+        return _finish(image)
+    if family == "random-resized-crop":
+        _check_keys(params, {"family", "top", "left", "height", "width"})
+        h = _field(params, "height", 1, height)
+        w = _field(params, "width", 1, width)
+        top = _field(params, "top", 0, height - h)
+        left = _field(params, "left", 0, width - w)
+        crop = image[top : top + h, left : left + w]
+        return _finish(resize_bilinear(np.ascontiguousarray(crop), height, width))
+    if family == "pad-shift-flip":
+        _check_keys(params, {"family", "top", "left", "flip"})
+        top = _field(params, "top", 0, 2 * PAD)
+        left = _field(params, "left", 0, 2 * PAD)
+        flip = params["flip"]
+        if not isinstance(flip, bool):
+            raise ParameterError(f"flip must be a boolean, got {flip!r}")
+        padded = np.zeros((height + 2 * PAD, width + 2 * PAD, channels), dtype=np.float64)
+        padded[PAD : PAD + height, PAD : PAD + width] = image
+        window = padded[top : top + height, left : left + width]
+        return _finish(window[:, ::-1] if flip else window)
+    raise ParameterError(f"unknown perturbation family {family!r}")
+
+
+def perturb(image: F64Image, params: list[dict[str, Value]]) -> F32Image:
+    """Return the copies for a list of parameter maps, stacked as float32 (K, H, W, C)."""
+    if not params:
+        raise ParameterError("at least one parameter map is needed")
+    if len(params) > MAX_COPIES:
+        raise ParameterError(f"at most {MAX_COPIES} copies, got {len(params)}")
+    return np.stack([apply(image, p) for p in params])

@@ -1,0 +1,242 @@
+"""The image-classifier score function (paper Alg. 3, appendix C; spec draft §10.3).
+
+For one version of an opened pair the verifier queries the oracle on K perturbed
+copies (:mod:`verifier.scoring.augment`), averages the K answers in float64 to a
+vector ``p`` and scores it. Knowledge conditions (what the oracle reveals, and
+whether the committed label ``y`` is used):
+
+====  ====================  ==================  ======================================
+cond  oracle output used    label               score of ``p``
+====  ====================  ==================  ======================================
+C1    probability vectors   committed ``y``     negative modified entropy
+C2    probability vectors   —                   negative entropy
+C3    top labels            committed ``y``     negative modified entropy
+C4    top labels            —                   negative entropy
+====  ====================  ==================  ======================================
+
+Exact arithmetic, all binary64, sums taken sequentially in index order:
+
+- **Average (C1, C2).** ``acc = 0``; for ``k = 0..K-1``: ``acc = acc + P[k]``
+  (elementwise); ``p = acc / K``. Answers are validated
+  (:meth:`~verifier.oracles.base.ClassifyAnswer.validate`) and not renormalised.
+- **Average (C3, C4).** ``p_c = count_c / K`` where ``count_c`` is the number of
+  copies labelled ``c``; every ``p_c = 0`` becomes :data:`LABEL_FLOOR` (1e-5), so
+  ``p`` then sums to slightly more than 1, as in the paper. An oracle that answers
+  probabilities is reduced to labels by ``argmax`` (lowest index among equal maxima).
+- **Negative entropy (C2, C4).** ``Σ_c t_c`` with ``t_c = p_c · ln(p_c)`` and
+  ``t_c = 0`` when ``p_c = 0`` (``0·ln 0 = 0``).
+- **Negative modified entropy (C1, C3).** ``Σ_c t_c`` with
+  ``t_y = (1 − p_y) · ln(max(p_y, ε))`` and, for ``c ≠ y``, ``t_c = p_c · L(p_c)``
+  where ``L(q) = log1p(−q)`` (that is ``ln(1 − q)``, accurately) if ``q ≤ 1 − ε``
+  and ``L(q) = ln(ε)`` otherwise; ``ε =`` :data:`LOG_EPSILON` ``= 1e-12``. The
+  clamp only matters for a (nearly) certain wrong class or a zero probability of
+  the true class, where the unclamped value is −∞.
+
+``ln`` and ``log1p`` are the C library's (Python's :mod:`math`), never numpy's
+vectorised versions, whose last bit can depend on the CPU's instruction set.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.encoding import Value
+from protocol.errors import OracleError, ParameterError
+from protocol.items import ImageItem
+from protocol.prg import Prg
+from verifier.oracles.base import ClassifyAnswer, OracleInfo
+
+from .augment import FAMILIES, MAX_COPIES, draw_params, perturb, to_unit
+
+#: The score function's claim name.
+FUNCTION: Final = "image-classifier"
+#: The knowledge conditions of the paper's appendix C.
+KNOWLEDGE_CONDITIONS: Final = ("C1", "C2", "C3", "C4")
+#: Conditions that use the committed label (modified entropy).
+LABELLED: Final = frozenset({"C1", "C3"})
+#: Conditions that only see the top label.
+LABEL_ONLY: Final = frozenset({"C3", "C4"})
+#: What a zero of an averaged one-hot vector becomes (C3, C4).
+LABEL_FLOOR: Final = 1e-5
+#: Clamp of the logarithms of the modified entropy (see the module docstring).
+LOG_EPSILON: Final = 1e-12
+
+_ONE_MINUS_EPSILON: Final = 1.0 - LOG_EPSILON
+_LN_EPSILON: Final = math.log(LOG_EPSILON)
+
+F64Vector = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreSpec:
+    """The score-function part of a claim: ``{"function", "k", "perturbation", "knowledge"}``.
+
+    ``k`` (copies per version) is in ``1..MAX_COPIES``; ``perturbation`` one of
+    :data:`~verifier.scoring.augment.FAMILIES`; ``knowledge`` one of C1–C4. Invalid
+    values raise :class:`~protocol.errors.ParameterError`.
+    """
+
+    function: str = FUNCTION
+    k: int
+    perturbation: str
+    knowledge: str
+
+    def __post_init__(self) -> None:
+        """Validate every field."""
+        if self.function != FUNCTION:
+            raise ParameterError(f"score function {self.function!r} is not {FUNCTION!r}")
+        if (
+            isinstance(self.k, bool)
+            or not isinstance(self.k, int)
+            or not (1 <= self.k <= MAX_COPIES)
+        ):
+            raise ParameterError(f"k must be an integer in 1..{MAX_COPIES}, got {self.k!r}")
+        if self.perturbation not in FAMILIES:
+            raise ParameterError(f"unknown perturbation {self.perturbation!r}; known: {FAMILIES}")
+        if self.knowledge not in KNOWLEDGE_CONDITIONS:
+            raise ParameterError(
+                f"unknown knowledge condition {self.knowledge!r}; known: {KNOWLEDGE_CONDITIONS}"
+            )
+
+    @property
+    def uses_label(self) -> bool:
+        """Whether the score needs the committed label (C1, C3)."""
+        return self.knowledge in LABELLED
+
+    @property
+    def label_only(self) -> bool:
+        """Whether only the top label of each answer is used (C3, C4)."""
+        return self.knowledge in LABEL_ONLY
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the canonical claim map of spec draft §10.1."""
+        return {
+            "function": self.function,
+            "k": self.k,
+            "perturbation": self.perturbation,
+            "knowledge": self.knowledge,
+        }
+
+    @classmethod
+    def from_value(cls, value: object) -> ScoreSpec:
+        """Parse the claim map strictly (exactly the four keys)."""
+        keys = {"function", "k", "perturbation", "knowledge"}
+        if not isinstance(value, dict) or set(value) != keys:
+            raise ParameterError(f"a score map has exactly the keys {sorted(keys)}")
+        return cls(
+            function=value["function"],
+            k=value["k"],
+            perturbation=value["perturbation"],
+            knowledge=value["knowledge"],
+        )
+
+    def check_item(self, item: ImageItem) -> int | None:
+        """Return the label the score uses for ``item``; C1/C3 need a committed label."""
+        if not isinstance(item, ImageItem):
+            raise ParameterError("the image-classifier score scores image items")
+        if self.uses_label and item.label is None:
+            raise ParameterError(
+                f"knowledge condition {self.knowledge} needs committed labels; the item has none"
+            )
+        return item.label if self.uses_label else None
+
+    def check_oracle(self, info: OracleInfo) -> None:
+        """Check the oracle can serve this score: ``classify``; C1/C2 need probabilities."""
+        if "classify" not in info.capabilities:
+            raise ParameterError(f"oracle {info.model_name!r} does not offer 'classify'")
+        if not self.label_only and info.classify_output != "probabilities":
+            raise ParameterError(
+                f"knowledge condition {self.knowledge} needs probability vectors; "
+                f"the oracle answers {info.classify_output!r}"
+            )
+
+
+def make_queries(
+    spec: ScoreSpec, item: ImageItem, prg: Prg
+) -> tuple[list[dict[str, Value]], npt.NDArray[np.float32]]:
+    """Draw the K copies of one version from its stream; return parameters and images.
+
+    ``prg`` is the version's ``augment/<i>/<v>`` stream. The images are float32
+    (K, H, W, C) in [0, 1], ready for :meth:`ClassifierOracle.classify`.
+    """
+    spec.check_item(item)
+    height, width, _ = item.pixels.shape
+    params = draw_params(spec.perturbation, prg, int(height), int(width), spec.k)
+    return params, perturb(to_unit(item.pixels), params)
+
+
+def mean_output(spec: ScoreSpec, answer: ClassifyAnswer, n_classes: int) -> F64Vector:
+    """Validate the K answers of one version and average them to ``p`` (float64, C).
+
+    Raises ``OracleError("invalid-answer")`` for a malformed answer, or when C1/C2
+    receive labels only.
+    """
+    answer.validate(spec.k, n_classes)
+    if spec.label_only:
+        if answer.labels is not None:
+            labels = answer.labels
+        else:
+            assert answer.probabilities is not None
+            labels = np.argmax(answer.probabilities, axis=1).astype(np.int64)
+        counts = np.bincount(labels, minlength=n_classes)
+        p: F64Vector = counts.astype(np.float64) / float(spec.k)
+        p[counts == 0] = LABEL_FLOOR
+        return p
+    if answer.probabilities is None:
+        raise OracleError(
+            "invalid-answer",
+            f"knowledge condition {spec.knowledge} needs probability vectors, got labels",
+        )
+    acc = np.zeros(n_classes, dtype=np.float64)
+    for row in answer.probabilities:
+        acc = acc + row
+    mean: F64Vector = acc / float(spec.k)
+    return mean
+
+
+def negative_entropy(p: F64Vector) -> float:
+    """Return ``Σ_c p_c ln p_c`` with ``0·ln 0 = 0``, summed in class order."""
+    total = 0.0
+    for value in p.tolist():
+        if value > 0.0:
+            total += value * math.log(value)
+    return total
+
+
+def _log_one_minus(q: float) -> float:
+    return math.log1p(-q) if q <= _ONE_MINUS_EPSILON else _LN_EPSILON
+
+
+def negative_modified_entropy(p: F64Vector, label: int) -> float:
+    """Return ``(1 − p_y) ln p_y + Σ_{c≠y} p_c ln(1 − p_c)`` with the ε clamps, in class order."""
+    values = p.tolist()
+    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(values):
+        raise ParameterError(f"label {label!r} outside 0..{len(values) - 1}")
+    total = 0.0
+    for c, value in enumerate(values):
+        if c == label:
+            total += (1.0 - value) * math.log(max(value, LOG_EPSILON))
+        else:
+            total += value * _log_one_minus(value)
+    return total
+
+
+def score(spec: ScoreSpec, answer: ClassifyAnswer, *, n_classes: int, label: int | None) -> float:
+    """Return the float64 score of one version from the oracle's answers to its K copies.
+
+    ``label`` is the committed label (required for C1/C3, ignored for C2/C4) and
+    must be below ``n_classes``, the oracle's announced number of classes.
+    """
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
+        raise ParameterError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    p = mean_output(spec, answer, n_classes)
+    if not spec.uses_label:
+        return negative_entropy(p)
+    if label is None:
+        raise ParameterError(f"knowledge condition {spec.knowledge} needs the committed label")
+    return negative_modified_entropy(p, label)

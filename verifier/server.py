@@ -1,0 +1,48 @@
+"""One arbiter process: the escrow and verifier services on one gRPC server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from twinaudit.transport import TlsFiles, make_server
+from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
+from verifier.escrow.service import add_escrow_service
+from verifier.escrow.store import EscrowStore
+
+from .service import SERVICE_NAME as VERIFIER_SERVICE
+from .service import OracleFactory, VerifierService, add_verifier_service, grpc_oracle_factory
+
+
+def serve_arbiter(
+    store: EscrowStore,
+    signing_key: Ed25519PrivateKey,
+    listen: str,
+    *,
+    tls: TlsFiles | None = None,
+    oracle_factory: OracleFactory | None = None,
+    oracle_tls: TlsFiles | None = None,
+    max_workers: int = 16,
+    entropy: Callable[[int], bytes] | None = None,
+) -> tuple[grpc.Server, int]:
+    """Start the arbiter's services on ``listen``; return the server and its bound port.
+
+    ``entropy`` is for reproducible tests only (claim ids and nonces; default: the OS
+    CSPRNG). Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
+    over TLS when ``oracle_tls`` is given). Concurrent claims run on separate threads.
+    """
+    factory = oracle_factory or grpc_oracle_factory(oracle_tls)
+
+    def register(server: grpc.Server) -> None:
+        add_escrow_service(server, store)
+        add_verifier_service(server, VerifierService(store, signing_key, factory, entropy=entropy))
+
+    return make_server(
+        listen,
+        register,
+        tls=tls,
+        max_workers=max_workers,
+        service_names=(ESCROW_SERVICE, VERIFIER_SERVICE),
+    )

@@ -1,0 +1,243 @@
+"""The arbiter's ``twinaudit.verifier.v1.Verifier`` gRPC service (spec §10, §11).
+
+``FileClaim`` runs one :class:`~verifier.claim.ClaimSession` over a bidirectional
+stream. The claim's state is persisted in the escrow store after every window, so
+a restarted verifier can resume it (``resume_claim_id``); a claim that fails is
+marked failed and never signed. The verdict is signed only once the claim has
+stopped, over the payload of spec §11, and stored with its transcript.
+"""
+
+from __future__ import annotations
+
+import platform
+import secrets
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from protocol import SPEC_VERSION
+from protocol.commitment import PairOpening
+from protocol.encoding import Value, encode
+from protocol.envelope import payload_type, sign_envelope
+from protocol.errors import InputError, StateError, TwinauditError
+from protocol.escrow_messages import format_time
+from protocol.keys import key_id, public_key_pem
+from protocol.stats.base import TiePolicy
+from protocol.versioning import require_supported
+from twinaudit import transport
+from twinaudit.verifier.v1 import verifier_pb2 as pb
+from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifier.escrow.store import EscrowStore
+from verifier.oracles.base import ClassifierOracle
+from verifier.oracles.grpc_client import GrpcClassifierOracle
+from verifier.scoring.classifier import ScoreSpec
+
+from .claim import ClaimParams, ClaimRecord, ClaimSession, Progress
+from .verdict import VERDICT_KIND
+
+#: Name of this service for the health service.
+SERVICE_NAME = "twinaudit.verifier.v1.Verifier"
+#: Deadline of each oracle call made on behalf of a claim.
+ORACLE_DEADLINE_S = 60.0
+
+OracleFactory = Callable[[str], ClassifierOracle]
+
+
+def grpc_oracle_factory(tls: transport.TlsFiles | None = None) -> OracleFactory:
+    """Return a factory that reaches ``host:port`` oracles over gRPC (TLS if given)."""
+
+    def connect(endpoint: str) -> ClassifierOracle:
+        return GrpcClassifierOracle(transport.make_channel(endpoint, tls=tls), ORACLE_DEADLINE_S)
+
+    return connect
+
+
+def environment() -> dict[str, Value]:
+    """Return the environment fingerprint recorded in every verdict."""
+    return {
+        "twinaudit_spec": SPEC_VERSION,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
+    """Validate a ClaimStart and return the claim parameters."""
+    require_supported(start.spec_version, "claim")
+    if start.tie_rule not in ("coin", "skip"):
+        raise InputError(f"unknown tie rule {start.tie_rule!r}")
+    if not start.model.oracle_endpoint:
+        raise InputError("the claim names no oracle endpoint")
+    return ClaimParams(
+        record_index=start.record_index,
+        record_root=bytes(start.record_root),
+        endpoint=start.model.oracle_endpoint,
+        model_name=start.model.name,
+        score=ScoreSpec(
+            function=start.score.function,
+            k=start.score.k,
+            perturbation=start.score.perturbation,
+            knowledge=start.score.knowledge,
+        ),
+        test_name=start.test.name,
+        p=start.test.p,
+        alpha=start.test.alpha or None,
+        tie_rule=TiePolicy(start.tie_rule),
+        max_pairs=start.max_pairs,
+        query_budget=start.query_budget,
+    )
+
+
+def _progress(progress: Progress) -> pb.Progress:
+    step = progress.step
+    lo, hi = step.interval if step.interval is not None else (0, 0)
+    return pb.Progress(
+        pairs_opened=progress.pairs_opened,
+        draws=step.draws,
+        successes=step.successes,
+        has_interval=step.interval is not None,
+        interval_low=lo,
+        interval_high=hi,
+        log_statistic=step.log_statistic or 0.0,
+        decision=step.decision.value,
+        queries=progress.queries,
+    )
+
+
+def _openings(message: pb.ClaimMessage) -> list[tuple[int, PairOpening, list[bytes]]]:
+    if message.WhichOneof("kind") != "openings":
+        raise InputError("expected the requested openings")
+    return [
+        (
+            int(p.index),
+            PairOpening(bytes(p.salt), bytes(p.version0), bytes(p.version1)),
+            [bytes(h) for h in p.proof],
+        )
+        for p in message.openings.pairs
+    ]
+
+
+class VerifierService(pb_grpc.VerifierServicer):
+    """Runs claims against the escrow store and signs verdicts."""
+
+    def __init__(
+        self,
+        store: EscrowStore,
+        signing_key: Ed25519PrivateKey,
+        oracle_factory: OracleFactory,
+        clock: Callable[[], datetime] | None = None,
+        entropy: Callable[[int], bytes] | None = None,
+    ) -> None:
+        """Serve claims on ``store``, signing with ``signing_key``.
+
+        ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
+        injects a seeded source to make a run reproducible.
+        """
+        self._store = store
+        self._key = signing_key
+        self._key_id = key_id(signing_key.public_key())
+        self._oracles = oracle_factory
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._entropy = entropy or secrets.token_bytes
+
+    # -- FileClaim -------------------------------------------------------------------
+
+    def FileClaim(  # noqa: N802 - gRPC method name
+        self, request_iterator: Iterator[pb.ClaimMessage], context: grpc.ServicerContext
+    ) -> Iterator[pb.VerifierMessage]:
+        """Run a claim: accept, then request openings and report progress until a verdict."""
+        claim_id = ""
+        try:
+            first = next(request_iterator, None)
+            if first is None or first.WhichOneof("kind") != "start":
+                raise InputError("a claim stream starts with a ClaimStart message")
+            session = self._open(first.start)
+            claim_id = session.claim_id
+            yield pb.VerifierMessage(
+                accepted=pb.ClaimAccepted(
+                    claim_id=claim_id,
+                    n_pairs=session.record.n_pairs,
+                    resumed_pairs=len(session.opened),
+                )
+            )
+            while indices := session.next_request():
+                yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
+                message = next(request_iterator, None)
+                if message is None:
+                    raise StateError("the owner closed the stream before opening the pairs")
+                progress = session.submit(_openings(message))
+                self._store.save_claim(claim_id, session.record.index, "open", session.snapshot())
+                yield pb.VerifierMessage(progress=_progress(progress))
+            verdict = self._sign(session)
+            self._store.finish_claim(claim_id, verdict, session.transcript.to_bytes())
+            yield pb.VerifierMessage(
+                verdict=pb.VerdictReady(
+                    claim_id=claim_id, verdict=verdict, transcript_hash=session.transcript.head
+                )
+            )
+        except TwinauditError as exc:
+            self._mark_failed(claim_id)
+            context.abort(transport.status_for(exc), exc.diagnostics())
+
+    def _open(self, start: pb.ClaimStart) -> ClaimSession:
+        params = params_from_proto(start)
+        entry, rho = self._store.entry(params.record_index)
+        record = ClaimRecord(
+            entry.index, entry.root, entry.n_pairs, entry.item_kind, rho, entry.time
+        )
+        oracle = self._oracles(params.endpoint)
+        if start.resume_claim_id:
+            stored = self._store.load_claim(start.resume_claim_id)
+            if stored is None:
+                raise InputError(f"no claim {start.resume_claim_id!r} to resume")
+            index, status, snapshot = stored
+            if status != "open" or index != record.index:
+                raise StateError(f"claim {start.resume_claim_id!r} is {status}; it cannot resume")
+            return ClaimSession.resume(snapshot, record, params, oracle)
+        session = ClaimSession.start(
+            self._entropy(16).hex(), record, params, oracle, self._entropy(32)
+        )
+        self._store.save_claim(session.claim_id, record.index, "open", session.snapshot())
+        return session
+
+    def _sign(self, session: ClaimSession) -> bytes:
+        payload = session.verdict_payload(
+            arbiter=self._key_id, time=format_time(self._clock()), environment=environment()
+        )
+        return sign_envelope(encode(payload), payload_type(VERDICT_KIND), self._key).to_json()
+
+    def _mark_failed(self, claim_id: str) -> None:
+        if not claim_id:
+            return
+        stored = self._store.load_claim(claim_id)
+        if stored is not None and stored[1] == "open":
+            self._store.save_claim(claim_id, stored[0], "failed", stored[2])
+
+    # -- unary calls -----------------------------------------------------------------
+
+    def GetVerdict(  # noqa: N802 - gRPC method name
+        self, request: pb.GetVerdictRequest, context: grpc.ServicerContext
+    ) -> pb.GetVerdictResponse:
+        """Return a finished claim's signed verdict and its transcript."""
+        found = self._store.get_verdict(request.claim_id)
+        if found is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no verdict for claim {request.claim_id!r}")
+        assert found is not None
+        return pb.GetVerdictResponse(verdict=found[0], transcript=found[1])
+
+    def GetPublicKey(  # noqa: N802 - gRPC method name
+        self, request: pb.GetPublicKeyRequest, context: grpc.ServicerContext
+    ) -> pb.GetPublicKeyResponse:
+        """Return the arbiter's verdict-signing public key."""
+        public = self._key.public_key()
+        return pb.GetPublicKeyResponse(public_key_pem=public_key_pem(public), key_id=self._key_id)
+
+
+def add_verifier_service(server: Any, service: VerifierService) -> None:
+    """Register ``service`` on a gRPC server."""
+    pb_grpc.add_VerifierServicer_to_server(service, server)  # type: ignore[no-untyped-call]

@@ -1,0 +1,95 @@
+"""Hash-chained claim transcripts (spec §12).
+
+A transcript is the header record followed by one record per opened pair, each a
+canonical map. On disk and on the wire it is the concatenation of frames
+``u32be(len(record)) ‖ record``. The chain is
+
+    h_0 = tagged_hash("transcript-link", [32 zero bytes, record_0])
+    h_j = tagged_hash("transcript-link", [h_{j-1}, record_j])
+
+over the records' canonical bytes; the verdict carries the last link, so changing,
+dropping, reordering or appending a record changes the hash.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from protocol.encoding import Value, decode, encode
+from protocol.errors import EncodingError, LimitExceededError
+from protocol.hashing import tagged_hash
+
+#: Largest transcript accepted when reading (the escrow store's cap, too).
+MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
+#: Largest single record.
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+_GENESIS = bytes(32)
+_FRAME = struct.Struct(">I")
+
+
+def link(previous: bytes, record: bytes) -> bytes:
+    """Return the chain link after ``record`` (its canonical bytes)."""
+    return tagged_hash("transcript-link", [previous, record])
+
+
+@dataclass
+class TranscriptWriter:
+    """Accumulates records, keeping the framed bytes and the running chain head."""
+
+    head: bytes = _GENESIS
+    count: int = 0
+    _frames: list[bytes] = field(default_factory=list)
+
+    def append(self, record: dict[str, Value]) -> bytes:
+        """Add a record; return the new chain head."""
+        data = encode(record)
+        if len(data) > MAX_RECORD_BYTES:
+            raise LimitExceededError("transcript record size", len(data), MAX_RECORD_BYTES)
+        self.head = link(self.head, data)
+        self.count += 1
+        self._frames.append(_FRAME.pack(len(data)) + data)
+        return self.head
+
+    def to_bytes(self) -> bytes:
+        """Return the framed transcript so far."""
+        return b"".join(self._frames)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TranscriptWriter:
+        """Rebuild a writer (to continue a resumed claim) from framed bytes."""
+        writer = cls()
+        for record in iter_records(data):
+            writer.append(record)
+        return writer
+
+
+def iter_records(data: bytes) -> Iterator[dict[str, Value]]:
+    """Yield the records of a framed transcript, strictly (canonical, no trailing bytes)."""
+    if len(data) > MAX_TRANSCRIPT_BYTES:
+        raise LimitExceededError("transcript size", len(data), MAX_TRANSCRIPT_BYTES)
+    pos = 0
+    while pos < len(data):
+        if pos + _FRAME.size > len(data):
+            raise EncodingError("transcript ends inside a frame header")
+        (size,) = _FRAME.unpack_from(data, pos)
+        pos += _FRAME.size
+        if size > MAX_RECORD_BYTES:
+            raise LimitExceededError("transcript record size", size, MAX_RECORD_BYTES)
+        if pos + size > len(data):
+            raise EncodingError("transcript ends inside a record")
+        value = decode(data[pos : pos + size], max_bytes=MAX_RECORD_BYTES)
+        if not isinstance(value, dict):
+            raise EncodingError("a transcript record must be a map")
+        pos += size
+        yield value
+
+
+def chain_head(data: bytes) -> tuple[bytes, int]:
+    """Return the final link and the number of records of a framed transcript."""
+    head, count = _GENESIS, 0
+    for record in iter_records(data):
+        head = link(head, encode(record))
+        count += 1
+    return head, count
