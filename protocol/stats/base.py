@@ -122,6 +122,32 @@ class SequentialTest(abc.ABC):
         }
 
 
+#: The keys of every test state (spec §7.4).
+STATE_KEYS = frozenset({"test", "params", "draws", "successes", "decision"})
+
+
+def state_parameters(
+    state: object, name: str, parameter_keys: frozenset[str]
+) -> tuple[dict[str, Value], int]:
+    """Check a state's envelope for test ``name``; return its parameter map and ``n_pairs``.
+
+    The state must have exactly :data:`STATE_KEYS`, name this test, and carry a
+    parameter map with exactly ``parameter_keys``, including an integer ``n_pairs``;
+    otherwise :class:`InputError`. Each test checks its own parameters' types.
+    """
+    if not isinstance(state, dict) or set(state) != STATE_KEYS:
+        raise InputError(f"test state must have exactly the keys {sorted(STATE_KEYS)}")
+    if state["test"] != name:
+        raise InputError(f"state is for test {state['test']!r}, not {name!r}")
+    params = state["params"]
+    if not isinstance(params, dict) or set(params) != parameter_keys:
+        raise InputError(f"test parameters need exactly the keys {sorted(parameter_keys)}")
+    n_pairs = params["n_pairs"]
+    if isinstance(n_pairs, bool) or not isinstance(n_pairs, int):
+        raise InputError(f"n_pairs must be an integer, got {n_pairs!r}")
+    return params, n_pairs
+
+
 def restore_counts(test: SequentialTest, state: dict[str, Value]) -> SequentialTest:
     """Load ``draws``/``successes`` from ``state`` into a freshly built ``test``.
 

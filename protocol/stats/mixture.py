@@ -28,7 +28,14 @@ from typing import ClassVar
 from .. import limits
 from ..encoding import Value
 from ..errors import InputError, LimitExceededError, ParameterError
-from .base import Decision, SequentialTest, Step, check_probability, restore_counts
+from .base import (
+    Decision,
+    SequentialTest,
+    Step,
+    check_probability,
+    restore_counts,
+    state_parameters,
+)
 from .mixture_prior import DEFAULT_PRIOR, GridPrior, get_prior
 
 #: Relative error allowed for each binary64 term (log and exp: a few ulps at most).
@@ -37,7 +44,6 @@ _FLOAT_MARGIN = 64 * sys.float_info.epsilon
 _TINY = 2.0**-40
 
 _PARAMETER_KEYS = frozenset({"n_pairs", "p", "prior"})
-_STATE_KEYS = frozenset({"test", "params", "draws", "successes", "decision"})
 
 
 def _check_counts(draws: int, successes: int) -> None:
@@ -166,16 +172,8 @@ class MixtureTest(SequentialTest):
         Raises :class:`InputError` for a malformed state or counts that disagree with
         the recorded decision, and :class:`ParameterError` for invalid parameters.
         """
-        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-            raise InputError(f"test state must have exactly the keys {sorted(_STATE_KEYS)}")
-        if state["test"] != cls.name:
-            raise InputError(f"state is for test {state['test']!r}, not {cls.name!r}")
-        params = state["params"]
-        if not isinstance(params, dict) or set(params) != _PARAMETER_KEYS:
-            raise InputError(f"test parameters need exactly the keys {sorted(_PARAMETER_KEYS)}")
-        n_pairs, p, prior = params["n_pairs"], params["p"], params["prior"]
-        if isinstance(n_pairs, bool) or not isinstance(n_pairs, int):
-            raise InputError(f"n_pairs must be an integer, got {n_pairs!r}")
+        params, n_pairs = state_parameters(state, cls.name, _PARAMETER_KEYS)
+        p, prior = params["p"], params["prior"]
         if not isinstance(p, float):
             raise InputError("p must be recorded as a float")
         if not isinstance(prior, str):

@@ -18,12 +18,18 @@ from typing import ClassVar
 
 from ..encoding import Value
 from ..errors import InputError, ParameterError
-from .base import Decision, SequentialTest, Step, check_probability, restore_counts
+from .base import (
+    Decision,
+    SequentialTest,
+    Step,
+    check_probability,
+    restore_counts,
+    state_parameters,
+)
 from .chernoff import chernoff_threshold
 from .pprm import min_successes_for_lower, pprm_interval
 
 _PARAMETER_KEYS = frozenset({"n_pairs", "p", "alpha", "threshold"})
-_STATE_KEYS = frozenset({"test", "params", "draws", "successes", "decision"})
 
 
 class PaperTest(SequentialTest):
@@ -78,16 +84,8 @@ class PaperTest(SequentialTest):
         recomputed from the parameters (spec §7.4), and :class:`ParameterError` for
         parameters outside their domain.
         """
-        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-            raise InputError(f"test state must have exactly the keys {sorted(_STATE_KEYS)}")
-        if state["test"] != cls.name:
-            raise InputError(f"state is for test {state['test']!r}, not {cls.name!r}")
-        params = state["params"]
-        if not isinstance(params, dict) or set(params) != _PARAMETER_KEYS:
-            raise InputError(f"test parameters need exactly the keys {sorted(_PARAMETER_KEYS)}")
-        n_pairs, p, alpha, threshold = (params[k] for k in ("n_pairs", "p", "alpha", "threshold"))
-        if isinstance(n_pairs, bool) or not isinstance(n_pairs, int):
-            raise InputError(f"n_pairs must be an integer, got {n_pairs!r}")
+        params, n_pairs = state_parameters(state, cls.name, _PARAMETER_KEYS)
+        p, alpha, threshold = (params[k] for k in ("p", "alpha", "threshold"))
         if not (isinstance(p, float) and isinstance(alpha, float)):
             raise InputError("p and alpha must be recorded as floats")
         if isinstance(threshold, bool) or not isinstance(threshold, int):

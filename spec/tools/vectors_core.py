@@ -17,6 +17,7 @@ from protocol import SPEC_VERSION
 from protocol.commitment import commit_pair, version_digest
 from protocol.encoding import encode
 from protocol.envelope import pae, payload_type, sign_envelope
+from protocol.errors import TwinauditError
 from protocol.hashing import tagged_hash
 from protocol.keys import key_id, raw_public_key
 from protocol.prg import Prg, bit_stream, stream_key, without_replacement
@@ -427,6 +428,16 @@ BUILDERS = {
     "prg": build_prg,
     "envelope": build_envelope,
 }
+
+
+def case(name: str, kind: str, inp: dict[str, Any], compute: Any) -> dict[str, Any]:
+    """A valid case with ``compute()``'s result, or an invalid one with its error code."""
+    name = f"{kind}: {name}"
+    try:
+        expected = compute()
+    except TwinauditError as exc:
+        return {"name": name, "kind": kind, "valid": False, "input": inp, "error": exc.code}
+    return {"name": name, "kind": kind, "valid": True, "input": inp, "expected": expected}
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from protocol import SPEC_VERSION, limits
-from protocol.errors import TwinauditError
 from protocol.stats.base import Decision
 from protocol.stats.mixture import MixtureTest, detection_boundary, e_value, log_e_value, reaches
 from protocol.stats.mixture_prior import DEFAULT_PRIOR, get_prior
 
-from .vectors_core import render
+from .vectors_core import case, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "mixture.json"
 PRIOR = DEFAULT_PRIOR.name
@@ -28,16 +27,6 @@ PRIOR = DEFAULT_PRIOR.name
 
 def _hex(x: float) -> str:
     return float(x).hex()
-
-
-def _case(name: str, kind: str, inp: dict[str, Any], compute: Any) -> dict[str, Any]:
-    """A valid case with ``compute()``'s result, or an invalid one with the error code."""
-    name = f"{kind}: {name}"
-    try:
-        expected = compute()
-    except TwinauditError as exc:
-        return {"name": name, "kind": kind, "valid": False, "input": inp, "error": exc.code}
-    return {"name": name, "kind": kind, "valid": True, "input": inp, "expected": expected}
 
 
 def _prior_case(name: str) -> dict[str, Any]:
@@ -48,7 +37,7 @@ def _prior_case(name: str) -> dict[str, Any]:
             "atoms": [{"numerator": a, "weight": w} for a, w in prior.atoms],
         }
 
-    return _case(f"registered prior {name!r}", "prior", {"prior": name}, compute)
+    return case(f"registered prior {name!r}", "prior", {"prior": name}, compute)
 
 
 def _e_value(t: int, s: int) -> dict[str, Any]:
@@ -62,17 +51,17 @@ def _e_value(t: int, s: int) -> dict[str, Any]:
             "log_statistic": _hex(log_e_value(t, s, get_prior(PRIOR))),
         }
 
-    return _case(f"t={t}, S={s}", "e-value", inp, compute)
+    return case(f"t={t}, S={s}", "e-value", inp, compute)
 
 
 def _decision(name: str, t: int, s: int, p: float, prior: str = PRIOR) -> dict[str, Any]:
     inp = {"prior": prior, "draws": t, "successes": s, "p": _hex(p)}
-    return _case(name, "decision", inp, lambda: {"detected": reaches(t, s, p, get_prior(prior))})
+    return case(name, "decision", inp, lambda: {"detected": reaches(t, s, p, get_prior(prior))})
 
 
 def _boundary(p: float, max_draws: int) -> dict[str, Any]:
     inp = {"prior": PRIOR, "p": _hex(p), "max_draws": max_draws}
-    return _case(
+    return case(
         f"p={p!r}, t<={max_draws}",
         "boundary",
         inp,
@@ -90,7 +79,7 @@ def _detector(name: str, n: int, p: float, bits: str, prior: str = PRIOR) -> dic
                 break
         return {"decision": test.decision.value, "draws": test.draws, "successes": test.successes}
 
-    return _case(name, "detector", inp, compute)
+    return case(name, "detector", inp, compute)
 
 
 def _bits(label: str, count: int, ones_per_256: int) -> str:
@@ -105,13 +94,13 @@ def _e_value_cases() -> list[dict[str, Any]]:
     points = [(0, 0), (1, 0), (1, 1), (5, 5), (6, 6), (10, 9), (10, 5), (20, 15), (64, 40)]
     cases = [_e_value(t, s) for t, s in points]
     cases += [
-        _case(
+        case(
             "invalid: S > t",
             "e-value",
             {"prior": PRIOR, "draws": 3, "successes": 4},
             lambda: e_value(3, 4),
         ),
-        _case(
+        case(
             "invalid: unknown prior",
             "e-value",
             {"prior": "uniform", "draws": 3, "successes": 2},

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from protocol import SPEC_VERSION, limits
-from protocol.errors import TwinauditError
 from protocol.stats.base import Decision
 from protocol.stats.paper_test import PaperTest
 from protocol.stats.pprm import pprm_interval
 
-from .vectors_core import render
+from .vectors_core import case, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "pprm.json"
 
@@ -28,19 +27,9 @@ def _hex(x: float) -> str:
     return float(x).hex()
 
 
-def _case(name: str, kind: str, inp: dict[str, Any], compute: Any) -> dict[str, Any]:
-    """A valid case with ``compute()``'s result, or an invalid one with the error code."""
-    name = f"{kind}: {name}"
-    try:
-        expected = compute()
-    except TwinauditError as exc:
-        return {"name": name, "kind": kind, "valid": False, "input": inp, "error": exc.code}
-    return {"name": name, "kind": kind, "valid": True, "input": inp, "expected": expected}
-
-
 def _threshold(name: str, n: int, p: float, alpha: float) -> dict[str, Any]:
     inp = {"n_pairs": n, "p": _hex(p), "alpha": _hex(alpha)}
-    return _case(name, "threshold", inp, lambda: {"threshold": PaperTest(n, p, alpha).threshold})
+    return case(name, "threshold", inp, lambda: {"threshold": PaperTest(n, p, alpha).threshold})
 
 
 def _interval(name: str, n: int, t: int, s: int, alpha: float) -> dict[str, Any]:
@@ -50,7 +39,7 @@ def _interval(name: str, n: int, t: int, s: int, alpha: float) -> dict[str, Any]
         lower, upper = pprm_interval(n, t, s, alpha)
         return {"lower": lower, "upper": upper}
 
-    return _case(name, "interval", inp, compute)
+    return case(name, "interval", inp, compute)
 
 
 def _detector(name: str, n: int, p: float, alpha: float, bits: str) -> dict[str, Any]:
@@ -73,7 +62,7 @@ def _detector(name: str, n: int, p: float, alpha: float, bits: str) -> dict[str,
             "intervals": intervals,
         }
 
-    return _case(name, "detector", inp, compute)
+    return case(name, "detector", inp, compute)
 
 
 def _bits(label: str, count: int, ones_per_256: int) -> str:
