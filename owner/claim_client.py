@@ -51,6 +51,7 @@ class ClaimRequest:
     tie_rule: str = "skip"
     max_pairs: int = 0
     query_budget: int = 0
+    window: int = 0
 
     def to_proto(self, resume_claim_id: str = "") -> pb.ClaimStart:
         """Return the ClaimStart message."""
@@ -70,6 +71,7 @@ class ClaimRequest:
             max_pairs=self.max_pairs,
             query_budget=self.query_budget,
             resume_claim_id=resume_claim_id,
+            window=self.window,
         )
 
 

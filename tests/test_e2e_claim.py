@@ -287,3 +287,98 @@ def test_openings_out_of_order_repeated_or_missing(dispute, reorder):
     error = _raw_stream(dispute, reorder)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "requested" in error.details()
+
+
+def test_concurrent_claims(dispute):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [
+            pool.submit(_claim, dispute, model, "mixture-e", max_pairs=24)
+            for model in ("used", "clean", "used")
+        ]
+        outcomes = [f.result(timeout=300) for f in futures]
+    pub = dispute["key"].public_key()
+    verdicts = [check_verdict(o.verdict, pub) for o in outcomes]
+    assert len({o.claim_id for o in outcomes}) == 3
+    assert verdicts[0]["decision"] == verdicts[2]["decision"] == "detected"
+
+
+def test_unknown_spec_version_is_refused(dispute):
+    owner_set = dispute["pairs"]
+    start = ClaimRequest(
+        record_index=dispute["receipt"].entry.index,
+        record_root=owner_set.root,
+        oracle_endpoint=dispute["endpoints"]["used"],
+        model_name="used",
+    ).to_proto()
+    start.spec_version = "9.9"
+    stub = pb_grpc.VerifierStub(dispute["channel"])
+    with pytest.raises(grpc.RpcError) as info:
+        list(stub.FileClaim(iter([pb.ClaimMessage(start=start)]), timeout=30))
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
+    """Kill the arbiter after the first window; a new arbiter on the same store resumes."""
+    key = dispute["key"]
+    store_path = tmp_path / "restart.db"
+    store = SqliteEscrowStore(store_path, key)
+    server, port = serve_arbiter(store, key, "127.0.0.1:0")
+    channel = make_channel(f"127.0.0.1:{port}")
+    owner_set = dispute["pairs"]
+    receipt, _ = escrow_root(
+        channel,
+        root=owner_set.root,
+        n_pairs=N_PAIRS,
+        item_kind="image",
+        owner="restart",
+        arbiter_public_key=key.public_key(),
+    )
+    request = ClaimRequest(
+        record_index=receipt.entry.index,
+        record_root=owner_set.root,
+        oracle_endpoint=dispute["endpoints"]["clean"],
+        model_name="clean",
+        knowledge="C1",
+        test="pprm-chernoff",
+        max_pairs=40,
+        window=8,
+    )
+    seen = []
+
+    def crash_after_first_window(progress):
+        seen.append(progress.pairs_opened)
+        server.stop(None)  # the arbiter dies mid-claim
+
+    with pytest.raises(grpc.RpcError):
+        run_claim(
+            channel, request, owner_set.opening, on_progress=crash_after_first_window, timeout_s=60
+        )
+    channel.close()
+    (claim,) = store.claims_for_record(receipt.entry.index)
+    assert claim.status == "open" and seen == [8]
+    store.close()
+
+    store = SqliteEscrowStore(store_path, key)  # the restarted arbiter
+    server, port = serve_arbiter(store, key, "127.0.0.1:0")
+    channel = make_channel(f"127.0.0.1:{port}")
+    try:
+        outcome = run_claim(
+            channel, request, owner_set.opening, resume_claim_id=claim.claim_id, timeout_s=120
+        )
+        verdict = check_verdict(outcome.verdict, key.public_key())
+        assert outcome.claim_id == claim.claim_id
+        assert len(verdict["opened"]) == 40 and outcome.progress[0].pairs_opened == 16
+        stub = pb_grpc.VerifierStub(channel)
+        stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=claim.claim_id), timeout=10)
+        assert replay(verdict, stored.transcript).decision == verdict["decision"]
+        with pytest.raises(grpc.RpcError) as info:  # a finished claim cannot resume again
+            run_claim(
+                channel, request, owner_set.opening, resume_claim_id=claim.claim_id, timeout_s=30
+            )
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    finally:
+        server.stop(None)
+        channel.close()
+        store.close()

@@ -74,6 +74,13 @@ def register(commands: Any) -> None:
     claim.add_argument("--max-pairs", type=int, default=0)
     claim.add_argument("--query-budget", type=int, default=0)
     claim.add_argument(
+        "--window",
+        type=int,
+        default=0,
+        help="pairs opened per request (default 8): larger is faster, smaller reveals "
+        "fewer pairs beyond the decision",
+    )
+    claim.add_argument(
         "--out", type=Path, required=True, help="directory for verdict and transcript"
     )
     _tls_args(claim)
@@ -126,6 +133,7 @@ def _claim(args: argparse.Namespace) -> int:
         tie_rule=args.tie_rule,
         max_pairs=args.max_pairs,
         query_budget=args.query_budget,
+        window=args.window,
     )
     channel = make_channel(args.arbiter, tls=_tls(args))
 

@@ -36,7 +36,7 @@ from verifier.oracles.base import ClassifierOracle
 from verifier.oracles.grpc_client import GrpcClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
 
-from .claim import ClaimParams, ClaimRecord, ClaimSession, Progress
+from .claim import DEFAULT_WINDOW, ClaimParams, ClaimRecord, ClaimSession, Progress
 from .verdict import VERDICT_KIND
 
 #: Name of this service for the health service.
@@ -90,6 +90,7 @@ def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
         tie_rule=TiePolicy(start.tie_rule),
         max_pairs=start.max_pairs,
         query_budget=start.query_budget,
+        window=start.window or DEFAULT_WINDOW,
     )
 
 
