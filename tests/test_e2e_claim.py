@@ -292,9 +292,12 @@ def test_openings_out_of_order_repeated_or_missing(dispute, reorder):
 def test_concurrent_claims(dispute):
     from concurrent.futures import ThreadPoolExecutor
 
+    # All pairs are available: the nonces, drawn concurrently, decide which pairs come
+    # first, and at q ~ 0.77 the used model is detected within 200 pairs in any order.
+    # (The clean model's verdict is not asserted: its nonce depends on thread timing.)
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = [
-            pool.submit(_claim, dispute, model, "mixture-e", max_pairs=24)
+            pool.submit(_claim, dispute, model, "mixture-e")
             for model in ("used", "clean", "used")
         ]
         outcomes = [f.result(timeout=300) for f in futures]
