@@ -297,8 +297,7 @@ def test_concurrent_claims(dispute):
     # (The clean model's verdict is not asserted: its nonce depends on thread timing.)
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = [
-            pool.submit(_claim, dispute, model, "mixture-e")
-            for model in ("used", "clean", "used")
+            pool.submit(_claim, dispute, model, "mixture-e") for model in ("used", "clean", "used")
         ]
         outcomes = [f.result(timeout=300) for f in futures]
     pub = dispute["key"].public_key()
@@ -350,7 +349,7 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
     )
     seen = []
 
-    def crash_after_first_window(progress):
+    def crash_after_first_window(progress):  # whichever side notices first, the claim stays open
         seen.append(progress.pairs_opened)
         server.stop(None)  # the arbiter dies mid-claim
 
@@ -385,3 +384,36 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
         server.stop(None)
         channel.close()
         store.close()
+
+
+def test_owner_disconnect_leaves_the_claim_resumable(dispute):
+    owner_set = dispute["pairs"]
+    store = dispute["store"]
+    request = ClaimRequest(
+        record_index=dispute["receipt"].entry.index,
+        record_root=owner_set.root,
+        oracle_endpoint=dispute["endpoints"]["clean"],
+        model_name="clean",
+        max_pairs=24,
+        window=8,
+    )
+    calls = []
+
+    def flaky_opening(index):
+        calls.append(index)
+        if len(calls) > 8:
+            raise ConnectionError("the owner's machine went away")
+        return owner_set.opening(index)
+
+    before = {c.claim_id for c in store.claims_for_record(request.record_index)}
+    with pytest.raises((grpc.RpcError, ConnectionError)):
+        run_claim(dispute["channel"], request, flaky_opening, timeout_s=60)
+    (claim,) = [
+        c for c in store.claims_for_record(request.record_index) if c.claim_id not in before
+    ]
+    assert claim.status == "open"
+    outcome = run_claim(
+        dispute["channel"], request, owner_set.opening, resume_claim_id=claim.claim_id, timeout_s=60
+    )
+    verdict = check_verdict(outcome.verdict, dispute["key"].public_key())
+    assert len(verdict["opened"]) == 24

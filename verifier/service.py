@@ -1,9 +1,10 @@
 """The arbiter's ``twinaudit.verifier.v1.Verifier`` gRPC service (spec §10, §11).
 
 ``FileClaim`` runs one :class:`~verifier.claim.ClaimSession` over a bidirectional
-stream. The claim's state is persisted in the escrow store after every window, so
-a restarted verifier can resume it (``resume_claim_id``); a claim that fails is
-marked failed and never signed. The verdict is signed only once the claim has
+stream. The claim's state is persisted in the escrow store after every window. A claim
+whose stream is interrupted (the owner disconnects, the verifier restarts) stays
+open and is resumed by its id (``resume_claim_id``); a claim that fails a check is
+marked failed and is never signed. The verdict is signed only once the claim has
 stopped, over the payload of spec §11, and stored with its transcript.
 """
 
@@ -170,7 +171,13 @@ class VerifierService(pb_grpc.VerifierServicer):
                 yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
                 message = next(request_iterator, None)
                 if message is None:
-                    raise StateError("the owner closed the stream before opening the pairs")
+                    # An interrupted stream (the owner went away, or this server is
+                    # shutting down) is not a protocol violation: the claim stays open
+                    # and can be resumed by its id.
+                    context.abort(
+                        grpc.StatusCode.ABORTED,
+                        f"the stream ended before the claim finished; resume claim {claim_id}",
+                    )
                 progress = session.submit(_openings(message))
                 self._store.save_claim(claim_id, session.record.index, "open", session.snapshot())
                 yield pb.VerifierMessage(progress=_progress(progress))
@@ -182,6 +189,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                 )
             )
         except TwinauditError as exc:
+            # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id)
             context.abort(transport.status_for(exc), exc.diagnostics())
 
