@@ -178,6 +178,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                         grpc.StatusCode.ABORTED,
                         f"the stream ended before the claim finished; resume claim {claim_id}",
                     )
+                    return  # unreachable: abort raises
                 progress = session.submit(_openings(message))
                 self._store.save_claim(claim_id, session.record.index, "open", session.snapshot())
                 yield pb.VerifierMessage(progress=_progress(progress))
