@@ -126,6 +126,8 @@ def test_used_model_detected_clean_model_not(dispute, test):
     assert results["clean"]["decision"] == "not-detected"
     assert results["clean"]["stop"] == "exhausted"
     assert results["used"]["claim"]["test"]["name"] == test
+    # Every verdict counts the claims filed against the record before it.
+    assert results["clean"]["earlier_claims"] == results["used"]["earlier_claims"] + 1
 
 
 def test_verdict_one_byte_change_rejected(dispute):

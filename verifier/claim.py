@@ -345,11 +345,22 @@ class ClaimSession:
     # -- results ---------------------------------------------------------------------
 
     def verdict_payload(
-        self, *, arbiter: str, time: str, environment: dict[str, Value]
+        self,
+        *,
+        arbiter: str,
+        time: str,
+        environment: dict[str, Value],
+        earlier_claims: int = 0,
     ) -> dict[str, Value]:
-        """Return the verdict payload of spec §11; only for a claim that has stopped."""
+        """Return the verdict payload of spec §11; only for a claim that has stopped.
+
+        ``earlier_claims`` is how many claims were filed against the same record before
+        this one, whatever became of them: each spends false-detection budget.
+        """
         if self.stop is None:
             raise StateError("the claim has not stopped; no verdict can be made")
+        if earlier_claims < 0:
+            raise InputError("earlier_claims cannot be negative")
         step = self._current_step()
         return {
             "spec": SPEC_VERSION,
@@ -359,6 +370,7 @@ class ClaimSession:
             "claim": self.claim_map,
             "audit_seed": self.seed,
             "receipt_time": self.record.time,
+            "earlier_claims": earlier_claims,
             "opened": list(self.opened),
             "indicators": self.indicators,
             "final": {

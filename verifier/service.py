@@ -216,8 +216,12 @@ class VerifierService(pb_grpc.VerifierServicer):
         return session
 
     def _sign(self, session: ClaimSession) -> bytes:
+        filed = [c.claim_id for c in self._store.claims_for_record(session.record.index)]
         payload = session.verdict_payload(
-            arbiter=self._key_id, time=format_time(self._clock()), environment=environment()
+            earlier_claims=filed.index(session.claim_id),
+            arbiter=self._key_id,
+            time=format_time(self._clock()),
+            environment=environment(),
         )
         return sign_envelope(encode(payload), payload_type(VERDICT_KIND), self._key).to_json()
 

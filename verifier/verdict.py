@@ -34,6 +34,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "claim": dict,
     "audit_seed": bytes,
     "receipt_time": str,
+    "earlier_claims": int,
     "opened": list,
     "indicators": str,
     "final": dict,
@@ -109,6 +110,8 @@ def parse_verdict(value: Value) -> Verdict:
         raise InputError("unknown decision or stop reason")
     if (value["decision"] == "detected") != (value["stop"] == "detected"):
         raise InputError("decision and stop reason disagree")
+    if value["earlier_claims"] < 0:  # type: ignore[operator]
+        raise InputError("earlier_claims cannot be negative")
     if len(value["audit_seed"]) != 32:  # type: ignore[arg-type]
         raise InputError("audit_seed must be 32 bytes")
     opened = value["opened"]
