@@ -108,3 +108,8 @@ def accuracy(
     with torch.inference_mode():
         predicted = model(x).argmax(dim=1).numpy()
     return float(np.mean(predicted == np.asarray(labels)))
+
+
+def tiny_cnn_16() -> TinyCNN:
+    """Architecture entry point for ``oracle serve --arch`` (a width-16 TinyCNN)."""
+    return TinyCNN(width=16)
