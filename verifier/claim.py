@@ -12,6 +12,7 @@ has stopped it produces the verdict payload (never before).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -122,6 +123,8 @@ class ClaimSession:
     last_step: Step | None = None
     pending: list[int] = field(default_factory=list)
     transcript: TranscriptWriter = field(default_factory=TranscriptWriter)
+    #: The audit order (spec §5.3), positioned after the pairs already opened.
+    _order: Iterator[int] | None = field(default=None, repr=False)
 
     # -- construction ----------------------------------------------------------------
 
@@ -176,9 +179,13 @@ class ClaimSession:
         n = self.record.n_pairs
         return n if self.params.max_pairs == 0 else min(self.params.max_pairs, n)
 
-    def _order_from(self, start: int, count: int) -> list[int]:
-        order = without_replacement(self.seed, self.record.n_pairs)
-        return [next(order) for _ in range(start + count)][start:]
+    def _next_in_order(self, count: int) -> list[int]:
+        """Return the next ``count`` pairs of the audit order (one lazy pass per claim)."""
+        if self._order is None:
+            self._order = without_replacement(self.seed, self.record.n_pairs)
+            for _ in self.opened:
+                next(self._order)
+        return [next(self._order) for _ in range(count)]
 
     # -- the claim loop --------------------------------------------------------------
 
@@ -199,7 +206,7 @@ class ClaimSession:
                 "budget" if remaining > 0 or self.limit < self.record.n_pairs else "exhausted"
             )
             return []
-        self.pending = self._order_from(len(self.opened), size)
+        self.pending = self._next_in_order(size)
         return list(self.pending)
 
     def submit(self, openings: list[tuple[int, PairOpening, list[bytes]]]) -> Progress:
@@ -435,9 +442,9 @@ class ClaimSession:
             and isinstance(transcript, bytes)
         ):
             raise InputError("malformed claim snapshot")
-        session.opened = [int(i) for i in opened if isinstance(i, int)]
-        if session.opened != session._order_from(0, len(opened)):
+        if session._next_in_order(len(opened)) != opened:
             raise InputError("claim snapshot's opened pairs do not follow the audit order")
+        session.opened = [i for i in opened if isinstance(i, int)]  # all are, checked above
         session.indicators, session.queries, session.windows = indicators, queries, windows
         session.stop = stop if isinstance(stop, str) else None
         session.transcript = TranscriptWriter.from_bytes(transcript)
