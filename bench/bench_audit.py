@@ -31,6 +31,7 @@ from owner.escrow_client import escrow_root
 from owner.pairset import PairSet
 from protocol.items import encode_item
 from protocol.stats.base import TiePolicy
+from tests.support.claims import SeededEntropy
 from tests.support.data import synthetic_pairs
 from tests.support.models import TinyCNN
 from twinaudit.transport import make_channel
@@ -43,15 +44,6 @@ from verifier.server import serve_arbiter
 N_PAIRS = 400
 K = 16
 PERTURBATION = "random-resized-crop"
-
-
-class _Entropy:
-    def __init__(self, seed: bytes) -> None:
-        self._seed, self._n = seed, 0
-
-    def __call__(self, n: int) -> bytes:
-        self._n += 1
-        return hashlib.shake_256(self._seed + self._n.to_bytes(8, "big")).digest(n)
 
 
 def _model() -> TinyCNN:
@@ -119,8 +111,8 @@ def main() -> None:
     key = Ed25519PrivateKey.from_private_bytes(bytes(32))
     score = ScoreSpec(k=K, perturbation=PERTURBATION, knowledge="C2")
     with tempfile.TemporaryDirectory() as tmp:
-        store = SqliteEscrowStore(Path(tmp) / "escrow.db", key, entropy=_Entropy(b"rho"))
-        arbiter, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=_Entropy(b"claims"))
+        store = SqliteEscrowStore(Path(tmp) / "escrow.db", key, entropy=SeededEntropy(b"rho"))
+        arbiter, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=SeededEntropy(b"claims"))
         weights = Path(tmp) / "model.pt"
         torch.save(_model().state_dict(), weights)
         oracle_process, endpoint = _serve_oracle(weights)
@@ -140,7 +132,7 @@ def main() -> None:
         local = TorchClassifierOracle(_model(), n_classes=10, model_name="bench")
         # The arbiter draws (claim id, nonce) from its entropy for every claim; the
         # in-process runs replay the same nonces, so both make the same queries.
-        nonces = _Entropy(b"claims")
+        nonces = SeededEntropy(b"claims")
         results, same = {}, True
         for window in WINDOWS:
             grpc_times, local_times = [], []
