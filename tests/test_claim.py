@@ -22,6 +22,7 @@ from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.oracles.base import ClassifyAnswer
 from verifier.replay import replay
 from verifier.scoring.classifier import ScoreSpec
+from verifier.transcript import TranscriptWriter, iter_records
 from verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
@@ -54,6 +55,10 @@ def _answer(session, pair_set, indices=None):
     return session.submit(
         [(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices]
     )
+
+
+def _openings(pair_set, indices):
+    return [(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices]
 
 
 def _run(session, pair_set):
@@ -112,16 +117,79 @@ def test_resume_equals_uninterrupted(pair_set):
     part = _session(pair_set, window=4)
     _answer(part, pair_set)
     _answer(part, pair_set)
-    resumed = ClaimSession.resume(part.snapshot(), part.record, part.params, LinearOracle())
+    state, transcript = part.checkpoint()
+    resumed = ClaimSession.resume(state, transcript, part.record, part.params, LinearOracle())
     _run(resumed, pair_set)
     assert encode(_payload(resumed)) == encode(_payload(whole))
+
+
+def test_resume_from_checkpoints_joins_the_saved_parts(pair_set):
+    whole = _run(_session(pair_set, window=4), pair_set)
+    part = _session(pair_set, window=4)
+    saved = b""
+    for _ in range(3):
+        _answer(part, pair_set)
+        state, new = part.checkpoint()
+        saved += new
+    assert saved == part.transcript.to_bytes()
+    assert part.checkpoint()[1] == b""  # nothing new since the last checkpoint
+    resumed = ClaimSession.resume(state, saved, part.record, part.params, LinearOracle())
+    _run(resumed, pair_set)
+    assert encode(_payload(resumed)) == encode(_payload(whole))
+
+
+def test_resume_refuses_a_transcript_that_is_not_the_snapshots(pair_set):
+    part = _session(pair_set, window=4)
+    _answer(part, pair_set)
+    _answer(part, pair_set)
+    state, transcript = part.checkpoint()
+    records = list(iter_records(transcript))[:-1]
+    shorter = TranscriptWriter()
+    for record in records:
+        shorter.append(record)
+    with pytest.raises(InputError, match="transcript does not match"):
+        ClaimSession.resume(state, shorter.to_bytes(), part.record, part.params, LinearOracle())
+
+
+def test_lookahead_window_gives_the_same_verdict_and_is_dropped_at_a_stop(pair_set):
+    """Preparing the next window while the current one is queried changes nothing."""
+    serial = _run(_session(pair_set, window=3), pair_set)
+    ahead = _session(pair_set, window=3)
+    prepared = ahead.prepare(_openings(pair_set, ahead.next_request()))
+    while True:
+        answer = ahead.query(prepared)
+        following = None
+        if indices := ahead.request_ahead():
+            assert ahead.request_ahead() == []  # at most one window ahead
+            following = ahead.prepare(_openings(pair_set, indices))
+        ahead.feed(prepared, answer)
+        if ahead.stop is not None:
+            break
+        prepared = (
+            following
+            if following is not None
+            else ahead.prepare(_openings(pair_set, ahead.next_request()))
+        )
+    assert encode(_payload(ahead)) == encode(_payload(serial))
+    assert ahead.pending == [] and ahead.next_request() == []
+
+
+def test_windows_are_fed_in_request_order(pair_set):
+    session = _session(pair_set, window=2)
+    first = session.prepare(_openings(pair_set, session.next_request()))
+    second = session.prepare(_openings(pair_set, session.request_ahead()))
+    with pytest.raises(StateError):
+        session.feed(second, session.query(second))
+    session.feed(first, session.query(first))
+    session.feed(second, session.query(second))
+    assert len(session.opened) == 4
 
 
 def test_resume_refuses_a_different_model(pair_set):
     part = _session(pair_set)
     _answer(part, pair_set)
     with pytest.raises(InputError):
-        ClaimSession.resume(part.snapshot(), part.record, part.params, LinearOracle(seed=9))
+        ClaimSession.resume(*part.checkpoint(), part.record, part.params, LinearOracle(seed=9))
 
 
 def test_query_budget_and_max_pairs(pair_set):

@@ -404,6 +404,31 @@ def test_claims_save_load_finish(store):
     assert store.claims_for_record(0) == []
 
 
+def test_transcript_parts_are_appended_with_the_state_and_folded_at_finish(store):
+    store.commit(_request())
+    assert store.load_transcript("c1") is None
+    store.save_claim("c1", 0, "open", b"s0", b"header|")
+    store.save_claim("c1", 0, "open", b"s1")  # no new records
+    store.save_claim("c1", 0, "open", b"s2", b"window-0|")
+    store.save_claim("c2", 0, "open", b"t0", b"other claim|")
+    assert store.load_transcript("c1") == b"header|window-0|"
+    assert store.load_claim("c1") == (0, "open", b"s2")
+    store.finish_claim("c1", b"verdict", b"header|window-0|")
+    assert store.get_verdict("c1") == (b"verdict", b"header|window-0|")
+    assert store.load_transcript("c1") == b""  # parts folded into the finished claim
+    assert store.load_transcript("c2") == b"other claim|"
+
+
+def test_a_part_over_the_transcript_cap_changes_nothing(store, monkeypatch):
+    store.commit(_request())
+    store.save_claim("c1", 0, "open", b"s0", b"12345")
+    monkeypatch.setattr("verifier.escrow.sql_store.MAX_TRANSCRIPT_BYTES", 8)
+    with pytest.raises(LimitExceededError):
+        store.save_claim("c1", 0, "open", b"s1", b"6789")
+    assert store.load_claim("c1") == (0, "open", b"s0")
+    assert store.load_transcript("c1") == b"12345"
+
+
 def test_claim_rules(store):
     store.commit(_request())
     store.commit(_request(1))

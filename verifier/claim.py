@@ -104,6 +104,24 @@ class _PairResult:
     scores: tuple[float, float]
 
 
+@dataclass(frozen=True)
+class PreparedWindow:
+    """A window whose openings passed every check, with its shuffled query batch.
+
+    Made by :meth:`ClaimSession.prepare`; nothing about it is recorded until
+    :meth:`ClaimSession.feed` takes it with the oracle's answer.
+    """
+
+    number: int
+    indices: list[int]
+    items: list[tuple[ImageItem, ImageItem]]
+    openings: list[PairOpening]
+    params: list[Value]
+    queries: list[npt.NDArray[np.float32]]
+    order: list[int]
+    batch: npt.NDArray[np.float32]
+
+
 @dataclass
 class ClaimSession:
     """One claim in progress. Build with :meth:`start` or :meth:`resume`."""
@@ -121,8 +139,14 @@ class ClaimSession:
     windows: int = 0
     stop: str | None = None
     last_step: Step | None = None
-    pending: list[int] = field(default_factory=list)
     transcript: TranscriptWriter = field(default_factory=TranscriptWriter)
+    #: Windows requested and not yet fed to the test, oldest first (at most two: the
+    #: current window and one requested ahead, spec §10.2).
+    _requested: list[list[int]] = field(default_factory=list, repr=False)
+    #: How many of ``_requested`` have been prepared (their openings checked).
+    _prepared: int = field(default=0, repr=False)
+    #: Transcript records already handed to the store by :meth:`checkpoint`.
+    _saved_records: int = field(default=0, repr=False)
     #: The audit order (spec §5.3), positioned after the pairs already opened.
     _order: Iterator[int] | None = field(default=None, repr=False)
 
@@ -188,43 +212,103 @@ class ClaimSession:
         return [next(self._order) for _ in range(count)]
 
     # -- the claim loop --------------------------------------------------------------
+    #
+    # A window goes through three steps: ``prepare`` (check the openings, build and
+    # shuffle the queries), ``query`` (ask the oracle; touches no session state, so it
+    # may run in another thread) and ``feed`` (score, test, record). A transport may
+    # request and prepare the next window while the oracle answers the current one
+    # (spec §10.2, lookahead); ``submit`` does all three steps for one window.
+
+    @property
+    def pending(self) -> list[int]:
+        """The window being processed (requested and not yet fed), or an empty list."""
+        return list(self._requested[0]) if self._requested else []
+
+    def _plan_window(self, opened: int, queries: int) -> list[int]:
+        """Return the window after ``opened`` pairs and ``queries`` queries (may be empty)."""
+        remaining = self.limit - opened
+        affordable = remaining
+        if self.params.query_budget:
+            per_pair = 2 * self.params.score.k
+            affordable = (self.params.query_budget - queries) // per_pair
+        size = min(self.params.window, remaining, affordable)
+        return self._next_in_order(size) if size > 0 else []
 
     def next_request(self) -> list[int]:
         """Return the pairs to open next, in order; an empty list once the claim stopped."""
         if self.stop is not None:
             return []
-        if self.pending:
-            return list(self.pending)
-        remaining = self.limit - len(self.opened)
-        affordable = remaining
-        if self.params.query_budget:
-            per_pair = 2 * self.params.score.k
-            affordable = (self.params.query_budget - self.queries) // per_pair
-        size = min(self.params.window, remaining, affordable)
-        if size <= 0:
-            self.stop = (
-                "budget" if remaining > 0 or self.limit < self.record.n_pairs else "exhausted"
-            )
+        if not self._requested:
+            window = self._plan_window(len(self.opened), self.queries)
+            if not window:
+                exhausted = len(self.opened) >= self.limit and self.limit == self.record.n_pairs
+                self.stop = "exhausted" if exhausted else "budget"
+                return []
+            self._requested.append(window)
+        return list(self._requested[0])
+
+    def request_ahead(self) -> list[int]:
+        """Return the window after the current one, requested before the current is fed.
+
+        Empty when the claim has stopped, when no window is in progress, when one is
+        already requested ahead, or when the current window is the claim's last. The
+        window is the one that would follow if the test does not stop on the current
+        window; if it does stop, the window is discarded (spec §10.2).
+        """
+        if self.stop is not None or len(self._requested) != 1:
             return []
-        self.pending = self._next_in_order(size)
-        return list(self.pending)
+        current = self._requested[0]
+        window = self._plan_window(
+            len(self.opened) + len(current), self.queries + 2 * self.params.score.k * len(current)
+        )
+        if window:
+            self._requested.append(window)
+        return list(window)
 
     def submit(self, openings: list[tuple[int, PairOpening, list[bytes]]]) -> Progress:
-        """Check, query, score and test the requested pairs; return the progress.
+        """Check, query, score and test the current window's pairs; return the progress.
 
         ``openings`` are ``(index, opening, inclusion proof)`` in the requested order.
         Every opening is verified before the oracle sees any query: on any error the
         session is unchanged and nothing about the window is recorded.
         """
-        if not self.pending:
+        prepared = self.prepare(openings)
+        return self.feed(prepared, self.query(prepared))
+
+    def prepare(self, openings: list[tuple[int, PairOpening, list[bytes]]]) -> PreparedWindow:
+        """Check the openings of the next requested window and build its query batch.
+
+        Raises a typed error (and changes nothing) if the openings are not those of the
+        oldest requested window not yet prepared, in order, or if any fails a check.
+        """
+        if self._prepared >= len(self._requested):
             raise StateError("no openings were requested")
+        expected = self._requested[self._prepared]
         indices = [index for index, _, _ in openings]
-        if indices != self.pending:
-            raise InputError(
-                f"openings for pairs {indices}, requested {self.pending} in that order"
-            )
+        if indices != expected:
+            raise InputError(f"openings for pairs {indices}, requested {expected} in that order")
         items = [self._check_opening(i, o, proof) for i, o, proof in openings]
-        results = self._score_window(items, [o for _, o, _ in openings])
+        prepared = self._build_queries(
+            self.windows + self._prepared, expected, items, [o for _, o, _ in openings]
+        )
+        self._prepared += 1
+        return prepared
+
+    def query(self, prepared: PreparedWindow) -> ClassifyAnswer:
+        """Ask the oracle for the window's shuffled batch and validate the answer's shape.
+
+        Reads no mutable session state, so it may run in another thread while the next
+        window is prepared.
+        """
+        info = self.oracle.info
+        answer = self.oracle.classify(np.ascontiguousarray(prepared.batch))
+        return answer.validate(len(prepared.order), info.n_classes)
+
+    def feed(self, prepared: PreparedWindow, answer: ClassifyAnswer) -> Progress:
+        """Score the window from the oracle's answer, feed the test, record; return progress."""
+        if not self._requested or prepared.indices != self._requested[0] or not self._prepared:
+            raise StateError("windows must be fed in the order they were requested")
+        results = self._score_window(prepared, answer)
         self._feed(results)
         return Progress(len(self.opened), self._current_step(), self.queries, self.stop)
 
@@ -251,35 +335,40 @@ class ClaimSession:
         self.params.score.check_item(first)
         return first, second
 
-    def _score_window(
-        self, items: list[tuple[ImageItem, ImageItem]], openings: list[PairOpening]
-    ) -> list[_PairResult]:
-        """Spec §10.2 step 4 and §10.3: build, shuffle, query, unshuffle, score."""
+    def _build_queries(
+        self,
+        number: int,
+        indices: list[int],
+        items: list[tuple[ImageItem, ImageItem]],
+        openings: list[PairOpening],
+    ) -> PreparedWindow:
+        """Spec §10.2 step 4 and §10.3: every version's queries, shuffled across the window."""
         spec, seed = self.params.score, self.seed
-        pub_seed = publication_seed(self.record.root, self.record.rho)
         queries: list[npt.NDArray[np.float32]] = []
         params: list[Value] = []
-        for index, pair in zip(self.pending, items, strict=True):
+        for index, pair in zip(indices, items, strict=True):
             per_version: list[Value] = []
             for version, item in enumerate(pair):
                 drawn, images = make_queries(spec, item, Prg(seed, stream_label(index, version)))
                 per_version.append(list(drawn))
                 queries.append(images)
             params.append(per_version)
-        k = spec.k
         flat = np.concatenate(queries, axis=0)
         order = list(range(flat.shape[0]))
-        Prg(seed, f"shuffle/{self.windows}").shuffle(order)
-        info = self.oracle.info
-        answer = self.oracle.classify(np.ascontiguousarray(flat[order])).validate(
-            len(order), info.n_classes
-        )
-        inverse = np.argsort(np.asarray(order))
+        Prg(seed, f"shuffle/{number}").shuffle(order)
+        batch = np.ascontiguousarray(flat[order])
+        return PreparedWindow(number, list(indices), items, openings, params, queries, order, batch)
+
+    def _score_window(self, prepared: PreparedWindow, answer: ClassifyAnswer) -> list[_PairResult]:
+        """Unshuffle the oracle's answer and score both versions of every pair (§10.3)."""
+        spec, k, info = self.params.score, self.params.score.k, self.oracle.info
+        pub_seed = publication_seed(self.record.root, self.record.rho)
+        inverse = np.argsort(np.asarray(prepared.order))
         rows = answer.probabilities if answer.probabilities is not None else answer.labels
         assert rows is not None
         unshuffled = rows[inverse]
         results = []
-        for j, (index, pair) in enumerate(zip(self.pending, items, strict=True)):
+        for j, (index, pair) in enumerate(zip(prepared.indices, prepared.items, strict=True)):
             bit = int(bit_stream(pub_seed, PUBLICATION_LABEL, index, 1)[0])
             answers: list[Value] = []
             scores: list[float] = []
@@ -294,18 +383,18 @@ class ClaimSession:
                 scores.append(score(spec, part, n_classes=info.n_classes, label=label))
                 answers.append(part.to_value())
             digests: list[Value] = [
-                hashlib.sha256(q.tobytes()).digest() for q in queries[2 * j : 2 * j + 2]
+                hashlib.sha256(q.tobytes()).digest() for q in prepared.queries[2 * j : 2 * j + 2]
             ]
-            opening = openings[j]
+            opening = prepared.openings[j]
             record: dict[str, Value] = {
                 "type": "pair",
-                "window": self.windows,
+                "window": prepared.number,
                 "index": index,
                 "published": bit,
                 "digests": [version_digest(opening.version0), version_digest(opening.version1)],
                 "label": pair[0].label,
                 "shape": [int(d) for d in pair[0].pixels.shape],
-                "params": params[j],
+                "params": prepared.params[j],
                 "query_digests": digests,
                 "answers": answers,
                 "scores": list[Value](scores),
@@ -334,8 +423,8 @@ class ClaimSession:
             result.record["outcome"] = outcome
             self.transcript.append(result.record)
         self.queries += 2 * self.params.score.k * len(results)
-        self.opened += self.pending
-        self.pending = []
+        self.opened += self._requested.pop(0)
+        self._prepared -= 1
         self.windows += 1
         if self.test.decision is Decision.DETECTED:
             self.stop = "detected"
@@ -343,6 +432,10 @@ class ClaimSession:
             self.stop = "exhausted"
         elif len(self.opened) >= self.limit:
             self.stop = "budget"
+        if self.stop is not None:
+            # A window requested ahead of a stop is discarded unscored (spec §10.2).
+            self._requested.clear()
+            self._prepared = 0
 
     def _current_step(self) -> Step:
         if self.last_step is not None:
@@ -395,8 +488,23 @@ class ClaimSession:
 
     # -- persistence -----------------------------------------------------------------
 
+    def checkpoint(self) -> tuple[bytes, bytes]:
+        """Return ``(snapshot, transcript records made since the last checkpoint)``.
+
+        What a store saves after every window: the small state, and only the new part
+        of the transcript (the store appends it), so no save rewrites earlier windows.
+        """
+        part = self.transcript.since(self._saved_records)
+        self._saved_records = self.transcript.count
+        return self.snapshot(), part
+
     def snapshot(self) -> bytes:
-        """Return the session's state as canonical bytes (everything but the oracle)."""
+        """Return the session's state as canonical bytes.
+
+        Everything but the oracle and the transcript's records, of which it holds the
+        chain head and count: :meth:`resume` takes the records separately and checks them
+        against both.
+        """
         return encode(
             {
                 "claim_id": self.claim_id,
@@ -407,17 +515,23 @@ class ClaimSession:
                 "queries": self.queries,
                 "windows": self.windows,
                 "stop": self.stop,
-                "transcript": self.transcript.to_bytes(),
+                "transcript": {"head": self.transcript.head, "records": self.transcript.count},
             }
         )
 
     @classmethod
     def resume(
-        cls, snapshot: bytes, record: ClaimRecord, params: ClaimParams, oracle: ClassifierOracle
+        cls,
+        snapshot: bytes,
+        transcript: bytes,
+        record: ClaimRecord,
+        params: ClaimParams,
+        oracle: ClassifierOracle,
     ) -> ClaimSession:
-        """Rebuild a session from :meth:`snapshot`.
+        """Rebuild a session from :meth:`snapshot` and the transcript saved with it.
 
-        The oracle must describe itself as it did when the claim started.
+        The oracle must describe itself as it did when the claim started, and the
+        transcript's chain head and record count must be those the snapshot names.
         """
         state = decode(snapshot)
         if not isinstance(state, dict):
@@ -433,13 +547,13 @@ class ClaimSession:
         session.test = test_from_state(state["test_state"])
         opened, indicators = state["opened"], state["indicators"]
         queries, windows, stop = state["queries"], state["windows"], state["stop"]
-        transcript = state["transcript"]
+        chain = state["transcript"]
         if not (
             isinstance(opened, list)
             and isinstance(indicators, str)
             and isinstance(queries, int)
             and isinstance(windows, int)
-            and isinstance(transcript, bytes)
+            and isinstance(chain, dict)
         ):
             raise InputError("malformed claim snapshot")
         if session._next_in_order(len(opened)) != opened:
@@ -448,6 +562,12 @@ class ClaimSession:
         session.indicators, session.queries, session.windows = indicators, queries, windows
         session.stop = stop if isinstance(stop, str) else None
         session.transcript = TranscriptWriter.from_bytes(transcript)
+        if (session.transcript.head, session.transcript.count) != (
+            chain.get("head"),
+            chain.get("records"),
+        ):
+            raise InputError("the saved transcript does not match the claim snapshot")
+        session._saved_records = session.transcript.count
         if session.test.draws:
             session.last_step = session.test._evaluate()
         return session

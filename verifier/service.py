@@ -13,6 +13,7 @@ from __future__ import annotations
 import platform
 import secrets
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +38,14 @@ from verifier.oracles.base import ClassifierOracle
 from verifier.oracles.grpc_client import GrpcClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
 
-from .claim import DEFAULT_WINDOW, ClaimParams, ClaimRecord, ClaimSession, Progress
+from .claim import (
+    DEFAULT_WINDOW,
+    ClaimParams,
+    ClaimRecord,
+    ClaimSession,
+    PreparedWindow,
+    Progress,
+)
 from .verdict import VERDICT_KIND
 
 #: Name of this service for the health service.
@@ -167,21 +175,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                     resumed_pairs=len(session.opened),
                 )
             )
-            while indices := session.next_request():
-                yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
-                message = next(request_iterator, None)
-                if message is None:
-                    # An interrupted stream (the owner went away, or this server is
-                    # shutting down) is not a protocol violation: the claim stays open
-                    # and can be resumed by its id.
-                    context.abort(
-                        grpc.StatusCode.ABORTED,
-                        f"the stream ended before the claim finished; resume claim {claim_id}",
-                    )
-                    return  # unreachable: abort raises
-                progress = session.submit(_openings(message))
-                self._store.save_claim(claim_id, session.record.index, "open", session.snapshot())
-                yield pb.VerifierMessage(progress=_progress(progress))
+            yield from self._run_windows(session, request_iterator, context)
             verdict = self._sign(session)
             self._store.finish_claim(claim_id, verdict, session.transcript.to_bytes())
             yield pb.VerifierMessage(
@@ -193,6 +187,52 @@ class VerifierService(pb_grpc.VerifierServicer):
             # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id)
             context.abort(transport.status_for(exc), exc.diagnostics())
+
+    def _run_windows(
+        self,
+        session: ClaimSession,
+        request_iterator: Iterator[pb.ClaimMessage],
+        context: grpc.ServicerContext,
+    ) -> Iterator[pb.VerifierMessage]:
+        """Request, check, score and persist windows until the claim stops.
+
+        While the oracle answers one window (in a worker thread), the next window is
+        requested from the owner and its openings checked (spec §10.2, lookahead), so
+        the owner's round trip and the checks overlap the model's work. The claim's
+        state is saved after every window fed to the test.
+        """
+
+        def receive() -> PreparedWindow:
+            message = next(request_iterator, None)
+            if message is None:
+                # An interrupted stream (the owner went away, or this server is shutting
+                # down) is not a protocol violation: the claim stays open and can be
+                # resumed by its id.
+                context.abort(
+                    grpc.StatusCode.ABORTED,
+                    f"the stream ended before the claim finished; resume claim {session.claim_id}",
+                )
+                raise AssertionError("unreachable: abort raises")
+            return session.prepare(_openings(message))
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle") as worker:
+            prepared: PreparedWindow | None = None
+            while True:
+                if prepared is None:
+                    indices = session.next_request()
+                    if not indices:
+                        return
+                    yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
+                    prepared = receive()
+                answer = worker.submit(session.query, prepared)
+                ahead: PreparedWindow | None = None
+                if indices := session.request_ahead():
+                    yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
+                    ahead = receive()
+                progress = session.feed(prepared, answer.result())
+                self._save(session)
+                yield pb.VerifierMessage(progress=_progress(progress))
+                prepared = ahead if session.stop is None else None
 
     def _open(self, start: pb.ClaimStart) -> ClaimSession:
         params = params_from_proto(start)
@@ -208,12 +248,18 @@ class VerifierService(pb_grpc.VerifierServicer):
             index, status, snapshot = stored
             if status != "open" or index != record.index:
                 raise StateError(f"claim {start.resume_claim_id!r} is {status}; it cannot resume")
-            return ClaimSession.resume(snapshot, record, params, oracle)
+            transcript = self._store.load_transcript(start.resume_claim_id) or b""
+            return ClaimSession.resume(snapshot, transcript, record, params, oracle)
         session = ClaimSession.start(
             self._entropy(16).hex(), record, params, oracle, self._entropy(32)
         )
-        self._store.save_claim(session.claim_id, record.index, "open", session.snapshot())
+        self._save(session)
         return session
+
+    def _save(self, session: ClaimSession) -> None:
+        """Persist the claim's state with the transcript records made since the last save."""
+        state, part = session.checkpoint()
+        self._store.save_claim(session.claim_id, session.record.index, "open", state, part)
 
     def _sign(self, session: ClaimSession) -> bytes:
         filed = [c.claim_id for c in self._store.claims_for_record(session.record.index)]

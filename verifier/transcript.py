@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from protocol.encoding import Value, decode, encode
-from protocol.errors import EncodingError, LimitExceededError
+from protocol.errors import EncodingError, InputError, LimitExceededError
 from protocol.hashing import tagged_hash
 
 #: Largest transcript accepted when reading (the escrow store's cap, too).
@@ -55,6 +55,12 @@ class TranscriptWriter:
     def to_bytes(self) -> bytes:
         """Return the framed transcript so far."""
         return b"".join(self._frames)
+
+    def since(self, count: int) -> bytes:
+        """Return the framed records after the first ``count`` (what a save appends)."""
+        if not 0 <= count <= self.count:
+            raise InputError(f"the transcript has {self.count} records, not {count}")
+        return b"".join(self._frames[count:])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> TranscriptWriter:

@@ -11,6 +11,8 @@ backends cannot drift apart. The schema:
   leaf data, §9.2), ``rho`` the secret randomness it commits to.
 - ``escrow_checkpoints``: at most one signed checkpoint per log size (§9.4).
 - ``escrow_claims``: claim state, then verdict and transcript (§10-§12).
+- ``escrow_claim_parts``: an unfinished claim's transcript, one part per save, so a
+  save writes only what is new; folded into ``escrow_claims`` when the claim finishes.
 - ``escrow_meta``: schema version and the arbiter's key id; a store refuses to open
   with another signing key.
 
@@ -48,7 +50,13 @@ from typing import Any, ClassVar, Final, Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from protocol import limits
-from protocol.errors import InputError, ParameterError, StateError, TwinauditError
+from protocol.errors import (
+    InputError,
+    LimitExceededError,
+    ParameterError,
+    StateError,
+    TwinauditError,
+)
 from protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
@@ -81,7 +89,7 @@ from .store import (
 )
 
 #: Version of the table layout below, recorded in ``escrow_meta``.
-SCHEMA_VERSION: Final = "1"
+SCHEMA_VERSION: Final = "2"
 #: Most escrow requests appended in one transaction.
 MAX_COMMIT_BATCH: Final = 256
 #: Entries read per query when the in-memory log catches up with the database.
@@ -100,6 +108,8 @@ _SCHEMA: Final = (
     " record_index {int} NOT NULL, status TEXT NOT NULL, state {blob} NOT NULL,"
     " finished INTEGER NOT NULL DEFAULT 0, verdict {blob}, transcript {blob})",
     "CREATE INDEX IF NOT EXISTS escrow_claims_by_record ON escrow_claims (record_index, seq)",
+    "CREATE TABLE IF NOT EXISTS escrow_claim_parts (claim_id TEXT NOT NULL, part {int} NOT NULL,"
+    " data {blob} NOT NULL, PRIMARY KEY (claim_id, part))",
 )
 
 
@@ -502,12 +512,20 @@ class SqlEscrowStore(EscrowStore):
 
     # --- Claims --------------------------------------------------------------------------
 
-    def save_claim(self, claim_id: str, record_index: int, status: str, state: bytes) -> None:
-        """Create or update an unfinished claim."""
+    def save_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+    ) -> None:
+        """Create or update an unfinished claim, appending ``transcript_part`` to its transcript."""
         claim_id = check_claim_id(claim_id)
         record_index = check_index(record_index, "record index")
         status = check_status(status)
         state = check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES)
+        part = check_blob(transcript_part, "transcript part", MAX_TRANSCRIPT_BYTES)
         with self._lock:
             self._check_open()
             with self._transaction(write=True) as cur:
@@ -525,15 +543,49 @@ class SqlEscrowStore(EscrowStore):
                         " VALUES (?, ?, ?, ?)",
                         (claim_id, record_index, status, state),
                     )
-                    return
-                if int(row[1]):
-                    raise StateError(f"claim {claim_id} is finished")
-                if int(row[0]) != record_index:
-                    raise StateError(f"claim {claim_id} is against record {row[0]}")
+                else:
+                    if int(row[1]):
+                        raise StateError(f"claim {claim_id} is finished")
+                    if int(row[0]) != record_index:
+                        raise StateError(f"claim {claim_id} is against record {row[0]}")
+                    cur.execute(
+                        "UPDATE escrow_claims SET status = ?, state = ? WHERE claim_id = ?",
+                        (status, state, claim_id),
+                    )
+                if part:
+                    self._append_part(cur, claim_id, part)
+
+    def _append_part(self, cur: Cursor, claim_id: str, part: bytes) -> None:
+        cur.execute(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM escrow_claim_parts"
+            " WHERE claim_id = ?",
+            (claim_id,),
+        )
+        row = cur.fetchone()
+        assert row is not None  # an aggregate always returns one row
+        parts, total = int(row[0]), int(row[1])
+        if total + len(part) > MAX_TRANSCRIPT_BYTES:
+            raise LimitExceededError("transcript size", total + len(part), MAX_TRANSCRIPT_BYTES)
+        cur.execute(
+            "INSERT INTO escrow_claim_parts (claim_id, part, data) VALUES (?, ?, ?)",
+            (claim_id, parts, part),
+        )
+
+    def load_transcript(self, claim_id: str) -> bytes | None:
+        """Return the transcript parts saved for an unfinished claim, joined; None if unknown."""
+        claim_id = check_claim_id(claim_id)
+        with self._lock:
+            self._check_open()
+            with self._transaction(write=False) as cur:
+                cur.execute("SELECT 1 FROM escrow_claims WHERE claim_id = ?", (claim_id,))
+                if cur.fetchone() is None:
+                    return None
                 cur.execute(
-                    "UPDATE escrow_claims SET status = ?, state = ? WHERE claim_id = ?",
-                    (status, state, claim_id),
+                    "SELECT data FROM escrow_claim_parts WHERE claim_id = ? ORDER BY part",
+                    (claim_id,),
                 )
+                rows = cur.fetchall()
+        return b"".join(bytes(row[0]) for row in rows)
 
     def load_claim(self, claim_id: str) -> tuple[int, str, bytes] | None:
         """Return a claim's record index, status and state, or None."""
@@ -568,6 +620,7 @@ class SqlEscrowStore(EscrowStore):
                     " transcript = ? WHERE claim_id = ?",
                     (FINISHED_STATUS, verdict, transcript, claim_id),
                 )
+                cur.execute("DELETE FROM escrow_claim_parts WHERE claim_id = ?", (claim_id,))
 
     def get_verdict(self, claim_id: str) -> tuple[bytes, bytes] | None:
         """Return a finished claim's verdict and transcript, or None."""

@@ -162,8 +162,20 @@ class EscrowStore(ABC):
         """
 
     @abstractmethod
-    def save_claim(self, claim_id: str, record_index: int, status: str, state: bytes) -> None:
+    def save_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+    ) -> None:
         """Create or update an unfinished claim on record ``record_index``.
+
+        ``transcript_part`` (the transcript records made since the last save) is
+        appended to the claim's saved transcript in the same transaction as the state,
+        so state and transcript never disagree and no save rewrites what is stored
+        (the total is capped at :data:`MAX_TRANSCRIPT_BYTES`).
 
         Raises :class:`UnknownRecordError` for a record not in the log, and
         :class:`~protocol.errors.StateError` when the claim is finished or was saved
@@ -173,6 +185,13 @@ class EscrowStore(ABC):
     @abstractmethod
     def load_claim(self, claim_id: str) -> tuple[int, str, bytes] | None:
         """Return ``(record_index, status, state)`` of a claim, or None if never saved."""
+
+    @abstractmethod
+    def load_transcript(self, claim_id: str) -> bytes | None:
+        """Return the transcript saved so far for an unfinished claim, or None if never saved.
+
+        A finished claim's transcript is returned by :meth:`get_verdict`.
+        """
 
     @abstractmethod
     def finish_claim(self, claim_id: str, verdict: bytes, transcript: bytes) -> None:
