@@ -28,12 +28,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.claim_client import ClaimRequest, run_claim
 from owner.escrow_client import escrow_root
-from owner.pairset import PairSet
 from protocol.items import encode_item
 from protocol.stats.base import TiePolicy
 from tests.support.claims import SeededEntropy
 from tests.support.data import synthetic_pairs
 from tests.support.models import TinyCNN
+from tests.support.pairset import PairSet
 from twinaudit.transport import make_channel
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -117,14 +117,14 @@ def main() -> None:
         torch.save(_model().state_dict(), weights)
         oracle_process, endpoint = _serve_oracle(weights)
         channel = make_channel(f"127.0.0.1:{port}")
-        receipt, _ = escrow_root(
+        receipt = escrow_root(
             channel,
             root=owner_set.root,
             n_pairs=N_PAIRS,
             item_kind="image",
             owner="bench",
             arbiter_public_key=key.public_key(),
-        )
+        ).receipt
         entry, rho = store.entry(receipt.entry.index)
         record = ClaimRecord(
             entry.index, entry.root, entry.n_pairs, entry.item_kind, rho, entry.time

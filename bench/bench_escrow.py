@@ -125,7 +125,7 @@ def _grpc_figures(directory: Path) -> None:
 
                 def owner(i: int) -> bytes:
                     request = _request(i)
-                    _, signed = escrow_root(
+                    signed = escrow_root(
                         channel,
                         root=request.root,
                         n_pairs=request.n_pairs,
@@ -134,7 +134,7 @@ def _grpc_figures(directory: Path) -> None:
                         arbiter_public_key=KEY.public_key(),
                         timeout_s=30,
                     )
-                    return signed
+                    return signed.envelope
 
                 seconds, _ = _timed(CLIENTS, owner)
                 label = f"gRPC escrow_root (commit + proof + full check), {CLIENTS} clients"

@@ -13,6 +13,7 @@ the arbiter returned) is raised as :class:`grpc.RpcError`; a bad answer is raise
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -32,6 +33,15 @@ from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.transport import DEFAULT_DEADLINE_S
 
 
+@dataclass(frozen=True)
+class Escrowed:
+    """A verified escrow receipt, its signed envelope, and its log inclusion proof."""
+
+    receipt: Receipt
+    envelope: bytes
+    inclusion_proof: list[bytes]
+
+
 def _remaining(deadline: float) -> float:
     """Seconds left before ``deadline`` (a ``time.monotonic`` value), never negative."""
     return max(0.0, deadline - time.monotonic())
@@ -46,12 +56,12 @@ def escrow_root(
     owner: str,
     arbiter_public_key: Ed25519PublicKey,
     timeout_s: float = DEFAULT_DEADLINE_S,
-) -> tuple[Receipt, bytes]:
+) -> Escrowed:
     """Escrow ``root`` with the arbiter on ``channel``; return the verified receipt.
 
-    Returns the parsed :class:`~protocol.escrow_messages.Receipt` and the signed
-    envelope bytes as received (keep those: they are what a claim cites). ``timeout_s``
-    bounds the whole exchange.
+    Returns the parsed :class:`~protocol.escrow_messages.Receipt`, the signed envelope
+    bytes as received (keep those: they are what a claim cites) and the log inclusion
+    proof they were verified with. ``timeout_s`` bounds the whole exchange.
 
     Raises:
         InputError: the request is invalid (checked before anything is sent), or the
@@ -84,16 +94,17 @@ def escrow_root(
         timeout=_remaining(deadline),
     ).proof
     # 2. Every check of §9.3: signature, fields, rho_digest, inclusion under log_root.
+    inclusion_proof = [bytes(element) for element in proof]
     receipt = verify_receipt(
         receipt_bytes,
         arbiter_public_key,
         expected_root=request.root,
         expected_n_pairs=request.n_pairs,
         expected_item_kind=request.item_kind,
-        inclusion_proof=[bytes(element) for element in proof],
+        inclusion_proof=inclusion_proof,
         expected_owner=request.owner,
     )
-    return receipt, receipt_bytes
+    return Escrowed(receipt, receipt_bytes, inclusion_proof)
 
 
 def fetch_checkpoint(

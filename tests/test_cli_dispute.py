@@ -1,11 +1,14 @@
 """A whole dispute through the console script, each role in its own process.
 
-verifier keygen → verifier serve → owner escrow → (practitioner trains on what was
-published) → oracle serve → owner claim → verifier check → verifier replay.
+verifier keygen → verifier serve → owner mark → owner escrow → owner publish →
+owner inspect → (practitioner trains on what was published) → oracle serve → owner
+claim → verifier check → verifier replay; and the refusals on the way (publishing
+before escrow, escrowing twice, claiming from a modified vault).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,16 +19,13 @@ import numpy as np
 import pytest
 import torch
 
-from owner.pairset import PairSet
-from protocol.escrow_messages import open_receipt
-from protocol.items import encode_item
-from protocol.keys import load_public_key
-from tests.support.claims import fixed_salts
-from tests.support.data import synthetic_pairs
+from tests.support.data import synthetic_images
 from tests.support.models import train_classifier
 
 ROOT = Path(__file__).resolve().parent.parent
 N_PAIRS = 120
+#: Strong Bernoulli marks: the tiny CNN below detects them within the 120 pairs.
+EPSILON = 48
 
 
 def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -75,44 +75,57 @@ def test_dispute_through_the_cli(tmp_path):
     )
     processes = [arbiter]
     try:
-        pairs = synthetic_pairs(N_PAIRS, seed=21, epsilon=32)
-        versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(N_PAIRS)]
-        pair_set = PairSet("image", versions, fixed_salts(N_PAIRS, b"cli"))
-        pair_set.save(tmp_path / "pairs.bin")
+        raw, labels = synthetic_images(N_PAIRS, seed=21)
+        np.save(tmp_path / "photos.npy", raw)
+        (tmp_path / "labels.json").write_text(json.dumps([int(y) for y in labels]))
+        vault = tmp_path / "vault"
         result = _cli(
             "owner",
-            "escrow",
-            str(tmp_path / "pairs.bin"),
-            "--arbiter",
-            address,
-            "--arbiter-key",
-            str(pub),
-            "--owner",
+            "mark",
+            str(tmp_path / "photos.npy"),
+            "--labels",
+            str(tmp_path / "labels.json"),
+            "--out",
+            str(vault),
+            "--marker",
+            "bernoulli",
+            "--epsilon",
+            str(EPSILON),
+            "--seed",
             "cli test",
-            "--receipt",
-            str(tmp_path / "receipt.json"),
         )
-        assert "escrowed 120 pairs as record 0" in result.stdout
-        refused = _cli(
+        assert f"marked {N_PAIRS} pairs" in result.stdout
+        early = _cli("owner", "publish", str(vault), "--out", str(tmp_path / "pub"), check=False)
+        assert early.returncode == 1 and "escrow it first" in early.stderr
+        assert not (tmp_path / "pub").exists()  # nothing published before a receipt
+        escrow = ("owner", "escrow", str(vault), "--arbiter", address, "--arbiter-key", str(pub))
+        result = _cli(*escrow, "--owner", "cli test")
+        assert f"escrowed {N_PAIRS} pairs as record 0" in result.stdout
+        refused = _cli(*escrow, check=False)
+        assert refused.returncode == 2 and "already escrowed" in refused.stderr
+        _cli("owner", "publish", str(vault), "--out", str(tmp_path / "pub"), "--quiet")
+        inspect = _cli(
             "owner",
-            "escrow",
-            str(tmp_path / "pairs.bin"),
-            "--arbiter",
-            address,
-            "--arbiter-key",
-            str(pub),
-            "--receipt",
-            str(tmp_path / "receipt.json"),
-            check=False,
+            "inspect",
+            str(vault),
+            "--input",
+            str(tmp_path / "photos.npy"),
+            "--labels",
+            str(tmp_path / "labels.json"),
+            "--distance-pairs",
+            "0",
+            "--sheet",
+            str(tmp_path / "sheet.png"),
         )
-        assert refused.returncode == 2  # never overwrites a receipt
+        assert f"max |x^k - x| = {EPSILON} <= {EPSILON} holds" in inspect.stdout
+        assert "receipt: valid, record 0" in inspect.stdout
+        assert (tmp_path / "sheet.png").stat().st_mode & 0o077 == 0
 
         # The practitioner trains on what the owner published, and serves the model.
-        receipt = open_receipt((tmp_path / "receipt.json").read_bytes(), load_public_key(pub))
-        published = pair_set.published(receipt.rho)
-        bits = np.array([published[i] == versions[i][1] for i in range(N_PAIRS)], dtype=int)
+        published = np.load(tmp_path / "pub" / "photos.npy")
+        assert published.shape == raw.shape and not np.array_equal(published, raw)
         with torch.random.fork_rng(devices=[]):
-            model = train_classifier(pairs.version(bits), pairs.labels, epochs=40, seed=0, width=16)
+            model = train_classifier(published, labels, epochs=40, seed=0, width=16)
         torch.save(model.state_dict(), tmp_path / "model.pt")
         oracle, endpoint = _serve(
             "oracle",
@@ -135,9 +148,7 @@ def test_dispute_through_the_cli(tmp_path):
         result = _cli(
             "owner",
             "claim",
-            str(tmp_path / "pairs.bin"),
-            "--receipt",
-            str(tmp_path / "receipt.json"),
+            str(vault),
             "--arbiter",
             address,
             "--arbiter-key",
@@ -167,16 +178,14 @@ def test_dispute_through_the_cli(tmp_path):
         )
         assert "identical to the verdict" in replay.stdout
 
-        tampered = tmp_path / "pairs-tampered.bin"
-        data = bytearray((tmp_path / "pairs.bin").read_bytes())
+        chunk = vault / "chunks" / "000000.npy"
+        data = bytearray(chunk.read_bytes())
         data[-5] ^= 0x01
-        tampered.write_bytes(bytes(data))
+        chunk.write_bytes(bytes(data))
         refused = _cli(
             "owner",
             "claim",
-            str(tampered),
-            "--receipt",
-            str(tmp_path / "receipt.json"),
+            str(vault),
             "--arbiter",
             address,
             "--arbiter-key",
@@ -187,7 +196,8 @@ def test_dispute_through_the_cli(tmp_path):
             str(tmp_path / "other"),
             check=False,
         )
-        assert refused.returncode != 0 and "modified" in refused.stderr
+        assert refused.returncode == 1 and "chunks/000000.npy" in refused.stderr
+        assert not (tmp_path / "other").exists()
     finally:
         for process in processes:
             _stop(process)

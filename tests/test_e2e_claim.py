@@ -17,13 +17,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.claim_client import ClaimRequest, run_claim
 from owner.escrow_client import escrow_root
-from owner.pairset import PairSet
 from protocol.errors import SignatureError, TwinauditError, VerificationError
 from protocol.items import encode_item
 from protocol.seeds import publication_bits
 from tests.support.claims import SeededEntropy, fixed_salts
 from tests.support.data import synthetic_pairs
 from tests.support.models import train_classifier
+from tests.support.pairset import PairSet
 from twinaudit.transport import make_channel
 from twinaudit.verifier.v1 import verifier_pb2 as pb
 from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -57,14 +57,14 @@ def dispute(tmp_path_factory):
     pairs = synthetic_pairs(N_PAIRS, seed=11, epsilon=EPSILON)
     versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(N_PAIRS)]
     owner_set = PairSet("image", versions, fixed_salts(N_PAIRS))
-    receipt, _ = escrow_root(
+    receipt = escrow_root(
         channel,
         root=owner_set.root,
         n_pairs=N_PAIRS,
         item_kind="image",
         owner="e2e owner",
         arbiter_public_key=key.public_key(),
-    )
+    ).receipt
     bits = np.array(publication_bits(owner_set.root, receipt.rho, N_PAIRS), dtype=int)
     published = pairs.version(bits)
 
@@ -331,14 +331,14 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
     server, port = serve_arbiter(store, key, "127.0.0.1:0")
     channel = make_channel(f"127.0.0.1:{port}")
     owner_set = dispute["pairs"]
-    receipt, _ = escrow_root(
+    receipt = escrow_root(
         channel,
         root=owner_set.root,
         n_pairs=N_PAIRS,
         item_kind="image",
         owner="restart",
         arbiter_public_key=key.public_key(),
-    )
+    ).receipt
     request = ClaimRequest(
         record_index=receipt.entry.index,
         record_root=owner_set.root,

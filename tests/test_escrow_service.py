@@ -81,7 +81,8 @@ def _escrow(channel: grpc.Channel, **overrides: Any):
         "timeout_s": TIMEOUT_S,
     }
     args.update(overrides)
-    return escrow_root(channel, **args)
+    escrowed = escrow_root(channel, **args)
+    return escrowed.receipt, escrowed.envelope
 
 
 # --- Happy path -------------------------------------------------------------------------

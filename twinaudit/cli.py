@@ -10,6 +10,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+import grpc
+
 from protocol import SPEC_VERSION
 from protocol.errors import InputError, TwinauditError
 
@@ -46,6 +48,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except TwinauditError as exc:
         print(f"twinaudit: {exc.diagnostics()}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        # The disk or the file system refused (full, read-only, permissions); whatever
+        # was being written was removed or left resumable by the command itself.
+        print(
+            f"twinaudit: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr
+        )
+        return EXIT_FAILED
+    except grpc.RpcError as exc:
+        # A remote call failed (unreachable, past its deadline, or refused): no traceback.
+        code = exc.code() if isinstance(exc, grpc.Call) else None
+        details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+        name = code.name if code is not None else "UNKNOWN"
+        print(f"twinaudit: remote call failed: {name}: {details}", file=sys.stderr)
         return EXIT_FAILED
 
 

@@ -6,13 +6,13 @@ import os
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.pairset import PairSet
 from protocol.encoding import encode
 from protocol.envelope import payload_type, sign_envelope
 from protocol.items import encode_item
 from protocol.keys import key_id
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
+from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.scoring.classifier import ScoreSpec
 

@@ -73,13 +73,30 @@ def synthetic_pairs(
     prototypes, so a model trained on one set is a fair "not trained on" control for
     another. Uses only local numpy generators.
     """
-    prototypes = smooth_fields(np.random.default_rng(class_seed), N_CLASSES)
     rng = np.random.default_rng(seed)
-    labels = rng.integers(0, N_CLASSES, n).astype(np.int64)
-    base = 128.0 + 40.0 * (prototypes[labels] + noise * smooth_fields(rng, n))
-    base = np.clip(np.round(base), 0, 255)
+    base, labels = _raw(rng, n, noise, class_seed)
     signs = np.where(rng.random((n, SIDE // _BLOCK, SIDE // _BLOCK)) < 0.5, -1.0, 1.0)
     delta = float(epsilon) * np.kron(signs, np.ones((_BLOCK, _BLOCK)))
     v0 = np.clip(base + delta, 0, 255).astype(np.uint8)[..., None]
     v1 = np.clip(base - delta, 0, 255).astype(np.uint8)[..., None]
     return SyntheticPairs(v0, v1, labels)
+
+
+def _raw(
+    rng: np.random.Generator, n: int, noise: float, class_seed: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    prototypes = smooth_fields(np.random.default_rng(class_seed), N_CLASSES)
+    labels = rng.integers(0, N_CLASSES, n).astype(np.int64)
+    base = 128.0 + 40.0 * (prototypes[labels] + noise * smooth_fields(rng, n))
+    return np.clip(np.round(base), 0, 255), labels
+
+
+def synthetic_images(
+    n: int, seed: int, *, noise: float = 4.0, class_seed: int = 0
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Return ``n`` unmarked images (n, 28, 28, 1) and labels: raw input for ``owner mark``.
+
+    The same images :func:`synthetic_pairs` marks for the same ``seed`` and ``class_seed``.
+    """
+    base, labels = _raw(np.random.default_rng(seed), n, noise, class_seed)
+    return base.astype(np.uint8)[..., None], labels

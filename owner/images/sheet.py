@@ -1,0 +1,133 @@
+"""Contact sheets: rows of images drawn into one PNG, for a human to look at.
+
+Each row is a title and n images (the same n for every row), for example the raw
+images, the published versions, the hidden versions and an amplified difference
+(:func:`amplified_difference`). Images are enlarged by nearest-neighbour ``scale``;
+grayscale images are shown as RGB. Layout, in pixels: a margin of :data:`GAP`
+around the grid and between cells; above each row a title band of
+:data:`TITLE_HEIGHT`; every cell is as wide as the widest image; the sheet is at
+least as wide as the longest title.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, ImageDraw, ImageFont
+
+from protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
+
+#: Height of the title band above each row.
+TITLE_HEIGHT: Final = 14
+#: Margin around the grid and space between cells and rows.
+GAP: Final = 4
+#: Largest upscaling factor.
+MAX_SCALE: Final = 16
+#: Largest sheet side, in pixels.
+MAX_SHEET_SIDE: Final = 16384
+
+_BACKGROUND: Final = (255, 255, 255)
+_INK: Final = (0, 0, 0)
+
+Row = tuple[str, npt.NDArray[np.uint8]]
+
+
+def write_contact_sheet(path: Path, rows: Sequence[Row], *, scale: int = 3) -> None:
+    """Write a PNG grid with one titled row per ``(title, images)``; replace ``path`` atomically.
+
+    Args:
+        path: The PNG to write; its folder must exist.
+        rows: Titles and uint8 image arrays (n, H, W, C), C in {1, 3}, the same n for all.
+        scale: Nearest-neighbour enlargement factor, 1..16.
+
+    Raises:
+        ParameterError: ``scale`` is out of range.
+        InputError: No rows, an array of the wrong type or shape, or unequal n.
+        LimitExceededError: The sheet would be larger than ``MAX_SHEET_SIDE``.
+        NotFoundError: The folder of ``path`` does not exist.
+
+    """
+    if isinstance(scale, bool) or not isinstance(scale, int) or not 1 <= scale <= MAX_SCALE:
+        raise ParameterError(f"scale must be an integer in [1, {MAX_SCALE}], got {scale!r}")
+    _check_rows(rows)
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise NotFoundError(f"{path.parent}: no such folder for the contact sheet {path.name}")
+    _save_atomically(_draw_sheet(rows, scale), path)
+
+
+def amplified_difference(
+    first: npt.NDArray[np.uint8], second: npt.NDArray[np.uint8], *, gain: int = 8
+) -> npt.NDArray[np.uint8]:
+    """Return ``128 + gain · (first − second)``, clipped to 0..255 (mid-grey = no difference)."""
+    if first.shape != second.shape:
+        raise InputError(f"cannot subtract images of shapes {first.shape} and {second.shape}")
+    difference = first.astype(np.int32) - second.astype(np.int32)
+    return np.clip(128 + gain * difference, 0, 255).astype(np.uint8)
+
+
+def _check_rows(rows: Sequence[Row]) -> None:
+    if not rows:
+        raise InputError("a contact sheet needs at least one row")
+    counts = set()
+    for title, images in rows:
+        if (
+            not isinstance(images, np.ndarray)
+            or images.dtype != np.uint8
+            or images.ndim != 4
+            or images.shape[0] < 1
+            or images.shape[3] not in (1, 3)
+        ):
+            raise InputError(f"row {title!r}: images must be a uint8 array (n, H, W, C), C in 1, 3")
+        counts.add(images.shape[0])
+    if len(counts) != 1:
+        raise InputError(f"all rows of a contact sheet need the same number of images: {counts}")
+
+
+def _draw_sheet(rows: Sequence[Row], scale: int) -> Image.Image:
+    font = ImageFont.load_default()
+    count = rows[0][1].shape[0]
+    cell_width = max(images.shape[2] for _, images in rows) * scale
+    title_width = max(int(font.getlength(title)) for title, _ in rows) + 2 * GAP
+    width = max(GAP + count * (cell_width + GAP), title_width)
+    height = GAP + sum(TITLE_HEIGHT + images.shape[1] * scale + GAP for _, images in rows)
+    if max(width, height) > MAX_SHEET_SIDE:
+        raise LimitExceededError("contact sheet side", max(width, height), MAX_SHEET_SIDE)
+    sheet = Image.new("RGB", (width, height), _BACKGROUND)
+    draw = ImageDraw.Draw(sheet)
+    top = GAP
+    for title, images in rows:
+        draw.text((GAP, top), title, fill=_INK, font=font)
+        top += TITLE_HEIGHT
+        for index, image in enumerate(images):
+            tile = Image.fromarray(_enlarged_rgb(image, scale))
+            sheet.paste(tile, (GAP + index * (cell_width + GAP), top))
+        top += images.shape[1] * scale + GAP
+    return sheet
+
+
+def _enlarged_rgb(image: npt.NDArray[np.uint8], scale: int) -> npt.NDArray[np.uint8]:
+    rgb = np.repeat(image, 3, axis=2) if image.shape[2] == 1 else image
+    return np.ascontiguousarray(np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1))
+
+
+def _save_atomically(sheet: Image.Image, path: Path) -> None:
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".partial", dir=path.parent
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            sheet.save(stream, format="PNG")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

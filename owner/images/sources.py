@@ -1,0 +1,1005 @@
+"""Streaming readers for the owner's image collections.
+
+:func:`open_source` opens one of four input formats and returns an
+:class:`ImageSource`, which yields the images in source order as
+:class:`ImageBatch` objects. Memory stays bounded by one batch (plus one name,
+one shape and one label per image), however many images there are.
+
+Formats
+-------
+``image-dir``
+    A folder of PNG and JPEG files (suffix ``.png``, ``.jpg`` or ``.jpeg``, any
+    case), searched recursively. Hidden files and folders (name starting with a
+    dot) are skipped; other files (a ``labels.csv``, a README) are ignored and
+    counted in :meth:`ImageSource.describe`. Symbolic links to folders are not
+    followed. Images are ordered by the code-point order of their relative POSIX
+    path (``img10.png`` before ``img2.png``) and named by that path.
+    :func:`open_source` reads the header of every file (cheap: no pixel data) to
+    learn its shape and to fail early on unreadable files and refused modes; the
+    pixels are decoded only when a batch needs them, so a truncated file is
+    reported when it is read. Pixels are taken as stored: EXIF orientation is not
+    applied.
+
+    Pixel modes: 8-bit grayscale (``L``) stays one channel, ``RGB`` three.
+    Bilevel (``1``) becomes ``L`` (0 and 255), palette (``P``) becomes ``RGB``.
+    An alpha channel (``LA``, ``RGBA``, ``PA``, palette transparency) is accepted
+    only when every pixel is fully opaque, and is then dropped; a transparent pixel
+    is refused, because no background to flatten onto is neutral. 16-bit and
+    32-bit images, CMYK and every other mode are refused: convert them to 8 bits
+    yourself, knowing what the conversion does to the mark.
+``npy``
+    A uint8 array of shape (N, H, W), (N, H, W, 1) or (N, H, W, 3), memory-mapped.
+``npz``
+    The array named by ``npz_key``; otherwise the only array, or the only one with
+    a conventional name (``images``, ``x``, ``X``, ``x_train``, ``X_train``,
+    ``train_images``, ``imgs``). Labels come from the matching array (``x_train``
+    → ``y_train``, ``images`` → ``labels``), else from ``labels`` or ``y``. Arrays
+    are streamed from the archive member, so they must be in C order.
+``idx``
+    The MNIST format (magic 0x00000803), plain or gzip-compressed. Labels come from
+    the sibling ``…-labels-idx1-ubyte[.gz]`` file (magic 0x00000801) when the
+    path is named ``…-images-idx3-ubyte[.gz]`` and the sibling exists. A gzip
+    stream is not seekable: ``batches(start=k)`` decompresses and discards the
+    first k images, and a compressed file whose size disagrees with its header is
+    reported when the stream reaches the difference.
+
+The format is recognised by content (magic bytes), not by file name.
+
+Labels
+------
+An explicit ``labels`` file replaces labels found in the input. It is an idx
+labels file; a JSON file (suffix ``.json``: a list in source order, or an object
+mapping image names to labels); or a CSV file (a ``name,label`` header and one
+row per image, or one label per line in source order, optionally under a
+``label`` header). Labels are integers in [0, 65536).
+
+Batching rule
+-------------
+A batch holds the images from its start up to ``min(start + batch_size, next
+shape change)``: it never mixes shapes and may be shorter than ``batch_size``.
+Starting at any batch boundary therefore yields exactly the batches that an
+uninterrupted run yields from there.
+
+Errors
+------
+Every failure is a typed error from :mod:`protocol.errors` whose message names the
+file: :class:`~protocol.errors.NotFoundError` for a missing path, label file or
+npz key; :class:`~protocol.errors.LimitExceededError` for an image side above
+:data:`~protocol.items.MAX_IMAGE_SIDE`, more than
+:data:`~protocol.limits.MAX_PAIRS` images or an oversized label file;
+:class:`~protocol.errors.ParameterError` for bad call arguments;
+:class:`~protocol.errors.InputError` for everything else (corrupt or truncated
+files, wrong dtype, shape or magic, label problems).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import csv
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import struct
+import zipfile
+import zlib
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, UnidentifiedImageError
+
+from protocol.encoding import Value
+from protocol.errors import (
+    InputError,
+    LimitExceededError,
+    NotFoundError,
+    ParameterError,
+)
+from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+from protocol.limits import MAX_PAIRS
+
+#: File suffixes (lower case) read from an image folder.
+IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg"})
+#: Suffixes of lossy formats, published as PNG.
+JPEG_SUFFIXES: Final = frozenset({".jpg", ".jpeg"})
+#: Largest label file (CSV, JSON or idx) accepted, in bytes.
+MAX_LABEL_FILE_BYTES: Final = 64 * 1024 * 1024
+#: Magic numbers of idx files: unsigned bytes, 3 dimensions (images) or 1 (labels).
+IDX_IMAGES_MAGIC: Final = 0x00000803
+IDX_LABELS_MAGIC: Final = 0x00000801
+#: Conventional names of the image array in an npz archive.
+NPZ_IMAGE_KEYS: Final = ("images", "x", "X", "x_train", "X_train", "train_images", "imgs")
+
+_PIL_FORMATS: Final = ("PNG", "JPEG")
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_NPY_MAGIC: Final = b"\x93NUMPY"
+_ZIP_MAGICS: Final = (b"PK\x03\x04", b"PK\x05\x06")
+_HASH_CHUNK: Final = 1 << 20
+_SKIP_CHUNK: Final = 1 << 16
+#: Channels of each accepted PIL mode after conversion (alpha dropped when opaque).
+_MODE_CHANNELS: Final = {"1": 1, "L": 1, "LA": 1, "P": 3, "PA": 3, "RGB": 3, "RGBA": 3}
+#: What decoders (PIL, gzip, zipfile, numpy headers) raise on bad files.
+_DECODER_ERRORS: Final = (
+    OSError,
+    EOFError,
+    SyntaxError,
+    ValueError,
+    RuntimeError,
+    struct.error,
+    zlib.error,
+    zipfile.BadZipFile,
+    Image.DecompressionBombError,
+)
+_IDX_IMAGES_NAME = re.compile(r"^(?P<stem>.*)images(?P<sep>[-.])idx3-ubyte(?P<gz>\.gz)?$")
+
+Shape = tuple[int, int, int]
+
+
+class _Readable(Protocol):
+    """A readable, seekable byte stream (file, gzip stream or zip member)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+    def tell(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ImageBatch:
+    """Consecutive images of one shape, in source order.
+
+    Attributes:
+        start: Source index of the first image.
+        pixels: uint8 array (B, H, W, C), C in {1, 3}.
+        names: Per image, the relative file name (folders) or ``"<file>#<i>"`` (arrays).
+        labels: Per image, its label or None.
+
+    """
+
+    start: int
+    pixels: npt.NDArray[np.uint8]
+    names: list[str]
+    labels: list[int | None]
+
+    def __post_init__(self) -> None:
+        """Check that pixels, names and labels describe the same images."""
+        pixels = self.pixels
+        if (
+            not isinstance(pixels, np.ndarray)
+            or pixels.dtype != np.uint8
+            or pixels.ndim != 4
+            or pixels.shape[0] < 1
+            or pixels.shape[3] not in (1, 3)
+        ):
+            raise InputError("batch pixels must be a uint8 array (B, H, W, C), B >= 1, C in {1, 3}")
+        if not len(self.names) == len(self.labels) == pixels.shape[0]:
+            raise InputError(
+                f"batch has {pixels.shape[0]} images, {len(self.names)} names "
+                f"and {len(self.labels)} labels"
+            )
+        if self.start < 0:
+            raise InputError(f"batch start {self.start} is negative")
+
+    def __len__(self) -> int:
+        """Return the number of images in the batch."""
+        return len(self.names)
+
+    @property
+    def stop(self) -> int:
+        """Return the source index just after the last image."""
+        return self.start + len(self.names)
+
+
+class ImageSource(ABC):
+    """A sequence of images read in batches; see the module docstring for the rules."""
+
+    #: One of ``"image-dir"``, ``"npy"``, ``"npz"``, ``"idx"``.
+    format: ClassVar[str]
+
+    def __init__(self, path: Path, count: int) -> None:
+        """Record the input path and image count (checked against the count limit)."""
+        if count > MAX_PAIRS:
+            raise LimitExceededError(f"number of images in {path}", count, MAX_PAIRS)
+        self.path = path
+        self._count = count
+        self._labels: list[int] | None = None
+        self._label_info: dict[str, Value] | None = None
+        self._label_path: Path | None = None
+        self._description: dict[str, Value] | None = None
+
+    def __len__(self) -> int:
+        """Return the number of images."""
+        return self._count
+
+    @property
+    def has_labels(self) -> bool:
+        """Return whether every image has a label."""
+        return self._labels is not None
+
+    def describe(self) -> dict[str, Value]:
+        """Return a manifest entry for the input (hashes every input file once).
+
+        Keys: ``format``; ``count``; ``shapes`` (a list of ``{"shape": [H, W, C],
+        "count": n}`` sorted by shape); ``images`` (``file``: the input's base name,
+        ``sha256``: hex digest of the file, or for a folder of the ``sha256sum``-style
+        listing (one line ``<hex>  <relative name>`` per image, in order), plus
+        format-specific fields); ``labels`` (None, or ``origin`` — ``csv``, ``json``,
+        ``idx`` or ``npz`` —, ``file``, ``sha256`` and for npz ``key`` and ``dtype``).
+        """
+        if self._description is None:
+            labels: dict[str, Value] | None = None
+            if self._label_info is not None and self._label_path is not None:
+                labels = {**self._label_info, "sha256": _sha256_file(self._label_path)}
+            self._description = {
+                "format": self.format,
+                "count": self._count,
+                "shapes": self._shape_counts(),
+                "images": self._describe_images(),
+                "labels": labels,
+            }
+        return copy.deepcopy(self._description)
+
+    def batches(self, batch_size: int, start: int = 0) -> Iterator[ImageBatch]:
+        """Yield the images from ``start`` on, in batches that never mix shapes.
+
+        Raises:
+            ParameterError: ``batch_size`` < 1 or ``start`` outside [0, len(self)].
+
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= self._count:
+            raise ParameterError(f"start must be in [0, {self._count}], got {start!r}")
+        return self._generate(batch_size, start)
+
+    def _generate(self, batch_size: int, start: int) -> Iterator[ImageBatch]:
+        for lo, hi, pixels in self._read_spans(self._spans(batch_size, start)):
+            labels: list[int | None] = (
+                [None] * (hi - lo) if self._labels is None else [*self._labels[lo:hi]]
+            )
+            yield ImageBatch(lo, pixels, self._names(lo, hi), labels)
+
+    def _spans(self, batch_size: int, start: int) -> Iterator[tuple[int, int]]:
+        lo = start
+        while lo < self._count:
+            hi = min(lo + batch_size, self._run_end(lo))
+            yield lo, hi
+            lo = hi
+
+    def _attach_label_file(self, label_path: Path) -> None:
+        labels, origin = _load_label_file(label_path, self._names(0, self._count))
+        self._attach_labels(labels, {"origin": origin, "file": label_path.name}, label_path)
+
+    def _attach_labels(self, labels: list[int], info: dict[str, Value], label_path: Path) -> None:
+        if len(labels) != self._count:
+            raise InputError(
+                f"{label_path}: {len(labels)} labels for {self._count} images in {self.path}"
+            )
+        self._labels = labels
+        self._label_info = info
+        self._label_path = label_path
+
+    @abstractmethod
+    def _run_end(self, index: int) -> int:
+        """Return the index just after the run of equal shapes holding ``index``."""
+
+    @abstractmethod
+    def _names(self, lo: int, hi: int) -> list[str]:
+        """Return the names of images lo..hi-1."""
+
+    @abstractmethod
+    def _read_spans(
+        self, spans: Iterable[tuple[int, int]]
+    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+        """Yield (lo, hi, pixels) for each span, in order."""
+
+    @abstractmethod
+    def _shape_counts(self) -> list[Value]:
+        """Return the per-shape image counts for :meth:`describe`."""
+
+    @abstractmethod
+    def _describe_images(self) -> dict[str, Value]:
+        """Return the ``images`` entry of :meth:`describe`."""
+
+
+# --------------------------------------------------------------------------- folders
+
+
+class FolderSource(ImageSource):
+    """PNG and JPEG files in a folder tree (format ``image-dir``)."""
+
+    format = "image-dir"
+
+    def __init__(self, root: Path, label_path: Path | None = None) -> None:
+        """List the images, read every header, and attach the labels if given."""
+        names, ignored = _list_image_files(root)
+        if not names:
+            raise InputError(f"{root}: the folder holds no PNG or JPEG images")
+        super().__init__(root, len(names))
+        self._image_names = names
+        self._ignored = ignored
+        self._shapes = [_probe_image(root / name) for name in names]
+        self._run_ends = _run_ends(self._shapes)
+        if label_path is not None:
+            self._attach_label_file(label_path)
+
+    def _run_end(self, index: int) -> int:
+        return self._run_ends[bisect.bisect_right(self._run_ends, index)]
+
+    def _names(self, lo: int, hi: int) -> list[str]:
+        return self._image_names[lo:hi]
+
+    def _read_spans(
+        self, spans: Iterable[tuple[int, int]]
+    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+        for lo, hi in spans:
+            pixels = np.empty((hi - lo, *self._shapes[lo]), dtype=np.uint8)
+            for offset, index in enumerate(range(lo, hi)):
+                path = self.path / self._image_names[index]
+                pixels[offset] = _decode_image(path, self._shapes[index])
+            yield lo, hi, pixels
+
+    def _shape_counts(self) -> list[Value]:
+        counts = Counter(self._shapes)
+        return [{"shape": list(shape), "count": counts[shape]} for shape in sorted(counts)]
+
+    def _describe_images(self) -> dict[str, Value]:
+        listing = hashlib.sha256()
+        for name in self._image_names:
+            listing.update(f"{_sha256_file(self.path / name)}  {name}\n".encode())
+        return {
+            "file": self.path.name,
+            "sha256": listing.hexdigest(),
+            "ignored_files": self._ignored,
+        }
+
+
+def _list_image_files(root: Path) -> tuple[list[str], int]:
+    """Return the sorted relative names of the images under ``root`` and the ignored count."""
+
+    def fail(error: OSError) -> None:
+        raise InputError(f"{root}: cannot list {error.filename}: {error.strerror}") from error
+
+    names: list[str] = []
+    ignored = 0
+    for folder, subfolders, files in os.walk(root, onerror=fail):
+        subfolders[:] = [sub for sub in subfolders if not sub.startswith(".")]
+        for file_name in files:
+            if file_name.startswith("."):
+                continue
+            path = Path(folder, file_name)
+            if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
+                names.append(path.relative_to(root).as_posix())
+                if len(names) > MAX_PAIRS:
+                    raise LimitExceededError(f"number of images in {root}", len(names), MAX_PAIRS)
+            else:
+                ignored += 1
+    names.sort()
+    return names, ignored
+
+
+def _run_ends(shapes: Sequence[Shape]) -> list[int]:
+    """Return, ascending, the indices just after each run of equal shapes."""
+    ends = [index for index in range(1, len(shapes)) if shapes[index] != shapes[index - 1]]
+    return [*ends, len(shapes)]
+
+
+def _probe_image(path: Path) -> Shape:
+    """Read an image header: return its (H, W, C) after mode conversion."""
+    where = str(path)
+    with _reading(where):
+        try:
+            image = Image.open(path, formats=_PIL_FORMATS)
+        except UnidentifiedImageError as error:
+            raise InputError(f"{where}: not a PNG or JPEG image, or a corrupt one") from error
+        with image:
+            width, height = image.size
+            channels = _channels_of_mode(image.mode, where)
+    _check_side(height, "height", where)
+    _check_side(width, "width", where)
+    return height, width, channels
+
+
+def _channels_of_mode(mode: str, where: str) -> int:
+    if mode not in _MODE_CHANNELS:
+        raise InputError(
+            f"{where}: pixel mode {mode!r} is not supported; accepted are 8-bit grayscale, "
+            "RGB, palette and bilevel images (alpha only when fully opaque): "
+            "convert it to 8-bit RGB or grayscale first"
+        )
+    return _MODE_CHANNELS[mode]
+
+
+def _decode_image(path: Path, shape: Shape) -> npt.NDArray[np.uint8]:
+    """Decode one image into an (H, W, C) array of the shape its header announced."""
+    where = str(path)
+    with _reading(where), Image.open(path, formats=_PIL_FORMATS) as image:
+        image.load()
+        pixels = _pixels_of(image, where)
+    if pixels.shape != shape:
+        raise InputError(f"{where}: decoded shape {pixels.shape}, header said {shape}")
+    return pixels
+
+
+def _pixels_of(image: Image.Image, where: str) -> npt.NDArray[np.uint8]:
+    """Return the pixels as uint8 (H, W, C) after the documented mode conversions."""
+    _channels_of_mode(image.mode, where)
+    if image.mode == "1":
+        image = image.convert("L")
+    elif image.mode in ("P", "PA"):
+        transparent = image.mode == "PA" or "transparency" in image.info
+        image = image.convert("RGBA" if transparent else "RGB")
+    array: npt.NDArray[np.uint8] = np.asarray(image, dtype=np.uint8)
+    if image.mode in ("LA", "RGBA"):
+        if not bool(np.all(array[..., -1] == 255)):
+            raise InputError(
+                f"{where}: the image has transparent pixels; flatten it onto a background "
+                "of your choice first (no background is neutral)"
+            )
+        array = array[..., :-1]
+    if array.ndim == 2:
+        array = array[:, :, np.newaxis]
+    return np.ascontiguousarray(array)
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+class _ArraySource(ImageSource):
+    """Images of one shape stored in one array (npy, npz or idx)."""
+
+    def __init__(self, path: Path, array_shape: tuple[int, ...]) -> None:
+        where = str(path)
+        count, self._image_shape = _image_geometry(array_shape, where)
+        super().__init__(path, count)
+        self._array_shape = array_shape
+
+    def _run_end(self, index: int) -> int:
+        return self._count
+
+    def _names(self, lo: int, hi: int) -> list[str]:
+        return [f"{self.path.name}#{index}" for index in range(lo, hi)]
+
+    def _shape_counts(self) -> list[Value]:
+        return [{"shape": list(self._image_shape), "count": self._count}]
+
+    def _describe_images(self) -> dict[str, Value]:
+        return {
+            "file": self.path.name,
+            "sha256": _sha256_file(self.path),
+            "array_shape": list(self._array_shape),
+            **self._format_details(),
+        }
+
+    def _format_details(self) -> dict[str, Value]:
+        return {}
+
+
+def _image_geometry(array_shape: tuple[int, ...], where: str) -> tuple[int, Shape]:
+    """Return (N, (H, W, C)) for an image array shape, or raise a typed error."""
+    if len(array_shape) == 3:
+        count, height, width = array_shape
+        channels = 1
+    elif len(array_shape) == 4 and array_shape[3] in (1, 3):
+        count, height, width, channels = array_shape
+    else:
+        raise InputError(
+            f"{where}: array of shape {array_shape}; expected (N, H, W), (N, H, W, 1) "
+            "or (N, H, W, 3)"
+        )
+    if count == 0:
+        raise InputError(f"{where}: the array holds no images (zero length)")
+    _check_side(height, "height", where)
+    _check_side(width, "width", where)
+    return count, (height, width, channels)
+
+
+class NpySource(_ArraySource):
+    """A ``.npy`` uint8 image array, memory-mapped (format ``npy``)."""
+
+    format = "npy"
+
+    def __init__(self, path: Path, label_path: Path | None = None) -> None:
+        """Check the header and the file size, and attach the labels if given."""
+        where = str(path)
+        with _reading(where), path.open("rb") as stream:
+            array_shape = _read_npy_header(stream, where)
+            data_offset = stream.tell()
+        super().__init__(path, array_shape)
+        _check_stream_size(path.stat().st_size, data_offset + math.prod(array_shape), where)
+        if label_path is not None:
+            self._attach_label_file(label_path)
+
+    def _read_spans(
+        self, spans: Iterable[tuple[int, int]]
+    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+        where = str(self.path)
+        with _reading(where):
+            array = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        for lo, hi in spans:
+            with _reading(where):
+                chunk = np.array(array[lo:hi], dtype=np.uint8, order="C")
+            yield lo, hi, chunk.reshape(hi - lo, *self._image_shape)
+
+
+def _read_npy_header(stream: _Readable, where: str, *, fortran_ok: bool = True) -> tuple[int, ...]:
+    """Read an npy header; return the shape of a uint8 array (C order unless ``fortran_ok``)."""
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise InputError(f"{where}: npy format version {version} is not supported")
+    if fortran_order and not fortran_ok:
+        raise InputError(f"{where}: the array is in Fortran order; save it in C order")
+    if dtype != np.dtype(np.uint8):
+        raise InputError(
+            f"{where}: array dtype is {dtype}, not uint8; convert the pixels to uint8 "
+            "0..255 yourself (no scaling rule is neutral)"
+        )
+    return tuple(int(side) for side in shape)
+
+
+class _StreamedSource(_ArraySource):
+    """An array read sequentially from a byte stream (zip member or idx file)."""
+
+    _data_offset: int
+
+    @abstractmethod
+    def _open_stream(self) -> AbstractContextManager[_Readable]:
+        """Return a context manager yielding a readable, seekable stream of the array."""
+
+    def _read_spans(
+        self, spans: Iterable[tuple[int, int]]
+    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+        where = str(self.path)
+        image_bytes = math.prod(self._image_shape)
+        with _reading(where), self._open_stream() as stream:
+            for lo, hi in spans:
+                _advance(stream, self._data_offset + lo * image_bytes)
+                data = _read_exact(stream, (hi - lo) * image_bytes, where, self._truncated())
+                if hi == self._count and stream.read(1):
+                    raise InputError(f"{where}: data continues after the {self._count} images")
+                pixels = np.frombuffer(data, dtype=np.uint8).reshape(hi - lo, *self._image_shape)
+                yield lo, hi, pixels.copy()
+
+    def _truncated(self) -> str:
+        return f"ends before the {self._count} images its header announces"
+
+
+class NpzSource(_StreamedSource):
+    """One uint8 image array in an ``.npz`` archive, streamed (format ``npz``)."""
+
+    format = "npz"
+
+    def __init__(
+        self, path: Path, label_path: Path | None = None, npz_key: str | None = None
+    ) -> None:
+        """Choose the image array, check its header, and find or attach labels."""
+        where = str(path)
+        with _reading(where), zipfile.ZipFile(path) as archive:
+            members = _npy_members(archive)
+            self._key = _choose_image_key(list(members), npz_key, where)
+            self._member = members[self._key]
+            self._compressed = self._member.compress_type != zipfile.ZIP_STORED
+            with archive.open(self._member) as stream:
+                array_shape = _read_npy_header(stream, f"{where} [{self._key}]", fortran_ok=False)
+                self._data_offset = stream.tell()
+            super().__init__(path, array_shape)
+            expected = self._data_offset + math.prod(array_shape)
+            _check_stream_size(self._member.file_size, expected, f"{where} [{self._key}]")
+            label_key = None if label_path else _matching_label_key(list(members), self._key)
+            if label_key is not None:
+                with archive.open(members[label_key]) as stream:
+                    labels, dtype = _read_npy_labels(stream, f"{where} [{label_key}]")
+                info: dict[str, Value] = {
+                    "origin": "npz",
+                    "file": path.name,
+                    "key": label_key,
+                    "dtype": dtype,
+                }
+                self._attach_labels(labels, info, path)
+        if label_path is not None:
+            self._attach_label_file(label_path)
+
+    @contextmanager
+    def _open_stream(self) -> Iterator[_Readable]:
+        with zipfile.ZipFile(self.path) as archive, archive.open(self._member) as stream:
+            yield stream
+
+    def _format_details(self) -> dict[str, Value]:
+        return {"key": self._key, "compressed": self._compressed}
+
+
+def _npy_members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    return {
+        info.filename.removesuffix(".npy"): info
+        for info in archive.infolist()
+        if info.filename.endswith(".npy")
+    }
+
+
+def _choose_image_key(keys: list[str], npz_key: str | None, where: str) -> str:
+    if npz_key is not None:
+        if npz_key not in keys:
+            raise NotFoundError(f"{where}: no array {npz_key!r}; arrays: {sorted(keys)}")
+        return npz_key
+    if len(keys) == 1:
+        return keys[0]
+    conventional = [key for key in NPZ_IMAGE_KEYS if key in keys]
+    if len(conventional) == 1:
+        return conventional[0]
+    if not keys:
+        raise InputError(f"{where}: the archive holds no arrays")
+    raise InputError(f"{where}: which array holds the images? Arrays: {sorted(keys)}; pass npz_key")
+
+
+def _matching_label_key(keys: list[str], image_key: str) -> str | None:
+    """Return the labels array that goes with ``image_key``, if the archive has one."""
+    candidates = [image_key.replace("images", "labels").replace("imgs", "labels")]
+    if image_key[:1] in ("x", "X"):
+        candidates.insert(0, "y" + image_key[1:])
+    candidates += ["labels", "y"]
+    for key in candidates:
+        if key != image_key and key in keys:
+            return key
+    return None
+
+
+def _read_npy_labels(stream: _Readable, where: str) -> tuple[list[int], str]:
+    """Read a 1-D integer labels array; return the labels and the dtype string."""
+    version = np.lib.format.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise InputError(f"{where}: npy format version {version} is not supported")
+    reader = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, _, dtype = reader(stream)
+    if len(shape) != 1 or dtype.kind not in "iu":
+        raise InputError(f"{where}: labels must be a 1-D integer array, got {dtype} {shape}")
+    if shape[0] > MAX_PAIRS:
+        raise LimitExceededError(f"number of labels in {where}", shape[0], MAX_PAIRS)
+    data = _read_exact(stream, shape[0] * dtype.itemsize, where, "ends inside the labels")
+    values = np.frombuffer(data, dtype=dtype)
+    if values.size and (int(values.min()) < 0 or int(values.max()) >= MAX_LABEL):
+        raise InputError(f"{where}: labels must be in [0, {MAX_LABEL})")
+    return [int(value) for value in values.tolist()], str(dtype.str)
+
+
+class IdxSource(_StreamedSource):
+    """An idx image file (MNIST format), plain or gzip-compressed (format ``idx``)."""
+
+    format = "idx"
+
+    def __init__(self, path: Path, label_path: Path | None = None) -> None:
+        """Check the header (and the size when uncompressed), then find or attach labels."""
+        where = str(path)
+        with _reading(where), _open_binary(path) as stream:
+            array_shape = _read_idx_header(stream, IDX_IMAGES_MAGIC, where)
+            self._data_offset = stream.tell()
+        super().__init__(path, array_shape)
+        self._compressed = _starts_with(path, _GZIP_MAGIC)
+        if not self._compressed:
+            expected = self._data_offset + math.prod(array_shape)
+            _check_stream_size(path.stat().st_size, expected, where)
+        if label_path is None:
+            label_path = find_idx_labels(path)
+        if label_path is not None:
+            self._attach_label_file(label_path)
+
+    @contextmanager
+    def _open_stream(self) -> Iterator[_Readable]:
+        with _open_binary(self.path) as stream:
+            yield stream
+
+    def _format_details(self) -> dict[str, Value]:
+        return {"compressed": self._compressed}
+
+
+def idx_labels_name(images_name: str) -> str | None:
+    """Return the labels file name paired with an idx images file name, if it has one.
+
+    ``train-images-idx3-ubyte.gz`` → ``train-labels-idx1-ubyte.gz``; the separator
+    before ``idx3`` may be ``-`` or ``.``.
+    """
+    match = _IDX_IMAGES_NAME.match(images_name)
+    if match is None:
+        return None
+    return f"{match['stem']}labels{match['sep']}idx1-ubyte{match['gz'] or ''}"
+
+
+def find_idx_labels(images_path: Path) -> Path | None:
+    """Return the existing sibling labels file of an idx images file (same compression first)."""
+    name = idx_labels_name(images_path.name)
+    if name is None:
+        return None
+    other = name.removesuffix(".gz") if name.endswith(".gz") else f"{name}.gz"
+    for candidate in (name, other):
+        if (images_path.parent / candidate).is_file():
+            return images_path.parent / candidate
+    return None
+
+
+def _read_idx_header(stream: _Readable, magic: int, where: str) -> tuple[int, ...]:
+    found = int.from_bytes(_read_exact(stream, 4, where, "ends inside the idx header"), "big")
+    if found != magic:
+        kind = "images" if magic == IDX_IMAGES_MAGIC else "labels"
+        raise InputError(f"{where}: idx magic 0x{found:08x}, expected 0x{magic:08x} ({kind})")
+    ndim = magic & 0xFF
+    header = _read_exact(stream, 4 * ndim, where, "ends inside the idx header")
+    return struct.unpack(f">{ndim}I", header)
+
+
+def _read_idx_labels(path: Path) -> list[int]:
+    where = str(path)
+    with _reading(where), _open_binary(path) as stream:
+        (count,) = _read_idx_header(stream, IDX_LABELS_MAGIC, where)
+        if count > MAX_PAIRS:
+            raise LimitExceededError(f"number of labels in {where}", count, MAX_PAIRS)
+        data = _read_exact(stream, count, where, f"ends before the {count} labels it announces")
+        if stream.read(1):
+            raise InputError(f"{where}: data continues after the {count} labels")
+    return list(data)
+
+
+# --------------------------------------------------------------------------- label files
+
+
+class _JsonObject(list[tuple[str, Any]]):
+    """The (key, value) pairs of a JSON object, in file order (duplicates kept)."""
+
+
+def _load_label_file(path: Path, names: Sequence[str]) -> tuple[list[int], str]:
+    """Read an idx, JSON or CSV label file; return the labels in source order and the origin."""
+    where = str(path)
+    if not path.is_file():
+        raise NotFoundError(f"{where}: no such label file")
+    size = path.stat().st_size
+    if size > MAX_LABEL_FILE_BYTES:
+        raise LimitExceededError(f"size of label file {where}", size, MAX_LABEL_FILE_BYTES)
+    if _starts_with(path, _GZIP_MAGIC) or _starts_with(path, IDX_LABELS_MAGIC.to_bytes(4, "big")):
+        return _read_idx_labels(path), "idx"
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{where}: cannot read the label file: {error}") from error
+    if path.suffix.lower() == ".json":
+        return _labels_from_json(text, names, where), "json"
+    return _labels_from_csv(text, names, where), "csv"
+
+
+def _labels_from_json(text: str, names: Sequence[str], where: str) -> list[int]:
+    try:
+        document = json.loads(text, object_pairs_hook=_JsonObject)
+    except ValueError as error:
+        raise InputError(f"{where}: not valid JSON: {error}") from error
+    if isinstance(document, _JsonObject):
+        pairs = [(name, value, f"{where}: name {name!r}") for name, value in document]
+        return _labels_by_name(pairs, names, where)
+    if isinstance(document, list):
+        return [_parse_label(value, f"{where}: entry {i}") for i, value in enumerate(document)]
+    raise InputError(f"{where}: expected a JSON list of labels or an object name → label")
+
+
+def _labels_from_csv(text: str, names: Sequence[str], where: str) -> list[int]:
+    reader = csv.reader(io.StringIO(text))
+    rows: list[tuple[str, list[str]]] = []
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append((f"{where}: line {reader.line_num}", row))
+    except csv.Error as error:
+        raise InputError(f"{where}: not valid CSV: {error}") from error
+    if not rows:
+        raise InputError(f"{where}: the label file is empty")
+    header = [cell.strip().lower() for cell in rows[0][1]]
+    if header == ["name", "label"]:
+        pairs: list[tuple[str, object, str]] = []
+        for line, row in rows[1:]:
+            if len(row) != 2:
+                raise InputError(f"{line}: expected two fields name,label, got {len(row)}")
+            pairs.append((row[0], row[1], line))
+        return _labels_by_name(pairs, names, where)
+    if header == ["label"]:
+        rows = rows[1:]
+    if not all(len(row) == 1 for _, row in rows):
+        raise InputError(
+            f"{where}: expected a 'name,label' header or one label per line in source order"
+        )
+    return [_parse_label(row[0], line) for line, row in rows]
+
+
+def _labels_by_name(
+    pairs: Sequence[tuple[str, object, str]], names: Sequence[str], where: str
+) -> list[int]:
+    """Order name → label pairs by source order; every name exactly once."""
+    index_of = {name: index for index, name in enumerate(names)}
+    labels: list[int | None] = [None] * len(names)
+    unknown: list[str] = []
+    for name, value, location in pairs:
+        index = index_of.get(name)
+        if index is None:
+            unknown.append(name)
+        elif labels[index] is not None:
+            raise InputError(f"{location}: name {name!r} is given twice")
+        else:
+            labels[index] = _parse_label(value, location)
+    if unknown:
+        raise InputError(f"{where}: {len(unknown)} name(s) not in the source: {_sample(unknown)}")
+    missing = [names[index] for index, label in enumerate(labels) if label is None]
+    if missing:
+        raise InputError(f"{where}: no label for {len(missing)} image(s): {_sample(missing)}")
+    return [label for label in labels if label is not None]
+
+
+def _parse_label(value: object, where: str) -> int:
+    number: int | None = None
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        number = int(value.strip())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    if number is None or not 0 <= number < MAX_LABEL:
+        raise InputError(f"{where}: label {value!r} is not an integer in [0, {MAX_LABEL})")
+    return number
+
+
+def _sample(names: Sequence[str], shown: int = 3) -> str:
+    text = ", ".join(repr(name) for name in names[:shown])
+    return text + (", …" if len(names) > shown else "")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _reading(where: str) -> Iterator[None]:
+    """Turn decoder and file-system exceptions into an InputError naming ``where``."""
+    try:
+        yield
+    except _DECODER_ERRORS as error:
+        raise InputError(f"{where}: cannot read: {error}") from error
+
+
+@contextmanager
+def _open_binary(path: Path) -> Iterator[_Readable]:
+    """Open a file for reading, decompressing it on the fly when it is gzip."""
+    with path.open("rb") as raw:
+        if raw.read(2) == _GZIP_MAGIC:
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                yield unzipped
+        else:
+            raw.seek(0)
+            yield raw
+
+
+def _advance(stream: _Readable, target: int) -> None:
+    """Move a stream forward to ``target``, holding at most one chunk of skipped data.
+
+    Plain files seek; gzip streams and zip members (whose own ``seek`` may read up to
+    16 MiB at once) read and discard. A stream that ends early stops short, and the
+    next read reports the truncation.
+    """
+    position = stream.tell()
+    if isinstance(stream, io.BufferedReader) or position >= target:
+        if position != target:
+            stream.seek(target)
+        return
+    while position < target:
+        chunk = stream.read(min(_SKIP_CHUNK, target - position))
+        if not chunk:
+            return
+        position += len(chunk)
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    with _reading(str(path)), path.open("rb") as stream:
+        return stream.read(len(magic)) == magic
+
+
+def _read_exact(stream: _Readable, size: int, where: str, problem: str) -> bytes:
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            raise InputError(f"{where}: truncated: the file {problem}")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _check_stream_size(actual: int, expected: int, where: str) -> None:
+    if actual != expected:
+        raise InputError(
+            f"{where}: size {actual} bytes does not match the {expected} bytes its header announces"
+        )
+
+
+def _check_side(side: int, what: str, where: str) -> None:
+    if side < 1:
+        raise InputError(f"{where}: image {what} is {side}")
+    if side > MAX_IMAGE_SIDE:
+        raise LimitExceededError(f"image {what} in {where}", side, MAX_IMAGE_SIDE)
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with _reading(str(path)), path.open("rb") as stream:
+        while chunk := stream.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _sniff_format(path: Path) -> str:
+    """Return ``"npy"``, ``"npz"`` or ``"idx"`` from the first bytes of a file."""
+    with _reading(str(path)), path.open("rb") as stream:
+        head = stream.read(8)
+    if not head:
+        raise InputError(f"{path}: the file is empty")
+    if head.startswith(_NPY_MAGIC):
+        return "npy"
+    if head.startswith(_ZIP_MAGICS):
+        return "npz"
+    if head.startswith(_GZIP_MAGIC) or head.startswith(b"\x00\x00\x08"):
+        return "idx"
+    hint = (
+        "; to read PNG or JPEG files, open the folder that holds them"
+        if path.suffix.lower() in IMAGE_SUFFIXES
+        else ""
+    )
+    raise InputError(f"{path}: not a folder of images, .npy, .npz or idx file{hint}")
+
+
+def open_source(
+    path: Path, *, labels: Path | None = None, npz_key: str | None = None
+) -> ImageSource:
+    """Open a folder of PNG/JPEG images, an ``.npy``, an ``.npz`` or an idx(.gz) file.
+
+    Args:
+        path: The folder or file; its format is recognised by content.
+        labels: An optional label file (CSV, JSON or idx) replacing labels found in
+            the input.
+        npz_key: The image array of an ``.npz`` archive (only valid for npz).
+
+    Raises:
+        NotFoundError: ``path``, ``labels`` or ``npz_key`` does not exist.
+        InputError: The input is malformed; see the module docstring.
+
+    """
+    path = Path(path)
+    label_path = None if labels is None else Path(labels)
+    if not path.exists():
+        raise NotFoundError(f"{path}: no such file or folder")
+    if label_path is not None and not label_path.is_file():
+        raise NotFoundError(f"{label_path}: no such label file")
+    if path.is_dir():
+        _refuse_npz_key(npz_key, path, "image-dir")
+        return FolderSource(path, label_path)
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file or folder")
+    kind = _sniff_format(path)
+    if kind == "npz":
+        return NpzSource(path, label_path, npz_key)
+    _refuse_npz_key(npz_key, path, kind)
+    if kind == "npy":
+        return NpySource(path, label_path)
+    return IdxSource(path, label_path)
+
+
+def _refuse_npz_key(npz_key: str | None, path: Path, kind: str) -> None:
+    if npz_key is not None:
+        raise ParameterError(f"{path}: npz_key applies to .npz archives, this input is {kind}")

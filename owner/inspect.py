@@ -1,0 +1,328 @@
+"""``owner inspect``: what a vault holds, and checks an owner (or her counsel) can read.
+
+The report gives the counts, the marking configuration, the escrow receipt (verified
+again when the vault is opened), the ε bound checked over every pixel against the
+original images, the mean feature-space distance between the two versions of the pairs,
+and optionally a contact sheet (rows: raw, published, hidden, amplified difference, as
+in the paper's figures 6-8). The contact sheet shows hidden versions: it is private,
+written with mode 0600, and must not be published.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.encoding import Value, encode
+from protocol.errors import InputError
+from protocol.keys import key_id
+
+from . import marking  # its torch-dependent names load on first use
+from .images.sheet import write_contact_sheet
+from .images.sources import ImageSource
+from .marking import MarkingConfig
+from .vault import Vault
+
+Pixels = npt.NDArray[np.uint8]
+
+
+@dataclass
+class EpsilonCheck:
+    """The largest ‖xᵏ − x‖∞ over every pixel of both versions of every pair."""
+
+    epsilon: int
+    pixels_checked: int = 0
+    max_deviation: int = 0
+    pairs_over: int = 0
+
+    @property
+    def holds(self) -> bool:
+        """Whether every pixel of every version is within ε of the original."""
+        return self.pairs_over == 0 and self.max_deviation <= self.epsilon
+
+    def add(self, raw: Pixels, version0: Pixels, version1: Pixels) -> None:
+        """Check one batch of originals against both versions."""
+        original = raw.astype(np.int16)
+        deviation = np.maximum(
+            np.abs(version0.astype(np.int16) - original),
+            np.abs(version1.astype(np.int16) - original),
+        )
+        per_pair = deviation.reshape(len(raw), -1).max(axis=1)
+        self.pixels_checked += 2 * raw.size
+        self.max_deviation = max(self.max_deviation, int(per_pair.max(initial=0)))
+        self.pairs_over += int((per_pair > self.epsilon).sum())
+
+
+@dataclass(frozen=True)
+class FeatureDistance:
+    """Mean and median ‖h(x⁰) − h(x¹)‖₂ over the first pairs of a vault."""
+
+    extractor: str
+    input_size: int
+    pairs: int
+    mean: float
+    median: float
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the figures as plain data."""
+        return {
+            "extractor": self.extractor,
+            "input_size": self.input_size,
+            "pairs": self.pairs,
+            "mean": self.mean,
+            "median": self.median,
+        }
+
+
+@dataclass(frozen=True)
+class ReceiptSummary:
+    """Where the vault's root was escrowed (the receipt verified when the vault opened)."""
+
+    record: int
+    time: str
+    log_size: int
+    arbiter: str
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the summary as plain data."""
+        return {
+            "record": self.record,
+            "time": self.time,
+            "log_size": self.log_size,
+            "arbiter": self.arbiter,
+        }
+
+
+@dataclass
+class InspectReport:
+    """Everything ``owner inspect`` found."""
+
+    path: Path
+    n_pairs: int
+    item_kind: str
+    config: MarkingConfig
+    source: dict[str, Value]
+    receipt: ReceiptSummary | None
+    epsilon: EpsilonCheck | None = None
+    feature_distance: FeatureDistance | None = None
+    sheet: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the report as plain data (for ``--json``)."""
+        eps: dict[str, Value] | None = None
+        if self.epsilon is not None:
+            eps = {
+                "epsilon": self.epsilon.epsilon,
+                "pixels_checked": self.epsilon.pixels_checked,
+                "max_deviation": self.epsilon.max_deviation,
+                "pairs_over": self.epsilon.pairs_over,
+                "holds": self.epsilon.holds,
+            }
+        return {
+            "vault": str(self.path),
+            "n_pairs": self.n_pairs,
+            "item_kind": self.item_kind,
+            "config": self.config.to_value(),
+            "source": self.source,
+            "receipt": None if self.receipt is None else self.receipt.to_value(),
+            "epsilon_check": eps,
+            "feature_distance": (
+                None if self.feature_distance is None else self.feature_distance.to_value()
+            ),
+            "contact_sheet": None if self.sheet is None else str(self.sheet),
+            "notes": list[Value](self.notes),
+        }
+
+    def to_text(self) -> str:
+        """Return the report for a person."""
+        lines = [
+            f"vault {self.path}: {self.n_pairs} {self.item_kind} pairs",
+            f"  input: {_plain(self.source.get('format'))} {_shape_text(self.source)}",
+            f"  marking: {_config_text(self.config)}",
+        ]
+        if self.receipt is None:
+            lines.append("  receipt: none (not escrowed yet; nothing may be published)")
+        else:
+            r = self.receipt
+            lines.append(
+                f"  receipt: valid, record {r.record} at {r.time}, log size {r.log_size},"
+                f" arbiter key {r.arbiter}"
+            )
+        if self.epsilon is None:
+            lines.append("  epsilon check: skipped (no --input with the original images)")
+        else:
+            e = self.epsilon
+            verdict = "holds" if e.holds else f"FAILS for {e.pairs_over} pairs"
+            lines.append(
+                f"  epsilon check: max |x^k - x| = {e.max_deviation} <= {e.epsilon} {verdict}"
+                f" ({e.pixels_checked} pixels checked)"
+            )
+        if self.feature_distance is not None:
+            d = self.feature_distance
+            lines.append(
+                f"  feature distance ||h(x^0) - h(x^1)||: mean {d.mean:.4f},"
+                f" median {d.median:.4f} over {d.pairs} pairs ({d.extractor},"
+                f" input {d.input_size}px)"
+            )
+        if self.sheet is not None:
+            lines.append(f"  contact sheet (private: shows hidden versions): {self.sheet}")
+        lines.extend(f"  note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+
+def _plain(value: Value) -> str:
+    return value.hex() if isinstance(value, bytes) else str(value)
+
+
+def _shape_text(source: dict[str, Value]) -> str:
+    """Return the source's shapes as ``count x HxWxC`` items."""
+    shapes = source.get("shapes")
+    if not isinstance(shapes, list):
+        return ""
+    parts = []
+    for entry in shapes:
+        if isinstance(entry, dict) and isinstance(entry.get("shape"), list):
+            dims = entry["shape"]
+            assert isinstance(dims, list)
+            size = "x".join(_plain(d) for d in dims)
+            parts.append(f"{_plain(entry.get('count'))} x {size}")
+    return ", ".join(parts)
+
+
+def _config_text(config: MarkingConfig) -> str:
+    text = f"{config.marker}, epsilon {config.epsilon}"
+    if config.marker == "pgd":
+        text += (
+            f", extractor {config.extractor} ({config.input_size}px),"
+            f" {config.steps} steps of {config.step_size}"
+        )
+    return text
+
+
+def inspect_vault(
+    vault: Vault,
+    *,
+    source: ImageSource | None = None,
+    distance_pairs: int = 512,
+    extractor: str | None = None,
+    sheet: Path | None = None,
+    sheet_pairs: int = 8,
+) -> InspectReport:
+    """Inspect an opened vault.
+
+    ``source`` (the original images the vault was marked from) enables the ε check
+    over every pixel and the raw row of the contact sheet; it must be the recorded
+    input (same images, same hashes). ``distance_pairs`` pairs (the first ones; 0 to
+    skip) are embedded with ``extractor`` (default: the marking extractor) to report
+    the feature distance. ``sheet`` writes a contact sheet of the first ``sheet_pairs``.
+    """
+    config = MarkingConfig.from_value(vault.config)
+    report = InspectReport(
+        vault.path, vault.n_pairs, vault.item_kind, config, vault.source, _receipt(vault)
+    )
+    if source is not None:
+        _require_same_input(vault, source)
+        report.epsilon = _check_epsilon(vault, source, config)
+    if distance_pairs > 0:
+        report.feature_distance = _feature_distance(vault, config, distance_pairs, extractor)
+    if sheet is not None:
+        report.sheet = _contact_sheet(vault, source, config, sheet, sheet_pairs)
+        if vault.receipt is None:
+            report.notes.append("no receipt yet: the sheet shows version 0 and version 1")
+    return report
+
+
+def _receipt(vault: Vault) -> ReceiptSummary | None:
+    if vault.receipt is None or vault.arbiter_public_key is None:
+        return None
+    entry = vault.receipt.entry
+    return ReceiptSummary(
+        entry.index, entry.time, vault.receipt.log_size, key_id(vault.arbiter_public_key)
+    )
+
+
+def _require_same_input(vault: Vault, source: ImageSource) -> None:
+    described = source.describe()
+    for key in ("format", "count", "shapes", "images"):
+        if encode(described.get(key)) != encode(vault.source.get(key)):
+            raise InputError(
+                f"{source.path} is not the input this vault was marked from ({key} differs)"
+            )
+
+
+def _check_epsilon(vault: Vault, source: ImageSource, config: MarkingConfig) -> EpsilonCheck:
+    check = EpsilonCheck(config.epsilon)
+    batches = source.batches(config.batch_size)
+    for start, version0, version1, _, _ in vault.chunks():
+        batch = next(batches, None)
+        if batch is None or batch.start != start or len(batch) != len(version0):
+            raise InputError(f"{source.path}: its batches do not line up with the vault's chunks")
+        check.add(batch.pixels, version0, version1)
+    return check
+
+
+def _first_pairs(vault: Vault, count: int) -> tuple[Pixels, Pixels] | None:
+    """Return the first ``count`` pairs that share the first pair's shape."""
+    firsts: list[Pixels] = []
+    seconds: list[Pixels] = []
+    for _, version0, version1, _, _ in vault.chunks():
+        if firsts and version0.shape[1:] != firsts[0].shape[1:]:
+            break
+        firsts.append(version0[: count - sum(len(a) for a in firsts)])
+        seconds.append(version1[: len(firsts[-1])])
+        if sum(len(a) for a in firsts) >= count:
+            break
+    if not firsts:
+        return None
+    return np.concatenate(firsts), np.concatenate(seconds)
+
+
+def _feature_distance(
+    vault: Vault, config: MarkingConfig, pairs: int, extractor_name: str | None
+) -> FeatureDistance:
+    first = _first_pairs(vault, pairs)
+    assert first is not None  # a finished vault has at least one pair
+    name = extractor_name or config.extractor
+    weights = config.extractor_weights if extractor_name is None else None
+    extractor = marking.load_extractor(name, weights=weights, input_size=config.input_size)
+    distances = marking.feature_distances(extractor, first[0], first[1])
+    return FeatureDistance(
+        name,
+        config.input_size,
+        len(distances),
+        float(distances.mean()),
+        float(np.median(distances)),
+    )
+
+
+def _contact_sheet(
+    vault: Vault, source: ImageSource | None, config: MarkingConfig, path: Path, count: int
+) -> Path:
+    first = _first_pairs(vault, count)
+    assert first is not None
+    version0, version1 = first
+    rows: list[tuple[str, Pixels]] = []
+    if source is not None:
+        raw = next(source.batches(len(version0)))
+        rows.append(("raw", raw.pixels[: len(version0)]))
+    if vault.receipt is not None:
+        bits = np.asarray(vault.publication_bits()[: len(version0)], dtype=bool)
+        mask = bits.reshape(-1, *([1] * (version0.ndim - 1)))
+        published = np.where(mask, version1, version0)
+        hidden = np.where(mask, version0, version1)
+        rows += [("published", published), ("hidden", hidden)]
+    else:
+        rows += [("version 0", version0), ("version 1", version1)]
+    gain = 127.0 / (2 * config.epsilon)
+    difference = np.clip(
+        128.0 + gain * (version0.astype(np.float64) - version1.astype(np.float64)), 0, 255
+    ).astype(np.uint8)
+    rows.append((f"difference x{gain:.1f}", difference))
+    write_contact_sheet(path, rows)
+    os.chmod(path, 0o600)
+    return path

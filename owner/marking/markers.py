@@ -1,0 +1,245 @@
+"""Markers: turn each image x into twins x⁰ = x + δ, x¹ = x − δ with ‖δ‖∞ ≤ ε (paper Eq. 2).
+
+Three markers, chosen by :attr:`MarkingConfig.marker`:
+
+- ``pgd`` (the paper's default): maximise ‖h(x + δ) − h(x − δ)‖₂ over the box
+  ‖δ‖∞ ≤ ε for a feature extractor h, by projected signed-gradient ascent from a
+  uniform random start in the box. Both twins are clamped to [0, 255] inside the
+  objective, so the search sees exactly the images it will output. The images of a
+  batch are optimised together (their objectives are independent: the extractor is in
+  eval mode), so a given batch always gives the same bytes on the same machine.
+- ``bernoulli`` (appendix E): δ = ±ε per pixel and channel, each sign a fair coin.
+- ``gaussian`` (appendix E): δ = clip(N(0, σ²), −ε, ε) per pixel and channel; the
+  paper does not state σ, we take σ = ε (about a third of the values hit the bound).
+
+Outputs are ``version0 = clamp(x + round(δ))`` and ``version1 = clamp(x − round(δ))``
+as uint8 (round half to even, clamp to 0..255), so each version is within ε of x
+everywhere. Randomness is per image (see :mod:`owner.marking.noise`): the noise
+markers' output for image ``i`` does not depend on its batch-mates.
+
+The marking seed is **secret**. A model trainer who learned it (and the marker) could
+regenerate a noise mark δ and compute the hidden twin from the published one, which
+would let her train on, or recognise, both versions and defeat the audit.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from protocol import limits
+from protocol.errors import InputError, ParameterError
+from protocol.items import MAX_IMAGE_SIDE
+from protocol.prg import Prg
+
+from .config import MarkingConfig
+from .extractors import Extractor, check_pixels, load_extractor
+from .noise import check_seed, image_stream, normals, signs, uniforms
+
+Pixels = npt.NDArray[np.uint8]
+Deltas = npt.NDArray[np.int16]
+
+
+class Marker(ABC):
+    """Makes the twin versions of the owner's images, batch by batch."""
+
+    def __init__(self, config: MarkingConfig, seed: bytes) -> None:
+        """Keep the configuration and the (secret, 32-byte) marking seed."""
+        self.config = config
+        self._seed = check_seed(seed)
+
+    def mark(self, pixels: Pixels, first_index: int) -> tuple[Pixels, Pixels]:
+        """Return ``(version0, version1)`` of images ``first_index .. first_index + B − 1``.
+
+        Args:
+            pixels: uint8 (B, H, W, C), C in {1, 3}.
+            first_index: global index of the first image in the owner's set.
+
+        Raises:
+            InputError: wrong dtype or shape, or an index outside 0..MAX_PAIRS.
+
+        """
+        check_pixels(pixels)
+        if max(pixels.shape[1:3]) > MAX_IMAGE_SIDE:
+            raise InputError(f"image sides above {MAX_IMAGE_SIDE} are not accepted")
+        _check_index(first_index, pixels.shape[0])
+        delta = self.deltas(pixels, first_index)
+        return apply_deltas(pixels, delta)
+
+    @abstractmethod
+    def deltas(self, pixels: Pixels, first_index: int) -> Deltas:
+        """Return the integer marks δ (B, H, W, C), |δ| ≤ ε, for checked inputs."""
+
+
+class NoiseMarker(Marker):
+    """A marker whose δ for image ``i`` is drawn from image ``i``'s own stream."""
+
+    purpose: str = ""
+
+    def deltas(self, pixels: Pixels, first_index: int) -> Deltas:
+        """Return each image's δ, drawn independently of the others."""
+        shape = pixels.shape[1:]
+        size = int(np.prod(shape))
+        out = np.empty(pixels.shape, dtype=np.int16)
+        for k in range(pixels.shape[0]):
+            draw = self.draw(image_stream(self._seed, self.purpose, first_index + k), size)
+            out[k] = draw.reshape(shape)
+        return out
+
+    @abstractmethod
+    def draw(self, stream: Prg, size: int) -> Deltas:
+        """Return ``size`` integer marks in [−ε, ε] from one image's stream."""
+
+
+class BernoulliMarker(NoiseMarker):
+    """δ = ±ε per pixel and channel with fair coins (appendix E, "Bernoulli mark")."""
+
+    purpose = "bernoulli"
+
+    def draw(self, stream: Prg, size: int) -> Deltas:
+        """Return ``size`` values in {−ε, +ε}."""
+        return signs(stream, size).astype(np.int16) * np.int16(self.config.epsilon)
+
+
+class GaussianMarker(NoiseMarker):
+    """δ = round(clip(N(0, ε²), −ε, ε)) per pixel and channel (appendix E, "Gaussian mark")."""
+
+    purpose = "gaussian"
+
+    def draw(self, stream: Prg, size: int) -> Deltas:
+        """Return ``size`` rounded, clipped Gaussian values with σ = ε."""
+        eps = float(self.config.epsilon)
+        values = np.clip(normals(stream, size) * eps, -eps, eps)
+        return np.rint(values).astype(np.int16)
+
+
+class PgdMarker(Marker):
+    """Projected signed-gradient ascent on ‖h(x + δ) − h(x − δ)‖₂ (paper §4.1, §5.2)."""
+
+    def __init__(self, config: MarkingConfig, seed: bytes, extractor: Extractor) -> None:
+        """Keep the extractor (already on its device, frozen) for every batch."""
+        super().__init__(config, seed)
+        self.extractor = extractor
+
+    def deltas(self, pixels: Pixels, first_index: int) -> Deltas:
+        """Optimise δ per chunk of ``config.batch_size`` images."""
+        out = np.empty(pixels.shape, dtype=np.int16)
+        size = self.config.batch_size
+        for start in range(0, pixels.shape[0], size):
+            chunk = pixels[start : start + size]
+            out[start : start + size] = self._chunk_deltas(chunk, first_index + start)
+        return out
+
+    def random_start(self, pixels: Pixels, first_index: int) -> npt.NDArray[np.float32]:
+        """Return the uniform start δ₀ ∈ [−ε, ε) per image, channel-first (B, C, H, W)."""
+        batch, height, width, channels = pixels.shape
+        size = channels * height * width
+        eps = float(self.config.epsilon)
+        start = np.empty((batch, channels, height, width), dtype=np.float32)
+        for k in range(batch):
+            u = uniforms(image_stream(self._seed, "pgd-start", first_index + k), size)
+            start[k] = ((2.0 * u - 1.0) * eps).reshape(channels, height, width)
+        return start
+
+    def _chunk_deltas(self, pixels: Pixels, first_index: int) -> Deltas:
+        device = self.extractor.device
+        x = torch.from_numpy(np.ascontiguousarray(pixels)).to(device)
+        x = x.permute(0, 3, 1, 2).float()
+        delta = torch.from_numpy(self.random_start(pixels, first_index)).to(device)
+        cfg = self.config
+        delta = pgd_ascent(
+            self.extractor,
+            x,
+            delta,
+            epsilon=float(cfg.epsilon),
+            steps=cfg.steps,
+            step_size=cfg.step_size,
+        )
+        rounded = delta.round().to(torch.int16).permute(0, 2, 3, 1).cpu()
+        return np.ascontiguousarray(rounded.numpy())
+
+
+def pgd_ascent(
+    extractor: Extractor,
+    x: torch.Tensor,
+    delta: torch.Tensor,
+    *,
+    epsilon: float,
+    steps: int,
+    step_size: float,
+) -> torch.Tensor:
+    """Run ``steps`` of δ ← clip(δ + α·sign(∇δ Σᵢ‖h(x⁺ᵢ) − h(x⁻ᵢ)‖₂), −ε, ε).
+
+    ``x`` and ``delta`` are float (B, C, H, W) in pixel units; x± = clamp(x ± δ, 0, 255).
+    Each step is one forward and one backward pass over the 2B twins.
+    """
+    batch = x.shape[0]
+    for _ in range(steps):
+        delta = delta.detach().requires_grad_(True)
+        twins = torch.cat([(x + delta).clamp(0.0, 255.0), (x - delta).clamp(0.0, 255.0)])
+        feats = extractor.features(twins / 255.0)
+        distance = torch.linalg.vector_norm(feats[:batch] - feats[batch:], dim=1).sum()
+        (grad,) = torch.autograd.grad(distance, delta)
+        with torch.no_grad():
+            delta = (delta + step_size * grad.sign()).clamp(-epsilon, epsilon)
+    return delta.detach()
+
+
+def apply_deltas(pixels: Pixels, delta: Deltas) -> tuple[Pixels, Pixels]:
+    """Return ``(clamp(x + δ), clamp(x − δ))`` as uint8."""
+    x = pixels.astype(np.int16)
+    plus = np.clip(x + delta, 0, 255).astype(np.uint8)
+    minus = np.clip(x - delta, 0, 255).astype(np.uint8)
+    return plus, minus
+
+
+def make_marker(config: MarkingConfig, seed: bytes, *, device: str | None = None) -> Marker:
+    """Build the marker ``config`` names; PGD loads its extractor here, once.
+
+    Args:
+        config: the marking settings.
+        seed: the 32 secret bytes all randomness derives from (see the module docstring).
+        device: torch device for PGD; ``None`` picks CUDA when available, else the CPU.
+
+    Raises:
+        InputError: the seed is not 32 bytes; the extractor cannot be built.
+        ParameterError: the device is unknown or unavailable.
+        NotFoundError: the extractor's weights file is missing.
+
+    """
+    if not isinstance(config, MarkingConfig):
+        raise InputError("config must be a MarkingConfig")
+    check_seed(seed)
+    if config.marker == "bernoulli":
+        return BernoulliMarker(config, seed)
+    if config.marker == "gaussian":
+        return GaussianMarker(config, seed)
+    torch_device = _pick_device(device)
+    extractor = load_extractor(
+        config.extractor,
+        weights=config.extractor_weights,
+        input_size=config.input_size,
+    )
+    return PgdMarker(config, seed, extractor.to(torch_device))
+
+
+def _pick_device(device: str | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ParameterError(f"unknown torch device {device!r}: {exc}") from None
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise ParameterError(f"device {device!r} requested but CUDA is not available")
+    return chosen
+
+
+def _check_index(first_index: object, count: int) -> None:
+    if isinstance(first_index, bool) or not isinstance(first_index, int):
+        raise InputError("first_index must be an integer")
+    if first_index < 0 or first_index + count > limits.MAX_PAIRS:
+        raise InputError(f"images {first_index}..{first_index + count - 1} outside 0..MAX_PAIRS")

@@ -1,0 +1,49 @@
+"""``owner publish``: write the published version of every pair, and nothing else.
+
+The version of pair ``i`` that is published is ``b_i``, derived from the escrow
+receipt's ``rho`` and the vault's root (spec §5.5) — never chosen by the owner — so
+nothing can be published before the vault holds a verified receipt. The output is in
+the input's format (see :mod:`owner.images.writers`) and holds only the published
+pixels, the image names and the labels: no salts, bits, hidden versions or vault
+metadata. It is written to a temporary directory and renamed into place when
+complete, so a failed run leaves nothing that looks like a publication.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protocol.errors import StateError
+
+from .images.sources import ImageBatch
+from .images.writers import open_writer
+from .progress import Progress
+from .vault import Vault
+
+
+def publish(vault: Vault, out_dir: Path, *, show_progress: bool = True) -> list[Path]:
+    """Write the published versions of ``vault`` into the new directory ``out_dir``.
+
+    Returns the files written. Raises :class:`~protocol.errors.StateError` when the
+    vault has no escrow receipt yet (escrow it first).
+    """
+    if vault.receipt is None:
+        raise StateError(
+            f"{vault.path} has no escrow receipt: escrow it first (twinaudit owner escrow); "
+            "which version of each pair is published is derived from the receipt"
+        )
+    has_labels = any(label is not None for label in vault.labels())
+    writer = open_writer(vault.source, out_dir, count=vault.n_pairs, labels=has_labels)
+    progress = Progress("publishing", vault.n_pairs) if show_progress else None
+    try:
+        for start, pixels, labels, names in vault.published_chunks():
+            writer.add(ImageBatch(start, pixels, names, labels))
+            if progress is not None:
+                progress.update(len(names))
+        files = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    if progress is not None:
+        progress.finish()
+    return files

@@ -1,0 +1,51 @@
+"""The owner's vault: the private directory behind an escrow record.
+
+A vault holds both versions of every pair, the secret the salts derive from, the
+marking configuration, the escrow receipt, and a manifest with the SHA-256 of every
+file. A resumable marking run writes it (:class:`VaultWriter`); every later command
+(escrow, publish, inspect, claim) opens it (:meth:`Vault.open`), which checks all of it.
+
+Layout (every file mode 0600, every directory 0700)::
+
+    <vault>/
+        secret.key         32 random bytes; salts and the marking seed derive from it
+        journal            append-only: a header record (format and spec versions,
+                           item kind, n_items, source, config, secret check value),
+                           then one record per durable chunk (file, start, count,
+                           item shape, SHA-256, labels, names); each record framed as
+                           length ‖ canonical msgpack ‖ SHA-256
+        chunks/000000.npy  one per batch: uint8 array (2, B, H, W, C), version 0 then 1
+        chunks/000001.npy  ...
+        manifest.msgpack   written by finish: canonical msgpack with the format and spec
+                           versions, item kind, n_pairs, source, config, Merkle root,
+                           the SHA-256 of every other file, the receipt's inclusion proof
+        receipt.json       the arbiter's signed escrow receipt, exactly as received
+        arbiter.pub        the arbiter's public key (PEM) the receipt verifies under
+
+Derived values: the salt of pair ``i`` is ``HMAC-SHA256(secret,
+"twinaudit/vault/v1/pair-salt" ‖ 0x00 ‖ uint64be(i))`` and the marking seed
+``HMAC-SHA256(secret, "twinaudit/vault/v1/marking-seed")`` (:mod:`owner.vault.secret`).
+Pair ``i`` is committed as spec §6.1 over ``encode_item(ImageItem(v_k, label_i))``; the
+root is the RFC 6962 root of the commitments in pair order. Nothing holds a time, so the
+same inputs, secret and batch sizes give byte-identical files (the root and every
+opening do not depend on the batch sizes at all).
+
+Resume: a chunk counts as written once its journal record is durable. The chunk file
+is made durable first (temp file, fsync, rename, fsync directory), so a crash leaves at
+worst an unjournaled chunk file or a torn last journal record; a resumed run checks the
+header against its parameters and every journaled chunk against its SHA-256, removes
+such leftovers, cuts the torn record, and continues at the next item.
+
+Integrity: :meth:`Vault.open` parses the manifest strictly, requires exactly the listed
+files, checks every SHA-256 (chunks are read one at a time), recomputes every commitment
+and the root, and re-verifies the stored receipt; any difference raises
+:class:`VaultIntegrityError` naming the file. The hashes guard against corruption and
+careless edits; they are not keyed, and the vault's confidentiality rests on the
+directory's permissions.
+"""
+
+from .errors import VaultIntegrityError, VaultStorageError
+from .vault import Vault
+from .writer import VaultWriter, write_vault
+
+__all__ = ["Vault", "VaultIntegrityError", "VaultStorageError", "VaultWriter", "write_vault"]

@@ -1,0 +1,153 @@
+"""Chunk files: both versions of a batch of consecutive items, as one ``.npy`` array.
+
+A chunk file holds a C-ordered uint8 array of shape ``(2, B, H, W, C)``: index 0 on
+the first axis is version 0 of each item, index 1 version 1. The ``.npy`` format has no
+timestamps, so the same pixels always give the same bytes, and it is read with
+``allow_pickle=False`` only. Labels and names live in the chunk's journal record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.commitment import commit_pair
+from protocol.errors import InputError, ParameterError
+from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL, ImageItem, encode_item
+
+from .errors import VaultIntegrityError
+from .journal import ChunkRecord
+from .layout import MAX_CHUNK_BYTES, MAX_NAME_BYTES
+from .secret import pair_salt
+
+#: Room for the ``.npy`` header on top of the pixels.
+_HEADER_ALLOWANCE = 4096
+
+Pixels = npt.NDArray[np.uint8]
+
+
+def check_batch(
+    versions0: object, versions1: object, labels: object, names: object
+) -> tuple[tuple[int, int, int], list[int | None], list[str]]:
+    """Check one batch; return its item shape ``(H, W, C)``, its labels and its names.
+
+    Raises InputError (or ParameterError for counts) naming what is wrong.
+    """
+    for what, array in (("versions0", versions0), ("versions1", versions1)):
+        if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
+            raise InputError(f"{what} must be a uint8 numpy array")
+        if array.ndim != 4:
+            raise InputError(f"{what} must have shape (B, H, W, C), has {array.shape}")
+    assert isinstance(versions0, np.ndarray)
+    assert isinstance(versions1, np.ndarray)
+    if versions0.shape != versions1.shape:
+        raise InputError(f"versions differ in shape: {versions0.shape} and {versions1.shape}")
+    count, height, width, channels = versions0.shape
+    if count < 1:
+        raise ParameterError("a batch must hold at least one item")
+    if not (1 <= height <= MAX_IMAGE_SIDE and 1 <= width <= MAX_IMAGE_SIDE and channels in (1, 3)):
+        raise InputError(f"item shape {versions0.shape[1:]} outside 1..{MAX_IMAGE_SIDE}, C in 1|3")
+    if 2 * versions0.size > MAX_CHUNK_BYTES:
+        raise ParameterError(f"a batch holds at most {MAX_CHUNK_BYTES} bytes of both versions")
+    label_list = _labels(labels, count)
+    name_list = _names(names, count)
+    return (int(height), int(width), int(channels)), label_list, name_list
+
+
+def _labels(labels: object, count: int) -> list[int | None]:
+    if isinstance(labels, str | bytes) or not isinstance(labels, Sequence | np.ndarray):
+        raise InputError("labels must be a sequence of integers or None")
+    if len(labels) != count:
+        raise ParameterError(f"{len(labels)} labels for a batch of {count} items")
+    checked: list[int | None] = []
+    for label in labels:
+        if label is None:
+            checked.append(None)
+            continue
+        if isinstance(label, bool) or not isinstance(label, int | np.integer):
+            raise InputError(f"label {label!r} is not an integer or None")
+        if not 0 <= int(label) < MAX_LABEL:
+            raise InputError(f"label {label} is outside [0, {MAX_LABEL})")
+        checked.append(int(label))
+    return checked
+
+
+def _names(names: object, count: int) -> list[str]:
+    if isinstance(names, str | bytes) or not isinstance(names, Sequence):
+        raise InputError("names must be a sequence of strings")
+    if len(names) != count:
+        raise ParameterError(f"{len(names)} names for a batch of {count} items")
+    for name in names:
+        if not isinstance(name, str):
+            raise InputError(f"name {name!r} is not a string")
+        try:
+            size = len(name.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InputError(f"name {name!r} is not valid Unicode") from None
+        if not 1 <= size <= MAX_NAME_BYTES:
+            raise InputError(f"an item name must have 1..{MAX_NAME_BYTES} UTF-8 bytes")
+    return list(names)
+
+
+def encode_chunk(versions0: Pixels, versions1: Pixels) -> bytes:
+    """Return the ``.npy`` bytes of a batch's two versions."""
+    stacked = np.ascontiguousarray(np.stack([versions0, versions1]))
+    buffer = io.BytesIO()
+    np.save(buffer, stacked, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def read_chunk(
+    vault: Path, relative: str, sha256: bytes, count: int, shape: tuple[int, int, int]
+) -> Pixels:
+    """Read a chunk file, check its SHA-256 and shape; return its ``(2, B, H, W, C)`` array."""
+    path = vault / relative
+    limit = 2 * count * shape[0] * shape[1] * shape[2] + _HEADER_ALLOWANCE
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise VaultIntegrityError(vault, relative, f"cannot be read: {exc.strerror}") from None
+    if len(data) > limit:
+        raise VaultIntegrityError(vault, relative, "is larger than its recorded shape allows")
+    if hashlib.sha256(data).digest() != sha256:
+        raise VaultIntegrityError(vault, relative, "was modified (SHA-256 differs)")
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise VaultIntegrityError(vault, relative, f"is not a .npy array: {exc}") from None
+    expected = (2, count, *shape)
+    if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.shape != expected:
+        raise VaultIntegrityError(vault, relative, f"does not hold a uint8 array of {expected}")
+    return array
+
+
+def pair_commitments(
+    secret: bytes, start: int, pixels: Pixels, labels: Sequence[int | None]
+) -> list[bytes]:
+    """Return the commitments of the pairs of one chunk (items ``start, start + 1, ...``)."""
+    commitments = []
+    for offset, label in enumerate(labels):
+        version0 = encode_item(ImageItem(pixels[0, offset], label))
+        version1 = encode_item(ImageItem(pixels[1, offset], label))
+        commitment, _ = commit_pair(version0, version1, pair_salt(secret, start + offset))
+        commitments.append(commitment)
+    return commitments
+
+
+def commit_chunks(vault: Path, secret: bytes, records: Sequence[ChunkRecord]) -> bytearray:
+    """Read every chunk (checking its SHA-256) and return all pair commitments, packed.
+
+    One chunk is in memory at a time; the result holds 32 bytes per pair.
+    """
+    packed = bytearray()
+    for record in records:
+        pixels = read_chunk(vault, record.file, record.sha256, record.count, record.shape)
+        for commitment in pair_commitments(secret, record.start, pixels, record.labels):
+            packed += commitment
+    return packed

@@ -1,0 +1,341 @@
+"""The vault's append-only journal: the run's parameters, then one record per chunk.
+
+A record is framed as ``length (4 bytes, big-endian) ‖ payload ‖ SHA-256(length ‖
+payload)``, where the payload is the canonical encoding (spec §3) of a map. The first
+record is the header (:class:`RunParameters`): item kind, number of items, source and
+marking configuration, and a check value of the secret. Each later record is a
+:class:`ChunkRecord`, appended (and fsynced) only once its chunk file is durable, so the
+journal lists exactly the chunks a resumed run may keep.
+
+A crash can leave the last record torn (short, or with a checksum that does not match
+and nothing after it). Readers ignore such a tail, and a resumed run cuts it off before
+appending. Anything else that does not parse is an integrity error naming the journal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from protocol import SPEC_VERSION
+from protocol.encoding import Value, decode, encode
+from protocol.errors import InputError, VersionError
+from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+from protocol.versioning import require_supported
+
+from . import files
+from .errors import VaultIntegrityError
+from .layout import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    JOURNAL_FILE,
+    MAX_NAME_BYTES,
+    MAX_RECORD_BYTES,
+    chunk_file,
+)
+
+_LENGTH_BYTES: Final = 4
+_CHECK_BYTES: Final = 32
+_HEADER_KEYS: Final = frozenset(
+    {
+        "record",
+        "format",
+        "format_version",
+        "spec",
+        "item_kind",
+        "n_items",
+        "source",
+        "config",
+        "secret_check",
+    }
+)
+_CHUNK_KEYS: Final = frozenset(
+    {"record", "ordinal", "file", "start", "count", "shape", "sha256", "labels", "names"}
+)
+
+
+class _MalformedError(Exception):
+    """A journal value is not what the format says (turned into VaultIntegrityError)."""
+
+
+@dataclass(frozen=True)
+class RunParameters:
+    """What a marking run was started with; a resumed run must be started with the same."""
+
+    item_kind: str
+    n_items: int
+    source: dict[str, Value]
+    config: dict[str, Value]
+    secret_check: bytes
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the header record's map."""
+        return {
+            "record": "header",
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "spec": SPEC_VERSION,
+            "item_kind": self.item_kind,
+            "n_items": self.n_items,
+            "source": self.source,
+            "config": self.config,
+            "secret_check": self.secret_check,
+        }
+
+    @classmethod
+    def from_value(cls, value: Value) -> RunParameters:
+        """Parse a header record strictly (the format and spec versions first)."""
+        if not isinstance(value, dict) or value.get("record") != "header":
+            raise _MalformedError("the first record is not a header")
+        require_format(value.get("format"), value.get("format_version"), "journal header")
+        require_supported(value.get("spec"), "vault journal")
+        fields = _exact(value, _HEADER_KEYS, "header")
+        source, config = fields["source"], fields["config"]
+        if not isinstance(source, dict) or not isinstance(config, dict):
+            raise _MalformedError("source and config must be maps")
+        return cls(
+            item_kind=_text(fields["item_kind"], "item_kind"),
+            n_items=_count(fields["n_items"], "n_items"),
+            source=source,
+            config=config,
+            secret_check=_digest(fields["secret_check"], "secret_check"),
+        )
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One durable chunk: items ``start .. start + count - 1`` in ``file``."""
+
+    ordinal: int
+    file: str
+    start: int
+    count: int
+    shape: tuple[int, int, int]
+    sha256: bytes
+    labels: list[int | None]
+    names: list[str]
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the chunk record's map."""
+        return {
+            "record": "chunk",
+            "ordinal": self.ordinal,
+            "file": self.file,
+            "start": self.start,
+            "count": self.count,
+            "shape": list(self.shape),
+            "sha256": self.sha256,
+            "labels": list(self.labels),
+            "names": list(self.names),
+        }
+
+    @classmethod
+    def from_value(cls, value: Value) -> ChunkRecord:
+        """Parse a chunk record strictly."""
+        if not isinstance(value, dict) or value.get("record") != "chunk":
+            raise _MalformedError("a record after the header is not a chunk record")
+        fields = _exact(value, _CHUNK_KEYS, "chunk record")
+        shape = fields["shape"]
+        if not isinstance(shape, list) or len(shape) != 3:
+            raise _MalformedError("a chunk shape is [height, width, channels]")
+        height, width, channels = (_count(side, "shape") for side in shape)
+        if max(height, width) > MAX_IMAGE_SIDE or channels not in (1, 3):
+            raise _MalformedError(f"chunk shape {shape} is out of range")
+        labels, names = fields["labels"], fields["names"]
+        if not isinstance(labels, list) or not isinstance(names, list):
+            raise _MalformedError("labels and names must be arrays")
+        return cls(
+            ordinal=_index(fields["ordinal"], "ordinal"),
+            file=_text(fields["file"], "file"),
+            start=_index(fields["start"], "start"),
+            count=_count(fields["count"], "count"),
+            shape=(height, width, channels),
+            sha256=_digest(fields["sha256"], "sha256"),
+            labels=[_label(label) for label in labels],
+            names=[_name(name) for name in names],
+        )
+
+
+@dataclass(frozen=True)
+class JournalContents:
+    """A parsed journal: the header, the complete chunk records, and where they end."""
+
+    parameters: RunParameters
+    chunks: list[ChunkRecord]
+    valid_bytes: int
+    torn_bytes: int
+
+    @property
+    def completed(self) -> int:
+        """Items covered by the complete chunk records."""
+        return sum(record.count for record in self.chunks)
+
+
+def require_format(name: object, version: object, what: str) -> None:
+    """Raise VersionError unless ``name``/``version`` are this vault format."""
+    if name != FORMAT_NAME or isinstance(version, bool) or version != FORMAT_VERSION:
+        raise VersionError(
+            f"{what} is format {name!r} version {version!r}; "
+            f"this implementation reads {FORMAT_NAME!r} version {FORMAT_VERSION}"
+        )
+
+
+def frame(value: dict[str, Value]) -> bytes:
+    """Return the framed bytes of one record."""
+    payload = encode(value)
+    if len(payload) > MAX_RECORD_BYTES:
+        raise InputError(
+            f"a journal record would be {len(payload)} bytes, above {MAX_RECORD_BYTES}: "
+            "use smaller batches or shorter names"
+        )
+    head = len(payload).to_bytes(_LENGTH_BYTES, "big") + payload
+    return head + hashlib.sha256(head).digest()
+
+
+def read_journal(vault: Path) -> JournalContents:
+    """Read and check the journal of ``vault``; a torn last record is left out."""
+    path = vault / JOURNAL_FILE
+    try:
+        with path.open("rb") as handle:
+            values, valid_bytes, torn_bytes = _read_records(handle)
+    except OSError as exc:
+        raise VaultIntegrityError(vault, JOURNAL_FILE, f"cannot be read: {exc.strerror}") from None
+    except _MalformedError as exc:
+        raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
+    try:
+        if not values:
+            raise _MalformedError("has no header record")
+        parameters = RunParameters.from_value(values[0])
+        chunks = [ChunkRecord.from_value(value) for value in values[1:]]
+        _check_sequence(parameters, chunks)
+    except _MalformedError as exc:
+        raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
+    return JournalContents(parameters, chunks, valid_bytes, torn_bytes)
+
+
+def _read_records(handle: BinaryIO) -> tuple[list[Value], int, int]:
+    """Return the decoded complete records, their total length, and the torn tail's."""
+    values: list[Value] = []
+    offset = 0
+    while True:
+        length_bytes = handle.read(_LENGTH_BYTES)
+        if not length_bytes:
+            return values, offset, 0
+        length = int.from_bytes(length_bytes, "big")
+        rest = handle.read(length + _CHECK_BYTES) if len(length_bytes) == _LENGTH_BYTES else b""
+        if len(rest) < length + _CHECK_BYTES:  # a record cut short by a crash
+            return values, offset, len(length_bytes) + len(rest)
+        head, check = length_bytes + rest[:length], rest[length:]
+        if hashlib.sha256(head).digest() != check:
+            if not handle.read(1):  # the last record: a torn write
+                return values, offset, len(head) + len(check)
+            raise _MalformedError(f"the record at byte {offset} does not match its checksum")
+        if length > MAX_RECORD_BYTES:
+            raise _MalformedError(f"the record at byte {offset} is larger than {MAX_RECORD_BYTES}")
+        try:
+            values.append(decode(rest[:length], max_bytes=MAX_RECORD_BYTES))
+        except InputError as exc:
+            raise _MalformedError(f"the record at byte {offset} is not canonical: {exc}") from None
+        offset += len(head) + len(check)
+
+
+def _check_sequence(parameters: RunParameters, chunks: Sequence[ChunkRecord]) -> None:
+    """Check that chunk records number 0, 1, ... and cover consecutive items."""
+    start = 0
+    for ordinal, record in enumerate(chunks):
+        if record.ordinal != ordinal or record.file != chunk_file(ordinal):
+            raise _MalformedError(f"chunk record {ordinal} is numbered or named out of order")
+        if record.start != start:
+            raise _MalformedError(f"chunk {ordinal} starts at item {record.start}, not {start}")
+        if len(record.labels) != record.count or len(record.names) != record.count:
+            raise _MalformedError(f"chunk {ordinal} does not have one label and name per item")
+        start += record.count
+        if start > parameters.n_items:
+            raise _MalformedError(f"chunks go past the run's {parameters.n_items} items")
+
+
+class JournalAppender:
+    """Appends records to a journal, all or nothing: a failed append is cut off again."""
+
+    def __init__(self, path: Path, valid_bytes: int) -> None:
+        """Use the journal ``path`` whose first ``valid_bytes`` are complete records."""
+        self._path = path
+        self._size = valid_bytes
+
+    def cut_torn_tail(self) -> None:
+        """Remove whatever follows the last complete record (a torn write), durably."""
+        if self._path.stat().st_size != self._size:
+            self._truncate()
+
+    def append(self, value: dict[str, Value]) -> None:
+        """Append one record and fsync it; on any failure the journal is as before."""
+        data = frame(value)
+        fd = os.open(self._path, os.O_WRONLY)
+        try:
+            os.lseek(fd, self._size, os.SEEK_SET)
+            files.write_all(fd, data)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            self._truncate()
+            raise
+        os.close(fd)
+        self._size += len(data)
+
+    def _truncate(self) -> None:
+        fd = os.open(self._path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, self._size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _exact(value: dict[str, Value], keys: frozenset[str], what: str) -> dict[str, Value]:
+    missing, extra = keys - value.keys(), value.keys() - keys
+    if missing or extra:
+        raise _MalformedError(f"{what} keys: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    return value
+
+
+def _text(value: Value, what: str) -> str:
+    if not isinstance(value, str):
+        raise _MalformedError(f"{what} must be a text string")
+    return value
+
+
+def _digest(value: Value, what: str) -> bytes:
+    if not isinstance(value, bytes) or len(value) != 32:
+        raise _MalformedError(f"{what} must be 32 bytes")
+    return value
+
+
+def _index(value: Value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _MalformedError(f"{what} must be a non-negative integer")
+    return value
+
+
+def _count(value: Value, what: str) -> int:
+    if _index(value, what) < 1:
+        raise _MalformedError(f"{what} must be at least 1")
+    assert isinstance(value, int)
+    return value
+
+
+def _label(value: Value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_LABEL:
+        raise _MalformedError(f"label {value!r} is not null or an integer in [0, {MAX_LABEL})")
+    return value
+
+
+def _name(value: Value) -> str:
+    if not isinstance(value, str) or not 1 <= len(value.encode("utf-8")) <= MAX_NAME_BYTES:
+        raise _MalformedError(f"an item name must be 1..{MAX_NAME_BYTES} UTF-8 bytes")
+    return value

@@ -1,0 +1,59 @@
+"""Names, modes and size caps of the files in a vault directory (see the package docstring)."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+#: The vault format these modules read and write; ``FORMAT_VERSION`` bumps on any change.
+FORMAT_NAME: Final = "twinaudit-vault"
+FORMAT_VERSION: Final = 1
+
+#: The 32-byte vault secret (salts and the marking seed derive from it).
+SECRET_FILE: Final = "secret.key"
+#: The append-only journal: a header record, then one record per durable chunk.
+JOURNAL_FILE: Final = "journal"
+#: The manifest, written when the marking run finishes (its presence = finished).
+MANIFEST_FILE: Final = "manifest.msgpack"
+#: The arbiter's signed escrow receipt, exactly as received (DSSE JSON).
+RECEIPT_FILE: Final = "receipt.json"
+#: The arbiter's public key (SubjectPublicKeyInfo PEM) the receipt verifies under.
+ARBITER_KEY_FILE: Final = "arbiter.pub"
+#: The directory of chunk files.
+CHUNKS_DIR: Final = "chunks"
+
+#: Mode of every file of a vault, and of its directories.
+FILE_MODE: Final = 0o600
+DIR_MODE: Final = 0o700
+
+#: Prefix of the temporary files of an atomic write (leftovers of a crash are removed).
+TEMP_PREFIX: Final = ".tmp-"
+
+#: Length of the vault secret, in bytes.
+SECRET_BYTES: Final = 32
+#: Largest manifest accepted.
+MAX_MANIFEST_BYTES: Final = 64 * 1024 * 1024
+#: Largest journal record accepted (a chunk's labels and names dominate it).
+MAX_RECORD_BYTES: Final = 16 * 1024 * 1024
+#: Largest chunk file (both versions of a batch): bounds the memory any read needs.
+MAX_CHUNK_BYTES: Final = 512 * 1024 * 1024
+#: Largest encoded ``source`` or ``config`` map.
+MAX_PARAMETERS_BYTES: Final = 1024 * 1024
+#: Longest item name, in UTF-8 bytes.
+MAX_NAME_BYTES: Final = 1024
+#: Largest receipt file (the protocol's cap on receipt envelopes is smaller).
+MAX_RECEIPT_FILE_BYTES: Final = 64 * 1024
+#: Read files in pieces of this size when hashing them.
+READ_BLOCK_BYTES: Final = 1024 * 1024
+
+_CHUNK_NAME_RE: Final = re.compile(r"\Achunks/[0-9]{6,}\.npy\Z")
+
+
+def chunk_file(ordinal: int) -> str:
+    """Return the relative path of chunk number ``ordinal`` (0, 1, 2, ...)."""
+    return f"{CHUNKS_DIR}/{ordinal:06d}.npy"
+
+
+def is_chunk_file(relative: str) -> bool:
+    """Tell whether ``relative`` has the shape of a chunk file's path."""
+    return bool(_CHUNK_NAME_RE.match(relative))

@@ -1,0 +1,452 @@
+"""Writing a vault: a resumable marking run, chunk by chunk, then the manifest.
+
+:meth:`VaultWriter.create_or_resume` creates a new vault atomically (it is built in a
+temporary sibling directory and renamed into place) or resumes an unfinished one after
+checking it. :meth:`VaultWriter.append` makes one batch durable: chunk file first (temp
+file, fsync, rename, fsync directory), then its journal record (fsynced). A failure at
+any point removes what the batch had written, so a later run resumes at the same item.
+:meth:`VaultWriter.finish` derives the salts, commits to every pair and writes the
+manifest. A directory lock keeps two writers off one vault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol import limits
+from protocol.encoding import Value, decode, encode
+from protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from protocol.items import ITEM_KINDS
+
+from . import files
+from .chunks import check_batch, commit_chunks, encode_chunk
+from .errors import VaultIntegrityError, VaultStorageError
+from .journal import ChunkRecord, JournalAppender, RunParameters, frame, read_journal
+from .layout import (
+    CHUNKS_DIR,
+    DIR_MODE,
+    JOURNAL_FILE,
+    MANIFEST_FILE,
+    MAX_PARAMETERS_BYTES,
+    SECRET_BYTES,
+    SECRET_FILE,
+    TEMP_PREFIX,
+    chunk_file,
+    is_chunk_file,
+)
+from .manifest import Manifest
+from .secret import check_secret, marking_seed, read_secret, secret_check
+from .vault import VAULT_ITEM_KINDS, Vault, commitment_tree
+
+Pixels = npt.NDArray[np.uint8]
+
+#: Items per chunk that :func:`write_vault` uses unless told otherwise.
+DEFAULT_BATCH_ITEMS = 4096
+
+
+class VaultWriter:
+    """Writes the pairs of one marking run into a vault; resumable after any interruption."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        parameters: RunParameters,
+        secret: bytes,
+        records: list[ChunkRecord],
+        journal: JournalAppender,
+        lock: files.DirectoryLock,
+    ) -> None:
+        """Hold a checked, locked vault; use :meth:`create_or_resume`."""
+        self.path = path
+        self.item_kind = parameters.item_kind
+        self.n_items = parameters.n_items
+        self._parameters = parameters
+        self._secret = secret
+        self._records = records
+        self._journal = journal
+        self._lock: files.DirectoryLock | None = lock
+        self.completed = sum(record.count for record in records)
+
+    @classmethod
+    def create_or_resume(
+        cls,
+        path: Path,
+        *,
+        item_kind: str,
+        source: Mapping[str, Value],
+        config: Mapping[str, Value],
+        n_items: int,
+        secret: bytes | None = None,
+    ) -> VaultWriter:
+        """Create the vault at ``path``, or resume the unfinished run there.
+
+        A new vault needs ``path`` absent or an empty directory; its secret is ``secret``
+        or 32 bytes from ``os.urandom``. An existing unfinished vault must have been
+        started with identical ``item_kind``, ``source``, ``config`` and ``n_items`` (and
+        ``secret``, when one is given); every durable chunk is checked, leftovers of an
+        interrupted batch are removed, and writing resumes at :attr:`completed`.
+
+        Raises:
+            ParameterError: an argument is out of range, or differs from what the
+                unfinished run was started with (the message names it).
+            InputError: ``path`` is a file, or a non-empty directory that is not a vault.
+            StateError: the vault is already complete, or another writer holds it.
+            VaultIntegrityError: a durable file of the unfinished vault was modified.
+            VaultStorageError: the new vault could not be written.
+
+        """
+        path = Path(path)
+        parameters = _check_parameters(item_kind, source, config, n_items)
+        given = None if secret is None else check_secret(secret)
+        if path.exists() and not path.is_dir():
+            raise InputError(f"{path} is a file, not a vault directory")
+        if not path.exists() or not any(path.iterdir()):
+            _create(path, parameters, given if given is not None else os.urandom(SECRET_BYTES))
+        lock = files.DirectoryLock(path)
+        lock.acquire()
+        try:
+            return cls._resume(path, parameters, given, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _resume(
+        cls,
+        path: Path,
+        parameters: RunParameters,
+        given: bytes | None,
+        lock: files.DirectoryLock,
+    ) -> VaultWriter:
+        if (path / MANIFEST_FILE).exists():
+            raise StateError(f"vault {path} is already complete; open it instead")
+        if not (path / JOURNAL_FILE).exists():
+            raise InputError(f"{path} is neither empty nor a vault; choose another directory")
+        journal = read_journal(path)
+        _require_same_run(journal.parameters, parameters)
+        secret = read_secret(path)
+        if secret_check(secret) != journal.parameters.secret_check:
+            raise VaultIntegrityError(path, SECRET_FILE, "is not the secret the run started with")
+        if given is not None and given != secret:
+            raise ParameterError(f"vault {path} was started with another secret")
+        leftovers = _leftovers(path, journal.chunks)
+        for record in journal.chunks:
+            try:
+                digest = files.sha256_file(path / record.file)
+            except FileNotFoundError:
+                raise VaultIntegrityError(path, record.file, "is missing") from None
+            if digest != record.sha256:
+                raise VaultIntegrityError(path, record.file, "was modified (SHA-256 differs)")
+        appender = JournalAppender(path / JOURNAL_FILE, journal.valid_bytes)
+        try:
+            appender.cut_torn_tail()
+            for leftover in leftovers:
+                files.remove_if_present(path / leftover)
+            files.fsync_dir(path / CHUNKS_DIR)
+            files.fsync_dir(path)
+        except OSError as exc:
+            raise VaultStorageError(path, "clean up an interrupted batch", exc) from exc
+        return cls(
+            path,
+            parameters=journal.parameters,
+            secret=secret,
+            records=list(journal.chunks),
+            journal=appender,
+            lock=lock,
+        )
+
+    # --- Properties --------------------------------------------------------------------------
+
+    @property
+    def secret(self) -> bytes:
+        """The 32-byte vault secret."""
+        return self._secret
+
+    @property
+    def marking_seed(self) -> bytes:
+        """The seed of the marking run's randomness (derived from the secret)."""
+        return marking_seed(self._secret)
+
+    @property
+    def source(self) -> dict[str, Value]:
+        """The source description the run was started with."""
+        return self._parameters.source
+
+    @property
+    def config(self) -> dict[str, Value]:
+        """The marking configuration the run was started with."""
+        return self._parameters.config
+
+    # --- Writing -----------------------------------------------------------------------------
+
+    def append(
+        self,
+        versions0: Pixels,
+        versions1: Pixels,
+        labels: Sequence[int | None],
+        names: Sequence[str],
+    ) -> None:
+        """Make one batch durable: items ``completed .. completed + B - 1``.
+
+        ``versions0`` and ``versions1`` are uint8 arrays of one shape ``(B, H, W, C)``,
+        ``labels`` and ``names`` have ``B`` entries. On any failure nothing of the batch
+        is kept and :attr:`completed` is unchanged.
+
+        Raises:
+            InputError, ParameterError: a wrong shape, dtype, count, label or name, or a
+                batch going past ``n_items``.
+            StateError: the writer is finished or closed.
+            VaultStorageError: the disk is full (or another write error); resume later.
+
+        """
+        self._require_open()
+        shape, label_list, name_list = check_batch(versions0, versions1, labels, names)
+        count = len(label_list)
+        if self.completed + count > self.n_items:
+            raise ParameterError(
+                f"a batch of {count} items after {self.completed} goes past the run's "
+                f"{self.n_items} items"
+            )
+        data = encode_chunk(versions0, versions1)
+        ordinal = len(self._records)
+        record = ChunkRecord(
+            ordinal=ordinal,
+            file=chunk_file(ordinal),
+            start=self.completed,
+            count=count,
+            shape=shape,
+            sha256=hashlib.sha256(data).digest(),
+            labels=label_list,
+            names=name_list,
+        )
+        frame(record.to_value())  # a record too large fails here, before any write
+        final = self.path / record.file
+        temp = final.with_name(f"{TEMP_PREFIX}{final.name}")
+        try:
+            files.remove_if_present(temp)
+            files.write_new_file(temp, data)
+            os.replace(temp, final)
+            files.fsync_dir(final.parent)
+            self._journal.append(record.to_value())
+        except BaseException as exc:
+            files.remove_quietly(temp)
+            files.remove_quietly(final)
+            if isinstance(exc, OSError):
+                raise VaultStorageError(self.path, f"write chunk {ordinal}", exc) from exc
+            raise
+        self._records.append(record)
+        self.completed += count
+
+    def finish(self) -> Vault:
+        """Commit to every pair, write the manifest, and return the opened vault.
+
+        Raises:
+            StateError: not every item has been written, or the writer is closed.
+            VaultIntegrityError: a chunk changed since it was written.
+            VaultStorageError: the manifest could not be written (finish can be retried).
+
+        """
+        self._require_open()
+        if self.completed != self.n_items:
+            raise StateError(
+                f"vault {self.path} holds {self.completed} of {self.n_items} items; "
+                "append the rest before finishing"
+            )
+        commitments = commit_chunks(self.path, self._secret, self._records)
+        tree = commitment_tree(commitments)
+        try:
+            digests = {
+                SECRET_FILE: hashlib.sha256(self._secret).digest(),
+                JOURNAL_FILE: files.sha256_file(self.path / JOURNAL_FILE),
+            }
+            digests.update({record.file: record.sha256 for record in self._records})
+            manifest = Manifest(
+                item_kind=self.item_kind,
+                n_pairs=self.n_items,
+                source=self._parameters.source,
+                config=self._parameters.config,
+                root=tree.root(),
+                files=digests,
+            )
+            manifest.write(self.path)
+        except OSError as exc:
+            raise VaultStorageError(self.path, "write the manifest", exc) from exc
+        vault = Vault(self.path, manifest, self._secret, self._records, commitments, tree=tree)
+        self.close()
+        return vault
+
+    def close(self) -> None:
+        """Release the vault without finishing it (a later run resumes it)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> VaultWriter:
+        """Return the writer."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Release the vault (finished or not)."""
+        self.close()
+
+    def _require_open(self) -> None:
+        if self._lock is None:
+            raise StateError(f"the writer of vault {self.path} is finished or closed")
+
+
+def write_vault(  # noqa: PLR0917 - the positional form is the documented API
+    path: Path,
+    item_kind: str,
+    versions0: Pixels,
+    versions1: Pixels,
+    labels: Sequence[int | None],
+    names: Sequence[str],
+    *,
+    source: Mapping[str, Value],
+    config: Mapping[str, Value],
+    secret: bytes | None = None,
+    batch_items: int = DEFAULT_BATCH_ITEMS,
+) -> Vault:
+    """Write a whole vault from in-memory arrays (tests, demos, small tools) and open it.
+
+    The items are written in chunks of ``batch_items``; a run interrupted here can be
+    resumed by calling this again with the same arguments.
+    """
+    if isinstance(batch_items, bool) or not isinstance(batch_items, int) or batch_items < 1:
+        raise ParameterError(f"batch_items must be a positive integer, got {batch_items!r}")
+    if not isinstance(versions0, np.ndarray) or versions0.ndim != 4:
+        raise InputError("versions0 must be a numpy array of shape (N, H, W, C)")
+    total = len(versions0)
+    with VaultWriter.create_or_resume(
+        path, item_kind=item_kind, source=source, config=config, n_items=total, secret=secret
+    ) as writer:
+        for start in range(writer.completed, total, batch_items):
+            stop = min(start + batch_items, total)
+            writer.append(
+                versions0[start:stop], versions1[start:stop], labels[start:stop], names[start:stop]
+            )
+        return writer.finish()
+
+
+# --- Creating and checking -----------------------------------------------------------------
+
+
+def _check_parameters(
+    item_kind: object, source: object, config: object, n_items: object
+) -> RunParameters:
+    """Check the run's parameters; return them canonical (secret check left empty)."""
+    if not isinstance(item_kind, str) or item_kind not in ITEM_KINDS:
+        raise ParameterError(f"item_kind {item_kind!r} is not one of {sorted(ITEM_KINDS)}")
+    if item_kind not in VAULT_ITEM_KINDS:
+        raise ParameterError(f"a vault holds {sorted(VAULT_ITEM_KINDS)} items, not {item_kind!r}")
+    if isinstance(n_items, bool) or not isinstance(n_items, int):
+        raise ParameterError(f"n_items must be an integer, got {type(n_items).__name__}")
+    if n_items > limits.MAX_PAIRS:
+        raise LimitExceededError("n_items", n_items, limits.MAX_PAIRS)
+    if n_items < 1:
+        raise ParameterError(f"n_items must be at least 1, got {n_items}")
+    return RunParameters(
+        item_kind=item_kind,
+        n_items=n_items,
+        source=_canonical_map(source, "source"),
+        config=_canonical_map(config, "config"),
+        secret_check=b"",
+    )
+
+
+def _canonical_map(value: object, what: str) -> dict[str, Value]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"{what} must be a map with text keys")
+    data = encode(value)
+    if len(data) > MAX_PARAMETERS_BYTES:
+        raise LimitExceededError(f"encoded {what}", len(data), MAX_PARAMETERS_BYTES)
+    canonical = decode(data)
+    assert isinstance(canonical, dict)
+    return canonical
+
+
+def _require_same_run(started: RunParameters, given: RunParameters) -> None:
+    """Raise ParameterError naming what differs between the started run and this one."""
+    if started.item_kind != given.item_kind:
+        raise ParameterError(
+            f"the vault holds {started.item_kind!r} items, not {given.item_kind!r}"
+        )
+    if started.n_items != given.n_items:
+        raise ParameterError(f"the vault's run has n_items={started.n_items}, not {given.n_items}")
+    for what, old, new in (
+        ("source", started.source, given.source),
+        ("config", started.config, given.config),
+    ):
+        keys = sorted(key for key in old.keys() | new.keys() if _differs(old, new, key))
+        if keys:
+            shown = ", ".join(
+                f"{key!r}: {old.get(key, '<absent>')!r} there, {new.get(key, '<absent>')!r} here"
+                for key in keys[:5]
+            )
+            raise ParameterError(f"the vault's run was started with another {what} ({shown})")
+
+
+def _differs(old: dict[str, Value], new: dict[str, Value], key: str) -> bool:
+    if (key in old) != (key in new):
+        return True
+    return encode(old[key]) != encode(new[key])
+
+
+def _create(path: Path, parameters: RunParameters, secret: bytes) -> None:
+    """Create a vault: build it in a sibling temp directory, then rename it into place."""
+    started = RunParameters(
+        item_kind=parameters.item_kind,
+        n_items=parameters.n_items,
+        source=parameters.source,
+        config=parameters.config,
+        secret_check=secret_check(secret),
+    )
+    staging: Path | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.creating-", dir=path.parent))
+        os.chmod(staging, DIR_MODE)
+        files.write_new_file(staging / SECRET_FILE, secret)
+        files.write_new_file(staging / JOURNAL_FILE, frame(started.to_value()))
+        (staging / CHUNKS_DIR).mkdir(mode=DIR_MODE)
+        files.fsync_dir(staging / CHUNKS_DIR)
+        files.fsync_dir(staging)
+        os.rename(staging, path)  # replaces an empty directory; fails on a non-empty one
+        staging = None
+        files.fsync_dir(path.parent)
+    except OSError as exc:
+        if staging is not None and path.is_dir() and any(path.iterdir()):
+            raise InputError(f"{path} is not empty (another run created it?)") from exc
+        raise VaultStorageError(path, "create the vault", exc) from exc
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _leftovers(path: Path, records: Sequence[ChunkRecord]) -> list[str]:
+    """Return what an interrupted batch may have left; raise on anything else unexpected."""
+    present, directories, others = files.list_tree(path)
+    if others:
+        raise VaultIntegrityError(path, others[0], "is not a regular file or directory")
+    if CHUNKS_DIR not in directories:
+        raise VaultIntegrityError(path, CHUNKS_DIR, "is missing")
+    if extra_directories := sorted(directories - {CHUNKS_DIR}):
+        raise VaultIntegrityError(path, extra_directories[0], "is an unexpected directory")
+    journaled = {record.file for record in records}
+    leftovers = []
+    for name in sorted(present - journaled - {SECRET_FILE, JOURNAL_FILE}):
+        base = os.path.basename(name)
+        if base.startswith(TEMP_PREFIX) or (is_chunk_file(name) and name not in journaled):
+            leftovers.append(name)
+        else:
+            raise VaultIntegrityError(path, name, "is not part of an unfinished vault")
+    return leftovers
