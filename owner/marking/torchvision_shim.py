@@ -88,7 +88,7 @@ def _load_extension() -> bool:
             if not path.is_file():
                 continue
             try:
-                torch.ops.load_library(str(path))  # type: ignore[no-untyped-call]  # torch stub
+                torch.ops.load_library(str(path))  # type: ignore[no-untyped-call]  # unannotated in torch
             except (OSError, RuntimeError):
                 return False
             return _schemas_defined()
@@ -99,7 +99,8 @@ def _define_schemas() -> None:
     global _library  # noqa: PLW0603 - the one process-wide registration handle
     if _library is None:
         # FRAGMENT, not DEF: it coexists with any other definer of the namespace.
+        # (Library.__init__ and Library.define are unannotated in torch 2.13.)
         _library = torch.library.Library("torchvision", "FRAGMENT")  # type: ignore[no-untyped-call]
     for name, schema in _SCHEMAS.items():
         if not _op_exists(name):
-            _library.define(schema)  # type: ignore[no-untyped-call]  # untyped in torch
+            _library.define(schema)  # type: ignore[no-untyped-call]  # unannotated in torch
