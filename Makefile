@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench vectors clean
+.PHONY: test lint typecheck pytest bench vectors clean demo
 
 # Create the virtual environment and install the project with exact pins.
 $(STAMP): pyproject.toml constraints.txt
@@ -27,6 +27,10 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The end-to-end Fashion-MNIST dispute (python -m demo --help; DEMO_ARGS=--quick for a smoke run).
+demo: $(STAMP)
+	$(BIN)/python -m demo $(DEMO_ARGS)
 
 # Regenerate spec/vectors from the reference implementation (review the diff!).
 vectors: $(STAMP)

@@ -1,0 +1,351 @@
+"""The demo's report: verdict summaries, check and replay outcomes, timings, and plots.
+
+The plot of each claim is recomputed from the verdict alone: its indicator string is
+fed, bit by bit, to the test the claim names (``protocol.stats.registry.make_test``,
+exactly as ``verifier replay`` does), and the trajectory must end in the verdict's
+final state. For ``mixture-e`` the plot shows the log e-value against log(1/p); for
+``pprm-chernoff`` the PPRM lower confidence bound against the Chernoff threshold T.
+Plots are hand-written SVG (no plotting library needed).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.stats.base import Decision
+from protocol.stats.registry import make_test
+from verifier.verdict import Verdict
+
+#: Indicator characters fed to the test as a success / a failure (``s`` = skipped tie).
+_SUCCESS, _FAILURE = frozenset("1h"), frozenset("0t")
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The test statistic after each processed pair, with the threshold it must reach.
+
+    ``values[i]`` is the statistic after the first ``i + 1`` characters of the
+    indicator string (a skipped tie repeats the previous value; before any fed bit
+    the statistic is its starting value). ``detected_at`` is the 1-based pair at which
+    the test detected, or None.
+    """
+
+    test: str
+    label: str
+    threshold_label: str
+    values: list[float]
+    threshold: float
+    start: float
+    detected_at: int | None
+    final: dict[str, object]
+
+
+def trajectory(verdict: Verdict) -> Trajectory:
+    """Recompute the test's path from ``verdict``'s indicators; raise if it disagrees.
+
+    Raises :class:`ValueError` when the recomputed final draws, successes, interval or
+    decision differ from the verdict's (the log statistic must agree to 1e-9 relative).
+    """
+    claim = verdict["claim"]
+    name = claim["test"]["name"]
+    params = claim["test"]["params"]
+    n_pairs = int(claim["record"]["n_pairs"])
+    test = make_test(name, n_pairs, params["p"], params.get("alpha"))
+    mixture = name == "mixture-e"
+    if mixture:
+        label, threshold_label = "log e-value", "log(1/p)"
+        threshold, start = math.log(1.0 / float(params["p"])), 0.0
+    else:
+        label, threshold_label = "PPRM lower bound", "threshold T"
+        threshold, start = float(params["threshold"]), 0.0
+    values: list[float] = []
+    current, detected_at = start, None
+    step = None
+    for position, char in enumerate(str(verdict["indicators"]), start=1):
+        if char in _SUCCESS or char in _FAILURE:
+            step = test.update(char in _SUCCESS)
+            if mixture:
+                assert step.log_statistic is not None
+                current = step.log_statistic
+            else:
+                assert step.interval is not None
+                current = float(step.interval[0])
+            if step.decision is Decision.DETECTED:
+                detected_at = position
+        values.append(current)
+    final = verdict["final"]
+    if step is None:
+        recomputed: dict[str, object] = {"draws": 0, "successes": 0}
+    else:
+        recomputed = {
+            "draws": step.draws,
+            "successes": step.successes,
+            "interval": list(step.interval) if step.interval is not None else None,
+            "log_statistic": step.log_statistic,
+        }
+    for key in ("draws", "successes", "interval"):
+        if key in recomputed and recomputed[key] != final.get(key):
+            raise ValueError(f"recomputed {key} {recomputed[key]!r} != verdict's {final[key]!r}")
+    mine, theirs = recomputed.get("log_statistic"), final.get("log_statistic")
+    if isinstance(mine, float) and isinstance(theirs, float):
+        if not math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(f"recomputed log statistic {mine!r} != verdict's {theirs!r}")
+    elif step is not None and mine != theirs:
+        raise ValueError(f"recomputed log statistic {mine!r} != verdict's {theirs!r}")
+    decision = "detected" if test.decision is Decision.DETECTED else "not-detected"
+    if decision != verdict["decision"]:
+        raise ValueError(f"recomputed decision {decision} != verdict's {verdict['decision']}")
+    return Trajectory(
+        name, label, threshold_label, values, threshold, start, detected_at, dict(recomputed)
+    )
+
+
+def _ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Return 'nice' tick values covering [low, high]."""
+    span = high - low or 1.0
+    raw = span / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(low / step) * step
+    ticks = []
+    value = first
+    while value <= high + 1e-9 * span:
+        ticks.append(round(value, 10))
+        value += step
+    return ticks
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def svg_plot(path: Trajectory, title: str, *, width: int = 640, height: int = 320) -> str:
+    """Return an SVG line chart of ``path``: the statistic, the threshold, the decision."""
+    left, right, top, bottom = 64, 20, 36, 48
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = max(len(path.values), 1)
+    ys = [path.start, path.threshold, *path.values]
+    y_low, y_high = min(ys), max(ys)
+    pad = 0.08 * ((y_high - y_low) or 1.0)
+    y_low, y_high = y_low - pad, y_high + pad
+
+    def sx(x: float) -> float:
+        return left + plot_w * x / n
+
+    def sy(y: float) -> float:
+        return top + plot_h * (1 - (y - y_low) / (y_high - y_low))
+
+    points = [(0.0, path.start), *((i + 1.0, v) for i, v in enumerate(path.values))]
+    line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">'
+        f"{html.escape(title)}</text>",
+    ]
+    for tick in _ticks(y_low, y_high):
+        y = sy(tick)
+        out.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eee"/>'
+        )
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(tick)}</text>')
+    for tick in _ticks(0, n):
+        x = sx(tick)
+        out.append(
+            f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{_fmt(tick)}</text>'
+        )
+    out += [
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+        'stroke="#444"/>',
+        f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">pairs opened</text>',
+        f'<text x="14" y="{top + plot_h / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + plot_h / 2})">{html.escape(path.label)}</text>',
+        f'<line x1="{left}" y1="{sy(path.threshold):.1f}" x2="{left + plot_w}" '
+        f'y2="{sy(path.threshold):.1f}" stroke="#c0392b" stroke-dasharray="6 4"/>',
+        f'<text x="{left + plot_w - 4}" y="{sy(path.threshold) - 5:.1f}" text-anchor="end" '
+        f'fill="#c0392b">{html.escape(path.threshold_label)} = {path.threshold:.3g}</text>',
+        f'<polyline points="{line}" fill="none" stroke="#1f5fa8" stroke-width="1.8"/>',
+    ]
+    if path.detected_at is not None:
+        x = sx(path.detected_at)
+        out.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#27ae60" '
+            'stroke-dasharray="3 3"/>'
+        )
+        out.append(
+            f'<text x="{x - 4:.1f}" y="{top + 14}" text-anchor="end" fill="#27ae60">'
+            f"detected after {path.detected_at} pairs</text>"
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+@dataclass
+class ClaimOutcome:
+    """One claim of the demo: who it was against, its verdict and what the checks said."""
+
+    practitioner: str
+    verdict: Verdict
+    check_ok: bool
+    check_output: str
+    replay_ok: bool
+    replay_output: str
+    training_set_size: int
+    expected: str
+    model: dict[str, object] = field(default_factory=dict)
+
+
+def summary(outcome: ClaimOutcome) -> dict[str, object]:
+    """Return the verdict's headline numbers (decision, pairs, Q/M, Q/N, queries, test)."""
+    verdict = outcome.verdict
+    claim = verdict["claim"]
+    opened = len(verdict["opened"])
+    n_pairs = int(claim["record"]["n_pairs"])
+    final = verdict["final"]
+    draws, successes = int(final["draws"]), int(final["successes"])
+    return {
+        "decision": "DETECTED" if verdict.detected else "NOT-DETECTED",
+        "stop": verdict["stop"],
+        "pairs_opened": opened,
+        "published_pairs": n_pairs,
+        "q_over_m": opened / outcome.training_set_size,
+        "q_over_n": opened / n_pairs,
+        "draws": draws,
+        "successes": successes,
+        "success_rate": successes / draws if draws else float("nan"),
+        "ties_skipped": str(verdict["indicators"]).count("s"),
+        "queries": int(verdict["queries"]),
+        "test": claim["test"]["name"],
+        "p": claim["test"]["params"]["p"],
+        "score": claim["score"],
+    }
+
+
+def summary_line(outcome: ClaimOutcome) -> str:
+    """Return a one-line summary of a claim for the terminal."""
+    s = summary(outcome)
+    return (
+        f"{outcome.practitioner:>5}: {s['decision']:<12} pairs opened {s['pairs_opened']}"
+        f"/{s['published_pairs']} (Q/M {s['q_over_m']:.4f}), successes {s['successes']}"
+        f"/{s['draws']} ({s['success_rate']:.3f}), queries {s['queries']}, "
+        f"test {s['test']} p={s['p']}; check {'OK' if outcome.check_ok else 'FAILED'}, "
+        f"replay {'OK' if outcome.replay_ok else 'FAILED'}"
+    )
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def write_report(
+    run_dir: Path,
+    *,
+    settings: Mapping[str, object],
+    outcomes: Sequence[ClaimOutcome],
+    timings: Sequence[tuple[str, float]],
+    problems: Sequence[str],
+) -> Path:
+    """Write ``run_dir/report.md`` and one SVG plot per claim; return the report's path."""
+    lines = ["# twinaudit demo: a data-use dispute on Fashion-MNIST", ""]
+    verdict_line = "all expectations met" if not problems else "PROBLEMS: " + "; ".join(problems)
+    lines += [f"**Outcome:** {verdict_line}.", ""]
+    lines += ["## Set-up", ""]
+    lines += _table(["setting", "value"], [(k, v) for k, v in settings.items()])
+    lines += ["", "## Verdicts", ""]
+    lines += [
+        "Q is the number of pairs the arbiter opened, M the size of the practitioner's "
+        "training set and N the number of published (escrowed) pairs, as in the paper "
+        "(§7, where M = |D| and N is the owner's published items). Queries = 2·K per "
+        "processed pair.",
+        "",
+    ]
+    rows = []
+    for outcome in outcomes:
+        s = summary(outcome)
+        rows.append(
+            (
+                outcome.practitioner,
+                outcome.expected,
+                f"**{s['decision']}** ({s['stop']})",
+                f"{s['pairs_opened']} / {s['published_pairs']}",
+                f"{s['q_over_m']:.4f}",
+                f"{s['q_over_n']:.3f}",
+                f"{s['successes']} / {s['draws']} ({s['success_rate']:.3f})",
+                s["ties_skipped"],
+                s["queries"],
+                f"{s['test']} (p = {s['p']})",
+                "valid" if outcome.check_ok else "**INVALID**",
+                "identical" if outcome.replay_ok else "**DIFFERS**",
+            )
+        )
+    lines += _table(
+        [
+            "practitioner",
+            "expected",
+            "decision",
+            "pairs opened Q / N",
+            "Q/M",
+            "Q/N",
+            "successes / fed",
+            "ties skipped",
+            "queries",
+            "test",
+            "verifier check",
+            "verifier replay",
+        ],
+        rows,
+    )
+    for outcome in outcomes:
+        name = outcome.practitioner
+        lines += ["", f"### Claim against the {name} model", ""]
+        if outcome.model:
+            lines += [", ".join(f"{k}: {v}" for k, v in outcome.model.items()), ""]
+        path = trajectory(outcome.verdict)
+        svg = run_dir / f"plot-{name}.svg"
+        title = f"{name} model: {path.label} vs {path.threshold_label} ({path.test})"
+        svg.write_text(svg_plot(path, title))
+        lines += [
+            f"![{html.escape(title)}]({svg.name})",
+            "",
+            f"Recomputed from the verdict's {len(path.values)} indicators with "
+            f"`make_test({path.test!r}, …)`: final {path.final}.",
+            "",
+            "`verifier check`:",
+            "",
+            "```",
+            outcome.check_output.strip(),
+            "```",
+            "",
+            "`verifier replay`:",
+            "",
+            "```",
+            outcome.replay_output.strip(),
+            "```",
+        ]
+    lines += ["", "## Timings", ""]
+    total = sum(t for _, t in timings)
+    lines += _table(
+        ["stage", "seconds"], [*((n, f"{t:.1f}") for n, t in timings), ("total", f"{total:.1f}")]
+    )
+    lines += ["", "## Artefacts", ""]
+    lines += [
+        f"- `{p.relative_to(run_dir)}`"
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and "vault" not in p.parts and "data" not in p.parts[len(run_dir.parts) :]
+    ]
+    lines += [
+        "",
+        "(`owner/vault/` holds the owner's secrets and both versions of every pair; "
+        "`data/` the image sets.)",
+        "",
+    ]
+    report = run_dir / "report.md"
+    report.write_text("\n".join(lines))
+    return report

@@ -1,0 +1,106 @@
+"""``python -m evaluation TABLE``: train what a table needs, audit it, rewrite the results.
+
+Tables: ``main`` (C1–C4 and false detections), ``recipe`` (training recipe × audit
+perturbation), ``k``, ``epsilon``, ``fraction``; ``all`` runs them in that order;
+``report`` only rewrites ``docs/results.md``. Everything is cached in the work
+directory (default ``runs/evaluation``): rerunning a command resumes it, and a
+table that needs models another table trained reuses them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from demo.data import DataNotFoundError, locate
+
+from .audit import AuditLog, run_missing
+from .build import Workspace
+from .report import record_run, write_results
+from .specs import N_TRAIN, PLANNERS, Plan, with_sizes
+
+#: Seconds one model takes to train here, two at a time (measured: 2,000 images,
+#: 500 epochs, 300–350 s each on the 2-core machine); used only for ``--plan``.
+SECONDS_PER_MODEL_PAIR = 330.0
+
+
+def _plans(names: list[str], repeats: int, n_train: int | None, epochs: int | None) -> list[Plan]:
+    seeds = list(range(repeats))
+    plans = [PLANNERS[name](seeds) for name in names]
+    if n_train is not None or epochs is not None:
+        plans = [
+            with_sizes(p, n_train=n_train or N_TRAIN, epochs=epochs or p.models[0].epochs)
+            for p in plans
+        ]
+    return plans
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options, run the tables asked for, and rewrite the results document."""
+    parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__)
+    parser.add_argument("table", choices=[*PLANNERS, "all", "report"])
+    parser.add_argument("--repeats", type=int, default=5, help="experiments (seeds) per cell")
+    parser.add_argument("--jobs", type=int, default=2, help="models trained at a time")
+    parser.add_argument("--work", type=Path, default=Path("runs/evaluation"))
+    parser.add_argument("--data", type=Path, help="Fashion-MNIST folder (see python -m demo)")
+    parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
+    parser.add_argument("--plan", action="store_true", help="say what is left to do and stop")
+    parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
+    parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or args.jobs < 1:
+        parser.error("--repeats and --jobs must be at least 1")
+    names = list(PLANNERS) if args.table in ("all", "report") else [args.table]
+    plans = _plans(names, args.repeats, args.n_train, args.epochs)
+    try:
+        workspace = Workspace(args.work, locate(args.data))
+    except DataNotFoundError as exc:
+        print(f"evaluation: {exc}", file=sys.stderr)
+        return 2
+    log = AuditLog(args.work / "audits.jsonl")
+
+    def say(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    if args.plan:
+        for plan in plans:
+            missing = {m for m in plan.models if workspace.model_info(m) is None}
+            audits = sum(j.key not in log.results for j in plan.jobs)
+            hours = len(missing) * SECONDS_PER_MODEL_PAIR / args.jobs / 3600
+            say(f"{plan.table}: {len(missing)} models to train (~{hours:.1f} h), {audits} audits")
+        return 0
+    if args.table != "report":
+        started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
+        for plan in plans:
+            say(f"== {plan.table}: {plan.title}")
+            workspace.train_missing(plan.models, jobs=args.jobs, log=say)
+            run_missing(workspace, plan.jobs, log, say)
+            record_run(
+                args.work,
+                {
+                    "command": "python -m evaluation " + shlex.join(argv or sys.argv[1:]),
+                    "tables": [plan.table],
+                    "started": started,
+                    "wall_seconds": round(time.monotonic() - began, 1),
+                },
+            )
+            started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
+    every = _plans(list(PLANNERS), args.repeats, args.n_train, args.epochs)
+    infos = {m.name: info for p in every for m in p.models if (info := workspace.model_info(m))}
+    out = write_results(
+        args.out,
+        plans=every,
+        results=log.results,
+        infos=infos,
+        repeats=args.repeats,
+        work=args.work,
+    )
+    say(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

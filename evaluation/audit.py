@@ -1,0 +1,125 @@
+"""Run the evaluation's claims in-process, with the verifier's own claim engine.
+
+Each audit is a :class:`verifier.claim.ClaimSession` — the code the arbiter's
+service runs — fed the owner's openings from her vault and querying the model
+through :class:`verifier.oracles.torch_oracle.TorchClassifierOracle`, the code
+``twinaudit oracle serve`` runs. Only the transport is left out (the demo and the
+tests exercise it); the pairs opened, queries, indicators and decisions are those a
+served claim would produce with the same arbiter randomness and nonce.
+
+Results are appended, one JSON line per audit, to ``audits.jsonl`` in the work
+directory and looked up by :attr:`evaluation.specs.Job.key`, so an audit is never
+run twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from demo.models import make_net
+from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.oracles.torch_oracle import TorchClassifierOracle
+from verifier.scoring.classifier import ScoreSpec
+
+from .build import Workspace, rho_of
+from .specs import Job
+
+#: The escrow time written into the in-process claim records (not used by the audit).
+RECORD_TIME = "2026-01-01T00:00:00Z"
+
+
+def claim_nonce(job: Job) -> bytes:
+    """Return the claim nonce of ``job`` (a real arbiter draws it fresh per claim)."""
+    return hashlib.sha256(f"twinaudit evaluation claim\x00{job.key}".encode()).digest()
+
+
+def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[str, object]:
+    """File ``job``'s claim against ``model``; return what its verdict would say."""
+    vault = workspace.vault(job.vault)
+    record = ClaimRecord(0, vault.root, len(vault), "image", rho_of(vault), RECORD_TIME)
+    audit = job.audit
+    params = ClaimParams(
+        record_index=0,
+        record_root=vault.root,
+        endpoint="in-process",
+        model_name=job.model.name,
+        score=ScoreSpec(k=audit.k, perturbation=audit.perturbation, knowledge=audit.knowledge),
+        test_name=audit.test,
+        p=audit.p,
+    )
+    oracle = TorchClassifierOracle(model, n_classes=10, model_name=job.model.name)
+    began = time.monotonic()
+    session = ClaimSession.start("evaluation", record, params, oracle, claim_nonce(job))
+    while indices := session.next_request():
+        progress = session.submit(
+            [(i, vault.pair_opening(i), vault.inclusion_proof(i)) for i in indices]
+        )
+    step = progress.step
+    return {
+        "key": job.key,
+        "model": job.model.name,
+        "vault": job.vault.name,
+        "audit": job.audit.name,
+        "decision": step.decision.value,
+        "stop": progress.stop,
+        "pairs_opened": progress.pairs_opened,
+        "n_pairs": len(vault),
+        "draws": step.draws,
+        "successes": step.successes,
+        "queries": progress.queries,
+        "log_statistic": step.log_statistic,
+        "indicators": session.indicators,
+        "seconds": round(time.monotonic() - began, 2),
+    }
+
+
+class AuditLog:
+    """The append-only file of audit results, keyed by job."""
+
+    def __init__(self, path: Path) -> None:
+        """Read the results already in ``path`` (a torn last line is ignored)."""
+        self.path = path
+        self.results: dict[str, dict[str, object]] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    result = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                self.results[str(result["key"])] = result
+
+    def add(self, result: dict[str, object]) -> None:
+        """Append ``result`` and flush it to disk."""
+        with self.path.open("a") as stream:
+            stream.write(json.dumps(result, sort_keys=True) + "\n")
+            stream.flush()
+        self.results[str(result["key"])] = result
+
+
+def run_missing(
+    workspace: Workspace, jobs: Sequence[Job], log: AuditLog, say: Callable[[str], None]
+) -> None:
+    """Run every job of ``jobs`` whose result is not in ``log`` (models must be trained)."""
+    todo = [job for job in dict.fromkeys(jobs) if job.key not in log.results]
+    if not todo:
+        return
+    say(f"auditing: {len(todo)} claims")
+    torch.set_num_threads(2)
+    by_model: dict[str, list[Job]] = {}
+    for job in todo:
+        by_model.setdefault(job.model.name, []).append(job)
+    for name, model_jobs in by_model.items():
+        model = make_net()
+        state = torch.load(workspace.model_dir(model_jobs[0].model) / "model.pt", weights_only=True)
+        model.load_state_dict(state)
+        model.eval()
+        for job in model_jobs:
+            result = run_audit(workspace, job, model)
+            log.add(result)
+        say(f"  {name}: {len(model_jobs)} claims")

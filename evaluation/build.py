@@ -1,0 +1,220 @@
+"""Build what the audits need: data splits, the owner's vaults, and trained models.
+
+Everything lives under one work directory and is built once: a split, a vault or a
+model that is already there is reused, so an interrupted evaluation resumes where it
+stopped. Each artefact is written under a temporary name and renamed into place when
+complete, so nothing half-built is ever taken for finished.
+
+- ``data/s<seed>-n<n>/``: :func:`demo.data.write_split` of that seed;
+- ``vaults/<vault name>/``: ``owner mark`` of the owner's share (in-process), with a
+  secret derived from the experiment (reproducible; see :func:`owner.mark.secret_from_seed`);
+- ``models/<model name>/model.pt`` and ``model.json``: :func:`demo.practitioner.train`
+  (one torch thread; models are trained ``jobs`` at a time in worker processes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from demo import data as demo_data
+from demo.practitioner import accuracy, train
+from owner.images.sources import open_source
+from owner.mark import mark, secret_from_seed
+from owner.marking import MarkingConfig
+from owner.vault import Vault
+from protocol.seeds import publication_bits
+
+from .specs import ModelSpec, VaultSpec
+
+
+def rho_of(vault: Vault) -> bytes:
+    """Return the evaluation's arbiter randomness for ``vault`` (an arbiter draws it)."""
+    return hashlib.sha256(b"twinaudit evaluation rho\x00" + vault.root).digest()
+
+
+def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:
+    """Run ``build(tmp)`` and rename ``tmp`` to ``target``; return ``target``."""
+    if target.exists():
+        return target
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        build(tmp)
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+class Workspace:
+    """The evaluation's work directory and the Fashion-MNIST it draws from."""
+
+    def __init__(self, root: Path, data_folder: Path) -> None:
+        """Use ``root`` (created) and the idx files in ``data_folder``."""
+        self.root = root
+        self.data_folder = data_folder
+        self._data: demo_data.FashionMnist | None = None
+        for sub in ("data", "vaults", "models"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+
+    def fashion_mnist(self) -> demo_data.FashionMnist:
+        """Return the whole dataset (read once)."""
+        if self._data is None:
+            self._data = demo_data.load(self.data_folder)
+        return self._data
+
+    def split(self, seed: int, n_train: int) -> demo_data.Split:
+        """Return the data split of experiment ``seed`` (written on first use)."""
+        folder = self.root / "data" / f"s{seed}-n{n_train}"
+        if not folder.exists():
+
+            def build(tmp: Path) -> None:
+                demo_data.write_split(self.fashion_mnist(), tmp, n_train=n_train, seed=seed)
+
+            _publish_atomically(build, folder)
+        return demo_data.split_in(folder, n_train)
+
+    def vault(self, spec: VaultSpec) -> Vault:
+        """Return the owner's vault of ``spec`` (marked on first use)."""
+        target = self.root / "vaults" / spec.name
+        if not target.exists():
+            split = self.split(spec.seed, spec.n_train)
+            config = MarkingConfig(marker=spec.marker, epsilon=spec.epsilon)
+
+            def build(tmp: Path) -> None:
+                source = open_source(split.owner_images, labels=split.owner_labels)
+                secret = secret_from_seed(f"twinaudit evaluation {spec.name}")
+                mark(source, tmp / "vault", config, secret=secret, show_progress=False)
+
+            _publish_atomically(build, target)
+        return Vault.open(target / "vault")
+
+    def published(self, spec: VaultSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Return what the owner published from ``spec``'s vault (version b_i of pair i)."""
+        vault = self.vault(spec)
+        bits = np.array(publication_bits(vault.root, rho_of(vault), len(vault)), dtype=bool)
+        images: list[npt.NDArray[np.uint8]] = []
+        labels: list[int] = []
+        for start, v0, v1, chunk_labels, _ in vault.chunks():
+            chosen = bits[start : start + len(v0)]
+            images.append(np.where(chosen[:, None, None, None], v1, v0))
+            labels.extend(int(y) if y is not None else -1 for y in chunk_labels)
+        return np.concatenate(images)[..., 0], np.array(labels, dtype=np.int64)
+
+    def training_set(self, spec: ModelSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Return the practitioner's training set of ``spec`` (always ``n_train`` images).
+
+        The shared 90%, then the published versions of a ``fraction`` of the owner's
+        items (a seeded random subset), then other images in place of the rest.
+        """
+        split = self.split(spec.seed, spec.n_train)
+        shared = np.load(split.shared_images), np.load(split.shared_labels)
+        extra = np.load(split.clean_images), np.load(split.clean_labels)
+        n_owner = split.n_owner
+        used = np.zeros(n_owner, dtype=bool)
+        n_used = round(spec.fraction * n_owner)
+        used[np.random.default_rng([spec.seed, 7]).permutation(n_owner)[:n_used]] = True
+        parts = [shared]
+        if n_used:
+            images, labels = self.published(spec.vault())
+            parts.append((images[used], labels[used]))
+        parts.append((extra[0][~used], extra[1][~used]))
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts]),
+        )
+
+    def model_dir(self, spec: ModelSpec) -> Path:
+        """Return where ``spec``'s model is (or will be)."""
+        return self.root / "models" / spec.name
+
+    def model_info(self, spec: ModelSpec) -> dict[str, object] | None:
+        """Return the training summary of ``spec``'s model, or None if it is not trained yet."""
+        path = self.model_dir(spec) / "model.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def train_missing(
+        self, specs: Sequence[ModelSpec], *, jobs: int, log: Callable[[str], None]
+    ) -> None:
+        """Train every model of ``specs`` that is not there yet, ``jobs`` at a time."""
+        todo = [s for s in dict.fromkeys(specs) if self.model_info(s) is None]
+        if not todo:
+            return
+        log(f"training {len(todo)} models, {jobs} at a time")
+        inputs = []
+        for spec in todo:  # data and vaults are built here, once, before the workers start
+            images, labels = self.training_set(spec)
+            split = self.split(spec.seed, spec.n_train)
+            inputs.append((spec, images, labels, split.test_images, split.test_labels))
+        context = multiprocessing.get_context("spawn")
+        began = time.monotonic()
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {
+                pool.submit(
+                    train_one,
+                    self.model_dir(spec),
+                    spec,
+                    images=images,
+                    labels=labels,
+                    test_images=test_images,
+                    test_labels=test_labels,
+                ): spec
+                for spec, images, labels, test_images, test_labels in inputs
+            }
+            for done, future in enumerate(as_completed(futures), start=1):
+                info = future.result()
+                elapsed = (time.monotonic() - began) / 60
+                log(
+                    f"  [{done}/{len(todo)}] {futures[future].name}: train accuracy "
+                    f"{info['train_accuracy']}, test accuracy {info['test_accuracy']}, "
+                    f"{info['train_seconds']} s ({elapsed:.1f} min so far)"
+                )
+
+
+def train_one(
+    target: Path,
+    spec: ModelSpec,
+    *,
+    images: npt.NDArray[np.uint8],
+    labels: npt.NDArray[np.int64],
+    test_images: Path,
+    test_labels: Path,
+) -> dict[str, object]:
+    """Train ``spec``'s model on the given set (one torch thread); write it to ``target``.
+
+    Runs in a worker process; the model and its summary appear at ``target`` together.
+    """
+    torch.set_num_threads(1)
+    began = time.monotonic()
+    model = train(images, labels, epochs=spec.epochs, seed=spec.seed, recipe=spec.recipe)
+    seconds = time.monotonic() - began
+    info: dict[str, object] = {
+        "spec": asdict(spec),
+        "images": len(images),
+        "train_accuracy": round(accuracy(model, images, labels), 4),
+        "test_accuracy": round(accuracy(model, np.load(test_images), np.load(test_labels)), 4),
+        "train_seconds": round(seconds, 1),
+        "weights": sum(p.numel() for p in model.parameters()),
+        "torch": torch.__version__,
+    }
+
+    def build(tmp: Path) -> None:
+        torch.save(model.state_dict(), tmp / "model.pt")
+        (tmp / "model.json").write_text(json.dumps(info, indent=2))
+
+    _publish_atomically(build, target)
+    return info

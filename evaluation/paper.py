@@ -1,0 +1,60 @@
+"""The paper's published figures that the results are shown next to (copied as printed).
+
+Huang, Gong, Reiter, "A General Framework for Data-Use Auditing of ML Models",
+CCS 2024 (``shared/reference/data-use-auditing-paper.tex``; ``L`` numbers are lines
+of that file). CIFAR-10 is the paper's dataset closest to Fashion-MNIST (ten
+classes, small images); its ε and K ablations exist for CIFAR-100 only, so those
+are quoted from CIFAR-100. The paper's C1–C4 are its CG, CḠ, C̄G, C̄Ḡ (confidence
+vector or label only; ground-truth label known or not), the same as ours.
+
+Its setting: ResNet-18 trained 80 epochs (SGD, lr 0.1, the augmentation of Geiping
+et al. 2020) on 50,000 images, 10% of them the owner's, all used (N̂ = N);
+PGD marks on ResNet-18 features with ε = 10; audit K = 16 random crops, the PPRM
+test with α = 0.025, p = 0.05; R = 20 experiments per entry.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Table 2 (``table:classifier:overview``), CIFAR-10 row (L1259): DSR and Q/M per
+#: condition; accuracy 93.64%, Δacc −0.05 points.
+MAIN_CIFAR10: Final = {
+    "acc": "93.64",
+    "delta_acc": "−0.05",
+    "C1": ("20/20", "2.20%"),
+    "C2": ("20/20", "2.67%"),
+    "C3": ("20/20", "4.22%"),
+    "C4": ("20/20", "4.65%"),
+}
+
+#: Figure 1(a) (``fig:used_published``, L1335–1390): CIFAR-10 DSR (of 20) against the
+#: fraction N̂/N of the published data used, 0, 0.1, …, 1. The 0 column is the paper's
+#: only false-detection experiment (0/20 in every condition).
+FRACTION_CIFAR10: Final = {
+    "C1": (0, 0, 0.05, 0.25, 0.8, 1, 1, 1, 1, 1, 1),
+    "C2": (0, 0, 0, 0.1, 0.75, 0.95, 0.95, 1, 1, 1, 1),
+    "C3": (0, 0, 0.05, 0.15, 0.5, 0.7, 0.95, 1, 1, 1, 1),
+    "C4": (0, 0, 0, 0.2, 0.25, 0.5, 0.65, 1, 1, 1, 1),
+}
+
+#: Table 11 (``table:classifier:markbound``, L3178–3182), CIFAR-100: ε → (DSR, Q/M)
+#: for C1 and C3 (the paper has no CIFAR-10 ε ablation).
+EPSILON_CIFAR100: Final = {
+    2: {"C1": ("20/20", "2.69%"), "C3": ("11/20", "9.48%")},
+    4: {"C1": ("20/20", "0.80%"), "C3": ("20/20", "4.25%")},
+    6: {"C1": ("20/20", "0.43%"), "C3": ("20/20", "1.54%")},
+    8: {"C1": ("20/20", "0.25%"), "C3": ("20/20", "0.85%")},
+    10: {"C1": ("20/20", "0.19%"), "C3": ("20/20", "0.59%")},
+}
+
+#: Table 14 (``table:classifier:numaug``, L3464–3469), CIFAR-100: K → (DSR, Q/M, cost)
+#: for C1 and C3 (no CIFAR-10 K ablation).
+K_CIFAR100: Final = {
+    1: {"C1": ("20/20", "0.41%", "410"), "C3": ("20/20", "6.71%", "6,702")},
+    2: {"C1": ("20/20", "0.36%", "709"), "C3": ("20/20", "3.21%", "6,408")},
+    4: {"C1": ("20/20", "0.34%", "1,334"), "C3": ("20/20", "1.53%", "6,107")},
+    8: {"C1": ("20/20", "0.26%", "2,038"), "C3": ("20/20", "0.82%", "6,509")},
+    16: {"C1": ("20/20", "0.19%", "2,964"), "C3": ("20/20", "0.59%", "9,312")},
+    32: {"C1": ("20/20", "0.30%", "9,364"), "C3": ("20/20", "0.51%", "16,192")},
+}

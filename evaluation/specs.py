@@ -1,0 +1,226 @@
+"""What an evaluation trains and audits: model specs, audit specs, and the tables' plans.
+
+A :class:`ModelSpec` names one practitioner's model completely (data split seed,
+training-set size, recipe, epochs, and which of the owner's published images it
+trained on); a :class:`AuditSpec` names one claim against it (knowledge condition,
+K, perturbation family, test). A table's :class:`Plan` lists the models it needs and
+the audits to run on each; models are shared between tables (the main table's
+models are the fraction sweep's end points, the ε table's ε = 32 column and the
+recipe table's pad-crop-flip row).
+
+Every experiment with seed ``s`` draws its own data split, its own owner secret
+(hence marks, salts and publication bits) and its own training randomness; the
+audit's arbiter randomness (rho) and claim nonce are derived from the vault root
+and the audit, so a rerun reproduces every number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+#: The regime of ``make demo`` (see README "What the demo chose"): every table
+#: varies one thing away from it.
+N_TRAIN: Final = 2000
+EPOCHS: Final = 500
+EPSILON: Final = 32
+MARKER: Final = "bernoulli"
+RECIPE: Final = "pad-crop-flip"
+K: Final = 32
+PERTURBATION: Final = "pad-shift-flip"
+TEST: Final = "mixture-e"
+P: Final = 0.05
+
+CONDITIONS: Final = ("C1", "C2", "C3", "C4")
+FRACTIONS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+EPSILONS: Final = (10, 20, 32, 48)
+KS: Final = (4, 8, 16, 32, 64)
+RECIPES: Final = ("none", "pad-crop-flip", "random-resized-crop")
+FAMILIES: Final = ("none", "pad-shift-flip", "random-resized-crop")
+TESTS: Final = ("mixture-e", "pprm-chernoff")
+
+
+@dataclass(frozen=True)
+class VaultSpec:
+    """The owner's marked pairs of experiment ``seed``: her share of that seed's split."""
+
+    seed: int
+    n_train: int = N_TRAIN
+    epsilon: int = EPSILON
+    marker: str = MARKER
+
+    @property
+    def name(self) -> str:
+        """A file-system name that identifies the vault."""
+        return f"s{self.seed}-n{self.n_train}-{self.marker}{self.epsilon}"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One practitioner's model.
+
+    ``fraction`` of the owner's published images are in its training set (the rest of
+    her share is replaced by other images, so the set always has ``n_train`` images);
+    0 is a clean model, whose marks do not matter (its ``epsilon`` is normalised to 0).
+    """
+
+    seed: int
+    fraction: float = 1.0
+    epsilon: int = EPSILON
+    n_train: int = N_TRAIN
+    epochs: int = EPOCHS
+    recipe: str = RECIPE
+    marker: str = MARKER
+
+    def __post_init__(self) -> None:
+        """Normalise a clean model's marks (it saw none)."""
+        if not 0.0 <= self.fraction <= 1.0:
+            raise ValueError(f"fraction must be in [0, 1], not {self.fraction}")
+        if self.fraction == 0.0 and self.epsilon != 0:
+            object.__setattr__(self, "epsilon", 0)
+
+    @property
+    def clean(self) -> bool:
+        """Whether the model saw none of the owner's published images."""
+        return self.fraction == 0.0
+
+    @property
+    def name(self) -> str:
+        """A file-system name that identifies the model."""
+        data = "clean" if self.clean else f"{self.marker}{self.epsilon}-f{self.fraction:.1f}"
+        return f"s{self.seed}-n{self.n_train}-{self.recipe}-e{self.epochs}-{data}"
+
+    def vault(self, epsilon: int | None = None) -> VaultSpec:
+        """Return the vault its published images came from (or it is audited against)."""
+        eps = self.epsilon if epsilon is None else epsilon
+        return VaultSpec(self.seed, self.n_train, eps or EPSILON, self.marker)
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """One claim's score and test (``window`` pairs per request, as the CLI's default)."""
+
+    knowledge: str = "C3"
+    k: int = K
+    perturbation: str = PERTURBATION
+    test: str = TEST
+    p: float = P
+
+    @property
+    def name(self) -> str:
+        """A compact identifier for result keys."""
+        return f"{self.knowledge}-k{self.k}-{self.perturbation}-{self.test}-p{self.p:g}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """An audit of ``model`` with the pairs of ``vault``."""
+
+    model: ModelSpec
+    vault: VaultSpec
+    audit: AuditSpec
+
+    @property
+    def key(self) -> str:
+        """The result key of this audit."""
+        return f"{self.model.name}|{self.vault.name}|{self.audit.name}"
+
+
+@dataclass
+class Plan:
+    """The models and audits one table needs."""
+
+    table: str
+    title: str
+    models: list[ModelSpec] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+
+    def add(
+        self, model: ModelSpec, audits: Sequence[AuditSpec], epsilon: int | None = None
+    ) -> None:
+        """Need ``model`` and audit it with each of ``audits`` (against its own vault)."""
+        if model not in self.models:
+            self.models.append(model)
+        vault = model.vault(epsilon)
+        self.jobs.extend(Job(model, vault, audit) for audit in audits)
+
+
+def _conditions() -> list[AuditSpec]:
+    return [AuditSpec(knowledge=c, test=t) for c in CONDITIONS for t in TESTS]
+
+
+def plan_main(seeds: Sequence[int]) -> Plan:
+    """Plan C1–C4 with both tests on the demo's regime, and the same claims on clean models."""
+    plan = Plan("main", "Knowledge conditions C1–C4 (and false detections)")
+    for seed in seeds:
+        plan.add(ModelSpec(seed), _conditions())
+        plan.add(ModelSpec(seed, fraction=0.0), _conditions())
+    return plan
+
+
+def plan_fraction(seeds: Sequence[int]) -> Plan:
+    """Plan detection as the share of the published data the model trained on goes 0 → 1."""
+    plan = Plan("fraction", "Fraction of the published data used (paper figure 2)")
+    audits = [AuditSpec(knowledge="C1"), AuditSpec(knowledge="C3")]
+    for fraction in FRACTIONS:
+        for seed in seeds:
+            plan.add(ModelSpec(seed, fraction=fraction), audits)
+    return plan
+
+
+def plan_epsilon(seeds: Sequence[int]) -> Plan:
+    """Plan the marks' bound ε: models trained on each ε's publication; clean ones too."""
+    plan = Plan("epsilon", "The marks' bound ε (paper table 10)")
+    audits = [AuditSpec(knowledge="C1"), AuditSpec(knowledge="C3")]
+    for epsilon in EPSILONS:
+        for seed in seeds:
+            plan.add(ModelSpec(seed, epsilon=epsilon), audits)
+            plan.add(ModelSpec(seed, fraction=0.0), audits, epsilon=epsilon)
+    return plan
+
+
+def plan_k(seeds: Sequence[int]) -> Plan:
+    """Plan K, the perturbed copies per version (audits only: the main table's models)."""
+    plan = Plan("k", "Perturbed copies per version K (paper table 13)")
+    audits = [AuditSpec(knowledge=c, k=k) for c in ("C1", "C3") for k in KS]
+    for seed in seeds:
+        plan.add(ModelSpec(seed), audits)
+        plan.add(ModelSpec(seed, fraction=0.0), audits)
+    return plan
+
+
+def plan_recipe(seeds: Sequence[int]) -> Plan:
+    """Plan the training recipe against the audit's perturbation family (C1 and C3)."""
+    plan = Plan("recipe", "Training recipe × the audit's perturbation family")
+    audits = [
+        AuditSpec(knowledge=c, perturbation=family) for c in ("C1", "C3") for family in FAMILIES
+    ]
+    for recipe in RECIPES:
+        for seed in seeds:
+            plan.add(ModelSpec(seed, recipe=recipe), audits)
+            plan.add(ModelSpec(seed, fraction=0.0, recipe=recipe), audits)
+    return plan
+
+
+PLANNERS: Final = {
+    "main": plan_main,
+    "recipe": plan_recipe,
+    "k": plan_k,
+    "epsilon": plan_epsilon,
+    "fraction": plan_fraction,
+}
+
+
+def with_sizes(plan: Plan, *, n_train: int, epochs: int) -> Plan:
+    """Return ``plan`` with every model's training-set size and epochs replaced (smoke runs)."""
+    models = [replace(m, n_train=n_train, epochs=epochs) for m in plan.models]
+    jobs = [
+        Job(
+            replace(j.model, n_train=n_train, epochs=epochs),
+            replace(j.vault, n_train=n_train),
+            j.audit,
+        )
+        for j in plan.jobs
+    ]
+    return Plan(plan.table, plan.title, models, jobs)

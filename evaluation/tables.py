@@ -1,0 +1,274 @@
+"""Turn audit results into the tables of ``docs/results.md`` (Markdown lines).
+
+Definitions (the paper's, §5.3): DSR = detections / experiments; Q = pairs opened
+when the test detected, M = the practitioner's training-set size, cost = 2·K·Q
+queries; Q/M and cost are averaged over the detecting experiments only. q̂ is the
+pooled success rate over untied pairs (successes / draws): 0.5 means the model
+cannot tell the published twin from the hidden one. A cell with fewer results than
+experiments asked for says ``r/R done``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from . import paper
+from .specs import CONDITIONS, EPSILONS, FAMILIES, FRACTIONS, KS, RECIPES, AuditSpec, Job, Plan
+
+Result = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The results of one table cell: R experiments of the same audit on like models."""
+
+    wanted: int
+    results: list[Result]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every experiment has a result."""
+        return len(self.results) >= self.wanted
+
+    @property
+    def detections(self) -> int:
+        """How many experiments detected."""
+        return sum(r["decision"] == "detected" for r in self.results)
+
+    def dsr(self) -> str:
+        """``d/R``, or how far the cell is."""
+        if not self.complete:
+            return f"{len(self.results)}/{self.wanted} done"
+        return f"{self.detections}/{len(self.results)}"
+
+    def _detected(self) -> list[Result]:
+        return [r for r in self.results if r["decision"] == "detected"]
+
+    def q_over_m(self, m: int) -> str:
+        """Mean Q/M over the detecting experiments (percent), or —."""
+        found = self._detected()
+        if not self.complete or not found:
+            return "—"
+        return f"{100 * statistics.fmean(int(str(r['pairs_opened'])) for r in found) / m:.2f}%"
+
+    def cost(self, k: int) -> str:
+        """Mean 2·K·Q over the detecting experiments, or —."""
+        found = self._detected()
+        if not self.complete or not found:
+            return "—"
+        return f"{statistics.fmean(2 * k * int(str(r['pairs_opened'])) for r in found):,.0f}"
+
+    def q_hat(self) -> str:
+        """Pooled successes / draws, with the draws."""
+        draws = sum(int(str(r["draws"])) for r in self.results)
+        successes = sum(int(str(r["successes"])) for r in self.results)
+        if not self.complete or draws == 0:
+            return "—"
+        return f"{successes / draws:.3f}"
+
+    def untied(self) -> str:
+        """Share of opened pairs that were not ties (draws / pairs opened)."""
+        opened = sum(int(str(r["pairs_opened"])) for r in self.results)
+        draws = sum(int(str(r["draws"])) for r in self.results)
+        if not self.complete or opened == 0:
+            return "—"
+        return f"{draws / opened:.2f}"
+
+
+def cell(
+    plan: Plan, results: Mapping[str, Result], repeats: int, where: Callable[[Job], bool]
+) -> Cell:
+    """Return the cell of ``plan``'s jobs selected by ``where`` (one per experiment)."""
+    found = [results[j.key] for j in plan.jobs if where(j) and j.key in results]
+    return Cell(repeats, found)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def accuracy_summary(values: Sequence[float]) -> str:
+    """``mean ± sd`` of accuracies in percent (or the one value)."""
+    if not values:
+        return "—"
+    mean = 100 * statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.2f}%"
+    return f"{mean:.2f} ± {100 * statistics.stdev(values):.2f}%"
+
+
+def _acc(infos: Mapping[str, Mapping[str, object]], names: Sequence[str]) -> list[float]:
+    return [float(str(infos[n]["test_accuracy"])) for n in names if n in infos]
+
+
+def _is(audit: AuditSpec, **fields: object) -> bool:
+    return all(getattr(audit, k) == v for k, v in fields.items())
+
+
+def main_table(
+    plan: Plan, results: Mapping[str, Result], infos: Mapping[str, Mapping[str, object]], r: int
+) -> list[str]:
+    """Conditions × tests: DSR, Q/M, cost, q̂, untied share, false detections; paper alongside."""
+    m = plan.models[0].n_train
+    used = [s.name for s in plan.models if not s.clean]
+    clean = [s.name for s in plan.models if s.clean]
+    acc_used, acc_clean = _acc(infos, used), _acc(infos, clean)
+    lines = [
+        f"Test accuracy: trained on the published data {accuracy_summary(acc_used)}, "
+        f"clean {accuracy_summary(acc_clean)}"
+        + (
+            f", change {100 * (statistics.fmean(acc_used) - statistics.fmean(acc_clean)):+.2f} "
+            "points"
+            if acc_used and acc_clean
+            else ""
+        )
+        + f" (paper, CIFAR-10: {paper.MAIN_CIFAR10['acc']}%, change "
+        f"{paper.MAIN_CIFAR10['delta_acc']} points).",
+        "",
+    ]
+    rows = []
+    for condition in CONDITIONS:
+        for test in ("mixture-e", "pprm-chernoff"):
+
+            def pick(clean_model: bool, c: str = condition, t: str = test) -> Callable[[Job], bool]:
+                return lambda j: j.model.clean == clean_model and _is(j.audit, knowledge=c, test=t)
+
+            hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
+            k = plan.jobs[0].audit.k
+            dsr, qm = paper.MAIN_CIFAR10[condition]
+            rows.append(
+                [
+                    condition,
+                    test,
+                    hit.dsr(),
+                    hit.q_over_m(m),
+                    hit.cost(k),
+                    hit.q_hat(),
+                    hit.untied(),
+                    miss.dsr(),
+                    miss.q_hat(),
+                    f"{dsr}, {qm}" if test == "pprm-chernoff" else "",
+                ]
+            )
+    header = [
+        "condition",
+        "test",
+        "DSR",
+        "Q/M",
+        "cost 2·K·Q",
+        "q̂",
+        "untied",
+        "false detections (clean models)",
+        "q̂ clean",
+        "paper CIFAR-10 (DSR, Q/M)",
+    ]
+    return lines + _table(header, rows)
+
+
+def fraction_table(plan: Plan, results: Mapping[str, Result], r: int) -> list[str]:
+    """DSR and q̂ against the fraction of the published data used (C1, C3); paper alongside."""
+    rows = []
+    for position, fraction in enumerate(FRACTIONS):
+        row: list[object] = [f"{fraction:.1f}"]
+        for condition in ("C1", "C3"):
+
+            def pick(job: Job, f: float = fraction, k: str = condition) -> bool:
+                return job.model.fraction == f and job.audit.knowledge == k
+
+            c = cell(plan, results, r, pick)
+            row += [c.dsr(), c.q_hat()]
+        row += [
+            f"{paper.FRACTION_CIFAR10['C1'][position]:g}",
+            f"{paper.FRACTION_CIFAR10['C3'][position]:g}",
+        ]
+        rows.append(row)
+    header = ["N̂/N", "C1 DSR", "C1 q̂", "C3 DSR", "C3 q̂", "paper C1", "paper C3"]
+    return _table(header, rows)
+
+
+def epsilon_table(
+    plan: Plan, results: Mapping[str, Result], infos: Mapping[str, Mapping[str, object]], r: int
+) -> list[str]:
+    """ε against accuracy, DSR, Q/M, q̂ and false detections (C1, C3); CIFAR-100 alongside."""
+    m = plan.models[0].n_train
+    rows = []
+    for epsilon in EPSILONS:
+        names = [s.name for s in plan.models if not s.clean and s.epsilon == epsilon]
+        row: list[object] = [epsilon, accuracy_summary(_acc(infos, names))]
+        for condition in ("C1", "C3"):
+
+            def pick(clean: bool, e: int = epsilon, k: str = condition) -> Callable[[Job], bool]:
+                return lambda j: (
+                    j.model.clean == clean and j.vault.epsilon == e and j.audit.knowledge == k
+                )
+
+            hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
+            row += [hit.dsr(), hit.q_over_m(m), hit.q_hat(), miss.dsr()]
+        theirs = paper.EPSILON_CIFAR100.get(epsilon)
+        row.append("; ".join(f"{k} {v[0]}, {v[1]}" for k, v in theirs.items()) if theirs else "—")
+        rows.append(row)
+    header = ["ε", "accuracy"]
+    for condition in ("C1", "C3"):
+        header += [f"{condition} DSR", f"{condition} Q/M", f"{condition} q̂", f"{condition} FD"]
+    return _table([*header, "paper CIFAR-100 (DSR, Q/M)"], rows)
+
+
+def k_table(plan: Plan, results: Mapping[str, Result], r: int) -> list[str]:
+    """K against DSR, Q/M, cost and false detections (C1, C3); CIFAR-100 alongside."""
+    m = plan.models[0].n_train
+    rows = []
+    for k in KS:
+        row: list[object] = [k]
+        for condition in ("C1", "C3"):
+
+            def pick(clean: bool, kk: int = k, c: str = condition) -> Callable[[Job], bool]:
+                return lambda j: j.model.clean == clean and _is(j.audit, k=kk, knowledge=c)
+
+            hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
+            row += [hit.dsr(), hit.q_over_m(m), hit.cost(k), hit.q_hat(), miss.dsr()]
+        theirs = paper.K_CIFAR100.get(k)
+        row.append(
+            "; ".join(f"{c} {v[0]}, {v[1]}, {v[2]}" for c, v in theirs.items()) if theirs else "—"
+        )
+        rows.append(row)
+    header = ["K"]
+    for condition in ("C1", "C3"):
+        header += [f"{condition} {h}" for h in ("DSR", "Q/M", "cost", "q̂", "FD")]
+    return _table([*header, "paper CIFAR-100 (DSR, Q/M, cost)"], rows)
+
+
+def recipe_table(
+    plan: Plan, results: Mapping[str, Result], infos: Mapping[str, Mapping[str, object]], r: int
+) -> list[str]:
+    """Training recipe × audit perturbation family: DSR (q̂), and false detections, per condition."""
+    lines: list[str] = []
+    for condition in ("C1", "C3"):
+        rows = []
+        for recipe in RECIPES:
+            names = [s.name for s in plan.models if not s.clean and s.recipe == recipe]
+            row: list[object] = [recipe, accuracy_summary(_acc(infos, names))]
+            false_detections = []
+            for family in FAMILIES:
+
+                def pick(
+                    clean: bool, rc: str = recipe, fm: str = family, c: str = condition
+                ) -> Callable[[Job], bool]:
+                    return lambda j: (
+                        j.model.clean == clean
+                        and j.model.recipe == rc
+                        and _is(j.audit, perturbation=fm, knowledge=c)
+                    )
+
+                hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
+                row.append(f"{hit.dsr()} (q̂ {hit.q_hat()})")
+                false_detections.append(f"{miss.dsr()}")
+            row.append(" / ".join(false_detections))
+            rows.append(row)
+        header = ["training recipe", "accuracy", *(f"audit `{f}`" for f in FAMILIES)]
+        header.append("false detections (" + " / ".join(FAMILIES) + ")")
+        lines += [f"**{condition}**", "", *_table(header, rows), ""]
+    return lines

@@ -1,0 +1,155 @@
+"""The evaluation harness: plans, training sets, the tables' arithmetic, and a tiny run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from demo.practitioner import RECIPES, augmenter, random_resized_crop_flip
+from evaluation.__main__ import main as evaluation_main
+from evaluation.build import Workspace
+from evaluation.specs import (
+    AuditSpec,
+    Job,
+    ModelSpec,
+    Plan,
+    plan_epsilon,
+    plan_fraction,
+    plan_k,
+    plan_main,
+    plan_recipe,
+)
+from evaluation.tables import Cell, cell
+
+DEBIAN = Path("/usr/share/datasets/fashion-mnist")
+needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
+
+
+def test_a_clean_model_has_no_marks_and_names_are_unique():
+    assert ModelSpec(0, fraction=0.0, epsilon=48) == ModelSpec(0, fraction=0.0)
+    assert ModelSpec(0, fraction=0.0).epsilon == 0
+    assert ModelSpec(0, fraction=0.0).vault().epsilon == 32  # audited with the default marks
+    names = {
+        m.name
+        for planner in (plan_main, plan_fraction, plan_epsilon, plan_k, plan_recipe)
+        for m in planner([0, 1]).models
+    }
+    specs = {
+        m
+        for planner in (plan_main, plan_fraction, plan_epsilon, plan_k, plan_recipe)
+        for m in planner([0, 1]).models
+    }
+    assert len(names) == len(specs)
+    with pytest.raises(ValueError, match="fraction"):
+        ModelSpec(0, fraction=1.5)
+
+
+def test_tables_share_models():
+    main = set(plan_main([0, 1, 2]).models)
+    assert main <= set(plan_fraction([0, 1, 2]).models)  # f = 0 and f = 1
+    assert set(plan_k([0, 1, 2]).models) == main  # K costs audits only
+    assert main <= set(plan_recipe([0, 1, 2]).models)
+    keys = [j.key for j in plan_epsilon([0, 1]).jobs]
+    assert len(keys) == len(set(keys))
+    # Clean models are audited against every ε's vault.
+    clean_vaults = {j.vault.epsilon for j in plan_epsilon([0]).jobs if j.model.clean}
+    assert clean_vaults == {10, 20, 32, 48}
+
+
+def _result(decision: str, opened: int, draws: int, successes: int) -> dict[str, object]:
+    return {
+        "decision": decision,
+        "pairs_opened": opened,
+        "draws": draws,
+        "successes": successes,
+    }
+
+
+def test_cell_arithmetic_follows_the_papers_definitions():
+    results = [
+        _result("detected", 20, 10, 9),
+        _result("detected", 40, 30, 21),
+        _result("not-detected", 200, 100, 50),
+    ]
+    c = Cell(3, results)
+    assert c.dsr() == "2/3"
+    assert c.q_over_m(2000) == "1.50%"  # mean Q = 30 over the detections only
+    assert c.cost(32) == "1,920"  # 2·K·mean Q
+    assert c.q_hat() == f"{80 / 140:.3f}"  # pooled over every experiment
+    assert c.untied() == f"{140 / 260:.2f}"
+    partial = Cell(5, results)
+    assert partial.dsr() == "3/5 done"
+    assert partial.q_over_m(2000) == "—"
+    assert Cell(2, [_result("not-detected", 200, 0, 0)] * 2).q_hat() == "—"
+
+
+def test_cell_selects_its_jobs_by_predicate():
+    plan = Plan("t", "t")
+    plan.add(ModelSpec(0), [AuditSpec("C1"), AuditSpec("C3")])
+    plan.add(ModelSpec(1), [AuditSpec("C1"), AuditSpec("C3")])
+    results = {j.key: _result("detected", 10, 10, 10) for j in plan.jobs if j.model.seed == 0}
+    c = cell(plan, results, 2, lambda j: j.audit.knowledge == "C3")
+    assert len(c.results) == 1 and not c.complete
+
+
+def test_random_resized_crop_is_seeded_and_in_range():
+    x = torch.rand((6, 1, 28, 28))
+    a = random_resized_crop_flip(x, torch.Generator().manual_seed(3))
+    b = random_resized_crop_flip(x, torch.Generator().manual_seed(3))
+    assert a.shape == x.shape and torch.equal(a, b)
+    assert float(a.min()) >= 0.0 and float(a.max()) <= 1.0
+    assert not torch.allclose(a, x)
+    assert augmenter("none") is None
+    assert all(augmenter(r) is not None for r in RECIPES if r != "none")
+    with pytest.raises(ValueError, match="unknown training recipe"):
+        augmenter("mixup")
+
+
+@needs_data
+def test_training_set_holds_the_asked_share_of_the_publication(tmp_path):
+    workspace = Workspace(tmp_path, DEBIAN)
+    spec = ModelSpec(0, fraction=0.3, n_train=300)
+    images, labels = workspace.training_set(spec)
+    assert images.shape == (300, 28, 28) and labels.shape == (300,)
+    published, _ = workspace.published(spec.vault())
+    split = workspace.split(0, 300)
+    raw = np.load(split.owner_images)
+    as_rows = {row.tobytes() for row in images.reshape(300, -1)}
+    n_published = sum(row.tobytes() in as_rows for row in published.reshape(30, -1))
+    n_raw = sum(row.tobytes() in as_rows for row in raw.reshape(30, -1))
+    assert n_published == 9 and n_raw == 0  # marked copies only, never the owner's originals
+    clean_images, _ = workspace.training_set(ModelSpec(0, fraction=0.0, n_train=300))
+    clean_rows = {row.tobytes() for row in clean_images.reshape(300, -1)}
+    assert not any(row.tobytes() in clean_rows for row in published.reshape(30, -1))
+
+
+@pytest.mark.slow
+@needs_data
+def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
+    args = ["main", "--n-train", "300", "--epochs", "1", "--repeats", "1"]
+    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
+    assert evaluation_main(args) == 0
+    lines = (tmp_path / "work" / "audits.jsonl").read_text().splitlines()
+    assert len(lines) == len(plan_main([0]).jobs) == 16
+    first = json.loads(lines[0])
+    assert first["n_pairs"] == 30 and len(first["indicators"]) == first["pairs_opened"]
+    report = (tmp_path / "results.md").read_text()
+    assert "| C3 | mixture-e |" in report and "20/20, 4.22%" in report
+    assert "Done: 2/2 models, 16/16 audits" in report
+    # A second run trains and audits nothing and gives the same results.
+    capsys.readouterr()
+    assert evaluation_main(args) == 0
+    assert "training" not in capsys.readouterr().out
+    assert (tmp_path / "work" / "audits.jsonl").read_text().splitlines() == lines
+
+
+def test_jobs_key_names_model_vault_and_audit():
+    job = Job(ModelSpec(2), ModelSpec(2).vault(), AuditSpec("C4", k=8))
+    assert job.key == (
+        "s2-n2000-pad-crop-flip-e500-bernoulli32-f1.0|s2-n2000-bernoulli32|"
+        "C4-k8-pad-shift-flip-mixture-e-p0.05"
+    )
