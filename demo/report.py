@@ -13,10 +13,13 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from protocol.stats.base import Decision
+from protocol.stats.mixture_prior import DEFAULT_PRIOR, GridPrior, get_prior
 from protocol.stats.registry import make_test
 from verifier.verdict import Verdict
 
@@ -42,6 +45,10 @@ class Trajectory:
     start: float
     detected_at: int | None
     final: dict[str, object]
+    #: (draws, successes) after each indicator, for the mixture's confidence bound.
+    counts: list[tuple[int, int]] = field(default_factory=list)
+    #: The mixture's ``p`` and prior name (None for other tests).
+    mixture: tuple[float, str] | None = None
 
 
 def trajectory(verdict: Verdict) -> Trajectory:
@@ -63,6 +70,7 @@ def trajectory(verdict: Verdict) -> Trajectory:
         label, threshold_label = "PPRM lower bound", "threshold T"
         threshold, start = float(params["threshold"]), 0.0
     values: list[float] = []
+    counts: list[tuple[int, int]] = []
     current, detected_at = start, None
     step = None
     for position, char in enumerate(str(verdict["indicators"]), start=1):
@@ -77,6 +85,7 @@ def trajectory(verdict: Verdict) -> Trajectory:
             if step.decision is Decision.DETECTED:
                 detected_at = position
         values.append(current)
+        counts.append((step.draws, step.successes) if step is not None else (0, 0))
     final = verdict["final"]
     if step is None:
         recomputed: dict[str, object] = {"draws": 0, "successes": 0}
@@ -99,9 +108,90 @@ def trajectory(verdict: Verdict) -> Trajectory:
     decision = "detected" if test.decision is Decision.DETECTED else "not-detected"
     if decision != verdict["decision"]:
         raise ValueError(f"recomputed decision {decision} != verdict's {verdict['decision']}")
+    mixture_params = (float(params["p"]), str(params["prior"])) if mixture else None
     return Trajectory(
-        name, label, threshold_label, values, threshold, start, detected_at, dict(recomputed)
+        name,
+        label,
+        threshold_label,
+        values,
+        threshold,
+        start,
+        detected_at,
+        dict(recomputed),
+        counts,
+        mixture_params,
     )
+
+
+def bound_trajectory(path: Trajectory) -> Trajectory:
+    """Return the mixture claim ``path``'s lower confidence bound on q against ½.
+
+    See :func:`mixture_lower_bounds`; the bound reaches ½ exactly when the test detects.
+    """
+    if path.mixture is None:
+        raise ValueError(f"test {path.test} has no mixture confidence bound")
+    p, prior = path.mixture
+    bounds = mixture_lower_bounds(path.counts, p, get_prior(prior))
+    return replace(
+        path,
+        label="lower confidence bound on q",
+        threshold_label="½",
+        values=bounds,
+        threshold=0.5,
+        start=0.0,
+    )
+
+
+#: Grid of null success rates the mixture's confidence bound is read off (step 1/1024).
+_BOUND_GRID = 1024
+
+
+def mixture_lower_bounds(
+    counts: Sequence[tuple[int, int]], p: float, prior: GridPrior = DEFAULT_PRIOR
+) -> list[float]:
+    """Return the mixture's lower confidence bound on the success rate after each count.
+
+    For a null rate q₀, ``M_t(q₀) = Σ_k w_k (θ_k/q₀)^S ((1−θ_k)/(1−q₀))^F / Σ_k w_k`` over
+    the prior's atoms θ_k > q₀ is a nonnegative supermartingale when the true rate is
+    at most q₀, so by Ville's inequality the q₀ with ``M_t(q₀) ≥ 1/p`` are rejected
+    uniformly over time with error at most p; the bound is the largest grid point q₀
+    such that every grid point up to it is rejected (0 if none is). At q₀ = ½ this is
+    the claim's own test, so the bound reaches ½ exactly when the test detects.
+
+    For display only (binary64, a 1/1024 grid); verdicts come from the test itself.
+    ``counts`` holds (draws, successes) pairs.
+    """
+    r = prior.resolution
+    theta = np.array([a / r for a, _ in prior.atoms])
+    log_w = np.log(np.array([w for _, w in prior.atoms], dtype=float) / prior.total_weight)
+    q0 = np.arange(_BOUND_GRID) / _BOUND_GRID  # 0, …, 1023/1024 (½ is on the grid)
+    above = theta[None, :] > q0[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_up = np.log(theta[None, :]) - np.log(np.maximum(q0[:, None], 1e-300))
+        log_down = np.log(np.maximum(1.0 - theta[None, :], 0.0)) - np.log(1.0 - q0[:, None])
+    threshold = math.log(1.0 / p)
+    bounds, cache = [], {}
+    for draws, successes in counts:
+        key = (draws, successes)
+        if key not in cache:
+            failures = draws - successes
+            with np.errstate(invalid="ignore"):
+                exponent = log_w[None, :] + successes * log_up
+                if failures:
+                    exponent = exponent + failures * log_down
+            exponent = np.where(above, exponent, -np.inf)
+            top = exponent.max(axis=1)
+            finite = np.isfinite(top)
+            log_m = np.full(len(q0), -np.inf)
+            log_m[finite] = top[finite] + np.log(
+                np.exp(exponent[finite] - top[finite, None]).sum(axis=1)
+            )
+            rejected = log_m >= threshold
+            kept = np.flatnonzero(~rejected)
+            first_kept = int(kept[0]) if len(kept) else len(q0)
+            cache[key] = float(q0[first_kept - 1]) if first_kept > 0 else 0.0
+        bounds.append(cache[key])
+    return bounds
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -308,12 +398,25 @@ def write_report(
         if outcome.model:
             lines += [", ".join(f"{k}: {v}" for k, v in outcome.model.items()), ""]
         path = trajectory(outcome.verdict)
-        svg = run_dir / f"plot-{name}.svg"
-        title = f"{name} model: {path.label} vs {path.threshold_label} ({path.test})"
-        svg.write_text(svg_plot(path, title))
+        plots = [(path, run_dir / f"plot-{name}.svg")]
+        if path.mixture is not None:
+            plots = [
+                (bound_trajectory(path), run_dir / f"plot-{name}.svg"),
+                (path, run_dir / f"plot-{name}-evalue.svg"),
+            ]
+        for shown, svg in plots:
+            title = f"{name} model: {shown.label} vs {shown.threshold_label} ({shown.test})"
+            svg.write_text(svg_plot(shown, title))
+            lines += [f"![{html.escape(title)}]({svg.name})", ""]
+        if path.mixture is not None:
+            lines += [
+                "The first plot is the lower end of the confidence sequence for the "
+                "success rate q that the mixture defines (display only, on a 1/1024 "
+                "grid): it reaches ½ exactly when the test detects. The second is the "
+                "test statistic itself, log M_t against log(1/p).",
+                "",
+            ]
         lines += [
-            f"![{html.escape(title)}]({svg.name})",
-            "",
             f"Recomputed from the verdict's {len(path.values)} indicators with "
             f"`make_test({path.test!r}, …)`: final {path.final}.",
             "",

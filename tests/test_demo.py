@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from demo import data as demo_data
-from demo.report import ClaimOutcome, svg_plot, trajectory
+from demo.report import ClaimOutcome, mixture_lower_bounds, svg_plot, trajectory
 from demo.run import QUICK, problems_of, run_demo, with_overrides
 from protocol.stats.mixture import log_e_value
 from protocol.stats.paper_test import PaperTest
@@ -276,3 +276,19 @@ def test_quick_demo_runs_every_stage(tmp_path):
             assert path.final["log_statistic"] == pytest.approx(replayed.final["log_statistic"])
     # Every server was stopped.
     assert "interrupted" not in text
+
+
+def test_the_mixture_bound_reaches_one_half_exactly_when_the_test_detects():
+    from protocol.stats.mixture import reaches
+
+    counts = [
+        (d, k) for d in (0, 1, 5, 6, 10, 40, 118, 200) for k in range(0, d + 1, max(1, d // 9))
+    ]
+    bounds = mixture_lower_bounds(counts, 0.05)
+    for (draws, successes), bound in zip(counts, bounds, strict=True):
+        assert (bound >= 0.5) == reaches(draws, successes, 0.05), (draws, successes, bound)
+        assert 0.0 <= bound < 1.0
+    # More successes at the same draws never lower the bound; a stricter p lowers it.
+    row = mixture_lower_bounds([(100, k) for k in range(101)], 0.05)
+    assert row == sorted(row)
+    assert mixture_lower_bounds([(100, 70)], 0.001)[0] < mixture_lower_bounds([(100, 70)], 0.05)[0]
