@@ -545,3 +545,24 @@ def test_rho_is_fresh_randomness(store, monkeypatch):
     monkeypatch.setattr("verifier.escrow.sql_store.secrets.token_bytes", spy)
     store.commit(_request())
     assert drawn == [32]
+
+
+def test_postgres_store_reconnects_after_the_server_drops_it():
+    import psycopg
+
+    backend = PostgresBackend(postgres_dsn())
+    store = backend.open()
+    try:
+        first = open_receipt(store.commit(_request(1)), KEY.public_key())
+        pid = store._conn.info.backend_pid
+        with psycopg.connect(backend.dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # The next transaction finds the connection gone, reconnects and carries on.
+        second = open_receipt(store.commit(_request(2)), KEY.public_key())
+        assert store._conn.info.backend_pid != pid
+        assert (first.entry.index, second.entry.index) == (0, 1)
+        assert store.size() == 2
+        assert store.entry(0) == (first.entry, first.rho)
+    finally:
+        store.close()
+        backend.cleanup()

@@ -129,6 +129,13 @@ class PostgresEscrowStore(SqlEscrowStore):
         self._conn = conn
         return _PgCursor(conn.cursor())
 
+    def _connection_lost(self, error: BaseException | None) -> bool:
+        """Return whether the server connection is closed or broken (dropped, restarted)."""
+        if error is not None and not isinstance(error, psycopg.OperationalError):
+            return False
+        conn = self._conn
+        return conn is None or conn.closed or conn.broken
+
     def _disconnect(self) -> None:
         if self._conn is not None:
             self._conn.close()

@@ -206,19 +206,48 @@ class SqlEscrowStore(EscrowStore):
     def _disconnect(self) -> None:
         """Close the connection."""
 
+    def _connection_lost(self, error: BaseException | None) -> bool:
+        """Return whether the connection is gone (``error``: what starting a transaction raised).
+
+        A backend whose server can drop connections (PostgreSQL) says so, and
+        :meth:`_transaction` then reconnects; the embedded default never loses its file.
+        """
+        return False
+
     # --- Transactions --------------------------------------------------------------------
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Cursor]:
-        """Run the body in one transaction; commit on success, roll back on any error."""
+        """Run the body in one transaction; commit on success, roll back on any error.
+
+        A connection found lost before or while the transaction starts is reopened
+        once (nothing of the transaction has run yet, so nothing is repeated). One lost
+        in the middle fails this transaction (rolled back by the server); the next
+        one reconnects.
+        """
+        begin = self.BEGIN_WRITE if write else self.BEGIN_READ
+        if self._connection_lost(None):
+            self._reconnect()
+        try:
+            self._cur.execute(begin)
+        except Exception as exc:
+            if not self._connection_lost(exc):
+                raise
+            self._reconnect()
+            self._cur.execute(begin)
         cur = self._cur
-        cur.execute(self.BEGIN_WRITE if write else self.BEGIN_READ)
         try:
             yield cur
             cur.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
+
+    def _reconnect(self) -> None:
+        """Drop the lost connection and open a new one (the log is unchanged by this)."""
+        with contextlib.suppress(Exception):
+            self._disconnect()
+        self._cur = self._connect()
 
     def _rollback(self) -> None:
         # The transaction may already be gone (a failed COMMIT); the caller raises the cause.
