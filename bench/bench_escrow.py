@@ -100,7 +100,7 @@ def _store_figure(store: SqlEscrowStore, threads: int, label: str) -> float:
 
 def _grpc_figures(directory: Path) -> None:
     with SqliteEscrowStore(directory / "grpc.db", KEY) as store:
-        server, port = serve_escrow(store, "127.0.0.1:0", max_workers=CLIENTS)
+        server, port = serve_escrow(store, "127.0.0.1:0", max_workers=CLIENTS, rate_limit=None)
         try:
             with make_channel(f"127.0.0.1:{port}") as channel:
                 stub = escrow_pb2_grpc.EscrowStub(channel)

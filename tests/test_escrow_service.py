@@ -444,3 +444,49 @@ def test_mtls_requires_a_client_certificate(store, pki):
         assert store.size() == 1
     finally:
         running.stop(None)
+
+
+# --- Rate limits (spec §13: grinding over receipts) -------------------------------------
+
+
+def test_commits_past_the_clients_rate_limit_are_refused_and_not_stored(store):
+    from verifier.escrow.rate_limit import RateLimit
+
+    server, port = serve_escrow(
+        store, "127.0.0.1:0", max_workers=4, rate_limit=RateLimit(per_second=0.001, burst=2)
+    )
+    try:
+        with make_channel(f"127.0.0.1:{port}") as channel:
+            _escrow(channel)
+            _escrow(channel, owner="bob")  # a new owner name is the same client
+            with pytest.raises(grpc.RpcError) as refused:
+                _escrow(channel, owner="carol")
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "escrow rate limit reached for addr:127.0.0.1" in refused.value.details()
+            assert "retry in" in refused.value.details()
+            # Reads are not limited.
+            stub = escrow_pb2_grpc.EscrowStub(channel)
+            stub.GetCheckpoint(escrow_pb2.GetCheckpointRequest(), timeout=TIMEOUT_S)
+    finally:
+        server.stop(None)
+    assert store.size() == 2
+
+
+def test_mtls_clients_are_limited_by_certificate(store, pki):
+    from verifier.escrow.rate_limit import RateLimit
+
+    server_tls = TlsFiles(cert=pki / "server.crt", key=pki / "server.key", ca=pki / "ca.crt")
+    server, port = serve_escrow(
+        store, "localhost:0", tls=server_tls, rate_limit=RateLimit(per_second=0.001, burst=1)
+    )
+    try:
+        client_tls = TlsFiles(cert=pki / "client.crt", key=pki / "client.key", ca=pki / "ca.crt")
+        with make_channel(f"localhost:{port}", tls=client_tls) as channel:
+            _escrow(channel)
+            with pytest.raises(grpc.RpcError) as refused:
+                _escrow(channel)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "for cert:" in refused.value.details()
+    finally:
+        server.stop(None)
+    assert store.size() == 1

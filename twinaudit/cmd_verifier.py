@@ -11,6 +11,7 @@ from typing import Any
 
 from protocol.errors import InputError, TwinauditError
 from protocol.keys import load_private_key, load_public_key, write_keypair
+from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 
 from .transport import TlsFiles
 
@@ -38,6 +39,19 @@ def register(commands: Any) -> None:
     serve.add_argument("--tls-key", type=Path, help="server private key (PEM)")
     serve.add_argument("--client-ca", type=Path, help="require client certificates from this CA")
     serve.add_argument("--oracle-ca", type=Path, help="CA of TLS model oracles")
+    serve.add_argument(
+        "--escrow-rate",
+        type=float,
+        default=DEFAULT_RATE_LIMIT.per_second,
+        help="escrow commits per second per client (certificate under mTLS, else address) "
+        f"once its burst is spent; 0: no limit (default {DEFAULT_RATE_LIMIT.per_second:g})",
+    )
+    serve.add_argument(
+        "--escrow-burst",
+        type=int,
+        default=DEFAULT_RATE_LIMIT.burst,
+        help=f"escrow commits a client may make at once (default {DEFAULT_RATE_LIMIT.burst})",
+    )
     serve.set_defaults(handler=_serve)
 
     check = sub.add_parser("check", help="verify a verdict offline (exit 0 valid, 1 invalid)")
@@ -81,8 +95,11 @@ def _serve(args: argparse.Namespace) -> int:
     key = load_private_key(args.key)
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
+    rate = RateLimit(args.escrow_rate, args.escrow_burst) if args.escrow_rate != 0 else None
     store = _open_store(args.db, key)
-    server, port = serve_arbiter(store, key, args.listen, tls=tls, oracle_tls=oracle_tls)
+    server, port = serve_arbiter(
+        store, key, args.listen, tls=tls, oracle_tls=oracle_tls, escrow_rate_limit=rate
+    )
     host = args.listen.rsplit(":", 1)[0]
     print(f"twinaudit verifier serving on {host}:{port}", flush=True)
     stop = threading.Event()

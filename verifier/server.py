@@ -8,6 +8,7 @@ import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from twinaudit.transport import TlsFiles, make_server
+from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
 from verifier.escrow.service import add_escrow_service
 from verifier.escrow.store import EscrowStore
@@ -26,17 +27,19 @@ def serve_arbiter(
     oracle_tls: TlsFiles | None = None,
     max_workers: int = 16,
     entropy: Callable[[int], bytes] | None = None,
+    escrow_rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
     ``entropy`` is for reproducible tests only (claim ids and nonces; default: the OS
-    CSPRNG). Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
+    CSPRNG). ``escrow_rate_limit`` bounds each client's escrow commits (None: no limit).
+    Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
     over TLS when ``oracle_tls`` is given). Concurrent claims run on separate threads.
     """
     factory = oracle_factory or grpc_oracle_factory(oracle_tls)
 
     def register(server: grpc.Server) -> None:
-        add_escrow_service(server, store)
+        add_escrow_service(server, store, rate_limit=escrow_rate_limit)
         add_verifier_service(server, VerifierService(store, signing_key, factory, entropy=entropy))
 
     return make_server(

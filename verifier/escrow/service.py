@@ -3,7 +3,8 @@
 Every request field is validated before the store is touched, with the spec's error
 families mapped by :func:`twinaudit.transport.status_for`: a malformed field is
 ``INVALID_ARGUMENT``, ``n_pairs`` above ``MAX_PAIRS`` is ``RESOURCE_EXHAUSTED``
-(``limit-exceeded``), an unsupported spec version is ``FAILED_PRECONDITION``. A log
+(``limit-exceeded``), as is a commit past the client's rate limit
+(:mod:`.rate_limit`); an unsupported spec version is ``FAILED_PRECONDITION``. A log
 index or size the log has not reached is ``NOT_FOUND``. A rejected request stores and
 signs nothing.
 """
@@ -21,6 +22,7 @@ from protocol.escrow_messages import EscrowRequest
 from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.transport import TlsFiles, make_server, status_for
 
+from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
 from .store import EscrowStore
 
 #: Full name of the service, as the health service reports it.
@@ -44,9 +46,15 @@ def request_from_proto(message: escrow_pb2.CommitRequest) -> EscrowRequest:
 class EscrowService(escrow_pb2_grpc.EscrowServicer):
     """Serves one :class:`EscrowStore`: commits, records, checkpoints and proofs."""
 
-    def __init__(self, store: EscrowStore) -> None:
-        """Serve ``store`` (the caller keeps ownership and closes it)."""
+    def __init__(
+        self, store: EscrowStore, *, rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
+    ) -> None:
+        """Serve ``store`` (the caller keeps ownership and closes it).
+
+        ``rate_limit`` bounds each client's commits (:mod:`.rate_limit`); None: no limit.
+        """
         self._store = store
+        self._limiter = CommitLimiter(rate_limit) if rate_limit is not None else None
 
     def Commit(  # noqa: N802
         self, request: escrow_pb2.CommitRequest, context: Any
@@ -55,6 +63,8 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
 
         def run() -> escrow_pb2.CommitResponse:
             escrow_request = request_from_proto(request)  # validated before anything is stored
+            if self._limiter is not None:
+                self._limiter.take(client_identity(context))
             return escrow_pb2.CommitResponse(receipt=self._store.commit(escrow_request))
 
         return _serve(context, run)
@@ -126,15 +136,22 @@ def _serve(context: Any, fn: Callable[[], T]) -> T:
         raise  # unreachable: abort raises
 
 
-def add_escrow_service(server: grpc.Server, store: EscrowStore) -> EscrowService:
+def add_escrow_service(
+    server: grpc.Server, store: EscrowStore, *, rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
+) -> EscrowService:
     """Register an :class:`EscrowService` for ``store`` on ``server`` and return it."""
-    service = EscrowService(store)
+    service = EscrowService(store, rate_limit=rate_limit)
     escrow_pb2_grpc.add_EscrowServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service
 
 
 def serve_escrow(
-    store: EscrowStore, listen: str, *, tls: TlsFiles | None = None, max_workers: int = 8
+    store: EscrowStore,
+    listen: str,
+    *,
+    tls: TlsFiles | None = None,
+    max_workers: int = 8,
+    rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
 ) -> tuple[grpc.Server, int]:
     """Start a gRPC server for ``store`` on ``listen``; return it and its bound port.
 
@@ -143,7 +160,7 @@ def serve_escrow(
     """
 
     def register(server: grpc.Server) -> None:
-        add_escrow_service(server, store)
+        add_escrow_service(server, store, rate_limit=rate_limit)
 
     return make_server(
         listen,
