@@ -250,7 +250,7 @@ def test_labelled_conditions_need_committed_labels():
 
 def test_check_oracle():
     def info(output, caps=("classify",)):
-        return OracleInfo("m", "d" * 64, caps, output, 10, 32)
+        return OracleInfo("m", "d" * 64, caps, output, 10 if output else 0, 32)
 
     for knowledge in ("C1", "C2", "C3", "C4"):
         _spec(knowledge).check_oracle(info("probabilities"))
@@ -260,7 +260,7 @@ def test_check_oracle():
         with pytest.raises(ParameterError):
             _spec(knowledge).check_oracle(info("label"))
     with pytest.raises(ParameterError):
-        _spec("C4").check_oracle(info("label", ("embed-images",)))
+        _spec("C4").check_oracle(info("", ("embed-images",)))
 
 
 def test_make_queries_is_deterministic():

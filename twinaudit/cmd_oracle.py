@@ -1,7 +1,18 @@
-"""``twinaudit oracle serve``: expose a PyTorch image classifier as ``twinaudit.oracle.v1.Oracle``.
+"""``twinaudit oracle serve``: expose a model as ``twinaudit.oracle.v1.Oracle``.
 
-The model is a state dict (``torch.load`` with ``weights_only=True``) plus ``--arch
-MODULE:CALLABLE``, a callable that takes no arguments and returns the
+``--kind`` says what the model is (spec §10.1):
+
+- ``classifier`` (the default): an image classifier, answering ``Classify``;
+- ``encoder``: an image encoder (images to embeddings), answering ``EmbedImages``;
+- ``lm``: a causal language model, answering ``TokenLogprobs`` — a torch module
+  (ids (1, T) to logits (1, T, V)) with ``--tokenizer``, a local Hugging Face model
+  directory (``--hf``), or an OpenAI-compatible completions endpoint
+  (``--openai-url`` and ``--openai-model``) that this process relays to;
+- ``clip``: a CLIP-style module with ``encode_image`` and ``encode_text``, with
+  ``--tokenizer``, answering ``EmbedImageText``.
+
+A torch model is a state dict (``torch.load`` with ``weights_only=True``) plus
+``--arch MODULE:CALLABLE``, a callable that takes no arguments and returns the
 ``torch.nn.Module`` to load it into; or a ``torch.export`` archive (a ``.pt2`` file);
 or a TorchScript file (``torch.jit.load``). It runs on the CPU in eval mode. The
 server prints ``listening on HOST:PORT`` (the bound port, useful with port 0) and
@@ -28,6 +39,8 @@ if TYPE_CHECKING:
 
 #: Seconds in-flight calls get to finish after a stop signal.
 STOP_GRACE_S = 2.0
+#: What ``--kind`` may name.
+KINDS = ("classifier", "encoder", "lm", "clip")
 
 
 def _shape(text: str) -> tuple[int, int, int]:
@@ -50,19 +63,47 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     commands = oracle.add_subparsers(dest="oracle_command", metavar="COMMAND", required=True)
     serve = commands.add_parser(
         "serve",
-        help="serve a PyTorch image classifier",
+        help="serve a model (classifier, encoder, language model, CLIP-style)",
         description=(
             "Serve a state dict loaded into --arch MODULE:CALLABLE, a torch.export archive "
-            "(.pt2) or a TorchScript file on the CPU until SIGINT/SIGTERM. Prints "
-            "'listening on HOST:PORT' once bound."
+            "(.pt2) or a TorchScript file on the CPU until SIGINT/SIGTERM; or, for --kind "
+            "lm, a Hugging Face model directory (--hf) or an OpenAI-compatible endpoint "
+            "(--openai-url). Prints 'listening on HOST:PORT' once bound."
         ),
     )
     serve.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="classifier",
+        help="what the model is (default: classifier)",
+    )
+    serve.add_argument(
         "--model",
-        required=True,
         type=Path,
         metavar="PATH",
         help="state dict (with --arch), torch.export archive (.pt2) or TorchScript file",
+    )
+    serve.add_argument(
+        "--tokenizer",
+        metavar="NAME",
+        help="for lm/clip torch modules: 'bytes' (UTF-8 bytes, BOS 256), 'bytes-no-bos', "
+        "or MODULE:CALLABLE returning a tokenizer (encode(text) -> ids, bos_id)",
+    )
+    serve.add_argument("--hf", type=Path, metavar="DIR", help="lm: a Hugging Face model directory")
+    serve.add_argument(
+        "--openai-url", metavar="URL", help="lm: an OpenAI-compatible base URL (http://host/v1)"
+    )
+    serve.add_argument("--openai-model", metavar="NAME", help="lm: the model name at --openai-url")
+    serve.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="lm: environment variable holding the endpoint's API key",
+    )
+    serve.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="lm/clip torch modules: most tokens per text, BOS included (longer are refused)",
     )
     serve.add_argument(
         "--arch",
@@ -207,30 +248,114 @@ def _tls(args: argparse.Namespace) -> Any:
     return TlsFiles(cert=args.tls_cert, key=args.tls_key, ca=args.client_ca)
 
 
+def _tokenizer(name: str | None) -> Any:
+    from verifier.oracles.tokenizer import ByteTokenizer, Tokenizer
+
+    if name is None:
+        raise InputError("this kind of model needs --tokenizer")
+    if name in ("bytes", "bytes-no-bos"):
+        return ByteTokenizer(bos=name == "bytes")
+    tokenizer = _resolve(name)()
+    if not isinstance(tokenizer, Tokenizer):
+        raise InputError(f"{name!r} did not return a tokenizer (encode(text), bos_id)")
+    return tokenizer
+
+
+def _torch_model(args: argparse.Namespace) -> torch.nn.Module:
+    if args.model is None:
+        raise InputError(f"--kind {args.kind} needs --model")
+    return load_model(args.model, args.arch)
+
+
+def _language_model(args: argparse.Namespace) -> Any:
+    from verifier.oracles.hf_lm import load_hf_language_model
+    from verifier.oracles.openai_lm import OpenAICompletionsOracle
+    from verifier.oracles.torch_lm import TorchLanguageModelOracle
+
+    sources = [args.model is not None, args.hf is not None, args.openai_url is not None]
+    if sum(sources) != 1:
+        raise InputError("--kind lm needs exactly one of --model, --hf, --openai-url")
+    if args.openai_url is not None:
+        if not args.openai_model:
+            raise InputError("--openai-url needs --openai-model")
+        key = None
+        if args.api_key_env:
+            key = os.environ.get(args.api_key_env)
+            if not key:
+                raise InputError(f"environment variable {args.api_key_env} is not set")
+        return OpenAICompletionsOracle(
+            args.openai_url,
+            args.openai_model,
+            api_key=key,
+            max_batch=min(args.max_batch, 4096),
+        )
+    if args.hf is not None:
+        return load_hf_language_model(args.hf, model_name=args.name, max_batch=args.max_batch)
+    return TorchLanguageModelOracle(
+        _torch_model(args),
+        _tokenizer(args.tokenizer),
+        model_name=args.name or args.model.name,
+        max_batch=args.max_batch,
+        max_tokens=args.max_tokens,
+    )
+
+
+def make_oracle(args: argparse.Namespace) -> Any:
+    """Build the oracle that ``--kind`` and the model options describe."""
+    if args.kind == "classifier":
+        from verifier.oracles.torch_oracle import TorchClassifierOracle
+
+        if args.n_classes is None and args.input_shape is None:
+            raise InputError("give --n-classes, or --input-shape to probe it")
+        return TorchClassifierOracle(
+            _torch_model(args),
+            n_classes=args.n_classes,
+            probe_shape=args.input_shape,
+            model_name=args.name or args.model.name,
+            mean=args.mean,
+            std=args.std,
+            max_batch=args.max_batch,
+            label_only=args.label_only,
+        )
+    if args.kind == "encoder":
+        from verifier.oracles.torch_encoder import TorchEncoderOracle
+
+        return TorchEncoderOracle(
+            _torch_model(args),
+            model_name=args.name or args.model.name,
+            mean=args.mean,
+            std=args.std,
+            max_batch=args.max_batch,
+        )
+    if args.kind == "clip":
+        from verifier.oracles.torch_encoder import TorchImageTextOracle
+
+        return TorchImageTextOracle(
+            _torch_model(args),
+            _tokenizer(args.tokenizer),
+            model_name=args.name or args.model.name,
+            mean=args.mean,
+            std=args.std,
+            max_batch=args.max_batch,
+            max_tokens=args.max_tokens,
+        )
+    return _language_model(args)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
-    if args.n_classes is None and args.input_shape is None:
+    if args.kind == "classifier" and args.n_classes is None and args.input_shape is None:
         raise InputError("give --n-classes, or --input-shape to probe it")
     tls = _tls(args)
     import torch
 
     from verifier.oracles.grpc_server import serve_oracle
-    from verifier.oracles.torch_oracle import TorchClassifierOracle
 
     if args.threads is not None:
         if args.threads < 1:
             raise InputError("--threads must be at least 1")
         torch.set_num_threads(args.threads)
-    oracle = TorchClassifierOracle(
-        load_model(args.model, args.arch),
-        n_classes=args.n_classes,
-        probe_shape=args.input_shape,
-        model_name=args.name or args.model.name,
-        mean=args.mean,
-        std=args.std,
-        max_batch=args.max_batch,
-        label_only=args.label_only,
-    )
+    oracle = make_oracle(args)
     stop = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
@@ -243,11 +368,18 @@ def run_serve(args: argparse.Namespace) -> int:
         host = args.listen.rpartition(":")[0]
         info = oracle.info
         print(f"listening on {host}:{port}", flush=True)
-        print(
-            f"model {info.model_name} sha256 {info.model_digest} classes {info.n_classes} "
-            f"output {info.classify_output}",
-            flush=True,
-        )
+        if args.kind == "classifier":
+            print(
+                f"model {info.model_name} sha256 {info.model_digest} classes {info.n_classes} "
+                f"output {info.classify_output}",
+                flush=True,
+            )
+        else:
+            print(
+                f"model {info.model_name} digest {info.model_digest} "
+                f"capabilities {','.join(info.capabilities)}",
+                flush=True,
+            )
         while not stop.wait(0.5):
             pass
         server.stop(STOP_GRACE_S).wait()

@@ -11,26 +11,22 @@ has stopped it produces the verdict payload (never before).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
 
 from protocol import SPEC_VERSION, limits
 from protocol.commitment import PairOpening, version_digest
 from protocol.encoding import Value, decode, encode
 from protocol.errors import InputError, ParameterError, RootMismatchError, StateError
-from protocol.items import ImageItem, decode_pair
+from protocol.items import Item, decode_pair
 from protocol.merkle import verify_inclusion
 from protocol.prg import Prg, bit_stream, without_replacement
 from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
 from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
 from protocol.stats.registry import make_test, test_from_state
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer
-from verifier.scoring.augment import stream_label
-from verifier.scoring.classifier import ScoreSpec, make_queries, score
+from verifier.oracles.base import Oracle
+from verifier.scoring.registry import AnyScoreSpec
+from verifier.windows import QueryBatch, WindowScorer, scorer_for
 
 from .transcript import TranscriptWriter
 
@@ -62,7 +58,7 @@ class ClaimParams:
     record_root: bytes
     endpoint: str
     model_name: str
-    score: ScoreSpec
+    score: AnyScoreSpec
     test_name: str
     p: float
     alpha: float | None = None
@@ -114,12 +110,9 @@ class PreparedWindow:
 
     number: int
     indices: list[int]
-    items: list[tuple[ImageItem, ImageItem]]
+    items: list[tuple[Item, Item]]
     openings: list[PairOpening]
-    params: list[Value]
-    queries: list[npt.NDArray[np.float32]]
-    order: list[int]
-    batch: npt.NDArray[np.float32]
+    batch: QueryBatch
 
 
 @dataclass
@@ -129,7 +122,7 @@ class ClaimSession:
     claim_id: str
     record: ClaimRecord
     params: ClaimParams
-    oracle: ClassifierOracle
+    oracle: Oracle
     claim_nonce: bytes
     test: SequentialTest
     claim_map: dict[str, Value]
@@ -149,6 +142,8 @@ class ClaimSession:
     _saved_records: int = field(default=0, repr=False)
     #: The audit order (spec §5.3), positioned after the pairs already opened.
     _order: Iterator[int] | None = field(default=None, repr=False)
+    #: The score function's window logic (:mod:`verifier.windows`).
+    _scorer: WindowScorer | None = field(default=None, repr=False)
 
     # -- construction ----------------------------------------------------------------
 
@@ -158,18 +153,30 @@ class ClaimSession:
         claim_id: str,
         record: ClaimRecord,
         params: ClaimParams,
-        oracle: ClassifierOracle,
+        oracle: Oracle,
         claim_nonce: bytes,
     ) -> ClaimSession:
-        """Open a claim: check it against the record and the oracle, write the header."""
+        """Open a claim: check it against the record and the oracle, write the header.
+
+        The score function must read the record's item kind (``image-classifier`` and
+        ``image-encoder`` images, ``language-model`` texts, ``image-text`` captioned
+        images) and the oracle must offer the queries it needs.
+        """
         if params.record_index != record.index:
             raise InputError(f"claim names record {params.record_index}, not {record.index}")
         if params.record_root != record.root:
             raise RootMismatchError(record.root, params.record_root, "escrowed root")
         if len(claim_nonce) != limits.HASH_BYTES:
             raise InputError("claim nonce must be 32 bytes")
+        if record.item_kind != params.score.item_kind:
+            raise ParameterError(
+                f"the {params.score.function!r} score reads {params.score.item_kind!r} items; "
+                f"the record holds {record.item_kind!r}"
+            )
         info = oracle.info
         params.score.check_oracle(info)
+        scorer = scorer_for(params.score)
+        scorer.check_oracle(oracle, info)
         test = make_test(params.test_name, record.n_pairs, params.p, params.alpha)
         claim_map: dict[str, Value] = {
             "record": {"index": record.index, "root": record.root, "n_pairs": record.n_pairs},
@@ -187,6 +194,7 @@ class ClaimSession:
             "claim_nonce": claim_nonce,
         }
         session = cls(claim_id, record, params, oracle, claim_nonce, test, claim_map)
+        session._scorer = scorer
         session.transcript.append({"type": "header", "spec": SPEC_VERSION, "claim": claim_map})
         return session
 
@@ -196,6 +204,18 @@ class ClaimSession:
     def seed(self) -> bytes:
         """The audit seed of this claim (spec §5.5)."""
         return audit_seed(self.record.root, self.record.rho, self.claim_nonce)
+
+    @property
+    def scorer(self) -> WindowScorer:
+        """The score function's window logic."""
+        if self._scorer is None:
+            self._scorer = scorer_for(self.params.score)
+        return self._scorer
+
+    @property
+    def queries_per_pair(self) -> int:
+        """Oracle queries per pair: both versions' copies (2K, or 2)."""
+        return 2 * self.params.score.queries_per_version
 
     @property
     def limit(self) -> int:
@@ -229,7 +249,7 @@ class ClaimSession:
         remaining = self.limit - opened
         affordable = remaining
         if self.params.query_budget:
-            per_pair = 2 * self.params.score.k
+            per_pair = self.queries_per_pair
             affordable = (self.params.query_budget - queries) // per_pair
         size = min(self.params.window, remaining, affordable)
         return self._next_in_order(size) if size > 0 else []
@@ -259,7 +279,7 @@ class ClaimSession:
             return []
         current = self._requested[0]
         window = self._plan_window(
-            len(self.opened) + len(current), self.queries + 2 * self.params.score.k * len(current)
+            len(self.opened) + len(current), self.queries + self.queries_per_pair * len(current)
         )
         if window:
             self._requested.append(window)
@@ -294,17 +314,15 @@ class ClaimSession:
         self._prepared += 1
         return prepared
 
-    def query(self, prepared: PreparedWindow) -> ClassifyAnswer:
-        """Ask the oracle for the window's shuffled batch and validate the answer's shape.
+    def query(self, prepared: PreparedWindow) -> object:
+        """Ask the oracle for the window's shuffled batch and validate the answer.
 
         Reads no mutable session state, so it may run in another thread while the next
         window is prepared.
         """
-        info = self.oracle.info
-        answer = self.oracle.classify(np.ascontiguousarray(prepared.batch))
-        return answer.validate(len(prepared.order), info.n_classes)
+        return self.scorer.ask(self.oracle, self.oracle.info, prepared.batch)
 
-    def feed(self, prepared: PreparedWindow, answer: ClassifyAnswer) -> Progress:
+    def feed(self, prepared: PreparedWindow, answer: object) -> Progress:
         """Score the window from the oracle's answer, feed the test, record; return progress."""
         if not self._requested or prepared.indices != self._requested[0] or not self._prepared:
             raise StateError("windows must be fed in the order they were requested")
@@ -314,7 +332,7 @@ class ClaimSession:
 
     def _check_opening(
         self, index: int, opening: PairOpening, proof: list[bytes]
-    ) -> tuple[ImageItem, ImageItem]:
+    ) -> tuple[Item, Item]:
         """Check one opening (spec §10.2 step 3).
 
         The commitment recomputed from the opening must be leaf ``index`` under the
@@ -330,61 +348,28 @@ class ClaimSession:
             root=self.record.root,
         )
         first, second = decode_pair(opening.version0, opening.version1, self.record.item_kind)
-        if not isinstance(first, ImageItem) or not isinstance(second, ImageItem):
-            raise InputError("the image-classifier score needs image items")
-        self.params.score.check_item(first)
+        self.scorer.check_item(first)
+        self.scorer.check_item(second)
         return first, second
 
     def _build_queries(
         self,
         number: int,
         indices: list[int],
-        items: list[tuple[ImageItem, ImageItem]],
+        items: list[tuple[Item, Item]],
         openings: list[PairOpening],
     ) -> PreparedWindow:
-        """Spec §10.2 step 4 and §10.3: every version's queries, shuffled across the window."""
-        spec, seed = self.params.score, self.seed
-        queries: list[npt.NDArray[np.float32]] = []
-        params: list[Value] = []
-        for index, pair in zip(indices, items, strict=True):
-            per_version: list[Value] = []
-            for version, item in enumerate(pair):
-                drawn, images = make_queries(spec, item, Prg(seed, stream_label(index, version)))
-                per_version.append(list(drawn))
-                queries.append(images)
-            params.append(per_version)
-        flat = np.concatenate(queries, axis=0)
-        order = list(range(flat.shape[0]))
-        Prg(seed, f"shuffle/{number}").shuffle(order)
-        batch = np.ascontiguousarray(flat[order])
-        return PreparedWindow(number, list(indices), items, openings, params, queries, order, batch)
+        """Spec §10.2 step 5: every version's queries, shuffled across the window."""
+        batch = self.scorer.build(self.seed, number, indices, items)
+        return PreparedWindow(number, list(indices), items, openings, batch)
 
-    def _score_window(self, prepared: PreparedWindow, answer: ClassifyAnswer) -> list[_PairResult]:
-        """Unshuffle the oracle's answer and score both versions of every pair (§10.3)."""
-        spec, k, info = self.params.score, self.params.score.k, self.oracle.info
+    def _score_window(self, prepared: PreparedWindow, answer: object) -> list[_PairResult]:
+        """Unshuffle the oracle's answer and score both versions of every pair (§10.3–10.6)."""
         pub_seed = publication_seed(self.record.root, self.record.rho)
-        inverse = np.argsort(np.asarray(prepared.order))
-        rows = answer.probabilities if answer.probabilities is not None else answer.labels
-        assert rows is not None
-        unshuffled = rows[inverse]
+        scored = self.scorer.score(self.oracle.info, prepared.batch, answer, prepared.items)
         results = []
-        for j, (index, pair) in enumerate(zip(prepared.indices, prepared.items, strict=True)):
+        for j, (index, pair) in enumerate(zip(prepared.indices, scored, strict=True)):
             bit = int(bit_stream(pub_seed, PUBLICATION_LABEL, index, 1)[0])
-            answers: list[Value] = []
-            scores: list[float] = []
-            for version, item in enumerate(pair):
-                block = unshuffled[(2 * j + version) * k : (2 * j + version + 1) * k]
-                part = (
-                    ClassifyAnswer(probabilities=block.astype(np.float64))
-                    if answer.probabilities is not None
-                    else ClassifyAnswer(labels=block.astype(np.int64))
-                )
-                label = spec.check_item(item)
-                scores.append(score(spec, part, n_classes=info.n_classes, label=label))
-                answers.append(part.to_value())
-            digests: list[Value] = [
-                hashlib.sha256(q.tobytes()).digest() for q in prepared.queries[2 * j : 2 * j + 2]
-            ]
             opening = prepared.openings[j]
             record: dict[str, Value] = {
                 "type": "pair",
@@ -392,14 +377,9 @@ class ClaimSession:
                 "index": index,
                 "published": bit,
                 "digests": [version_digest(opening.version0), version_digest(opening.version1)],
-                "label": pair[0].label,
-                "shape": [int(d) for d in pair[0].pixels.shape],
-                "params": prepared.params[j],
-                "query_digests": digests,
-                "answers": answers,
-                "scores": list[Value](scores),
+                **pair.fields,
             }
-            results.append(_PairResult(index, bit, record, (scores[0], scores[1])))
+            results.append(_PairResult(index, bit, record, pair.scores))
         return results
 
     def _outcome(self, index: int, published: int, scores: tuple[float, float]) -> str:
@@ -422,7 +402,7 @@ class ClaimSession:
                 self.indicators += outcome
             result.record["outcome"] = outcome
             self.transcript.append(result.record)
-        self.queries += 2 * self.params.score.k * len(results)
+        self.queries += self.queries_per_pair * len(results)
         self.opened += self._requested.pop(0)
         self._prepared -= 1
         self.windows += 1
@@ -526,7 +506,7 @@ class ClaimSession:
         transcript: bytes,
         record: ClaimRecord,
         params: ClaimParams,
-        oracle: ClassifierOracle,
+        oracle: Oracle,
     ) -> ClaimSession:
         """Rebuild a session from :meth:`snapshot` and the transcript saved with it.
 

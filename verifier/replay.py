@@ -16,9 +16,9 @@ from protocol.errors import VerificationError
 from protocol.prg import Prg, without_replacement
 from protocol.stats.base import Decision, Step
 from protocol.stats.registry import make_test
-from verifier.oracles.base import ClassifyAnswer, OracleInfo
-from verifier.scoring.augment import draw_params, stream_label
-from verifier.scoring.classifier import ScoreSpec, score
+from verifier.oracles.base import OracleInfo
+from verifier.scoring.registry import score_spec_from_value
+from verifier.windows import WindowScorer, scorer_for
 
 from .transcript import chain_head, iter_records
 from .verdict import Verdict
@@ -64,7 +64,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         raise _fail("the opened pairs do not follow the audit seed's order")
     if [p.get("index") for p in pairs] != opened:
         raise _fail("the transcript's pairs are not the opened pairs")
-    spec = ScoreSpec.from_value(claim["score"])
+    scorer = scorer_for(score_spec_from_value(claim["score"]))
     info = OracleInfo.from_value(claim["model"]["oracle"])
     test_params = claim["test"]["params"]
     test = make_test(claim["test"]["name"], n_pairs, test_params["p"], test_params.get("alpha"))
@@ -72,7 +72,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     indicators = ""
     last = Step(0, 0, Decision.CONTINUE, None, None)
     for record in pairs:
-        outcome = _replay_pair(record, seed, spec, info, skip_ties)
+        outcome = _replay_pair(record, seed, scorer, info, skip_ties)
         fed = test.decision is Decision.CONTINUE
         if record.get("outcome") != (outcome if fed else ""):
             raise _fail(f"pair {record['index']!r}: recorded outcome disagrees with the scores")
@@ -113,40 +113,18 @@ def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
 
 
 def _replay_pair(
-    record: dict[str, Value], seed: bytes, spec: ScoreSpec, info: OracleInfo, skip_ties: bool
+    record: dict[str, Value], seed: bytes, scorer: WindowScorer, info: OracleInfo, skip_ties: bool
 ) -> str:
-    index, published = record["index"], record["published"]
-    params, answers, recorded = record["params"], record["answers"], record["scores"]
+    index, published, recorded = record["index"], record["published"], record["scores"]
     if not (
         isinstance(index, int)
         and published in (0, 1)
-        and isinstance(params, list)
-        and isinstance(answers, list)
         and isinstance(recorded, list)
-        and len(params) == len(answers) == len(recorded) == 2
+        and len(recorded) == 2
     ):
         raise _fail("malformed pair record")
     assert isinstance(published, int)
-    label, shape = record.get("label"), record.get("shape")
-    if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(d, int) for d in shape)):
-        raise _fail(f"pair {index}: malformed image shape")
-    height, width = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
-    scores = []
-    for version in (0, 1):
-        expected = draw_params(
-            spec.perturbation, Prg(seed, stream_label(index, version)), height, width, spec.k
-        )
-        if encode(expected) != encode(params[version]):
-            raise _fail(f"pair {index}: augmentation parameters are not the PRG's")
-        answer = ClassifyAnswer.from_value(answers[version], info.classify_output)
-        scores.append(
-            score(
-                spec,
-                answer,
-                n_classes=info.n_classes,
-                label=label if spec.uses_label and isinstance(label, int) else None,
-            )
-        )
+    scores = scorer.replay(info, seed, record)
     if encode(scores) != encode(recorded):
         raise _fail(f"pair {index}: recorded scores differ from the recomputed ones")
     s_pub, s_hid = scores[published], scores[1 - published]

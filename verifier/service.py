@@ -34,9 +34,9 @@ from twinaudit import transport
 from twinaudit.verifier.v1 import verifier_pb2 as pb
 from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.store import EscrowStore
-from verifier.oracles.base import ClassifierOracle
-from verifier.oracles.grpc_client import GrpcClassifierOracle
-from verifier.scoring.classifier import ScoreSpec
+from verifier.oracles.base import Oracle
+from verifier.oracles.grpc_client import GrpcOracle
+from verifier.scoring.registry import score_spec_from_fields
 
 from .claim import (
     DEFAULT_WINDOW,
@@ -53,14 +53,14 @@ SERVICE_NAME = "twinaudit.verifier.v1.Verifier"
 #: Deadline of each oracle call made on behalf of a claim.
 ORACLE_DEADLINE_S = 60.0
 
-OracleFactory = Callable[[str], ClassifierOracle]
+OracleFactory = Callable[[str], Oracle]
 
 
 def grpc_oracle_factory(tls: transport.TlsFiles | None = None) -> OracleFactory:
     """Return a factory that reaches ``host:port`` oracles over gRPC (TLS if given)."""
 
-    def connect(endpoint: str) -> ClassifierOracle:
-        return GrpcClassifierOracle(transport.make_channel(endpoint, tls=tls), ORACLE_DEADLINE_S)
+    def connect(endpoint: str) -> Oracle:
+        return GrpcOracle(transport.make_channel(endpoint, tls=tls), ORACLE_DEADLINE_S)
 
     return connect
 
@@ -87,11 +87,8 @@ def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
         record_root=bytes(start.record_root),
         endpoint=start.model.oracle_endpoint,
         model_name=start.model.name,
-        score=ScoreSpec(
-            function=start.score.function,
-            k=start.score.k,
-            perturbation=start.score.perturbation,
-            knowledge=start.score.knowledge,
+        score=score_spec_from_fields(
+            start.score.function, start.score.k, start.score.perturbation, start.score.knowledge
         ),
         test_name=start.test.name,
         p=start.test.p,

@@ -1,13 +1,34 @@
 """Model oracles: the audited model as a black box the verifier queries.
 
-- :mod:`verifier.oracles.base` — :class:`ClassifierOracle`, :class:`OracleInfo`,
-  :class:`ClassifyAnswer` (numpy only);
-- :mod:`verifier.oracles.torch_oracle` — an in-process adapter for a ``torch.nn.Module``
-  (imports torch; import it explicitly);
+- :mod:`verifier.oracles.base` — :class:`Oracle`, :class:`OracleInfo`, and the
+  classifier interface :class:`ClassifierOracle` with :class:`ClassifyAnswer`;
+- :mod:`verifier.oracles.embedding`, :mod:`verifier.oracles.language`,
+  :mod:`verifier.oracles.image_text` — the image-encoder, language-model and
+  image-text interfaces and their strictly validated answers (numpy only);
+- :mod:`verifier.oracles.torch_oracle`, :mod:`verifier.oracles.torch_encoder`,
+  :mod:`verifier.oracles.torch_lm` — in-process adapters for torch modules (import
+  torch; import them explicitly), with :mod:`verifier.oracles.tokenizer` and
+  :mod:`verifier.oracles.hf_lm` (Hugging Face ``transformers``, optional);
+- :mod:`verifier.oracles.openai_lm` — an OpenAI-compatible completions endpoint;
 - :mod:`verifier.oracles.grpc_server` / :mod:`verifier.oracles.grpc_client` — any
   oracle served as, or reached through, ``twinaudit.oracle.v1.Oracle``.
 """
 
-from .base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
+from .base import ClassifierOracle, ClassifyAnswer, Oracle, OracleInfo, check_images
+from .embedding import EmbeddingAnswer, EncoderOracle
+from .image_text import ImageTextAnswer, ImageTextOracle
+from .language import LanguageModelOracle, LogprobAnswer
 
-__all__ = ["ClassifierOracle", "ClassifyAnswer", "OracleInfo", "check_images"]
+__all__ = [
+    "ClassifierOracle",
+    "ClassifyAnswer",
+    "EmbeddingAnswer",
+    "EncoderOracle",
+    "ImageTextAnswer",
+    "ImageTextOracle",
+    "LanguageModelOracle",
+    "LogprobAnswer",
+    "Oracle",
+    "OracleInfo",
+    "check_images",
+]

@@ -1,11 +1,14 @@
-"""The audited model as a black box: what a classifier oracle is and what it may answer.
+"""The audited model as a black box: what an oracle is, and what a classifier may answer.
 
-A :class:`ClassifierOracle` describes itself (:class:`OracleInfo`, recorded in the
-claim) and classifies batches of float32 (N, H, W, C) images in [0, 1], answering a
-:class:`ClassifyAnswer`: one probability vector or one label per image. Answers
-come from a party the arbiter does not trust, so :meth:`ClassifyAnswer.validate`
-checks them strictly and reports every defect as
-``OracleError("invalid-answer", ...)``. This module is numpy only (no torch).
+Every :class:`Oracle` describes itself (:class:`OracleInfo`, recorded in the claim),
+listing the queries it answers as capabilities. A :class:`ClassifierOracle`
+(capability ``classify``) classifies batches of float32 (N, H, W, C) images in
+[0, 1], answering a :class:`ClassifyAnswer`: one probability vector or one label
+per image. The other kinds of oracle — image encoders, language models, image-text
+models — live in :mod:`.embedding`, :mod:`.language` and :mod:`.image_text`. Answers
+come from a party the arbiter does not trust, so they are validated strictly and
+every defect is reported as ``OracleError("invalid-answer", ...)``. This module is
+numpy only (no torch).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from protocol.encoding import Value
 from protocol.errors import InputError, LimitExceededError, OracleError
 from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
 
+#: The queries an oracle may offer (spec §10.1), by capability name.
+CAPABILITIES: Final = ("classify", "embed-images", "token-logprobs", "embed-image-text")
 #: What ``Classify`` may answer.
 CLASSIFY_OUTPUTS: Final = ("probabilities", "label")
 #: Largest ``max_batch`` an oracle may announce.
@@ -58,9 +63,12 @@ class OracleInfo:
 
     A description that breaks these rules is an invalid answer: ``model_name`` and
     ``model_digest`` are text of 1..256 UTF-8 bytes; ``capabilities`` are distinct
-    lower-case names (``classify``, ``embed-images``, ...; at most 16);
-    ``classify_output`` is ``"probabilities"`` or ``"label"``; ``n_classes`` is in
-    ``2..MAX_CLASSES``; ``max_batch`` in ``1..MAX_ORACLE_BATCH``.
+    lower-case names (``classify``, ``embed-images``, ``token-logprobs``,
+    ``embed-image-text``, or others this verifier ignores; at most 16); for an oracle
+    offering ``classify``, ``classify_output`` is ``"probabilities"`` or ``"label"``
+    and ``n_classes`` is in ``2..MAX_CLASSES``, for any other both are empty (``""``
+    and 0, what the proto's unset fields read as); ``max_batch`` is in
+    ``1..MAX_ORACLE_BATCH``.
     """
 
     model_name: str
@@ -85,10 +93,15 @@ class OracleInfo:
             isinstance(c, str) and _CAPABILITY.fullmatch(c) for c in caps
         ):
             raise _invalid(f"capabilities {caps!r} are not distinct lower-case names")
-        if self.classify_output not in CLASSIFY_OUTPUTS:
-            raise _invalid(f"classify_output {self.classify_output!r} not in {CLASSIFY_OUTPUTS}")
-        if not _is_int(self.n_classes) or not 2 <= self.n_classes <= MAX_CLASSES:
-            raise _invalid(f"n_classes {self.n_classes!r} outside 2..{MAX_CLASSES}")
+        if "classify" in caps:
+            if self.classify_output not in CLASSIFY_OUTPUTS:
+                raise _invalid(
+                    f"classify_output {self.classify_output!r} not in {CLASSIFY_OUTPUTS}"
+                )
+            if not _is_int(self.n_classes) or not 2 <= self.n_classes <= MAX_CLASSES:
+                raise _invalid(f"n_classes {self.n_classes!r} outside 2..{MAX_CLASSES}")
+        elif self.classify_output != "" or not _is_int(self.n_classes) or self.n_classes != 0:
+            raise _invalid("an oracle without 'classify' has no classify_output and no n_classes")
         if not _is_int(self.max_batch) or not 1 <= self.max_batch <= MAX_ORACLE_BATCH:
             raise _invalid(f"max_batch {self.max_batch!r} outside 1..{MAX_ORACLE_BATCH}")
 
@@ -130,8 +143,12 @@ class OracleInfo:
 
     def require_classify(self) -> None:
         """Raise ``invalid-answer`` unless the oracle lists the ``classify`` capability."""
-        if "classify" not in self.capabilities:
-            raise _invalid(f"oracle {self.model_name!r} does not offer 'classify'")
+        self.require("classify")
+
+    def require(self, capability: str) -> None:
+        """Raise ``invalid-answer`` unless the oracle lists ``capability``."""
+        if capability not in self.capabilities:
+            raise _invalid(f"oracle {self.model_name!r} does not offer {capability!r}")
 
 
 @dataclass(frozen=True)
@@ -265,8 +282,8 @@ def check_images(images: object) -> F32Images:
     return images
 
 
-class ClassifierOracle(abc.ABC):
-    """A black-box image classifier the verifier may query."""
+class Oracle(abc.ABC):
+    """A black-box model the verifier may query; what it answers is in its capabilities."""
 
     @property
     @abc.abstractmethod
@@ -274,8 +291,12 @@ class ClassifierOracle(abc.ABC):
         """Return the oracle's self-description."""
 
     def describe(self) -> dict[str, Value]:
-        """Return the canonical Describe map recorded in the claim (spec draft §10.1)."""
+        """Return the canonical Describe map recorded in the claim (spec §10.1)."""
         return self.info.to_value()
+
+
+class ClassifierOracle(Oracle):
+    """A black-box image classifier the verifier may query (capability ``classify``)."""
 
     @abc.abstractmethod
     def classify(self, images: F32Images) -> ClassifyAnswer:

@@ -1,4 +1,10 @@
-"""A :class:`ClassifierOracle` reached over gRPC (``twinaudit.oracle.v1.Oracle``).
+"""Any oracle reached over gRPC (``twinaudit.oracle.v1.Oracle``).
+
+:class:`GrpcOracle` implements every oracle interface — ``classify``,
+``embed_images``, ``token_logprobs``, ``embed_image_text`` — by the matching RPC;
+which of them the remote model answers is in its description's capabilities, and
+the claim checks those before it sends anything. :class:`GrpcClassifierOracle` is
+the same client for a remote that must offer ``classify``.
 
 Every call carries a deadline of ``timeout_s`` seconds. Failures become
 :class:`~protocol.errors.OracleError`:
@@ -6,11 +12,12 @@ Every call carries a deadline of ``timeout_s`` seconds. Failures become
 - ``UNAVAILABLE`` (nothing listening, connection lost, TLS failure) → ``"unreachable"``;
 - ``DEADLINE_EXCEEDED`` → ``"deadline"``;
 - any other status, and any answer that is malformed (wrong output kind or number
-  of classes, wrong length, NaN, a probability outside [0, 1] or a vector not
-  summing to 1, a label out of range) → ``"invalid-answer"``.
+  of classes, wrong length or dimension, NaN, a probability outside [0, 1] or a
+  vector not summing to 1, a label out of range, a positive log-probability) →
+  ``"invalid-answer"``.
 
-A ``classify`` batch is split into requests of at most the oracle's ``max_batch``
-images, each request and its expected answer within the message limit.
+A batch is split into requests of at most the oracle's ``max_batch`` images (or
+texts), each request and its expected answer within the message limit.
 """
 
 from __future__ import annotations
@@ -19,12 +26,16 @@ from typing import Any, Final
 
 import grpc
 import numpy as np
+import numpy.typing as npt
 
-from protocol.errors import LimitExceededError, OracleError, ParameterError
+from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
 from twinaudit import transport
 from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
+from .embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle
+from .image_text import ImageTextAnswer, ImageTextOracle
+from .language import LanguageModelOracle, LogprobAnswer, check_texts
 
 #: Room kept in a message for its fixed fields (output kind, n_classes, headers).
 _MESSAGE_SLACK: Final = 256
@@ -45,7 +56,19 @@ def _rpc_error(exc: grpc.RpcError, what: str) -> OracleError:
     return OracleError("invalid-answer", f"{what} answered status {name}: {details}")
 
 
-class GrpcClassifierOracle(ClassifierOracle):
+def _embeddings(values: Any, count: int, dim: int, what: str) -> npt.NDArray[np.float64]:
+    if count == 0:
+        if len(values):
+            raise OracleError("invalid-answer", f"{what}: values for no query")
+        return np.zeros((0, max(dim, 1)), dtype=np.float64)
+    if not 1 <= dim <= MAX_EMBEDDING_DIM or len(values) != count * dim:
+        raise OracleError(
+            "invalid-answer", f"{what}: {len(values)} values of dimension {dim} for {count} queries"
+        )
+    return np.array(values, dtype=np.float64).reshape(count, dim)
+
+
+class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageTextOracle):
     """Query a remote oracle through an open channel (see :func:`transport.make_channel`)."""
 
     def __init__(
@@ -71,7 +94,7 @@ class GrpcClassifierOracle(ClassifierOracle):
 
     @property
     def info(self) -> OracleInfo:
-        """Return the remote description (asked once, then cached); must offer ``classify``."""
+        """Return the remote description (asked once, then cached)."""
         if self._info is None:
             answer = self._call(self._stub.Describe, oracle_pb2.DescribeRequest(), "Describe")
             info = OracleInfo(
@@ -82,13 +105,19 @@ class GrpcClassifierOracle(ClassifierOracle):
                 n_classes=answer.n_classes,
                 max_batch=answer.max_batch,
             )
-            info.require_classify()
+            self._check_info(info)
             self._info = info
         return self._info
 
-    def batch_size(self, image_shape: tuple[int, int, int]) -> int:
-        """Return how many images of ``image_shape`` (H, W, C) fit in one request."""
+    def _check_info(self, info: OracleInfo) -> None:
+        """Check a fresh description (subclasses may require a capability)."""
+
+    def _require(self, capability: str) -> OracleInfo:
         info = self.info
+        info.require(capability)
+        return info
+
+    def _per_image(self, image_shape: tuple[int, int, int]) -> int:
         pixels = 4 * image_shape[0] * image_shape[1] * image_shape[2]
         image_bytes = oracle_pb2.Image(
             height=image_shape[0],
@@ -97,13 +126,23 @@ class GrpcClassifierOracle(ClassifierOracle):
             pixels_f32le=bytes(pixels),
         ).ByteSize()
         assert isinstance(image_bytes, int)
-        per_image = 1 + _varint_len(image_bytes) + image_bytes
-        per_answer = 8 * info.n_classes if info.classify_output == "probabilities" else 3
+        return 1 + _varint_len(image_bytes) + image_bytes
+
+    def batch_size(self, image_shape: tuple[int, int, int], per_answer: int | None = None) -> int:
+        """Return how many images of ``image_shape`` (H, W, C) fit in one request.
+
+        ``per_answer`` is the most answer bytes per image (default: a classify answer;
+        an embedding answer may take ``8·MAX_EMBEDDING_DIM`` bytes).
+        """
+        info = self.info
+        per_image = self._per_image(image_shape)
+        if per_answer is None:
+            per_answer = 8 * info.n_classes if info.classify_output == "probabilities" else 3
         room = self._max_message_bytes - _MESSAGE_SLACK
         count = min(info.max_batch, room // per_image, room // per_answer)
         if count < 1:
             raise LimitExceededError(
-                "bytes per classify request", per_image + _MESSAGE_SLACK, self._max_message_bytes
+                "bytes per image request", per_image + _MESSAGE_SLACK, self._max_message_bytes
             )
         return count
 
@@ -135,7 +174,7 @@ class GrpcClassifierOracle(ClassifierOracle):
     def classify(self, images: F32Images) -> ClassifyAnswer:
         """Classify float32 (N, H, W, C) images in [0, 1] remotely, in as many calls as needed."""
         images = check_images(images)
-        info = self.info
+        info = self._require("classify")
         n, height, width, channels = images.shape
         step = self.batch_size((height, width, channels))
         little = np.ascontiguousarray(images, dtype="<f4")
@@ -153,3 +192,110 @@ class GrpcClassifierOracle(ClassifierOracle):
             answer = self._call(self._stub.Classify, request, "Classify")
             parts.append(self._parse(answer, chunk.shape[0], info))
         return ClassifyAnswer.concatenate(parts)
+
+    @staticmethod
+    def _images(chunk: F32Images) -> list[oracle_pb2.Image]:
+        _, height, width, channels = chunk.shape
+        little = np.ascontiguousarray(chunk, dtype="<f4")
+        return [
+            oracle_pb2.Image(
+                height=height, width=width, channels=channels, pixels_f32le=image.tobytes()
+            )
+            for image in little
+        ]
+
+    def embed_images(self, images: F32Images) -> EmbeddingAnswer:
+        """Embed float32 (N, H, W, C) images in [0, 1] remotely, in as many calls as needed."""
+        images = check_images(images)
+        self._require("embed-images")
+        n, height, width, channels = images.shape
+        step = self.batch_size((height, width, channels), 8 * MAX_EMBEDDING_DIM)
+        parts: list[EmbeddingAnswer] = []
+        for start in range(0, n, step):
+            chunk = images[start : start + step]
+            request = oracle_pb2.EmbedImagesRequest(images=self._images(chunk))
+            answer = self._call(self._stub.EmbedImages, request, "EmbedImages")
+            values = _embeddings(answer.values, chunk.shape[0], answer.dim, "EmbedImages")
+            parts.append(EmbeddingAnswer(values).validate(chunk.shape[0]))
+        return EmbeddingAnswer.concatenate(parts)
+
+    def _text_batches(self, texts: list[str]) -> list[list[str]]:
+        """Split texts into requests of at most max_batch texts and the message limit."""
+        info, room = self.info, self._max_message_bytes - _MESSAGE_SLACK
+        batches: list[list[str]] = [[]]
+        size = 0
+        for text in texts:
+            cost = len(text.encode("utf-8")) + 8
+            if batches[-1] and (len(batches[-1]) >= info.max_batch or size + cost > room):
+                batches.append([])
+                size = 0
+            batches[-1].append(text)
+            size += cost
+        return batches
+
+    def token_logprobs(self, texts: list[str]) -> LogprobAnswer:
+        """Ask the remote model for each text's token log-probabilities."""
+        texts = check_texts(texts)
+        self._require("token-logprobs")
+        parts: list[LogprobAnswer] = []
+        for batch in self._text_batches(texts):
+            request = oracle_pb2.TokenLogprobsRequest(texts=batch)
+            answer = self._call(self._stub.TokenLogprobs, request, "TokenLogprobs")
+            if len(answer.items) != len(batch):
+                raise OracleError(
+                    "invalid-answer",
+                    f"TokenLogprobs answered {len(answer.items)} texts, asked {len(batch)}",
+                )
+            vectors = tuple(np.array(item.logprobs, dtype=np.float64) for item in answer.items)
+            parts.append(LogprobAnswer(vectors).validate(len(batch)))
+        return LogprobAnswer.concatenate(parts)
+
+    def embed_image_text(self, images: F32Images | None, texts: list[str]) -> ImageTextAnswer:
+        """Embed images and texts remotely: in one request when both fit, else in parts.
+
+        Parts carry images only (in chunks) and then texts only.
+        """
+        if images is None and not texts:
+            raise InputError("embed at least one image or text")
+        images = check_images(images) if images is not None else None
+        texts = check_texts(texts) if texts else []
+        info = self._require("embed-image-text")
+        n = 0 if images is None else images.shape[0]
+        step = n
+        if images is not None:
+            step = self.batch_size(images.shape[1:], 8 * MAX_EMBEDDING_DIM)
+        text_batches = self._text_batches(texts) if texts else []
+        requests: list[oracle_pb2.EmbedImageTextRequest] = []
+        if images is not None and n <= step and len(text_batches) <= 1:
+            both = oracle_pb2.EmbedImageTextRequest(images=self._images(images), texts=texts)
+            if n + len(texts) <= info.max_batch and both.ByteSize() < self._max_message_bytes // 2:
+                requests.append(both)
+        if not requests:
+            for start in range(0, n, step):
+                assert images is not None
+                chunk = images[start : start + step]
+                requests.append(oracle_pb2.EmbedImageTextRequest(images=self._images(chunk)))
+            requests += [oracle_pb2.EmbedImageTextRequest(texts=b) for b in text_batches]
+        image_parts: list[npt.NDArray[np.float64]] = []
+        text_parts: list[npt.NDArray[np.float64]] = []
+        dims: set[int] = set()
+        for request in requests:
+            answer = self._call(self._stub.EmbedImageText, request, "EmbedImageText")
+            dims.add(answer.dim)
+            image_parts.append(
+                _embeddings(answer.image_values, len(request.images), answer.dim, "images")
+            )
+            text_parts.append(
+                _embeddings(answer.text_values, len(request.texts), answer.dim, "texts")
+            )
+        if len(dims) != 1:
+            raise OracleError("invalid-answer", "EmbedImageText answered different dimensions")
+        result = ImageTextAnswer(np.concatenate(image_parts), np.concatenate(text_parts))
+        return result.validate(n, len(texts))
+
+
+class GrpcClassifierOracle(GrpcOracle):
+    """A :class:`GrpcOracle` whose remote must offer ``classify`` (checked on ``info``)."""
+
+    def _check_info(self, info: OracleInfo) -> None:
+        info.require_classify()

@@ -1,14 +1,21 @@
-"""Serve any :class:`ClassifierOracle` as the gRPC service ``twinaudit.oracle.v1.Oracle``.
+"""Serve any :class:`Oracle` as the gRPC service ``twinaudit.oracle.v1.Oracle``.
 
-``Describe`` answers the oracle's :class:`OracleInfo`; ``Classify`` checks the request
-before the model sees it and answers probabilities or labels. The other RPCs of the
-service answer ``UNIMPLEMENTED``. Request checks and their status codes:
+``Describe`` answers the oracle's :class:`OracleInfo`. Each query RPC is served when
+the oracle implements its interface and lists its capability — ``Classify``
+(:class:`ClassifierOracle`, ``classify``), ``EmbedImages`` (:class:`EncoderOracle`,
+``embed-images``), ``TokenLogprobs`` (:class:`LanguageModelOracle`,
+``token-logprobs``), ``EmbedImageText`` (:class:`ImageTextOracle`,
+``embed-image-text``) — and answers ``UNIMPLEMENTED`` otherwise. Every request is
+checked before the model sees it, and every answer validated before it is sent.
+Request checks and their status codes:
 
 - more than :data:`transport.MAX_MESSAGE_BYTES` (or the servicer's smaller
-  ``max_request_bytes``), or more images than ``max_batch``: ``RESOURCE_EXHAUSTED``;
-- no image, images of different shapes, a side outside 1..4096, channels not 1 or
-  3, ``pixels_f32le`` not ``4·H·W·C`` bytes, an intensity not finite or outside
-  [0, 1]: ``INVALID_ARGUMENT``.
+  ``max_request_bytes``), or more images (texts) than ``max_batch``:
+  ``RESOURCE_EXHAUSTED``;
+- no image (no text, or neither for ``EmbedImageText``), images of different
+  shapes, a side outside 1..4096, channels not 1 or 3, ``pixels_f32le`` not
+  ``4·H·W·C`` bytes, an intensity not finite or outside [0, 1], a text of 0 or more
+  than 65,536 UTF-8 bytes: ``INVALID_ARGUMENT``.
 
 Errors of the oracle map through :func:`twinaudit.transport.status_for`, except
 that a malformed answer of the model itself is ``INTERNAL``; any other exception is
@@ -18,7 +25,8 @@ that a malformed answer of the model itself is ``INTERNAL``; any other exception
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import grpc
 import numpy as np
@@ -28,26 +36,32 @@ from protocol.items import MAX_IMAGE_SIDE
 from twinaudit import transport
 from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
-from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+from .base import ClassifierOracle, ClassifyAnswer, F32Images, Oracle, OracleInfo
+from .embedding import EncoderOracle
+from .image_text import ImageTextOracle
+from .language import LanguageModelOracle, check_texts
 
 #: Full name of the service (for the health service).
 SERVICE_NAME: Final = "twinaudit.oracle.v1.Oracle"
 
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-def decode_images(
-    request: oracle_pb2.ClassifyRequest, max_batch: int, max_request_bytes: int
-) -> F32Images:
-    """Check a ``ClassifyRequest`` and return its images as float32 (N, H, W, C)."""
+def _check_size(request: Any, max_request_bytes: int) -> None:
     size = request.ByteSize()
     if size > max_request_bytes:
-        raise LimitExceededError("classify request bytes", size, max_request_bytes)
+        raise LimitExceededError("request bytes", size, max_request_bytes)
+
+
+def decode_images(request: Any, max_batch: int, max_request_bytes: int) -> F32Images:
+    """Check a request's ``images`` and return them as float32 (N, H, W, C)."""
+    _check_size(request, max_request_bytes)
     count = len(request.images)
     if count > max_batch:
         raise LimitExceededError("images per classify request", count, max_batch)
     if count == 0:
-        raise InputError("a classify request needs at least one image")
+        raise InputError("a request needs at least one image")
     first = request.images[0]
     shape = (first.height, first.width, first.channels)
     if not (
@@ -71,6 +85,14 @@ def decode_images(
     if not bool(np.all((out >= 0.0) & (out <= 1.0))):
         raise InputError("image intensities must be finite and in [0, 1]")
     return out
+
+
+def decode_texts(request: Any, max_batch: int, max_request_bytes: int) -> list[str]:
+    """Check a request's ``texts`` and return them."""
+    _check_size(request, max_request_bytes)
+    if len(request.texts) > max_batch:
+        raise LimitExceededError("texts per request", len(request.texts), max_batch)
+    return check_texts(list(request.texts))
 
 
 def describe_response(info: OracleInfo) -> oracle_pb2.DescribeResponse:
@@ -100,10 +122,10 @@ def classify_response(answer: ClassifyAnswer, n_classes: int) -> oracle_pb2.Clas
 
 
 class OracleServicer(oracle_pb2_grpc.OracleServicer):
-    """The ``Oracle`` service backed by a :class:`ClassifierOracle`."""
+    """The ``Oracle`` service backed by an :class:`Oracle` (see the module docstring)."""
 
     def __init__(
-        self, oracle: ClassifierOracle, *, max_request_bytes: int = transport.MAX_MESSAGE_BYTES
+        self, oracle: Oracle, *, max_request_bytes: int = transport.MAX_MESSAGE_BYTES
     ) -> None:
         """Serve ``oracle``; requests above ``max_request_bytes`` are refused."""
         self._oracle = oracle
@@ -116,20 +138,18 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
         """Answer the oracle's description."""
         return describe_response(self._info)
 
-    def Classify(  # noqa: N802 - gRPC method name
-        self, request: oracle_pb2.ClassifyRequest, context: grpc.ServicerContext
-    ) -> oracle_pb2.ClassifyResponse:
-        """Check the request, classify its images, answer probabilities or labels."""
-        info = self._info
+    def _serve(
+        self,
+        context: grpc.ServicerContext,
+        interface: type,
+        capability: str,
+        answer: Callable[[Any], T],
+    ) -> T:
+        """Run ``answer(oracle)`` if the oracle offers ``capability``; map its errors."""
+        if not isinstance(self._oracle, interface) or capability not in self._info.capabilities:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, f"this oracle does not offer {capability}")
         try:
-            images = decode_images(request, info.max_batch, self._max_request_bytes)
-            answer = self._oracle.classify(images).validate(images.shape[0], info.n_classes)
-            if answer.output != info.classify_output:
-                raise OracleError(
-                    "invalid-answer",
-                    f"the oracle answered {answer.output!r}, announced {info.classify_output!r}",
-                )
-            return classify_response(answer, info.n_classes)
+            return answer(self._oracle)
         except OracleError as exc:
             # The model itself misbehaved: not the caller's fault.
             status = (
@@ -143,19 +163,109 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
             context.abort(transport.status_for(exc), exc.diagnostics())
             raise  # unreachable: abort raises
         except Exception:
-            _log.exception("oracle failed on a classify request")
+            _log.exception("oracle failed on a %s request", capability)
             context.abort(grpc.StatusCode.INTERNAL, "internal error in the oracle")
             raise
 
+    def Classify(  # noqa: N802 - gRPC method name
+        self, request: oracle_pb2.ClassifyRequest, context: grpc.ServicerContext
+    ) -> oracle_pb2.ClassifyResponse:
+        """Check the request, classify its images, answer probabilities or labels."""
+        info = self._info
 
-def add_oracle_service(server: Any, oracle: ClassifierOracle, **kwargs: Any) -> None:
+        def answer(oracle: ClassifierOracle) -> oracle_pb2.ClassifyResponse:
+            images = decode_images(request, info.max_batch, self._max_request_bytes)
+            result = oracle.classify(images).validate(images.shape[0], info.n_classes)
+            if result.output != info.classify_output:
+                raise OracleError(
+                    "invalid-answer",
+                    f"the oracle answered {result.output!r}, announced {info.classify_output!r}",
+                )
+            return classify_response(result, info.n_classes)
+
+        return self._serve(context, ClassifierOracle, "classify", answer)
+
+    def EmbedImages(  # noqa: N802 - gRPC method name
+        self, request: oracle_pb2.EmbedImagesRequest, context: grpc.ServicerContext
+    ) -> oracle_pb2.EmbedImagesResponse:
+        """Check the request, embed its images, answer the embeddings row-major."""
+        info = self._info
+
+        def answer(oracle: EncoderOracle) -> oracle_pb2.EmbedImagesResponse:
+            images = decode_images(request, info.max_batch, self._max_request_bytes)
+            result = oracle.embed_images(images).validate(images.shape[0])
+            return oracle_pb2.EmbedImagesResponse(
+                dim=result.dim, values=result.embeddings.reshape(-1).tolist()
+            )
+
+        return self._serve(context, EncoderOracle, "embed-images", answer)
+
+    def TokenLogprobs(  # noqa: N802 - gRPC method name
+        self, request: oracle_pb2.TokenLogprobsRequest, context: grpc.ServicerContext
+    ) -> oracle_pb2.TokenLogprobsResponse:
+        """Check the request, answer every text's token log-probabilities."""
+        info = self._info
+
+        def answer(oracle: LanguageModelOracle) -> oracle_pb2.TokenLogprobsResponse:
+            texts = decode_texts(request, info.max_batch, self._max_request_bytes)
+            result = oracle.token_logprobs(texts).validate(len(texts))
+            return oracle_pb2.TokenLogprobsResponse(
+                items=[oracle_pb2.TokenLogprobs(logprobs=v.tolist()) for v in result.logprobs]
+            )
+
+        return self._serve(context, LanguageModelOracle, "token-logprobs", answer)
+
+    def EmbedImageText(  # noqa: N802 - gRPC method name
+        self, request: oracle_pb2.EmbedImageTextRequest, context: grpc.ServicerContext
+    ) -> oracle_pb2.EmbedImageTextResponse:
+        """Check the request, embed its images and texts (either list may be empty)."""
+        info = self._info
+
+        def answer(oracle: ImageTextOracle) -> oracle_pb2.EmbedImageTextResponse:
+            if len(request.images) + len(request.texts) > info.max_batch:
+                raise LimitExceededError(
+                    "images and texts per request",
+                    len(request.images) + len(request.texts),
+                    info.max_batch,
+                )
+            if not request.images and not request.texts:
+                raise InputError("a request needs at least one image or text")
+            images = (
+                decode_images(request, info.max_batch, self._max_request_bytes)
+                if request.images
+                else None
+            )
+            texts = (
+                decode_texts(request, info.max_batch, self._max_request_bytes)
+                if request.texts
+                else []
+            )
+            return _embed_image_text(oracle, images, texts)
+
+        return self._serve(context, ImageTextOracle, "embed-image-text", answer)
+
+
+def _embed_image_text(
+    oracle: ImageTextOracle, images: F32Images | None, texts: list[str]
+) -> oracle_pb2.EmbedImageTextResponse:
+    """Answer one request (either list may be empty, not both)."""
+    n_images = 0 if images is None else images.shape[0]
+    result = oracle.embed_image_text(images, texts).validate(n_images, len(texts))
+    return oracle_pb2.EmbedImageTextResponse(
+        dim=int(result.images.shape[1]),
+        image_values=result.images.reshape(-1).tolist(),
+        text_values=result.texts.reshape(-1).tolist(),
+    )
+
+
+def add_oracle_service(server: Any, oracle: Oracle, **kwargs: Any) -> None:
     """Register an :class:`OracleServicer` for ``oracle`` on ``server``."""
     servicer = OracleServicer(oracle, **kwargs)
     oracle_pb2_grpc.add_OracleServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
 
 
 def serve_oracle(
-    oracle: ClassifierOracle,
+    oracle: Oracle,
     listen: str,
     *,
     tls: transport.TlsFiles | None = None,

@@ -27,16 +27,10 @@ from typing import Final
 import numpy as np
 import torch
 
-from protocol.errors import InputError, OracleError, ParameterError
+from protocol.errors import OracleError, ParameterError
 
-from .base import (
-    MAX_ORACLE_BATCH,
-    ClassifierOracle,
-    ClassifyAnswer,
-    F32Images,
-    OracleInfo,
-    check_images,
-)
+from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
+from .torch_images import ImageInput, check_max_batch, run_model
 
 #: Default largest batch the model sees at once.
 DEFAULT_MAX_BATCH: Final = 256
@@ -63,15 +57,6 @@ def state_dict_digest(module: torch.nn.Module) -> str:
     return hasher.hexdigest()
 
 
-def _channel_vector(values: Sequence[float] | None, name: str) -> torch.Tensor | None:
-    if values is None:
-        return None
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1 or array.size not in (1, 3) or not bool(np.all(np.isfinite(array))):
-        raise ParameterError(f"{name} must be 1 or 3 finite numbers, got {values!r}")
-    return torch.tensor(array, dtype=torch.float32).reshape(1, -1, 1, 1)
-
-
 class TorchClassifierOracle(ClassifierOracle):
     """Serve a ``torch.nn.Module`` classifier as a :class:`ClassifierOracle`.
 
@@ -96,24 +81,8 @@ class TorchClassifierOracle(ClassifierOracle):
         """Wrap ``model`` (set to eval mode) and compute its digest."""
         if not isinstance(model, torch.nn.Module):
             raise ParameterError("the model must be a torch.nn.Module")
-        if (mean is None) != (std is None):
-            raise ParameterError("give both mean and std, or neither")
-        self._mean = _channel_vector(mean, "mean")
-        self._std = _channel_vector(std, "std")
-        if self._std is not None and not bool(torch.all(self._std > 0)):
-            raise ParameterError("std must be positive")
-        if (
-            self._mean is not None
-            and self._std is not None
-            and (self._mean.shape != self._std.shape)
-        ):
-            raise ParameterError("mean and std must have the same length")
-        if (
-            isinstance(max_batch, bool)
-            or not isinstance(max_batch, int)
-            or not (1 <= max_batch <= MAX_ORACLE_BATCH)
-        ):
-            raise ParameterError(f"max_batch must be in 1..{MAX_ORACLE_BATCH}, got {max_batch!r}")
+        self._input = ImageInput(mean, std)
+        check_max_batch(max_batch)
         self._model = model.to("cpu")
         # torch.export modules refuse eval(); they keep the mode they were exported in.
         with contextlib.suppress(NotImplementedError):
@@ -149,18 +118,7 @@ class TorchClassifierOracle(ClassifierOracle):
         return int(logits.shape[1])
 
     def _forward(self, images: F32Images) -> torch.Tensor:
-        x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2)
-        if self._mean is not None and self._std is not None:
-            if self._mean.shape[1] not in (1, x.shape[1]):
-                raise InputError(
-                    f"normalisation has {self._mean.shape[1]} channels, images {x.shape[1]}"
-                )
-            x = (x - self._mean) / self._std
-        try:
-            with torch.inference_mode():
-                out = self._model(x.contiguous())
-        except (RuntimeError, ValueError, TypeError, IndexError) as exc:
-            raise InputError(f"the model rejected a batch of shape {images.shape}: {exc}") from None
+        out = run_model(self._model, self._input.tensor(images), "a batch")
         if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != images.shape[0]:
             shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             raise OracleError("invalid-answer", f"the model returned {shape}, not (N, classes)")

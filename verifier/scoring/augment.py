@@ -1,4 +1,4 @@
-"""Perturbation families of the image-classifier score function (spec draft §10.3).
+"""Perturbation families of the image score functions (spec §10.3, §10.4).
 
 Each of the K copies of a version is described by a *parameter map* — a canonical
 map of integers and booleans, recorded in the transcript — drawn from the version's
@@ -35,6 +35,20 @@ Families, and their draws per copy in this order (``prg`` is the stream):
     ``{"family": "random-resized-crop", "top", "left", "height", "width"}``. The
     crop is resized back to ``H×W`` by :func:`resize_bilinear`.
 
+``random-resized-crop-flip`` (the paper's crops, then a horizontal flip)
+    The ``random-resized-crop`` draws above, then ``flip = prg.coin()``. Parameters
+    ``{"family": "random-resized-crop-flip", "top", "left", "height", "width",
+    "flip"}``. The crop is resized back to ``H×W`` and mirrored left–right when
+    ``flip`` is true.
+
+``simclr-crop-flip`` (SimCLR's crop and flip: ``RandomResizedCrop`` with scale
+(0.08, 1.0), ratio (3/4, 4/3), then a horizontal flip with probability 1/2)
+    The ``random-resized-crop`` procedure above with ``s = prg.uniform_range(0.08,
+    1.0)`` in step 1 (everything else, the fallback included, unchanged), then
+    ``flip = prg.coin()``. Parameters ``{"family": "simclr-crop-flip", "top",
+    "left", "height", "width", "flip"}``. The crop is resized back to ``H×W`` and
+    mirrored left–right when ``flip`` is true.
+
 ``pad-shift-flip`` (the usual CIFAR training augmentation)
     ``top = prg.randint(0, 8)``, ``left = prg.randint(0, 8)``, ``flip = prg.coin()``.
     Parameters ``{"family": "pad-shift-flip", "top", "left", "flip"}``. The image is
@@ -60,13 +74,23 @@ from protocol.items import MAX_IMAGE_SIDE
 from protocol.prg import Prg
 
 #: The perturbation families, by their claim names.
-FAMILIES: Final = ("none", "random-resized-crop", "pad-shift-flip")
+FAMILIES: Final = (
+    "none",
+    "random-resized-crop",
+    "pad-shift-flip",
+    "random-resized-crop-flip",
+    "simclr-crop-flip",
+)
 #: Most perturbed copies per version (the claim parameter K).
 MAX_COPIES: Final = 256
 
 #: Area fraction range of ``random-resized-crop``.
 SCALE: Final = (0.8, 1.0)
-#: Aspect-ratio (width / height) range of ``random-resized-crop``.
+#: Area fraction range of ``simclr-crop-flip`` (SimCLR's crops).
+SIMCLR_SCALE: Final = (0.08, 1.0)
+#: Crop families that also draw a flip, with their area fraction ranges.
+_CROP_FLIP: Final = {"random-resized-crop-flip": SCALE, "simclr-crop-flip": SIMCLR_SCALE}
+#: Aspect-ratio (width / height) range of both crop families.
 RATIO: Final = (3.0 / 4.0, 4.0 / 3.0)
 #: ``ln`` of :data:`RATIO`; the log-aspect is drawn uniformly between them.
 LOG_RATIO: Final = (math.log(RATIO[0]), math.log(RATIO[1]))
@@ -108,10 +132,12 @@ def _check_size(height: int, width: int) -> None:
             raise ParameterError(f"image {name} {side} outside 1..{MAX_IMAGE_SIDE}")
 
 
-def _crop_box(prg: Prg, height: int, width: int) -> dict[str, Value]:
+def _crop_box(
+    prg: Prg, height: int, width: int, scale: tuple[float, float] = SCALE
+) -> dict[str, Value]:
     area = float(height * width)
     for _ in range(CROP_ATTEMPTS):
-        target = area * prg.uniform_range(*SCALE)
+        target = area * prg.uniform_range(*scale)
         aspect = math.exp(prg.uniform_range(*LOG_RATIO))
         w = round(math.sqrt(target * aspect))
         h = round(math.sqrt(target / aspect))
@@ -162,7 +188,12 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
             params.append({"family": "none"})
         elif family == "random-resized-crop":
             params.append(_crop_box(prg, height, width))
-        else:
+        elif family in _CROP_FLIP:
+            box = _crop_box(prg, height, width, _CROP_FLIP[family])
+            box["family"] = family
+            box["flip"] = prg.coin()
+            params.append(box)
+        else:  # pad-shift-flip
             top = prg.randint(0, 2 * PAD)
             left = prg.randint(0, 2 * PAD)
             params.append(
@@ -226,6 +257,13 @@ def _check_keys(params: dict[str, Value], keys: set[str]) -> None:
         raise ParameterError(f"parameters {sorted(params)} are not exactly {sorted(keys)}")
 
 
+def _flip(params: dict[str, Value]) -> bool:
+    flip = params["flip"]
+    if not isinstance(flip, bool):
+        raise ParameterError(f"flip must be a boolean, got {flip!r}")
+    return flip
+
+
 def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
     """Return the copy of ``image`` (float64 (H, W, C) in [0, 1]) that ``params`` describes.
 
@@ -248,21 +286,23 @@ def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
     if family == "none":
         _check_keys(params, {"family"})
         return _finish(image)
-    if family == "random-resized-crop":
-        _check_keys(params, {"family", "top", "left", "height", "width"})
+    if family == "random-resized-crop" or family in _CROP_FLIP:
+        keys = {"family", "top", "left", "height", "width"}
+        _check_keys(params, keys if family == "random-resized-crop" else keys | {"flip"})
         h = _field(params, "height", 1, height)
         w = _field(params, "width", 1, width)
         top = _field(params, "top", 0, height - h)
         left = _field(params, "left", 0, width - w)
         crop = image[top : top + h, left : left + w]
-        return _finish(resize_bilinear(np.ascontiguousarray(crop), height, width))
+        resized = resize_bilinear(np.ascontiguousarray(crop), height, width)
+        if family in _CROP_FLIP and _flip(params):
+            resized = resized[:, ::-1]
+        return _finish(resized)
     if family == "pad-shift-flip":
         _check_keys(params, {"family", "top", "left", "flip"})
         top = _field(params, "top", 0, 2 * PAD)
         left = _field(params, "left", 0, 2 * PAD)
-        flip = params["flip"]
-        if not isinstance(flip, bool):
-            raise ParameterError(f"flip must be a boolean, got {flip!r}")
+        flip = _flip(params)
         padded = np.zeros((height + 2 * PAD, width + 2 * PAD, channels), dtype=np.float64)
         padded[PAD : PAD + height, PAD : PAD + width] = image
         window = padded[top : top + height, left : left + width]

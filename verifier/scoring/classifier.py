@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -86,6 +86,9 @@ class ScoreSpec:
     perturbation: str
     knowledge: str
 
+    #: The item kind this score reads.
+    item_kind: ClassVar[str] = "image"
+
     def __post_init__(self) -> None:
         """Validate every field."""
         if self.function != FUNCTION:
@@ -102,6 +105,11 @@ class ScoreSpec:
             raise ParameterError(
                 f"unknown knowledge condition {self.knowledge!r}; known: {KNOWLEDGE_CONDITIONS}"
             )
+
+    @property
+    def queries_per_version(self) -> int:
+        """Oracle queries per version (K)."""
+        return self.k
 
     @property
     def uses_label(self) -> bool:

@@ -1,0 +1,18 @@
+"""Rewrite every file of spec/vectors from the reference implementation (``make vectors``).
+
+Runs each topic's builder in turn; review the diff before committing it.
+"""
+
+from __future__ import annotations
+
+from . import vectors_core, vectors_merkle, vectors_mixture, vectors_pprm, vectors_scoring
+
+
+def main() -> None:
+    """Run every builder."""
+    for module in (vectors_core, vectors_merkle, vectors_pprm, vectors_mixture, vectors_scoring):
+        module.main()
+
+
+if __name__ == "__main__":
+    main()

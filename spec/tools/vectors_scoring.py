@@ -1,0 +1,274 @@
+"""Build spec/vectors/scoring.json: perturbation draws and copies, cosines, scores (§10.3–§10.6).
+
+Run ``python -m spec.tools.vectors_scoring`` to rewrite the file; the conformance test
+fails if the file differs from what :func:`build` returns. Floats are C99 hexadecimal
+strings (``float.hex()``; ``nan`` and ``inf`` for the invalid cases), which are exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from protocol import SPEC_VERSION
+from protocol.prg import Prg
+from verifier.oracles.embedding import EmbeddingAnswer
+from verifier.oracles.image_text import ImageTextAnswer
+from verifier.oracles.language import LogprobAnswer
+from verifier.scoring import encoder, image_text, language
+from verifier.scoring.augment import apply, draw_params, to_unit
+from verifier.scoring.cosine import cosine
+
+from .vectors_core import case, render
+
+VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "scoring.json"
+SEED = bytes(range(32))
+
+
+def _hex(values: Any) -> Any:
+    """Floats (nested lists of them) as hex strings."""
+    if isinstance(values, list):
+        return [_hex(v) for v in values]
+    return float(values).hex()
+
+
+def _floats(values: Any) -> Any:
+    if isinstance(values, list):
+        return [_floats(v) for v in values]
+    return float.fromhex(values)
+
+
+def _matrix(rows: list[list[str]]) -> np.ndarray[Any, Any]:
+    return np.array(_floats(rows), dtype=np.float64).reshape(len(rows), -1)
+
+
+def draws(inp: dict[str, Any]) -> dict[str, Any]:
+    """The parameter maps of ``k`` copies drawn from the stream (seed, label)."""
+    prg = Prg(bytes.fromhex(inp["seed"]), inp["label"])
+    return {"params": draw_params(inp["family"], prg, inp["height"], inp["width"], inp["k"])}
+
+
+def copy_digest(inp: dict[str, Any]) -> dict[str, Any]:
+    """SHA-256 of the float32 copy that one parameter map makes of a uint8 image."""
+    pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8)
+    image = to_unit(pixels.reshape(inp["height"], inp["width"], inp["channels"]).copy())
+    return {"sha256": hashlib.sha256(apply(image, inp["params"]).tobytes()).hexdigest()}
+
+
+def cosine_case(inp: dict[str, Any]) -> dict[str, Any]:
+    """cos(u, v) by the rules of §10.4."""
+    u, v = _matrix([inp["u"]]), _matrix([inp["v"]])
+    ImageTextAnswer(u, u).validate(1, 1)
+    ImageTextAnswer(v, v).validate(1, 1)
+    return {"cosine": cosine(u[0], v[0]).hex()}
+
+
+def encoder_score(inp: dict[str, Any]) -> dict[str, Any]:
+    """The image-encoder score of one version from its K embeddings."""
+    embeddings = _matrix(inp["embeddings"])
+    spec = encoder.EncoderSpec(k=embeddings.shape[0])
+    return {"score": encoder.score(spec, EmbeddingAnswer(embeddings)).hex()}
+
+
+def language_score(inp: dict[str, Any]) -> dict[str, Any]:
+    """The language-model score of one text from its token log-probabilities."""
+    values = np.array(_floats(inp["logprobs"]), dtype=np.float64).reshape(-1)
+    LogprobAnswer((values,)).validate(1)
+    return {"score": language.score(values).hex()}
+
+
+def image_text_score(inp: dict[str, Any]) -> dict[str, Any]:
+    """The image-text score of one version from its image and caption embeddings."""
+    image, caption = _matrix([inp["image"]]), _matrix([inp["caption"]])
+    ImageTextAnswer(image, caption).validate(1, 1)
+    return {"score": image_text.score(image[0], caption[0]).hex()}
+
+
+def _draw_cases() -> list[dict[str, Any]]:
+    cases = []
+    for family, height, width, k in [
+        ("none", 4, 4, 2),
+        ("random-resized-crop", 28, 28, 4),
+        ("pad-shift-flip", 32, 32, 4),
+        ("random-resized-crop-flip", 28, 28, 4),
+        ("simclr-crop-flip", 32, 24, 6),
+    ]:
+        inp = {
+            "family": family,
+            "seed": SEED.hex(),
+            "label": "augment/7/1",
+            "height": height,
+            "width": width,
+            "k": k,
+        }
+        cases.append(
+            case(f"{family} {height}x{width}, k={k}", "draws", inp, lambda i=inp: draws(i))
+        )
+    bad = {"family": "rotate", "seed": SEED.hex(), "label": "x", "height": 4, "width": 4, "k": 1}
+    cases.append(case("invalid: unknown family", "draws", bad, lambda: draws(bad)))
+    return cases
+
+
+def _copy_cases() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(7)
+    pixels = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    base = {"height": 6, "width": 5, "channels": 3, "pixels": pixels.tobytes().hex()}
+    cases = []
+    for name, params in [
+        (
+            "crop and flip",
+            {
+                "family": "random-resized-crop-flip",
+                "top": 1,
+                "left": 0,
+                "height": 4,
+                "width": 5,
+                "flip": True,
+            },
+        ),
+        (
+            "SimCLR crop, no flip",
+            {
+                "family": "simclr-crop-flip",
+                "top": 2,
+                "left": 1,
+                "height": 3,
+                "width": 2,
+                "flip": False,
+            },
+        ),
+        (
+            "SimCLR crop and flip",
+            {
+                "family": "simclr-crop-flip",
+                "top": 0,
+                "left": 3,
+                "height": 2,
+                "width": 2,
+                "flip": True,
+            },
+        ),
+    ]:
+        inp = {**base, "params": params}
+        cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))
+    bad = {
+        **base,
+        "params": {
+            "family": "simclr-crop-flip",
+            "top": 0,
+            "left": 0,
+            "height": 7,
+            "width": 2,
+            "flip": False,
+        },
+    }
+    cases.append(case("invalid: crop taller than the image", "copy", bad, lambda: copy_digest(bad)))
+    return cases
+
+
+def _cosine_cases() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(11)
+    rows = [
+        ("orthogonal", [1.0, 0.0], [0.0, 2.0]),
+        ("opposite", [0.5, -1.5, 2.0], [-1.0, 3.0, -4.0]),
+        ("random, D=16", rng.standard_normal(16).tolist(), rng.standard_normal(16).tolist()),
+        # A naive left-to-right dot product gives 0 here; the exactly rounded one gives 1.
+        ("cancellation needs the exact sum", [1e16, 1.0, -1e16], [1.0, 1.0, 1.0]),
+        ("invalid: zero vector", [0.0, 0.0], [1.0, 2.0]),
+        ("invalid: NaN", [float("nan"), 1.0], [1.0, 2.0]),
+        ("invalid: entry above 2^64", [2.0**65, 1.0], [1.0, 2.0]),
+        ("invalid: lengths differ", [1.0, 2.0, 3.0], [1.0, 2.0]),
+    ]
+    cases = []
+    for name, u, v in rows:
+        inp = {"u": _hex(u), "v": _hex(v)}
+        cases.append(case(name, "cosine", inp, lambda i=inp: cosine_case(i)))
+    return cases
+
+
+def _encoder_cases() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(5)
+    near = rng.standard_normal(8)
+    rows = [
+        ("K=2, D=3", [[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]),
+        ("K=8, D=8, nearly aligned", (near + 0.1 * rng.standard_normal((8, 8))).tolist()),
+        ("K=6, D=5, random", rng.standard_normal((6, 5)).tolist()),
+        ("invalid: one copy", [[1.0, 2.0]]),
+        ("invalid: a zero embedding", [[1.0, 2.0], [0.0, 0.0], [2.0, 1.0]]),
+        ("invalid: infinity", [[1.0, float("inf")], [1.0, 2.0]]),
+    ]
+    cases = []
+    for name, embeddings in rows:
+        inp = {"embeddings": _hex(embeddings)}
+        cases.append(case(name, "encoder-score", inp, lambda i=inp: encoder_score(i)))
+    return cases
+
+
+def _language_cases() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(3)
+    rows = [
+        ("five tokens", [-0.5, -1.25, -3.0, -0.125, -2.0]),
+        ("random, 40 tokens", (-rng.exponential(2.0, 40)).tolist()),
+        ("no token after the first", []),
+        ("a certain token", [0.0, -1.0]),
+        ("invalid: positive log-probability", [-1.0, 0.25]),
+        ("invalid: minus infinity", [-1.0, float("-inf")]),
+    ]
+    cases = []
+    for name, values in rows:
+        inp = {"logprobs": _hex(values)}
+        cases.append(case(name, "language-score", inp, lambda i=inp: language_score(i)))
+    return cases
+
+
+def _image_text_cases() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(9)
+    rows = [
+        ("D=4", [0.25, -1.0, 2.0, 0.5], [1.0, 0.0, 1.5, -0.5]),
+        ("random, D=32", rng.standard_normal(32).tolist(), rng.standard_normal(32).tolist()),
+        ("invalid: dimensions differ", [1.0, 2.0], [1.0, 2.0, 3.0]),
+        ("invalid: zero caption embedding", [1.0, 2.0], [0.0, 0.0]),
+    ]
+    cases = []
+    for name, image, caption in rows:
+        inp = {"image": _hex(image), "caption": _hex(caption)}
+        cases.append(case(name, "image-text-score", inp, lambda i=inp: image_text_score(i)))
+    return cases
+
+
+def build() -> dict[str, Any]:
+    """Return the scoring vector document."""
+    return {
+        "spec_version": SPEC_VERSION,
+        "topic": "scoring",
+        "description": (
+            "Score functions (spec §10.3-§10.6). 'draws': the parameter maps of k copies "
+            "drawn from the PRG stream (seed, label) for a family and an image size. "
+            "'copy': SHA-256 of the float32 copy (H, W, C row-major, little-endian) that "
+            "a parameter map makes of the uint8 image 'pixels'. 'cosine': cos(u, v) with "
+            "exactly rounded sums. 'encoder-score': the sum of the cosines of the K(K-1)/2 "
+            "pairs of distinct rows. 'language-score': the mean of the log-probabilities "
+            "(0 when there is none). 'image-text-score': cos(image, caption). Floats are "
+            "C99 hex strings; invalid cases name the error code."
+        ),
+        "cases": [
+            *_draw_cases(),
+            *_copy_cases(),
+            *_cosine_cases(),
+            *_encoder_cases(),
+            *_language_cases(),
+            *_image_text_cases(),
+        ],
+    }
+
+
+def main() -> None:
+    """Rewrite spec/vectors/scoring.json."""
+    VECTOR_FILE.write_text(render(build()), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

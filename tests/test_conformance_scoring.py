@@ -1,0 +1,93 @@
+"""Run every score-function vector (spec/vectors/scoring.json) against the implementation.
+
+Each case is interpreted from its JSON alone, as a second implementation would; the
+last tests check the committed file is what the builder produces, and that the exact
+sums matter (a naive dot product gets the cancellation case wrong).
+"""
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from protocol.errors import TwinauditError
+from protocol.prg import Prg
+from spec.tools import vectors_scoring
+from spec.tools.vectors_core import render
+from verifier.oracles.embedding import EmbeddingAnswer, check_embeddings
+from verifier.oracles.language import LogprobAnswer
+from verifier.scoring import encoder, image_text, language
+from verifier.scoring.augment import apply, draw_params, to_unit
+from verifier.scoring.cosine import cosine
+
+VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
+DOC = json.loads((VECTORS / "scoring.json").read_text(encoding="utf-8"))
+
+
+def _vector(values):
+    return np.array([float.fromhex(x) for x in values], dtype=np.float64)
+
+
+def _run(case):
+    kind, inp = case["kind"], case["input"]
+    if kind == "draws":
+        prg = Prg(bytes.fromhex(inp["seed"]), inp["label"])
+        return {"params": draw_params(inp["family"], prg, inp["height"], inp["width"], inp["k"])}
+    if kind == "copy":
+        shape = (inp["height"], inp["width"], inp["channels"])
+        pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8).reshape(shape)
+        copy = apply(to_unit(pixels.copy()), inp["params"])
+        return {"sha256": hashlib.sha256(copy.astype("<f4").tobytes()).hexdigest()}
+    if kind == "cosine":
+        u, v = _vector(inp["u"]), _vector(inp["v"])
+        check_embeddings(u.reshape(1, -1), 1)
+        check_embeddings(v.reshape(1, -1), 1)
+        return {"cosine": cosine(u, v).hex()}
+    if kind == "encoder-score":
+        rows = np.stack([_vector(row) for row in inp["embeddings"]])
+        spec = encoder.EncoderSpec(k=rows.shape[0])
+        return {"score": encoder.score(spec, EmbeddingAnswer(rows)).hex()}
+    if kind == "language-score":
+        values = _vector(inp["logprobs"]).reshape(-1)
+        LogprobAnswer((values,)).validate(1)
+        return {"score": language.score(values).hex()}
+    if kind == "image-text-score":
+        image, caption = _vector(inp["image"]), _vector(inp["caption"])
+        check_embeddings(image.reshape(1, -1), 1)
+        check_embeddings(caption.reshape(1, -1), 1)
+        return {"score": image_text.score(image, caption).hex()}
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in DOC["cases"]])
+def test_case(case):
+    if not case["valid"]:
+        with pytest.raises(TwinauditError) as info:
+            _run(case)
+        assert info.value.code == case["error"], info.value.diagnostics()
+        return
+    assert _run(case) == case["expected"]
+
+
+def test_every_kind_has_valid_and_invalid_cases():
+    kinds = {(c["kind"], c["valid"]) for c in DOC["cases"]}
+    for kind in ("draws", "copy", "cosine", "encoder-score", "language-score", "image-text-score"):
+        assert (kind, True) in kinds and (kind, False) in kinds, kind
+
+
+def test_the_exact_sum_decides_the_cancellation_case():
+    (case,) = [c for c in DOC["cases"] if "cancellation" in c["name"]]
+    u, v = _vector(case["input"]["u"]), _vector(case["input"]["v"])
+    naive = 0.0
+    for a, b in zip(u.tolist(), v.tolist(), strict=True):
+        naive += a * b
+    assert naive == 0.0
+    assert float.fromhex(case["expected"]["cosine"]) > 0.0
+    assert math.isclose(float.fromhex(case["expected"]["cosine"]), 1 / math.sqrt(6e32))
+
+
+def test_file_matches_builder():
+    assert (VECTORS / "scoring.json").read_text(encoding="utf-8") == render(vectors_scoring.build())
