@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protocol.encoding import Value, encode
-from protocol.errors import InputError
+from protocol.errors import InputError, ParameterError
 from protocol.keys import key_id
 
 from . import marking  # its torch-dependent names load on first use
@@ -221,9 +221,13 @@ def inspect_vault(
     skip) are embedded with ``extractor`` (default: the marking extractor) to report
     the feature distance. ``sheet`` writes a contact sheet of the first ``sheet_pairs``.
     """
+    if vault.item_kind == "text":
+        raise ParameterError(
+            f"{vault.path} holds texts: inspect it with owner.text.report.inspect_text_vault"
+        )
     config = MarkingConfig.from_value(vault.config)
     report = InspectReport(
-        vault.path, vault.n_pairs, vault.item_kind, config, vault.source, _receipt(vault)
+        vault.path, vault.n_pairs, vault.item_kind, config, vault.source, receipt_summary(vault)
     )
     if source is not None:
         _require_same_input(vault, source)
@@ -237,7 +241,8 @@ def inspect_vault(
     return report
 
 
-def _receipt(vault: Vault) -> ReceiptSummary | None:
+def receipt_summary(vault: Vault) -> ReceiptSummary | None:
+    """Return where the vault's root was escrowed, or None before escrow."""
     if vault.receipt is None or vault.arbiter_public_key is None:
         return None
     entry = vault.receipt.entry

@@ -20,6 +20,7 @@ from protocol.encoding import encode
 from protocol.errors import ParameterError
 
 from . import marking
+from .captioned.sources import CaptionedSource
 from .images.sources import ImageSource, open_source
 from .marking import MarkingConfig
 from .progress import Progress
@@ -53,7 +54,7 @@ class MarkResult:
 
 
 def mark(
-    source: ImageSource,
+    source: ImageSource | CaptionedSource,
     vault_path: Path,
     config: MarkingConfig,
     *,
@@ -63,6 +64,9 @@ def mark(
 ) -> MarkResult:
     """Mark every image of ``source`` into the vault at ``vault_path`` and finish it.
 
+    A :class:`~owner.captioned.sources.CaptionedSource` makes a captioned-image vault:
+    each image is marked the same way and both versions keep the image's caption.
+
     Creates the vault, or resumes an unfinished one started with the same source and
     configuration (a different one is refused, naming the difference). ``secret`` is
     for reproducible runs (see :func:`secret_from_seed`); by default a new vault draws
@@ -70,6 +74,8 @@ def mark(
     made from the same source with the same configuration.
     """
     description, wanted = source.describe(), config.to_value()
+    captions = source.captions if isinstance(source, CaptionedSource) else None
+    item_kind = "image" if captions is None else "captioned-image"
     if (vault_path / MANIFEST_FILE).exists():
         vault = Vault.open(vault_path)
         for what, recorded, given in (
@@ -90,7 +96,7 @@ def mark(
         marker = marking.make_marker(config, marking_seed(secret), device=device)
     with VaultWriter.create_or_resume(
         vault_path,
-        item_kind="image",
+        item_kind=item_kind,
         source=description,
         config=wanted,
         n_items=len(source),
@@ -107,7 +113,8 @@ def mark(
             )
             for batch in source.batches(config.batch_size, start=writer.completed):
                 version0, version1 = marker.mark(batch.pixels, batch.start)
-                writer.append(version0, version1, batch.labels, batch.names)
+                batch_captions = None if captions is None else captions[batch.start : batch.stop]
+                writer.append(version0, version1, batch.labels, batch.names, batch_captions)
                 if progress is not None:
                     progress.update(len(batch))
             if progress is not None:

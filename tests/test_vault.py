@@ -272,7 +272,6 @@ def test_append_refuses_items_beyond_n_items(tmp_path):
 
 BAD_STARTS = [
     ("unknown kind", {"item_kind": "video"}, ParameterError, "video"),
-    ("text kind", {"item_kind": "text"}, ParameterError, "image"),
     ("no items", {"n_items": 0}, ParameterError, "at least 1"),
     ("n_items a bool", {"n_items": True}, ParameterError, "integer"),
     ("too many items", {"n_items": 1 << 25}, InputError, "limit"),

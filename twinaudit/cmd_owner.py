@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +53,34 @@ def _register_mark(sub: Any) -> None:
     defaults = MarkingConfig()
     mark = sub.add_parser(
         "mark",
-        help="mark images into twin pairs in a new private vault (resumable)",
-        description="Make two versions of every input image within epsilon of it and as "
-        "far apart as possible for a model, commit to them, and store everything in a "
-        "private vault. Killed and run again with the same arguments, it resumes.",
+        help="mark images, texts or captioned images into twin pairs in a private vault",
+        description="Make two versions of every input item, each within the utility bound "
+        "of it and as far apart as possible, commit to them, and store everything in a "
+        "private vault. Images (the default): within epsilon per pixel. Texts: synonym "
+        "swaps (or paraphrases) within an embedding-similarity bound. Captioned images: "
+        "marked image pairs with the same caption. Killed and run again with the same "
+        "arguments, it resumes.",
     )
-    mark.add_argument("input", type=Path, help="folder of PNG/JPEG, .npy, .npz or idx(.gz)")
+    mark.add_argument(
+        "input",
+        type=Path,
+        help="images: folder of PNG/JPEG, .npy, .npz or idx(.gz); text: .jsonl, .csv or "
+        "plain text (one per line); captioned-image: images as for image, with --captions",
+    )
     mark.add_argument("--out", type=Path, required=True, help="vault directory (new or unfinished)")
+    mark.add_argument(
+        "--kind",
+        default="image",
+        choices=["image", "text", "captioned-image"],
+        help="what the input holds (default image)",
+    )
     mark.add_argument("--labels", type=Path, help="labels file (CSV or JSON), kept for claims")
     mark.add_argument("--npz-key", help="array to read from an .npz input")
-    mark.add_argument("--marker", default=defaults.marker, choices=["pgd", "gaussian", "bernoulli"])
+    mark.add_argument(
+        "--marker",
+        help="image: pgd (default) | gaussian | bernoulli; text: thesaurus (default) | "
+        "seq2seq | chat",
+    )
     mark.add_argument(
         "--epsilon", type=int, default=defaults.epsilon, help="max change per pixel, 1..255"
     )
@@ -75,7 +94,51 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "--step-size", type=float, default=defaults.step_size, help="PGD step, pixel units"
     )
-    mark.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    mark.add_argument(
+        "--batch-size",
+        type=int,
+        help=f"items per batch and vault chunk (image default {defaults.batch_size}, text 256)",
+    )
+    text = mark.add_argument_group("texts (--kind text)")
+    text.add_argument("--field", help="JSON Lines field or CSV column holding the text (text)")
+    text.add_argument(
+        "--text-format", choices=["jsonl", "csv", "text"], help="default: from the suffix"
+    )
+    text.add_argument(
+        "--min-similarity",
+        type=float,
+        default=0.85,
+        help="utility bound: MiniLM cosine similarity of each version to the original",
+    )
+    text.add_argument("--max-candidates", type=int, default=4, help="synonyms tried per word")
+    text.add_argument(
+        "--thesaurus",
+        type=Path,
+        help="MyThes .dat file (default /usr/share/mythes/th_en_US_v2.dat, mythes-en-us)",
+    )
+    text.add_argument(
+        "--drop-unmarkable",
+        action="store_true",
+        help="leave texts with no admissible version out of the vault (reported) instead "
+        "of refusing the input",
+    )
+    text.add_argument(
+        "--paraphrase-model",
+        help="seq2seq: a local Hugging Face model directory; chat: the model id",
+    )
+    text.add_argument("--endpoint", help="chat: the OpenAI-compatible base URL (…/v1)")
+    text.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="chat: environment variable holding the API key (never stored)",
+    )
+    captioned = mark.add_argument_group("captioned images (--kind captioned-image)")
+    captioned.add_argument(
+        "--captions",
+        type=Path,
+        help="captions: CSV with filename,caption (folders) or name,caption / one per "
+        "line; or JSON (a list in order, or an object by name)",
+    )
     mark.add_argument(
         "--input-size",
         type=int,
@@ -125,11 +188,13 @@ def _register_inspect(sub: Any) -> None:
     )
     inspect.add_argument("--labels", type=Path, help="labels file given to mark, if any")
     inspect.add_argument("--npz-key", help="array of an .npz input")
+    inspect.add_argument("--captions", type=Path, help="captions file given to mark, if any")
     inspect.add_argument(
         "--distance-pairs",
         type=int,
         default=512,
-        help="pairs embedded for the feature distance (0: skip)",
+        help="pairs embedded for the feature distance, or for a text vault the pairs "
+        "measured (similarity, word distance); 0: skip, -1 (text): all",
     )
     inspect.add_argument("--extractor", help="extractor for the distance (default: marking's)")
     inspect.add_argument("--sheet", type=Path, help="write a contact sheet PNG here (private)")
@@ -181,20 +246,53 @@ def _register_claim(sub: Any) -> None:
     claim.set_defaults(handler=_claim)
 
 
-def _mark(args: argparse.Namespace) -> int:
-    from owner.mark import mark_path, secret_from_seed
+def _image_config(args: argparse.Namespace) -> Any:
     from owner.marking import MarkingConfig
 
-    config = MarkingConfig(
-        marker=args.marker,
+    defaults = MarkingConfig()
+    return MarkingConfig(
+        marker=args.marker or defaults.marker,
         epsilon=args.epsilon,
         extractor=args.extractor,
         extractor_weights=args.extractor_weights,
         steps=args.steps,
         step_size=args.step_size,
-        batch_size=args.batch_size,
+        batch_size=args.batch_size if args.batch_size is not None else defaults.batch_size,
         input_size=args.input_size,
     )
+
+
+def _refuse_options(args: argparse.Namespace, kind: str, names: Mapping[str, object]) -> None:
+    """Refuse options that do not apply to ``kind`` (each name: its default)."""
+    for name, default in names.items():
+        if getattr(args, name) != default:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} does not apply to --kind {kind}")
+
+
+_TEXT_ONLY: Mapping[str, object] = {
+    "field": None,
+    "text_format": None,
+    "min_similarity": 0.85,
+    "max_candidates": 4,
+    "thesaurus": None,
+    "drop_unmarkable": False,
+    "paraphrase_model": None,
+    "endpoint": None,
+}
+
+
+def _mark(args: argparse.Namespace) -> int:
+    from owner.mark import mark_path, secret_from_seed
+
+    if args.kind != "captioned-image":
+        _refuse_options(args, args.kind, {"captions": None})
+    if args.kind == "text":
+        return _mark_text(args)
+    _refuse_options(args, args.kind, _TEXT_ONLY)
+    config = _image_config(args)
+    if args.kind == "captioned-image":
+        return _mark_captioned(args, config)
     secret = None
     if args.seed is not None:
         secret = secret_from_seed(args.seed)
@@ -218,6 +316,101 @@ def _mark(args: argparse.Namespace) -> int:
     print(
         f"marked {vault.n_pairs} pairs into {vault.path}{resumed}; root {vault.root.hex()}; "
         "next: twinaudit owner escrow"
+    )
+    return EXIT_OK
+
+
+def _seeded_secret(args: argparse.Namespace) -> bytes | None:
+    from owner.mark import secret_from_seed
+
+    if args.seed is None:
+        return None
+    print(
+        "twinaudit: warning: --seed makes the vault secret reproducible; "
+        "use it for tests and demos only",
+        file=sys.stderr,
+    )
+    return secret_from_seed(args.seed)
+
+
+def _mark_text(args: argparse.Namespace) -> int:
+    from owner.text.config import TextMarkingConfig
+    from owner.text.marking import mark_texts
+    from owner.text.paraphrasers import ChatParaphraser, Paraphraser, Seq2SeqParaphraser
+    from owner.text.sources import open_text_source
+    from owner.text.thesaurus import load_thesaurus
+
+    image_only = {"labels": None, "npz_key": None, "extractor_weights": None}
+    _refuse_options(args, "text", image_only)
+    marker = args.marker or "thesaurus"
+    config = TextMarkingConfig(
+        marker=marker,
+        min_similarity=args.min_similarity,
+        max_candidates=args.max_candidates,
+        batch_size=args.batch_size if args.batch_size is not None else 256,
+        drop_unmarkable=args.drop_unmarkable,
+        model=args.paraphrase_model,
+        endpoint=args.endpoint,
+    )
+    if marker != "thesaurus" and args.thesaurus is not None:
+        raise InputError("--thesaurus applies to the thesaurus marker only")
+    source = open_text_source(args.input, text_format=args.text_format, field=args.field)
+    thesaurus = load_thesaurus(args.thesaurus) if marker == "thesaurus" else None
+    paraphraser: Paraphraser | None = None
+    if marker == "seq2seq":
+        paraphraser = Seq2SeqParaphraser.load(args.paraphrase_model, device=args.device or "cpu")
+    elif marker == "chat":
+        paraphraser = ChatParaphraser(
+            args.endpoint, args.paraphrase_model, api_key_env=args.api_key_env
+        )
+    result = mark_texts(
+        source,
+        args.out,
+        config,
+        secret=_seeded_secret(args),
+        thesaurus=thesaurus,
+        paraphraser=paraphraser,
+        show_progress=not args.quiet,
+    )
+    vault = result.vault
+    resumed = f" (resumed after {result.resumed_from})" if result.resumed_from else ""
+    if result.dropped:
+        shown = ", ".join(result.dropped[:10])
+        more = f" and {len(result.dropped) - 10} more" if len(result.dropped) > 10 else ""
+        print(
+            f"left out {len(result.dropped)} unmarkable text(s) (not vaulted, never "
+            f"published): {shown}{more}"
+        )
+    rate = f", {result.marked_now / result.seconds:.1f} texts/s" if result.marked_now else ""
+    print(
+        f"marked {vault.n_pairs} text pairs into {vault.path}{resumed} in "
+        f"{result.seconds:.1f} s{rate}; root {vault.root.hex()}; next: twinaudit owner escrow"
+    )
+    return EXIT_OK
+
+
+def _mark_captioned(args: argparse.Namespace, config: Any) -> int:
+    from owner.captioned.sources import open_captioned_source
+    from owner.mark import mark
+
+    if args.captions is None:
+        raise InputError("--kind captioned-image needs --captions (a CSV or JSON file)")
+    source = open_captioned_source(
+        args.input, args.captions, labels=args.labels, npz_key=args.npz_key
+    )
+    result = mark(
+        source,
+        args.out,
+        config,
+        secret=_seeded_secret(args),
+        device=args.device,
+        show_progress=not args.quiet,
+    )
+    vault = result.vault
+    resumed = f" (resumed after {result.resumed_from})" if result.resumed_from else ""
+    print(
+        f"marked {vault.n_pairs} captioned-image pairs into {vault.path}{resumed}; "
+        f"root {vault.root.hex()}; next: twinaudit owner escrow"
     )
     return EXIT_OK
 
@@ -258,8 +451,15 @@ def _publish(args: argparse.Namespace) -> int:
     from owner.vault import Vault
 
     vault = Vault.open(args.vault)
+    if vault.item_kind == "text":
+        from owner.text.publication import publish_texts
+
+        files = publish_texts(vault, args.out, show_progress=not args.quiet)
+        print(f"published {vault.n_pairs} texts in {files[0]}")
+        return EXIT_OK
     files = publish(vault, args.out, show_progress=not args.quiet)
-    print(f"published {vault.n_pairs} images in {len(files)} files under {args.out}")
+    what = "captioned images" if vault.item_kind == "captioned-image" else "images"
+    print(f"published {vault.n_pairs} {what} in {len(files)} files under {args.out}")
     return EXIT_OK
 
 
@@ -271,11 +471,19 @@ def _inspect(args: argparse.Namespace) -> int:
     from owner.vault import Vault
 
     vault = Vault.open(args.vault)
-    source = (
-        open_source(args.input, labels=args.labels, npz_key=args.npz_key)
-        if args.input is not None
-        else None
-    )
+    if vault.item_kind == "text":
+        return _inspect_text(args, vault)
+    source = None
+    if args.input is not None and vault.item_kind == "captioned-image":
+        from owner.captioned.sources import open_captioned_source
+
+        if args.captions is None:
+            raise InputError("inspecting a captioned-image vault with --input needs --captions")
+        source = open_captioned_source(
+            args.input, args.captions, labels=args.labels, npz_key=args.npz_key
+        ).images
+    elif args.input is not None:
+        source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
     report = inspect_vault(
         vault,
         source=source,
@@ -290,6 +498,28 @@ def _inspect(args: argparse.Namespace) -> int:
         print(report.to_text())
     failed = report.epsilon is not None and not report.epsilon.holds
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _inspect_text(args: argparse.Namespace, vault: Any) -> int:
+    import json
+
+    from owner.text.report import inspect_text_vault
+
+    for flag, value in (
+        ("--input", args.input),
+        ("--sheet", args.sheet),
+        ("--extractor", args.extractor),
+        ("--captions", args.captions),
+    ):
+        if value is not None:
+            raise InputError(f"{flag} does not apply to a text vault (its originals are inside)")
+    pairs = None if args.distance_pairs < 0 else args.distance_pairs
+    report = inspect_text_vault(vault, pairs=pairs)
+    if args.json:
+        print(json.dumps(report.to_value(), indent=2, sort_keys=True, default=_json_default))
+    else:
+        print(report.to_text())
+    return EXIT_OK if report.holds else EXIT_FAILED
 
 
 def _json_default(value: object) -> object:

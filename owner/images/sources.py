@@ -221,6 +221,10 @@ class ImageSource(ABC):
         """Return the number of images."""
         return self._count
 
+    def names(self) -> list[str]:
+        """Return the name of every image, in source order (no pixels are read)."""
+        return self._names(0, self._count)
+
     @property
     def has_labels(self) -> bool:
         """Return whether every image has a label."""

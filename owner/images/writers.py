@@ -113,6 +113,7 @@ class PublicationWriter(ABC):
         self.labels = labels
         self._written = 0
         self._state = "open"
+        self._extra: list[str] = []
         self._staging = _create_staging(self.out_dir)
         try:
             self._start()
@@ -164,6 +165,22 @@ class PublicationWriter(ABC):
             raise
         self._written += len(batch)
 
+    def add_file(self, name: str, data: bytes) -> None:
+        """Add a small file of the publication's own (``captions.csv``) beside the images.
+
+        Raises:
+            InputError: ``name`` is not a plain file name, or is already taken.
+            StateError: the writer is not open.
+
+        """
+        self._require_open()
+        _plain_file_name(name)
+        target = self._staging / name
+        if name in self._extra or target.exists():
+            raise InputError(f"{name!r} is already part of the publication")
+        target.write_bytes(data)
+        self._extra.append(name)
+
     def close(self) -> list[Path]:
         """Finish the files, move them to ``out_dir`` and return their paths.
 
@@ -176,7 +193,8 @@ class PublicationWriter(ABC):
         if self._written != self.count:
             raise StateError(f"{self._written} of {self.count} images written; add the rest")
         try:
-            names = self._finish()
+            names = self._finish() + self._extra
+            _fsync_files([self._staging / name for name in self._extra])
             _fsync_folders(self._staging)
             self._staging.chmod(0o755)
             if self.out_dir.exists() or self.out_dir.is_symlink():

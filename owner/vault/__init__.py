@@ -15,7 +15,9 @@ Layout (every file mode 0600, every directory 0700)::
                            item shape, SHA-256, labels, names); each record framed as
                            length ‖ canonical msgpack ‖ SHA-256
         chunks/000000.npy  one per batch: uint8 array (2, B, H, W, C), version 0 then 1
-        chunks/000001.npy  ...
+        chunks/000001.npy  ...   (image and captioned-image vaults)
+        chunks/000000.msgpack    text vaults: canonical map of the batch's originals
+                                 and both versions (:mod:`owner.vault.text_chunks`)
         manifest.msgpack   written by finish: canonical msgpack with the format and spec
                            versions, item kind, n_pairs, source, config, Merkle root,
                            the SHA-256 of every other file, the receipt's inclusion proof
@@ -25,10 +27,13 @@ Layout (every file mode 0600, every directory 0700)::
 Derived values: the salt of pair ``i`` is ``HMAC-SHA256(secret,
 "twinaudit/vault/v1/pair-salt" ‖ 0x00 ‖ uint64be(i))`` and the marking seed
 ``HMAC-SHA256(secret, "twinaudit/vault/v1/marking-seed")`` (:mod:`owner.vault.secret`).
-Pair ``i`` is committed as spec §6.1 over ``encode_item(ImageItem(v_k, label_i))``; the
-root is the RFC 6962 root of the commitments in pair order. Nothing holds a time, so the
-same inputs, secret and batch sizes give byte-identical files (the root and every
-opening do not depend on the batch sizes at all).
+Pair ``i`` is committed as spec §6.1 over ``encode_item(ImageItem(v_k, label_i))``
+(image vaults), ``encode_item(CaptionedImageItem(ImageItem(v_k, label_i), caption_i))``
+(captioned-image vaults: the caption, the same for both versions, is kept in the chunk's
+journal record) or ``encode_item(TextItem(v_k))`` (text vaults; the originals kept in the
+chunk are never committed); the root is the RFC 6962 root of the commitments in pair
+order. Nothing holds a time, so the same inputs, secret and batch sizes give
+byte-identical files (the root and every opening do not depend on the batch sizes).
 
 Resume: a chunk counts as written once its journal record is durable. The chunk file
 is made durable first (temp file, fsync, rename, fsync directory), so a crash leaves at

@@ -18,7 +18,14 @@ import numpy.typing as npt
 
 from protocol.commitment import commit_pair
 from protocol.errors import InputError, ParameterError
-from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL, ImageItem, encode_item
+from protocol.items import (
+    MAX_IMAGE_SIDE,
+    MAX_LABEL,
+    CaptionedImageItem,
+    ImageItem,
+    Item,
+    encode_item,
+)
 
 from .errors import VaultIntegrityError
 from .journal import ChunkRecord
@@ -55,7 +62,7 @@ def check_batch(
     if 2 * versions0.size > MAX_CHUNK_BYTES:
         raise ParameterError(f"a batch holds at most {MAX_CHUNK_BYTES} bytes of both versions")
     label_list = _labels(labels, count)
-    name_list = _names(names, count)
+    name_list = check_names(names, count)
     return (int(height), int(width), int(channels)), label_list, name_list
 
 
@@ -77,7 +84,8 @@ def _labels(labels: object, count: int) -> list[int | None]:
     return checked
 
 
-def _names(names: object, count: int) -> list[str]:
+def check_names(names: object, count: int) -> list[str]:
+    """Return ``names`` as a list if it holds ``count`` valid item names; else raise."""
     if isinstance(names, str | bytes) or not isinstance(names, Sequence):
         raise InputError("names must be a sequence of strings")
     if len(names) != count:
@@ -127,27 +135,63 @@ def read_chunk(
     return array
 
 
+def check_captions(captions: object, count: int) -> list[str]:
+    """Return ``captions`` as a list if it holds ``count`` valid captions; else raise."""
+    if isinstance(captions, str | bytes) or not isinstance(captions, Sequence):
+        raise InputError("captions must be a sequence of strings")
+    if len(captions) != count:
+        raise ParameterError(f"{len(captions)} captions for a batch of {count} items")
+    return [CaptionedImageItem(ImageItem(_ONE_PIXEL), caption).caption for caption in captions]
+
+
+_ONE_PIXEL = np.zeros((1, 1, 1), dtype=np.uint8)
+
+
+def pixel_item(pixels: Pixels, label: int | None, caption: str | None) -> Item:
+    """Return the item of one version: an image, or a captioned image when ``caption`` is set."""
+    image = ImageItem(pixels, label)
+    return image if caption is None else CaptionedImageItem(image, caption)
+
+
 def pair_commitments(
-    secret: bytes, start: int, pixels: Pixels, labels: Sequence[int | None]
+    secret: bytes,
+    start: int,
+    pixels: Pixels,
+    labels: Sequence[int | None],
+    captions: Sequence[str] | None = None,
 ) -> list[bytes]:
-    """Return the commitments of the pairs of one chunk (items ``start, start + 1, ...``)."""
+    """Return the commitments of the pairs of one chunk (items ``start, start + 1, ...``).
+
+    With ``captions``, each version is the captioned image (its version's pixels and
+    the item's caption); otherwise the image.
+    """
     commitments = []
     for offset, label in enumerate(labels):
-        version0 = encode_item(ImageItem(pixels[0, offset], label))
-        version1 = encode_item(ImageItem(pixels[1, offset], label))
+        caption = None if captions is None else captions[offset]
+        version0 = encode_item(pixel_item(pixels[0, offset], label, caption))
+        version1 = encode_item(pixel_item(pixels[1, offset], label, caption))
         commitment, _ = commit_pair(version0, version1, pair_salt(secret, start + offset))
         commitments.append(commitment)
     return commitments
 
 
+def read_record_pixels(vault: Path, record: ChunkRecord) -> Pixels:
+    """Read the pixels of an image or captioned-image chunk record (checked)."""
+    if record.shape is None:
+        raise VaultIntegrityError(vault, record.file, "is a text chunk, not pixels")
+    return read_chunk(vault, record.file, record.sha256, record.count, record.shape)
+
+
 def commit_chunks(vault: Path, secret: bytes, records: Sequence[ChunkRecord]) -> bytearray:
-    """Read every chunk (checking its SHA-256) and return all pair commitments, packed.
+    """Read every pixel chunk (checking its SHA-256) and return all pair commitments, packed.
 
     One chunk is in memory at a time; the result holds 32 bytes per pair.
     """
     packed = bytearray()
     for record in records:
-        pixels = read_chunk(vault, record.file, record.sha256, record.count, record.shape)
-        for commitment in pair_commitments(secret, record.start, pixels, record.labels):
+        pixels = read_record_pixels(vault, record)
+        for commitment in pair_commitments(
+            secret, record.start, pixels, record.labels, record.captions
+        ):
             packed += commitment
     return packed

@@ -24,7 +24,7 @@ from typing import BinaryIO, Final
 from protocol import SPEC_VERSION
 from protocol.encoding import Value, decode, encode
 from protocol.errors import InputError, VersionError
-from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL, MAX_TEXT_BYTES
 from protocol.versioning import require_supported
 
 from . import files
@@ -56,6 +56,20 @@ _HEADER_KEYS: Final = frozenset(
 _CHUNK_KEYS: Final = frozenset(
     {"record", "ordinal", "file", "start", "count", "shape", "sha256", "labels", "names"}
 )
+
+
+def chunk_keys(item_kind: str) -> frozenset[str]:
+    """Return the keys of a chunk record of ``item_kind`` items.
+
+    Image chunks have exactly :data:`_CHUNK_KEYS`; text chunks have no ``shape`` (their
+    file holds texts); captioned-image chunks add ``captions`` (one per item, the same
+    for both versions).
+    """
+    if item_kind == "text":
+        return _CHUNK_KEYS - {"shape"}
+    if item_kind == "captioned-image":
+        return _CHUNK_KEYS | {"captions"}
+    return _CHUNK_KEYS
 
 
 class _MalformedError(Exception):
@@ -108,56 +122,84 @@ class RunParameters:
 
 @dataclass(frozen=True)
 class ChunkRecord:
-    """One durable chunk: items ``start .. start + count - 1`` in ``file``."""
+    """One durable chunk: items ``start .. start + count - 1`` in ``file``.
+
+    ``shape`` is the item shape ``(H, W, C)`` of image and captioned-image chunks and
+    None for text chunks; ``captions`` is set (one per item) for captioned images only.
+    """
 
     ordinal: int
     file: str
     start: int
     count: int
-    shape: tuple[int, int, int]
+    shape: tuple[int, int, int] | None
     sha256: bytes
     labels: list[int | None]
     names: list[str]
+    captions: list[str] | None = None
 
     def to_value(self) -> dict[str, Value]:
         """Return the chunk record's map."""
-        return {
+        value: dict[str, Value] = {
             "record": "chunk",
             "ordinal": self.ordinal,
             "file": self.file,
             "start": self.start,
             "count": self.count,
-            "shape": list(self.shape),
             "sha256": self.sha256,
             "labels": list(self.labels),
             "names": list(self.names),
         }
+        if self.shape is not None:
+            value["shape"] = list(self.shape)
+        if self.captions is not None:
+            value["captions"] = list(self.captions)
+        return value
 
     @classmethod
-    def from_value(cls, value: Value) -> ChunkRecord:
-        """Parse a chunk record strictly."""
+    def from_value(cls, value: Value, item_kind: str = "image") -> ChunkRecord:
+        """Parse a chunk record of ``item_kind`` items strictly."""
         if not isinstance(value, dict) or value.get("record") != "chunk":
             raise _MalformedError("a record after the header is not a chunk record")
-        fields = _exact(value, _CHUNK_KEYS, "chunk record")
-        shape = fields["shape"]
-        if not isinstance(shape, list) or len(shape) != 3:
-            raise _MalformedError("a chunk shape is [height, width, channels]")
-        height, width, channels = (_count(side, "shape") for side in shape)
-        if max(height, width) > MAX_IMAGE_SIDE or channels not in (1, 3):
-            raise _MalformedError(f"chunk shape {shape} is out of range")
+        fields = _exact(value, chunk_keys(item_kind), "chunk record")
+        shape: tuple[int, int, int] | None = None
+        if item_kind != "text":
+            shape = _shape(fields["shape"])
         labels, names = fields["labels"], fields["names"]
         if not isinstance(labels, list) or not isinstance(names, list):
             raise _MalformedError("labels and names must be arrays")
+        captions: list[str] | None = None
+        if item_kind == "captioned-image":
+            listed = fields["captions"]
+            if not isinstance(listed, list):
+                raise _MalformedError("captions must be an array")
+            captions = [_caption(caption) for caption in listed]
         return cls(
             ordinal=_index(fields["ordinal"], "ordinal"),
             file=_text(fields["file"], "file"),
             start=_index(fields["start"], "start"),
             count=_count(fields["count"], "count"),
-            shape=(height, width, channels),
+            shape=shape,
             sha256=_digest(fields["sha256"], "sha256"),
             labels=[_label(label) for label in labels],
             names=[_name(name) for name in names],
+            captions=captions,
         )
+
+
+def _shape(shape: Value) -> tuple[int, int, int]:
+    if not isinstance(shape, list) or len(shape) != 3:
+        raise _MalformedError("a chunk shape is [height, width, channels]")
+    height, width, channels = (_count(side, "shape") for side in shape)
+    if max(height, width) > MAX_IMAGE_SIDE or channels not in (1, 3):
+        raise _MalformedError(f"chunk shape {shape} is out of range")
+    return height, width, channels
+
+
+def _caption(value: Value) -> str:
+    if not isinstance(value, str) or not 1 <= len(value.encode("utf-8")) <= MAX_TEXT_BYTES:
+        raise _MalformedError(f"a caption must be 1..{MAX_TEXT_BYTES} UTF-8 bytes")
+    return value
 
 
 @dataclass(frozen=True)
@@ -210,7 +252,8 @@ def read_journal(vault: Path) -> JournalContents:
         if not values:
             raise _MalformedError("has no header record")
         parameters = RunParameters.from_value(values[0])
-        chunks = [ChunkRecord.from_value(value) for value in values[1:]]
+        kind = parameters.item_kind
+        chunks = [ChunkRecord.from_value(value, kind) for value in values[1:]]
         _check_sequence(parameters, chunks)
     except _MalformedError as exc:
         raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
@@ -247,12 +290,14 @@ def _check_sequence(parameters: RunParameters, chunks: Sequence[ChunkRecord]) ->
     """Check that chunk records number 0, 1, ... and cover consecutive items."""
     start = 0
     for ordinal, record in enumerate(chunks):
-        if record.ordinal != ordinal or record.file != chunk_file(ordinal):
+        if record.ordinal != ordinal or record.file != chunk_file(ordinal, parameters.item_kind):
             raise _MalformedError(f"chunk record {ordinal} is numbered or named out of order")
         if record.start != start:
             raise _MalformedError(f"chunk {ordinal} starts at item {record.start}, not {start}")
         if len(record.labels) != record.count or len(record.names) != record.count:
             raise _MalformedError(f"chunk {ordinal} does not have one label and name per item")
+        if record.captions is not None and len(record.captions) != record.count:
+            raise _MalformedError(f"chunk {ordinal} does not have one caption per item")
         start += record.count
         if start > parameters.n_items:
             raise _MalformedError(f"chunks go past the run's {parameters.n_items} items")

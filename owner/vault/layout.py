@@ -46,12 +46,17 @@ MAX_RECEIPT_FILE_BYTES: Final = 64 * 1024
 #: Read files in pieces of this size when hashing them.
 READ_BLOCK_BYTES: Final = 1024 * 1024
 
-_CHUNK_NAME_RE: Final = re.compile(r"\Achunks/[0-9]{6,}\.npy\Z")
+_CHUNK_NAME_RE: Final = re.compile(r"\Achunks/[0-9]{6,}\.(npy|msgpack)\Z")
 
 
-def chunk_file(ordinal: int) -> str:
-    """Return the relative path of chunk number ``ordinal`` (0, 1, 2, ...)."""
-    return f"{CHUNKS_DIR}/{ordinal:06d}.npy"
+def chunk_file(ordinal: int, item_kind: str = "image") -> str:
+    """Return the relative path of chunk number ``ordinal`` (0, 1, 2, ...).
+
+    Image and captioned-image chunks hold pixels (``.npy``); text chunks hold the
+    canonical encoding of their texts (``.msgpack``).
+    """
+    suffix = "msgpack" if item_kind == "text" else "npy"
+    return f"{CHUNKS_DIR}/{ordinal:06d}.{suffix}"
 
 
 def is_chunk_file(relative: str) -> bool:

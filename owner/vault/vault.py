@@ -25,13 +25,14 @@ from protocol.encoding import Value, encode
 from protocol.errors import InputError, ParameterError, StateError, TwinauditError
 from protocol.escrow_messages import Receipt, verify_receipt
 from protocol.hashing import sha256
-from protocol.items import ImageItem, encode_item
+from protocol.items import Item, TextItem, encode_item
 from protocol.keys import load_public_key, public_key_pem
 from protocol.merkle import MerkleTree
 from protocol.seeds import publication_bits
 
 from . import files
-from .chunks import commit_chunks, read_chunk
+from .chunks import pixel_item, read_record_pixels
+from .committing import commit_records
 from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, read_journal
 from .layout import (
@@ -46,11 +47,15 @@ from .layout import (
 )
 from .manifest import Manifest, read_manifest
 from .secret import marking_seed, pair_salt, read_secret, secret_check
+from .text_chunks import TextChunk, read_text_chunk
 
 Pixels = npt.NDArray[np.uint8]
 
-#: The item kinds a vault can hold (its writer takes image batches).
-VAULT_ITEM_KINDS: Final = frozenset({"image"})
+#: The item kinds a vault can hold: image and captioned-image chunks hold pixels (and
+#: captions in their journal records), text chunks hold texts.
+VAULT_ITEM_KINDS: Final = frozenset({"image", "text", "captioned-image"})
+#: The kinds whose chunks hold pixels.
+PIXEL_ITEM_KINDS: Final = frozenset({"image", "captioned-image"})
 _RECEIPT_FILES: Final = frozenset({RECEIPT_FILE, ARBITER_KEY_FILE})
 
 
@@ -94,7 +99,7 @@ class Vault:
         self._commitments = commitments
         self._tree = commitment_tree(commitments) if tree is None else tree
         self._bits: list[bool] | None = None
-        self._cached: tuple[int, Pixels] | None = None
+        self._cached: tuple[int, Pixels | TextChunk] | None = None
 
     # --- Opening and checking -------------------------------------------------------------
 
@@ -121,7 +126,7 @@ class Vault:
                 _check_file_hash(path, name, manifest.files[name])
         secret = read_secret(path)
         records = _check_journal(path, manifest, secret)
-        commitments = commit_chunks(path, secret, records)
+        commitments = commit_records(path, secret, records, manifest.item_kind)
         vault = cls(path, manifest, secret, records, commitments)
         if not hmac.compare_digest(vault._tree.root(), manifest.root):
             raise VaultIntegrityError(path, MANIFEST_FILE, "its root is not the chunks' root")
@@ -192,14 +197,29 @@ class Vault:
         """Return the inclusion proof of pair ``index`` in the tree of all pairs."""
         return self._tree.inclusion_proof(self._check_index(index))
 
-    def pair(self, index: int) -> tuple[ImageItem, ImageItem]:
-        """Return both versions of pair ``index`` as image items (with the item's label)."""
-        record, pixels = self._chunk_of(self._check_index(index))
+    def captions(self) -> list[str]:
+        """Return the caption of every item of a captioned-image vault, in pair order."""
+        if self.item_kind != "captioned-image":
+            raise StateError(
+                f"vault {self.path} holds {self.item_kind} items, not captioned images"
+            )
+        return [caption for record in self._records for caption in record.captions or []]
+
+    def pair(self, index: int) -> tuple[Item, Item]:
+        """Return both versions of pair ``index`` as items of the vault's kind.
+
+        Images carry the item's label; captioned images the item's caption; texts
+        their version's text.
+        """
+        record, content = self._chunk_of(self._check_index(index))
         offset = index - record.start
+        if isinstance(content, TextChunk):
+            return TextItem(content.versions0[offset]), TextItem(content.versions1[offset])
         label = record.labels[offset]
+        caption = None if record.captions is None else record.captions[offset]
         return (
-            ImageItem(np.array(pixels[0, offset]), label),
-            ImageItem(np.array(pixels[1, offset]), label),
+            pixel_item(np.array(content[0, offset]), label, caption),
+            pixel_item(np.array(content[1, offset]), label, caption),
         )
 
     def pair_opening(self, index: int) -> PairOpening:
@@ -222,7 +242,8 @@ class Vault:
     def chunks(self) -> Iterator[tuple[int, Pixels, Pixels, list[int | None], list[str]]]:
         """Yield ``(start, versions0, versions1, labels, names)`` chunk by chunk.
 
-        One chunk is in memory at a time; each is checked against its SHA-256.
+        One chunk is in memory at a time; each is checked against its SHA-256. Image
+        and captioned-image vaults only (:meth:`texts` reads a text vault).
         """
         for record in self._records:
             pixels = self._read(record)
@@ -291,6 +312,25 @@ class Vault:
             self._bits = publication_bits(self.root, self.receipt.rho, self.n_pairs)
         return list(self._bits)
 
+    def texts(self) -> Iterator[tuple[int, TextChunk, list[str]]]:
+        """Yield ``(start, texts, names)`` chunk by chunk of a text vault (each checked)."""
+        if self.item_kind != "text":
+            raise StateError(f"vault {self.path} holds {self.item_kind} items, not texts")
+        for record in self._records:
+            yield record.start, read_text_chunk(self.path, record), list(record.names)
+
+    def published_texts(self) -> Iterator[tuple[int, list[str], list[str]]]:
+        """Yield ``(start, published, names)``: version b_i of each text, by chunk."""
+        bits = self.publication_bits()
+        for start, chunk, names in self.texts():
+            published = [
+                second if bits[start + offset] else first
+                for offset, (first, second) in enumerate(
+                    zip(chunk.versions0, chunk.versions1, strict=True)
+                )
+            ]
+            yield start, published, names
+
     def published_chunks(self) -> Iterator[tuple[int, Pixels, list[int | None], list[str]]]:
         """Yield ``(start, published, labels, names)``: version b_i of each item, by chunk."""
         bits = np.array(self.publication_bits(), dtype=bool)
@@ -309,15 +349,22 @@ class Vault:
             raise ParameterError(f"pair {index} is not in [0, {self.n_pairs})")
         return int(index)
 
-    def _chunk_of(self, index: int) -> tuple[ChunkRecord, Pixels]:
+    def _chunk_of(self, index: int) -> tuple[ChunkRecord, Pixels | TextChunk]:
         ordinal = bisect.bisect_right(self._starts, index) - 1
         record = self._records[ordinal]
         if self._cached is None or self._cached[0] != ordinal:
-            self._cached = (ordinal, self._read(record))
+            content: Pixels | TextChunk = (
+                read_text_chunk(self.path, record)
+                if self.item_kind == "text"
+                else read_record_pixels(self.path, record)
+            )
+            self._cached = (ordinal, content)
         return record, self._cached[1]
 
     def _read(self, record: ChunkRecord) -> Pixels:
-        return read_chunk(self.path, record.file, record.sha256, record.count, record.shape)
+        if self.item_kind not in PIXEL_ITEM_KINDS:
+            raise StateError(f"vault {self.path} holds {self.item_kind} items, not images")
+        return read_record_pixels(self.path, record)
 
 
 def commitment_tree(commitments: bytearray) -> MerkleTree:

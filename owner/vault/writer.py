@@ -27,7 +27,8 @@ from protocol.errors import InputError, LimitExceededError, ParameterError, Stat
 from protocol.items import ITEM_KINDS
 
 from . import files
-from .chunks import check_batch, commit_chunks, encode_chunk
+from .chunks import check_batch, check_captions, encode_chunk
+from .committing import commit_records
 from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, JournalAppender, RunParameters, frame, read_journal
 from .layout import (
@@ -44,6 +45,7 @@ from .layout import (
 )
 from .manifest import Manifest
 from .secret import check_secret, marking_seed, read_secret, secret_check
+from .text_chunks import check_text_batch, encode_text_chunk
 from .vault import VAULT_ITEM_KINDS, Vault, commitment_tree
 
 Pixels = npt.NDArray[np.uint8]
@@ -194,40 +196,101 @@ class VaultWriter:
         versions1: Pixels,
         labels: Sequence[int | None],
         names: Sequence[str],
+        captions: Sequence[str] | None = None,
     ) -> None:
-        """Make one batch durable: items ``completed .. completed + B - 1``.
+        """Make one batch of images durable: items ``completed .. completed + B - 1``.
 
         ``versions0`` and ``versions1`` are uint8 arrays of one shape ``(B, H, W, C)``,
-        ``labels`` and ``names`` have ``B`` entries. On any failure nothing of the batch
-        is kept and :attr:`completed` is unchanged.
+        ``labels`` and ``names`` have ``B`` entries, and so do ``captions``, which a
+        captioned-image vault requires and an image vault refuses. On any failure
+        nothing of the batch is kept and :attr:`completed` is unchanged.
 
         Raises:
-            InputError, ParameterError: a wrong shape, dtype, count, label or name, or a
-                batch going past ``n_items``.
-            StateError: the writer is finished or closed.
+            InputError, ParameterError: a wrong shape, dtype, count, label, name or
+                caption, or a batch going past ``n_items``.
+            StateError: the writer is finished or closed, or holds texts.
             VaultStorageError: the disk is full (or another write error); resume later.
 
         """
         self._require_open()
+        if self.item_kind == "text":
+            raise StateError(f"vault {self.path} holds texts: use append_texts")
         shape, label_list, name_list = check_batch(versions0, versions1, labels, names)
         count = len(label_list)
+        caption_list: list[str] | None = None
+        if self.item_kind == "captioned-image":
+            if captions is None:
+                raise ParameterError("a captioned-image vault needs a caption per item")
+            caption_list = check_captions(captions, count)
+        elif captions is not None:
+            raise ParameterError(f"a vault of {self.item_kind} items takes no captions")
+        data = encode_chunk(versions0, versions1)
+        record = self._record(
+            count, shape, data, label_list, names=name_list, captions=caption_list
+        )
+        self._write_chunk(record, data)
+
+    def append_texts(
+        self,
+        originals: Sequence[str],
+        versions0: Sequence[str],
+        versions1: Sequence[str],
+        names: Sequence[str],
+    ) -> None:
+        """Make one batch of texts durable: items ``completed .. completed + B - 1``.
+
+        Each item has its original (kept privately for ``owner inspect``, never
+        committed) and two versions that must differ. On any failure nothing of the
+        batch is kept and :attr:`completed` is unchanged.
+
+        Raises:
+            InputError, ParameterError: a text empty or above the protocol's limit,
+                identical versions, a wrong count or name, or a batch past ``n_items``.
+            StateError: the writer is finished or closed, or does not hold texts.
+            VaultStorageError: the disk is full (or another write error); resume later.
+
+        """
+        self._require_open()
+        if self.item_kind != "text":
+            raise StateError(f"vault {self.path} holds {self.item_kind} items: use append")
+        chunk, name_list = check_text_batch(originals, versions0, versions1, names)
+        data = encode_text_chunk(chunk)
+        record = self._record(
+            len(chunk), None, data, [None] * len(chunk), names=name_list, captions=None
+        )
+        self._write_chunk(record, data)
+
+    def _record(
+        self,
+        count: int,
+        shape: tuple[int, int, int] | None,
+        data: bytes,
+        labels: list[int | None],
+        *,
+        names: list[str],
+        captions: list[str] | None,
+    ) -> ChunkRecord:
         if self.completed + count > self.n_items:
             raise ParameterError(
                 f"a batch of {count} items after {self.completed} goes past the run's "
                 f"{self.n_items} items"
             )
-        data = encode_chunk(versions0, versions1)
         ordinal = len(self._records)
-        record = ChunkRecord(
+        return ChunkRecord(
             ordinal=ordinal,
-            file=chunk_file(ordinal),
+            file=chunk_file(ordinal, self.item_kind),
             start=self.completed,
             count=count,
             shape=shape,
             sha256=hashlib.sha256(data).digest(),
-            labels=label_list,
-            names=name_list,
+            labels=labels,
+            names=names,
+            captions=captions,
         )
+
+    def _write_chunk(self, record: ChunkRecord, data: bytes) -> None:
+        """Write the chunk file durably, then its journal record; all or nothing."""
+        ordinal, count = record.ordinal, record.count
         frame(record.to_value())  # a record too large fails here, before any write
         final = self.path / record.file
         temp = final.with_name(f"{TEMP_PREFIX}{final.name}")
@@ -261,7 +324,7 @@ class VaultWriter:
                 f"vault {self.path} holds {self.completed} of {self.n_items} items; "
                 "append the rest before finishing"
             )
-        commitments = commit_chunks(self.path, self._secret, self._records)
+        commitments = commit_records(self.path, self._secret, self._records, self.item_kind)
         tree = commitment_tree(commitments)
         try:
             digests = {
