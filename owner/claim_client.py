@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 import grpc
 
@@ -20,6 +21,7 @@ from protocol.errors import InputError, TwinauditError
 from twinaudit.transport import CLAIM_DEADLINE_S
 from twinaudit.verifier.v1 import verifier_pb2 as pb
 from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifier.scoring.registry import score_spec_from_fields
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,95 @@ class Opening:
     proof: list[bytes]
 
 
+#: The score function a claim names unless the owner chooses one, by the vault's item kind.
+DEFAULT_SCORE: Final[Mapping[str, str]] = {
+    "image": "image-classifier",
+    "text": "language-model",
+    "captioned-image": "image-text",
+}
+#: The parameters each score function takes, with the owner's defaults (spec §10.3–10.6).
+#: An encoder parameter left at its default (0, "") takes the verifier's (K = 64,
+#: ``random-resized-crop-flip``).
+SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, int | str]]] = {
+    "image-classifier": {"k": 1, "perturbation": "none", "knowledge": "C2"},
+    "image-encoder": {"k": 0, "perturbation": ""},
+    "language-model": {},
+    "image-text": {},
+}
+
+
+@dataclass(frozen=True)
+class ScoreChoice:
+    """The four score fields of a claim (spec §10.1), those a function does not use unset."""
+
+    function: str
+    k: int = 0
+    perturbation: str = ""
+    knowledge: str = ""
+
+
+def choose_score(
+    item_kind: str,
+    function: str | None = None,
+    *,
+    k: int | None = None,
+    perturbation: str | None = None,
+    knowledge: str | None = None,
+) -> ScoreChoice:
+    """Return the score fields of a claim on a vault of ``item_kind`` items.
+
+    ``function`` defaults to :data:`DEFAULT_SCORE` of the item kind; a parameter left
+    None takes the function's default in :data:`SCORE_PARAMETERS`. The fields are
+    checked as the verifier will check them (:func:`score_spec_from_fields`), so that
+    a claim the verifier would refuse fails here, before the arbiter is contacted.
+
+    Raises:
+        InputError: an unknown function, a parameter the function does not take
+            (named as ``owner claim``'s option), or a function that does not score
+            ``item_kind`` items.
+        ParameterError: a parameter outside its domain.
+
+    """
+    if function is None:
+        if item_kind not in DEFAULT_SCORE:
+            raise InputError(f"no score function for {item_kind!r} items")
+        function = DEFAULT_SCORE[item_kind]
+    if function not in SCORE_PARAMETERS:
+        raise InputError(f"unknown score function {function!r}; known: {sorted(SCORE_PARAMETERS)}")
+    takes = SCORE_PARAMETERS[function]
+    given: dict[str, int | str | None] = {
+        "k": k,
+        "perturbation": perturbation,
+        "knowledge": knowledge,
+    }
+    for name, value in given.items():
+        if value is not None and name not in takes:
+            accepted = ", ".join(f"--{n}" for n in takes) or "no parameters"
+            raise InputError(f"--{name} does not apply to --score {function} (it takes {accepted})")
+    choice = ScoreChoice(
+        function,
+        k=k if k is not None else int(takes.get("k", 0)),
+        perturbation=perturbation
+        if perturbation is not None
+        else str(takes.get("perturbation", "")),
+        knowledge=knowledge if knowledge is not None else str(takes.get("knowledge", "")),
+    )
+    spec = score_spec_from_fields(choice.function, choice.k, choice.perturbation, choice.knowledge)
+    if spec.item_kind != item_kind:
+        raise InputError(
+            f"the {function} score scores {spec.item_kind} items; "
+            f"this vault holds {item_kind} items"
+        )
+    return choice
+
+
 @dataclass(frozen=True)
 class ClaimRequest:
-    """What the owner asks the arbiter to check (spec §10.1)."""
+    """What the owner asks the arbiter to check (spec §10.1).
+
+    The score fields default to the image-classifier's; :func:`choose_score` returns
+    those of any score function (``score_function`` is its ``function``).
+    """
 
     record_index: int
     record_root: bytes

@@ -25,6 +25,7 @@ from . import marking  # its torch-dependent names load on first use
 from .images.sheet import write_contact_sheet
 from .images.sources import ImageSource
 from .marking import MarkingConfig
+from .plain_data import FieldsRecord
 from .vault import Vault
 
 Pixels = npt.NDArray[np.uint8]
@@ -58,7 +59,7 @@ class EpsilonCheck:
 
 
 @dataclass(frozen=True)
-class FeatureDistance:
+class FeatureDistance(FieldsRecord):
     """Mean and median ‖h(x⁰) − h(x¹)‖₂ over the first pairs of a vault."""
 
     extractor: str
@@ -67,19 +68,9 @@ class FeatureDistance:
     mean: float
     median: float
 
-    def to_value(self) -> dict[str, Value]:
-        """Return the figures as plain data."""
-        return {
-            "extractor": self.extractor,
-            "input_size": self.input_size,
-            "pairs": self.pairs,
-            "mean": self.mean,
-            "median": self.median,
-        }
-
 
 @dataclass(frozen=True)
-class ReceiptSummary:
+class ReceiptSummary(FieldsRecord):
     """Where the vault's root was escrowed (the receipt verified when the vault opened)."""
 
     record: int
@@ -87,14 +78,15 @@ class ReceiptSummary:
     log_size: int
     arbiter: str
 
-    def to_value(self) -> dict[str, Value]:
-        """Return the summary as plain data."""
-        return {
-            "record": self.record,
-            "time": self.time,
-            "log_size": self.log_size,
-            "arbiter": self.arbiter,
-        }
+
+def receipt_line(receipt: ReceiptSummary | None) -> str:
+    """Return the report's line on the vault's receipt (or on its absence)."""
+    if receipt is None:
+        return "  receipt: none (not escrowed yet; nothing may be published)"
+    return (
+        f"  receipt: valid, record {receipt.record} at {receipt.time}, "
+        f"log size {receipt.log_size}, arbiter key {receipt.arbiter}"
+    )
 
 
 @dataclass
@@ -145,14 +137,7 @@ class InspectReport:
             f"  input: {_plain(self.source.get('format'))} {_shape_text(self.source)}",
             f"  marking: {_config_text(self.config)}",
         ]
-        if self.receipt is None:
-            lines.append("  receipt: none (not escrowed yet; nothing may be published)")
-        else:
-            r = self.receipt
-            lines.append(
-                f"  receipt: valid, record {r.record} at {r.time}, log size {r.log_size},"
-                f" arbiter key {r.arbiter}"
-            )
+        lines.append(receipt_line(self.receipt))
         if self.epsilon is None:
             lines.append("  epsilon check: skipped (no --input with the original images)")
         else:

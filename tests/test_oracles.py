@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from protocol.errors import InputError, OracleError, ParameterError  # noqa: E402
+from tests.support.grpc_serving import OracleServers  # noqa: E402
 from tests.support.models import TinyCNN  # noqa: E402
 from twinaudit import transport  # noqa: E402
 from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc  # noqa: E402
@@ -62,25 +63,9 @@ def oracle(model):
 @pytest.fixture
 def serve():
     """Start servers for oracles or servicers on 127.0.0.1:0; stop them afterwards."""
-    servers, channels = [], []
-
-    def start(target, timeout_s=10.0, **client):
-        if isinstance(target, ClassifierOracle):
-            server, port = serve_oracle(target, "127.0.0.1:0")
-        else:
-            server, port = transport.make_server(
-                "127.0.0.1:0", lambda s: oracle_pb2_grpc.add_OracleServicer_to_server(target, s)
-            )
-        channel = transport.make_channel(f"127.0.0.1:{port}")
-        servers.append(server)
-        channels.append(channel)
-        return GrpcClassifierOracle(channel, timeout_s, **client), channel
-
-    yield start
-    for channel in channels:
-        channel.close()
-    for server in servers:
-        server.stop(None)
+    servers = OracleServers(GrpcClassifierOracle)
+    yield servers.start
+    servers.close()
 
 
 # --- the torch adapter -------------------------------------------------------------------

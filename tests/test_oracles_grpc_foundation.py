@@ -12,12 +12,12 @@ import torch
 from protocol.encoding import encode
 from protocol.errors import InputError, OracleError
 from tests.support import foundation as fm
+from tests.support.grpc_serving import OracleServers
 from tests.test_claim_foundation_models import RHO, _payload, _run, _session
-from twinaudit import transport
 from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
-from verifier.oracles.base import Oracle, OracleInfo
+from verifier.oracles.base import OracleInfo
 from verifier.oracles.grpc_client import GrpcClassifierOracle, GrpcOracle
-from verifier.oracles.grpc_server import describe_response, serve_oracle
+from verifier.oracles.grpc_server import describe_response
 from verifier.oracles.tokenizer import ByteTokenizer
 from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
 from verifier.oracles.torch_lm import TorchLanguageModelOracle
@@ -28,25 +28,10 @@ torch.set_num_threads(1)
 
 @pytest.fixture
 def serve():
-    servers, channels = [], []
-
-    def start(target, timeout_s=10.0, **client):
-        if isinstance(target, Oracle):
-            server, port = serve_oracle(target, "127.0.0.1:0")
-        else:
-            server, port = transport.make_server(
-                "127.0.0.1:0", lambda s: oracle_pb2_grpc.add_OracleServicer_to_server(target, s)
-            )
-        channel = transport.make_channel(f"127.0.0.1:{port}")
-        servers.append(server)
-        channels.append(channel)
-        return GrpcOracle(channel, timeout_s, **client), channel
-
-    yield start
-    for channel in channels:
-        channel.close()
-    for server in servers:
-        server.stop(None)
+    """Start servers for oracles or servicers on 127.0.0.1:0; stop them afterwards."""
+    servers = OracleServers(GrpcOracle)
+    yield servers.start
+    servers.close()
 
 
 def _images(n, side=fm.SIDE):

@@ -17,11 +17,8 @@ from owner.vault import Vault, VaultIntegrityError, VaultWriter
 from protocol.encoding import decode, encode
 from protocol.errors import InputError, NotFoundError, ParameterError
 from protocol.items import CaptionedImageItem, decode_pair
-from protocol.keys import public_key_pem
-from tests.support.claims import SeededEntropy
+from tests.support.arbiter import sqlite_arbiter
 from twinaudit.cli import main
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.server import serve_arbiter
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(3, 35)))
 SECRET = secret_from_seed("captioned tests")
@@ -188,12 +185,8 @@ def test_old_image_journals_are_unchanged(photos, tmp_path):
 
 @pytest.fixture
 def arbiter(tmp_path):
-    store = SqliteEscrowStore(tmp_path / "escrow.db", KEY, entropy=SeededEntropy(b"rho"))
-    server, port = serve_arbiter(store, KEY, "127.0.0.1:0", entropy=SeededEntropy(b"c"))
-    (tmp_path / "arbiter.key.pub").write_bytes(public_key_pem(KEY.public_key()))
-    yield f"127.0.0.1:{port}"
-    server.stop(None)
-    store.close()
+    with sqlite_arbiter(tmp_path, KEY) as address:
+        yield address
 
 
 def test_cli_captioned_folder_mark_escrow_publish_inspect(folder, tmp_path, arbiter, capsys):

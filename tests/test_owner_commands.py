@@ -31,12 +31,10 @@ from owner.vault import Vault, VaultStorageError
 from protocol.errors import InputError, ParameterError, StateError, VerificationError
 from protocol.keys import public_key_pem
 from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy
+from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
 from twinaudit.cli import main
 from twinaudit.transport import make_channel
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.server import serve_arbiter
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = secret_from_seed("owner tests")
@@ -231,12 +229,8 @@ def test_bad_inputs_are_named_and_write_nothing(tmp_path, capsys):
 
 @pytest.fixture
 def arbiter(tmp_path):
-    store = SqliteEscrowStore(tmp_path / "escrow.db", KEY, entropy=SeededEntropy(b"rho"))
-    server, port = serve_arbiter(store, KEY, "127.0.0.1:0", entropy=SeededEntropy(b"c"))
-    (tmp_path / "arbiter.key.pub").write_bytes(public_key_pem(KEY.public_key()))
-    yield f"127.0.0.1:{port}"
-    server.stop(None)
-    store.close()
+    with sqlite_arbiter(tmp_path, KEY) as address:
+        yield address
 
 
 def _escrowed(photos, tmp_path, address) -> Vault:

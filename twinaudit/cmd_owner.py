@@ -4,7 +4,8 @@
 ``owner escrow`` commits the vault's root with the arbiter and stores the verified
 receipt in the vault; ``owner publish`` writes the published versions (derived from
 the receipt) in the input's format; ``owner inspect`` reports on a vault; ``owner
-claim`` files a claim against a model and saves the verdict and its transcript.
+claim`` files a claim against a model and saves the verdict and its transcript (with
+the score function of ``--score``: by default the one for the vault's item kind).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 from protocol.errors import InputError
 from protocol.keys import load_public_key
+from verifier.scoring.augment import FAMILIES as PERTURBATIONS
+from verifier.scoring.registry import FUNCTIONS as SCORE_FUNCTIONS
 
 from .transport import TlsFiles, make_channel
 
@@ -219,11 +222,24 @@ def _register_claim(sub: Any) -> None:
     )
     claim.add_argument("--p", type=float, default=0.05, help="false-detection bound")
     claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
-    claim.add_argument("--k", type=int, default=1, help="perturbed copies per version")
     claim.add_argument(
-        "--perturbation", default="none", help="none | random-resized-crop | pad-shift-flip"
+        "--score",
+        choices=list(SCORE_FUNCTIONS),
+        help="the score function (default: image-classifier for an image vault, "
+        "language-model for a text vault, image-text for a captioned-image vault; "
+        "image-encoder audits a self-supervised encoder of images)",
     )
-    claim.add_argument("--knowledge", default="C2", help="C1 | C2 | C3 | C4")
+    claim.add_argument(
+        "--k",
+        type=int,
+        help="image-classifier, image-encoder: perturbed copies per version (default 1 and 64)",
+    )
+    claim.add_argument(
+        "--perturbation",
+        help="image-classifier, image-encoder: the perturbation family, one of "
+        f"{' | '.join(PERTURBATIONS)} (default none and random-resized-crop-flip)",
+    )
+    claim.add_argument("--knowledge", help="image-classifier: C1 | C2 | C3 | C4 (default C2)")
     claim.add_argument(
         "--tie-rule",
         default="skip",
@@ -283,7 +299,7 @@ _TEXT_ONLY: Mapping[str, object] = {
 
 
 def _mark(args: argparse.Namespace) -> int:
-    from owner.mark import mark_path, secret_from_seed
+    from owner.mark import mark_path
 
     if args.kind != "captioned-image":
         _refuse_options(args, args.kind, {"captions": None})
@@ -293,31 +309,28 @@ def _mark(args: argparse.Namespace) -> int:
     config = _image_config(args)
     if args.kind == "captioned-image":
         return _mark_captioned(args, config)
-    secret = None
-    if args.seed is not None:
-        secret = secret_from_seed(args.seed)
-        print(
-            "twinaudit: warning: --seed makes the vault secret reproducible; "
-            "use it for tests and demos only",
-            file=sys.stderr,
-        )
     result = mark_path(
         args.input,
         args.out,
         config,
         labels=args.labels,
         npz_key=args.npz_key,
-        secret=secret,
+        secret=_seeded_secret(args),
         device=args.device,
         show_progress=not args.quiet,
     )
+    print(_marked(result, "pairs"))
+    return EXIT_OK
+
+
+def _marked(result: Any, pairs: str, timing: str = "") -> str:
+    """Return the line that reports a finished marking run (``pairs`` names what was marked)."""
     vault = result.vault
     resumed = f" (resumed after {result.resumed_from})" if result.resumed_from else ""
-    print(
-        f"marked {vault.n_pairs} pairs into {vault.path}{resumed}; root {vault.root.hex()}; "
-        "next: twinaudit owner escrow"
+    return (
+        f"marked {vault.n_pairs} {pairs} into {vault.path}{resumed}{timing}; "
+        f"root {vault.root.hex()}; next: twinaudit owner escrow"
     )
-    return EXIT_OK
 
 
 def _seeded_secret(args: argparse.Namespace) -> bytes | None:
@@ -372,8 +385,6 @@ def _mark_text(args: argparse.Namespace) -> int:
         paraphraser=paraphraser,
         show_progress=not args.quiet,
     )
-    vault = result.vault
-    resumed = f" (resumed after {result.resumed_from})" if result.resumed_from else ""
     if result.dropped:
         shown = ", ".join(result.dropped[:10])
         more = f" and {len(result.dropped) - 10} more" if len(result.dropped) > 10 else ""
@@ -382,10 +393,7 @@ def _mark_text(args: argparse.Namespace) -> int:
             f"published): {shown}{more}"
         )
     rate = f", {result.marked_now / result.seconds:.1f} texts/s" if result.marked_now else ""
-    print(
-        f"marked {vault.n_pairs} text pairs into {vault.path}{resumed} in "
-        f"{result.seconds:.1f} s{rate}; root {vault.root.hex()}; next: twinaudit owner escrow"
-    )
+    print(_marked(result, "text pairs", f" in {result.seconds:.1f} s{rate}"))
     return EXIT_OK
 
 
@@ -406,12 +414,7 @@ def _mark_captioned(args: argparse.Namespace, config: Any) -> int:
         device=args.device,
         show_progress=not args.quiet,
     )
-    vault = result.vault
-    resumed = f" (resumed after {result.resumed_from})" if result.resumed_from else ""
-    print(
-        f"marked {vault.n_pairs} captioned-image pairs into {vault.path}{resumed}; "
-        f"root {vault.root.hex()}; next: twinaudit owner escrow"
-    )
+    print(_marked(result, "captioned-image pairs"))
     return EXIT_OK
 
 
@@ -529,7 +532,7 @@ def _json_default(value: object) -> object:
 
 
 def _claim(args: argparse.Namespace) -> int:
-    from owner.claim_client import ClaimRequest, run_claim
+    from owner.claim_client import ClaimRequest, choose_score, run_claim
     from owner.vault import Vault
     from protocol.keys import key_id
     from verifier.verdict import check_verdict
@@ -541,14 +544,22 @@ def _claim(args: argparse.Namespace) -> int:
     arbiter_key = load_public_key(args.arbiter_key)
     if key_id(arbiter_key) != key_id(vault.arbiter_public_key):
         raise InputError("the vault was escrowed with another arbiter (keys differ)")
+    score = choose_score(
+        vault.item_kind,
+        args.score,
+        k=args.k,
+        perturbation=args.perturbation,
+        knowledge=args.knowledge,
+    )
     request = ClaimRequest(
         record_index=receipt.entry.index,
         record_root=vault.root,
         oracle_endpoint=args.oracle,
         model_name=args.model_name,
-        k=args.k,
-        perturbation=args.perturbation,
-        knowledge=args.knowledge,
+        score_function=score.function,
+        k=score.k,
+        perturbation=score.perturbation,
+        knowledge=score.knowledge,
         test=args.test,
         p=args.p,
         alpha=args.alpha,

@@ -26,7 +26,7 @@ from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
 from protocol.stats.registry import make_test, test_from_state
 from verifier.oracles.base import Oracle
 from verifier.scoring.registry import AnyScoreSpec
-from verifier.windows import QueryBatch, WindowScorer, scorer_for
+from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
 from .transcript import TranscriptWriter
 
@@ -143,7 +143,7 @@ class ClaimSession:
     #: The audit order (spec §5.3), positioned after the pairs already opened.
     _order: Iterator[int] | None = field(default=None, repr=False)
     #: The score function's window logic (:mod:`verifier.windows`).
-    _scorer: WindowScorer | None = field(default=None, repr=False)
+    _scorer: AnyWindowScorer | None = field(default=None, repr=False)
 
     # -- construction ----------------------------------------------------------------
 
@@ -206,7 +206,7 @@ class ClaimSession:
         return audit_seed(self.record.root, self.record.rho, self.claim_nonce)
 
     @property
-    def scorer(self) -> WindowScorer:
+    def scorer(self) -> AnyWindowScorer:
         """The score function's window logic."""
         if self._scorer is None:
             self._scorer = scorer_for(self.params.score)

@@ -18,7 +18,7 @@ from protocol.stats.base import Decision, Step
 from protocol.stats.registry import make_test
 from verifier.oracles.base import OracleInfo
 from verifier.scoring.registry import score_spec_from_value
-from verifier.windows import WindowScorer, scorer_for
+from verifier.windows import AnyWindowScorer, scorer_for
 
 from .transcript import chain_head, iter_records
 from .verdict import Verdict
@@ -113,7 +113,11 @@ def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
 
 
 def _replay_pair(
-    record: dict[str, Value], seed: bytes, scorer: WindowScorer, info: OracleInfo, skip_ties: bool
+    record: dict[str, Value],
+    seed: bytes,
+    scorer: AnyWindowScorer,
+    info: OracleInfo,
+    skip_ties: bool,
 ) -> str:
     index, published, recorded = record["index"], record["published"], record["scores"]
     if not (

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Final
 
 from protocol.encoding import Value
-from protocol.errors import InputError, LimitExceededError, NotFoundError
+from protocol.errors import InputError
 
 from ..images.sources import ImageBatch, ImageSource, open_source
-from ..text.sources import listed, text_problem
+from ..text.sources import listed, read_utf8_file, text_problems
 
 #: Largest captions file accepted.
 MAX_CAPTIONS_FILE_BYTES: Final = 256 * 1024 * 1024
@@ -86,26 +86,13 @@ def open_captioned_source(
     """
     source = open_source(images, labels=labels, npz_key=npz_key)
     captions = Path(captions)
-    if not captions.is_file():
-        raise NotFoundError(f"{captions}: no such captions file")
-    size = captions.stat().st_size
-    if size > MAX_CAPTIONS_FILE_BYTES:
-        raise LimitExceededError(f"size of {captions}", size, MAX_CAPTIONS_FILE_BYTES)
-    data = captions.read_bytes()
-    try:
-        content = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{captions}: not UTF-8 (byte {exc.start})") from None
+    data, content = read_utf8_file(captions, MAX_CAPTIONS_FILE_BYTES, "captions file")
     names = source.names()
     if captions.suffix.lower() == ".json":
         chosen = _from_json(content, names, captions)
     else:
         chosen = _from_csv(content, names, captions)
-    problems = [
-        f"{name} ({problem})"
-        for name, caption in zip(names, chosen, strict=True)
-        if (problem := text_problem(caption)) is not None
-    ]
+    problems = text_problems(chosen, names)
     if problems:
         raise InputError(f"{captions}: {len(problems)} caption(s) are invalid: {listed(problems)}")
     return CaptionedSource(source, chosen, captions, hashlib.sha256(data).hexdigest())

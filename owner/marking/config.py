@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields
-from typing import Final, TypeVar
+from typing import Final
 
 from protocol.encoding import Value
 from protocol.errors import InputError, ParameterError
+
+from ..plain_data import check_field_names, check_int, fields_value, optional_field, typed_field
 
 #: Markers: projected gradient ascent on an extractor, and the two extractor-free variants
 #: of the paper's appendix E.
@@ -30,7 +32,8 @@ MAX_INPUT_SIZE: Final = 1024
 #: Longest extractor reference or weights path accepted, in characters.
 MAX_NAME_CHARS: Final = 4096
 
-_T = TypeVar("_T")
+#: How errors about a recorded configuration name it.
+_WHAT: Final = "marking config"
 
 _USER_EXTRACTOR = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 
@@ -98,16 +101,16 @@ class MarkingConfig:
         """Check every field; raise ParameterError on the first one out of its domain."""
         if self.marker not in MARKERS:
             raise ParameterError(f"unknown marker {self.marker!r}; choose one of {MARKERS}")
-        _check_int("epsilon", self.epsilon, 1, 255)
+        check_int("epsilon", self.epsilon, 1, 255)
         _check_extractor(self.extractor)
         if self.extractor_weights is not None and not (
             isinstance(self.extractor_weights, str)
             and 0 < len(self.extractor_weights) <= MAX_NAME_CHARS
         ):
             raise ParameterError("extractor_weights must be None or a non-empty path string")
-        _check_int("steps", self.steps, 0, MAX_STEPS)
-        _check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
-        _check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
+        check_int("steps", self.steps, 0, MAX_STEPS)
+        check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
+        check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
         step = self.step_size
         if isinstance(step, bool) or not isinstance(step, int | float):
             raise ParameterError(f"step_size must be a number, got {type(step).__name__}")
@@ -118,7 +121,7 @@ class MarkingConfig:
 
     def to_value(self) -> dict[str, Value]:
         """Return the canonical-encodable record of this configuration (every field)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return fields_value(self)
 
     @classmethod
     def from_value(cls, value: Value) -> MarkingConfig:
@@ -132,41 +135,17 @@ class MarkingConfig:
         """
         if not isinstance(value, dict):
             raise InputError("a marking config must be a map")
-        names = {f.name for f in fields(cls)}
-        if set(value) != names:
-            missing, extra = sorted(names - set(value)), sorted(set(value) - names)
-            raise InputError(f"marking config fields: missing {missing}, unexpected {extra}")
+        check_field_names(value, [f.name for f in fields(cls)], _WHAT)
         return cls(
-            marker=_field(value, "marker", str),
-            epsilon=_field(value, "epsilon", int),
-            extractor=_field(value, "extractor", str),
-            extractor_weights=_optional_field(value, "extractor_weights", str),
-            steps=_field(value, "steps", int),
-            step_size=_field(value, "step_size", float),
-            batch_size=_field(value, "batch_size", int),
-            input_size=_field(value, "input_size", int),
+            marker=typed_field(value, "marker", str, _WHAT),
+            epsilon=typed_field(value, "epsilon", int, _WHAT),
+            extractor=typed_field(value, "extractor", str, _WHAT),
+            extractor_weights=optional_field(value, "extractor_weights", str, _WHAT),
+            steps=typed_field(value, "steps", int, _WHAT),
+            step_size=typed_field(value, "step_size", float, _WHAT),
+            batch_size=typed_field(value, "batch_size", int, _WHAT),
+            input_size=typed_field(value, "input_size", int, _WHAT),
         )
-
-
-def _field(record: dict[str, Value], name: str, kind: type[_T]) -> _T:
-    """Return ``record[name]`` if it has exactly the encoded type ``kind`` (bool is no int)."""
-    value = record[name]
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise InputError(
-            f"marking config field {name!r} must be {kind.__name__}, got {type(value).__name__}"
-        )
-    return value
-
-
-def _optional_field(record: dict[str, Value], name: str, kind: type[_T]) -> _T | None:
-    return None if record[name] is None else _field(record, name, kind)
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParameterError(f"{name} must be an integer, got {type(value).__name__}")
-    if not low <= value <= high:
-        raise ParameterError(f"{name} must be in {low}..{high}, got {value}")
 
 
 def _check_extractor(name: object) -> None:

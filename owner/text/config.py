@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields
-from typing import Final, TypeVar
+from typing import Final
 
 from protocol.encoding import Value
 from protocol.errors import InputError, ParameterError
 
+from ..plain_data import check_field_names, check_int, fields_value, optional_field, typed_field
 from .similarity import EMBEDDERS
 
 #: Text markers: thesaurus substitution (offline default), a Hugging Face seq2seq
@@ -30,7 +31,8 @@ MAX_TEXT_BATCH: Final = 65536
 #: Longest model name, path or endpoint accepted.
 MAX_NAME_CHARS: Final = 4096
 
-_T = TypeVar("_T")
+#: How errors about a recorded configuration name it.
+_WHAT: Final = "text marking config"
 _SHA256_HEX: Final = re.compile(r"[0-9a-f]{64}")
 
 
@@ -78,8 +80,8 @@ class TextMarkingConfig:
         object.__setattr__(self, "min_similarity", float(bound))
         if self.embedder not in EMBEDDERS:
             raise ParameterError(f"unknown embedder {self.embedder!r}; choose one of {EMBEDDERS}")
-        _check_int("max_candidates", self.max_candidates, 1, MAX_CANDIDATES)
-        _check_int("batch_size", self.batch_size, 1, MAX_TEXT_BATCH)
+        check_int("max_candidates", self.max_candidates, 1, MAX_CANDIDATES)
+        check_int("batch_size", self.batch_size, 1, MAX_TEXT_BATCH)
         if not isinstance(self.drop_unmarkable, bool):
             raise ParameterError("drop_unmarkable must be a boolean")
         if self.thesaurus_sha256 is not None and not (
@@ -101,7 +103,7 @@ class TextMarkingConfig:
 
     def to_value(self) -> dict[str, Value]:
         """Return the canonical-encodable record of this configuration (every field)."""
-        return {"kind": "text", **{f.name: getattr(self, f.name) for f in fields(self)}}
+        return {"kind": "text", **fields_value(self)}
 
     @classmethod
     def from_value(cls, value: Value) -> TextMarkingConfig:
@@ -114,42 +116,18 @@ class TextMarkingConfig:
         """
         if not isinstance(value, dict) or value.get("kind") != "text":
             raise InputError("a text marking config must be a map with kind 'text'")
-        names = {f.name for f in fields(cls)} | {"kind"}
-        if set(value) != names:
-            missing, extra = sorted(names - set(value)), sorted(set(value) - names)
-            raise InputError(f"text marking config fields: missing {missing}, unexpected {extra}")
+        check_field_names(value, [f.name for f in fields(cls)] + ["kind"], _WHAT)
         drop = value["drop_unmarkable"]
         if not isinstance(drop, bool):
             raise InputError("text marking config field 'drop_unmarkable' must be bool")
         return cls(
-            marker=_field(value, "marker", str),
-            min_similarity=_field(value, "min_similarity", float),
-            embedder=_field(value, "embedder", str),
-            max_candidates=_field(value, "max_candidates", int),
-            batch_size=_field(value, "batch_size", int),
+            marker=typed_field(value, "marker", str, _WHAT),
+            min_similarity=typed_field(value, "min_similarity", float, _WHAT),
+            embedder=typed_field(value, "embedder", str, _WHAT),
+            max_candidates=typed_field(value, "max_candidates", int, _WHAT),
+            batch_size=typed_field(value, "batch_size", int, _WHAT),
             drop_unmarkable=drop,
-            thesaurus_sha256=_optional(value, "thesaurus_sha256", str),
-            model=_optional(value, "model", str),
-            endpoint=_optional(value, "endpoint", str),
+            thesaurus_sha256=optional_field(value, "thesaurus_sha256", str, _WHAT),
+            model=optional_field(value, "model", str, _WHAT),
+            endpoint=optional_field(value, "endpoint", str, _WHAT),
         )
-
-
-def _field(record: dict[str, Value], name: str, kind: type[_T]) -> _T:
-    value = record[name]
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise InputError(
-            f"text marking config field {name!r} must be {kind.__name__}, "
-            f"got {type(value).__name__}"
-        )
-    return value
-
-
-def _optional(record: dict[str, Value], name: str, kind: type[_T]) -> _T | None:
-    return None if record[name] is None else _field(record, name, kind)
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParameterError(f"{name} must be an integer, got {type(value).__name__}")
-    if not low <= value <= high:
-        raise ParameterError(f"{name} must be in {low}..{high}, got {value}")

@@ -21,7 +21,8 @@ import numpy as np
 from protocol.encoding import Value
 from protocol.errors import ParameterError
 
-from ..inspect import ReceiptSummary, receipt_summary
+from ..inspect import ReceiptSummary, receipt_line, receipt_summary
+from ..plain_data import FieldsRecord
 from ..vault import Vault
 from .config import TextMarkingConfig
 from .similarity import Embedder, load_embedder, similarities
@@ -70,7 +71,7 @@ class Distribution:
 
 
 @dataclass(frozen=True)
-class SamplePair:
+class SamplePair(FieldsRecord):
     """One pair shown in the report."""
 
     name: str
@@ -80,18 +81,6 @@ class SamplePair:
     similarity_first: float
     similarity_second: float
     distance: int
-
-    def to_value(self) -> dict[str, Value]:
-        """Return the pair as plain data."""
-        return {
-            "name": self.name,
-            "original": self.original,
-            "first": self.first,
-            "second": self.second,
-            "similarity_first": self.similarity_first,
-            "similarity_second": self.similarity_second,
-            "distance": self.distance,
-        }
 
 
 @dataclass
@@ -158,14 +147,7 @@ class TextInspectReport:
             f"  marking: {self.config.marker}, similarity >= {self.config.min_similarity}"
             f" ({self.config.embedder})",
         ]
-        if self.receipt is None:
-            lines.append("  receipt: none (not escrowed yet; nothing may be published)")
-        else:
-            r = self.receipt
-            lines.append(
-                f"  receipt: valid, record {r.record} at {r.time}, log size {r.log_size},"
-                f" arbiter key {r.arbiter}"
-            )
+        lines.append(receipt_line(self.receipt))
         if self.measured == 0:
             lines.append("  measurements: skipped")
         else:

@@ -100,16 +100,7 @@ def open_text_source(
         raise ParameterError(f"unknown text format {kind!r}; choose one of {TEXT_FORMATS}")
     if kind == "text" and field is not None:
         raise ParameterError(f"{path}: a plain-text input has one text per line and no fields")
-    if not path.is_file():
-        raise NotFoundError(f"{path}: no such file")
-    size = path.stat().st_size
-    if size > MAX_TEXT_FILE_BYTES:
-        raise LimitExceededError(f"size of {path}", size, MAX_TEXT_FILE_BYTES)
-    data = path.read_bytes()
-    try:
-        content = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    data, content = read_utf8_file(path, MAX_TEXT_FILE_BYTES)
     name = path.name
     used_field = None if kind == "text" else (field or DEFAULT_FIELD)
     if kind == "jsonl":
@@ -138,13 +129,18 @@ def text_problem(text: str) -> str | None:
     return None
 
 
-def check_texts(texts: Sequence[str], names: Sequence[str], *, where: str) -> None:
-    """Raise one InputError naming every text that is empty or too long."""
-    problems = [
+def text_problems(texts: Sequence[str], names: Sequence[str]) -> list[str]:
+    """Return ``name (problem)`` for every text that is empty or too long, in order."""
+    return [
         f"{name} ({problem})"
         for name, text in zip(names, texts, strict=True)
         if (problem := text_problem(text)) is not None
     ]
+
+
+def check_texts(texts: Sequence[str], names: Sequence[str], *, where: str) -> None:
+    """Raise one InputError naming every text that is empty or too long."""
+    problems = text_problems(texts, names)
     if problems:
         raise InputError(f"{where}: {len(problems)} text(s) cannot be marked: {listed(problems)}")
 
@@ -204,3 +200,24 @@ def _plain_rows(content: str) -> list[tuple[int, str]]:
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line
     return [(number, line.rstrip("\r")) for number, line in enumerate(lines, start=1)]
+
+
+def read_utf8_file(path: Path, limit: int, what: str = "file") -> tuple[bytes, str]:
+    """Read a UTF-8 file of at most ``limit`` bytes; return its bytes and its text (no BOM).
+
+    Raises:
+        NotFoundError: no file at ``path`` (``what`` names it in the message).
+        LimitExceededError: the file is larger than ``limit``.
+        InputError: the file is not UTF-8.
+
+    """
+    if not path.is_file():
+        raise NotFoundError(f"{path}: no such {what}")
+    size = path.stat().st_size
+    if size > limit:
+        raise LimitExceededError(f"size of {path}", size, limit)
+    data = path.read_bytes()
+    try:
+        return data, data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 (byte {exc.start})") from None

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from protocol.encoding import Value
-from protocol.errors import InputError, LimitExceededError, OracleError
+from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
 from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
 
 #: The queries an oracle may offer (spec §10.1), by capability name.
@@ -104,6 +104,15 @@ class OracleInfo:
             raise _invalid("an oracle without 'classify' has no classify_output and no n_classes")
         if not _is_int(self.max_batch) or not 1 <= self.max_batch <= MAX_ORACLE_BATCH:
             raise _invalid(f"max_batch {self.max_batch!r} outside 1..{MAX_ORACLE_BATCH}")
+
+    def check_offers(self, capability: str) -> None:
+        """Raise ``ParameterError`` unless the oracle offers ``capability`` (a claim needs it).
+
+        Unlike :meth:`require` (an oracle's answer that breaks its description), the
+        fault here is the claim's: it names a score this oracle cannot serve.
+        """
+        if capability not in self.capabilities:
+            raise ParameterError(f"oracle {self.model_name!r} does not offer {capability!r}")
 
     def to_value(self) -> dict[str, Value]:
         """Return the canonical Describe map (capabilities sorted)."""

@@ -167,82 +167,92 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
             context.abort(grpc.StatusCode.INTERNAL, "internal error in the oracle")
             raise
 
+    def _images(self, request: Any) -> F32Images:
+        """Check a request's images against this oracle's limits; return them."""
+        return decode_images(request, self._info.max_batch, self._max_request_bytes)
+
+    def _texts(self, request: Any) -> list[str]:
+        """Check a request's texts against this oracle's limits; return them."""
+        return decode_texts(request, self._info.max_batch, self._max_request_bytes)
+
     def Classify(  # noqa: N802 - gRPC method name
         self, request: oracle_pb2.ClassifyRequest, context: grpc.ServicerContext
     ) -> oracle_pb2.ClassifyResponse:
         """Check the request, classify its images, answer probabilities or labels."""
+        return self._serve(
+            context, ClassifierOracle, "classify", lambda o: self._classify(o, request)
+        )
+
+    def _classify(
+        self, oracle: ClassifierOracle, request: oracle_pb2.ClassifyRequest
+    ) -> oracle_pb2.ClassifyResponse:
+        """Classify the request's images; the answer must be the announced output."""
         info = self._info
-
-        def answer(oracle: ClassifierOracle) -> oracle_pb2.ClassifyResponse:
-            images = decode_images(request, info.max_batch, self._max_request_bytes)
-            result = oracle.classify(images).validate(images.shape[0], info.n_classes)
-            if result.output != info.classify_output:
-                raise OracleError(
-                    "invalid-answer",
-                    f"the oracle answered {result.output!r}, announced {info.classify_output!r}",
-                )
-            return classify_response(result, info.n_classes)
-
-        return self._serve(context, ClassifierOracle, "classify", answer)
+        images = self._images(request)
+        result = oracle.classify(images).validate(images.shape[0], info.n_classes)
+        if result.output != info.classify_output:
+            raise OracleError(
+                "invalid-answer",
+                f"the oracle answered {result.output!r}, announced {info.classify_output!r}",
+            )
+        return classify_response(result, info.n_classes)
 
     def EmbedImages(  # noqa: N802 - gRPC method name
         self, request: oracle_pb2.EmbedImagesRequest, context: grpc.ServicerContext
     ) -> oracle_pb2.EmbedImagesResponse:
         """Check the request, embed its images, answer the embeddings row-major."""
-        info = self._info
+        return self._serve(
+            context, EncoderOracle, "embed-images", lambda o: self._embed_images(o, request)
+        )
 
-        def answer(oracle: EncoderOracle) -> oracle_pb2.EmbedImagesResponse:
-            images = decode_images(request, info.max_batch, self._max_request_bytes)
-            result = oracle.embed_images(images).validate(images.shape[0])
-            return oracle_pb2.EmbedImagesResponse(
-                dim=result.dim, values=result.embeddings.reshape(-1).tolist()
-            )
-
-        return self._serve(context, EncoderOracle, "embed-images", answer)
+    def _embed_images(
+        self, oracle: EncoderOracle, request: oracle_pb2.EmbedImagesRequest
+    ) -> oracle_pb2.EmbedImagesResponse:
+        """Embed the request's images."""
+        images = self._images(request)
+        result = oracle.embed_images(images).validate(images.shape[0])
+        return oracle_pb2.EmbedImagesResponse(
+            dim=result.dim, values=result.embeddings.reshape(-1).tolist()
+        )
 
     def TokenLogprobs(  # noqa: N802 - gRPC method name
         self, request: oracle_pb2.TokenLogprobsRequest, context: grpc.ServicerContext
     ) -> oracle_pb2.TokenLogprobsResponse:
         """Check the request, answer every text's token log-probabilities."""
-        info = self._info
+        return self._serve(
+            context, LanguageModelOracle, "token-logprobs", lambda o: self._logprobs(o, request)
+        )
 
-        def answer(oracle: LanguageModelOracle) -> oracle_pb2.TokenLogprobsResponse:
-            texts = decode_texts(request, info.max_batch, self._max_request_bytes)
-            result = oracle.token_logprobs(texts).validate(len(texts))
-            return oracle_pb2.TokenLogprobsResponse(
-                items=[oracle_pb2.TokenLogprobs(logprobs=v.tolist()) for v in result.logprobs]
-            )
-
-        return self._serve(context, LanguageModelOracle, "token-logprobs", answer)
+    def _logprobs(
+        self, oracle: LanguageModelOracle, request: oracle_pb2.TokenLogprobsRequest
+    ) -> oracle_pb2.TokenLogprobsResponse:
+        """Answer the request's texts' token log-probabilities."""
+        texts = self._texts(request)
+        result = oracle.token_logprobs(texts).validate(len(texts))
+        return oracle_pb2.TokenLogprobsResponse(
+            items=[oracle_pb2.TokenLogprobs(logprobs=v.tolist()) for v in result.logprobs]
+        )
 
     def EmbedImageText(  # noqa: N802 - gRPC method name
         self, request: oracle_pb2.EmbedImageTextRequest, context: grpc.ServicerContext
     ) -> oracle_pb2.EmbedImageTextResponse:
         """Check the request, embed its images and texts (either list may be empty)."""
-        info = self._info
+        return self._serve(
+            context, ImageTextOracle, "embed-image-text", lambda o: self._image_text(o, request)
+        )
 
-        def answer(oracle: ImageTextOracle) -> oracle_pb2.EmbedImageTextResponse:
-            if len(request.images) + len(request.texts) > info.max_batch:
-                raise LimitExceededError(
-                    "images and texts per request",
-                    len(request.images) + len(request.texts),
-                    info.max_batch,
-                )
-            if not request.images and not request.texts:
-                raise InputError("a request needs at least one image or text")
-            images = (
-                decode_images(request, info.max_batch, self._max_request_bytes)
-                if request.images
-                else None
-            )
-            texts = (
-                decode_texts(request, info.max_batch, self._max_request_bytes)
-                if request.texts
-                else []
-            )
-            return _embed_image_text(oracle, images, texts)
-
-        return self._serve(context, ImageTextOracle, "embed-image-text", answer)
+    def _image_text(
+        self, oracle: ImageTextOracle, request: oracle_pb2.EmbedImageTextRequest
+    ) -> oracle_pb2.EmbedImageTextResponse:
+        """Embed the request's images and texts (at most ``max_batch`` in all)."""
+        total, limit = len(request.images) + len(request.texts), self._info.max_batch
+        if total > limit:
+            raise LimitExceededError("images and texts per request", total, limit)
+        if not request.images and not request.texts:
+            raise InputError("a request needs at least one image or text")
+        images = self._images(request) if request.images else None
+        texts = self._texts(request) if request.texts else []
+        return _embed_image_text(oracle, images, texts)
 
 
 def _embed_image_text(

@@ -317,3 +317,16 @@ def perturb(image: F64Image, params: list[dict[str, Value]]) -> F32Image:
     if len(params) > MAX_COPIES:
         raise ParameterError(f"at most {MAX_COPIES} copies, got {len(params)}")
     return np.stack([apply(image, p) for p in params])
+
+
+def draw_copies(
+    family: str, k: int, pixels: npt.NDArray[np.uint8], prg: Prg
+) -> tuple[list[dict[str, Value]], F32Image]:
+    """Draw K copies of one version's image from ``prg``; return their parameters and images.
+
+    ``prg`` is the version's ``augment/<i>/<v>`` stream; the images are float32
+    (K, H, W, C) in [0, 1] (what the K-copies scores send).
+    """
+    height, width, _ = pixels.shape
+    params = draw_params(family, prg, int(height), int(width), k)
+    return params, perturb(to_unit(pixels), params)

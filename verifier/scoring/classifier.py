@@ -51,7 +51,7 @@ from protocol.items import ImageItem
 from protocol.prg import Prg
 from verifier.oracles.base import ClassifyAnswer, OracleInfo
 
-from .augment import FAMILIES, MAX_COPIES, draw_params, perturb, to_unit
+from .augment import FAMILIES, MAX_COPIES, draw_copies
 
 #: The score function's claim name.
 FUNCTION: Final = "image-classifier"
@@ -155,8 +155,7 @@ class ScoreSpec:
 
     def check_oracle(self, info: OracleInfo) -> None:
         """Check the oracle can serve this score: ``classify``; C1/C2 need probabilities."""
-        if "classify" not in info.capabilities:
-            raise ParameterError(f"oracle {info.model_name!r} does not offer 'classify'")
+        info.check_offers("classify")
         if not self.label_only and info.classify_output != "probabilities":
             raise ParameterError(
                 f"knowledge condition {self.knowledge} needs probability vectors; "
@@ -173,9 +172,7 @@ def make_queries(
     (K, H, W, C) in [0, 1], ready for :meth:`ClassifierOracle.classify`.
     """
     spec.check_item(item)
-    height, width, _ = item.pixels.shape
-    params = draw_params(spec.perturbation, prg, int(height), int(width), spec.k)
-    return params, perturb(to_unit(item.pixels), params)
+    return draw_copies(spec.perturbation, spec.k, item.pixels, prg)
 
 
 def mean_output(spec: ScoreSpec, answer: ClassifyAnswer, n_classes: int) -> F64Vector:

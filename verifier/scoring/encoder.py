@@ -29,7 +29,7 @@ from protocol.prg import Prg
 from verifier.oracles.base import OracleInfo
 from verifier.oracles.embedding import EmbeddingAnswer
 
-from .augment import FAMILIES, MAX_COPIES, draw_params, perturb, to_unit
+from .augment import FAMILIES, MAX_COPIES, draw_copies
 from .cosine import pairwise_cosine_sum
 
 #: The score function's claim name.
@@ -96,8 +96,7 @@ class EncoderSpec:
 
     def check_oracle(self, info: OracleInfo) -> None:
         """Check the oracle offers ``embed-images``."""
-        if CAPABILITY not in info.capabilities:
-            raise ParameterError(f"oracle {info.model_name!r} does not offer {CAPABILITY!r}")
+        info.check_offers(CAPABILITY)
 
 
 def make_queries(
@@ -105,9 +104,7 @@ def make_queries(
 ) -> tuple[list[dict[str, Value]], npt.NDArray[np.float32]]:
     """Draw the K copies of one version from its stream; return parameters and images."""
     spec.check_item(item)
-    height, width, _ = item.pixels.shape
-    params = draw_params(spec.perturbation, prg, int(height), int(width), spec.k)
-    return params, perturb(to_unit(item.pixels), params)
+    return draw_copies(spec.perturbation, spec.k, item.pixels, prg)
 
 
 def score(spec: EncoderSpec, answer: EmbeddingAnswer) -> float:

@@ -15,13 +15,12 @@ from typing import ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
-from protocol.encoding import Value
 from protocol.errors import ParameterError
 from protocol.items import CaptionedImageItem
-from verifier.oracles.base import OracleInfo
 
 from .augment import to_unit
 from .cosine import cosine
+from .function_only import FunctionOnlySpec
 
 #: The score function's claim name.
 FUNCTION: Final = "image-text"
@@ -30,45 +29,23 @@ CAPABILITY: Final = "embed-image-text"
 
 
 @dataclass(frozen=True, kw_only=True)
-class ImageTextSpec:
-    """The score part of a claim: ``{"function": "image-text"}``."""
+class ImageTextSpec(FunctionOnlySpec):
+    """The score part of a claim: ``{"function": "image-text"}``.
 
-    function: str = FUNCTION
+    One query per version: its image; the pair's caption is asked once.
+    """
 
-    #: The item kind this score reads.
+    FUNCTION: ClassVar[str] = FUNCTION
+    CAPABILITY: ClassVar[str] = CAPABILITY
     item_kind: ClassVar[str] = "captioned-image"
 
-    def __post_init__(self) -> None:
-        """Validate the name."""
-        if self.function != FUNCTION:
-            raise ParameterError(f"score function {self.function!r} is not {FUNCTION!r}")
-
-    @property
-    def queries_per_version(self) -> int:
-        """Oracle queries per version (1 image; the pair's caption is asked once)."""
-        return 1
-
-    def to_value(self) -> dict[str, Value]:
-        """Return the canonical claim map (spec §10.1)."""
-        return {"function": self.function}
-
-    @classmethod
-    def from_value(cls, value: object) -> ImageTextSpec:
-        """Parse the claim map strictly (exactly the key ``function``)."""
-        if not isinstance(value, dict) or set(value) != {"function"}:
-            raise ParameterError("an image-text score map has exactly the key 'function'")
-        return cls(function=value["function"])
+    function: str = FUNCTION
 
     def check_item(self, item: object) -> CaptionedImageItem:
         """Return ``item`` if it is a captioned-image item, else raise ``ParameterError``."""
         if not isinstance(item, CaptionedImageItem):
             raise ParameterError("the image-text score scores captioned-image items")
         return item
-
-    def check_oracle(self, info: OracleInfo) -> None:
-        """Check the oracle offers ``embed-image-text``."""
-        if CAPABILITY not in info.capabilities:
-            raise ParameterError(f"oracle {info.model_name!r} does not offer {CAPABILITY!r}")
 
 
 def make_query(item: CaptionedImageItem) -> npt.NDArray[np.float32]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from protocol.encoding import Value
 from protocol.errors import ParameterError
 from protocol.items import TextItem
-from verifier.oracles.base import OracleInfo
 from verifier.oracles.language import F64Vector, mean_logprob
+
+from .function_only import FunctionOnlySpec
 
 #: The score function's claim name.
 FUNCTION: Final = "language-model"
@@ -29,45 +29,20 @@ CAPABILITY: Final = "token-logprobs"
 
 
 @dataclass(frozen=True, kw_only=True)
-class LanguageSpec:
+class LanguageSpec(FunctionOnlySpec):
     """The score part of a claim: ``{"function": "language-model"}``."""
 
-    function: str = FUNCTION
-
-    #: The item kind this score reads.
+    FUNCTION: ClassVar[str] = FUNCTION
+    CAPABILITY: ClassVar[str] = CAPABILITY
     item_kind: ClassVar[str] = "text"
 
-    def __post_init__(self) -> None:
-        """Validate the name."""
-        if self.function != FUNCTION:
-            raise ParameterError(f"score function {self.function!r} is not {FUNCTION!r}")
-
-    @property
-    def queries_per_version(self) -> int:
-        """Oracle queries per version (1)."""
-        return 1
-
-    def to_value(self) -> dict[str, Value]:
-        """Return the canonical claim map (spec §10.1)."""
-        return {"function": self.function}
-
-    @classmethod
-    def from_value(cls, value: object) -> LanguageSpec:
-        """Parse the claim map strictly (exactly the key ``function``)."""
-        if not isinstance(value, dict) or set(value) != {"function"}:
-            raise ParameterError("a language-model score map has exactly the key 'function'")
-        return cls(function=value["function"])
+    function: str = FUNCTION
 
     def check_item(self, item: object) -> TextItem:
         """Return ``item`` if it is a text item, else raise ``ParameterError``."""
         if not isinstance(item, TextItem):
             raise ParameterError("the language-model score scores text items")
         return item
-
-    def check_oracle(self, info: OracleInfo) -> None:
-        """Check the oracle offers ``token-logprobs``."""
-        if CAPABILITY not in info.capabilities:
-            raise ParameterError(f"oracle {info.model_name!r} does not offer {CAPABILITY!r}")
 
 
 def score(logprobs: F64Vector) -> float:

@@ -7,13 +7,14 @@ version's copies, drawn from the spec PRG, shuffled across the whole window with
 version in binary64 and returns the function's part of each pair's transcript
 record; and, for replay, recomputes a pair's scores from its record alone.
 
+- :mod:`.copies` — what the two K-copies functions share;
 - :mod:`.classifier` — ``image-classifier`` (spec §10.3);
 - :mod:`.encoder` — ``image-encoder`` (spec §10.4);
 - :mod:`.language` — ``language-model`` (spec §10.5);
 - :mod:`.image_text` — ``image-text`` (spec §10.6).
 """
 
-from .base import PairScores, QueryBatch, WindowScorer
+from .base import AnyWindowScorer, PairScores, QueryBatch, WindowScorer
 from .registry import scorer_for
 
-__all__ = ["PairScores", "QueryBatch", "WindowScorer", "scorer_for"]
+__all__ = ["AnyWindowScorer", "PairScores", "QueryBatch", "WindowScorer", "scorer_for"]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import abc
+import hashlib
 from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from protocol.encoding import Value
-from protocol.errors import ParameterError, VerificationError
-from protocol.items import Item
+from protocol.errors import OracleError, ParameterError, VerificationError
+from protocol.items import ImageItem, Item
 from protocol.prg import Prg
 from verifier.oracles.base import Oracle, OracleInfo
 
@@ -67,11 +69,46 @@ def replay_error(index: object, message: str) -> VerificationError:
     return VerificationError(f"replay: pair {index!r}: {message}")
 
 
-class WindowScorer(abc.ABC):
-    """One score function's window logic. Subclasses fix ``spec``'s type."""
+def query_digests(batch: QueryBatch, j: int) -> list[Value]:
+    """Return the SHA-256 digests of pair ``j``'s two unshuffled image queries."""
+    return [hashlib.sha256(q.tobytes()).digest() for q in batch.queries[2 * j : 2 * j + 2]]
+
+
+def image_shape_value(item: ImageItem) -> list[Value]:
+    """Return an image's (H, W, C) as a record's ``shape`` field."""
+    return [int(d) for d in item.pixels.shape]
+
+
+class ItemChecker(Protocol):
+    """What a window scorer needs of its score spec: a check of the items it scores."""
+
+    def check_item(self, item: Any) -> object:
+        """Return what the score reads of ``item``, or raise a typed error."""
+        ...
+
+
+SpecT = TypeVar("SpecT", bound=ItemChecker)
+AnswerT = TypeVar("AnswerT")
+
+
+class WindowScorer(abc.ABC, Generic[SpecT, AnswerT]):
+    """One score function's window logic, for a spec of type ``SpecT``.
+
+    A subclass builds the queries (:meth:`build`), sends them (:meth:`query`, whose
+    answer must be an :attr:`answer_type`, then :meth:`validate`), puts the answer
+    back in the unshuffled order (:meth:`in_order`), scores each pair from it
+    (:meth:`score_pair`), and recomputes a pair's scores from its record
+    (:meth:`replay`). This class holds the steps common to every function.
+    """
 
     #: The oracle interface (an :class:`Oracle` subclass) the function queries.
     oracle_type: type = Oracle
+    #: The answer type the oracle's query method returns (every subclass sets it).
+    answer_type: type[AnswerT]
+
+    def __init__(self, spec: SpecT) -> None:
+        """Score with ``spec``."""
+        self.spec = spec
 
     def check_oracle(self, oracle: Oracle, info: OracleInfo) -> None:
         """Raise ``ParameterError`` unless ``oracle`` can answer this function's queries."""
@@ -80,9 +117,9 @@ class WindowScorer(abc.ABC):
                 f"the oracle ({type(oracle).__name__}) is not a {self.oracle_type.__name__}"
             )
 
-    @abc.abstractmethod
     def check_item(self, item: Item) -> None:
         """Raise a typed error unless ``item`` is one this function scores."""
+        self.spec.check_item(item)
 
     @abc.abstractmethod
     def build(
@@ -90,11 +127,25 @@ class WindowScorer(abc.ABC):
     ) -> QueryBatch:
         """Return window ``number``'s shuffled queries for the pairs ``indices``."""
 
-    @abc.abstractmethod
     def ask(self, oracle: Oracle, info: OracleInfo, batch: QueryBatch) -> object:
         """Send the batch to the oracle; return its validated answer (in shuffled order)."""
+        assert isinstance(oracle, self.oracle_type)
+        answer = self.query(oracle, batch)
+        if not isinstance(answer, self.answer_type):
+            raise OracleError(
+                "invalid-answer",
+                f"the oracle answered a {type(answer).__name__}, not a {self.answer_type.__name__}",
+            )
+        return self.validate(info, batch, answer)
 
     @abc.abstractmethod
+    def query(self, oracle: Any, batch: QueryBatch) -> object:
+        """Send the batch to ``oracle`` (an :attr:`oracle_type`); return its raw answer."""
+
+    @abc.abstractmethod
+    def validate(self, info: OracleInfo, batch: QueryBatch, answer: AnswerT) -> AnswerT:
+        """Return ``answer`` if it answers every query of ``batch``, else raise."""
+
     def score(
         self,
         info: OracleInfo,
@@ -103,7 +154,29 @@ class WindowScorer(abc.ABC):
         items: list[tuple[Item, Item]],
     ) -> list[PairScores]:
         """Put the answer back in order and score both versions of every pair."""
+        assert isinstance(answer, self.answer_type)
+        ordered = self.in_order(batch, answer)
+        results = []
+        for j, pair in enumerate(items):
+            fields, scores = self.score_pair(info, batch, ordered, j, pair)
+            fields["scores"] = list[Value](scores)
+            results.append(PairScores(fields, (scores[0], scores[1])))
+        return results
+
+    @abc.abstractmethod
+    def in_order(self, batch: QueryBatch, answer: AnswerT) -> AnswerT:
+        """Return the (validated, shuffled) answer with its rows in the unshuffled order."""
+
+    @abc.abstractmethod
+    def score_pair(
+        self, info: OracleInfo, batch: QueryBatch, answer: AnswerT, j: int, pair: tuple[Item, Item]
+    ) -> tuple[dict[str, Value], list[float]]:
+        """Score pair ``j`` of the window; return its record fields (but ``scores``) and scores."""
 
     @abc.abstractmethod
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute a pair record's two scores from the record (raise on a mismatch)."""
+
+
+#: A window scorer of any score function (what a claim holds).
+AnyWindowScorer = WindowScorer[Any, Any]

@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-import hashlib
+from typing import Any
 
 import numpy as np
 
 from protocol.encoding import Value
-from protocol.errors import OracleError, TwinauditError
+from protocol.errors import TwinauditError
 from protocol.items import Item
-from verifier.oracles.base import Oracle, OracleInfo
+from verifier.oracles.base import OracleInfo
 from verifier.oracles.embedding import matrix_from_value, matrix_to_value
 from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from verifier.scoring.image_text import ImageTextSpec, make_query, score
 
-from .base import PairScores, QueryBatch, WindowScorer, replay_error, shuffled, unshuffle
+from .base import (
+    QueryBatch,
+    WindowScorer,
+    image_shape_value,
+    query_digests,
+    replay_error,
+    shuffled,
+    unshuffle,
+)
 
 
-class ImageTextWindows(WindowScorer):
+class ImageTextWindows(WindowScorer[ImageTextSpec, ImageTextAnswer]):
     """The 2w images and w captions of a window, each list shuffled; image-caption cosine."""
 
     oracle_type = ImageTextOracle
-
-    def __init__(self, spec: ImageTextSpec) -> None:
-        """Score with ``spec``."""
-        self.spec = spec
-
-    def check_item(self, item: Item) -> None:
-        """Captioned-image items only."""
-        self.spec.check_item(item)
+    answer_type = ImageTextAnswer
 
     def build(
         self, seed: bytes, number: int, indices: list[int], items: list[tuple[Item, Item]]
@@ -48,48 +49,44 @@ class ImageTextWindows(WindowScorer):
         texts = [captions[n] for n in text_order]
         return QueryBatch(images, texts, image_order, text_order, [], queries)
 
-    def ask(self, oracle: Oracle, info: OracleInfo, batch: QueryBatch) -> object:
-        """Embed the images and captions; validate the answer."""
-        assert isinstance(oracle, ImageTextOracle)
+    def query(self, oracle: Any, batch: QueryBatch) -> object:
+        """Embed the images and captions."""
         assert batch.images is not None
-        answer = oracle.embed_image_text(np.ascontiguousarray(batch.images), list(batch.texts))
-        if not isinstance(answer, ImageTextAnswer):
-            raise OracleError(
-                "invalid-answer", "embed_image_text did not return an ImageTextAnswer"
-            )
+        return oracle.embed_image_text(np.ascontiguousarray(batch.images), list(batch.texts))
+
+    def validate(
+        self, info: OracleInfo, batch: QueryBatch, answer: ImageTextAnswer
+    ) -> ImageTextAnswer:
+        """Check both matrices and their common dimension."""
         return answer.validate(len(batch.image_order), len(batch.text_order))
 
-    def score(
+    def in_order(self, batch: QueryBatch, answer: ImageTextAnswer) -> ImageTextAnswer:
+        """Return the image and caption embeddings in the unshuffled order."""
+        return ImageTextAnswer(
+            answer.images[unshuffle(batch.image_order)], answer.texts[unshuffle(batch.text_order)]
+        )
+
+    def score_pair(
         self,
         info: OracleInfo,
         batch: QueryBatch,
-        answer: object,
-        items: list[tuple[Item, Item]],
-    ) -> list[PairScores]:
+        answer: ImageTextAnswer,
+        j: int,
+        pair: tuple[Item, Item],
+    ) -> tuple[dict[str, Value], list[float]]:
         """Score each version by the cosine of its image's and its caption's embeddings."""
-        assert isinstance(answer, ImageTextAnswer)
-        images = answer.images[unshuffle(batch.image_order)]
-        captions = answer.texts[unshuffle(batch.text_order)]
-        results = []
-        for j, pair in enumerate(items):
-            first = self.spec.check_item(pair[0])
-            pair_images = np.ascontiguousarray(images[2 * j : 2 * j + 2])
-            caption = np.ascontiguousarray(captions[j : j + 1])
-            scores = [score(pair_images[v], caption[0]) for v in (0, 1)]
-            digests: list[Value] = [
-                hashlib.sha256(q.tobytes()).digest() for q in batch.queries[2 * j : 2 * j + 2]
-            ]
-            fields: dict[str, Value] = {
-                "shape": [int(d) for d in first.image.pixels.shape],
-                "query_digests": digests,
-                "answers": {
-                    "images": matrix_to_value(pair_images),
-                    "caption": matrix_to_value(caption),
-                },
-                "scores": list[Value](scores),
-            }
-            results.append(PairScores(fields, (scores[0], scores[1])))
-        return results
+        first = self.spec.check_item(pair[0])
+        pair_images = np.ascontiguousarray(answer.images[2 * j : 2 * j + 2])
+        caption = np.ascontiguousarray(answer.texts[j : j + 1])
+        fields: dict[str, Value] = {
+            "shape": image_shape_value(first.image),
+            "query_digests": query_digests(batch, j),
+            "answers": {
+                "images": matrix_to_value(pair_images),
+                "caption": matrix_to_value(caption),
+            },
+        }
+        return fields, [score(pair_images[v], caption[0]) for v in (0, 1)]
 
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute both scores from the recorded embeddings."""

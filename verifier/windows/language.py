@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
 from protocol.encoding import Value
-from protocol.errors import OracleError, TwinauditError
+from protocol.errors import TwinauditError
 from protocol.items import Item, TextItem
-from verifier.oracles.base import Oracle, OracleInfo
-from verifier.oracles.language import F64Vector, LanguageModelOracle, LogprobAnswer
+from verifier.oracles.base import OracleInfo
+from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
 from verifier.scoring.language import LanguageSpec, score
 
-from .base import PairScores, QueryBatch, WindowScorer, replay_error, shuffled
+from .base import QueryBatch, WindowScorer, replay_error, shuffled, unshuffle
 
 
-class LanguageWindows(WindowScorer):
+class LanguageWindows(WindowScorer[LanguageSpec, LogprobAnswer]):
     """The 2w texts of a window, shuffled; mean token log-probability."""
 
     oracle_type = LanguageModelOracle
-
-    def __init__(self, spec: LanguageSpec) -> None:
-        """Score with ``spec``."""
-        self.spec = spec
-
-    def check_item(self, item: Item) -> None:
-        """Text items only."""
-        self.spec.check_item(item)
+    answer_type = LogprobAnswer
 
     def build(
         self, seed: bytes, number: int, indices: list[int], items: list[tuple[Item, Item]]
@@ -39,36 +32,29 @@ class LanguageWindows(WindowScorer):
         (order,) = shuffled(seed, number, len(texts))
         return QueryBatch(None, [texts[n] for n in order], [], order)
 
-    def ask(self, oracle: Oracle, info: OracleInfo, batch: QueryBatch) -> object:
-        """Ask for the texts' token log-probabilities; validate the answer."""
-        assert isinstance(oracle, LanguageModelOracle)
-        answer = oracle.token_logprobs(list(batch.texts))
-        if not isinstance(answer, LogprobAnswer):
-            raise OracleError("invalid-answer", "token_logprobs did not return a LogprobAnswer")
+    def query(self, oracle: Any, batch: QueryBatch) -> object:
+        """Ask for the texts' token log-probabilities."""
+        return oracle.token_logprobs(list(batch.texts))
+
+    def validate(self, info: OracleInfo, batch: QueryBatch, answer: LogprobAnswer) -> LogprobAnswer:
+        """Check one vector of finite log-probabilities per text."""
         return answer.validate(len(batch.texts))
 
-    def score(
+    def in_order(self, batch: QueryBatch, answer: LogprobAnswer) -> LogprobAnswer:
+        """Return the texts' log-probabilities in the unshuffled order."""
+        return LogprobAnswer(tuple(answer.logprobs[n] for n in unshuffle(batch.text_order)))
+
+    def score_pair(
         self,
         info: OracleInfo,
         batch: QueryBatch,
-        answer: object,
-        items: list[tuple[Item, Item]],
-    ) -> list[PairScores]:
+        answer: LogprobAnswer,
+        j: int,
+        pair: tuple[Item, Item],
+    ) -> tuple[dict[str, Value], list[float]]:
         """Score each version by its mean token log-probability (§10.5)."""
-        assert isinstance(answer, LogprobAnswer)
-        ordered: list[F64Vector] = [np.zeros(0)] * len(batch.text_order)
-        for sent, position in enumerate(batch.text_order):
-            ordered[position] = answer.logprobs[sent]
-        results = []
-        for j in range(len(items)):
-            pair = LogprobAnswer((ordered[2 * j], ordered[2 * j + 1]))
-            scores = [score(values) for values in pair.logprobs]
-            fields: dict[str, Value] = {
-                "answers": pair.to_value(),
-                "scores": list[Value](scores),
-            }
-            results.append(PairScores(fields, (scores[0], scores[1])))
-        return results
+        versions = LogprobAnswer(answer.logprobs[2 * j : 2 * j + 2])
+        return {"answers": versions.to_value()}, [score(v) for v in versions.logprobs]
 
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute both scores from the recorded log-probabilities."""

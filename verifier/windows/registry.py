@@ -9,14 +9,14 @@ from verifier.scoring.image_text import ImageTextSpec
 from verifier.scoring.language import LanguageSpec
 from verifier.scoring.registry import AnyScoreSpec
 
-from .base import WindowScorer
+from .base import AnyWindowScorer
 from .classifier import ClassifierWindows
 from .encoder import EncoderWindows
 from .image_text import ImageTextWindows
 from .language import LanguageWindows
 
 
-def scorer_for(spec: AnyScoreSpec) -> WindowScorer:
+def scorer_for(spec: AnyScoreSpec) -> AnyWindowScorer:
     """Return the window logic of ``spec``'s score function."""
     if isinstance(spec, ScoreSpec):
         return ClassifierWindows(spec)

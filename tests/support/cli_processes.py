@@ -1,0 +1,98 @@
+"""Run ``python -m twinaudit`` as separate processes, as each role of a dispute would."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: The repository root (the processes' working directory).
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run one ``twinaudit`` command to its end; return its outcome (raise if ``check`` fails)."""
+    return subprocess.run(
+        [sys.executable, "-m", "twinaudit", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=check,
+    )
+
+
+def serve(*args: str, ready: str) -> tuple[subprocess.Popen[str], str]:
+    """Start a ``twinaudit`` server; return it and the last word of its line ``ready``."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "twinaudit", *args], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if ready in line:
+            return process, line.split()[-1]
+    raise AssertionError(f"{args[0]} did not start")
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop a server with SIGTERM (SIGKILL after 30 s)."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@contextmanager
+def arbiter_process(directory: Path) -> Iterator[tuple[str, Path]]:
+    """Make an arbiter key in ``directory`` and serve it; yield its address and public key."""
+    cli("verifier", "keygen", "--key", str(directory / "arbiter.key"))
+    process, address = serve(
+        "verifier",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--db",
+        str(directory / "escrow.db"),
+        "--key",
+        str(directory / "arbiter.key"),
+        ready="serving on",
+    )
+    try:
+        yield address, directory / "arbiter.key.pub"
+    finally:
+        stop(process)
+
+
+def claim_args(vault: Path, address: str, pub: Path, endpoint: str) -> tuple[str, ...]:
+    """Return ``owner claim``'s arguments for a claim on ``vault`` against ``endpoint``."""
+    return (
+        "owner",
+        "claim",
+        str(vault),
+        "--arbiter",
+        address,
+        "--arbiter-key",
+        str(pub),
+        "--oracle",
+        endpoint,
+    )
+
+
+def check_and_replay(out: Path, pub: Path, decision: str) -> None:
+    """Check ``out/verdict.json`` offline and replay it from ``out/transcript.bin``."""
+    check = cli("verifier", "check", str(out / "verdict.json"), "--pubkey", str(pub))
+    assert "VALID verdict" in check.stdout and decision in check.stdout, check.stdout
+    replay = cli(
+        "verifier",
+        "replay",
+        str(out / "verdict.json"),
+        "--transcript",
+        str(out / "transcript.bin"),
+        "--pubkey",
+        str(pub),
+    )
+    assert "identical to the verdict" in replay.stdout, replay.stdout
