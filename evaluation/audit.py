@@ -23,9 +23,12 @@ from pathlib import Path
 import torch
 
 from demo.models import make_net
+from owner.vault import Vault
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.oracles.base import Oracle
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
+from verifier.scoring.registry import AnyScoreSpec
 
 from .build import Workspace, rho_of
 from .specs import Job
@@ -36,36 +39,49 @@ RECORD_TIME = "2026-01-01T00:00:00Z"
 
 def claim_nonce(job: Job) -> bytes:
     """Return the claim nonce of ``job`` (a real arbiter draws it fresh per claim)."""
-    return hashlib.sha256(f"twinaudit evaluation claim\x00{job.key}".encode()).digest()
+    return nonce_of(job.key)
 
 
-def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[str, object]:
-    """File ``job``'s claim against ``model``; return what its verdict would say."""
-    vault = workspace.vault(job.vault)
-    record = ClaimRecord(0, vault.root, len(vault), "image", rho_of(vault), RECORD_TIME)
-    audit = job.audit
+def nonce_of(key: str) -> bytes:
+    """Return the claim nonce of the claim whose result is keyed ``key``."""
+    return hashlib.sha256(f"twinaudit evaluation claim\x00{key}".encode()).digest()
+
+
+def run_claim(
+    vault: Vault,
+    *,
+    key: str,
+    model_name: str,
+    score: AnyScoreSpec,
+    test: str,
+    p: float,
+    oracle: Oracle,
+) -> dict[str, object]:
+    """File one claim with ``vault``'s pairs against ``oracle``; return what its verdict says.
+
+    The arbiter randomness is :func:`~evaluation.build.rho_of` the vault and the claim
+    nonce is derived from ``key`` (the result's key), so a rerun is the same claim.
+    """
+    record = ClaimRecord(0, vault.root, len(vault), vault.item_kind, rho_of(vault), RECORD_TIME)
     params = ClaimParams(
         record_index=0,
         record_root=vault.root,
         endpoint="in-process",
-        model_name=job.model.name,
-        score=ScoreSpec(k=audit.k, perturbation=audit.perturbation, knowledge=audit.knowledge),
-        test_name=audit.test,
-        p=audit.p,
+        model_name=model_name,
+        score=score,
+        test_name=test,
+        p=p,
     )
-    oracle = TorchClassifierOracle(model, n_classes=10, model_name=job.model.name)
+    nonce = nonce_of(key)
     began = time.monotonic()
-    session = ClaimSession.start("evaluation", record, params, oracle, claim_nonce(job))
+    session = ClaimSession.start("evaluation", record, params, oracle, nonce)
     while indices := session.next_request():
         progress = session.submit(
             [(i, vault.pair_opening(i), vault.inclusion_proof(i)) for i in indices]
         )
     step = progress.step
     return {
-        "key": job.key,
-        "model": job.model.name,
-        "vault": job.vault.name,
-        "audit": job.audit.name,
+        "key": key,
         "decision": step.decision.value,
         "stop": progress.stop,
         "pairs_opened": progress.pairs_opened,
@@ -77,6 +93,21 @@ def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[st
         "indicators": session.indicators,
         "seconds": round(time.monotonic() - began, 2),
     }
+
+
+def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[str, object]:
+    """File ``job``'s claim against ``model``; return what its verdict would say."""
+    audit = job.audit
+    result = run_claim(
+        workspace.vault(job.vault),
+        key=job.key,
+        model_name=job.model.name,
+        score=ScoreSpec(k=audit.k, perturbation=audit.perturbation, knowledge=audit.knowledge),
+        test=audit.test,
+        p=audit.p,
+        oracle=TorchClassifierOracle(model, n_classes=10, model_name=job.model.name),
+    )
+    return {"model": job.model.name, "vault": job.vault.name, "audit": audit.name, **result}
 
 
 class AuditLog:

@@ -55,6 +55,11 @@ def _load_runs(work: Path) -> list[dict[str, object]]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
+def load_runs(work: Path) -> list[dict[str, object]]:
+    """Return the invocations recorded in ``work``'s ``runs.json`` (none yet: empty)."""
+    return _load_runs(work)
+
+
 def record_run(work: Path, entry: Mapping[str, object]) -> None:
     """Append one invocation (command, tables, seeds, start, wall seconds) to ``runs.json``."""
     runs = _load_runs(work)
@@ -111,8 +116,13 @@ def write_results(
     infos: Mapping[str, Mapping[str, object]],
     repeats: int,
     work: Path,
+    extra: Sequence[str] = (),
 ) -> Path:
-    """Write the results document to ``out`` (atomically) and return it."""
+    """Write the results document to ``out`` (atomically) and return it.
+
+    ``extra`` lines (the foundation models' sections) follow the classifier tables and
+    their notes.
+    """
     runs = _load_runs(work)
     torch_versions = sorted({str(i.get("torch")) for i in infos.values()})
     machine = (
@@ -129,11 +139,12 @@ def write_results(
         )
         + "."
     )
-    lines = [INTRO, machine, ""]
+    lines = [INTRO, machine, "", tables.pooled_false_detections(results), ""]
     for plan in plans:
         lines += _section(plan, results, infos, repeats, runs)
     if NOTES.exists():
         lines += [NOTES.read_text().rstrip(), ""]
+    lines += extra
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("\n".join(lines))

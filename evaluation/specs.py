@@ -161,7 +161,9 @@ def plan_main(seeds: Sequence[int]) -> Plan:
 
 def plan_fraction(seeds: Sequence[int]) -> Plan:
     """Plan detection as the share of the published data the model trained on goes 0 → 1."""
-    plan = Plan("fraction", "Fraction of the published data used (paper figure 2)")
+    plan = Plan(
+        "fraction", "Fraction of the published data used (the paper's figure `fig:used_published`)"
+    )
     audits = [AuditSpec(knowledge="C1"), AuditSpec(knowledge="C3")]
     for fraction in FRACTIONS:
         for seed in seeds:
@@ -171,7 +173,7 @@ def plan_fraction(seeds: Sequence[int]) -> Plan:
 
 def plan_epsilon(seeds: Sequence[int]) -> Plan:
     """Plan the marks' bound ε: models trained on each ε's publication; clean ones too."""
-    plan = Plan("epsilon", "The marks' bound ε (paper table 10)")
+    plan = Plan("epsilon", "The marks' bound ε (the paper's table `classifier:markbound`)")
     audits = [AuditSpec(knowledge="C1"), AuditSpec(knowledge="C3")]
     for epsilon in EPSILONS:
         for seed in seeds:
@@ -182,7 +184,7 @@ def plan_epsilon(seeds: Sequence[int]) -> Plan:
 
 def plan_k(seeds: Sequence[int]) -> Plan:
     """Plan K, the perturbed copies per version (audits only: the main table's models)."""
-    plan = Plan("k", "Perturbed copies per version K (paper table 13)")
+    plan = Plan("k", "Perturbed copies per version K (the paper's table `classifier:numaug`)")
     audits = [AuditSpec(knowledge=c, k=k) for c in ("C1", "C3") for k in KS]
     for seed in seeds:
         plan.add(ModelSpec(seed), audits)

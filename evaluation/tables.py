@@ -5,7 +5,8 @@ when the test detected, M = the practitioner's training-set size, cost = 2·K·Q
 queries; Q/M and cost are averaged over the detecting experiments only. q̂ is the
 pooled success rate over untied pairs (successes / draws): 0.5 means the model
 cannot tell the published twin from the hidden one. A cell with fewer results than
-experiments asked for says ``r/R done``.
+experiments asked for says ``d/r so far (R asked)``; its other columns are over the
+experiments done.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ class Cell:
     def dsr(self) -> str:
         """``d/R``, or how far the cell is."""
         if not self.complete:
-            return f"{len(self.results)}/{self.wanted} done"
+            if not self.results:
+                return f"0 of {self.wanted} run"
+            return f"{self.detections}/{len(self.results)} so far ({self.wanted} asked)"
         return f"{self.detections}/{len(self.results)}"
 
     def _detected(self) -> list[Result]:
@@ -49,14 +52,14 @@ class Cell:
     def q_over_m(self, m: int) -> str:
         """Mean Q/M over the detecting experiments (percent), or —."""
         found = self._detected()
-        if not self.complete or not found:
+        if not found:
             return "—"
         return f"{100 * statistics.fmean(int(str(r['pairs_opened'])) for r in found) / m:.2f}%"
 
     def cost(self, k: int) -> str:
         """Mean 2·K·Q over the detecting experiments, or —."""
         found = self._detected()
-        if not self.complete or not found:
+        if not found:
             return "—"
         return f"{statistics.fmean(2 * k * int(str(r['pairs_opened'])) for r in found):,.0f}"
 
@@ -64,7 +67,7 @@ class Cell:
         """Pooled successes / draws, with the draws."""
         draws = sum(int(str(r["draws"])) for r in self.results)
         successes = sum(int(str(r["successes"])) for r in self.results)
-        if not self.complete or draws == 0:
+        if draws == 0:
             return "—"
         return f"{successes / draws:.3f}"
 
@@ -72,7 +75,7 @@ class Cell:
         """Share of opened pairs that were not ties (draws / pairs opened)."""
         opened = sum(int(str(r["pairs_opened"])) for r in self.results)
         draws = sum(int(str(r["draws"])) for r in self.results)
-        if not self.complete or opened == 0:
+        if opened == 0:
             return "—"
         return f"{draws / opened:.2f}"
 
@@ -272,3 +275,22 @@ def recipe_table(
         header.append("false detections (" + " / ".join(FAMILIES) + ")")
         lines += [f"**{condition}**", "", *_table(header, rows), ""]
     return lines
+
+
+def pooled_false_detections(results: Mapping[str, Result]) -> str:
+    """Summarise every claim against a clean classifier in ``results`` (one line).
+
+    Claims against one model share its publication bits, so they are not independent
+    trials; the per-model count says how many distinct models ever false-detected.
+    """
+    clean = [r for r in results.values() if str(r["model"]).endswith("-clean")]
+    if not clean:
+        return "No claim against a clean model has run yet."
+    detected = [r for r in clean if r["decision"] == "detected"]
+    models = {str(r["model"]) for r in clean}
+    flagged = {str(r["model"]) for r in detected}
+    return (
+        f"Every claim against a clean model so far, all tables together: {len(detected)} of "
+        f"{len(clean)} detected ({100 * len(detected) / len(clean):.1f}%; each claim's bound is "
+        f"p = 5%), on {len(flagged)} of the {len(models)} clean models."
+    )

