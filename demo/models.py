@@ -16,6 +16,18 @@ WIDTH = 16
 HIDDEN = 1024
 
 
+def conv_layers(width: int) -> list[nn.Module]:
+    """Return conv3×3(1→w)–ReLU–pool, conv3×3(w→2w)–ReLU–pool: 28×28 → 2w×7×7."""
+    return [
+        nn.Conv2d(1, width, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(width, 2 * width, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+    ]
+
+
 class DemoCNN(nn.Module):
     """conv3×3(1→w)–ReLU–pool, conv3×3(w→2w)–ReLU–pool, fc(2w·49→hidden)–ReLU–fc(→10).
 
@@ -28,14 +40,7 @@ class DemoCNN(nn.Module):
     def __init__(self, width: int = WIDTH, hidden: int = HIDDEN, n_classes: int = N_CLASSES):
         """Build the layers (PyTorch's default initialisation; seed torch before)."""
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, width, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(width, 2 * width, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-        )
+        self.features = nn.Sequential(*conv_layers(width))
         self.classifier = nn.Sequential(
             nn.Flatten(),
             nn.Linear(2 * width * 7 * 7, hidden),

@@ -25,6 +25,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from demo.models import conv_layers
+
 #: Side of the images (Fashion-MNIST).
 SIDE = 28
 #: Vocabulary of the byte-level language model: 256 byte values and BOS (id 256).
@@ -37,15 +39,7 @@ class ConvEncoder(nn.Module):
     def __init__(self, dim: int = 128, width: int = 16) -> None:
         """Build the layers (1 input channel, 28×28 images)."""
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, width, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(width, 2 * width, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Flatten(),
-        )
+        self.features = nn.Sequential(*conv_layers(width), nn.Flatten())
         self.fc = nn.Linear(2 * width * (SIDE // 4) ** 2, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
