@@ -56,13 +56,16 @@ def run_claim(
     test: str,
     p: float,
     oracle: Oracle,
+    rho_draw: int = 0,
 ) -> dict[str, object]:
     """File one claim with ``vault``'s pairs against ``oracle``; return what its verdict says.
 
-    The arbiter randomness is :func:`~evaluation.build.rho_of` the vault and the claim
-    nonce is derived from ``key`` (the result's key), so a rerun is the same claim.
+    The arbiter randomness is :func:`~evaluation.build.rho_of` the vault (its
+    ``rho_draw``-th fresh draw when not 0) and the claim nonce is derived from ``key``
+    (the result's key), so a rerun is the same claim.
     """
-    record = ClaimRecord(0, vault.root, len(vault), vault.item_kind, rho_of(vault), RECORD_TIME)
+    rho = rho_of(vault, rho_draw)
+    record = ClaimRecord(0, vault.root, len(vault), vault.item_kind, rho, RECORD_TIME)
     params = ClaimParams(
         record_index=0,
         record_root=vault.root,
@@ -106,6 +109,7 @@ def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[st
         test=audit.test,
         p=audit.p,
         oracle=TorchClassifierOracle(model, n_classes=10, model_name=job.model.name),
+        rho_draw=audit.rho_draw,
     )
     return {"model": job.model.name, "vault": job.vault.name, "audit": audit.name, **result}
 

@@ -40,9 +40,17 @@ from protocol.seeds import publication_bits
 from .specs import ModelSpec, VaultSpec
 
 
-def rho_of(vault: Vault) -> bytes:
-    """Return the evaluation's arbiter randomness for ``vault`` (an arbiter draws it)."""
-    return hashlib.sha256(b"twinaudit evaluation rho\x00" + vault.root).digest()
+def rho_of(vault: Vault, draw: int = 0) -> bytes:
+    """Return the evaluation's arbiter randomness for ``vault`` (an arbiter draws it).
+
+    ``draw`` 0 is the one the vault was published with; n ≥ 1 is the n-th fresh draw,
+    as if the owner had escrowed the same root again (the ``null`` table).
+    """
+    if draw == 0:
+        return hashlib.sha256(b"twinaudit evaluation rho\x00" + vault.root).digest()
+    return hashlib.sha256(
+        f"twinaudit evaluation rho draw {draw}\x00".encode() + vault.root
+    ).digest()
 
 
 def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:

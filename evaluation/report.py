@@ -97,6 +97,8 @@ def _section(
     ]
     if plan.table == "main":
         lines += tables.main_table(plan, results, infos, repeats)
+    elif plan.table == "null":
+        lines += tables.null_table(plan, results, repeats)
     elif plan.table == "fraction":
         lines += tables.fraction_table(plan, results, repeats)
     elif plan.table == "epsilon":

@@ -106,11 +106,15 @@ class AuditSpec:
     perturbation: str = PERTURBATION
     test: str = TEST
     p: float = P
+    #: 0: the vault's own arbiter randomness; n ≥ 1: the n-th fresh draw of it (the
+    #: ``null`` table re-randomises the publication bits to measure false detections).
+    rho_draw: int = 0
 
     @property
     def name(self) -> str:
         """A compact identifier for result keys."""
-        return f"{self.knowledge}-k{self.k}-{self.perturbation}-{self.test}-p{self.p:g}"
+        name = f"{self.knowledge}-k{self.k}-{self.perturbation}-{self.test}-p{self.p:g}"
+        return f"{name}-rho{self.rho_draw}" if self.rho_draw else name
 
 
 @dataclass(frozen=True)
@@ -205,8 +209,26 @@ def plan_recipe(seeds: Sequence[int]) -> Plan:
     return plan
 
 
+#: Fresh arbiter randomness per clean model in the ``null`` table.
+NULL_DRAWS: Final = 40
+
+
+def plan_null(seeds: Sequence[int]) -> Plan:
+    """Plan false detections: clean models audited under many fresh publication bits."""
+    plan = Plan("null", "False detections under fresh publication bits (clean models)")
+    audits = [
+        AuditSpec(knowledge=c, k=8, rho_draw=d)
+        for c in ("C1", "C3")
+        for d in range(1, NULL_DRAWS + 1)
+    ]
+    for seed in seeds:
+        plan.add(ModelSpec(seed, fraction=0.0), audits)
+    return plan
+
+
 PLANNERS: Final = {
     "main": plan_main,
+    "null": plan_null,
     "recipe": plan_recipe,
     "k": plan_k,
     "epsilon": plan_epsilon,

@@ -16,7 +16,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import paper
-from .specs import CONDITIONS, EPSILONS, FAMILIES, FRACTIONS, KS, RECIPES, AuditSpec, Job, Plan
+from .specs import (
+    CONDITIONS,
+    EPSILONS,
+    FAMILIES,
+    FRACTIONS,
+    KS,
+    NULL_DRAWS,
+    RECIPES,
+    AuditSpec,
+    Job,
+    Plan,
+)
 
 Result = Mapping[str, object]
 
@@ -294,3 +305,32 @@ def pooled_false_detections(results: Mapping[str, Result]) -> str:
         f"{len(clean)} detected ({100 * len(detected) / len(clean):.1f}%; each claim's bound is "
         f"p = 5%), on {len(flagged)} of the {len(models)} clean models."
     )
+
+
+def null_table(plan: Plan, results: Mapping[str, Result], r: int) -> list[str]:
+    """Count false detections per clean model and condition over fresh publication bits."""
+    rows = []
+    for condition in ("C1", "C3"):
+        for model in plan.models:
+
+            def pick(job: Job, m: str = model.name, c: str = condition) -> bool:
+                return job.model.name == m and job.audit.knowledge == c
+
+            c = cell(plan, results, NULL_DRAWS, pick)
+            rows.append([condition, f"seed {model.seed}", c.dsr(), c.q_hat()])
+
+        def in_condition(job: Job, c: str = condition) -> bool:
+            return job.audit.knowledge == c
+
+        pooled = cell(plan, results, NULL_DRAWS * r, in_condition)
+        share = f" ({100 * pooled.detections / len(pooled.results):.1f}%)" if pooled.results else ""
+        rows.append([condition, "**all**", pooled.dsr() + share, pooled.q_hat()])
+    header = ["condition", "clean model", "false detections / claims", "q̂"]
+    return [
+        f"Each clean model is audited under {NULL_DRAWS} fresh draws of the arbiter's "
+        "randomness (new publication bits, new audit order), K = 8 `pad-shift-flip`, "
+        "`mixture-e` at p = 0.05: every claim's false-detection probability is at most "
+        "5%, whatever the model.",
+        "",
+        *_table(header, rows),
+    ]

@@ -155,3 +155,24 @@ def test_jobs_key_names_model_vault_and_audit():
         "s2-n2000-pad-crop-flip-e500-bernoulli32-f1.0|s2-n2000-bernoulli32|"
         "C4-k8-pad-shift-flip-mixture-e-p0.05"
     )
+
+
+def test_the_null_table_redraws_the_arbiters_randomness_only():
+    from evaluation.specs import NULL_DRAWS, plan_null
+
+    plan = plan_null([0, 1])
+    assert all(m.clean for m in plan.models) and len(plan.models) == 2
+    assert len(plan.jobs) == 2 * 2 * NULL_DRAWS
+    assert len({j.key for j in plan.jobs}) == len(plan.jobs)
+    assert AuditSpec("C3", k=8, rho_draw=3).name.endswith("-rho3")
+    assert AuditSpec("C3", k=8).name == "C3-k8-pad-shift-flip-mixture-e-p0.05"  # old keys kept
+
+
+@needs_data
+def test_rho_draws_are_fresh_and_draw_zero_is_the_publication(tmp_path):
+    from evaluation.build import rho_of
+
+    vault = Workspace(tmp_path, DEBIAN).vault(ModelSpec(0, n_train=300).vault())
+    draws = {rho_of(vault, d) for d in range(4)}
+    assert len(draws) == 4
+    assert rho_of(vault) == rho_of(vault, 0)
