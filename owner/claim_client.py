@@ -140,6 +140,7 @@ class ClaimRequest:
     max_pairs: int = 0
     query_budget: int = 0
     window: int = 0
+    window_max: int = 0
 
     def to_proto(self, resume_claim_id: str = "") -> pb.ClaimStart:
         """Return the ClaimStart message."""
@@ -160,6 +161,7 @@ class ClaimRequest:
             query_budget=self.query_budget,
             resume_claim_id=resume_claim_id,
             window=self.window,
+            window_max=self.window_max,
         )
 
 

@@ -8,6 +8,6 @@ document this code implements, and the conformance suite checks that they agree.
 from typing import Final
 
 #: Version of spec/protocol.md implemented by this package.
-SPEC_VERSION: Final = "0.1"
+SPEC_VERSION: Final = "0.2"
 
 __all__ = ["SPEC_VERSION"]

@@ -10,9 +10,11 @@ from protocol.encoding import encode
 from protocol.errors import (
     InputError,
     OracleError,
+    ParameterError,
     ProofError,
     RootMismatchError,
     StateError,
+    VerificationError,
 )
 from protocol.prg import without_replacement
 from protocol.stats.base import TiePolicy
@@ -182,7 +184,7 @@ def test_windows_are_fed_in_request_order(pair_set):
         session.feed(second, session.query(second))
     session.feed(first, session.query(first))
     session.feed(second, session.query(second))
-    assert len(session.opened) == 4
+    assert len(session.opened) == 2 + 4  # the second request is twice the first
 
 
 def test_resume_refuses_a_different_model(pair_set):
@@ -305,3 +307,43 @@ def test_malformed_oracle_answers_fail_the_window(pair_set, fault):
 def test_run_session_helper_detects_nothing_on_an_unrelated_model():
     session = run_session(make_pairset(60, seed=5), rho=os.urandom(32))
     assert session.stop in ("exhausted", "detected")
+
+
+@pytest.mark.parametrize(("window", "window_max"), [(2, 0), (2, 2), (3, 8), (40, 40)])
+def test_requests_follow_the_window_schedule(pair_set, window, window_max):
+    """Request j asks for min(W·2^j, Wm) pairs (spec §10.2 step 3); 0 means 2W."""
+    session = _session(pair_set, LinearOracle(), window=window, window_max=window_max)
+    expected = session.schedule.sizes()
+    sizes = []
+    while indices := session.next_request():
+        sizes.append(len(indices))
+        _answer(session, pair_set, indices)
+    assert sizes == expected[: len(sizes)]
+    assert session.claim_map["window_max"] == (window_max or min(2 * window, 256))
+    records = list(iter_records(session.transcript.to_bytes()))[1:]
+    assert [r["window"] for r in records] == session.schedule.windows_of(len(records))
+
+
+@pytest.mark.parametrize(("window", "window_max"), [(0, 0), (4, 2), (8, 257)])
+def test_window_parameters_out_of_range(pair_set, window, window_max):
+    with pytest.raises(ParameterError):
+        _session(pair_set, window=window, window_max=window_max)
+
+
+def test_replay_refuses_windows_that_do_not_follow_the_schedule(pair_set):
+    """A transcript made with constant requests does not replay under a growing schedule."""
+    session = _run(_session(pair_set, window=2, window_max=2, max_pairs=12), pair_set)
+    payload = _payload(session)
+    records = list(iter_records(session.transcript.to_bytes()))
+    claim = dict(payload["claim"], window_max=4)  # says growing, the records are constant
+    forged = TranscriptWriter()
+    forged.append({**records[0], "claim": claim})
+    for record in records[1:]:
+        forged.append(record)
+    payload = dict(
+        payload,
+        claim=claim,
+        transcript={"hash": forged.head, "records": forged.count},
+    )
+    with pytest.raises(VerificationError, match="window schedule"):
+        replay(parse_verdict(payload), forged.to_bytes())

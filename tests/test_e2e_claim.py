@@ -373,7 +373,8 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
         )
         verdict = check_verdict(outcome.verdict, key.public_key())
         assert outcome.claim_id == claim.claim_id
-        assert len(verdict["opened"]) == 40 and outcome.progress[0].pairs_opened == 16
+        # Resumed at the second request, which is twice the first (spec §10.2 step 3).
+        assert len(verdict["opened"]) == 40 and outcome.progress[0].pairs_opened == 8 + 16
         stub = pb_grpc.VerifierStub(channel)
         stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=claim.claim_id), timeout=10)
         assert replay(verdict, stored.transcript).decision == verdict["decision"]

@@ -200,7 +200,7 @@ REQUEST_CASES: list[tuple[str, dict[str, Any], type[Exception]]] = [
     ("item kind as bytes", {"item_kind": b"image"}, ParameterError),
     ("owner as bytes", {"owner": b"alice"}, InputError),
     ("owner too long", {"owner": "a" * (MAX_OWNER_BYTES + 1)}, LimitExceededError),
-    ("wrong spec version", {"spec": "0.2"}, VersionError),
+    ("wrong spec version", {"spec": "0.1"}, VersionError),
     ("spec version as number", {"spec": 0.1}, VersionError),
     ("wrong version wins over bad keys", {"spec": "9", "extra": 1}, VersionError),
 ]
@@ -313,8 +313,8 @@ RECEIPT_PAYLOAD_CASES: list[tuple[str, dict[str, Any], type[Exception]]] = [
     ("entry not a map", {"entry": ENTRY.encode()}, InputError),
     ("entry missing a key", {"entry": _entry_map(owner=_DROP)}, InputError),
     ("entry with bad time", {"entry": _entry_map(time="yesterday")}, InputError),
-    ("receipt spec version", {"spec": "0.2"}, VersionError),
-    ("entry spec version", {"entry": _entry_map(spec="0.2")}, VersionError),
+    ("receipt spec version", {"spec": "0.1"}, VersionError),
+    ("entry spec version", {"entry": _entry_map(spec="0.1")}, VersionError),
     (
         "rho_digest does not commit to rho",
         {"entry": _entry_map(rho_digest=rho_digest(bytes(32)))},

@@ -163,7 +163,7 @@ def test_health_reports_serving(channel):
 
 # --- Bad requests -----------------------------------------------------------------------
 
-GOOD = {"spec_version": "0.1", "root": ROOT, "n_pairs": 10, "item_kind": "text", "owner": "o"}
+GOOD = {"spec_version": "0.2", "root": ROOT, "n_pairs": 10, "item_kind": "text", "owner": "o"}
 
 BAD_COMMITS = [
     ("root too short", {"root": ROOT[:31]}, grpc.StatusCode.INVALID_ARGUMENT),
@@ -175,7 +175,7 @@ BAD_COMMITS = [
     ("n_pairs 2**64-1", {"n_pairs": (1 << 64) - 1}, grpc.StatusCode.RESOURCE_EXHAUSTED),
     ("unknown item kind", {"item_kind": "audio"}, grpc.StatusCode.INVALID_ARGUMENT),
     ("empty item kind", {"item_kind": ""}, grpc.StatusCode.INVALID_ARGUMENT),
-    ("wrong spec version", {"spec_version": "0.2"}, grpc.StatusCode.FAILED_PRECONDITION),
+    ("wrong spec version", {"spec_version": "0.1"}, grpc.StatusCode.FAILED_PRECONDITION),
     ("missing spec version", {"spec_version": ""}, grpc.StatusCode.FAILED_PRECONDITION),
     ("owner label too long", {"owner": "é" * 129}, grpc.StatusCode.RESOURCE_EXHAUSTED),
 ]  # fmt: skip

@@ -127,7 +127,7 @@ def test_layout_and_permissions(tmp_path):
         assert mode == (0o700 if path.is_dir() else 0o600), path
     manifest = decode(files["manifest.msgpack"])
     assert isinstance(manifest, dict)
-    assert manifest["format"] == "twinaudit-vault" and manifest["spec"] == "0.1"
+    assert manifest["format"] == "twinaudit-vault" and manifest["spec"] == "0.2"
     assert manifest["receipt"] is None
 
 

@@ -252,8 +252,16 @@ def _register_claim(sub: Any) -> None:
         "--window",
         type=int,
         default=0,
-        help="pairs opened per request (default 8): larger is faster, smaller reveals "
-        "fewer pairs beyond the decision",
+        help="pairs of the first request (default 8); request j asks for window·2^j "
+        "pairs up to --window-max. Smaller reveals fewer pairs beyond an early decision",
+    )
+    claim.add_argument(
+        "--window-max",
+        type=int,
+        default=0,
+        help="largest request (default 2 x --window, at most 256); equal to --window "
+        "for constant requests. Larger requests mean fewer round trips on long claims "
+        "but more pairs opened past an early decision",
     )
     claim.add_argument(
         "--out", type=Path, required=True, help="directory for verdict and transcript"
@@ -567,6 +575,7 @@ def _claim(args: argparse.Namespace) -> int:
         max_pairs=args.max_pairs,
         query_budget=args.query_budget,
         window=args.window,
+        window_max=args.window_max,
     )
     channel = make_channel(args.arbiter, tls=_tls(args))
 

@@ -25,15 +25,22 @@ from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
 from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
 from protocol.stats.registry import make_test, test_from_state
 from verifier.oracles.base import Oracle
+from verifier.schedule import DEFAULT_WINDOW, MAX_WINDOW, WindowSchedule, default_window_max
 from verifier.scoring.registry import AnyScoreSpec
 from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
 from .transcript import TranscriptWriter
 
-#: Pairs opened per request unless the claim says otherwise.
-DEFAULT_WINDOW = 8
-#: Largest window a claim may ask for.
-MAX_WINDOW = 256
+__all__ = [
+    "DEFAULT_WINDOW",
+    "MAX_WINDOW",
+    "ClaimParams",
+    "ClaimRecord",
+    "ClaimSession",
+    "PreparedWindow",
+    "Progress",
+]
+
 #: Outcome characters (spec §11): decided by scores, tie coin heads/tails, tie skipped.
 OUTCOME_CHARS = {"win": "1", "loss": "0", "tie-heads": "h", "tie-tails": "t", "tie-skip": "s"}
 
@@ -66,6 +73,8 @@ class ClaimParams:
     max_pairs: int = 0
     query_budget: int = 0
     window: int = DEFAULT_WINDOW
+    #: The cap on a request's size; 0 means :func:`~verifier.schedule.default_window_max`.
+    window_max: int = 0
 
     def __post_init__(self) -> None:
         """Check ranges and sizes."""
@@ -80,6 +89,10 @@ class ClaimParams:
             raise ParameterError("query_budget must be a non-negative 63-bit integer")
         if not 1 <= self.window <= MAX_WINDOW:
             raise ParameterError(f"window must be in 1..{MAX_WINDOW}")
+        if self.window_max == 0:
+            object.__setattr__(self, "window_max", default_window_max(self.window))
+        if not self.window <= self.window_max <= MAX_WINDOW:
+            raise ParameterError(f"window_max must be in window..{MAX_WINDOW}")
 
 
 @dataclass
@@ -191,6 +204,7 @@ class ClaimSession:
             "max_pairs": params.max_pairs,
             "query_budget": params.query_budget,
             "window": params.window,
+            "window_max": params.window_max,
             "claim_nonce": claim_nonce,
         }
         session = cls(claim_id, record, params, oracle, claim_nonce, test, claim_map)
@@ -244,14 +258,20 @@ class ClaimSession:
         """The window being processed (requested and not yet fed), or an empty list."""
         return list(self._requested[0]) if self._requested else []
 
-    def _plan_window(self, opened: int, queries: int) -> list[int]:
-        """Return the window after ``opened`` pairs and ``queries`` queries (may be empty)."""
-        remaining = self.limit - opened
-        affordable = remaining
-        if self.params.query_budget:
-            per_pair = self.queries_per_pair
-            affordable = (self.params.query_budget - queries) // per_pair
-        size = min(self.params.window, remaining, affordable)
+    @property
+    def schedule(self) -> WindowSchedule:
+        """The claim's window schedule (spec §10.2 step 3)."""
+        return WindowSchedule(
+            self.params.window,
+            self.params.window_max,
+            self.limit,
+            self.queries_per_pair,
+            self.params.query_budget,
+        )
+
+    def _plan_window(self, number: int, opened: int) -> list[int]:
+        """Return window ``number``, which follows ``opened`` pairs (may be empty)."""
+        size = self.schedule.size(number, opened)
         return self._next_in_order(size) if size > 0 else []
 
     def next_request(self) -> list[int]:
@@ -259,7 +279,7 @@ class ClaimSession:
         if self.stop is not None:
             return []
         if not self._requested:
-            window = self._plan_window(len(self.opened), self.queries)
+            window = self._plan_window(self.windows, len(self.opened))
             if not window:
                 exhausted = len(self.opened) >= self.limit and self.limit == self.record.n_pairs
                 self.stop = "exhausted" if exhausted else "budget"
@@ -278,9 +298,7 @@ class ClaimSession:
         if self.stop is not None or len(self._requested) != 1:
             return []
         current = self._requested[0]
-        window = self._plan_window(
-            len(self.opened) + len(current), self.queries + self.queries_per_pair * len(current)
-        )
+        window = self._plan_window(self.windows + 1, len(self.opened) + len(current))
         if window:
             self._requested.append(window)
         return list(window)

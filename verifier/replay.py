@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from protocol.encoding import Value, encode
-from protocol.errors import VerificationError
+from protocol.errors import ParameterError, VerificationError
 from protocol.prg import Prg, without_replacement
 from protocol.stats.base import Decision, Step
 from protocol.stats.registry import make_test
 from verifier.oracles.base import OracleInfo
+from verifier.schedule import WindowSchedule
 from verifier.scoring.registry import score_spec_from_value
 from verifier.windows import AnyWindowScorer, scorer_for
 
@@ -41,12 +43,12 @@ def _fail(message: str) -> VerificationError:
 def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     """Recompute the verdict's decision from ``transcript``; raise on any difference.
 
-    Steps: (1) the transcript's chain head and record count equal the verdict's;
-    (2) its header carries the verdict's claim; (3) its pairs are the verdict's opened
-    pairs, in the audit order of the verdict's seed; (4) per pair, the augmentation
-    parameters are the PRG's, the scores follow from the recorded answers, and the
-    outcome from the scores (and the tie coin); (5) the test fed these outcomes ends
-    in the verdict's final state and decision.
+    Steps: (1) the transcript's chain head and record count equal the verdict's; (2)
+    its header carries the verdict's claim; (3) its pairs are the verdict's opened
+    pairs, in the audit order of the verdict's seed, in the claim's windows; (4) per
+    pair, the augmentation parameters are the PRG's, the scores follow from the
+    recorded answers, and the outcome from the scores (and the tie coin); (5) the test
+    fed these outcomes ends in the verdict's final state and decision.
     """
     head, count = chain_head(transcript)
     if head != verdict["transcript"]["hash"] or count != verdict["transcript"]["records"]:
@@ -64,7 +66,11 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         raise _fail("the opened pairs do not follow the audit seed's order")
     if [p.get("index") for p in pairs] != opened:
         raise _fail("the transcript's pairs are not the opened pairs")
-    scorer = scorer_for(score_spec_from_value(claim["score"]))
+    score = score_spec_from_value(claim["score"])
+    per_pair = 2 * score.queries_per_version
+    if [p.get("window") for p in pairs] != _windows(claim, n_pairs, per_pair, len(pairs)):
+        raise _fail("the transcript's windows do not follow the claim's window schedule")
+    scorer = scorer_for(score)
     info = OracleInfo.from_value(claim["model"]["oracle"])
     test_params = claim["test"]["params"]
     test = make_test(claim["test"]["name"], n_pairs, test_params["p"], test_params.get("alpha"))
@@ -92,6 +98,17 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     if not _same_final(final, verdict["final"]) or decision != verdict["decision"]:
         raise _fail("the test's final state or decision differs from the verdict's")
     return ReplayResult(indicators, final, decision, len(pairs))
+
+
+def _windows(claim: dict[str, Any], n_pairs: int, per_pair: int, count: int) -> list[int]:
+    """Return the request number of each opened pair under the claim's schedule (§10.2)."""
+    max_pairs = int(claim["max_pairs"])
+    limit = n_pairs if max_pairs == 0 else min(max_pairs, n_pairs)
+    try:
+        first, largest, budget = (int(claim[k]) for k in ("window", "window_max", "query_budget"))
+        return WindowSchedule(first, largest, limit, per_pair, budget).windows_of(count)
+    except (ParameterError, ValueError) as exc:
+        raise _fail(f"the claim's window schedule does not fit the transcript: {exc}") from exc
 
 
 def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import platform
 import secrets
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -97,6 +97,7 @@ def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
         max_pairs=start.max_pairs,
         query_budget=start.query_budget,
         window=start.window or DEFAULT_WINDOW,
+        window_max=start.window_max,
     )
 
 
@@ -196,7 +197,9 @@ class VerifierService(pb_grpc.VerifierServicer):
         While the oracle answers one window (in a worker thread), the next window is
         requested from the owner and its openings checked (spec §10.2, lookahead), so
         the owner's round trip and the checks overlap the model's work. The claim's
-        state is saved after every window fed to the test.
+        state is saved after every window fed to the test, while the oracle already
+        answers the next one: a claim resumed after a crash repeats the same queries,
+        so sending them before the save changes nothing but the wall time.
         """
 
         def receive() -> PreparedWindow:
@@ -214,6 +217,7 @@ class VerifierService(pb_grpc.VerifierServicer):
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle") as worker:
             prepared: PreparedWindow | None = None
+            answer: Future[object] | None = None
             while True:
                 if prepared is None:
                     indices = session.next_request()
@@ -221,15 +225,18 @@ class VerifierService(pb_grpc.VerifierServicer):
                         return
                     yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
                     prepared = receive()
-                answer = worker.submit(session.query, prepared)
+                if answer is None:
+                    answer = worker.submit(session.query, prepared)
                 ahead: PreparedWindow | None = None
                 if indices := session.request_ahead():
                     yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
                     ahead = receive()
                 progress = session.feed(prepared, answer.result())
+                prepared = ahead if session.stop is None else None
+                # The next window's queries go out before this window's state is saved.
+                answer = worker.submit(session.query, prepared) if prepared else None
                 self._save(session)
                 yield pb.VerifierMessage(progress=_progress(progress))
-                prepared = ahead if session.stop is None else None
 
     def _open(self, start: pb.ClaimStart) -> ClaimSession:
         params = params_from_proto(start)

@@ -53,6 +53,7 @@ _CLAIM_FIELDS = {
     "max_pairs",
     "query_budget",
     "window",
+    "window_max",
     "claim_nonce",
 }
 _DECISIONS = {"detected", "not-detected"}

@@ -5,12 +5,26 @@ Runs each topic's builder in turn; review the diff before committing it.
 
 from __future__ import annotations
 
-from . import vectors_core, vectors_merkle, vectors_mixture, vectors_pprm, vectors_scoring
+from . import (
+    vectors_claims,
+    vectors_core,
+    vectors_merkle,
+    vectors_mixture,
+    vectors_pprm,
+    vectors_scoring,
+)
 
 
 def main() -> None:
     """Run every builder."""
-    for module in (vectors_core, vectors_merkle, vectors_pprm, vectors_mixture, vectors_scoring):
+    for module in (
+        vectors_core,
+        vectors_merkle,
+        vectors_pprm,
+        vectors_mixture,
+        vectors_scoring,
+        vectors_claims,
+    ):
         module.main()
 
 

@@ -15,7 +15,7 @@ class ClaimMessage(_message.Message):
     def __init__(self, start: _Optional[_Union[ClaimStart, _Mapping]] = ..., openings: _Optional[_Union[Openings, _Mapping]] = ...) -> None: ...
 
 class ClaimStart(_message.Message):
-    __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window")
+    __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window", "window_max")
     SPEC_VERSION_FIELD_NUMBER: _ClassVar[int]
     RECORD_INDEX_FIELD_NUMBER: _ClassVar[int]
     RECORD_ROOT_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +27,7 @@ class ClaimStart(_message.Message):
     QUERY_BUDGET_FIELD_NUMBER: _ClassVar[int]
     RESUME_CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_MAX_FIELD_NUMBER: _ClassVar[int]
     spec_version: str
     record_index: int
     record_root: bytes
@@ -38,7 +39,8 @@ class ClaimStart(_message.Message):
     query_budget: int
     resume_claim_id: str
     window: int
-    def __init__(self, spec_version: _Optional[str] = ..., record_index: _Optional[int] = ..., record_root: _Optional[bytes] = ..., model: _Optional[_Union[ModelRef, _Mapping]] = ..., score: _Optional[_Union[ScoreSpec, _Mapping]] = ..., test: _Optional[_Union[TestSpec, _Mapping]] = ..., tie_rule: _Optional[str] = ..., max_pairs: _Optional[int] = ..., query_budget: _Optional[int] = ..., resume_claim_id: _Optional[str] = ..., window: _Optional[int] = ...) -> None: ...
+    window_max: int
+    def __init__(self, spec_version: _Optional[str] = ..., record_index: _Optional[int] = ..., record_root: _Optional[bytes] = ..., model: _Optional[_Union[ModelRef, _Mapping]] = ..., score: _Optional[_Union[ScoreSpec, _Mapping]] = ..., test: _Optional[_Union[TestSpec, _Mapping]] = ..., tie_rule: _Optional[str] = ..., max_pairs: _Optional[int] = ..., query_budget: _Optional[int] = ..., resume_claim_id: _Optional[str] = ..., window: _Optional[int] = ..., window_max: _Optional[int] = ...) -> None: ...
 
 class ModelRef(_message.Message):
     __slots__ = ("oracle_endpoint", "name")
