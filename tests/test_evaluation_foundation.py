@@ -30,6 +30,7 @@ from evaluation.foundation.data import text_split
 from evaluation.foundation.specs import (
     DEFAULT_SIZES,
     KINDS,
+    NULL_DRAWS,
     Experiment,
     Sizes,
     scaled_sizes,
@@ -150,9 +151,15 @@ def _run(kind: str, work: Path, *extra: str) -> tuple[list[dict[str, object]], s
 
 
 def _check_run(kind: str, work: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> None:
-    results, document = _run(kind, work, *extra)
+    every, document = _run(kind, work, *extra)
+    results = [r for r in every if r["rho_draw"] == 0]
     assert [r["variant"] for r in results] == ["base", "used", "clean"]  # the base model too
-    for result in results:
+    # The null check: base and clean again under each fresh draw of the randomness.
+    nulls = [(r["variant"], r["rho_draw"]) for r in every if r["rho_draw"]]
+    assert sorted(nulls) == [(v, d) for v in ("base", "clean") for d in range(1, NULL_DRAWS + 1)]
+    assert len({r["key"] for r in every}) == len(every)
+    assert f"under {NULL_DRAWS} fresh draws" in document
+    for result in every:
         assert result["kind"] == kind
         assert result["decision"] in ("detected", "exhausted")
         opened, n_pairs = int(str(result["pairs_opened"])), int(str(result["n_pairs"]))
@@ -167,7 +174,7 @@ def _check_run(kind: str, work: Path, capsys: pytest.CaptureFixture[str], *extra
     # A rerun resumes: nothing is trained or audited again.
     capsys.readouterr()
     again, _ = _run(kind, work, *extra)
-    assert again == results
+    assert again == every
     printed = capsys.readouterr().out
     assert "training" not in printed and "auditing" not in printed
 

@@ -41,17 +41,28 @@ def oracle_for(model: FoundationModel, net: torch.nn.Module) -> Oracle:
     return TorchImageTextOracle(net, WordTokenizer(), model_name=model.name)
 
 
-def audit_model(workspace: FoundationWorkspace, model: FoundationModel) -> dict[str, object]:
-    """File the owner's claim against ``model``; return the result (with the model's fields)."""
+def audit_model(
+    workspace: FoundationWorkspace,
+    model: FoundationModel,
+    net: torch.nn.Module | None = None,
+    rho_draw: int = 0,
+) -> dict[str, object]:
+    """File the owner's claim against ``model``; return the result (with the model's fields).
+
+    ``rho_draw`` n ≥ 1 audits under the n-th fresh arbiter randomness instead of the
+    one the items were published with (the null check); ``net`` is the loaded model,
+    when the caller has it.
+    """
     experiment = model.experiment
     result = run_claim(
         workspace.vault(experiment),
-        key=model.audit_key,
+        key=model.null_key(rho_draw),
         model_name=model.name,
         score=experiment.score(),
         test=TEST,
         p=P,
-        oracle=oracle_for(model, workspace.load_model(model)),
+        oracle=oracle_for(model, net if net is not None else workspace.load_model(model)),
+        rho_draw=rho_draw,
     )
     return {
         "model": model.name,
@@ -59,6 +70,7 @@ def audit_model(workspace: FoundationWorkspace, model: FoundationModel) -> dict[
         "variant": model.variant,
         "seed": experiment.seed,
         "n_train": experiment.sizes.n_train,
+        "rho_draw": rho_draw,
         **result,
     }
 
@@ -69,17 +81,34 @@ def run_missing(
     log: AuditLog,
     say: Callable[[str], None],
 ) -> None:
-    """Audit every model of ``experiments`` whose result is not in ``log`` (one torch thread)."""
-    todo = [m for e in experiments for m in e.models if m.audit_key not in log.results]
+    """Run every claim of ``experiments`` whose result is not in ``log`` (one torch thread).
+
+    First the owner's claim against each model, then the null check's claims against
+    the models that never saw her data (:data:`~.specs.NULL_DRAWS` fresh arbiter
+    randomness draws each).
+    """
+    models = [m for e in experiments for m in e.models]
+    todo = [(m, 0) for m in models if m.audit_key not in log.results]
+    todo += [
+        (m, d)
+        for m in models
+        for d, key in enumerate(m.null_keys, start=1)
+        if key not in log.results
+    ]
     if not todo:
         return
     say(f"auditing: {len(todo)} claims")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    loaded: tuple[FoundationModel, torch.nn.Module] | None = None
     try:
-        for model in todo:
-            result = audit_model(workspace, model)
+        for model, draw in todo:
+            if loaded is None or loaded[0] != model:
+                loaded = (model, workspace.load_model(model))
+            result = audit_model(workspace, model, loaded[1], rho_draw=draw)
             log.add(result)
+            if draw:
+                continue  # the null check's claims are summarised in the results
             say(
                 f"  {model.name}: {result['decision']}, pairs opened "
                 f"{result['pairs_opened']}/{result['n_pairs']}, successes "
@@ -87,3 +116,7 @@ def run_missing(
             )
     finally:
         torch.set_num_threads(threads)
+    nulls = [log.results[k] for m in models for k in m.null_keys if k in log.results]
+    if nulls:
+        found = sum(r["decision"] == "detected" for r in nulls)
+        say(f"  null check: {found}/{len(nulls)} claims detected (bound p = {P} per claim)")

@@ -21,6 +21,8 @@ from .specs import (
     ENCODER_PERTURBATION,
     EPSILON,
     MARKER,
+    NULL_DRAWS,
+    NULL_VARIANTS,
     TEST,
     Experiment,
     P,
@@ -161,7 +163,33 @@ def section(
         )
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return [*lines, ""]
+    return [*lines, "", *_null_check(experiments, results)]
+
+
+def _null_check(experiments: Sequence[Experiment], results: Mapping[str, Result]) -> list[str]:
+    """Return the null check's line: detections among claims under fresh randomness."""
+    parts = []
+    for variant in NULL_VARIANTS:
+        models = [e.model(variant) for e in experiments]
+        found = [results[k] for m in models for k in m.null_keys if k in results]
+        if not found:
+            continue
+        detected = [r for r in found if r["decision"] == "detected"]
+        seeds = sorted({int(str(r["seed"])) for r in detected})
+        where = f" (seeds {', '.join(map(str, seeds))})" if seeds else ""
+        parts.append(
+            f"{variant} models {len(detected)}/{len(found)} "
+            f"({100 * len(detected) / len(found):.1f}%){where}"
+        )
+    if not parts:
+        return []
+    return [
+        f"Null check (the same command): every base and clean model audited again under "
+        f"{NULL_DRAWS} fresh draws of the arbiter's randomness (new publication bits and "
+        f"audit order, as if the owner had escrowed her root again), each draw one claim. "
+        f"Claims that detected: {'; '.join(parts)}. The bound is p = {P} per claim.",
+        "",
+    ]
 
 
 def sections(

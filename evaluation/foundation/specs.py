@@ -32,6 +32,10 @@ VARIANTS: Final = ("base", "used", "clean")
 #: The audit's test and its false-detection bound (the paper's p).
 TEST: Final = "mixture-e"
 P: Final = 0.05
+#: The null check: fresh draws of the arbiter's randomness (new publication bits and
+#: audit order) per model that never saw the owner's data, each one more claim.
+NULL_DRAWS: Final = 20
+NULL_VARIANTS: Final = ("base", "clean")
 #: Marks of the owner's images (encoder, CLIP): the classifier evaluation's.
 MARKER: Final = "bernoulli"
 EPSILON: Final = 32
@@ -160,6 +164,22 @@ class FoundationModel:
     @property
     def audit_key(self) -> str:
         """The result key of the claim against this model."""
+        return self.null_key(0)
+
+    def null_key(self, draw: int) -> str:
+        """Return the key of the claim under the ``draw``-th fresh arbiter randomness.
+
+        Draw 0 is the randomness the owner's items were published with
+        (:attr:`audit_key`).
+        """
         score = self.experiment.score().to_value()
         parts = "-".join(str(score[k]) for k in sorted(score))
-        return f"{self.name}|{parts}|{TEST}-p{P:g}"
+        key = f"{self.name}|{parts}|{TEST}-p{P:g}"
+        return f"{key}-rho{draw}" if draw else key
+
+    @property
+    def null_keys(self) -> list[str]:
+        """The null check's result keys for this model (none for a ``used`` model)."""
+        if self.variant not in NULL_VARIANTS:
+            return []
+        return [self.null_key(d) for d in range(1, NULL_DRAWS + 1)]
