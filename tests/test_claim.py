@@ -347,3 +347,23 @@ def test_replay_refuses_windows_that_do_not_follow_the_schedule(pair_set):
     )
     with pytest.raises(VerificationError, match="window schedule"):
         replay(parse_verdict(payload), forged.to_bytes())
+
+
+def test_without_perturbation_k_copies_decide_as_one(pair_set):
+    """`none` makes K identical copies: a deterministic model answers them alike."""
+    for knowledge in ("C1", "C3"):
+        runs = [
+            _run(
+                _session(
+                    pair_set,
+                    LinearOracle(label_only=knowledge == "C3"),
+                    score=ScoreSpec(k=k, perturbation="none", knowledge=knowledge),
+                    test="mixture-e",
+                ),
+                pair_set,
+            )
+            for k in (1, 4)
+        ]
+        assert runs[0].indicators == runs[1].indicators
+        assert runs[0].opened == runs[1].opened and runs[0].stop == runs[1].stop
+        assert runs[1].queries == 4 * runs[0].queries

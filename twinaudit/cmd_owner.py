@@ -559,6 +559,13 @@ def _claim(args: argparse.Namespace) -> int:
         perturbation=args.perturbation,
         knowledge=args.knowledge,
     )
+    if score.function == "image-classifier" and score.perturbation == "none" and score.k > 1:
+        print(
+            f"note: with --perturbation none the {score.k} copies are the same image; "
+            "--k 1 gives the same scores and decision for a deterministic model, at "
+            f"1/{score.k} of the queries",
+            file=sys.stderr,
+        )
     request = ClaimRequest(
         record_index=receipt.entry.index,
         record_root=vault.root,
