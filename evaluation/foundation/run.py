@@ -54,7 +54,6 @@ def run_kind(
 ) -> None:
     """Build, train and audit everything ``experiments`` need that is not done yet."""
     workspace = FoundationWorkspace(work / FOLDER, fashion_mnist=data, wheel=wheel)
-    log = AuditLog(work / FOLDER / "audits.jsonl")
     for experiment in experiments:
         workspace.vault(experiment)
         if kind == "lm":
@@ -62,7 +61,8 @@ def run_kind(
                 say(f"  {experiment.name}: {dropped} unmarkable sentence(s) left out of the vault")
             text_marking.measure(workspace, experiment)
     workspace.train_missing(experiments, jobs=jobs, log=say)
-    run_missing(workspace, experiments, log, say)
+    # Read the results only now: another invocation may have audited while this trained.
+    run_missing(workspace, experiments, AuditLog(work / FOLDER / "audits.jsonl"), say)
 
 
 def locate_inputs(
