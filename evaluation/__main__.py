@@ -4,7 +4,10 @@ Tables: ``main`` (C1–C4 and false detections), ``recipe`` (training recipe × 
 perturbation), ``k``, ``epsilon``, ``fraction``; ``all`` runs them in that order;
 ``report`` only rewrites ``docs/results.md``. Everything is cached in the work
 directory (default ``runs/evaluation``): rerunning a command resumes it, and a
-table that needs models another table trained reuses them.
+table that needs models another table trained reuses them. ``archive`` copies the
+work directory's records (results, model summaries, run times; no weights) into
+``docs/results-data/`` (``--to``), from which ``report --work docs/results-data``
+writes the results again (:mod:`evaluation.records`).
 
 Foundation models (issue #7, paper §6): ``encoder``, ``lm`` and ``clip`` run R
 experiments of that kind (:mod:`evaluation.foundation.run`); ``corpus`` is the
@@ -21,10 +24,12 @@ import time
 from pathlib import Path
 
 from demo.data import DataNotFoundError, locate
+from protocol.errors import TwinauditError
 
 from .audit import AuditLog, run_missing
 from .build import Workspace
 from .foundation import run as foundation
+from .records import archive
 from .report import record_run, write_results
 from .specs import N_TRAIN, PLANNERS, Plan, with_sizes
 
@@ -47,12 +52,17 @@ def _plans(names: list[str], repeats: int, n_train: int | None, epochs: int | No
 def main(argv: list[str] | None = None) -> int:
     """Parse the options, run the tables asked for, and rewrite the results document."""
     parser = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__)
-    parser.add_argument("table", choices=[*PLANNERS, "all", "report", *foundation.COMMANDS])
+    parser.add_argument(
+        "table", choices=[*PLANNERS, "all", "report", "archive", *foundation.COMMANDS]
+    )
     parser.add_argument("--repeats", type=int, default=5, help="experiments (seeds) per cell")
     parser.add_argument("--jobs", type=int, default=2, help="models trained at a time")
     parser.add_argument("--work", type=Path, default=Path("runs/evaluation"))
     parser.add_argument("--data", type=Path, help="Fashion-MNIST folder (see python -m demo)")
     parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
+    parser.add_argument(
+        "--to", type=Path, default=Path("docs/results-data"), help="archive: the records' folder"
+    )
     parser.add_argument("--plan", action="store_true", help="say what is left to do and stop")
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
@@ -66,6 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     def say(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
+    if args.table == "archive":
+        try:
+            written = archive(args.work, args.to)
+        except (FileNotFoundError, TwinauditError) as exc:
+            print(f"evaluation: {exc}", file=sys.stderr)
+            return 2
+        say(f"archived {len(written)} record file(s) of {args.work} into {args.to}")
+        return 0
     if args.table in foundation.COMMANDS:
         if args.plan:
             parser.error("--plan applies to the classifier tables")
@@ -88,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     plans = _plans(names, args.repeats, args.n_train, args.epochs)
     try:
         # Writing the results reads no images: only the classifier tables need them here.
-        data = (args.data or Path()) if args.table in foundation.COMMANDS else locate(args.data)
+        reads_images = args.table not in (*foundation.COMMANDS, "report")
+        data = locate(args.data) if reads_images else (args.data or Path())
         workspace = Workspace(args.work, data)
     except DataNotFoundError as exc:
         print(f"evaluation: {exc}", file=sys.stderr)
@@ -120,6 +139,13 @@ def main(argv: list[str] | None = None) -> int:
             started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
     every = _plans(list(PLANNERS), args.repeats, args.n_train, args.epochs)
     infos = {m.name: info for p in every for m in p.models if (info := workspace.model_info(m))}
+    # A command rewrites its own part of the results; `report` rewrites both.
+    if args.table in foundation.COMMANDS:
+        keep: tuple[str, ...] = ("classifier",)
+    elif args.table == "report":
+        keep = ()
+    else:
+        keep = ("foundation",)
     out = write_results(
         args.out,
         plans=every,
@@ -128,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         repeats=args.repeats,
         work=args.work,
         extra=foundation.report_sections(args.work, args.repeats, args.n_train, args.epochs),
+        keep=keep,
     )
-    say(f"wrote {out}")
+    kept = f" (kept its {' and '.join(keep)} part as it was)" if keep and out.exists() else ""
+    say(f"wrote {out}{kept}")
     return 0
 
 

@@ -76,8 +76,7 @@ class Workspace:
         self.root = root
         self.data_folder = data_folder
         self._data: demo_data.FashionMnist | None = None
-        for sub in ("data", "vaults", "models"):
-            (root / sub).mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)  # its folders come with what is built in them
 
     def fashion_mnist(self) -> demo_data.FashionMnist:
         """Return the whole dataset (read once)."""

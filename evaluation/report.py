@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 from . import tables
+from .foundation.report import INTRO as FOUNDATION_INTRO
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
 from .windows import window_section
 
 NOTES = Path(__file__).with_name("notes.md")
+#: The two parts of the results document, in order: the classifier tables (with
+#: their notes) and the foundation models' sections (:mod:`evaluation.foundation`).
+PARTS: Final = ("classifier", "foundation")
+#: The line that begins the foundation part.
+FOUNDATION_HEADING: Final = FOUNDATION_INTRO[0]
 
 INTRO = f"""# Results: the paper's classifier experiments, reproduced with twinaudit
 
@@ -111,6 +118,15 @@ def _section(
     return [*lines, ""]
 
 
+def split_parts(text: str) -> dict[str, str]:
+    """Split a results document into its :data:`PARTS` (a part it lacks is empty)."""
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.rstrip() == FOUNDATION_HEADING), None)
+    if at is None:
+        return {"classifier": text, "foundation": ""}
+    return {"classifier": "".join(lines[:at]), "foundation": "".join(lines[at:])}
+
+
 def write_results(
     out: Path,
     *,
@@ -120,12 +136,19 @@ def write_results(
     repeats: int,
     work: Path,
     extra: Sequence[str] = (),
+    keep: Collection[str] = (),
 ) -> Path:
     """Write the results document to ``out`` (atomically) and return it.
 
     ``extra`` lines (the foundation models' sections) follow the classifier tables and
-    their notes.
+    their notes. The parts named in ``keep`` (of :data:`PARTS`) are taken unchanged
+    from the document already at ``out``, when there is one: a command that ran only
+    the foundation experiments, say, leaves the classifier tables as they were, even
+    when its work directory holds none of their records.
     """
+    unknown = set(keep) - set(PARTS)
+    if unknown:
+        raise ValueError(f"unknown parts of the results document: {sorted(unknown)}")
     runs = _load_runs(work)
     torch_versions = sorted({str(i.get("torch")) for i in infos.values()})
     machine = (
@@ -148,9 +171,12 @@ def write_results(
     lines += window_section(results, {j.audit.name: j.audit.k for p in plans for j in p.jobs})
     if NOTES.exists():
         lines += [NOTES.read_text().rstrip(), ""]
-    lines += extra
+    written = {"classifier": "\n".join(lines) + "\n", "foundation": "\n".join(extra)}
+    if keep and out.exists():
+        existing = split_parts(out.read_text())
+        written.update({part: existing[part] for part in keep})
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("\n".join(lines))
+    tmp.write_text("".join(written[part] for part in PARTS))
     tmp.replace(out)
     return out

@@ -147,6 +147,15 @@ def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     assert evaluation_main(args) == 0
     assert "training" not in capsys.readouterr().out
     assert (tmp_path / "work" / "audits.jsonl").read_text().splitlines() == lines
+    # The archived records (no weights) write the same document, with no images at hand.
+    archived = tmp_path / "records"
+    archiving = ["archive", "--work", str(tmp_path / "work"), "--to", str(archived)]
+    assert evaluation_main(archiving) == 0
+    assert not list(archived.rglob("*.pt")) and (archived / "audits.jsonl").exists()
+    again = tmp_path / "again.md"
+    tail = ["--n-train", "300", "--epochs", "1", "--repeats", "1", "--data", str(tmp_path / "x")]
+    assert evaluation_main(["report", "--work", str(archived), "--out", str(again), *tail]) == 0
+    assert again.read_text() == (tmp_path / "results.md").read_text()  # as the second run wrote
 
 
 def test_jobs_key_names_model_vault_and_audit():

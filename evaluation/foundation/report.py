@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from ..tables import Cell, Result
@@ -29,6 +30,8 @@ from .specs import (
     Sizes,
 )
 
+#: Hand-written observations on the foundation sections, appended after them.
+NOTES: Final = Path(__file__).with_name("notes.md")
 #: Section titles and what each trains, by kind.
 TITLES: Final = {
     "encoder": "Self-supervised image encoder (SimCLR; paper §6.1, table 6)",
@@ -202,7 +205,7 @@ def sections(
     """Return every kind's section (``experiments`` by kind; kinds with none are left out).
 
     ``text_pairs`` (the owner's text pairs, :mod:`.text_marking`) follow the language
-    model's section.
+    model's section; the hand-written :data:`NOTES` close the part.
     """
     lines: list[str] = []
     for kind, chosen in experiments.items():
@@ -210,4 +213,7 @@ def sections(
             lines += section(kind, chosen, results, infos, runs)
             if kind == "lm":
                 lines += text_pairs
-    return [*INTRO, *lines] if lines else []
+    if not lines:
+        return []
+    notes = [NOTES.read_text().rstrip(), ""] if NOTES.exists() else []
+    return [*INTRO, *lines, *notes]

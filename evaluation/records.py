@@ -1,0 +1,111 @@
+"""The results' records: the small files the results document is written from.
+
+A work directory holds trained weights, vaults and data splits (gigabytes) next to
+the records the report reads: the audit results (``audits.jsonl``), each model's
+training summary (``model.json``), the invocations and their wall time
+(``runs.json``) and the owner's text-pair figures (``text-marking.json``).
+``python -m evaluation archive`` copies those records into a folder kept with the
+code (``docs/results-data/`` by default), so that the results document can be
+written again — ``python -m evaluation report --work docs/results-data`` — by anyone,
+after the work directory is gone.
+
+Archiving merges: records already in the archive stay, new ones are added. Two
+records under the same name that differ (an audit result with the same key, a model
+summary of the same model) are a conflict: nothing is written and
+:class:`RecordConflictError` names them, because a result measured twice must not be
+silently replaced by the other measurement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from protocol.errors import StateError
+
+from .audit import AuditLog
+
+#: The records the report reads, as patterns relative to the work directory.
+#: ``audits.jsonl`` and ``runs.json`` files are merged entry by entry; the others are
+#: copied whole.
+PATTERNS: Final = (
+    "runs.json",
+    "audits.jsonl",
+    "models/*/model.json",
+    "foundation/audits.jsonl",
+    "foundation/experiments/*/models/*/model.json",
+    "foundation/experiments/*/text-marking.json",
+)
+
+
+class RecordConflictError(StateError):
+    """The archive already holds a different record under the same name."""
+
+
+def records(work: Path) -> Iterator[Path]:
+    """Yield the record files in ``work``, relative to it, in a stable order."""
+    for pattern in PATTERNS:
+        for path in sorted(work.glob(pattern)):
+            if path.is_file():
+                yield path.relative_to(work)
+
+
+def _audit_lines(path: Path) -> dict[str, str]:
+    """Return ``path``'s audit results by key, as canonical JSON (a torn last line is left out)."""
+    return {key: json.dumps(r, sort_keys=True) for key, r in AuditLog(path).results.items()}
+
+
+def _merge_audits(source: Path, target: Path, name: Path) -> str | None:
+    have, new = _audit_lines(target), _audit_lines(source)
+    clashes = sorted(k for k in new.keys() & have.keys() if new[k] != have[k])
+    if clashes:
+        raise RecordConflictError(f"{name}: different results for {', '.join(clashes[:5])}")
+    if new.keys() <= have.keys():
+        return None
+    merged = {**have, **new}
+    return "".join(merged[k] + "\n" for k in sorted(merged))
+
+
+def _merge_runs(source: Path, target: Path) -> str | None:
+    have: list[Any] = json.loads(target.read_text()) if target.exists() else []
+    added = [entry for entry in json.loads(source.read_text()) if entry not in have]
+    return json.dumps([*have, *added], indent=2) + "\n" if added else None
+
+
+def _copy_whole(source: Path, target: Path, name: Path) -> str | None:
+    text = source.read_text()
+    if not target.exists():
+        return text
+    if json.loads(target.read_text()) != json.loads(text):
+        raise RecordConflictError(f"{name}: the archive holds a different record")
+    return None
+
+
+def archive(work: Path, dest: Path) -> list[Path]:
+    """Merge ``work``'s records into ``dest``; return the files written (relative paths).
+
+    Every record is read and checked before anything is written, and each file is
+    replaced atomically, so a conflict leaves ``dest`` as it was.
+    """
+    if not work.is_dir():
+        raise FileNotFoundError(f"no work directory at {work}")
+    planned: dict[Path, str] = {}
+    for name in records(work):
+        source, target = work / name, dest / name
+        if name.name == "audits.jsonl":
+            text = _merge_audits(source, target, name)
+        elif name.name == "runs.json":
+            text = _merge_runs(source, target)
+        else:
+            text = _copy_whole(source, target, name)
+        if text is not None:
+            planned[name] = text
+    for name, text in planned.items():
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(target)
+    return list(planned)

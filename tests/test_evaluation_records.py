@@ -1,0 +1,109 @@
+"""Archiving the evaluation's records, and rewriting one part of the results document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.__main__ import main as evaluation_main
+from evaluation.records import RecordConflictError, archive
+from evaluation.report import FOUNDATION_HEADING, split_parts, write_results
+from evaluation.specs import plan_main
+
+
+def _audit(key: str, decision: str = "detected") -> str:
+    return json.dumps({"key": key, "decision": decision, "seconds": 1.0}, sort_keys=True)
+
+
+def _work(root: Path) -> Path:
+    """A work directory with one record of each kind, weights and a torn audit line."""
+    (root / "models" / "m0").mkdir(parents=True)
+    (root / "models" / "m0" / "model.json").write_text('{"accuracy": 0.9}')
+    (root / "models" / "m0" / "model.pt").write_bytes(b"weights")
+    (root / "vaults" / "v0").mkdir(parents=True)
+    (root / "vaults" / "v0" / "vault.db").write_bytes(b"secret")
+    (root / "audits.jsonl").write_text(_audit("a") + "\n" + _audit("b") + "\n" + '{"key": "c"')
+    (root / "runs.json").write_text(json.dumps([{"command": "x", "started": "t0"}]))
+    experiment = root / "foundation" / "experiments" / "lm-s0"
+    (experiment / "models" / "used").mkdir(parents=True)
+    (experiment / "models" / "used" / "model.json").write_text('{"utility": 5.2}')
+    (experiment / "text-marking.json").write_text('{"pairs_measured": 4}')
+    (root / "foundation" / "audits.jsonl").write_text(_audit("lm-a") + "\n")
+    return root
+
+
+def test_archive_copies_the_records_only_and_merges(tmp_path: Path) -> None:
+    work, dest = _work(tmp_path / "work"), tmp_path / "archive"
+    written = {str(p) for p in archive(work, dest)}
+    assert written == {
+        "runs.json",
+        "audits.jsonl",
+        "models/m0/model.json",
+        "foundation/audits.jsonl",
+        "foundation/experiments/lm-s0/models/used/model.json",
+        "foundation/experiments/lm-s0/text-marking.json",
+    }
+    assert not list(dest.rglob("*.pt")) and not (dest / "vaults").exists()
+    keys = [json.loads(line)["key"] for line in (dest / "audits.jsonl").read_text().splitlines()]
+    assert keys == ["a", "b"]  # the torn line is not a record
+    # Again: nothing new, nothing written. A new result and a new run are added.
+    assert archive(work, dest) == []
+    with (work / "audits.jsonl").open("a") as stream:
+        stream.write("\n" + _audit("d") + "\n")
+    (work / "runs.json").write_text(json.dumps([{"command": "y", "started": "t1"}]))
+    assert {str(p) for p in archive(work, dest)} == {"audits.jsonl", "runs.json"}
+    keys = [json.loads(line)["key"] for line in (dest / "audits.jsonl").read_text().splitlines()]
+    assert keys == ["a", "b", "d"]
+    runs = json.loads((dest / "runs.json").read_text())
+    assert [r["command"] for r in runs] == ["x", "y"]
+
+
+def test_a_conflicting_record_stops_the_archive_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    work, dest = _work(tmp_path / "work"), tmp_path / "archive"
+    archive(work, dest)
+    before = {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    (work / "runs.json").write_text(json.dumps([{"command": "z", "started": "t2"}]))
+    (work / "audits.jsonl").write_text(_audit("a", decision="exhausted") + "\n")
+    with pytest.raises(RecordConflictError, match=r"audits\.jsonl: different results for a"):
+        archive(work, dest)
+    assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before
+    (work / "audits.jsonl").write_text(_audit("a") + "\n")
+    (work / "models" / "m0" / "model.json").write_text('{"accuracy": 0.8}')
+    with pytest.raises(RecordConflictError, match=r"model\.json"):
+        archive(work, dest)
+    assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before
+    # The command line says so and exits 2; so it does for a missing work directory.
+    args = ["archive", "--work", str(work), "--to", str(dest)]
+    assert evaluation_main(args) == 2
+    assert evaluation_main(["archive", "--work", str(tmp_path / "none"), "--to", str(dest)]) == 2
+
+
+def test_split_parts_finds_the_foundation_heading() -> None:
+    document = "# Results\n\ntables\n\n" + FOUNDATION_HEADING + "\n\nencoder\n"
+    parts = split_parts(document)
+    assert parts["classifier"] == "# Results\n\ntables\n\n"
+    assert parts["foundation"] == FOUNDATION_HEADING + "\n\nencoder\n"
+    assert split_parts("# Results only\n") == {"classifier": "# Results only\n", "foundation": ""}
+
+
+def test_a_part_kept_is_taken_unchanged_from_the_document_there(tmp_path: Path) -> None:
+    out = tmp_path / "results.md"
+    classifier = "# Results: measured elsewhere\n\n| C1 | 5/5 |\n\n"
+    out.write_text(classifier + FOUNDATION_HEADING + "\n\nold foundation\n")
+    common = {"plans": [plan_main([0])], "results": {}, "infos": {}, "repeats": 1}
+    new_foundation = [FOUNDATION_HEADING, "", "new foundation", ""]
+    write_results(out, **common, work=tmp_path, extra=new_foundation, keep=("classifier",))
+    parts = split_parts(out.read_text())
+    assert parts["classifier"] == classifier
+    assert parts["foundation"] == "\n".join(new_foundation)
+    # Keeping the foundation part instead rewrites the classifier tables from the records.
+    write_results(out, **common, work=tmp_path, extra=[], keep=("foundation",))
+    parts = split_parts(out.read_text())
+    assert "Done: 0/2 models" in parts["classifier"]
+    assert parts["foundation"] == "\n".join(new_foundation)
+    with pytest.raises(ValueError, match="unknown parts"):
+        write_results(out, **common, work=tmp_path, keep=("tables",))
