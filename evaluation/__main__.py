@@ -30,7 +30,7 @@ from .audit import AuditLog, run_missing
 from .build import Workspace
 from .foundation import run as foundation
 from .records import archive
-from .report import record_run, write_results
+from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, Plan, with_sizes
 
 #: Seconds one model takes to train here, two at a time (measured: 2,000 images,
@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--to", type=Path, default=Path("docs/results-data"), help="archive: the records' folder"
     )
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        help="report: rewrite only this part of the results, keep the other as it stands",
+    )
     parser.add_argument("--plan", action="store_true", help="say what is left to do and stop")
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
@@ -72,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.jobs < 1:
         parser.error("--repeats and --jobs must be at least 1")
+    if args.part is not None and args.table != "report":
+        parser.error("--part applies to report (a table command rewrites its own part)")
 
     def say(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
@@ -143,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table in foundation.COMMANDS:
         keep: tuple[str, ...] = ("classifier",)
     elif args.table == "report":
-        keep = ()
+        keep = tuple(part for part in PARTS if args.part not in (None, part))
     else:
         keep = ("foundation",)
     out = write_results(

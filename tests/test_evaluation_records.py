@@ -107,3 +107,15 @@ def test_a_part_kept_is_taken_unchanged_from_the_document_there(tmp_path: Path) 
     assert parts["foundation"] == "\n".join(new_foundation)
     with pytest.raises(ValueError, match="unknown parts"):
         write_results(out, **common, work=tmp_path, keep=("tables",))
+
+
+def test_report_part_rewrites_one_part_only(tmp_path: Path) -> None:
+    out, work = tmp_path / "results.md", tmp_path / "work"
+    foundation = FOUNDATION_HEADING + "\n\nmeasured elsewhere\n"
+    out.write_text("# Results: measured elsewhere\n\n" + foundation)
+    args = ["report", "--work", str(work), "--out", str(out), "--repeats", "1"]
+    assert evaluation_main([*args, "--part", "classifier"]) == 0
+    parts = split_parts(out.read_text())
+    assert parts["foundation"] == foundation and "Done: 0/2 models" in parts["classifier"]
+    with pytest.raises(SystemExit):
+        evaluation_main(["main", "--part", "classifier", "--work", str(work)])
