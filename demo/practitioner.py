@@ -110,20 +110,25 @@ def train(
     cosine: bool = True,
     make: Callable[[], DemoCNN] = make_net,
     progress: Callable[[int, float, float], None] | None = None,
+    device: str = "cpu",
 ) -> DemoCNN:
-    """Train a fresh network with Adam on uint8 images; return it in eval mode.
+    """Train a fresh network with Adam on uint8 images; return it on the CPU in eval mode.
 
     With ``cosine`` the learning rate decays from ``lr`` to 0 along a cosine over all
     steps (the late, small steps are where the network memorises its training items).
 
     ``progress(epoch, loss, train_accuracy)`` is called after every epoch (the accuracy
     is measured on the augmented batches seen in that epoch).
+
+    ``device`` (a torch device name such as ``"cuda"``) is where the network's steps
+    run. Shuffling and augmentation stay on the CPU, drawn from the same generator, so
+    a device changes the arithmetic of the steps, not the batches the network sees.
     """
     augment = augmenter(recipe)
     x = to_tensor(images)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
     torch.manual_seed(seed)
-    model = make()
+    model = make().to(device)
     generator = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * ((x.shape[0] + batch_size - 1) // batch_size)
@@ -135,18 +140,20 @@ def train(
         for start in range(0, x.shape[0], batch_size):
             index = order[start : start + batch_size]
             batch = augment(x[index], generator) if augment is not None else x[index]
+            target = y[index].to(device)
             optimiser.zero_grad()
-            logits = model(batch)
-            loss = F.cross_entropy(logits, y[index])
+            logits = model(batch.to(device))
+            loss = F.cross_entropy(logits, target)
             loss.backward()  # type: ignore[no-untyped-call]
             optimiser.step()
             if schedule is not None:
                 schedule.step()
-            total_loss += float(loss.detach()) * len(index)
-            correct += int((logits.argmax(1) == y[index]).sum())
+            if progress is not None:  # reading the loss waits for the device: only when asked
+                total_loss += float(loss.detach()) * len(index)
+                correct += int((logits.argmax(1) == target).sum())
         if progress is not None:
             progress(epoch, total_loss / x.shape[0], correct / x.shape[0])
-    return model.eval()
+    return model.to("cpu").eval()
 
 
 def accuracy(

@@ -27,7 +27,7 @@ from demo.data import DataNotFoundError, locate
 from protocol.errors import TwinauditError
 
 from .audit import AuditLog, run_missing
-from .build import Workspace
+from .build import Workspace, describe_machine, device_name
 from .foundation import run as foundation
 from .records import archive
 from .report import PARTS, record_run, write_results
@@ -56,7 +56,15 @@ def main(argv: list[str] | None = None) -> int:
         "table", choices=[*PLANNERS, "all", "report", "archive", *foundation.COMMANDS]
     )
     parser.add_argument("--repeats", type=int, default=5, help="experiments (seeds) per cell")
-    parser.add_argument("--jobs", type=int, default=2, help="models trained at a time")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="models trained (and models audited) at a time"
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="torch device the classifier tables' models train on (cpu, cuda); "
+        "audits run on the CPU",
+    )
     parser.add_argument("--work", type=Path, default=Path("runs/evaluation"))
     parser.add_argument("--data", type=Path, help="Fashion-MNIST folder (see python -m demo)")
     parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
@@ -77,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.jobs < 1:
         parser.error("--repeats and --jobs must be at least 1")
+    try:
+        device_name(args.device)
+    except (RuntimeError, ValueError) as exc:
+        parser.error(f"--device: {exc}")
     if args.part is not None and args.table != "report":
         parser.error("--part applies to report (a table command rewrites its own part)")
 
@@ -103,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             "tables": [args.table],
             "started": started,
             "wall_seconds": round(time.monotonic() - began, 1),
+            "machine": describe_machine(),
         }
         record_run(args.work, entry)
         say(f"{args.table}: {entry['wall_seconds']} s wall")
@@ -132,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
         for plan in plans:
             say(f"== {plan.table}: {plan.title}")
-            workspace.train_missing(plan.models, jobs=args.jobs, log=say)
-            run_missing(workspace, plan.jobs, log, say)
+            workspace.train_missing(plan.models, jobs=args.jobs, log=say, device=args.device)
+            run_missing(workspace, plan.jobs, log, say, workers=args.jobs)
             record_run(
                 args.work,
                 {
@@ -141,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                     "tables": [plan.table],
                     "started": started,
                     "wall_seconds": round(time.monotonic() - began, 1),
+                    "machine": describe_machine(args.device),
                 },
             )
             started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()

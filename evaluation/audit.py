@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import torch
@@ -142,23 +145,61 @@ class AuditLog:
 
 
 def run_missing(
-    workspace: Workspace, jobs: Sequence[Job], log: AuditLog, say: Callable[[str], None]
+    workspace: Workspace,
+    jobs: Sequence[Job],
+    log: AuditLog,
+    say: Callable[[str], None],
+    *,
+    workers: int = 1,
 ) -> None:
-    """Run every job of ``jobs`` whose result is not in ``log`` (models must be trained)."""
+    """Run every job of ``jobs`` whose result is not in ``log`` (models must be trained).
+
+    Claims are grouped by model; with ``workers`` > 1 the groups run in that many worker
+    processes (the CPU's threads shared among them) and their results are appended
+    here, as each group finishes, so an interrupted run keeps every finished group.
+    """
     todo = [job for job in dict.fromkeys(jobs) if job.key not in log.results]
     if not todo:
         return
-    say(f"auditing: {len(todo)} claims")
-    torch.set_num_threads(2)
+    say(f"auditing: {len(todo)} claims, {workers} model(s) at a time")
     by_model: dict[str, list[Job]] = {}
     for job in todo:
         by_model.setdefault(job.model.name, []).append(job)
-    for name, model_jobs in by_model.items():
-        model = make_net()
-        state = torch.load(workspace.model_dir(model_jobs[0].model) / "model.pt", weights_only=True)
-        model.load_state_dict(state)
-        model.eval()
-        for job in model_jobs:
-            result = run_audit(workspace, job, model)
-            log.add(result)
-        say(f"  {name}: {len(model_jobs)} claims")
+    if workers <= 1:
+        torch.set_num_threads(2)
+        for name, model_jobs in by_model.items():
+            for result in audit_model(workspace, model_jobs):
+                log.add(result)
+            say(f"  {name}: {len(model_jobs)} claims")
+        return
+    for job in todo:  # vaults are marked here, once, before the workers read them
+        workspace.vault(job.vault)
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(_audit_worker, workspace.root, workspace.data_folder, group, threads): name
+            for name, group in by_model.items()
+        }
+        for future in as_completed(futures):
+            results = future.result()
+            for result in results:
+                log.add(result)
+            say(f"  {futures[future]}: {len(results)} claims")
+
+
+def audit_model(workspace: Workspace, model_jobs: Sequence[Job]) -> list[dict[str, object]]:
+    """Load the model of ``model_jobs`` (all of one model) and run each of its claims."""
+    model = make_net()
+    state = torch.load(workspace.model_dir(model_jobs[0].model) / "model.pt", weights_only=True)
+    model.load_state_dict(state)
+    model.eval()
+    return [run_audit(workspace, job, model) for job in model_jobs]
+
+
+def _audit_worker(
+    root: Path, data_folder: Path, model_jobs: Sequence[Job], threads: int
+) -> list[dict[str, object]]:
+    """Run one model's claims in a worker process (its share of :func:`run_missing`)."""
+    torch.set_num_threads(threads)
+    return audit_model(Workspace(root, data_folder), model_jobs)

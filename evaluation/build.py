@@ -18,6 +18,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import platform
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -155,13 +156,22 @@ class Workspace:
         return json.loads(path.read_text()) if path.exists() else None
 
     def train_missing(
-        self, specs: Sequence[ModelSpec], *, jobs: int, log: Callable[[str], None]
+        self,
+        specs: Sequence[ModelSpec],
+        *,
+        jobs: int,
+        log: Callable[[str], None],
+        device: str = "cpu",
     ) -> None:
-        """Train every model of ``specs`` that is not there yet, ``jobs`` at a time."""
+        """Train every model of ``specs`` that is not there yet, ``jobs`` at a time.
+
+        ``device`` is the torch device the training steps run on (``"cuda"`` where an
+        accelerator is lent); the jobs share it.
+        """
         todo = [s for s in dict.fromkeys(specs) if self.model_info(s) is None]
         if not todo:
             return
-        log(f"training {len(todo)} models, {jobs} at a time")
+        log(f"training {len(todo)} models, {jobs} at a time on {device_name(device)}")
         inputs = []
         for spec in todo:  # data and vaults are built here, once, before the workers start
             images, labels = self.training_set(spec)
@@ -179,6 +189,7 @@ class Workspace:
                     labels=labels,
                     test_images=test_images,
                     test_labels=test_labels,
+                    device=device,
                 ): spec
                 for spec, images, labels, test_images, test_labels in inputs
             }
@@ -192,6 +203,24 @@ class Workspace:
                 )
 
 
+def device_name(device: str) -> str:
+    """Return how a model's summary names the torch ``device``: ``"cpu"``, or the GPU's name."""
+    if device == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but torch sees no accelerator")
+    return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+
+
+def describe_machine(device: str = "cpu") -> str:
+    """Return this machine as the results name it: processor, system, cores, accelerator."""
+    accelerator = "no accelerator" if device == "cpu" else device_name(device)
+    return (
+        f"{platform.machine()} {platform.system()}, Python {platform.python_version()}, "
+        f"torch {torch.__version__}, {os.cpu_count()} CPU cores, {accelerator}"
+    )
+
+
 def train_one(
     target: Path,
     spec: ModelSpec,
@@ -200,14 +229,26 @@ def train_one(
     labels: npt.NDArray[np.int64],
     test_images: Path,
     test_labels: Path,
+    device: str = "cpu",
 ) -> dict[str, object]:
     """Train ``spec``'s model on the given set (one torch thread); write it to ``target``.
+
+    The steps run on ``device``; the accuracies are measured on the CPU. On an
+    accelerator torch is held to deterministic algorithms, so a model that has to be
+    trained again (its work directory lost with a lent machine) comes out the same on
+    the same kind of accelerator.
 
     Runs in a worker process; the model and its summary appear at ``target`` together.
     """
     torch.set_num_threads(1)
+    if device != "cpu":  # the same model again on a fresh machine of the same kind
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.benchmark = False
+        torch.use_deterministic_algorithms(True)
     began = time.monotonic()
-    model = train(images, labels, epochs=spec.epochs, seed=spec.seed, recipe=spec.recipe)
+    model = train(
+        images, labels, epochs=spec.epochs, seed=spec.seed, recipe=spec.recipe, device=device
+    )
     seconds = time.monotonic() - began
     info: dict[str, object] = {
         "spec": asdict(spec),
@@ -217,6 +258,7 @@ def train_one(
         "train_seconds": round(seconds, 1),
         "weights": sum(p.numel() for p in model.parameters()),
         "torch": torch.__version__,
+        "device": device_name(device),
     }
 
     def build(tmp: Path) -> None:

