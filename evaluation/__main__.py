@@ -62,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="torch device the classifier tables' models train on (cpu, cuda); "
-        "audits run on the CPU",
+        help="torch device the models train on (cpu, cuda); audits run on the CPU",
     )
     parser.add_argument("--work", type=Path, default=Path("runs/evaluation"))
     parser.add_argument("--data", type=Path, help="Fashion-MNIST folder (see python -m demo)")
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             "tables": [args.table],
             "started": started,
             "wall_seconds": round(time.monotonic() - began, 1),
-            "machine": describe_machine(),
+            "machine": describe_machine(args.device),
         }
         record_run(args.work, entry)
         say(f"{args.table}: {entry['wall_seconds']} s wall")

@@ -212,6 +212,19 @@ def device_name(device: str) -> str:
     return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
 
 
+def deterministic_on(device: str) -> None:
+    """Hold torch to deterministic algorithms on an accelerator ``device`` (CPU: nothing).
+
+    Called in a training worker before its first step: a model trained again on a
+    fresh machine of the same kind (a lent machine's work directory goes with it) then
+    comes out the same.
+    """
+    if device != "cpu":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.benchmark = False
+        torch.use_deterministic_algorithms(True)
+
+
 def describe_machine(device: str = "cpu") -> str:
     """Return this machine as the results name it: processor, system, cores, accelerator."""
     accelerator = "no accelerator" if device == "cpu" else device_name(device)
@@ -241,10 +254,7 @@ def train_one(
     Runs in a worker process; the model and its summary appear at ``target`` together.
     """
     torch.set_num_threads(1)
-    if device != "cpu":  # the same model again on a fresh machine of the same kind
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.backends.cudnn.benchmark = False
-        torch.use_deterministic_algorithms(True)
+    deterministic_on(device)
     began = time.monotonic()
     model = train(
         images, labels, epochs=spec.epochs, seed=spec.seed, recipe=spec.recipe, device=device

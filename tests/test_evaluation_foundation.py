@@ -35,6 +35,7 @@ from evaluation.foundation.specs import (
     Sizes,
     scaled_sizes,
 )
+from evaluation.foundation.train import train_clip, train_lm, train_simclr
 from protocol.errors import InputError, VerificationError
 
 DEBIAN = Path("/usr/share/datasets/fashion-mnist")
@@ -277,3 +278,18 @@ def test_text_pair_section_pools_vaults_and_escapes_table_cells():
         "2.0 / 2.0 / 5.0 / 5.0 / 5.0 (mean 5.0) |"
     ) in text
     assert text_marking.section([]) == []
+
+
+def test_the_trainers_take_a_device_and_return_a_cpu_model_with_the_same_steps():
+    images = np.random.default_rng(1).integers(0, 256, (8, 28, 28), dtype=np.uint8)
+    captions = [caption(image, i % 10) for i, image in enumerate(images)]
+    texts = ["a short one.", "another sentence here", "third", "and a fourth one"]
+    runs = [
+        lambda **kw: train_simclr(images, epochs=1, seed=2, batch=4, **kw),
+        lambda **kw: train_lm(texts, epochs=1, seed=2, batch=2, **kw),
+        lambda **kw: train_clip(images, captions, epochs=1, seed=2, batch=4, **kw),
+    ]
+    for run in runs:
+        default, named = run(), run(device="cpu")
+        for a, b in zip(default.state_dict().values(), named.state_dict().values(), strict=True):
+            assert a.device.type == "cpu" and torch.equal(a, b)

@@ -36,7 +36,7 @@ from owner.vault import Vault
 from protocol.items import CaptionedImageItem, ImageItem, TextItem
 from protocol.seeds import publication_bits
 
-from ..build import _publish_atomically, rho_of
+from ..build import _publish_atomically, deterministic_on, device_name, rho_of
 from . import corpus
 from .captions import WordTokenizer
 from .data import ImageSplit, TextSplit, image_split, text_split
@@ -82,6 +82,7 @@ class _Task:
     start: Path | None
     inputs: dict[str, Any]
     info: dict[str, Any]
+    device: str = "cpu"
 
 
 class FoundationWorkspace:
@@ -219,9 +220,17 @@ class FoundationWorkspace:
         return {"images": images, "captions": captions, **utility}
 
     def train_missing(
-        self, experiments: Sequence[Experiment], *, jobs: int, log: Callable[[str], None]
+        self,
+        experiments: Sequence[Experiment],
+        *,
+        jobs: int,
+        log: Callable[[str], None],
+        device: str = "cpu",
     ) -> None:
-        """Train every model of ``experiments`` not there yet: bases first, then the rest."""
+        """Train every model of ``experiments`` not there yet: bases first, then the rest.
+
+        The training steps run on the torch ``device`` (``"cuda"`` where a GPU is lent).
+        """
         for stage in (("base",), ("used", "clean")):
             todo = [
                 m
@@ -231,8 +240,11 @@ class FoundationWorkspace:
             ]
             if not todo:
                 continue
-            log(f"training {len(todo)} {'/'.join(stage)} model(s), {jobs} at a time")
-            tasks = [self._task(m) for m in todo]
+            log(
+                f"training {len(todo)} {'/'.join(stage)} model(s), {jobs} at a time "
+                f"on {device_name(device)}"
+            )
+            tasks = [self._task(m, device) for m in todo]
             began = time.monotonic()
             for done, (model, info) in enumerate(_run_tasks(tasks, jobs), start=1):
                 log(
@@ -241,7 +253,7 @@ class FoundationWorkspace:
                     f"({(time.monotonic() - began) / 60:.1f} min so far)"
                 )
 
-    def _task(self, model: FoundationModel) -> _Task:
+    def _task(self, model: FoundationModel, device: str = "cpu") -> _Task:
         experiment = model.experiment
         sizes = experiment.sizes
         base = model.variant == "base"
@@ -267,6 +279,7 @@ class FoundationWorkspace:
             start=None if base else self.model_dir(experiment.model("base")) / "model.pt",
             inputs=inputs,
             info=info,
+            device=device,
         )
 
 
@@ -336,6 +349,7 @@ def train_one(task: _Task) -> dict[str, Any]:
     """Train one model (one torch thread), measure its utility, write it to its folder."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    deterministic_on(task.device)
     try:
         began, cpu = time.monotonic(), time.process_time()
         model = _train(task)
@@ -351,6 +365,7 @@ def train_one(task: _Task) -> dict[str, Any]:
         "utility": round(utility, 4),
         "weights": sum(p.numel() for p in model.parameters()),
         "torch": torch.__version__,
+        "device": device_name(task.device),
     }
 
     def build(tmp: Path) -> None:
@@ -376,13 +391,21 @@ def _train(task: _Task) -> torch.nn.Module:
             seed=task.seed,
             start=start,
             augmentation=ENCODER_PERTURBATION,
+            device=task.device,
         )
     if task.kind == "lm":
         assert start is None or isinstance(start, ByteGru)
-        return train_lm(inputs["texts"], epochs=task.epochs, seed=task.seed, start=start)
+        return train_lm(
+            inputs["texts"], epochs=task.epochs, seed=task.seed, start=start, device=task.device
+        )
     assert start is None or isinstance(start, DualEncoder)
     return train_clip(
-        inputs["images"], inputs["captions"], epochs=task.epochs, seed=task.seed, start=start
+        inputs["images"],
+        inputs["captions"],
+        epochs=task.epochs,
+        seed=task.seed,
+        start=start,
+        device=task.device,
     )
 
 

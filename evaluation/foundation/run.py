@@ -51,8 +51,9 @@ def run_kind(
     data: Path | None,
     wheel: Path | None,
     say: Callable[[str], None],
+    device: str = "cpu",
 ) -> None:
-    """Build, train and audit everything ``experiments`` need that is not done yet."""
+    """Build, train (on the torch ``device``) and audit what ``experiments`` still need."""
     workspace = FoundationWorkspace(work / FOLDER, fashion_mnist=data, wheel=wheel)
     for experiment in experiments:
         workspace.vault(experiment)
@@ -60,7 +61,7 @@ def run_kind(
             if dropped := workspace.dropped(experiment):
                 say(f"  {experiment.name}: {dropped} unmarkable sentence(s) left out of the vault")
             text_marking.measure(workspace, experiment)
-    workspace.train_missing(experiments, jobs=jobs, log=say)
+    workspace.train_missing(experiments, jobs=jobs, log=say, device=device)
     # Read the results only now: another invocation may have audited while this trained.
     run_missing(workspace, experiments, AuditLog(work / FOLDER / "audits.jsonl"), say)
 
@@ -127,5 +128,6 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         data=data,
         wheel=wheel,
         say=say,
+        device=args.device,
     )
     return 0

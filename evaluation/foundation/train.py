@@ -104,15 +104,17 @@ def train_simclr(
     lr: float = 1e-3,
     temperature: float = 0.2,
     augmentation: str = "random-resized-crop-flip",
+    device: str = "cpu",
 ) -> SimClr:
     """Train (or continue training) a :class:`SimClr` on ``images`` for ``epochs`` epochs.
 
-    Each image gets two views per step from ``augmentation`` (one of :data:`AUGMENTATIONS`).
+    Each image gets two views per step from ``augmentation`` (one of :data:`AUGMENTATIONS`),
+    drawn on the CPU; the steps run on ``device``. The model comes back on the CPU.
     """
     view = AUGMENTATIONS[augmentation]
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = SimClr() if start is None else start
+        model = (SimClr() if start is None else start).to(device)
         model.train()
         data = to_tensor(images)
         generator = torch.Generator().manual_seed(seed)
@@ -123,11 +125,12 @@ def train_simclr(
                 x = data[order[begin : begin + batch]]
                 if len(x) < 2:
                     continue
-                loss = nt_xent(model(view(x, generator)), model(view(x, generator)), temperature)
+                a, b = view(x, generator).to(device), view(x, generator).to(device)
+                loss = nt_xent(model(a), model(b), temperature)
                 optimiser.zero_grad()
                 loss.backward()  # type: ignore[no-untyped-call]
                 optimiser.step()
-    return model.eval()
+    return model.to("cpu").eval()
 
 
 def _byte_rows(texts: Sequence[str]) -> list[list[int]]:
@@ -167,11 +170,16 @@ def train_lm(
     start: ByteGru | None = None,
     batch: int = 32,
     lr: float = 3e-3,
+    device: str = "cpu",
 ) -> ByteGru:
-    """Train (or continue training) a :class:`ByteGru` on ``texts`` for ``epochs`` epochs."""
+    """Train (or continue training) a :class:`ByteGru` on ``texts`` for ``epochs`` epochs.
+
+    Batches are drawn on the CPU; the steps run on ``device``. The model comes back on
+    the CPU.
+    """
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = ByteGru() if start is None else start
+        model = (ByteGru() if start is None else start).to(device)
         model.train()
         rows = _byte_rows(texts)
         generator = torch.Generator().manual_seed(seed)
@@ -179,13 +187,14 @@ def train_lm(
         for _ in range(epochs):
             for chosen in _length_batches(rows, batch, generator):
                 ids, mask = _padded([rows[i] for i in chosen])
+                ids, mask = ids.to(device), mask.to(device)
                 logits = model(ids[:, :-1])
                 loss = F.cross_entropy(logits[mask], ids[:, 1:][mask])
                 optimiser.zero_grad()
                 loss.backward()  # type: ignore[no-untyped-call]
                 clip_gradients(model)
                 optimiser.step()
-    return model.eval()
+    return model.to("cpu").eval()
 
 
 def clip_gradients(model: torch.nn.Module, max_norm: float = 1.0) -> None:
@@ -216,25 +225,30 @@ def train_clip(
     batch: int = 128,
     lr: float = 1e-3,
     temperature: float = 0.1,
+    device: str = "cpu",
 ) -> DualEncoder:
-    """Train (or continue training) a :class:`DualEncoder` on (image, caption) pairs."""
+    """Train (or continue training) a :class:`DualEncoder` on (image, caption) pairs.
+
+    Batches are drawn on the CPU; the steps run on ``device``. The model comes back on
+    the CPU.
+    """
     if len(images) != len(captions):
         raise ValueError(f"{len(images)} images for {len(captions)} captions")
     tokenizer = WordTokenizer()
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = DualEncoder(tokenizer.vocabulary_size) if start is None else start
+        model = (DualEncoder(tokenizer.vocabulary_size) if start is None else start).to(device)
         model.train()
-        data = to_tensor(images)
-        ids, mask = _caption_ids(captions, tokenizer)
+        data = to_tensor(images).to(device)
+        ids, mask = (t.to(device) for t in _caption_ids(captions, tokenizer))
         same = {text: index for index, text in enumerate(sorted(set(captions)))}
-        groups = torch.tensor([same[c] for c in captions])
+        groups = torch.tensor([same[c] for c in captions]).to(device)
         generator = torch.Generator().manual_seed(seed)
         optimiser = torch.optim.Adam(model.parameters(), lr=lr)
         for _ in range(epochs):
             order = torch.randperm(len(data), generator=generator)
             for begin in range(0, len(data), batch):
-                chosen = order[begin : begin + batch]
+                chosen = order[begin : begin + batch].to(device)
                 img = F.normalize(model.encode_image(data[chosen]), dim=1)
                 txt = F.normalize(model.encode_text(ids[chosen], mask[chosen]), dim=1)
                 logits = img @ txt.T / temperature
@@ -244,7 +258,7 @@ def train_clip(
                 optimiser.zero_grad()
                 loss.backward()  # type: ignore[no-untyped-call]
                 optimiser.step()
-    return model.eval()
+    return model.to("cpu").eval()
 
 
 def _embed(model: torch.nn.Module, images: npt.NDArray[np.uint8]) -> torch.Tensor:
