@@ -129,6 +129,7 @@ def section(
     )
     mine = [r for r in runs if kind in r.get("tables", [])]  # type: ignore[operator]
     wall = sum(float(str(r["wall_seconds"])) for r in mine)
+    devices = sorted({str(infos[m.name].get("device", "cpu")) for m in models if m.name in infos})
     lines = [
         f"## {TITLES[kind]}",
         "",
@@ -136,7 +137,7 @@ def section(
         f"Done: {done_models}/{len(models)} models, {done_audits}/{len(models)} audits. "
         f"Time: {train_s / 60:.1f} min of training, wall ({cpu_s / 60:.1f} min CPU; summed over "
         f"models, one torch thread each), {audit_s / 60:.1f} min of audits; {wall / 60:.1f} min "
-        f"wall over {len(mine)} invocation(s).",
+        f"wall over {len(mine)} invocation(s). Trained on: {', '.join(devices) or '—'}.",
         "",
         SETTINGS[kind] + " " + _describe(sizes) + f" Test `{TEST}` at p = {P}.",
         "",
