@@ -172,8 +172,8 @@ def run_missing(
                 log.add(result)
             say(f"  {name}: {len(model_jobs)} claims")
         return
-    for job in todo:  # vaults are marked here, once, before the workers read them
-        workspace.vault(job.vault)
+    for spec in dict.fromkeys(job.vault for job in todo):  # marked before workers read them
+        workspace.vault(spec)
     threads = max(1, (os.cpu_count() or 1) // workers)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
