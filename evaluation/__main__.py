@@ -26,7 +26,7 @@ from pathlib import Path
 from demo.data import DataNotFoundError, locate
 from protocol.errors import TwinauditError
 
-from .audit import AuditLog, run_missing
+from .audit import AuditLog, run_missing, without_weights
 from .build import Workspace, describe_machine, device_name
 from .foundation import run as foundation
 from .records import archive
@@ -136,9 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         for plan in plans:
             missing = {m for m in plan.models if workspace.model_info(m) is None}
-            audits = sum(j.key not in log.results for j in plan.jobs)
+            todo = [j for j in plan.jobs if j.key not in log.results]
+            # Models about to be trained will have weights; archived ones never do here.
+            stuck = [j for j in without_weights(workspace, todo)[1] if j.model not in missing]
             hours = len(missing) * SECONDS_PER_MODEL_PAIR / args.jobs / 3600
-            say(f"{plan.table}: {len(missing)} models to train (~{hours:.1f} h), {audits} audits")
+            left_out = f" ({len(stuck)} on archived models without weights)" if stuck else ""
+            say(
+                f"{plan.table}: {len(missing)} models to train (~{hours:.1f} h), "
+                f"{len(todo)} audits{left_out}"
+            )
         return 0
     if args.table != "report" and args.table not in foundation.COMMANDS:
         started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()

@@ -159,6 +159,15 @@ def run_missing(
     here, as each group finishes, so an interrupted run keeps every finished group.
     """
     todo = [job for job in dict.fromkeys(jobs) if job.key not in log.results]
+    todo, absent = without_weights(workspace, todo)
+    if absent:
+        names = sorted({job.model.name for job in absent})
+        say(
+            f"left out {len(absent)} claims: {len(names)} model(s) have a summary here but "
+            f"no weights (records from an archive; the summary names the machine they were "
+            f"trained on, where training them again gives them back): {', '.join(names[:4])}"
+            + (", …" if len(names) > 4 else "")
+        )
     if not todo:
         return
     say(f"auditing: {len(todo)} claims, {workers} model(s) at a time")
@@ -186,6 +195,21 @@ def run_missing(
             for result in results:
                 log.add(result)
             say(f"  {futures[future]}: {len(results)} claims")
+
+
+def without_weights(workspace: Workspace, jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
+    """Split ``jobs`` into those whose model's weights are here and those whose are not.
+
+    A work directory seeded from archived records (:mod:`evaluation.records`) holds
+    model summaries without weights: such a model counts as trained, but its claims
+    cannot run here.
+    """
+    have: list[Job] = []
+    absent: list[Job] = []
+    for job in jobs:
+        present = (workspace.model_dir(job.model) / "model.pt").exists()
+        (have if present else absent).append(job)
+    return have, absent
 
 
 def audit_model(workspace: Workspace, model_jobs: Sequence[Job]) -> list[dict[str, object]]:

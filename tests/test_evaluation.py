@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,23 @@ def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     tail = ["--n-train", "300", "--epochs", "1", "--repeats", "1", "--data", str(tmp_path / "x")]
     assert evaluation_main(["report", "--work", str(archived), "--out", str(again), *tail]) == 0
     assert again.read_text() == (tmp_path / "results.md").read_text()  # as the second run wrote
+    # A work directory seeded from the records has summaries but no weights: nothing
+    # is trained again, and the claims left to run are named as left out, not failed.
+    seeded = tmp_path / "seeded"
+    shutil.copytree(archived, seeded)
+    (seeded / "audits.jsonl").write_text("")
+    rerun = ["main", "--n-train", "300", "--epochs", "1", "--repeats", "1", "--work", str(seeded)]
+    rerun += ["--out", str(tmp_path / "seeded.md")]
+    capsys.readouterr()
+    assert evaluation_main([*rerun, "--plan"]) == 0
+    assert "0 models to train (~0.0 h), 16 audits (16 on archived models without weights)" in (
+        capsys.readouterr().out
+    )
+    assert evaluation_main(rerun) == 0
+    printed = capsys.readouterr().out
+    assert "training 2 models" not in printed and "auditing" not in printed
+    assert "left out 16 claims: 2 model(s) have a summary here but no weights" in printed
+    assert (seeded / "audits.jsonl").read_text() == ""
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has an accelerator")

@@ -15,6 +15,7 @@ import csv
 import io
 import itertools
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -27,12 +28,14 @@ from evaluation.foundation import corpus, text_marking
 from evaluation.foundation.build import FoundationWorkspace
 from evaluation.foundation.captions import WordTokenizer, attributes, caption, prompt, vocabulary
 from evaluation.foundation.data import text_split
+from evaluation.foundation.report import run_sizes
 from evaluation.foundation.specs import (
     DEFAULT_SIZES,
     KINDS,
     NULL_DRAWS,
     Experiment,
     Sizes,
+    overrides,
     scaled_sizes,
 )
 from evaluation.foundation.train import train_clip, train_lm, train_simclr
@@ -66,6 +69,24 @@ def test_names_and_keys_are_unique_and_sizes_are_checked():
         Sizes(n_base=10, base_epochs=1, n_train=10, epochs=1, n_utility=10)
     with pytest.raises(ValueError, match="kind"):
         Experiment("classifier", 0, tiny)
+
+
+def test_sizes_map_back_to_the_options_that_give_them():
+    assert overrides("encoder", DEFAULT_SIZES["encoder"]) == []
+    bigger = scaled_sizes("encoder", n_train=3000, epochs=None)
+    assert overrides("encoder", bigger) == ["--n-train", "3000"]
+    smoke = scaled_sizes("lm", n_train=40, epochs=2)
+    assert overrides("lm", smoke) == ["--n-train", "40", "--epochs", "2"]
+    odd = Sizes(n_base=7, base_epochs=1, n_train=3000, epochs=600, n_utility=2000)
+    assert overrides("encoder", odd) is None  # no options lead there
+    run = {"tables": ["encoder"], "command": "python -m evaluation encoder --n-train 3000"}
+    assert run_sizes("encoder", run) == bigger
+    assert run_sizes("lm", run) is None
+    assert (
+        run_sizes("encoder", {**run, "command": "python -m evaluation encoder"})
+        == (DEFAULT_SIZES["encoder"])
+    )
+    assert run_sizes("encoder", {**run, "command": "x encoder --n-train 3"}) is None
 
 
 def test_captions_name_the_class_and_measured_attributes():
@@ -201,6 +222,36 @@ def test_clip_experiment_end_to_end_trains_on_the_published_versions(tmp_path, c
     np.testing.assert_array_equal(used["images"][:-n], clean["images"][:-n])
     others = clean["images"][-n:]
     assert not any(np.array_equal(a, b) for a, b in zip(own_images, others, strict=True))
+
+
+@needs_images
+def test_audits_in_worker_processes_give_the_same_results(tmp_path, capsys):
+    first, second = tmp_path / "one", tmp_path / "two"
+    serial, _ = _run("encoder", first, "--data", str(DEBIAN))
+    shutil.copytree(first / "foundation", second / "foundation")
+    (second / "foundation" / "audits.jsonl").unlink()
+    capsys.readouterr()
+    parallel, _ = _run("encoder", second, "--data", str(DEBIAN), "--jobs", "2")
+    printed = capsys.readouterr().out
+    assert "training" not in printed and "2 model(s) at a time" in printed
+
+    def by_key(results: list[dict[str, object]]) -> dict[object, dict[str, object]]:
+        return {r["key"]: {k: v for k, v in r.items() if k != "seconds"} for r in results}
+
+    assert by_key(parallel) == by_key(serial)
+    # The owner's claims come first, then the null check's, in either mode.
+    assert [r["rho_draw"] for r in parallel[:3]] == [0, 0, 0]
+    # A report at the default sizes still shows these runs: a section of their own,
+    # with the command that reproduces them and only their invocation's wall time.
+    out = second / "report.md"
+    assert (
+        evaluation_main(["report", "--repeats", "1", "--work", str(second), "--out", str(out)]) == 0
+    )
+    document = out.read_text()
+    assert "## Self-supervised image encoder (SimCLR; paper §6.1, table 6): M = 40" in document
+    assert "`python -m evaluation encoder --repeats 1 --n-train 40 --epochs 2`" in document
+    assert "over 1 invocation(s)" in document
+    assert document.count("## Self-supervised image encoder") == 1  # no default-sizes run here
 
 
 LM_WORDS = [

@@ -13,7 +13,12 @@ tokenizer with BOS), :class:`~verifier.oracles.torch_encoder.TorchImageTextOracl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 
 import torch
 
@@ -80,43 +85,105 @@ def run_missing(
     experiments: Sequence[Experiment],
     log: AuditLog,
     say: Callable[[str], None],
+    *,
+    workers: int = 1,
 ) -> None:
-    """Run every claim of ``experiments`` whose result is not in ``log`` (one torch thread).
+    """Run every claim of ``experiments`` whose result is not in ``log``.
 
     First the owner's claim against each model, then the null check's claims against
     the models that never saw her data (:data:`~.specs.NULL_DRAWS` fresh arbiter
-    randomness draws each).
+    randomness draws each). Within each phase the claims are grouped by model; with
+    ``workers`` > 1 the groups run in that many worker processes (one torch thread
+    each; the owner's vaults must exist) and each group's results are appended here as
+    it finishes, so an interrupted run keeps every finished group.
     """
     models = [m for e in experiments for m in e.models]
-    todo = [(m, 0) for m in models if m.audit_key not in log.results]
-    todo += [
-        (m, d)
+    owner = {m: [0] for m in models if m.audit_key not in log.results}
+    nulls = {
+        m: draws
         for m in models
-        for d, key in enumerate(m.null_keys, start=1)
-        if key not in log.results
-    ]
-    if not todo:
+        if (draws := [d for d, k in enumerate(m.null_keys, start=1) if k not in log.results])
+    }
+    total = len(owner) + sum(map(len, nulls.values()))
+    if not total:
         return
-    say(f"auditing: {len(todo)} claims")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    loaded: tuple[FoundationModel, torch.nn.Module] | None = None
+    say(f"auditing: {total} claims, {min(workers, max(len(owner), len(nulls)))} model(s) at a time")
+    for groups in (owner, nulls):
+        for model, results in _run_groups(workspace, groups, workers):
+            for result in results:
+                log.add(result)
+            for result in results:
+                if result["rho_draw"] == 0:  # the null check's claims are summarised below
+                    say(
+                        f"  {model.name}: {result['decision']}, pairs opened "
+                        f"{result['pairs_opened']}/{result['n_pairs']}, successes "
+                        f"{result['successes']}/{result['draws']}, {result['seconds']} s"
+                    )
+    found = [log.results[k] for m in models for k in m.null_keys if k in log.results]
+    if found:
+        detected = sum(r["decision"] == "detected" for r in found)
+        say(f"  null check: {detected}/{len(found)} claims detected (bound p = {P} per claim)")
+
+
+def _run_groups(
+    workspace: FoundationWorkspace,
+    groups: Mapping[FoundationModel, Sequence[int]],
+    workers: int,
+) -> Iterator[tuple[FoundationModel, list[dict[str, object]]]]:
+    """Yield each model of ``groups`` with the results of its claims (the draws given)."""
+    if not groups:
+        return
+    if workers <= 1:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for model, draws in groups.items():
+                yield model, _audit_draws(workspace, model, draws)
+        finally:
+            torch.set_num_threads(threads)
+        return
+    context = multiprocessing.get_context("spawn")
+    with _one_thread_children(), ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(_audit_worker, workspace.root, model, list(draws)): model
+            for model, draws in groups.items()
+        }
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+@contextlib.contextmanager
+def _one_thread_children() -> Iterator[None]:
+    """Start worker processes with one BLAS/OpenMP thread each (numpy reads it at import).
+
+    Workers already fill the cores; a BLAS that starts threads of its own in each of
+    them competes with the others (the encoder score's matrix products ran several
+    times slower so). The parent's environment is restored afterwards.
+    """
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, "1"))
     try:
-        for model, draw in todo:
-            if loaded is None or loaded[0] != model:
-                loaded = (model, workspace.load_model(model))
-            result = audit_model(workspace, model, loaded[1], rho_draw=draw)
-            log.add(result)
-            if draw:
-                continue  # the null check's claims are summarised in the results
-            say(
-                f"  {model.name}: {result['decision']}, pairs opened "
-                f"{result['pairs_opened']}/{result['n_pairs']}, successes "
-                f"{result['successes']}/{result['draws']}, {result['seconds']} s"
-            )
+        yield
     finally:
-        torch.set_num_threads(threads)
-    nulls = [log.results[k] for m in models for k in m.null_keys if k in log.results]
-    if nulls:
-        found = sum(r["decision"] == "detected" for r in nulls)
-        say(f"  null check: {found}/{len(nulls)} claims detected (bound p = {P} per claim)")
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _audit_draws(
+    workspace: FoundationWorkspace, model: FoundationModel, draws: Sequence[int]
+) -> list[dict[str, object]]:
+    """Load ``model`` once and file its claims under each of ``draws``."""
+    net = workspace.load_model(model)
+    return [audit_model(workspace, model, net, rho_draw=d) for d in draws]
+
+
+def _audit_worker(
+    root: Path, model: FoundationModel, draws: Sequence[int]
+) -> list[dict[str, object]]:
+    """Run one model's claims in a worker process (one torch thread)."""
+    torch.set_num_threads(1)
+    return _audit_draws(FoundationWorkspace(root), model, draws)

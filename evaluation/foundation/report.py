@@ -10,6 +10,7 @@ base row; after: the others), with the paper's figures alongside.
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Final
 from ..tables import Cell, Result
 from .build import UTILITY
 from .specs import (
+    DEFAULT_SIZES,
     ENCODER_K,
     ENCODER_PERTURBATION,
     EPSILON,
@@ -28,6 +30,8 @@ from .specs import (
     Experiment,
     P,
     Sizes,
+    overrides,
+    scaled_sizes,
 )
 
 #: Hand-written observations on the foundation sections, appended after them.
@@ -127,13 +131,19 @@ def section(
     audit_s = sum(
         float(str(results[m.audit_key]["seconds"])) for m in models if m.audit_key in results
     )
-    mine = [r for r in runs if kind in r.get("tables", [])]  # type: ignore[operator]
+    mine = [r for r in runs if run_sizes(kind, r) == sizes]
     wall = sum(float(str(r["wall_seconds"])) for r in mine)
     devices = sorted({str(infos[m.name].get("device", "cpu")) for m in models if m.name in infos})
+    flags = overrides(kind, sizes)
+    command = shlex.join(
+        ["python", "-m", "evaluation", kind, "--repeats", str(repeats), *(flags or [])]
+    )
+    default = sizes == DEFAULT_SIZES[kind]
+    title = TITLES[kind] if default else f"{TITLES[kind]}: M = {sizes.n_train:,}"
     lines = [
-        f"## {TITLES[kind]}",
+        f"## {title}",
         "",
-        f"Command: `python -m evaluation {kind} --repeats {repeats}` (seeds 0–{repeats - 1}). "
+        f"Command: `{command}` (seeds 0–{repeats - 1}). "
         f"Done: {done_models}/{len(models)} models, {done_audits}/{len(models)} audits. "
         f"Time: {train_s / 60:.1f} min of training, wall ({cpu_s / 60:.1f} min CPU; summed over "
         f"models, one torch thread each), {audit_s / 60:.1f} min of audits; {wall / 60:.1f} min "
@@ -196,24 +206,46 @@ def _null_check(experiments: Sequence[Experiment], results: Mapping[str, Result]
     ]
 
 
+def run_sizes(kind: str, run: Mapping[str, object]) -> Sizes | None:
+    """Return the sizes an invocation recorded in ``runs.json`` ran ``kind`` at (None: not it).
+
+    Read from its command line, so entries written before sizes were recorded count too.
+    """
+    tables = run.get("tables", [])
+    if not isinstance(tables, list) or kind not in tables:
+        return None
+    words = shlex.split(str(run.get("command", "")))
+    values: dict[str, int | None] = {"--n-train": None, "--epochs": None}
+    try:
+        for flag in values:
+            if flag in words[:-1]:
+                values[flag] = int(words[words.index(flag) + 1])
+        return scaled_sizes(kind, n_train=values["--n-train"], epochs=values["--epochs"])
+    except ValueError:  # not a number, or sizes no experiment can have: it trained nothing
+        return None
+
+
 def sections(
-    experiments: Mapping[str, Sequence[Experiment]],
+    experiments: Sequence[Sequence[Experiment]],
     results: Mapping[str, Result],
     runs: Sequence[Mapping[str, object]],
     infos: Mapping[str, Mapping[str, Any]],
     text_pairs: Sequence[str] = (),
 ) -> list[str]:
-    """Return every kind's section (``experiments`` by kind; kinds with none are left out).
+    """Return one section per list of ``experiments`` (one kind at one sizes; empty ones left out).
 
-    ``text_pairs`` (the owner's text pairs, :mod:`.text_marking`) follow the language
-    model's section; the hand-written :data:`NOTES` close the part.
+    ``text_pairs`` (the owner's text pairs, :mod:`.text_marking`) follow the first
+    language-model section; the hand-written :data:`NOTES` close the part.
     """
     lines: list[str] = []
-    for kind, chosen in experiments.items():
+    pairs_placed = False
+    for chosen in experiments:
         if chosen:
+            kind = chosen[0].kind
             lines += section(kind, chosen, results, infos, runs)
-            if kind == "lm":
+            if kind == "lm" and not pairs_placed:
                 lines += text_pairs
+                pairs_placed = True
     if not lines:
         return []
     notes = [NOTES.read_text().rstrip(), ""] if NOTES.exists() else []

@@ -12,6 +12,7 @@ nothing else downloads.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from . import corpus, text_marking
 from .audits import run_missing
 from .build import FoundationWorkspace
 from .report import sections
-from .specs import KINDS, Experiment, scaled_sizes
+from .specs import DEFAULT_SIZES, KINDS, Experiment, Sizes, scaled_sizes
 
 #: The commands this module adds to ``python -m evaluation``.
 COMMANDS: Final = (*KINDS, "corpus")
@@ -63,7 +64,8 @@ def run_kind(
             text_marking.measure(workspace, experiment)
     workspace.train_missing(experiments, jobs=jobs, log=say, device=device)
     # Read the results only now: another invocation may have audited while this trained.
-    run_missing(workspace, experiments, AuditLog(work / FOLDER / "audits.jsonl"), say)
+    log = AuditLog(work / FOLDER / "audits.jsonl")
+    run_missing(workspace, experiments, log, say, workers=jobs)
 
 
 def locate_inputs(
@@ -78,23 +80,42 @@ def locate_inputs(
 def report_sections(work: Path, repeats: int, n_train: int | None, epochs: int | None) -> list[str]:
     """Return the foundation sections of the results document from ``work``'s results.
 
-    A kind appears once it has a trained model or an audit result at these sizes.
+    With ``n_train`` or ``epochs`` given, each kind's experiments at those sizes;
+    otherwise at the default sizes and then at every other sizes the work directory
+    holds a trained model of (``--n-train 3000`` runs, say), one section each. A
+    section appears once it has a trained model or an audit result.
     """
     folder = work / FOLDER
     results = AuditLog(folder / "audits.jsonl").results
     workspace = FoundationWorkspace(folder)
-    chosen: dict[str, list[Experiment]] = {}
+    chosen: list[list[Experiment]] = []
     infos: dict[str, dict[str, Any]] = {}
     for kind in KINDS:
-        experiments = experiments_of(kind, repeats, n_train, epochs)
-        models = [m for e in experiments for m in e.models]
-        for model in models:
-            if (info := workspace.model_info(model)) is not None:
-                infos[model.name] = info
-        if any(m.name in infos or m.audit_key in results for m in models):
-            chosen[kind] = experiments
-    texts = text_marking.load(folder, chosen.get("lm", []))
+        if n_train is not None or epochs is not None:
+            candidates = [scaled_sizes(kind, n_train=n_train, epochs=epochs)]
+        else:
+            candidates = [DEFAULT_SIZES[kind], *sizes_found(folder, kind)]
+        for sizes in dict.fromkeys(candidates):
+            experiments = [Experiment(kind, seed, sizes) for seed in range(repeats)]
+            models = [m for e in experiments for m in e.models]
+            for model in models:
+                if (info := workspace.model_info(model)) is not None:
+                    infos[model.name] = info
+            if any(m.name in infos or m.audit_key in results for m in models):
+                chosen.append(experiments)
+    lm = next((e for e in chosen if e[0].kind == "lm"), [])
+    texts = text_marking.load(folder, lm)
     return sections(chosen, results, load_runs(work), infos, text_marking.section(texts))
+
+
+def sizes_found(folder: Path, kind: str) -> list[Sizes]:
+    """Return the sizes other than the default that ``folder`` has ``kind`` models at, sorted."""
+    found = set()
+    for path in folder.glob(f"experiments/{kind}-s*/models/*/model.json"):
+        sizes = Sizes(**json.loads(path.read_text())["sizes"])
+        if sizes != DEFAULT_SIZES[kind]:
+            found.add(sizes)
+    return sorted(found, key=lambda s: (s.n_train, s.epochs, s.tag))
 
 
 def fetch_corpus(cache: Path | None, say: Callable[[str], None]) -> int:

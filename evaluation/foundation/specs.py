@@ -110,6 +110,23 @@ def scaled_sizes(kind: str, *, n_train: int | None, epochs: int | None) -> Sizes
     return sizes
 
 
+def overrides(kind: str, sizes: Sizes) -> list[str] | None:
+    """Return the options that give ``sizes`` to ``kind``'s command (``[]``: the defaults).
+
+    None when no ``--n-train``/``--epochs`` pair leads to exactly ``sizes``.
+    """
+    default = DEFAULT_SIZES[kind]
+    n_train = None if sizes.n_train == default.n_train else sizes.n_train
+    epochs = None if sizes.epochs == default.epochs else sizes.epochs
+    try:
+        if scaled_sizes(kind, n_train=n_train, epochs=epochs) != sizes:
+            return None
+    except ValueError:
+        return None
+    flags = [] if n_train is None else ["--n-train", str(n_train)]
+    return flags + ([] if epochs is None else ["--epochs", str(epochs)])
+
+
 @dataclass(frozen=True)
 class Experiment:
     """One seed of one model kind at given sizes."""
