@@ -31,7 +31,7 @@ from .build import Workspace, describe_machine, device_name
 from .foundation import run as foundation
 from .records import archive
 from .report import PARTS, record_run, write_results
-from .specs import N_TRAIN, PLANNERS, Plan, with_sizes
+from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, with_sizes
 
 #: Seconds one model takes to train here, two at a time (measured: 2,000 images,
 #: 500 epochs, 300–350 s each on the 2-core machine); used only for ``--plan``.
@@ -47,6 +47,33 @@ def _plans(names: list[str], repeats: int, n_train: int | None, epochs: int | No
             for p in plans
         ]
     return plans
+
+
+def archived_to_train(
+    workspace: Workspace, plan: Plan, log: AuditLog, device: str
+) -> list[ModelSpec]:
+    """Return the models of ``plan`` to train again: summaries here, weights not, claims left.
+
+    Raises ``ValueError`` naming the first such model whose summary names another
+    machine than ``device``: trained here it would be a different model, and its
+    summary and claims would no longer match the archive's.
+    """
+    todo = [j for j in plan.jobs if j.key not in log.results]
+    stale = [
+        j.model
+        for j in without_weights(workspace, todo)[1]
+        if workspace.model_info(j.model) is not None
+    ]
+    here = device_name(device)
+    for spec in dict.fromkeys(stale):
+        info = workspace.model_info(spec) or {}
+        trained_on = str(info.get("device", "cpu"))
+        if trained_on != here:
+            raise ValueError(
+                f"--train-again: {spec.name} was trained on {trained_on}; trained on {here} "
+                "it would be another model (run this on a machine of that kind)"
+            )
+    return list(dict.fromkeys(stale))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         help="report: rewrite only this part of the results, keep the other as it stands",
     )
     parser.add_argument("--plan", action="store_true", help="say what is left to do and stop")
+    parser.add_argument(
+        "--train-again",
+        action="store_true",
+        help="train again the models whose summary is here without weights (records from "
+        "an archive) and whose claims are still to run; only on the machine kind the "
+        "summary names, where it gives the same model back",
+    )
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
     parser.add_argument(
@@ -147,10 +181,23 @@ def main(argv: list[str] | None = None) -> int:
             )
         return 0
     if args.table != "report" and args.table not in foundation.COMMANDS:
+        again: dict[str, list[ModelSpec]] = {}
+        if args.train_again:
+            try:
+                again = {p.table: archived_to_train(workspace, p, log, args.device) for p in plans}
+            except ValueError as exc:
+                print(f"evaluation: {exc}", file=sys.stderr)
+                return 2
         started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
         for plan in plans:
             say(f"== {plan.table}: {plan.title}")
-            workspace.train_missing(plan.models, jobs=args.jobs, log=say, device=args.device)
+            workspace.train_missing(
+                plan.models,
+                jobs=args.jobs,
+                log=say,
+                device=args.device,
+                again=again.get(plan.table, []),
+            )
             run_missing(workspace, plan.jobs, log, say, workers=args.jobs)
             record_run(
                 args.work,

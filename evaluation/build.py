@@ -162,15 +162,21 @@ class Workspace:
         jobs: int,
         log: Callable[[str], None],
         device: str = "cpu",
+        again: Sequence[ModelSpec] = (),
     ) -> None:
         """Train every model of ``specs`` that is not there yet, ``jobs`` at a time.
 
         ``device`` is the torch device the training steps run on (``"cuda"`` where an
-        accelerator is lent); the jobs share it.
+        accelerator is lent); the jobs share it. Models in ``again`` are trained even
+        though their summary is here: their folder (a summary without weights, from an
+        archive) is cleared first.
         """
-        todo = [s for s in dict.fromkeys(specs) if self.model_info(s) is None]
+        todo = [s for s in dict.fromkeys(specs) if self.model_info(s) is None or s in again]
         if not todo:
             return
+        for spec in again:
+            if spec in todo and not (self.model_dir(spec) / "model.pt").exists():
+                shutil.rmtree(self.model_dir(spec))
         log(f"training {len(todo)} models, {jobs} at a time on {device_name(device)}")
         inputs = []
         for spec in todo:  # data and vaults are built here, once, before the workers start

@@ -13,7 +13,10 @@ Archiving merges: records already in the archive stay, new ones are added. Two
 records under the same name that differ (an audit result with the same key, a model
 summary of the same model) are a conflict: nothing is written and
 :class:`RecordConflictError` names them, because a result measured twice must not be
-silently replaced by the other measurement.
+silently replaced by the other measurement. A model summary that differs only in its
+training time (:data:`RUN_TIMES`) is the same model trained again, and an audit result
+that differs only in its time (:data:`CLAIM_TIMES`) the same claim run again: the
+archive's record stays.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ PATTERNS: Final = (
 )
 
 
+#: Fields of a model summary that measure the training run, not the model: a model
+#: trained again (same weights, so the same accuracies) differs only in these.
+RUN_TIMES: Final = ("train_seconds", "train_cpu_seconds")
+#: Likewise for an audit result: a claim run again differs only in its time.
+CLAIM_TIMES: Final = ("seconds",)
+
+
 class RecordConflictError(StateError):
     """The archive already holds a different record under the same name."""
 
@@ -59,12 +69,16 @@ def _audit_lines(path: Path) -> dict[str, str]:
 
 def _merge_audits(source: Path, target: Path, name: Path) -> str | None:
     have, new = _audit_lines(target), _audit_lines(source)
-    clashes = sorted(k for k in new.keys() & have.keys() if new[k] != have[k])
+
+    def measured(line: str) -> dict[str, Any]:
+        return _without(json.loads(line), CLAIM_TIMES)
+
+    clashes = sorted(k for k in new.keys() & have.keys() if measured(new[k]) != measured(have[k]))
     if clashes:
         raise RecordConflictError(f"{name}: different results for {', '.join(clashes[:5])}")
     if new.keys() <= have.keys():
         return None
-    merged = {**have, **new}
+    merged = {**new, **have}  # a claim run again (only its time differs): the archive's stays
     return "".join(merged[k] + "\n" for k in sorted(merged))
 
 
@@ -78,9 +92,16 @@ def _copy_whole(source: Path, target: Path, name: Path) -> str | None:
     text = source.read_text()
     if not target.exists():
         return text
-    if json.loads(target.read_text()) != json.loads(text):
+    have, new = json.loads(target.read_text()), json.loads(text)
+    if isinstance(have, dict) and isinstance(new, dict):  # a run's own times may differ
+        have, new = (_without(r, RUN_TIMES) for r in (have, new))
+    if have != new:
         raise RecordConflictError(f"{name}: the archive holds a different record")
-    return None
+    return None  # the same record (a model trained again): the archive's stays
+
+
+def _without(record: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in keys}
 
 
 def archive(work: Path, dest: Path) -> list[Path]:

@@ -174,6 +174,24 @@ def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     assert "training 2 models" not in printed and "auditing" not in printed
     assert "left out 16 claims: 2 model(s) have a summary here but no weights" in printed
     assert (seeded / "audits.jsonl").read_text() == ""
+    # --train-again gives them back on the machine kind their summaries name (here the
+    # CPU): the same models, so the same claims, and the archive takes them as they are.
+    summary = next(seeded.glob("models/*/model.json"))
+    original = summary.read_text()
+    summary.write_text(original.replace('"device": "cpu"', '"device": "cuda (Some GPU)"'))
+    assert evaluation_main([*rerun, "--train-again"]) == 2
+    assert "was trained on cuda (Some GPU); trained on cpu" in capsys.readouterr().err
+    assert not list(seeded.rglob("*.pt"))  # nothing trained
+    summary.write_text(original)
+    assert evaluation_main([*rerun, "--train-again"]) == 0
+    assert "training 2 models" in capsys.readouterr().out
+
+    def claims(text: list[str]) -> list[dict[str, object]]:
+        parsed = [json.loads(line) for line in text]
+        return sorted(({k: v for k, v in r.items() if k != "seconds"} for r in parsed), key=str)
+
+    assert claims((seeded / "audits.jsonl").read_text().splitlines()) == claims(lines)
+    assert evaluation_main(["archive", "--work", str(seeded), "--to", str(archived)]) == 0
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has an accelerator")

@@ -82,6 +82,23 @@ def test_a_conflicting_record_stops_the_archive_before_anything_is_written(
     assert evaluation_main(["archive", "--work", str(tmp_path / "none"), "--to", str(dest)]) == 2
 
 
+def test_a_record_measured_again_differs_only_in_its_time(tmp_path: Path) -> None:
+    work, dest = _work(tmp_path / "work"), tmp_path / "archive"
+    archive(work, dest)
+    before = {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    # The same claim run again, the same model trained again: only the times differ.
+    again = json.dumps({"key": "a", "decision": "detected", "seconds": 7.5}, sort_keys=True)
+    (work / "audits.jsonl").write_text(again + "\n" + _audit("b") + "\n")
+    summary = {"accuracy": 0.9, "train_seconds": 12.0, "train_cpu_seconds": 11.0}
+    (work / "models" / "m0" / "model.json").write_text(json.dumps(summary))
+    assert archive(work, dest) == []
+    assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before  # kept
+    # Anything else that differs is still a conflict.
+    (work / "models" / "m0" / "model.json").write_text(json.dumps({**summary, "accuracy": 0.8}))
+    with pytest.raises(RecordConflictError, match=r"model\.json"):
+        archive(work, dest)
+
+
 def test_split_parts_finds_the_foundation_heading() -> None:
     document = "# Results\n\ntables\n\n" + FOUNDATION_HEADING + "\n\nencoder\n"
     parts = split_parts(document)
