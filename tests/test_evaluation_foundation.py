@@ -89,6 +89,54 @@ def test_sizes_map_back_to_the_options_that_give_them():
     assert run_sizes("encoder", {**run, "command": "x encoder --n-train 3"}) is None
 
 
+def test_the_owners_share_is_a_size_of_its_own():
+    default = DEFAULT_SIZES["encoder"]
+    assert default.owner_percent == 10 and default.n_owner == 100
+    share = scaled_sizes("encoder", n_train=None, epochs=None, owner_percent=30)
+    assert (share.n_train, share.n_owner, share.epochs) == (1000, 300, default.epochs)
+    # The default share keeps the names the records already have; another gets its own.
+    assert default.tag == "b3000x15-n1000x600-u2000"
+    assert share.tag == default.tag + "-o30"
+    assert Experiment("encoder", 0, share).name != Experiment("encoder", 0, default).name
+    assert overrides("encoder", share) == ["--owner-share", "30"]
+    both = scaled_sizes("lm", n_train=40, epochs=2, owner_percent=50)
+    assert overrides("lm", both) == ["--n-train", "40", "--epochs", "2", "--owner-share", "50"]
+    run = {"tables": ["encoder"], "command": "python -m evaluation encoder --owner-share 30"}
+    assert run_sizes("encoder", run) == share
+    for bad in (0, 51, -5):
+        with pytest.raises(ValueError, match="owner's share"):
+            scaled_sizes("encoder", n_train=None, epochs=None, owner_percent=bad)
+    with pytest.raises(ValueError, match="too small"):
+        scaled_sizes("encoder", n_train=40, epochs=2, owner_percent=2)  # N = 0
+    assert run_sizes("encoder", {**run, "command": "x encoder --owner-share 90"}) is None
+
+
+def test_a_share_out_of_range_or_on_a_classifier_table_is_a_usage_error(tmp_path, capsys):
+    work = tmp_path / "work"
+    assert evaluation_main(["encoder", "--owner-share", "60", "--work", str(work)]) == 2
+    assert "the owner's share must be 1–50% of M, got 60%" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        evaluation_main(["main", "--owner-share", "30", "--work", str(work)])
+    assert exited.value.code == 2
+    assert "--owner-share applies to the foundation experiments" in capsys.readouterr().err
+    assert not work.exists()  # nothing marked, nothing trained
+
+
+@needs_images
+def test_the_fine_tuning_sets_hold_the_owners_share(tmp_path):
+    sizes = scaled_sizes("clip", n_train=40, epochs=2, owner_percent=25)
+    experiment = Experiment("clip", 0, sizes)
+    workspace = FoundationWorkspace(tmp_path / "foundation", fashion_mnist=DEBIAN)
+    published = workspace.published(experiment)
+    used = workspace.inputs(experiment.model("used"))
+    clean = workspace.inputs(experiment.model("clean"))
+    assert len(published) == sizes.n_owner == 10
+    assert len(used["images"]) == len(clean["images"]) == 40
+    for item, image in zip(published, used["images"][-10:], strict=True):
+        assert np.array_equal(item.image.pixels[..., 0], image)
+    np.testing.assert_array_equal(used["images"][:-10], clean["images"][:-10])
+
+
 def test_captions_name_the_class_and_measured_attributes():
     blank = np.zeros((28, 28), dtype=np.uint8)
     wide = blank.copy()

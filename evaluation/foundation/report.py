@@ -109,8 +109,20 @@ def _describe(sizes: Sizes) -> str:
     return (
         f"Sizes: base model pre-trained {sizes.base_epochs} epochs on {sizes.n_base:,} "
         f"items; fine-tuned {sizes.epochs} epochs on M = {sizes.n_train:,} items, of which "
-        f"N = {sizes.n_owner} are the owner's; utility on {sizes.n_utility:,} items."
+        f"N = {sizes.n_owner:,} ({sizes.owner_percent}%) are the owner's; utility on "
+        f"{sizes.n_utility:,} items."
     )
+
+
+def _differs(kind: str, sizes: Sizes) -> str:
+    """Say how ``sizes`` differ from ``kind``'s default (a section title's tail)."""
+    default = DEFAULT_SIZES[kind]
+    parts = [f"M = {sizes.n_train:,}"] if sizes.n_train != default.n_train else []
+    if sizes.epochs != default.epochs:
+        parts.append(f"{sizes.epochs} epochs")
+    if sizes.owner_percent != default.owner_percent:
+        parts.append(f"the owner's share {sizes.owner_percent}% (N = {sizes.n_owner:,})")
+    return ", ".join(parts) or sizes.tag
 
 
 def section(
@@ -139,7 +151,7 @@ def section(
         ["python", "-m", "evaluation", kind, "--repeats", str(repeats), *(flags or [])]
     )
     default = sizes == DEFAULT_SIZES[kind]
-    title = TITLES[kind] if default else f"{TITLES[kind]}: M = {sizes.n_train:,}"
+    title = TITLES[kind] if default else f"{TITLES[kind]}: {_differs(kind, sizes)}"
     lines = [
         f"## {title}",
         "",
@@ -215,12 +227,17 @@ def run_sizes(kind: str, run: Mapping[str, object]) -> Sizes | None:
     if not isinstance(tables, list) or kind not in tables:
         return None
     words = shlex.split(str(run.get("command", "")))
-    values: dict[str, int | None] = {"--n-train": None, "--epochs": None}
+    values: dict[str, int | None] = {"--n-train": None, "--epochs": None, "--owner-share": None}
     try:
         for flag in values:
             if flag in words[:-1]:
                 values[flag] = int(words[words.index(flag) + 1])
-        return scaled_sizes(kind, n_train=values["--n-train"], epochs=values["--epochs"])
+        return scaled_sizes(
+            kind,
+            n_train=values["--n-train"],
+            epochs=values["--epochs"],
+            owner_percent=values["--owner-share"],
+        )
     except ValueError:  # not a number, or sizes no experiment can have: it trained nothing
         return None
 

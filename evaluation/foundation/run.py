@@ -36,10 +36,14 @@ FOLDER: Final = "foundation"
 
 
 def experiments_of(
-    kind: str, repeats: int, n_train: int | None = None, epochs: int | None = None
+    kind: str,
+    repeats: int,
+    n_train: int | None = None,
+    epochs: int | None = None,
+    owner_percent: int | None = None,
 ) -> list[Experiment]:
     """Return the R experiments of ``kind`` at its default sizes (or the overridden ones)."""
-    sizes = scaled_sizes(kind, n_train=n_train, epochs=epochs)
+    sizes = scaled_sizes(kind, n_train=n_train, epochs=epochs, owner_percent=owner_percent)
     return [Experiment(kind, seed, sizes) for seed in range(repeats)]
 
 
@@ -77,22 +81,29 @@ def locate_inputs(
     return locate(data), None
 
 
-def report_sections(work: Path, repeats: int, n_train: int | None, epochs: int | None) -> list[str]:
+def report_sections(
+    work: Path,
+    repeats: int,
+    n_train: int | None,
+    epochs: int | None,
+    owner_percent: int | None = None,
+) -> list[str]:
     """Return the foundation sections of the results document from ``work``'s results.
 
-    With ``n_train`` or ``epochs`` given, each kind's experiments at those sizes;
-    otherwise at the default sizes and then at every other sizes the work directory
-    holds a trained model of (``--n-train 3000`` runs, say), one section each. A
-    section appears once it has a trained model or an audit result.
+    With ``n_train``, ``epochs`` or ``owner_percent`` given, each kind's experiments at
+    those sizes; otherwise at the default sizes and then at every other sizes the work
+    directory holds a trained model of (``--n-train 3000`` runs, say), one section
+    each. A section appears once it has a trained model or an audit result.
     """
+    chosen_sizes = {"n_train": n_train, "epochs": epochs, "owner_percent": owner_percent}
     folder = work / FOLDER
     results = AuditLog(folder / "audits.jsonl").results
     workspace = FoundationWorkspace(folder)
     chosen: list[list[Experiment]] = []
     infos: dict[str, dict[str, Any]] = {}
     for kind in KINDS:
-        if n_train is not None or epochs is not None:
-            candidates = [scaled_sizes(kind, n_train=n_train, epochs=epochs)]
+        if any(v is not None for v in chosen_sizes.values()):
+            candidates = [scaled_sizes(kind, **chosen_sizes)]
         else:
             candidates = [DEFAULT_SIZES[kind], *sizes_found(folder, kind)]
         for sizes in dict.fromkeys(candidates):
@@ -115,7 +126,7 @@ def sizes_found(folder: Path, kind: str) -> list[Sizes]:
         sizes = Sizes(**json.loads(path.read_text())["sizes"])
         if sizes != DEFAULT_SIZES[kind]:
             found.add(sizes)
-    return sorted(found, key=lambda s: (s.n_train, s.epochs, s.tag))
+    return sorted(found, key=lambda s: (s.n_train, s.owner_percent, s.epochs, s.tag))
 
 
 def fetch_corpus(cache: Path | None, say: Callable[[str], None]) -> int:
@@ -135,11 +146,17 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.table == "corpus":
         return fetch_corpus(args.corpus.parent if args.corpus else None, say)
     try:
+        experiments = experiments_of(
+            args.table, args.repeats, args.n_train, args.epochs, args.owner_share
+        )
+    except ValueError as exc:
+        print(f"evaluation: {exc}", file=sys.stderr)
+        return 2
+    try:
         data, wheel = locate_inputs(args.table, args.data, args.corpus)
     except (DataNotFoundError, TwinauditError) as exc:
         print(f"evaluation: {exc}", file=sys.stderr)
         return 2
-    experiments = experiments_of(args.table, args.repeats, args.n_train, args.epochs)
     say(f"== {args.table}: {len(experiments)} experiment(s), sizes {experiments[0].sizes.tag}")
     run_kind(
         args.table,

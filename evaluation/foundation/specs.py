@@ -6,8 +6,9 @@ each a :class:`FoundationModel`:
 - ``base``: pre-trained on ``n_base`` items disjoint from everything below (the
   paper's "Epoch 0" row: a model that never saw the owner's data);
 - ``used``: ``base`` fine-tuned for ``epochs`` epochs on M = ``n_train`` items — the
-  shared 90% and the published versions of the owner's N = M/10 marked items;
-- ``clean``: ``base`` fine-tuned the same way on the shared 90% and N other items.
+  shared items and the published versions of the owner's N marked items (N = M/10 by
+  default, the paper's share; ``owner_percent`` sets another share);
+- ``clean``: ``base`` fine-tuned the same way on the shared items and N other items.
 
 All three are audited with the owner's vault of that experiment (one claim each,
 :meth:`Experiment.audit`). Every experiment draws its own data split, owner secret
@@ -43,14 +44,20 @@ EPSILON: Final = 32
 ENCODER_K: Final = 64
 #: The encoder's view augmentation in training, and the audit's perturbation family.
 ENCODER_PERTURBATION: Final = "random-resized-crop-flip"
+#: The owner's share of the fine-tuning set, in percent (the paper's 10%), and the most
+#: a run may set: the clean model swaps her N items for N others, and the shared part
+#: keeps at least half of M.
+OWNER_PERCENT: Final = 10
+MAX_OWNER_PERCENT: Final = 50
 
 
 @dataclass(frozen=True)
 class Sizes:
     """How big an experiment is: items and epochs of each stage, and the utility sets.
 
-    ``n_train`` is M (the fine-tuning set), of which N = ``n_train // 10`` are the
-    owner's; ``n_utility`` items measure utility (test images, held-out sentences).
+    ``n_train`` is M (the fine-tuning set), of which N = ``n_train · owner_percent // 100``
+    are the owner's (10%, the paper's share, unless set); ``n_utility`` items measure
+    utility (test images, held-out sentences).
     """
 
     n_base: int
@@ -58,6 +65,7 @@ class Sizes:
     n_train: int
     epochs: int
     n_utility: int
+    owner_percent: int = OWNER_PERCENT
 
     def __post_init__(self) -> None:
         """Check the sizes are usable (N ≥ 2 pairs, at least one epoch of fine-tuning)."""
@@ -65,16 +73,26 @@ class Sizes:
             raise ValueError(f"sizes too small: {self}")
         if self.epochs < 1 or self.base_epochs < 0:
             raise ValueError(f"epochs must be ≥ 1 (base ≥ 0): {self}")
+        if not 1 <= self.owner_percent <= MAX_OWNER_PERCENT:
+            raise ValueError(
+                f"the owner's share must be 1–{MAX_OWNER_PERCENT}% of M, got {self.owner_percent}%"
+            )
+        if self.n_owner < 2:
+            raise ValueError(f"sizes too small: N = {self.n_owner} owner's item(s) in {self}")
 
     @property
     def n_owner(self) -> int:
-        """N, the owner's share of the fine-tuning set."""
-        return self.n_train // 10
+        """N, the owner's items in the fine-tuning set."""
+        return self.n_train * self.owner_percent // 100
 
     @property
     def tag(self) -> str:
-        """A file-system name for the sizes."""
-        return f"b{self.n_base}x{self.base_epochs}-n{self.n_train}x{self.epochs}-u{self.n_utility}"
+        """A file-system name for the sizes (the share appears only when not the default)."""
+        share = "" if self.owner_percent == OWNER_PERCENT else f"-o{self.owner_percent}"
+        return (
+            f"b{self.n_base}x{self.base_epochs}-n{self.n_train}x{self.epochs}"
+            f"-u{self.n_utility}{share}"
+        )
 
 
 #: Default sizes: one experiment (three models, three claims) in minutes on one CPU
@@ -88,14 +106,19 @@ DEFAULT_SIZES: Final = {
 }
 
 
-def scaled_sizes(kind: str, *, n_train: int | None, epochs: int | None) -> Sizes:
-    """Return ``kind``'s default sizes with M and the epochs overridden (smoke runs).
+def scaled_sizes(
+    kind: str, *, n_train: int | None, epochs: int | None, owner_percent: int | None = None
+) -> Sizes:
+    """Return ``kind``'s default sizes with M, the epochs or the owner's share overridden.
 
     ``n_train`` sets M, the base set to 2·M and the utility sets to M (each at most its
     default); ``epochs`` sets the fine-tuning epochs and the base epochs to
-    ``max(1, epochs // 2)`` (at most the default).
+    ``max(1, epochs // 2)`` (at most the default); ``owner_percent`` sets the owner's
+    share of M (N = M · share // 100). Raises ValueError for sizes no experiment can have.
     """
     sizes = DEFAULT_SIZES[kind]
+    if owner_percent is not None:
+        sizes = replace(sizes, owner_percent=owner_percent)
     if n_train is not None:
         sizes = replace(
             sizes,
@@ -113,18 +136,21 @@ def scaled_sizes(kind: str, *, n_train: int | None, epochs: int | None) -> Sizes
 def overrides(kind: str, sizes: Sizes) -> list[str] | None:
     """Return the options that give ``sizes`` to ``kind``'s command (``[]``: the defaults).
 
-    None when no ``--n-train``/``--epochs`` pair leads to exactly ``sizes``.
+    None when no ``--n-train``/``--epochs``/``--owner-share`` options lead to exactly
+    ``sizes``.
     """
     default = DEFAULT_SIZES[kind]
     n_train = None if sizes.n_train == default.n_train else sizes.n_train
     epochs = None if sizes.epochs == default.epochs else sizes.epochs
+    share = None if sizes.owner_percent == default.owner_percent else sizes.owner_percent
     try:
-        if scaled_sizes(kind, n_train=n_train, epochs=epochs) != sizes:
+        if scaled_sizes(kind, n_train=n_train, epochs=epochs, owner_percent=share) != sizes:
             return None
     except ValueError:
         return None
     flags = [] if n_train is None else ["--n-train", str(n_train)]
-    return flags + ([] if epochs is None else ["--epochs", str(epochs)])
+    flags += [] if epochs is None else ["--epochs", str(epochs)]
+    return flags + ([] if share is None else ["--owner-share", str(share)])
 
 
 @dataclass(frozen=True)
