@@ -26,6 +26,7 @@ from .specs import (
     MARKER,
     NULL_DRAWS,
     NULL_VARIANTS,
+    SIZE_OPTIONS,
     TEST,
     Experiment,
     P,
@@ -227,17 +228,12 @@ def run_sizes(kind: str, run: Mapping[str, object]) -> Sizes | None:
     if not isinstance(tables, list) or kind not in tables:
         return None
     words = shlex.split(str(run.get("command", "")))
-    values: dict[str, int | None] = {"--n-train": None, "--epochs": None, "--owner-share": None}
+    values: dict[str, int | None] = dict.fromkeys(SIZE_OPTIONS.values())
     try:
-        for flag in values:
+        for flag, field in SIZE_OPTIONS.items():
             if flag in words[:-1]:
-                values[flag] = int(words[words.index(flag) + 1])
-        return scaled_sizes(
-            kind,
-            n_train=values["--n-train"],
-            epochs=values["--epochs"],
-            owner_percent=values["--owner-share"],
-        )
+                values[field] = int(words[words.index(flag) + 1])
+        return scaled_sizes(kind, **values)
     except ValueError:  # not a number, or sizes no experiment can have: it trained nothing
         return None
 

@@ -133,24 +133,34 @@ def scaled_sizes(
     return sizes
 
 
+#: The command-line options that change an experiment's sizes, each with the
+#: :func:`scaled_sizes` argument (and :class:`Sizes` field) it sets, in command order.
+SIZE_OPTIONS: Final = {
+    "--n-train": "n_train",
+    "--epochs": "epochs",
+    "--owner-share": "owner_percent",
+}
+
+
 def overrides(kind: str, sizes: Sizes) -> list[str] | None:
     """Return the options that give ``sizes`` to ``kind``'s command (``[]``: the defaults).
 
-    None when no ``--n-train``/``--epochs``/``--owner-share`` options lead to exactly
-    ``sizes``.
+    None when no :data:`SIZE_OPTIONS` lead to exactly ``sizes``.
     """
     default = DEFAULT_SIZES[kind]
-    n_train = None if sizes.n_train == default.n_train else sizes.n_train
-    epochs = None if sizes.epochs == default.epochs else sizes.epochs
-    share = None if sizes.owner_percent == default.owner_percent else sizes.owner_percent
+    given = {
+        field: value
+        for field in SIZE_OPTIONS.values()
+        if (value := getattr(sizes, field)) != getattr(default, field)
+    }
     try:
-        if scaled_sizes(kind, n_train=n_train, epochs=epochs, owner_percent=share) != sizes:
+        if scaled_sizes(kind, **{f: given.get(f) for f in SIZE_OPTIONS.values()}) != sizes:
             return None
     except ValueError:
         return None
-    flags = [] if n_train is None else ["--n-train", str(n_train)]
-    flags += [] if epochs is None else ["--epochs", str(epochs)]
-    return flags + ([] if share is None else ["--owner-share", str(share)])
+    return [
+        word for flag, f in SIZE_OPTIONS.items() if f in given for word in (flag, str(given[f]))
+    ]
 
 
 @dataclass(frozen=True)
