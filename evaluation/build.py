@@ -263,7 +263,12 @@ def train_one(
     deterministic_on(device)
     began = time.monotonic()
     model = train(
-        images, labels, epochs=spec.epochs, seed=spec.seed, recipe=spec.recipe, device=device
+        images,
+        labels,
+        epochs=spec.epochs,
+        seed=spec.training_seed,
+        recipe=spec.recipe,
+        device=device,
     )
     seconds = time.monotonic() - began
     info: dict[str, object] = {

@@ -80,6 +80,26 @@ def record_run(work: Path, entry: Mapping[str, object]) -> None:
     tmp.replace(work / "runs.json")
 
 
+def _second_trainings(plan: Plan, infos: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """Say which of ``plan``'s models are other trainings of specs other tables use."""
+    again = [m for m in plan.models if m.training]
+    if not again:
+        return []
+    patterns = dict.fromkeys(
+        "s*" + m.name[len(f"s{m.seed}") :] for m in again
+    )  # the seed aside, in plan order
+    devices = sorted({str(infos[m.name].get("device", "cpu")) for m in again if m.name in infos})
+    where = f", trained on {', '.join(devices)}" if devices else ""
+    return [
+        f"Trained again for this table ({len(again)} models{where}): "
+        + ", ".join(f"`{p}`" for p in patterns)
+        + ". Each is a spec another table uses, trained a second time with its own "
+        "initial weights, batches and augmentation on the same data, so these cells "
+        "measure models of their own instead of repeating that table's claims.",
+        "",
+    ]
+
+
 def _section(
     plan: Plan,
     results: Mapping[str, tables.Result],
@@ -105,6 +125,7 @@ def _section(
         f"{wall / 3600:.2f} h wall over {len(mine)} invocation(s) naming this table "
         "(tables share models, so a model is trained by whichever runs first).",
         "",
+        *_second_trainings(plan, infos),
     ]
     if plan.table == "main":
         lines += tables.main_table(plan, results, infos, repeats)

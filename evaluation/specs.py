@@ -5,8 +5,16 @@ training-set size, recipe, epochs, and which of the owner's published images it
 trained on); a :class:`AuditSpec` names one claim against it (knowledge condition,
 K, perturbation family, test). A table's :class:`Plan` lists the models it needs and
 the audits to run on each; models are shared between tables (the main table's
-models are the fraction sweep's end points, the ε table's ε = 32 column and the
-recipe table's pad-crop-flip row).
+models are the fraction sweep's end points and the ε table's ε = 32 column, and the
+K and null tables audit them again).
+
+A spec's ``training`` tells its trainings apart: 0 is the one the tables share, n ≥ 1
+another, independent training of the same data (its own initial weights, batches and
+augmentation). The recipe table's pad-crop-flip row and the ε table's clean models are
+second trainings of main's models, so that those cells are measurements of their
+own, not main's claims again (recipe × pad-shift-flip would repeat main's C1 and C3
+claims) and so that false detections are counted on more clean models than the five
+the main, K and null tables audit.
 
 Every experiment with seed ``s`` draws its own data split, its own owner secret
 (hence marks, salts and publication bits) and its own training randomness; the
@@ -16,6 +24,8 @@ and the audit, so a rerun reproduces every number.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -72,11 +82,15 @@ class ModelSpec:
     epochs: int = EPOCHS
     recipe: str = RECIPE
     marker: str = MARKER
+    #: Which training of this spec: 0 the one tables share, n ≥ 1 an independent other.
+    training: int = 0
 
     def __post_init__(self) -> None:
         """Normalise a clean model's marks (it saw none)."""
         if not 0.0 <= self.fraction <= 1.0:
             raise ValueError(f"fraction must be in [0, 1], not {self.fraction}")
+        if self.training < 0:
+            raise ValueError(f"training must be 0 or more, not {self.training}")
         if self.fraction == 0.0 and self.epsilon != 0:
             object.__setattr__(self, "epsilon", 0)
 
@@ -89,12 +103,35 @@ class ModelSpec:
     def name(self) -> str:
         """A file-system name that identifies the model."""
         data = "clean" if self.clean else f"{self.marker}{self.epsilon}-f{self.fraction:.1f}"
-        return f"s{self.seed}-n{self.n_train}-{self.recipe}-e{self.epochs}-{data}"
+        again = f"-t{self.training}" if self.training else ""
+        return f"s{self.seed}-n{self.n_train}-{self.recipe}-e{self.epochs}-{data}{again}"
+
+    @property
+    def training_seed(self) -> int:
+        """Return the seed of its training randomness (initial weights, batches, augmentation).
+
+        Training 0 uses the experiment's seed; training n ≥ 1 a seed derived from both,
+        so no two trainings of one experiment, nor trainings of two experiments, share it.
+        """
+        if self.training == 0:
+            return self.seed
+        label = f"twinaudit evaluation training {self.seed} {self.training}".encode()
+        return int.from_bytes(hashlib.sha256(label).digest()[:4], "big")
 
     def vault(self, epsilon: int | None = None) -> VaultSpec:
         """Return the vault its published images came from (or it is audited against)."""
         eps = self.epsilon if epsilon is None else epsilon
         return VaultSpec(self.seed, self.n_train, eps or EPSILON, self.marker)
+
+
+#: How :attr:`ModelSpec.name` ends for a clean model: ``-clean``, then ``-t<n>`` for a
+#: training after the first.
+_CLEAN_NAME: Final = re.compile(r"-clean(-t[1-9][0-9]*)?$")
+
+
+def is_clean_name(name: str) -> bool:
+    """Return whether ``name`` (a :attr:`ModelSpec.name`, as records keep it) is a clean one."""
+    return _CLEAN_NAME.search(name) is not None
 
 
 @dataclass(frozen=True)
@@ -182,7 +219,9 @@ def plan_epsilon(seeds: Sequence[int]) -> Plan:
     for epsilon in EPSILONS:
         for seed in seeds:
             plan.add(ModelSpec(seed, epsilon=epsilon), audits)
-            plan.add(ModelSpec(seed, fraction=0.0), audits, epsilon=epsilon)
+            # Clean models of their own (main's, trained again): more clean models in
+            # the document's false-detection evidence than the main, K and null tables'.
+            plan.add(ModelSpec(seed, fraction=0.0, training=1), audits, epsilon=epsilon)
     return plan
 
 
@@ -203,9 +242,12 @@ def plan_recipe(seeds: Sequence[int]) -> Plan:
         AuditSpec(knowledge=c, perturbation=family) for c in ("C1", "C3") for family in FAMILIES
     ]
     for recipe in RECIPES:
+        # Main's recipe trained again: the row's pad-shift-flip cell would otherwise be
+        # main's C1 and C3 claims a second time, not a measurement of its own.
+        training = 1 if recipe == RECIPE else 0
         for seed in seeds:
-            plan.add(ModelSpec(seed, recipe=recipe), audits)
-            plan.add(ModelSpec(seed, fraction=0.0, recipe=recipe), audits)
+            plan.add(ModelSpec(seed, recipe=recipe, training=training), audits)
+            plan.add(ModelSpec(seed, fraction=0.0, recipe=recipe, training=training), audits)
     return plan
 
 

@@ -27,6 +27,7 @@ from .specs import (
     AuditSpec,
     Job,
     Plan,
+    is_clean_name,
 )
 
 Result = Mapping[str, object]
@@ -294,7 +295,7 @@ def pooled_false_detections(results: Mapping[str, Result]) -> str:
     Claims against one model share its publication bits, so they are not independent
     trials; the per-model count says how many distinct models ever false-detected.
     """
-    clean = [r for r in results.values() if str(r["model"]).endswith("-clean")]
+    clean = [r for r in results.values() if is_clean_name(str(r["model"]))]
     if not clean:
         return "No claim against a clean model has run yet."
     detected = [r for r in clean if r["decision"] == "detected"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +15,19 @@ from demo.practitioner import RECIPES, augmenter, random_resized_crop_flip, trai
 from evaluation.__main__ import main as evaluation_main
 from evaluation.build import Workspace
 from evaluation.specs import (
+    PLANNERS,
     AuditSpec,
     Job,
     ModelSpec,
     Plan,
+    is_clean_name,
     plan_epsilon,
     plan_fraction,
     plan_k,
     plan_main,
     plan_recipe,
 )
-from evaluation.tables import Cell, cell
+from evaluation.tables import Cell, cell, pooled_false_detections
 
 DEBIAN = Path("/usr/share/datasets/fashion-mnist")
 needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
@@ -53,12 +56,40 @@ def test_tables_share_models():
     main = set(plan_main([0, 1, 2]).models)
     assert main <= set(plan_fraction([0, 1, 2]).models)  # f = 0 and f = 1
     assert set(plan_k([0, 1, 2]).models) == main  # K costs audits only
-    assert main <= set(plan_recipe([0, 1, 2]).models)
+    epsilon = plan_epsilon([0, 1, 2])
+    assert {m for m in main if not m.clean} <= set(epsilon.models)  # the ε = 32 column
     keys = [j.key for j in plan_epsilon([0, 1]).jobs]
     assert len(keys) == len(set(keys))
     # Clean models are audited against every ε's vault.
     clean_vaults = {j.vault.epsilon for j in plan_epsilon([0]).jobs if j.model.clean}
     assert clean_vaults == {10, 20, 32, 48}
+
+
+def test_second_trainings_measure_cells_of_their_own():
+    main = plan_main([0, 1, 2])
+    recipe = plan_recipe([0, 1, 2])
+    # The recipe table's pad-crop-flip row is main's models trained again ...
+    again = {replace(m, training=1) for m in main.models}
+    assert again == {m for m in recipe.models if m.recipe == "pad-crop-flip"}
+    # ... so none of its claims is one of main's a second time.
+    assert not {j.key for j in main.jobs} & {j.key for j in recipe.jobs}
+    # The ε table's clean models are those second trainings too (trained once for both).
+    clean = {m for m in plan_epsilon([0, 1, 2]).models if m.clean}
+    assert clean == {m for m in again if m.clean}
+    assert not clean & set(main.models)
+
+
+def test_a_training_has_its_own_name_and_randomness_and_keeps_the_data():
+    first, second, third = (ModelSpec(3, training=t) for t in (0, 1, 2))
+    assert first.training_seed == 3  # the models trained before trainings were counted
+    assert first.name == "s3-n2000-pad-crop-flip-e500-bernoulli32-f1.0"
+    assert second.name == first.name + "-t1"
+    seeds = {ModelSpec(s, training=t).training_seed for s in range(5) for t in range(1, 4)}
+    assert len(seeds) == 15 and not seeds & set(range(5))
+    assert second.training_seed == ModelSpec(3, training=1).training_seed  # stable
+    assert first.vault() == second.vault() == third.vault()  # same marks, same publication
+    with pytest.raises(ValueError, match="training"):
+        ModelSpec(0, training=-1)
 
 
 def _result(decision: str, opened: int, draws: int, successes: int) -> dict[str, object]:
@@ -243,3 +274,59 @@ def test_rho_draws_are_fresh_and_draw_zero_is_the_publication(tmp_path):
     draws = {rho_of(vault, d) for d in range(4)}
     assert len(draws) == 4
     assert rho_of(vault) == rho_of(vault, 0)
+
+
+def test_a_second_training_trains_with_its_own_seed_on_the_same_set(tmp_path, monkeypatch):
+    import evaluation.build as build
+
+    seen: list[int] = []
+
+    def fake_train(images, labels, *, seed, **_):
+        seen.append(seed)
+        return train(images[:20], labels[:20], epochs=1, seed=seed, batch_size=10)
+
+    monkeypatch.setattr(build, "train", fake_train)
+    images = np.random.default_rng(0).integers(0, 256, (20, 28, 28), dtype=np.uint8)
+    labels = np.arange(20) % 10
+    np.save(tmp_path / "ti.npy", images)
+    np.save(tmp_path / "tl.npy", labels)
+    infos = []
+    for training in (0, 1):
+        spec = ModelSpec(4, fraction=0.0, training=training)
+        infos.append(
+            build.train_one(
+                tmp_path / spec.name,
+                spec,
+                images=images,
+                labels=labels,
+                test_images=tmp_path / "ti.npy",
+                test_labels=tmp_path / "tl.npy",
+            )
+        )
+    assert seen == [4, ModelSpec(4, training=1).training_seed]
+    assert [info["spec"]["training"] for info in infos] == [0, 1]  # type: ignore[index]
+    first, second = (
+        torch.load(tmp_path / n / "model.pt")
+        for n in (ModelSpec(4, fraction=0.0).name, ModelSpec(4, fraction=0.0, training=1).name)
+    )
+    assert any(not torch.equal(first[k], second[k]) for k in first)
+
+
+def test_a_clean_models_name_says_so_whichever_training_it_is():
+    models = {m for planner in PLANNERS.values() for m in planner([0, 1]).models}
+    assert any(m.training for m in models) and any(m.clean for m in models)
+    assert all(is_clean_name(m.name) == m.clean for m in models)
+    assert not is_clean_name("s0-n2000-none-e500-clean-t0")  # the first training has no suffix
+    assert not is_clean_name("s0-n2000-none-e500-cleanish")
+
+
+def test_pooled_false_detections_count_every_training_of_clean_models():
+    results = {
+        "a": {"model": "s0-n2000-pad-crop-flip-e500-clean", "decision": "exhausted"},
+        "b": {"model": "s0-n2000-pad-crop-flip-e500-clean-t1", "decision": "detected"},
+        "c": {"model": "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0-t1", "decision": "detected"},
+    }
+    assert pooled_false_detections(results) == (
+        "Every claim against a clean model so far, all tables together: 1 of 2 detected "
+        "(50.0%; each claim's bound is p = 5%), on 1 of the 2 clean models."
+    )

@@ -10,7 +10,7 @@ import pytest
 from evaluation.__main__ import main as evaluation_main
 from evaluation.records import RecordConflictError, archive
 from evaluation.report import FOUNDATION_HEADING, split_parts, write_results
-from evaluation.specs import plan_main
+from evaluation.specs import plan_main, plan_recipe
 
 
 def _audit(key: str, decision: str = "detected") -> str:
@@ -136,3 +136,23 @@ def test_report_part_rewrites_one_part_only(tmp_path: Path) -> None:
     assert parts["foundation"] == foundation and "Done: 0/2 models" in parts["classifier"]
     with pytest.raises(SystemExit):
         evaluation_main(["main", "--part", "classifier", "--work", str(work)])
+
+
+def test_a_table_with_second_trainings_says_which_and_where(tmp_path: Path) -> None:
+    out = tmp_path / "results.md"
+    recipe, main = plan_recipe([0, 1]), plan_main([0, 1])
+    summary = {"device": "cpu", "train_seconds": 1.0, "test_accuracy": 0.9}
+    infos = {m.name: summary for m in recipe.models if m.training}
+    write_results(
+        out, plans=[main, recipe], results={}, infos=infos, repeats=2, work=tmp_path, extra=[]
+    )
+    text = out.read_text()
+    said = [line for line in text.splitlines() if line.startswith("Trained again")]
+    assert said == [
+        "Trained again for this table (4 models, trained on cpu): "
+        "`s*-n2000-pad-crop-flip-e500-bernoulli32-f1.0-t1`, "
+        "`s*-n2000-pad-crop-flip-e500-clean-t1`. Each is a spec another table uses, trained "
+        "a second time with its own initial weights, batches and augmentation on the same "
+        "data, so these cells measure models of their own instead of repeating that "
+        "table's claims."
+    ]  # the recipe table only: main's models are the first trainings
