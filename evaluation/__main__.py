@@ -30,7 +30,7 @@ from .audit import AuditLog, run_missing, without_weights
 from .build import Workspace, describe_machine, device_name
 from .foundation import run as foundation
 from .foundation.specs import KINDS
-from .records import archive
+from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, with_sizes
 
@@ -67,11 +67,10 @@ def archived_to_train(
     ]
     here = device_name(device)
     for spec in dict.fromkeys(stale):
-        info = workspace.model_info(spec) or {}
-        trained_on = str(info.get("device", "cpu"))
-        if trained_on != here:
+        machine = trained_on(workspace.model_info(spec) or {})
+        if machine != here:
             raise ValueError(
-                f"--train-again: {spec.name} was trained on {trained_on}; trained on {here} "
+                f"--train-again: {spec.name} was trained on {machine}; trained on {here} "
                 "it would be another model (run this on a machine of that kind)"
             )
     return list(dict.fromkeys(stale))

@@ -22,13 +22,27 @@ archive's record stays.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from protocol.errors import StateError
 
 from .audit import AuditLog
+
+
+def trained_on(summary: Mapping[str, object]) -> str:
+    """Return the device a model summary (``model.json``) names.
+
+    Summaries written before the device was recorded are of models trained on the CPU.
+    """
+    return str(summary.get("device", "cpu"))
+
+
+def devices_of(summaries: Iterable[Mapping[str, object]]) -> list[str]:
+    """Return the devices ``summaries`` name, each once, sorted."""
+    return sorted({trained_on(s) for s in summaries})
+
 
 #: The records the report reads, as patterns relative to the work directory.
 #: ``audits.jsonl`` and ``runs.json`` files are merged entry by entry; the others are

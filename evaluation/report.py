@@ -16,6 +16,7 @@ from typing import Final, cast
 
 from . import tables
 from .foundation.report import INTRO as FOUNDATION_INTRO
+from .records import devices_of
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
 from .windows import window_section
 
@@ -88,7 +89,7 @@ def _second_trainings(plan: Plan, infos: Mapping[str, Mapping[str, object]]) -> 
     patterns = dict.fromkeys(
         "s*" + m.name[len(f"s{m.seed}") :] for m in again
     )  # the seed aside, in plan order
-    devices = sorted({str(infos[m.name].get("device", "cpu")) for m in again if m.name in infos})
+    devices = devices_of(infos[m.name] for m in again if m.name in infos)
     where = f", trained on {', '.join(devices)}" if devices else ""
     return [
         f"Trained again for this table ({len(again)} models{where}): "
@@ -183,7 +184,7 @@ def write_results(
         )
         or "none yet"
     )
-    devices = sorted({str(i.get("device", "cpu")) for i in infos.values()})
+    devices = devices_of(infos.values())
     machine += f". Models trained on: {', '.join(devices) or '—'}."
     lines = [INTRO, machine, "", tables.pooled_false_detections(results), ""]
     for plan in plans:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.__main__ import main as evaluation_main
-from evaluation.records import RecordConflictError, archive
+from evaluation.records import RecordConflictError, archive, devices_of, trained_on
 from evaluation.report import FOUNDATION_HEADING, split_parts, write_results
 from evaluation.specs import plan_main, plan_recipe
 
@@ -156,3 +156,10 @@ def test_a_table_with_second_trainings_says_which_and_where(tmp_path: Path) -> N
         "data, so these cells measure models of their own instead of repeating that "
         "table's claims."
     ]  # the recipe table only: main's models are the first trainings
+
+
+def test_a_summary_without_a_device_is_of_a_cpu_model() -> None:
+    assert trained_on({"device": "cuda (NVIDIA H100 80GB HBM3)"}) == "cuda (NVIDIA H100 80GB HBM3)"
+    assert trained_on({"train_seconds": 1.0}) == "cpu"  # written before devices were kept
+    summaries = [{"device": "cuda (X)"}, {}, {"device": "cpu"}, {"device": "cuda (X)"}]
+    assert devices_of(summaries) == ["cpu", "cuda (X)"]

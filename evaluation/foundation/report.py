@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ..records import devices_of
 from ..tables import Cell, Result
 from .build import UTILITY
 from .specs import (
@@ -146,7 +147,7 @@ def section(
     )
     mine = [r for r in runs if run_sizes(kind, r) == sizes]
     wall = sum(float(str(r["wall_seconds"])) for r in mine)
-    devices = sorted({str(infos[m.name].get("device", "cpu")) for m in models if m.name in infos})
+    devices = devices_of(infos[m.name] for m in models if m.name in infos)
     flags = overrides(kind, sizes)
     command = shlex.join(
         ["python", "-m", "evaluation", kind, "--repeats", str(repeats), *(flags or [])]
