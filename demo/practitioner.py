@@ -124,15 +124,52 @@ def train(
     run. Shuffling and augmentation stay on the CPU, drawn from the same generator, so
     a device changes the arithmetic of the steps, not the batches the network sees.
     """
+    torch.manual_seed(seed)
+    model = make().to(device)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    steps = epochs * ((len(images) + batch_size - 1) // batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps) if cosine else None
+    fit(
+        model,
+        images,
+        labels,
+        optimiser=optimiser,
+        schedule=schedule,
+        epochs=epochs,
+        seed=seed,
+        batch_size=batch_size,
+        recipe=recipe,
+        progress=progress,
+        device=device,
+    )
+    return model.to("cpu").eval()
+
+
+def fit(
+    model: torch.nn.Module,
+    images: npt.NDArray[np.uint8],
+    labels: npt.NDArray[np.integer],
+    *,
+    optimiser: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler | None,
+    epochs: int,
+    seed: int,
+    batch_size: int,
+    recipe: str,
+    progress: Callable[[int, float, float], None] | None = None,
+    device: str = "cpu",
+) -> None:
+    """Train ``model`` (already on ``device``) in place: cross-entropy, one step per batch.
+
+    Batches are shuffled and augmented (``recipe``) from a ``torch.Generator`` seeded
+    with ``seed``, on the CPU; ``schedule`` (if any) steps after every batch.
+    ``progress(epoch, loss, train_accuracy)`` is called after every epoch (the accuracy
+    on the augmented batches seen in that epoch).
+    """
     augment = augmenter(recipe)
     x = to_tensor(images)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    torch.manual_seed(seed)
-    model = make().to(device)
     generator = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    steps = epochs * ((x.shape[0] + batch_size - 1) // batch_size)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps) if cosine else None
     model.train()
     for epoch in range(1, epochs + 1):
         order = torch.randperm(x.shape[0], generator=generator)
@@ -153,7 +190,6 @@ def train(
                 correct += int((logits.argmax(1) == target).sum())
         if progress is not None:
             progress(epoch, total_loss / x.shape[0], correct / x.shape[0])
-    return model.to("cpu").eval()
 
 
 def accuracy(

@@ -21,7 +21,9 @@ from protocol.errors import InputError, TwinauditError
 from twinaudit.transport import CLAIM_DEADLINE_S
 from twinaudit.verifier.v1 import verifier_pb2 as pb
 from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifier.scoring.registry import score_spec_from_fields
+from verifier.scoring.classifier import LABELLED
+from verifier.scoring.knowledge import KNOWLEDGE_WORDS
+from verifier.scoring.registry import score_request_from_fields
 
 
 @dataclass(frozen=True)
@@ -43,23 +45,36 @@ DEFAULT_SCORE: Final[Mapping[str, str]] = {
 }
 #: The parameters each score function takes, with the owner's defaults (spec §10.3–10.6).
 #: An encoder parameter left at its default (0, "") takes the verifier's (K = 64,
-#: ``random-resized-crop-flip``).
+#: ``random-resized-crop-flip``). The classifier's knowledge defaults to a word the
+#: verifier resolves from the oracle's description (spec §10.1): ``unlabelled`` (C2 or
+#: C4) here, ``labelled`` (C1 or C3) from :func:`choose_score` for a labelled vault.
 SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, int | str]]] = {
-    "image-classifier": {"k": 1, "perturbation": "none", "knowledge": "C2"},
+    "image-classifier": {
+        "k": 1,
+        "perturbation": "dither",
+        "knowledge": "unlabelled",
+        "statistic": "",
+    },
     "image-encoder": {"k": 0, "perturbation": ""},
     "language-model": {},
     "image-text": {},
 }
+#: Knowledge choices that score with the committed label (a word that resolves to one).
+LABELLED_CHOICES: Final = frozenset(
+    {*LABELLED, *(word for word, (c, _) in KNOWLEDGE_WORDS.items() if c in LABELLED)}
+)
 
 
 @dataclass(frozen=True)
 class ScoreChoice:
-    """The four score fields of a claim (spec §10.1), those a function does not use unset."""
+    """The score fields of a claim (spec §10.1), those a function does not use unset."""
 
     function: str
     k: int = 0
     perturbation: str = ""
     knowledge: str = ""
+    #: The classifier's statistic: "" (the paper's entropy) or ``logit``.
+    statistic: str = ""
 
 
 def choose_score(
@@ -69,18 +84,24 @@ def choose_score(
     k: int | None = None,
     perturbation: str | None = None,
     knowledge: str | None = None,
+    statistic: str | None = None,
+    has_labels: bool = False,
 ) -> ScoreChoice:
     """Return the score fields of a claim on a vault of ``item_kind`` items.
 
     ``function`` defaults to :data:`DEFAULT_SCORE` of the item kind; a parameter left
-    None takes the function's default in :data:`SCORE_PARAMETERS`. The fields are
-    checked as the verifier will check them (:func:`score_spec_from_fields`), so that
-    a claim the verifier would refuse fails here, before the arbiter is contacted.
+    None takes the function's default in :data:`SCORE_PARAMETERS`, except the
+    image-classifier's knowledge: ``labelled`` when every item of the vault carries a
+    committed label (``has_labels``), else ``unlabelled``; the verifier resolves the
+    word to the strongest condition the oracle supports (C1 or C3, C2 or C4). The fields are
+    checked as the verifier will check them (:func:`score_request_from_fields`), so
+    that a claim the verifier would refuse fails here, before the arbiter is contacted.
 
     Raises:
         InputError: an unknown function, a parameter the function does not take
-            (named as ``owner claim``'s option), or a function that does not score
-            ``item_kind`` items.
+            (named as ``owner claim``'s option), a function that does not score
+            ``item_kind`` items, or a condition that uses labels (C1, C3,
+            ``labelled``) on a vault whose items do not all carry one.
         ParameterError: a parameter outside its domain.
 
     """
@@ -95,24 +116,35 @@ def choose_score(
         "k": k,
         "perturbation": perturbation,
         "knowledge": knowledge,
+        "statistic": statistic,
     }
     for name, value in given.items():
         if value is not None and name not in takes:
             accepted = ", ".join(f"--{n}" for n in takes) or "no parameters"
             raise InputError(f"--{name} does not apply to --score {function} (it takes {accepted})")
+    if knowledge is None and "knowledge" in takes:
+        knowledge = "labelled" if has_labels else str(takes["knowledge"])
     choice = ScoreChoice(
         function,
         k=k if k is not None else int(takes.get("k", 0)),
         perturbation=perturbation
         if perturbation is not None
         else str(takes.get("perturbation", "")),
-        knowledge=knowledge if knowledge is not None else str(takes.get("knowledge", "")),
+        knowledge=knowledge if knowledge is not None else "",
+        statistic=statistic if statistic is not None else str(takes.get("statistic", "")),
     )
-    spec = score_spec_from_fields(choice.function, choice.k, choice.perturbation, choice.knowledge)
+    spec = score_request_from_fields(
+        choice.function, choice.k, choice.perturbation, choice.knowledge, choice.statistic
+    )
     if spec.item_kind != item_kind:
         raise InputError(
             f"the {function} score scores {spec.item_kind} items; "
             f"this vault holds {item_kind} items"
+        )
+    if choice.knowledge in LABELLED_CHOICES and not has_labels:
+        raise InputError(
+            f"knowledge {choice.knowledge} uses committed labels; not every item of this "
+            "vault carries one (use unlabelled, C2 or C4)"
         )
     return choice
 
@@ -131,8 +163,12 @@ class ClaimRequest:
     model_name: str
     score_function: str = "image-classifier"
     k: int = 1
-    perturbation: str = "none"
-    knowledge: str = "C2"
+    perturbation: str = "dither"
+    #: The classifier's statistic: "" (the paper's entropy) or ``logit`` (spec §10.3).
+    statistic: str = ""
+    #: C1–C4, or a word the verifier resolves from the oracle's description (spec
+    #: §10.1): ``labelled`` (C1, or C3 for a label-only oracle) or ``unlabelled`` (C2, C4).
+    knowledge: str = "unlabelled"
     test: str = "mixture-e"
     p: float = 0.05
     alpha: float = 0.0
@@ -154,6 +190,7 @@ class ClaimRequest:
                 k=self.k,
                 perturbation=self.perturbation,
                 knowledge=self.knowledge,
+                statistic=self.statistic,
             ),
             test=pb.TestSpec(name=self.test, p=self.p, alpha=self.alpha),
             tie_rule=self.tie_rule,

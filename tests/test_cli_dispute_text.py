@@ -79,12 +79,24 @@ def _one_thread():
 @pytest.mark.parametrize(
     ("kind", "function", "options", "expected"),
     [
-        ("image", None, {}, ScoreChoice("image-classifier", 1, "none", "C2")),
+        ("image", None, {}, ScoreChoice("image-classifier", 1, "dither", "unlabelled")),
         (
             "image",
             None,
-            {"k": 8, "knowledge": "C3"},
-            ScoreChoice("image-classifier", 8, "none", "C3"),
+            {"has_labels": True},
+            ScoreChoice("image-classifier", 1, "dither", "labelled"),
+        ),
+        (
+            "image",
+            None,
+            {"k": 8, "knowledge": "C3", "has_labels": True},
+            ScoreChoice("image-classifier", 8, "dither", "C3"),
+        ),
+        (
+            "image",
+            None,
+            {"statistic": "logit", "perturbation": "none", "has_labels": True},
+            ScoreChoice("image-classifier", 1, "none", "labelled", "logit"),
         ),
         ("image", "image-encoder", {}, ScoreChoice("image-encoder", 0, "")),
         (

@@ -17,9 +17,10 @@ from protocol.errors import TwinauditError
 from protocol.prg import Prg
 from spec.tools import vectors_scoring
 from spec.tools.vectors_core import render
+from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.embedding import EmbeddingAnswer, check_embeddings
 from verifier.oracles.language import LogprobAnswer
-from verifier.scoring import encoder, image_text, language
+from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, draw_params, to_unit
 from verifier.scoring.cosine import cosine
 
@@ -31,16 +32,39 @@ def _vector(values):
     return np.array([float.fromhex(x) for x in values], dtype=np.float64)
 
 
+def _typed_bytes(params):
+    """Read a JSON parameter map: ``{"bin": hex}`` is a byte string."""
+    return {
+        k: bytes.fromhex(v["bin"]) if isinstance(v, dict) and set(v) == {"bin"} else v
+        for k, v in params.items()
+    }
+
+
+def _json_bytes(params):
+    return {k: {"bin": v.hex()} if isinstance(v, bytes) else v for k, v in params.items()}
+
+
 def _run(case):
     kind, inp = case["kind"], case["input"]
     if kind == "draws":
         prg = Prg(bytes.fromhex(inp["seed"]), inp["label"])
-        return {"params": draw_params(inp["family"], prg, inp["height"], inp["width"], inp["k"])}
+        drawn = draw_params(inp["family"], prg, inp["height"], inp["width"], inp["k"])
+        return {"params": [_json_bytes(p) for p in drawn]}
     if kind == "copy":
         shape = (inp["height"], inp["width"], inp["channels"])
         pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8).reshape(shape)
-        copy = apply(to_unit(pixels.copy()), inp["params"])
+        copy = apply(to_unit(pixels.copy()), _typed_bytes(inp["params"]))
         return {"sha256": hashlib.sha256(copy.astype("<f4").tobytes()).hexdigest()}
+    if kind == "classifier-score":
+        if "probabilities" in inp:
+            answer = ClassifyAnswer(
+                probabilities=np.stack([_vector(r) for r in inp["probabilities"]])
+            )
+        else:
+            answer = ClassifyAnswer(labels=np.array(inp["labels"], dtype=np.int64))
+        spec = classifier.ScoreSpec.from_value(inp["score"])
+        value = classifier.score(spec, answer, n_classes=inp["n_classes"], label=inp["label"])
+        return {"score": value.hex()}
     if kind == "cosine":
         u, v = _vector(inp["u"]), _vector(inp["v"])
         check_embeddings(u.reshape(1, -1), 1)
@@ -74,7 +98,16 @@ def test_case(case):
 
 def test_every_kind_has_valid_and_invalid_cases():
     kinds = {(c["kind"], c["valid"]) for c in DOC["cases"]}
-    for kind in ("draws", "copy", "cosine", "encoder-score", "language-score", "image-text-score"):
+    kinds_named = (
+        "draws",
+        "copy",
+        "classifier-score",
+        "cosine",
+        "encoder-score",
+        "language-score",
+        "image-text-score",
+    )
+    for kind in kinds_named:
         assert (kind, True) in kinds and (kind, False) in kinds, kind
 
 

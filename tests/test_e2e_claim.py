@@ -93,16 +93,14 @@ def dispute(tmp_path_factory):
 
 
 def _claim(dispute, model, test="mixture-e", **overrides):
+    score = {"k": 1, "perturbation": "none", "knowledge": "C1", **overrides}
     request = ClaimRequest(
         record_index=dispute["receipt"].entry.index,
         record_root=dispute["pairs"].root,
         oracle_endpoint=dispute["endpoints"][model],
         model_name=model,
-        k=1,
-        perturbation="none",
-        knowledge="C1",
         test=test,
-        **overrides,
+        **score,
     )
     return run_claim(dispute["channel"], request, dispute["pairs"].opening, timeout_s=300)
 
@@ -128,6 +126,22 @@ def test_used_model_detected_clean_model_not(dispute, test):
     assert results["used"]["claim"]["test"]["name"] == test
     # Every verdict counts the claims filed against the record before it.
     assert results["clean"]["earlier_claims"] == results["used"]["earlier_claims"] + 1
+
+
+def test_dither_and_logit_claims_detect_check_and_replay(dispute):
+    """The CLI's default family and the logit statistic, over gRPC, on the same models."""
+    pub = dispute["key"].public_key()
+    stub = pb_grpc.VerifierStub(dispute["channel"])
+    decisions = {}
+    for model in ("used", "clean"):
+        outcome = _claim(dispute, model, perturbation="dither", k=2, statistic="logit")
+        verdict = check_verdict(outcome.verdict, pub)
+        score = verdict["claim"]["score"]
+        assert score["perturbation"] == "dither" and score["statistic"] == "logit"
+        stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10)
+        assert replay(verdict, stored.transcript).decision == verdict["decision"]
+        decisions[model] = verdict["decision"]
+    assert decisions == {"used": "detected", "clean": "not-detected"}
 
 
 def test_verdict_one_byte_change_rejected(dispute):

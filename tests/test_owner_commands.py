@@ -33,8 +33,11 @@ from protocol.keys import public_key_pem
 from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
+from tests.support.fake_oracle import LinearOracle
 from twinaudit.cli import main
 from twinaudit.transport import make_channel
+from verifier.oracles.grpc_server import serve_oracle
+from verifier.verdict import check_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = secret_from_seed("owner tests")
@@ -355,3 +358,79 @@ def test_modified_vault_is_refused_by_every_command(photos, tmp_path, arbiter, c
     assert not (tmp_path / "pub").exists()
     with pytest.raises(VerificationError):
         Vault.open(vault.path)
+
+
+# --- claim: the default knowledge condition -------------------------------------------------
+
+
+def _escrowed_vault(photos, tmp_path, address, *, with_labels: bool) -> Path:
+    images, labels, _, _ = photos
+    vault = mark_path(
+        images,
+        tmp_path / "v",
+        GAUSSIAN,
+        labels=labels if with_labels else None,
+        secret=SEED,
+        show_progress=False,
+    ).vault
+    escrowed = escrow_root(
+        make_channel(address),
+        root=vault.root,
+        n_pairs=vault.n_pairs,
+        item_kind="image",
+        owner="",
+        arbiter_public_key=KEY.public_key(),
+    )
+    vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
+    return tmp_path / "v"
+
+
+def _owner_claim(vault: Path, arbiter: str, oracle: str, *options: str) -> int:
+    return main(
+        [
+            "owner",
+            "claim",
+            str(vault),
+            "--arbiter",
+            arbiter,
+            "--arbiter-key",
+            str(vault.parent / "arbiter.key.pub"),
+            "--oracle",
+            oracle,
+            "--max-pairs",
+            "8",
+            "--out",
+            str(vault.parent / "verdict"),
+            *options,
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("with_labels", "label_only", "condition", "word"),
+    [(True, True, "C3", "labelled"), (False, False, "C2", "unlabelled")],
+)
+def test_claim_without_knowledge_takes_the_strongest_the_oracle_supports(
+    photos, tmp_path, arbiter, capsys, with_labels, label_only, condition, word
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=with_labels)
+    oracle, port = serve_oracle(LinearOracle(label_only=label_only), "127.0.0.1:0")
+    try:
+        code = _owner_claim(vault, arbiter, f"127.0.0.1:{port}")
+    finally:
+        oracle.stop(None)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"knowledge {condition} (asked: {word})" in out
+    verdict = check_verdict((tmp_path / "verdict" / "verdict.json").read_bytes(), KEY.public_key())
+    assert verdict["claim"]["score"]["knowledge"] == condition
+
+
+def test_claim_with_c1_on_an_unlabelled_vault_is_refused_before_the_arbiter(
+    photos, tmp_path, arbiter, capsys
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=False)
+    for knowledge in ("C1", "labelled"):
+        assert _owner_claim(vault, arbiter, "127.0.0.1:9", "--knowledge", knowledge) == 2
+        assert "not every item of this vault carries one" in capsys.readouterr().err
+    assert not (tmp_path / "verdict").exists()

@@ -237,9 +237,23 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument(
         "--perturbation",
         help="image-classifier, image-encoder: the perturbation family, one of "
-        f"{' | '.join(PERTURBATIONS)} (default none and random-resized-crop-flip)",
+        f"{' | '.join(PERTURBATIONS)} (default dither and random-resized-crop-flip). "
+        "dither is the image with every intensity moved by at most one level: none sends "
+        "the published file itself, which tells the model's host which twin is published",
     )
-    claim.add_argument("--knowledge", help="image-classifier: C1 | C2 | C3 | C4 (default C2)")
+    claim.add_argument(
+        "--statistic",
+        choices=["entropy", "logit"],
+        help="image-classifier with probabilities (C1, C2): entropy of the averaged answers "
+        "(default, the paper's) or logit, the mean log-odds of the label per copy",
+    )
+    claim.add_argument(
+        "--knowledge",
+        help="image-classifier: C1 | C2 | C3 | C4, or labelled | unlabelled for the "
+        "strongest the oracle supports (C1 or C3 for a probabilities or a label-only "
+        "oracle; C2 or C4). Default: labelled when every item of the vault has a "
+        "committed label, else unlabelled; the arbiter resolves it and the verdict names it",
+    )
     claim.add_argument(
         "--tie-rule",
         default="skip",
@@ -552,18 +566,22 @@ def _claim(args: argparse.Namespace) -> int:
     arbiter_key = load_public_key(args.arbiter_key)
     if key_id(arbiter_key) != key_id(vault.arbiter_public_key):
         raise InputError("the vault was escrowed with another arbiter (keys differ)")
+    labels = vault.labels()
     score = choose_score(
         vault.item_kind,
         args.score,
         k=args.k,
         perturbation=args.perturbation,
         knowledge=args.knowledge,
+        statistic=None if args.statistic in (None, "entropy") else args.statistic,
+        has_labels=bool(labels) and all(label is not None for label in labels),
     )
-    if score.function == "image-classifier" and score.perturbation == "none" and score.k > 1:
+    if score.function == "image-classifier" and score.perturbation == "none":
         print(
-            f"note: with --perturbation none the {score.k} copies are the same image; "
-            "--k 1 gives the same scores and decision for a deterministic model, at "
-            f"1/{score.k} of the queries",
+            "note: with --perturbation none the query of each published version is the "
+            "published file itself, so the model's host can tell which twin is published "
+            "and answer to evade; --perturbation dither queries as close to the image "
+            "without that leak",
             file=sys.stderr,
         )
     request = ClaimRequest(
@@ -575,6 +593,7 @@ def _claim(args: argparse.Namespace) -> int:
         k=score.k,
         perturbation=score.perturbation,
         knowledge=score.knowledge,
+        statistic=score.statistic,
         test=args.test,
         p=args.p,
         alpha=args.alpha,
@@ -612,7 +631,15 @@ def _claim(args: argparse.Namespace) -> int:
     (args.out / "transcript.bin").write_bytes(stored.transcript)
     print(
         f"{verdict['decision'].upper()}: claim {outcome.claim_id}, "
-        f"{len(verdict['opened'])} pairs opened, {verdict['queries']} queries; "
-        f"verdict and transcript in {args.out}"
+        f"{len(verdict['opened'])} pairs opened, {verdict['queries']} queries"
+        f"{_knowledge_note(verdict, score.knowledge)}; verdict and transcript in {args.out}"
     )
     return EXIT_OK
+
+
+def _knowledge_note(verdict: Any, asked: str) -> str:
+    """Return ", knowledge C3 (asked: labelled)": the condition the verdict records, if any."""
+    used = verdict["claim"]["score"].get("knowledge")
+    if not isinstance(used, str):
+        return ""
+    return f", knowledge {used}" + (f" (asked: {asked})" if asked != used else "")

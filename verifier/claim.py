@@ -26,7 +26,7 @@ from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
 from protocol.stats.registry import make_test, test_from_state
 from verifier.oracles.base import Oracle
 from verifier.schedule import DEFAULT_WINDOW, MAX_WINDOW, WindowSchedule, default_window_max
-from verifier.scoring.registry import AnyScoreSpec
+from verifier.scoring.registry import AnyScoreSpec, ScoreRequest, resolve_score
 from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
 from .transcript import TranscriptWriter
@@ -59,13 +59,19 @@ class ClaimRecord:
 
 @dataclass(frozen=True)
 class ClaimParams:
-    """The owner's claim parameters (spec §10.1), validated on construction."""
+    """The owner's claim parameters (spec §10.1), validated on construction.
+
+    ``score`` is the score the owner asks for: an image-classifier score may name its
+    knowledge condition by a word (``labelled``, ``unlabelled``), which
+    :meth:`ClaimSession.start` resolves from the oracle's description into the
+    session's :attr:`ClaimSession.score`.
+    """
 
     record_index: int
     record_root: bytes
     endpoint: str
     model_name: str
-    score: AnyScoreSpec
+    score: ScoreRequest
     test_name: str
     p: float
     alpha: float | None = None
@@ -139,6 +145,8 @@ class ClaimSession:
     claim_nonce: bytes
     test: SequentialTest
     claim_map: dict[str, Value]
+    #: The score function's parameters, knowledge resolved (what the claim map records).
+    score: AnyScoreSpec
     opened: list[int] = field(default_factory=list)
     indicators: str = ""
     queries: int = 0
@@ -173,7 +181,9 @@ class ClaimSession:
 
         The score function must read the record's item kind (``image-classifier`` and
         ``image-encoder`` images, ``language-model`` texts, ``image-text`` captioned
-        images) and the oracle must offer the queries it needs.
+        images) and the oracle must offer the queries it needs. A knowledge word of the
+        image-classifier score is resolved here, from the oracle's description (spec
+        §10.2 step 1); the claim map records the resolved condition.
         """
         if params.record_index != record.index:
             raise InputError(f"claim names record {params.record_index}, not {record.index}")
@@ -187,8 +197,9 @@ class ClaimSession:
                 f"the record holds {record.item_kind!r}"
             )
         info = oracle.info
-        params.score.check_oracle(info)
-        scorer = scorer_for(params.score)
+        score = resolve_score(params.score, info)
+        score.check_oracle(info)
+        scorer = scorer_for(score)
         scorer.check_oracle(oracle, info)
         test = make_test(params.test_name, record.n_pairs, params.p, params.alpha)
         claim_map: dict[str, Value] = {
@@ -198,7 +209,7 @@ class ClaimSession:
                 "name": params.model_name,
                 "oracle": oracle.describe(),
             },
-            "score": params.score.to_value(),
+            "score": score.to_value(),
             "test": {"name": test.name, "params": test.parameters()},
             "tie_rule": params.tie_rule.value,
             "max_pairs": params.max_pairs,
@@ -207,7 +218,7 @@ class ClaimSession:
             "window_max": params.window_max,
             "claim_nonce": claim_nonce,
         }
-        session = cls(claim_id, record, params, oracle, claim_nonce, test, claim_map)
+        session = cls(claim_id, record, params, oracle, claim_nonce, test, claim_map, score)
         session._scorer = scorer
         session.transcript.append({"type": "header", "spec": SPEC_VERSION, "claim": claim_map})
         return session
@@ -223,13 +234,13 @@ class ClaimSession:
     def scorer(self) -> AnyWindowScorer:
         """The score function's window logic."""
         if self._scorer is None:
-            self._scorer = scorer_for(self.params.score)
+            self._scorer = scorer_for(self.score)
         return self._scorer
 
     @property
     def queries_per_pair(self) -> int:
         """Oracle queries per pair: both versions' copies (2K, or 2)."""
-        return 2 * self.params.score.queries_per_version
+        return 2 * self.score.queries_per_version
 
     @property
     def limit(self) -> int:

@@ -36,7 +36,7 @@ from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.store import EscrowStore
 from verifier.oracles.base import Oracle
 from verifier.oracles.grpc_client import GrpcOracle
-from verifier.scoring.registry import score_spec_from_fields
+from verifier.scoring.registry import score_request_from_fields
 
 from .claim import (
     DEFAULT_WINDOW,
@@ -76,7 +76,11 @@ def environment() -> dict[str, Value]:
 
 
 def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
-    """Validate a ClaimStart and return the claim parameters."""
+    """Validate a ClaimStart and return the claim parameters.
+
+    A knowledge word in the score fields stays a word here; the claim resolves it when
+    it starts, from the oracle's description (:meth:`ClaimSession.start`).
+    """
     require_supported(start.spec_version, "claim")
     if start.tie_rule not in ("coin", "skip"):
         raise InputError(f"unknown tie rule {start.tie_rule!r}")
@@ -87,8 +91,12 @@ def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
         record_root=bytes(start.record_root),
         endpoint=start.model.oracle_endpoint,
         model_name=start.model.name,
-        score=score_spec_from_fields(
-            start.score.function, start.score.k, start.score.perturbation, start.score.knowledge
+        score=score_request_from_fields(
+            start.score.function,
+            start.score.k,
+            start.score.perturbation,
+            start.score.knowledge,
+            start.score.statistic,
         ),
         test_name=start.test.name,
         p=start.test.p,

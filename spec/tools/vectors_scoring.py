@@ -15,10 +15,11 @@ import numpy as np
 
 from protocol import SPEC_VERSION
 from protocol.prg import Prg
+from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.embedding import EmbeddingAnswer
 from verifier.oracles.image_text import ImageTextAnswer
 from verifier.oracles.language import LogprobAnswer
-from verifier.scoring import encoder, image_text, language
+from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, draw_params, to_unit
 from verifier.scoring.cosine import cosine
 
@@ -45,17 +46,43 @@ def _matrix(rows: list[list[str]]) -> np.ndarray[Any, Any]:
     return np.array(_floats(rows), dtype=np.float64).reshape(len(rows), -1)
 
 
+def params_json(params: dict[str, Any]) -> dict[str, Any]:
+    """A parameter map as JSON: byte strings (a ``dither`` key) as ``{"bin": hex}``."""
+    return {k: {"bin": v.hex()} if isinstance(v, bytes) else v for k, v in params.items()}
+
+
+def params_value(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameter map a JSON one (:func:`params_json`) stands for."""
+    return {
+        k: bytes.fromhex(v["bin"]) if isinstance(v, dict) and set(v) == {"bin"} else v
+        for k, v in params.items()
+    }
+
+
 def draws(inp: dict[str, Any]) -> dict[str, Any]:
     """The parameter maps of ``k`` copies drawn from the stream (seed, label)."""
     prg = Prg(bytes.fromhex(inp["seed"]), inp["label"])
-    return {"params": draw_params(inp["family"], prg, inp["height"], inp["width"], inp["k"])}
+    drawn = draw_params(inp["family"], prg, inp["height"], inp["width"], inp["k"])
+    return {"params": [params_json(p) for p in drawn]}
 
 
 def copy_digest(inp: dict[str, Any]) -> dict[str, Any]:
     """SHA-256 of the float32 copy that one parameter map makes of a uint8 image."""
     pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8)
     image = to_unit(pixels.reshape(inp["height"], inp["width"], inp["channels"]).copy())
-    return {"sha256": hashlib.sha256(apply(image, inp["params"]).tobytes()).hexdigest()}
+    copy = apply(image, params_value(inp["params"]))
+    return {"sha256": hashlib.sha256(copy.tobytes()).hexdigest()}
+
+
+def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
+    """The image-classifier score of one version from its K answers (§10.3)."""
+    if "probabilities" in inp:
+        answer = ClassifyAnswer(probabilities=_matrix(inp["probabilities"]))
+    else:
+        answer = ClassifyAnswer(labels=np.array(inp["labels"], dtype=np.int64))
+    spec = classifier.ScoreSpec.from_value(inp["score"])
+    value = classifier.score(spec, answer, n_classes=inp["n_classes"], label=inp["label"])
+    return {"score": value.hex()}
 
 
 def cosine_case(inp: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +122,7 @@ def _draw_cases() -> list[dict[str, Any]]:
         ("pad-shift-flip", 32, 32, 4),
         ("random-resized-crop-flip", 28, 28, 4),
         ("simclr-crop-flip", 32, 24, 6),
+        ("dither", 3, 4, 2),
     ]:
         inp = {
             "family": family,
@@ -151,9 +179,22 @@ def _copy_cases() -> list[dict[str, Any]]:
                 "flip": True,
             },
         ),
+        ("dither", {"family": "dither", "key": {"bin": bytes(range(32, 64)).hex()}}),
     ]:
         inp = {**base, "params": params}
         cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))
+    # Dark and bright pixels: a step below 0 or above 255 is clipped.
+    edges = np.array([[[0], [255], [1], [254]], [[0], [255], [128], [0]]], dtype=np.uint8)
+    inp = {
+        "height": 2,
+        "width": 4,
+        "channels": 1,
+        "pixels": edges.tobytes().hex(),
+        "params": {"family": "dither", "key": {"bin": bytes(range(1, 33)).hex()}},
+    }
+    cases.append(case("dither at 0 and 255", "copy", inp, lambda i=inp: copy_digest(i)))
+    short = {**base, "params": {"family": "dither", "key": {"bin": bytes(31).hex()}}}
+    cases.append(case("invalid: dither key of 31 bytes", "copy", short, lambda: copy_digest(short)))
     bad = {
         **base,
         "params": {
@@ -166,6 +207,91 @@ def _copy_cases() -> list[dict[str, Any]]:
         },
     }
     cases.append(case("invalid: crop taller than the image", "copy", bad, lambda: copy_digest(bad)))
+    return cases
+
+
+def _classifier_cases() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(13)
+    soft = rng.dirichlet(np.ones(4), size=3)
+    # A memorised item: the label's probability within 1e-9 of 1, the rest tiny.
+    sure = np.array([[1e-12, 1.0 - 1e-9 - 2e-12, 1e-9, 1e-12], [0.0, 1.0 - 3e-10, 2e-10, 1e-10]])
+    wrong = np.array([[1.0, 0.0, 0.0, 0.0]])
+
+    def score_map(k: int, knowledge: str, statistic: str | None = None) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "function": "image-classifier",
+            "k": k,
+            "perturbation": "none",
+            "knowledge": knowledge,
+        }
+        if statistic is not None:
+            value["statistic"] = statistic
+        return value
+
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("C1 entropy, K=3", score_map(3, "C1"), {"probabilities": _hex(soft.tolist()), "label": 2}),
+        (
+            "C2 entropy, K=3",
+            score_map(3, "C2"),
+            {"probabilities": _hex(soft.tolist()), "label": None},
+        ),
+        (
+            "C1 entropy, near-certain",
+            score_map(2, "C1"),
+            {"probabilities": _hex(sure.tolist()), "label": 1},
+        ),
+        (
+            "C1 entropy, certain of a wrong class",
+            score_map(1, "C1"),
+            {"probabilities": _hex(wrong.tolist()), "label": 3},
+        ),
+        ("C3 entropy, K=4 labels", score_map(4, "C3"), {"labels": [2, 2, 0, 2], "label": 2}),
+        ("C4 entropy, K=4 labels", score_map(4, "C4"), {"labels": [1, 3, 1, 1], "label": None}),
+        (
+            "C1 logit, K=3",
+            score_map(3, "C1", "logit"),
+            {"probabilities": _hex(soft.tolist()), "label": 0},
+        ),
+        (
+            "C2 logit, K=3",
+            score_map(3, "C2", "logit"),
+            {"probabilities": _hex(soft.tolist()), "label": None},
+        ),
+        (
+            "C1 logit, near-certain",
+            score_map(2, "C1", "logit"),
+            {"probabilities": _hex(sure.tolist()), "label": 1},
+        ),
+        (
+            "C1 logit, zero probability floored",
+            score_map(1, "C1", "logit"),
+            {"probabilities": _hex(wrong.tolist()), "label": 3},
+        ),
+        (
+            "invalid: logit for label-only C3",
+            score_map(4, "C3", "logit"),
+            {"labels": [2, 2, 0, 2], "label": 2},
+        ),
+        (
+            "invalid: 'entropy' spelled out",
+            score_map(3, "C1", "entropy"),
+            {"probabilities": _hex(soft.tolist()), "label": 2},
+        ),
+        (
+            "invalid: probabilities sum to 1.01",
+            score_map(1, "C1", "logit"),
+            {"probabilities": _hex([[0.5, 0.51, 0.0, 0.0]]), "label": 0},
+        ),
+        (
+            "invalid: label outside the classes",
+            score_map(3, "C1", "logit"),
+            {"probabilities": _hex(soft.tolist()), "label": 4},
+        ),
+    ]
+    cases = []
+    for name, score_value, answer in rows:
+        inp = {"score": score_value, "n_classes": 4, **answer}
+        cases.append(case(name, "classifier-score", inp, lambda i=inp: classifier_score(i)))
     return cases
 
 
@@ -248,7 +374,11 @@ def build() -> dict[str, Any]:
             "Score functions (spec §10.3-§10.6). 'draws': the parameter maps of k copies "
             "drawn from the PRG stream (seed, label) for a family and an image size. "
             "'copy': SHA-256 of the float32 copy (H, W, C row-major, little-endian) that "
-            "a parameter map makes of the uint8 image 'pixels'. 'cosine': cos(u, v) with "
+            "a parameter map makes of the uint8 image 'pixels' (a byte string in a map, a "
+            "dither key, is written {\"bin\": hex}). 'classifier-score': the image-classifier "
+            "score (spec 10.3) of one version, from the claim's score map, the oracle's "
+            "number of classes, the committed label (null: none) and the K answers "
+            "('probabilities' rows or 'labels'). 'cosine': cos(u, v) with "
             "exactly rounded sums. 'encoder-score': the sum of the cosines of the K(K-1)/2 "
             "pairs of distinct rows. 'language-score': the mean of the log-probabilities "
             "(0 when there is none). 'image-text-score': cos(image, caption). Floats are "
@@ -257,6 +387,7 @@ def build() -> dict[str, Any]:
         "cases": [
             *_draw_cases(),
             *_copy_cases(),
+            *_classifier_cases(),
             *_cosine_cases(),
             *_encoder_cases(),
             *_language_cases(),

@@ -9,5 +9,7 @@
   log-probability);
 - :mod:`verifier.scoring.image_text` — the CLIP-style score (image-caption cosine);
 - :mod:`verifier.scoring.cosine` — exactly rounded dot products and cosines;
+- :mod:`verifier.scoring.knowledge` — the knowledge words ``labelled``/``unlabelled``,
+  resolved from the oracle's description when a claim starts;
 - :mod:`verifier.scoring.registry` — parsing a claim's score map or proto fields.
 """

@@ -49,6 +49,17 @@ Families, and their draws per copy in this order (``prg`` is the stream):
     "left", "height", "width", "flip"}``. The crop is resized back to ``H×W`` and
     mirrored left–right when ``flip`` is true.
 
+``dither`` (the image itself, each intensity moved by at most one level)
+    ``key = prg.read(32)``. Parameters ``{"family": "dither", "key": <32 bytes>}``.
+    With ``β_m`` bit ``m`` of the bit stream (spec §5.4) of the PRG stream named by
+    seed ``key`` and label ``"dither"``, the intensity ``p_n`` (0..255) at position
+    ``n`` of the image in row-major (row, column, channel) order becomes
+    ``min(max(p_n + β_{2n} − β_{2n+1}, 0), 255)``: one level down with probability ¼,
+    up with ¼, unchanged with ½. It is the family to use where no perturbation is
+    wanted: a copy is never the published file (a query bit-identical to it would
+    tell the oracle which twin is published), yet it is as close to it as 8-bit
+    images allow.
+
 ``pad-shift-flip`` (the usual CIFAR training augmentation)
     ``top = prg.randint(0, 8)``, ``left = prg.randint(0, 8)``, ``flip = prg.coin()``.
     Parameters ``{"family": "pad-shift-flip", "top", "left", "flip"}``. The image is
@@ -71,7 +82,7 @@ import numpy.typing as npt
 from protocol.encoding import Value
 from protocol.errors import InputError, ParameterError
 from protocol.items import MAX_IMAGE_SIDE
-from protocol.prg import Prg
+from protocol.prg import Prg, bit_stream
 
 #: The perturbation families, by their claim names.
 FAMILIES: Final = (
@@ -80,6 +91,7 @@ FAMILIES: Final = (
     "pad-shift-flip",
     "random-resized-crop-flip",
     "simclr-crop-flip",
+    "dither",
 )
 #: Most perturbed copies per version (the claim parameter K).
 MAX_COPIES: Final = 256
@@ -98,6 +110,9 @@ LOG_RATIO: Final = (math.log(RATIO[0]), math.log(RATIO[1]))
 CROP_ATTEMPTS: Final = 10
 #: Zero padding of ``pad-shift-flip`` on each side, in pixels.
 PAD: Final = 4
+#: Bytes of a ``dither`` copy's key, and the label of the stream its bits come from.
+DITHER_KEY_BYTES: Final = 32
+DITHER_LABEL: Final = "dither"
 
 F64Image = npt.NDArray[np.float64]
 F32Image = npt.NDArray[np.float32]
@@ -188,6 +203,8 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
             params.append({"family": "none"})
         elif family == "random-resized-crop":
             params.append(_crop_box(prg, height, width))
+        elif family == "dither":
+            params.append({"family": "dither", "key": prg.read(DITHER_KEY_BYTES)})
         elif family in _CROP_FLIP:
             box = _crop_box(prg, height, width, _CROP_FLIP[family])
             box["family"] = family
@@ -264,6 +281,24 @@ def _flip(params: dict[str, Value]) -> bool:
     return flip
 
 
+def dither_steps(key: bytes, size: int) -> npt.NDArray[np.int16]:
+    """Return the ``size`` steps (−1, 0 or +1) a ``dither`` copy with ``key`` adds, in order."""
+    bits = np.array(bit_stream(key, DITHER_LABEL, 0, 2 * size), dtype=np.int16)
+    steps: npt.NDArray[np.int16] = bits[0::2] - bits[1::2]
+    return steps
+
+
+def _dither(image: F64Image, params: dict[str, Value]) -> F64Image:
+    _check_keys(params, {"family", "key"})
+    key = params["key"]
+    if not isinstance(key, bytes) or len(key) != DITHER_KEY_BYTES:
+        raise ParameterError(f"a dither key is {DITHER_KEY_BYTES} bytes")
+    levels = np.rint(image * 255.0).astype(np.int16)  # exact: the image is p/255
+    moved = levels + dither_steps(key, levels.size).reshape(levels.shape)
+    out: F64Image = np.clip(moved, 0, 255).astype(np.float64) / 255.0
+    return out
+
+
 def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
     """Return the copy of ``image`` (float64 (H, W, C) in [0, 1]) that ``params`` describes.
 
@@ -286,6 +321,8 @@ def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
     if family == "none":
         _check_keys(params, {"family"})
         return _finish(image)
+    if family == "dither":
+        return _finish(_dither(image, params))
     if family == "random-resized-crop" or family in _CROP_FLIP:
         keys = {"family", "top", "left", "height", "width"}
         _check_keys(params, keys if family == "random-resized-crop" else keys | {"flip"})

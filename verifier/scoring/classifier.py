@@ -32,6 +32,20 @@ Exact arithmetic, all binary64, sums taken sequentially in index order:
   clamp only matters for a (nearly) certain wrong class or a zero probability of
   the true class, where the unclamped value is −∞.
 
+**Statistic** ``logit`` (C1, C2; the claim map's ``"statistic": "logit"``). Instead of
+averaging first, every copy is scored on its own and the K copy scores are averaged:
+copy ``k`` with probability vector ``P_k`` and label ``y`` scores
+``ln(max(P_k[y], τ)) − ln(max(r_k, τ))`` where ``r_k`` is the sum of ``P_k[c]`` over
+``c ≠ y`` in class order and ``τ =`` :data:`LOGIT_FLOOR`; the score is
+``(Σ_k copy score) / K`` summed in copy order. ``y`` is the committed label (C1) or,
+for C2, the class of largest mean probability over the version's K copies (lowest
+index among equal maxima). It is the log-odds of the label, which keeps resolving
+where the entropy of an averaged vector saturates: the probabilities a memorising
+model gives its training items sit within 1e-6 of 1, and there the distance to 1 is
+read from the other classes' probabilities, which binary64 holds to full relative
+precision, not from ``1 − P_k[y]``. The paper's statistic (above) is ``entropy``, the
+default, and its claim map has no ``statistic`` key.
+
 ``ln`` and ``log1p`` are the C library's (Python's :mod:`math`), never numpy's
 vectorised versions, whose last bit can depend on the CPU's instruction set.
 """
@@ -65,6 +79,13 @@ LABEL_ONLY: Final = frozenset({"C3", "C4"})
 LABEL_FLOOR: Final = 1e-5
 #: Clamp of the logarithms of the modified entropy (see the module docstring).
 LOG_EPSILON: Final = 1e-12
+#: How a version's K answers become its score: the paper's entropy of the averaged
+#: vector (the default, no key in the claim map) or the mean per-copy log-odds.
+STATISTICS: Final = ("entropy", "logit")
+#: Conditions the ``logit`` statistic serves (it needs probability vectors).
+LOGIT_CONDITIONS: Final = frozenset({"C1", "C2"})
+#: Floor of both terms of a copy's log-odds (smallest positive normal binary64).
+LOGIT_FLOOR: Final = 2.2250738585072014e-308
 
 _ONE_MINUS_EPSILON: Final = 1.0 - LOG_EPSILON
 _LN_EPSILON: Final = math.log(LOG_EPSILON)
@@ -77,14 +98,17 @@ class ScoreSpec:
     """The score-function part of a claim: ``{"function", "k", "perturbation", "knowledge"}``.
 
     ``k`` (copies per version) is in ``1..MAX_COPIES``; ``perturbation`` one of
-    :data:`~verifier.scoring.augment.FAMILIES`; ``knowledge`` one of C1–C4. Invalid
-    values raise :class:`~protocol.errors.ParameterError`.
+    :data:`~verifier.scoring.augment.FAMILIES`; ``knowledge`` one of C1–C4;
+    ``statistic`` one of :data:`STATISTICS` (``logit`` for C1 and C2 only), in the
+    claim map only when it is not the default ``entropy``. Invalid values raise
+    :class:`~protocol.errors.ParameterError`.
     """
 
     function: str = FUNCTION
     k: int
     perturbation: str
     knowledge: str
+    statistic: str = "entropy"
 
     #: The item kind this score reads.
     item_kind: ClassVar[str] = "image"
@@ -105,6 +129,12 @@ class ScoreSpec:
             raise ParameterError(
                 f"unknown knowledge condition {self.knowledge!r}; known: {KNOWLEDGE_CONDITIONS}"
             )
+        if self.statistic not in STATISTICS:
+            raise ParameterError(f"unknown statistic {self.statistic!r}; known: {STATISTICS}")
+        if self.statistic == "logit" and self.knowledge not in LOGIT_CONDITIONS:
+            raise ParameterError(
+                f"the logit statistic needs probability vectors (C1, C2), not {self.knowledge}"
+            )
 
     @property
     def queries_per_version(self) -> int:
@@ -122,25 +152,34 @@ class ScoreSpec:
         return self.knowledge in LABEL_ONLY
 
     def to_value(self) -> dict[str, Value]:
-        """Return the canonical claim map of spec draft §10.1."""
-        return {
+        """Return the canonical claim map of spec §10.1 (``statistic`` only if not the default)."""
+        value: dict[str, Value] = {
             "function": self.function,
             "k": self.k,
             "perturbation": self.perturbation,
             "knowledge": self.knowledge,
         }
+        if self.statistic != "entropy":
+            value["statistic"] = self.statistic
+        return value
 
     @classmethod
     def from_value(cls, value: object) -> ScoreSpec:
-        """Parse the claim map strictly (exactly the four keys)."""
+        """Parse the claim map strictly: the four keys, and ``statistic`` unless the default."""
         keys = {"function", "k", "perturbation", "knowledge"}
-        if not isinstance(value, dict) or set(value) != keys:
-            raise ParameterError(f"a score map has exactly the keys {sorted(keys)}")
+        if not isinstance(value, dict) or set(value) - {"statistic"} != keys:
+            raise ParameterError(
+                f"a score map has exactly the keys {sorted(keys)}, and 'statistic' when it "
+                "is not the default"
+            )
+        if value.get("statistic") == "entropy":
+            raise ParameterError("the default statistic 'entropy' is left out of the score map")
         return cls(
             function=value["function"],
             k=value["k"],
             perturbation=value["perturbation"],
             knowledge=value["knowledge"],
+            statistic=value.get("statistic", "entropy"),
         )
 
     def check_item(self, item: ImageItem) -> int | None:
@@ -231,6 +270,30 @@ def negative_modified_entropy(p: F64Vector, label: int) -> float:
     return total
 
 
+def mean_log_odds(probabilities: npt.NDArray[np.float64], label: int | None) -> float:
+    """Return the ``logit`` statistic of one version's K probability rows (module docstring).
+
+    ``label`` None picks the class of largest mean probability (C2).
+    """
+    rows = probabilities.tolist()
+    width = len(rows[0])
+    if label is None:
+        acc = np.zeros(width, dtype=np.float64)
+        for vector in probabilities:
+            acc = acc + vector
+        label = int(np.argmax(acc))  # the largest sum is the largest mean; lowest index wins
+    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < width:
+        raise ParameterError(f"label {label!r} outside 0..{width - 1}")
+    total = 0.0
+    for row in rows:
+        rest = 0.0
+        for c, value in enumerate(row):
+            if c != label:
+                rest += value
+        total += math.log(max(row[label], LOGIT_FLOOR)) - math.log(max(rest, LOGIT_FLOOR))
+    return total / float(len(rows))
+
+
 def score(spec: ScoreSpec, answer: ClassifyAnswer, *, n_classes: int, label: int | None) -> float:
     """Return the float64 score of one version from the oracle's answers to its K copies.
 
@@ -239,6 +302,13 @@ def score(spec: ScoreSpec, answer: ClassifyAnswer, *, n_classes: int, label: int
     """
     if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
         raise ParameterError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    if spec.statistic == "logit":
+        answer.validate(spec.k, n_classes)
+        if answer.probabilities is None:
+            raise OracleError("invalid-answer", "the logit statistic needs probability vectors")
+        if spec.uses_label and label is None:
+            raise ParameterError(f"knowledge condition {spec.knowledge} needs the committed label")
+        return mean_log_odds(answer.probabilities, label if spec.uses_label else None)
     p = mean_output(spec, answer, n_classes)
     if not spec.uses_label:
         return negative_entropy(p)

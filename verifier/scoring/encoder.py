@@ -40,8 +40,9 @@ CAPABILITY: Final = "embed-images"
 DEFAULT_K: Final = 64
 #: Perturbation family unless the claim says otherwise (crops and flips).
 DEFAULT_PERTURBATION: Final = "random-resized-crop-flip"
-#: Families that perturb (``none`` would make every copy identical and every pair tie).
-PERTURBING_FAMILIES: Final = tuple(f for f in FAMILIES if f != "none")
+#: Families that move the view (``none`` and ``dither`` copies are the image, or all but
+#: the image, so every pair would score alike).
+PERTURBING_FAMILIES: Final = tuple(f for f in FAMILIES if f not in ("none", "dither"))
 
 
 @dataclass(frozen=True, kw_only=True)

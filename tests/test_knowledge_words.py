@@ -1,0 +1,271 @@
+"""Knowledge words (spec §10.1, §10.2 step 1): the verifier picks the strongest condition.
+
+A claim may name ``labelled`` or ``unlabelled`` instead of C1–C4; the verifier resolves
+the word from the oracle's Describe answer when the claim starts and records only the
+resolved condition. The owner's client sends ``labelled`` for a vault whose items all
+carry committed labels and ``unlabelled`` otherwise.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from owner.claim_client import ClaimRequest, ScoreChoice, choose_score, run_claim
+from owner.escrow_client import escrow_root
+from protocol.encoding import encode
+from protocol.errors import InputError, ParameterError
+from protocol.items import ImageItem, encode_item
+from tests.support.claims import SeededEntropy, make_pairset
+from tests.support.data import synthetic_pairs
+from tests.support.fake_oracle import LinearOracle
+from tests.support.pairset import PairSet
+from twinaudit.transport import make_channel
+from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.escrow.sqlite_store import SqliteEscrowStore
+from verifier.oracles.base import OracleInfo
+from verifier.replay import replay
+from verifier.scoring.classifier import ScoreSpec
+from verifier.scoring.knowledge import PendingScoreSpec, resolve_knowledge
+from verifier.scoring.registry import resolve_score, score_request_from_fields
+from verifier.server import serve_arbiter
+from verifier.service import params_from_proto
+from verifier.verdict import check_verdict, parse_verdict
+
+PROBABILITIES = OracleInfo("m", "d", ("classify",), "probabilities", 10, 8)
+LABELS = OracleInfo("m", "d", ("classify",), "label", 10, 8)
+RHO = bytes(range(32))
+NONCE = bytes(range(32, 64))
+
+
+# --- the resolution table ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("word", "info", "condition"),
+    [
+        ("labelled", PROBABILITIES, "C1"),
+        ("labelled", LABELS, "C3"),
+        ("unlabelled", PROBABILITIES, "C2"),
+        ("unlabelled", LABELS, "C4"),
+    ],
+)
+def test_words_resolve_to_the_strongest_condition(word, info, condition):
+    assert resolve_knowledge(word, info) == condition
+    request = score_request_from_fields("image-classifier", 4, "pad-shift-flip", word)
+    assert isinstance(request, PendingScoreSpec)
+    assert request.item_kind == "image" and request.function == "image-classifier"
+    assert resolve_score(request, info) == ScoreSpec(
+        k=4, perturbation="pad-shift-flip", knowledge=condition
+    )
+
+
+def test_conditions_pass_through_and_anything_else_is_invalid():
+    for condition in ("C1", "C2", "C3", "C4"):
+        assert resolve_knowledge(condition, LABELS) == condition
+        request = score_request_from_fields("image-classifier", 1, "none", condition)
+        assert resolve_score(request, LABELS) == request  # resolution leaves it alone
+    for bad in ("C5", "Labelled", "", "probabilities"):
+        with pytest.raises(ParameterError, match="unknown knowledge condition") as info:
+            score_request_from_fields("image-classifier", 1, "none", bad)
+        assert info.value.code == "invalid-parameter"
+        with pytest.raises(ParameterError):
+            resolve_knowledge(bad, PROBABILITIES)
+    with pytest.raises(ParameterError, match="k must be"):  # the other fields still checked
+        score_request_from_fields("image-classifier", 0, "none", "labelled")
+    with pytest.raises(ParameterError, match="takes no knowledge"):
+        score_request_from_fields("image-encoder", 8, "pad-shift-flip", "labelled")
+    with pytest.raises(ParameterError, match="does not offer 'classify'"):
+        resolve_knowledge("labelled", OracleInfo("m", "d", ("embed-images",), "", 0, 8))
+
+
+def test_score_spec_stays_strict():
+    with pytest.raises(ParameterError, match="unknown knowledge condition"):
+        ScoreSpec(k=1, perturbation="none", knowledge="labelled")
+    with pytest.raises(ParameterError):
+        ScoreSpec.from_value(
+            {
+                "function": "image-classifier",
+                "k": 1,
+                "perturbation": "none",
+                "knowledge": "labelled",
+            }
+        )
+
+
+# --- claims in-process ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair_set():
+    return make_pairset(24)
+
+
+def _session(pair_set, oracle, knowledge, **params):
+    record = ClaimRecord(0, pair_set.root, len(pair_set), "image", RHO, "2026-11-21T20:00:00Z")
+    score = score_request_from_fields("image-classifier", 2, "pad-shift-flip", knowledge)
+    claim = ClaimParams(
+        0, pair_set.root, "in-process", "linear", score, "mixture-e", 0.05, **params
+    )
+    return ClaimSession.start("claim-1", record, claim, oracle, NONCE)
+
+
+def _run(session, pair_set):
+    while indices := session.next_request():
+        session.submit([(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices])
+    return session
+
+
+@pytest.mark.parametrize(
+    ("word", "label_only", "condition"),
+    [("labelled", True, "C3"), ("labelled", False, "C1"), ("unlabelled", True, "C4")],
+)
+def test_claim_records_the_resolved_condition_and_replays(pair_set, word, label_only, condition):
+    session = _run(_session(pair_set, LinearOracle(label_only=label_only), word), pair_set)
+    assert session.claim_map["score"]["knowledge"] == condition
+    assert session.score.knowledge == condition
+    payload = session.verdict_payload(arbiter="k", time="2026-11-21T21:00:00Z", environment={})
+    assert word.encode() not in encode(payload) + session.transcript.to_bytes()
+    verdict = parse_verdict(payload)
+    assert replay(verdict, session.transcript.to_bytes()).indicators == verdict["indicators"]
+    # The same claim naming the condition itself gives the same verdict, byte for byte.
+    explicit = _run(_session(pair_set, LinearOracle(label_only=label_only), condition), pair_set)
+    assert encode(
+        explicit.verdict_payload(arbiter="k", time="2026-11-21T21:00:00Z", environment={})
+    ) == encode(payload)
+
+
+def test_a_claim_with_a_word_resumes(pair_set):
+    whole = _run(_session(pair_set, LinearOracle(label_only=True), "labelled", window=4), pair_set)
+    part = _session(pair_set, LinearOracle(label_only=True), "labelled", window=4)
+    part.submit(
+        [(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in part.next_request()]
+    )
+    state, transcript = part.checkpoint()
+    resumed = ClaimSession.resume(
+        state, transcript, part.record, part.params, LinearOracle(label_only=True)
+    )
+    _run(resumed, pair_set)
+    assert resumed.claim_map == whole.claim_map
+    assert resumed.indicators == whole.indicators
+
+
+def test_explicit_probability_condition_on_a_label_only_oracle_is_refused(pair_set):
+    for condition in ("C1", "C2"):
+        with pytest.raises(ParameterError, match=f"{condition} needs probability vectors"):
+            _session(pair_set, LinearOracle(label_only=True), condition)
+
+
+def test_labelled_on_unlabelled_items_is_refused_at_the_opening():
+    pairs = synthetic_pairs(8, seed=1, epsilon=16)
+    unlabelled = PairSet.commit(
+        "image",
+        [
+            tuple(encode_item(ImageItem(item.pixels, None)) for item in pairs.items(i))
+            for i in range(8)
+        ],
+    )
+    session = _session(unlabelled, LinearOracle(), "labelled")
+    with pytest.raises(ParameterError, match="needs committed labels"):
+        _run(session, unlabelled)
+
+
+# --- through the service, with the owner's client ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arbiter(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("arbiter")
+    key = Ed25519PrivateKey.generate()
+    store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=SeededEntropy(b"rho"))
+    oracles = {"probabilities": LinearOracle(), "labels": LinearOracle(label_only=True)}
+    server, port = serve_arbiter(
+        store, key, "127.0.0.1:0", oracle_factory=oracles.__getitem__, entropy=SeededEntropy(b"c")
+    )
+    channel = make_channel(f"127.0.0.1:{port}")
+    pairs = make_pairset(16, seed=5)
+    receipt = escrow_root(
+        channel,
+        root=pairs.root,
+        n_pairs=len(pairs),
+        item_kind="image",
+        owner="owner",
+        arbiter_public_key=key.public_key(),
+    ).receipt
+    yield {"key": key, "channel": channel, "pairs": pairs, "index": receipt.entry.index}
+    channel.close()
+    server.stop(None)
+    store.close()
+
+
+def _claim(arbiter, oracle, **score):
+    request = ClaimRequest(
+        record_index=arbiter["index"],
+        record_root=arbiter["pairs"].root,
+        oracle_endpoint=oracle,
+        model_name=oracle,
+        max_pairs=8,
+        **score,
+    )
+    outcome = run_claim(arbiter["channel"], request, arbiter["pairs"].opening, timeout_s=60)
+    return check_verdict(outcome.verdict, arbiter["key"].public_key())
+
+
+@pytest.mark.parametrize(
+    ("has_labels", "oracle", "condition"),
+    [
+        (True, "labels", "C3"),
+        (True, "probabilities", "C1"),
+        (False, "labels", "C4"),
+        (False, "probabilities", "C2"),
+    ],
+)
+def test_default_knowledge_through_the_service(arbiter, has_labels, oracle, condition):
+    choice = choose_score("image", has_labels=has_labels)
+    assert choice.knowledge == ("labelled" if has_labels else "unlabelled")
+    verdict = _claim(arbiter, oracle, knowledge=choice.knowledge)
+    assert verdict["claim"]["score"]["knowledge"] == condition
+
+
+def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):
+    assert ClaimRequest(0, bytes(32), "o", "m").knowledge == "unlabelled"
+    start = ClaimRequest(0, bytes(32), "o", "m").to_proto()
+    assert isinstance(params_from_proto(start).score, PendingScoreSpec)
+    with pytest.raises(grpc.RpcError) as info:
+        _claim(arbiter, "labels", knowledge="C2")
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "knowledge condition C2 needs probability vectors" in info.value.details()
+    with pytest.raises(grpc.RpcError) as info:
+        _claim(arbiter, "labels", knowledge="somewhat")
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "unknown knowledge condition" in info.value.details()
+
+
+# --- the owner's choice ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"has_labels": True}, "labelled"),
+        ({}, "unlabelled"),
+        ({"has_labels": True, "knowledge": "C2"}, "C2"),
+        ({"has_labels": True, "knowledge": "unlabelled"}, "unlabelled"),
+        ({"has_labels": False, "knowledge": "C4"}, "C4"),
+    ],
+)
+def test_choose_score_knowledge(options, expected):
+    expected_choice = ScoreChoice("image-classifier", 1, "dither", expected)
+    assert choose_score("image", **options) == expected_choice
+
+
+@pytest.mark.parametrize("knowledge", ["C1", "C3", "labelled"])
+def test_choose_score_refuses_labels_the_vault_does_not_have(knowledge):
+    with pytest.raises(InputError, match="not every item of this vault carries one"):
+        choose_score("image", knowledge=knowledge, has_labels=False)
+
+
+def test_choose_score_refuses_an_unknown_word():
+    with pytest.raises(ParameterError, match="unknown knowledge condition"):
+        choose_score("image", knowledge="probabilities", has_labels=True)

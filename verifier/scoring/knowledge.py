@@ -1,0 +1,102 @@
+"""Knowledge words: an image-classifier claim may leave its condition to the oracle (spec §10.1).
+
+Instead of C1–C4 a claim's ``knowledge`` field may hold one of two words, which the
+verifier resolves when the claim starts, from the ``classify_output`` of the oracle's
+Describe answer:
+
+============  =================  =========
+word          oracle answers     condition
+============  =================  =========
+labelled      probabilities      C1
+labelled      label              C3
+unlabelled    probabilities      C2
+unlabelled    label              C4
+============  =================  =========
+
+That is the strongest condition the oracle supports, with the committed labels
+(``labelled``) or without (``unlabelled``). Only the resolved condition enters the
+claim map, so transcripts, verdicts and replay never see a word, and
+:class:`~verifier.scoring.classifier.ScoreSpec` holds C1–C4 only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from protocol.errors import ParameterError
+from verifier.oracles.base import OracleInfo
+
+from .classifier import KNOWLEDGE_CONDITIONS, ScoreSpec
+
+#: The words, each with its condition for an oracle answering probabilities and for one
+#: answering labels only.
+KNOWLEDGE_WORDS: Final[Mapping[str, tuple[str, str]]] = {
+    "labelled": ("C1", "C3"),
+    "unlabelled": ("C2", "C4"),
+}
+#: Everything a claim's ``knowledge`` field may hold.
+KNOWLEDGE_CHOICES: Final = (*KNOWLEDGE_CONDITIONS, *KNOWLEDGE_WORDS)
+
+
+def resolve_knowledge(knowledge: str, info: OracleInfo) -> str:
+    """Return the condition ``knowledge`` names against an oracle described by ``info``.
+
+    A condition C1–C4 is returned as it is (whether the oracle can serve it is
+    :meth:`ScoreSpec.check_oracle`'s question); a word resolves by the table of the
+    module docstring, for an oracle that offers ``classify``.
+
+    Raises:
+        ParameterError: ``knowledge`` is neither a condition nor a word, or the oracle
+            does not offer ``classify``.
+
+    """
+    if knowledge in KNOWLEDGE_CONDITIONS:
+        return knowledge
+    if knowledge not in KNOWLEDGE_WORDS:
+        raise ParameterError(
+            f"unknown knowledge condition {knowledge!r}; known: {KNOWLEDGE_CHOICES}"
+        )
+    info.check_offers("classify")
+    with_probabilities, with_labels = KNOWLEDGE_WORDS[knowledge]
+    return with_probabilities if info.classify_output == "probabilities" else with_labels
+
+
+@dataclass(frozen=True)
+class PendingScoreSpec:
+    """An image-classifier score whose knowledge condition is a word, until the claim starts.
+
+    ``template`` is the score with the word's condition for an oracle answering
+    probabilities, so that every other field is validated when the claim arrives;
+    :meth:`resolve` replaces its condition by the one the oracle supports.
+    """
+
+    word: str
+    template: ScoreSpec
+
+    def __post_init__(self) -> None:
+        """Check the word and that the template carries its probabilities condition."""
+        if self.word not in KNOWLEDGE_WORDS:
+            raise ParameterError(
+                f"unknown knowledge word {self.word!r}; known: {tuple(KNOWLEDGE_WORDS)}"
+            )
+        if self.template.knowledge != KNOWLEDGE_WORDS[self.word][0]:
+            raise ParameterError(
+                f"the template of {self.word!r} must have condition {KNOWLEDGE_WORDS[self.word][0]}"
+            )
+
+    @property
+    def function(self) -> str:
+        """The score function's claim name (``image-classifier``)."""
+        return self.template.function
+
+    @property
+    def item_kind(self) -> str:
+        """The item kind the score reads."""
+        return self.template.item_kind
+
+    def resolve(self, info: OracleInfo) -> ScoreSpec:
+        """Return the score with the condition the word names for this oracle."""
+        return dataclasses.replace(self.template, knowledge=resolve_knowledge(self.word, info))
