@@ -1,7 +1,10 @@
 """``python -m evaluation TABLE``: train what a table needs, audit it, rewrite the results.
 
 Tables: ``main`` (C1–C4 and false detections), ``recipe`` (training recipe × audit
-perturbation), ``k``, ``epsilon``, ``fraction``; ``all`` runs them in that order;
+perturbation), ``k``, ``epsilon``, ``fraction``, and the regime ladder of issue #19:
+``ladder`` (rung a: the demo's regime with the CLI's default marks and claims, plus the
+ablation of score variants and the evasion table) and ``standard`` (rung b: a ResNet
+trained with SGD on 10,000 images); ``all`` runs them in that order;
 ``report`` only rewrites ``docs/results.md``. Everything is cached in the work
 directory (default ``runs/evaluation``): rerunning a command resumes it, and a
 table that needs models another table trained reuses them. ``archive`` copies the
@@ -18,22 +21,31 @@ follow the classifier tables in the results document.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
 from pathlib import Path
 
+import torch
+
 from demo.data import DataNotFoundError, locate
 from protocol.errors import TwinauditError
 
+from .ablation import run_ablation
 from .audit import AuditLog, run_missing, without_weights
 from .build import Workspace, describe_machine, device_name
+from .evasion import run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, with_sizes
 
+#: Tables of the regime ladder (issue #19): after their claims, the ablation of score
+#: variants over all pairs (:mod:`evaluation.ablation`) and, for rung (a), the evasion
+#: table (:mod:`evaluation.evasion`).
+LADDER = ("ladder", "standard")
 #: Seconds one model takes to train here, two at a time (measured: 2,000 images,
 #: 500 epochs, 300–350 s each on the 2-core machine); used only for ``--plan``.
 SECONDS_PER_MODEL_PAIR = 330.0
@@ -208,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
                 again=again.get(plan.table, []),
             )
             run_missing(workspace, plan.jobs, log, say, workers=args.jobs)
+            if plan.table in LADDER:
+                torch.set_num_threads(max(1, os.cpu_count() or 1))
+                run_ablation(workspace, plan, say)
+                if plan.table == "ladder":
+                    run_evasion(workspace, plan, say)
             record_run(
                 args.work,
                 {

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import torch
 
-from demo.models import make_net
 from owner.vault import Vault
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.oracles.base import Oracle
@@ -112,7 +111,12 @@ def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[st
         workspace.vault(job.vault),
         key=job.key,
         model_name=job.model.name,
-        score=ScoreSpec(k=audit.k, perturbation=audit.perturbation, knowledge=audit.knowledge),
+        score=ScoreSpec(
+            k=audit.k,
+            perturbation=audit.perturbation,
+            knowledge=audit.knowledge,
+            statistic=audit.statistic,
+        ),
         test=audit.test,
         p=audit.p,
         oracle=TorchClassifierOracle(model, n_classes=10, model_name=job.model.name),
@@ -214,10 +218,7 @@ def without_weights(workspace: Workspace, jobs: Sequence[Job]) -> tuple[list[Job
 
 def audit_model(workspace: Workspace, model_jobs: Sequence[Job]) -> list[dict[str, object]]:
     """Load the model of ``model_jobs`` (all of one model) and run each of its claims."""
-    model = make_net()
-    state = torch.load(workspace.model_dir(model_jobs[0].model) / "model.pt", weights_only=True)
-    model.load_state_dict(state)
-    model.eval()
+    model = workspace.load_model(model_jobs[0].model)
     return [run_audit(workspace, job, model) for job in model_jobs]
 
 

@@ -31,6 +31,7 @@ import numpy.typing as npt
 import torch
 
 from demo import data as demo_data
+from demo.models import make_net
 from demo.practitioner import accuracy, train
 from owner.images.sources import open_source
 from owner.mark import mark, secret_from_seed
@@ -39,6 +40,7 @@ from owner.vault import Vault
 from protocol.seeds import publication_bits
 
 from .specs import ModelSpec, VaultSpec
+from .standard import make_resnet, train_standard
 
 
 def rho_of(vault: Vault, draw: int = 0) -> bytes:
@@ -123,28 +125,47 @@ class Workspace:
             labels.extend(int(y) if y is not None else -1 for y in chunk_labels)
         return np.concatenate(images)[..., 0], np.array(labels, dtype=np.int64)
 
+    def used_mask(self, spec: ModelSpec) -> npt.NDArray[np.bool_]:
+        """Return which of the owner's items ``spec`` trained on (a seeded random subset)."""
+        n_owner = self.split(spec.seed, spec.n_train).n_owner
+        used = np.zeros(n_owner, dtype=bool)
+        n_used = round(spec.fraction * n_owner)
+        used[np.random.default_rng([spec.seed, 7]).permutation(n_owner)[:n_used]] = True
+        return used
+
     def training_set(self, spec: ModelSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Return the practitioner's training set of ``spec`` (always ``n_train`` images).
 
         The shared 90%, then the published versions of a ``fraction`` of the owner's
-        items (a seeded random subset), then other images in place of the rest.
+        items (:meth:`used_mask`), then other images in place of the rest.
         """
         split = self.split(spec.seed, spec.n_train)
         shared = np.load(split.shared_images), np.load(split.shared_labels)
         extra = np.load(split.clean_images), np.load(split.clean_labels)
-        n_owner = split.n_owner
-        used = np.zeros(n_owner, dtype=bool)
-        n_used = round(spec.fraction * n_owner)
-        used[np.random.default_rng([spec.seed, 7]).permutation(n_owner)[:n_used]] = True
-        parts = [shared]
-        if n_used:
-            images, labels = self.published(spec.vault())
-            parts.append((images[used], labels[used]))
+        used = self.used_mask(spec)
+        parts = [shared, self.owner_items(spec)]
         parts.append((extra[0][~used], extra[1][~used]))
         return (
             np.concatenate([p[0] for p in parts]),
             np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts]),
         )
+
+    def owner_items(self, spec: ModelSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Return the owner's published images (and labels) ``spec`` trained on; none if clean."""
+        used = self.used_mask(spec)
+        if not used.any():
+            split = self.split(spec.seed, spec.n_train)
+            side = np.load(split.shared_images).shape[1:]
+            return np.zeros((0, *side), dtype=np.uint8), np.zeros(0, dtype=np.int64)
+        images, labels = self.published(spec.vault())
+        return images[used], labels[used]
+
+    def load_model(self, spec: ModelSpec) -> torch.nn.Module:
+        """Return ``spec``'s trained model (on the CPU, in eval mode)."""
+        model = architecture(spec)
+        state = torch.load(self.model_dir(spec) / "model.pt", weights_only=True)
+        model.load_state_dict(state)
+        return model.eval()
 
     def model_dir(self, spec: ModelSpec) -> Path:
         """Return where ``spec``'s model is (or will be)."""
@@ -182,7 +203,8 @@ class Workspace:
         for spec in todo:  # data and vaults are built here, once, before the workers start
             images, labels = self.training_set(spec)
             split = self.split(spec.seed, spec.n_train)
-            inputs.append((spec, images, labels, split.test_images, split.test_labels))
+            owner = self.owner_items(spec)
+            inputs.append((spec, images, labels, owner, split.test_images, split.test_labels))
         context = multiprocessing.get_context("spawn")
         began = time.monotonic()
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
@@ -193,11 +215,12 @@ class Workspace:
                     spec,
                     images=images,
                     labels=labels,
+                    owner=owner,
                     test_images=test_images,
                     test_labels=test_labels,
                     device=device,
                 ): spec
-                for spec, images, labels, test_images, test_labels in inputs
+                for spec, images, labels, owner, test_images, test_labels in inputs
             }
             for done, future in enumerate(as_completed(futures), start=1):
                 info = future.result()
@@ -240,12 +263,18 @@ def describe_machine(device: str = "cpu") -> str:
     )
 
 
+def architecture(spec: ModelSpec) -> torch.nn.Module:
+    """Return an untrained network of ``spec``'s trainer (what its weights load into)."""
+    return make_resnet() if spec.trainer == "resnet-sgd" else make_net()
+
+
 def train_one(
     target: Path,
     spec: ModelSpec,
     *,
     images: npt.NDArray[np.uint8],
     labels: npt.NDArray[np.int64],
+    owner: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]] | None = None,
     test_images: Path,
     test_labels: Path,
     device: str = "cpu",
@@ -262,7 +291,8 @@ def train_one(
     torch.set_num_threads(1)
     deterministic_on(device)
     began = time.monotonic()
-    model = train(
+    trainer = train_standard if spec.trainer == "resnet-sgd" else train
+    model = trainer(
         images,
         labels,
         epochs=spec.epochs,
@@ -276,6 +306,11 @@ def train_one(
         "images": len(images),
         "train_accuracy": round(accuracy(model, images, labels), 4),
         "test_accuracy": round(accuracy(model, np.load(test_images), np.load(test_labels)), 4),
+        **(
+            {"owner_accuracy": round(accuracy(model, *owner), 4)}
+            if owner is not None and len(owner[0])
+            else {}
+        ),
         "train_seconds": round(seconds, 1),
         "weights": sum(p.numel() for p in model.parameters()),
         "torch": torch.__version__,

@@ -45,11 +45,13 @@ def devices_of(summaries: Iterable[Mapping[str, object]]) -> list[str]:
 
 
 #: The records the report reads, as patterns relative to the work directory.
-#: ``audits.jsonl`` and ``runs.json`` files are merged entry by entry; the others are
+#: The keyed JSON-lines files (``audits.jsonl``, the ladder's ``ablation.jsonl`` and
+#: ``evasion.jsonl``) and ``runs.json`` are merged entry by entry; the others are
 #: copied whole.
+KEYED: Final = ("audits.jsonl", "ablation.jsonl", "evasion.jsonl")
 PATTERNS: Final = (
     "runs.json",
-    "audits.jsonl",
+    *KEYED,
     "models/*/model.json",
     "foundation/audits.jsonl",
     "foundation/experiments/*/models/*/model.json",
@@ -129,7 +131,7 @@ def archive(work: Path, dest: Path) -> list[Path]:
     planned: dict[Path, str] = {}
     for name in records(work):
         source, target = work / name, dest / name
-        if name.name == "audits.jsonl":
+        if name.name in KEYED:
             text = _merge_audits(source, target, name)
         elif name.name == "runs.json":
             text = _merge_runs(source, target)

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
-from . import tables
+from . import ablation, evasion, tables
 from .foundation.report import INTRO as FOUNDATION_INTRO
 from .records import devices_of
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
@@ -101,12 +101,37 @@ def _second_trainings(plan: Plan, infos: Mapping[str, Mapping[str, object]]) -> 
     ]
 
 
+#: What each rung of the regime ladder is (issue #19), above its table.
+RUNG_INTRO: Final = {
+    "ladder": (
+        "Rung (a): the demo's regime (M = 2,000, the 1.62M-weight CNN, 500 epochs of Adam, "
+        "pad-crop-flip) with the marks `twinaudit owner mark` makes by default (`pgd` on "
+        "EfficientNet-Lite0, ε = 10) instead of `bernoulli` at ε = 32. Claims: the CLI's "
+        "default before issue #19 (K = 1, `none`), its default since (K = 1, `dither`; the "
+        "knowledge condition the oracle supports, C1 or C3), and the training family "
+        "`pad-shift-flip` at K = 32. Clean models: main's trained a second time (`-t1`), "
+        "audited with the same vaults. Rung (c) of the ladder, the paper's scale "
+        "(M = 60,000, ResNet-18, about 80 epochs), needs a lent accelerator; none has been "
+        "lent to this issue, so it is not run, and nothing smaller stands in its name."
+    ),
+    "standard": (
+        "Rung (b): a practitioner who trains the ordinary way: a small ResNet "
+        "(`evaluation.standard`, 309k weights, BatchNorm, global pooling), SGD with "
+        "Nesterov momentum 0.9, weight decay 5e-4, batches of 128, a one-cycle schedule "
+        "peaking at 0.1, pad-crop-flip, on M = 10,000 images of which the owner's 10% "
+        "(N = 1,000) carry the CLI's default marks (`pgd`, ε = 10). Same claims as rung (a)."
+    ),
+}
+
+
 def _section(
     plan: Plan,
     results: Mapping[str, tables.Result],
     infos: Mapping[str, Mapping[str, object]],
     repeats: int,
+    *,
     runs: Sequence[Mapping[str, object]],
+    work: Path,
 ) -> list[str]:
     done_models = sum(m.name in infos for m in plan.models)
     done_jobs = sum(j.key in results for j in plan.jobs)
@@ -140,6 +165,34 @@ def _section(
         lines += tables.k_table(plan, results, repeats)
     elif plan.table == "recipe":
         lines += tables.recipe_table(plan, results, infos, repeats)
+    elif plan.table in ("ladder", "standard"):
+        lines += [RUNG_INTRO[plan.table], ""]
+        lines += tables.ladder_table(plan, results, infos, repeats)
+        records = ablation.load(work / "ablation.jsonl")
+        if any(r["model"] in infos for r in records.values()):
+            lines += [
+                "",
+                "**Ablation: q̂ of each score variant over all N pairs of the same models** "
+                "(run by the same command; one audit seed per model, shared by every "
+                "variant; `shared`: both twins queried with the same copies, not a claim "
+                "option):",
+                "",
+                *ablation.ablation_table(plan, records),
+            ]
+        dodges = evasion.load(work / "evasion.jsonl") if plan.table == "ladder" else {}
+        if dodges:
+            lines += [
+                "",
+                "**Evasion: DSR (q̂) of real claims against the used models when the model's "
+                "host reads the queries** (run by the same command; `exact`: a query that is "
+                "a published file or one of its 162 pad-shift-flip placements; `near`: within "
+                "two levels of a published file; `pairdetect`: within 2ε + 2 levels of an "
+                "earlier query of the same request, the paper's PairDetect made stronger; "
+                "a recognised published query is answered uniform (labels: another class); "
+                "'recognised' is the share of queries caught):",
+                "",
+                *evasion.evasion_table(plan, dodges),
+            ]
     return [*lines, ""]
 
 
@@ -188,7 +241,7 @@ def write_results(
     machine += f". Models trained on: {', '.join(devices) or '—'}."
     lines = [INTRO, machine, "", tables.pooled_false_detections(results), ""]
     for plan in plans:
-        lines += _section(plan, results, infos, repeats, runs)
+        lines += _section(plan, results, infos, repeats, runs=runs, work=work)
     lines += window_section(results, {j.audit.name: j.audit.k for p in plans for j in p.jobs})
     if NOTES.exists():
         lines += [NOTES.read_text().rstrip(), ""]

@@ -42,6 +42,7 @@ PERTURBATION: Final = "pad-shift-flip"
 TEST: Final = "mixture-e"
 P: Final = 0.05
 
+TRAINERS: Final = ("demo", "resnet-sgd")
 CONDITIONS: Final = ("C1", "C2", "C3", "C4")
 FRACTIONS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 EPSILONS: Final = (10, 20, 32, 48)
@@ -84,6 +85,9 @@ class ModelSpec:
     marker: str = MARKER
     #: Which training of this spec: 0 the one tables share, n ≥ 1 an independent other.
     training: int = 0
+    #: How the practitioner trains: ``demo`` (the demo's wide CNN, Adam, cosine decay) or
+    #: ``resnet-sgd`` (:mod:`evaluation.standard`: a small ResNet, SGD, one-cycle).
+    trainer: str = "demo"
 
     def __post_init__(self) -> None:
         """Normalise a clean model's marks (it saw none)."""
@@ -91,6 +95,8 @@ class ModelSpec:
             raise ValueError(f"fraction must be in [0, 1], not {self.fraction}")
         if self.training < 0:
             raise ValueError(f"training must be 0 or more, not {self.training}")
+        if self.trainer not in TRAINERS:
+            raise ValueError(f"unknown trainer {self.trainer!r}; known: {TRAINERS}")
         if self.fraction == 0.0 and self.epsilon != 0:
             object.__setattr__(self, "epsilon", 0)
 
@@ -104,7 +110,8 @@ class ModelSpec:
         """A file-system name that identifies the model."""
         data = "clean" if self.clean else f"{self.marker}{self.epsilon}-f{self.fraction:.1f}"
         again = f"-t{self.training}" if self.training else ""
-        return f"s{self.seed}-n{self.n_train}-{self.recipe}-e{self.epochs}-{data}{again}"
+        trainer = "" if self.trainer == "demo" else f"-{self.trainer}"
+        return f"s{self.seed}-n{self.n_train}{trainer}-{self.recipe}-e{self.epochs}-{data}{again}"
 
     @property
     def training_seed(self) -> int:
@@ -146,11 +153,15 @@ class AuditSpec:
     #: 0: the vault's own arbiter randomness; n ≥ 1: the n-th fresh draw of it (the
     #: ``null`` table re-randomises the publication bits to measure false detections).
     rho_draw: int = 0
+    #: The classifier score's statistic (spec §10.3): the paper's ``entropy`` or ``logit``.
+    statistic: str = "entropy"
 
     @property
     def name(self) -> str:
-        """A compact identifier for result keys."""
+        """A compact identifier for result keys (the default statistic is not named)."""
         name = f"{self.knowledge}-k{self.k}-{self.perturbation}-{self.test}-p{self.p:g}"
+        if self.statistic != "entropy":
+            name += f"-{self.statistic}"
         return f"{name}-rho{self.rho_draw}" if self.rho_draw else name
 
 
@@ -251,6 +262,88 @@ def plan_recipe(seeds: Sequence[int]) -> Plan:
     return plan
 
 
+#: The marks of ``twinaudit owner mark`` with no options (pgd on EfficientNet-Lite0, ε = 10).
+CLI_MARKER: Final = "pgd"
+CLI_EPSILON: Final = 10
+#: The claim ``twinaudit owner claim`` made with no score options before issue #19
+#: (K = 1, no perturbation), for an oracle that answers probabilities (C1) and one that
+#: answers labels (C3); and the default since: the same with ``dither`` copies.
+OLD_CLI_AUDITS: Final = (
+    AuditSpec(knowledge="C1", k=1, perturbation="none"),
+    AuditSpec(knowledge="C3", k=1, perturbation="none"),
+)
+CLI_AUDITS: Final = (
+    AuditSpec(knowledge="C1", k=1, perturbation="dither"),
+    AuditSpec(knowledge="C3", k=1, perturbation="dither"),
+)
+#: Fresh arbiter randomness per clean model for the null check of the default claim.
+LADDER_NULL_DRAWS: Final = 20
+
+
+def _ladder_audits() -> list[AuditSpec]:
+    """Return the ladder's claims: the CLI's defaults, then the table's family at K = 32."""
+    return [
+        *OLD_CLI_AUDITS,
+        *CLI_AUDITS,
+        *(AuditSpec(knowledge=c) for c in ("C1", "C3")),
+        AuditSpec(knowledge="C1", statistic="logit"),
+    ]
+
+
+def _null_audits() -> list[AuditSpec]:
+    """Return the default claim under fresh publication bits (clean models only)."""
+    return [
+        replace(audit, rho_draw=draw)
+        for audit in CLI_AUDITS
+        for draw in range(1, LADDER_NULL_DRAWS + 1)
+    ]
+
+
+def plan_ladder(seeds: Sequence[int]) -> Plan:
+    """Plan the regime ladder's rung (a): the demo's regime with the CLI's default marks.
+
+    The used models trained on the owner's ``pgd`` ε = 10 publication; the clean ones
+    are main's clean models trained a second time (``-t1``, as the recipe and ε tables
+    use them), audited against the same ``pgd`` vaults.
+    """
+    plan = Plan("ladder", "Regime ladder: the CLI's default marks and claims")
+    audits = _ladder_audits()
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=CLI_MARKER), audits)
+        clean = ModelSpec(seed, fraction=0.0, marker=CLI_MARKER, training=1)
+        plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON)
+    return plan
+
+
+#: Rung (b) of the ladder: the training-set size, epochs and trainer of an ordinary
+#: practitioner (:mod:`evaluation.standard`), trained to convergence.
+STANDARD_N_TRAIN: Final = 10_000
+STANDARD_EPOCHS: Final = 80
+STANDARD_TRAINER: Final = "resnet-sgd"
+
+
+def plan_standard(seeds: Sequence[int]) -> Plan:
+    """Plan the ladder's rung (b): a small ResNet trained with SGD on M = 10,000 images.
+
+    The owner's 10% (N = 1,000) carries the CLI's default marks (``pgd``, ε = 10); the
+    clean models train on the same split with other images in their place.
+    """
+    plan = Plan("standard", "Regime ladder (b): a ResNet trained the ordinary way")
+    audits = _ladder_audits()
+    for seed in seeds:
+        used = ModelSpec(
+            seed,
+            epsilon=CLI_EPSILON,
+            marker=CLI_MARKER,
+            n_train=STANDARD_N_TRAIN,
+            epochs=STANDARD_EPOCHS,
+            trainer=STANDARD_TRAINER,
+        )
+        plan.add(used, audits)
+        plan.add(replace(used, fraction=0.0), [*audits, *_null_audits()], epsilon=CLI_EPSILON)
+    return plan
+
+
 #: Fresh arbiter randomness per clean model in the ``null`` table.
 NULL_DRAWS: Final = 40
 
@@ -275,6 +368,8 @@ PLANNERS: Final = {
     "k": plan_k,
     "epsilon": plan_epsilon,
     "fraction": plan_fraction,
+    "ladder": plan_ladder,
+    "standard": plan_standard,
 }
 
 

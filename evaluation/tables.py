@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import paper
 from .specs import (
@@ -335,3 +335,70 @@ def null_table(plan: Plan, results: Mapping[str, Result], r: int) -> list[str]:
         "",
         *_table(header, rows),
     ]
+
+
+def _owner_acc(infos: Mapping[str, Mapping[str, object]], names: Sequence[str]) -> list[float]:
+    return [
+        float(str(infos[n]["owner_accuracy"]))
+        for n in names
+        if "owner_accuracy" in infos.get(n, {})
+    ]
+
+
+def _train_acc(infos: Mapping[str, Mapping[str, object]], names: Sequence[str]) -> list[float]:
+    return [float(str(infos[n]["train_accuracy"])) for n in names if n in infos]
+
+
+def ladder_table(
+    plan: Plan, results: Mapping[str, Result], infos: Mapping[str, Mapping[str, object]], r: int
+) -> list[str]:
+    """Return one rung of the regime ladder: accuracies, then per claim DSR, Q/M, q̂, FD."""
+    used = [s.name for s in plan.models if not s.clean]
+    clean = [s.name for s in plan.models if s.clean]
+    m = plan.models[0].n_train
+    train = [accuracy_summary(_train_acc(infos, names)) for names in (used, clean)]
+    test = [accuracy_summary(_acc(infos, names)) for names in (used, clean)]
+    lines = [
+        f"Accuracy (models trained on the published data / clean): train "
+        f"{train[0]} / {train[1]}, test {test[0]} / {test[1]}; "
+        f"on the owner's published items the used models trained on: "
+        f"{accuracy_summary(_owner_acc(infos, used))}.",
+        "",
+    ]
+    rows = []
+    for audit in dict.fromkeys(job.audit for job in plan.jobs if not job.audit.rho_draw):
+
+        def pick(clean_model: bool, a: AuditSpec = audit) -> Callable[[Job], bool]:
+            return lambda j: j.model.clean == clean_model and j.audit == a
+
+        hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
+        statistic = "" if audit.statistic == "entropy" else f", {audit.statistic}"
+        rows.append(
+            [
+                f"{audit.knowledge}, `{audit.perturbation}` K = {audit.k}{statistic}",
+                hit.dsr(),
+                hit.q_over_m(m),
+                hit.q_hat(),
+                hit.untied(),
+                miss.dsr(),
+                miss.q_hat(),
+            ]
+        )
+    header = ["claim", "DSR", "Q/M", "q̂", "untied", "false detections", "q̂ clean"]
+    lines += _table(header, rows)
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    for audit in dict.fromkeys(replace(j.audit, rho_draw=0) for j in redrawn):
+
+        def drawn(job: Job, a: AuditSpec = audit) -> bool:
+            return bool(job.audit.rho_draw) and replace(job.audit, rho_draw=0) == a
+
+        wanted = sum(drawn(j) for j in redrawn)
+        null = cell(plan, results, wanted, drawn)
+        share = f" ({null.detections / len(null.results):.1%})" if null.results else ""
+        lines += [
+            "",
+            f"Null check, {audit.knowledge} `{audit.perturbation}` K = {audit.k}: the clean "
+            f"models under fresh publication bits, {null.dsr()} claims detected{share} "
+            f"(q̂ {null.q_hat()}); each claim's bound is p = {audit.p:g}.",
+        ]
+    return lines

@@ -1,0 +1,227 @@
+"""The per-pair signal q̂ of each score variant, over every pair, on the same models.
+
+A claim stops as soon as its test decides, so its q̂ is over the pairs it opened;
+comparing score functions needs more: every variant scored on all N pairs of the
+same vault against the same model, with the same audit seed. This module does that
+with the verifier's own pieces — the perturbation draws and copies of spec §10.3
+(:func:`verifier.scoring.augment.draw_copies` from the streams ``augment/<i>/<v>``),
+the oracle the claims use (:class:`~verifier.oracles.torch_oracle.TorchClassifierOracle`)
+and the score (:func:`verifier.scoring.classifier.score`) — without the test, the
+window schedule and the shuffling, which change neither a deterministic model's
+answers nor the outcome of a pair.
+
+One variant is not in the protocol: ``shared`` draws both versions' copies from one
+stream, ``augment/<i>``, so the twins of a pair are queried with the same crops and
+flips (common random numbers). It is measured here to decide whether it is worth its
+price (an oracle sees the same perturbation applied to two images that differ only
+by the mark, §13 of the spec).
+
+Results go to ``ablation.jsonl`` in the work directory, keyed by model, vault and
+variant, so a rerun scores only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from protocol.prg import Prg
+from protocol.seeds import audit_seed, publication_bits
+from verifier.oracles.base import ClassifyAnswer
+from verifier.oracles.torch_oracle import TorchClassifierOracle
+from verifier.scoring.augment import draw_copies, stream_label
+from verifier.scoring.classifier import ScoreSpec, score
+
+from .audit import AuditLog
+from .build import Workspace, rho_of
+from .specs import ModelSpec, Plan, VaultSpec
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of scoring a pair: knowledge, family, K, statistic, shared copies or not."""
+
+    knowledge: str
+    perturbation: str
+    k: int
+    statistic: str = "entropy"
+    shared: bool = False
+
+    @property
+    def name(self) -> str:
+        """A compact identifier (the table's row label and the record key's last part)."""
+        name = f"{self.knowledge} {self.perturbation} K={self.k} {self.statistic}"
+        return name + " shared" if self.shared else name
+
+    def spec(self) -> ScoreSpec:
+        """Return the claim's score spec (``shared`` is not a claim parameter)."""
+        return ScoreSpec(
+            k=self.k,
+            perturbation=self.perturbation,
+            knowledge=self.knowledge,
+            statistic=self.statistic,
+        )
+
+
+#: The variants of the ablation table, in its row order.
+VARIANTS: tuple[Variant, ...] = (
+    Variant("C1", "none", 1),
+    Variant("C1", "dither", 1),
+    Variant("C1", "dither", 1, "logit"),
+    Variant("C1", "dither", 8, "logit"),
+    Variant("C1", "pad-shift-flip", 32),
+    Variant("C1", "pad-shift-flip", 32, "logit"),
+    Variant("C1", "pad-shift-flip", 32, shared=True),
+    Variant("C1", "pad-shift-flip", 32, "logit", shared=True),
+    Variant("C1", "pad-shift-flip", 8, "logit"),
+    Variant("C1", "random-resized-crop", 16),
+    Variant("C1", "random-resized-crop", 16, "logit"),
+    Variant("C2", "dither", 1),
+    Variant("C2", "dither", 1, "logit"),
+    Variant("C3", "dither", 1),
+    Variant("C3", "pad-shift-flip", 32),
+    Variant("C3", "pad-shift-flip", 32, shared=True),
+    Variant("C4", "pad-shift-flip", 32),
+)
+
+#: Images classified per forward pass.
+BATCH = 2048
+
+
+def ablation_nonce(model: ModelSpec, vault: VaultSpec) -> bytes:
+    """Return the claim nonce every variant of ``model`` × ``vault`` shares."""
+    return hashlib.sha256(f"twinaudit ablation\x00{model.name}|{vault.name}".encode()).digest()
+
+
+def _versions(workspace: Workspace, vault: VaultSpec) -> tuple[npt.NDArray[np.uint8], list[int]]:
+    """Return both versions of every pair, (N, 2, H, W, C), and the committed labels."""
+    opened = workspace.vault(vault)
+    pairs: list[npt.NDArray[np.uint8]] = []
+    labels: list[int] = []
+    for _, v0, v1, chunk_labels, _ in opened.chunks():
+        pairs.append(np.stack([v0, v1], axis=1))
+        labels.extend(int(y) if y is not None else -1 for y in chunk_labels)
+    return np.concatenate(pairs), labels
+
+
+def outcomes(
+    oracle: TorchClassifierOracle,
+    *,
+    versions: npt.NDArray[np.uint8],
+    labels: Sequence[int],
+    bits: Sequence[int],
+    seed: bytes,
+    variant: Variant,
+) -> dict[str, int]:
+    """Score every pair under ``variant``; return wins, losses and ties of the published twin."""
+    spec = variant.spec()
+    images: list[npt.NDArray[np.float32]] = []
+    for i in range(len(versions)):
+        for v in (0, 1):
+            label = f"augment/{i}" if variant.shared else stream_label(i, v)
+            images.append(
+                draw_copies(spec.perturbation, spec.k, versions[i, v], Prg(seed, label))[1]
+            )
+    flat = np.concatenate(images)
+    parts = [oracle.classify(flat[s : s + BATCH]).probabilities for s in range(0, len(flat), BATCH)]
+    rows = np.concatenate([p for p in parts if p is not None])
+    tally = {"wins": 0, "losses": 0, "ties": 0}
+    k = spec.k
+    for i, published in enumerate(bits):
+        scores = []
+        for v in (0, 1):
+            start = (2 * i + v) * k
+            answer = ClassifyAnswer(probabilities=rows[start : start + k])
+            committed = labels[i] if spec.uses_label else None
+            scores.append(score(spec, answer, n_classes=10, label=committed))
+        s_pub, s_hid = scores[published], scores[1 - published]
+        tally["wins" if s_pub > s_hid else "losses" if s_pub < s_hid else "ties"] += 1
+    return tally
+
+
+def run_ablation(
+    workspace: Workspace,
+    plan: Plan,
+    say: Callable[[str], None],
+    variants: Sequence[Variant] = VARIANTS,
+) -> dict[str, dict[str, object]]:
+    """Score every variant on every model of ``plan`` with its vault; return all records."""
+    log = AuditLog(workspace.root / "ablation.jsonl")
+    records = log.results
+    pairs_of = {job.model: job.vault for job in plan.jobs}
+    for model, vault in pairs_of.items():
+        todo = [v for v in variants if key(model, vault, v) not in records]
+        if not todo or not (workspace.model_dir(model) / "model.pt").exists():
+            continue
+        net = workspace.load_model(model)
+        oracle = TorchClassifierOracle(net, n_classes=10, model_name=model.name)
+        opened = workspace.vault(vault)
+        versions, labels = _versions(workspace, vault)
+        bits = publication_bits(opened.root, rho_of(opened), len(opened))
+        seed = audit_seed(opened.root, rho_of(opened), ablation_nonce(model, vault))
+        for variant in todo:
+            tally = outcomes(
+                oracle, versions=versions, labels=labels, bits=bits, seed=seed, variant=variant
+            )
+            log.add({"key": key(model, vault, variant), "model": model.name, **tally})
+        say(f"  ablation: {model.name}: {len(todo)} variants")
+    return records
+
+
+def key(model: ModelSpec, vault: VaultSpec, variant: Variant) -> str:
+    """Return the record key of one variant on one model and vault."""
+    return f"{model.name}|{vault.name}|{variant.name}"
+
+
+def load(path: Path) -> dict[str, dict[str, object]]:
+    """Read the ablation records of a work directory (a torn last line is ignored)."""
+    return AuditLog(path).results if path.exists() else {}
+
+
+def q_hat(records: Sequence[dict[str, object]]) -> tuple[float, float] | None:
+    """Pooled q̂ over untied pairs and the share of tied pairs, or None without records."""
+    wins = sum(int(str(r["wins"])) for r in records)
+    losses = sum(int(str(r["losses"])) for r in records)
+    ties = sum(int(str(r["ties"])) for r in records)
+    if wins + losses == 0:
+        return None
+    return wins / (wins + losses), ties / (wins + losses + ties)
+
+
+def ablation_table(
+    plan: Plan, records: dict[str, dict[str, object]], variants: Sequence[Variant] = VARIANTS
+) -> list[str]:
+    """Return Markdown: per variant, q̂ over all pairs on used and clean models, and ties.
+
+    q̂ is pooled over the plan's seeds; "per seed" lists each model's own q̂.
+    """
+    pairs_of = {job.model: job.vault for job in plan.jobs}
+
+    def cells(variant: Variant, clean: bool) -> tuple[str, str, str]:
+        mine = [
+            records[k]
+            for m, v in pairs_of.items()
+            if m.clean == clean and (k := key(m, v, variant)) in records
+        ]
+        pooled = q_hat(mine)
+        if pooled is None:
+            return "—", "—", "—"
+        seeds = " ".join(f"{q[0]:.2f}" for r in mine if (q := q_hat([r])) is not None)
+        return f"{pooled[0]:.3f}", seeds, f"{pooled[1]:.0%}"
+
+    lines = [
+        "| score variant | q̂ used (all pairs) | per seed | tied | q̂ clean | per seed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for variant in variants:
+        used, used_seeds, tied = cells(variant, clean=False)
+        clean, clean_seeds, _ = cells(variant, clean=True)
+        lines.append(
+            f"| {variant.name} | {used} | {used_seeds} | {tied} | {clean} | {clean_seeds} |"
+        )
+    return lines

@@ -1,0 +1,194 @@
+"""Issue #19's evaluation: the regime ladder's plans, the ablation, the evading oracles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from evaluation import ablation, evasion
+from evaluation.__main__ import main as evaluation_main
+from evaluation.specs import (
+    CLI_AUDITS,
+    LADDER_NULL_DRAWS,
+    AuditSpec,
+    ModelSpec,
+    plan_ladder,
+    plan_standard,
+)
+from evaluation.standard import SmallResNet, train_standard
+from protocol.prg import Prg
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from verifier.scoring.augment import draw_copies, to_unit
+
+DEBIAN = Path("/usr/share/datasets/fashion-mnist")
+needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
+
+
+# --- plans -------------------------------------------------------------------------------------
+
+
+def test_rung_a_audits_the_cli_marks_and_claims_with_clean_models_of_their_own():
+    plan = plan_ladder([0, 1])
+    used = [m for m in plan.models if not m.clean]
+    clean = [m for m in plan.models if m.clean]
+    assert {(m.marker, m.epsilon) for m in used} == {("pgd", 10)}
+    assert all(m.training == 1 for m in clean)  # main's clean models trained again
+    assert {j.vault.name for j in plan.jobs} == {"s0-n2000-pgd10", "s1-n2000-pgd10"}
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    assert all(j.model.clean for j in redrawn)
+    assert len(redrawn) == 2 * len(CLI_AUDITS) * LADDER_NULL_DRAWS
+    assert {j.audit.perturbation for j in redrawn} == {"dither"}
+
+
+def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
+    plan = plan_standard([0])
+    names = [m.name for m in plan.models]
+    assert names == [
+        "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgd10-f1.0",
+        "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
+    ]
+    assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"  # unchanged
+    with pytest.raises(ValueError, match="trainer"):
+        ModelSpec(0, trainer="xgboost")
+
+
+def test_an_audit_names_its_statistic_only_when_not_the_default():
+    assert AuditSpec(knowledge="C1").name == "C1-k32-pad-shift-flip-mixture-e-p0.05"
+    assert AuditSpec(knowledge="C1", statistic="logit").name.endswith("-logit")
+
+
+def test_the_small_resnet_trains_with_sgd_and_is_seeded():
+    images = np.random.default_rng(0).integers(0, 256, (64, 28, 28), dtype=np.uint8)
+    labels = np.arange(64) % 10
+    torch.set_num_threads(1)
+    first = train_standard(images, labels, epochs=1, seed=3)
+    second = train_standard(images, labels, epochs=1, seed=3)
+    assert isinstance(first, SmallResNet) and not first.training
+    assert first(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    for a, b in zip(first.state_dict().values(), second.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert sum(p.numel() for p in first.parameters()) == 309_162
+
+
+# --- evading oracles ---------------------------------------------------------------------------
+
+
+class _Fixed(ClassifierOracle):
+    """Answers row n with a vector that names query n (so a copied answer shows)."""
+
+    def __init__(self, label_only: bool = False) -> None:
+        output = "label" if label_only else "probabilities"
+        self._info = OracleInfo("fixed", "digest", ("classify",), output, 10, 4096)
+
+    @property
+    def info(self) -> OracleInfo:
+        return self._info
+
+    def classify(self, images):
+        n = len(images)
+        if self._info.classify_output == "label":
+            return ClassifyAnswer(labels=np.arange(n, dtype=np.int64) % 10)
+        rows = np.full((n, 10), 0.01)
+        rows[np.arange(n), np.arange(n) % 10] = 0.91
+        return ClassifyAnswer(probabilities=rows)
+
+
+def _published(n=3):
+    return np.random.default_rng(5).integers(1, 255, (n, 28, 28, 1), dtype=np.uint8)
+
+
+def _copy(image, family, label="augment/0/0"):
+    return draw_copies(family, 1, image, Prg(bytes(32), label))[1]
+
+
+def test_exact_matching_finds_none_and_every_pad_shift_flip_copy_but_no_dither_copy():
+    published = _published()
+    oracle = evasion.EvadingOracle(_Fixed(), "exact", published, epsilon=10)
+    queries = np.concatenate(
+        [
+            _copy(published[0], "none"),
+            *(_copy(published[1], "pad-shift-flip", f"augment/{i}/1") for i in range(5)),
+            _copy(published[2], "dither"),
+        ]
+    )
+    answer = oracle.classify(queries)
+    assert oracle.recognised == 6 and oracle.queries == 7
+    assert answer.probabilities is not None
+    assert np.all(answer.probabilities[:6] == 0.1)  # recognised: the uniform answer
+    assert answer.probabilities[6].max() == 0.91  # the dither copy kept its answer
+
+
+def test_near_matching_finds_dither_copies_and_labels_move_to_another_class():
+    published = _published()
+    oracle = evasion.EvadingOracle(_Fixed(label_only=True), "near", published, epsilon=10)
+    other = to_unit(np.full((28, 28, 1), 128, dtype=np.uint8)).astype(np.float32)[None]
+    answer = oracle.classify(np.concatenate([_copy(published[2], "dither"), other]))
+    assert oracle.recognised == 1
+    assert answer.labels is not None and answer.labels.tolist() == [1, 1]  # 0 moved to 1
+
+
+def test_pairdetect_answers_a_twin_with_the_earlier_query_s_answer():
+    image = _published(1)[0]
+    plus = np.clip(image.astype(int) + 10, 0, 255).astype(np.uint8)
+    minus = np.clip(image.astype(int) - 10, 0, 255).astype(np.uint8)
+    far = np.zeros_like(image)
+    queries = np.stack([to_unit(x).astype(np.float32) for x in (plus, far, minus)])
+    oracle = evasion.EvadingOracle(_Fixed(), "pairdetect", _published(), epsilon=10)
+    answer = oracle.classify(queries)
+    assert answer.probabilities is not None
+    assert np.array_equal(answer.probabilities[2], answer.probabilities[0])  # the twin
+    assert not np.array_equal(answer.probabilities[1], answer.probabilities[0])
+    assert oracle.recognised == 1
+    with pytest.raises(ValueError, match="strategy"):
+        evasion.EvadingOracle(_Fixed(), "psychic", _published(), epsilon=10)
+
+
+def test_the_evading_oracle_describes_itself_as_the_honest_one():
+    honest = _Fixed()
+    assert evasion.EvadingOracle(honest, "near", _published(), 10).info == honest.info
+
+
+# --- the ablation's arithmetic -----------------------------------------------------------------
+
+
+def test_q_hat_pools_untied_pairs_and_reports_ties():
+    records = [{"wins": 6, "losses": 2, "ties": 2}, {"wins": 3, "losses": 5, "ties": 0}]
+    assert ablation.q_hat(records) == (9 / 16, 2 / 18)
+    assert ablation.q_hat([{"wins": 0, "losses": 0, "ties": 4}]) is None
+
+
+def test_a_shared_variant_draws_both_twins_from_one_stream():
+    assert ablation.Variant("C1", "pad-shift-flip", 32, shared=True).name.endswith("shared")
+    spec = ablation.Variant("C2", "dither", 1, "logit").spec()
+    assert spec.statistic == "logit" and spec.knowledge == "C2"
+
+
+# --- a tiny run of rung (a), end to end --------------------------------------------------------
+
+
+@needs_data
+def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_path):
+    args = ["ladder", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
+    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
+    assert evaluation_main(args) == 0
+    work = tmp_path / "work"
+    audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
+    assert len(audits) == len(plan_ladder([0]).jobs)
+    variants = (work / "ablation.jsonl").read_text().splitlines()
+    assert len(variants) == 2 * len(ablation.VARIANTS)
+    for line in variants:
+        record = json.loads(line)
+        assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
+    dodges = [json.loads(line) for line in (work / "evasion.jsonl").read_text().splitlines()]
+    assert len(dodges) == len(evasion.DESIGNS) * (1 + len(evasion.STRATEGIES))
+    exact_none = next(r for r in dodges if r["key"].endswith("C1 none K=1 entropy|exact"))
+    assert exact_none["recognised"] == 0.5  # every published query, none of the hidden ones
+    report = (tmp_path / "results.md").read_text()
+    assert "## Regime ladder: the CLI's default marks and claims" in report
+    assert "Ablation: q̂ of each score variant" in report and "Evasion:" in report
+    assert "Null check, C1 `dither` K = 1" in report
+    assert "none has been lent to this issue" in report
