@@ -29,34 +29,18 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 
+from owner.marking import proxy
+from owner.marking.proxy import pad_crop_flip, to_tensor
+
+__all__ = ["RECIPES", "accuracy", "augmenter", "fit", "pad_crop_flip", "to_tensor", "train"]
+
 from .models import DemoCNN, make_net
 
-#: Zero padding on each side before the random crop (pixels).
-PAD = 4
 #: The training augmentations :func:`train` knows, by name.
 RECIPES = ("none", "pad-crop-flip", "random-resized-crop")
 #: Area fraction and aspect-ratio range of ``random-resized-crop`` (torchvision's defaults).
 RRC_SCALE = (0.08, 1.0)
 RRC_RATIO = (3 / 4, 4 / 3)
-
-
-def pad_crop_flip(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Return a batch (N, C, H, W) padded by :data:`PAD`, randomly cropped back and flipped.
-
-    Each image gets its own crop offset (uniform in 0..2·PAD per axis) and its own
-    left–right flip (probability ½), all drawn from ``generator``.
-    """
-    n, _, height, width = x.shape
-    padded = F.pad(x, (PAD, PAD, PAD, PAD))
-    tops = torch.randint(0, 2 * PAD + 1, (n,), generator=generator)
-    lefts = torch.randint(0, 2 * PAD + 1, (n,), generator=generator)
-    flips = torch.randint(0, 2, (n,), generator=generator).bool()
-    rows = tops[:, None] + torch.arange(height)  # (n, H)
-    cols = torch.arange(width).expand(n, width)
-    cols = lefts[:, None] + torch.where(flips[:, None], width - 1 - cols, cols)  # (n, W)
-    batch = torch.arange(n)[:, None, None]
-    out = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]]
-    return out.permute(0, 3, 1, 2).contiguous()
 
 
 def random_resized_crop_flip(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -90,12 +74,6 @@ def augmenter(recipe: str) -> Callable[[torch.Tensor, torch.Generator], torch.Te
     if recipe not in RECIPES:
         raise ValueError(f"unknown training recipe {recipe!r}; known: {', '.join(RECIPES)}")
     return {"none": None, "pad-crop-flip": pad_crop_flip}.get(recipe, random_resized_crop_flip)
-
-
-def to_tensor(images: npt.NDArray[np.uint8]) -> torch.Tensor:
-    """Return uint8 images (N, H, W) or (N, H, W, 1) as float32 (N, 1, H, W) in [0, 1]."""
-    array = images.reshape(images.shape[0], images.shape[1], images.shape[2], -1)
-    return torch.from_numpy(np.array(array, dtype=np.uint8)).permute(0, 3, 1, 2).float() / 255.0
 
 
 def train(
@@ -159,37 +137,20 @@ def fit(
     progress: Callable[[int, float, float], None] | None = None,
     device: str = "cpu",
 ) -> None:
-    """Train ``model`` (already on ``device``) in place: cross-entropy, one step per batch.
-
-    Batches are shuffled and augmented (``recipe``) from a ``torch.Generator`` seeded
-    with ``seed``, on the CPU; ``schedule`` (if any) steps after every batch.
-    ``progress(epoch, loss, train_accuracy)`` is called after every epoch (the accuracy
-    on the augmented batches seen in that epoch).
-    """
-    augment = augmenter(recipe)
-    x = to_tensor(images)
-    y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for epoch in range(1, epochs + 1):
-        order = torch.randperm(x.shape[0], generator=generator)
-        total_loss, correct = 0.0, 0
-        for start in range(0, x.shape[0], batch_size):
-            index = order[start : start + batch_size]
-            batch = augment(x[index], generator) if augment is not None else x[index]
-            target = y[index].to(device)
-            optimiser.zero_grad()
-            logits = model(batch.to(device))
-            loss = F.cross_entropy(logits, target)
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimiser.step()
-            if schedule is not None:
-                schedule.step()
-            if progress is not None:  # reading the loss waits for the device: only when asked
-                total_loss += float(loss.detach()) * len(index)
-                correct += int((logits.argmax(1) == target).sum())
-        if progress is not None:
-            progress(epoch, total_loss / x.shape[0], correct / x.shape[0])
+    """Train ``model`` in place with the augmentation of ``recipe`` (:func:`proxy.fit`)."""
+    proxy.fit(
+        model,
+        images,
+        labels,
+        optimiser=optimiser,
+        schedule=schedule,
+        epochs=epochs,
+        seed=seed,
+        batch_size=batch_size,
+        augment=augmenter(recipe),
+        progress=progress,
+        device=device,
+    )
 
 
 def accuracy(

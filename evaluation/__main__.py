@@ -34,7 +34,7 @@ from protocol.errors import TwinauditError
 
 from .ablation import run_ablation
 from .audit import AuditLog, run_missing, without_weights
-from .build import Workspace, describe_machine, device_name
+from .build import PROXY_EPOCHS, Workspace, describe_machine, device_name
 from .evasion import run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
@@ -182,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         # Writing the results reads no images: only the classifier tables need them here.
         reads_images = args.table not in (*foundation.COMMANDS, "report")
         data = locate(args.data) if reads_images else (args.data or Path())
-        workspace = Workspace(args.work, data)
+        workspace = Workspace(
+            args.work, data, proxy_epochs=min(args.epochs or PROXY_EPOCHS, PROXY_EPOCHS)
+        )
     except DataNotFoundError as exc:
         print(f"evaluation: {exc}", file=sys.stderr)
         return 2

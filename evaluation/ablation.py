@@ -153,8 +153,7 @@ def run_ablation(
     """Score every variant on every model of ``plan`` with its vault; return all records."""
     log = AuditLog(workspace.root / "ablation.jsonl")
     records = log.results
-    pairs_of = {job.model: job.vault for job in plan.jobs}
-    for model, vault in pairs_of.items():
+    for model, vault in dict.fromkeys((job.model, job.vault) for job in plan.jobs):
         todo = [v for v in variants if key(model, vault, v) not in records]
         if not todo or not (workspace.model_dir(model) / "model.pt").exists():
             continue
@@ -196,17 +195,18 @@ def q_hat(records: Sequence[dict[str, object]]) -> tuple[float, float] | None:
 def ablation_table(
     plan: Plan, records: dict[str, dict[str, object]], variants: Sequence[Variant] = VARIANTS
 ) -> list[str]:
-    """Return Markdown: per variant, q̂ over all pairs on used and clean models, and ties.
+    """Return Markdown: per kind of marks and variant, q̂ over all pairs, used and clean.
 
-    q̂ is pooled over the plan's seeds; "per seed" lists each model's own q̂.
+    q̂ is pooled over the plan's seeds; "per seed" lists each model's own q̂. Clean
+    models are scored with the same vaults (the marks they never saw).
     """
-    pairs_of = {job.model: job.vault for job in plan.jobs}
+    pairs = list(dict.fromkeys((job.model, job.vault) for job in plan.jobs))
 
-    def cells(variant: Variant, clean: bool) -> tuple[str, str, str]:
+    def cells(variant: Variant, clean: bool, marker: str) -> tuple[str, str, str]:
         mine = [
             records[k]
-            for m, v in pairs_of.items()
-            if m.clean == clean and (k := key(m, v, variant)) in records
+            for m, v in pairs
+            if m.clean == clean and v.marker == marker and (k := key(m, v, variant)) in records
         ]
         pooled = q_hat(mine)
         if pooled is None:
@@ -215,13 +215,15 @@ def ablation_table(
         return f"{pooled[0]:.3f}", seeds, f"{pooled[1]:.0%}"
 
     lines = [
-        "| score variant | q̂ used (all pairs) | per seed | tied | q̂ clean | per seed |",
-        "|---|---|---|---|---|---|",
+        "| marks | score variant | q̂ used (all pairs) | per seed | tied | q̂ clean | per seed |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for variant in variants:
-        used, used_seeds, tied = cells(variant, clean=False)
-        clean, clean_seeds, _ = cells(variant, clean=True)
-        lines.append(
-            f"| {variant.name} | {used} | {used_seeds} | {tied} | {clean} | {clean_seeds} |"
-        )
+    for marker in dict.fromkeys(v.marker for m, v in pairs if not m.clean):
+        for variant in variants:
+            used, used_seeds, tied = cells(variant, False, marker)
+            clean, clean_seeds, _ = cells(variant, True, marker)
+            lines.append(
+                f"| `{marker}` | {variant.name} | {used} | {used_seeds} | {tied} | {clean} "
+                f"| {clean_seeds} |"
+            )
     return lines

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -36,11 +37,18 @@ from demo.practitioner import accuracy, train
 from owner.images.sources import open_source
 from owner.mark import mark, secret_from_seed
 from owner.marking import MarkingConfig
+from owner.marking.proxy import train_proxy, write_proxy
 from owner.vault import Vault
 from protocol.seeds import publication_bits
 
 from .specs import ModelSpec, VaultSpec
 from .standard import make_resnet, train_standard
+
+#: The evaluation's name for PGD marks made in the features of the owner's proxy
+#: classifier (``owner proxy`` and ``--extractor proxy-cnn``), and their PGD steps.
+PROXY_MARKER: Final = "pgdproxy"
+PROXY_STEPS: Final = 10
+PROXY_EPOCHS: Final = 40
 
 
 def rho_of(vault: Vault, draw: int = 0) -> bytes:
@@ -74,10 +82,14 @@ def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:
 class Workspace:
     """The evaluation's work directory and the Fashion-MNIST it draws from."""
 
-    def __init__(self, root: Path, data_folder: Path) -> None:
-        """Use ``root`` (created) and the idx files in ``data_folder``."""
+    def __init__(self, root: Path, data_folder: Path, *, proxy_epochs: int = PROXY_EPOCHS) -> None:
+        """Use ``root`` (created) and the idx files in ``data_folder``.
+
+        ``proxy_epochs`` is how long the owner's proxy trains (fewer for smoke runs).
+        """
         self.root = root
         self.data_folder = data_folder
+        self.proxy_epochs = proxy_epochs
         self._data: demo_data.FashionMnist | None = None
         root.mkdir(parents=True, exist_ok=True)  # its folders come with what is built in them
 
@@ -103,7 +115,7 @@ class Workspace:
         target = self.root / "vaults" / spec.name
         if not target.exists():
             split = self.split(spec.seed, spec.n_train)
-            config = MarkingConfig(marker=spec.marker, epsilon=spec.epsilon)
+            config = self.marking_config(spec)
 
             def build(tmp: Path) -> None:
                 source = open_source(split.owner_images, labels=split.owner_labels)
@@ -112,6 +124,38 @@ class Workspace:
 
             _publish_atomically(build, target)
         return Vault.open(target / "vault")
+
+    def marking_config(self, spec: VaultSpec) -> MarkingConfig:
+        """Return how ``spec``'s vault is marked: its marker, or PGD on the proxy (``pgdproxy``)."""
+        if spec.marker != PROXY_MARKER:
+            return MarkingConfig(marker=spec.marker, epsilon=spec.epsilon)
+        return MarkingConfig(
+            marker="pgd",
+            epsilon=spec.epsilon,
+            extractor="proxy-cnn",
+            extractor_weights=str(self.proxy()),
+            steps=PROXY_STEPS,
+            step_size=2.5 * spec.epsilon / PROXY_STEPS,
+            batch_size=64,
+            input_size=28,
+        )
+
+    def proxy(self) -> Path:
+        """Return the owner's proxy (trained on first use; ``twinaudit owner proxy``'s code).
+
+        A :class:`~owner.marking.proxy.SmallCNN` trained :data:`PROXY_EPOCHS` epochs (seed
+        99) on the 10,000 Fashion-MNIST test images, public data no practitioner here
+        trains on: what an owner who holds labelled public images of her domain would train.
+        """
+        epochs = self.proxy_epochs
+        target = self.root / "proxy" / f"fmnist-test-e{epochs}-s99.pt"
+        if not target.exists():
+            data = self.fashion_mnist()
+            torch.set_num_threads(1)
+            model = train_proxy(data.test_images, data.test_labels, epochs=epochs, seed=99)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_proxy(model, target)
+        return target
 
     def published(self, spec: VaultSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Return what the owner published from ``spec``'s vault (version b_i of pair i)."""

@@ -198,8 +198,8 @@ def run_evasion(
     """
     path = workspace.root / "evasion.jsonl"
     log = AuditLog(path)
-    pairs_of = {job.model: job.vault for job in plan.jobs if not job.model.clean}
-    for model, vault in pairs_of.items():
+    used = dict.fromkeys((job.model, job.vault) for job in plan.jobs if not job.model.clean)
+    for model, vault in used:
         todo = [
             (design, strategy)
             for design in DESIGNS
@@ -246,16 +246,18 @@ def evasion_key(
 
 def evasion_table(plan: Plan, records: Mapping[str, Mapping[str, object]]) -> list[str]:
     """Return Markdown: per query design, DSR and q̂ against each oracle, and what it recognised."""
-    pairs_of = {job.model: job.vault for job in plan.jobs if not job.model.clean}
-    header = ["query design", *(f"`{s}`" for s in ("honest", *STRATEGIES))]
+    used = list(dict.fromkeys((j.model, j.vault) for j in plan.jobs if not j.model.clean))
+    header = ["marks", "query design", *(f"`{s}`" for s in ("honest", *STRATEGIES))]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for design in DESIGNS:
-        row = [design_name(design)]
+    for marker, design in (
+        (mk, d) for mk in dict.fromkeys(v.marker for _, v in used) for d in DESIGNS
+    ):
+        row = [f"`{marker}`", design_name(design)]
         for strategy in ("honest", *STRATEGIES):
             mine = [
                 records[k]
-                for m, v in pairs_of.items()
-                if (k := evasion_key(m, v, design, strategy)) in records
+                for m, v in used
+                if v.marker == marker and (k := evasion_key(m, v, design, strategy)) in records
             ]
             if not mine:
                 row.append("—")

@@ -73,7 +73,8 @@ class ModelSpec:
 
     ``fraction`` of the owner's published images are in its training set (the rest of
     her share is replaced by other images, so the set always has ``n_train`` images);
-    0 is a clean model, whose marks do not matter (its ``epsilon`` is normalised to 0).
+    0 is a clean model, whose marks do not matter (its ``epsilon`` is normalised to 0
+    and its ``marker`` to the default: the vault it is audited with is the plan's).
     """
 
     seed: int
@@ -97,8 +98,9 @@ class ModelSpec:
             raise ValueError(f"training must be 0 or more, not {self.training}")
         if self.trainer not in TRAINERS:
             raise ValueError(f"unknown trainer {self.trainer!r}; known: {TRAINERS}")
-        if self.fraction == 0.0 and self.epsilon != 0:
+        if self.fraction == 0.0:
             object.__setattr__(self, "epsilon", 0)
+            object.__setattr__(self, "marker", MARKER)
 
     @property
     def clean(self) -> bool:
@@ -125,10 +127,10 @@ class ModelSpec:
         label = f"twinaudit evaluation training {self.seed} {self.training}".encode()
         return int.from_bytes(hashlib.sha256(label).digest()[:4], "big")
 
-    def vault(self, epsilon: int | None = None) -> VaultSpec:
+    def vault(self, epsilon: int | None = None, marker: str | None = None) -> VaultSpec:
         """Return the vault its published images came from (or it is audited against)."""
         eps = self.epsilon if epsilon is None else epsilon
-        return VaultSpec(self.seed, self.n_train, eps or EPSILON, self.marker)
+        return VaultSpec(self.seed, self.n_train, eps or EPSILON, marker or self.marker)
 
 
 #: How :attr:`ModelSpec.name` ends for a clean model: ``-clean``, then ``-t<n>`` for a
@@ -189,12 +191,19 @@ class Plan:
     jobs: list[Job] = field(default_factory=list)
 
     def add(
-        self, model: ModelSpec, audits: Sequence[AuditSpec], epsilon: int | None = None
+        self,
+        model: ModelSpec,
+        audits: Sequence[AuditSpec],
+        epsilon: int | None = None,
+        marker: str | None = None,
     ) -> None:
-        """Need ``model`` and audit it with each of ``audits`` (against its own vault)."""
+        """Need ``model`` and audit it with each of ``audits`` (against its own vault).
+
+        ``epsilon`` and ``marker`` name another vault of the same seed (a clean model's).
+        """
         if model not in self.models:
             self.models.append(model)
-        vault = model.vault(epsilon)
+        vault = model.vault(epsilon, marker)
         self.jobs.extend(Job(model, vault, audit) for audit in audits)
 
 
@@ -276,6 +285,8 @@ CLI_AUDITS: Final = (
     AuditSpec(knowledge="C1", k=1, perturbation="dither"),
     AuditSpec(knowledge="C3", k=1, perturbation="dither"),
 )
+#: The marks rung (a) compares: the CLI's default and PGD on the owner's proxy.
+LADDER_MARKERS: Final = (CLI_MARKER, "pgdproxy")
 #: Fresh arbiter randomness per clean model for the null check of the default claim.
 LADDER_NULL_DRAWS: Final = 20
 
@@ -300,18 +311,22 @@ def _null_audits() -> list[AuditSpec]:
 
 
 def plan_ladder(seeds: Sequence[int]) -> Plan:
-    """Plan the regime ladder's rung (a): the demo's regime with the CLI's default marks.
+    """Plan the regime ladder's rung (a): the demo's regime with ε = 10 marks.
 
-    The used models trained on the owner's ``pgd`` ε = 10 publication; the clean ones
-    are main's clean models trained a second time (``-t1``, as the recipe and ε tables
-    use them), audited against the same ``pgd`` vaults.
+    Two kinds of marks, each with its own used models: the CLI's default (``pgd`` on
+    EfficientNet-Lite0) and ``pgdproxy`` (PGD in the features of the owner's proxy
+    classifier, ``twinaudit owner proxy``). The clean models are main's trained a
+    second time (``-t1``, as the recipe and ε tables use them), audited against both
+    vaults of their seed.
     """
     plan = Plan("ladder", "Regime ladder: the CLI's default marks and claims")
     audits = _ladder_audits()
     for seed in seeds:
-        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=CLI_MARKER), audits)
-        clean = ModelSpec(seed, fraction=0.0, marker=CLI_MARKER, training=1)
-        plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON)
+        for marker in LADDER_MARKERS:
+            plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=marker), audits)
+        clean = ModelSpec(seed, fraction=0.0, training=1)
+        for marker in LADDER_MARKERS:
+            plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON, marker=marker)
     return plan
 
 
@@ -340,7 +355,8 @@ def plan_standard(seeds: Sequence[int]) -> Plan:
             trainer=STANDARD_TRAINER,
         )
         plan.add(used, audits)
-        plan.add(replace(used, fraction=0.0), [*audits, *_null_audits()], epsilon=CLI_EPSILON)
+        clean = replace(used, fraction=0.0)
+        plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON, marker=CLI_MARKER)
     return plan
 
 

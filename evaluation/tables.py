@@ -366,25 +366,32 @@ def ladder_table(
         "",
     ]
     rows = []
-    for audit in dict.fromkeys(job.audit for job in plan.jobs if not job.audit.rho_draw):
+    markers = list(dict.fromkeys(s.marker for s in plan.models if not s.clean))
+    for marker in markers:
+        for audit in dict.fromkeys(j.audit for j in plan.jobs if not j.audit.rho_draw):
 
-        def pick(clean_model: bool, a: AuditSpec = audit) -> Callable[[Job], bool]:
-            return lambda j: j.model.clean == clean_model and j.audit == a
+            def pick(
+                clean_model: bool, a: AuditSpec = audit, mk: str = marker
+            ) -> Callable[[Job], bool]:
+                return lambda job: (
+                    job.model.clean == clean_model and job.vault.marker == mk and job.audit == a
+                )
 
-        hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
-        statistic = "" if audit.statistic == "entropy" else f", {audit.statistic}"
-        rows.append(
-            [
-                f"{audit.knowledge}, `{audit.perturbation}` K = {audit.k}{statistic}",
-                hit.dsr(),
-                hit.q_over_m(m),
-                hit.q_hat(),
-                hit.untied(),
-                miss.dsr(),
-                miss.q_hat(),
-            ]
-        )
-    header = ["claim", "DSR", "Q/M", "q̂", "untied", "false detections", "q̂ clean"]
+            hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
+            statistic = "" if audit.statistic == "entropy" else f", {audit.statistic}"
+            rows.append(
+                [
+                    f"`{marker}` ε = {plan.jobs[0].vault.epsilon}",
+                    f"{audit.knowledge}, `{audit.perturbation}` K = {audit.k}{statistic}",
+                    hit.dsr(),
+                    hit.q_over_m(m),
+                    hit.q_hat(),
+                    hit.untied(),
+                    miss.dsr(),
+                    miss.q_hat(),
+                ]
+            )
+    header = ["marks", "claim", "DSR", "Q/M", "q̂", "untied", "false detections", "q̂ clean"]
     lines += _table(header, rows)
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     for audit in dict.fromkeys(replace(j.audit, rho_draw=0) for j in redrawn):
@@ -398,7 +405,8 @@ def ladder_table(
         lines += [
             "",
             f"Null check, {audit.knowledge} `{audit.perturbation}` K = {audit.k}: the clean "
-            f"models under fresh publication bits, {null.dsr()} claims detected{share} "
-            f"(q̂ {null.q_hat()}); each claim's bound is p = {audit.p:g}.",
+            f"models under fresh publication bits (with every vault of their seed), "
+            f"{null.dsr()} claims detected{share} (q̂ {null.q_hat()}); each claim's bound "
+            f"is p = {audit.p:g}.",
         ]
     return lines

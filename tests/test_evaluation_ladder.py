@@ -31,16 +31,21 @@ needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fa
 # --- plans -------------------------------------------------------------------------------------
 
 
-def test_rung_a_audits_the_cli_marks_and_claims_with_clean_models_of_their_own():
+def test_rung_a_audits_both_marks_and_the_cli_claims_with_clean_models_of_their_own():
     plan = plan_ladder([0, 1])
     used = [m for m in plan.models if not m.clean]
     clean = [m for m in plan.models if m.clean]
-    assert {(m.marker, m.epsilon) for m in used} == {("pgd", 10)}
-    assert all(m.training == 1 for m in clean)  # main's clean models trained again
-    assert {j.vault.name for j in plan.jobs} == {"s0-n2000-pgd10", "s1-n2000-pgd10"}
+    assert {(m.marker, m.epsilon) for m in used} == {("pgd", 10), ("pgdproxy", 10)}
+    assert len(clean) == 2 and all(m.training == 1 for m in clean)  # main's, trained again
+    assert clean[0] == ModelSpec(0, fraction=0.0, training=1)  # the recipe table's model
+    assert {j.vault.name for j in plan.jobs} == {
+        f"s{s}-n2000-{m}10" for s in (0, 1) for m in ("pgd", "pgdproxy")
+    }
+    for model in clean:  # audited with both vaults of its seed
+        assert {j.vault.marker for j in plan.jobs if j.model == model} == {"pgd", "pgdproxy"}
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean for j in redrawn)
-    assert len(redrawn) == 2 * len(CLI_AUDITS) * LADDER_NULL_DRAWS
+    assert len(redrawn) == 2 * 2 * len(CLI_AUDITS) * LADDER_NULL_DRAWS
     assert {j.audit.perturbation for j in redrawn} == {"dither"}
 
 
@@ -179,12 +184,13 @@ def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_pa
     audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
     assert len(audits) == len(plan_ladder([0]).jobs)
     variants = (work / "ablation.jsonl").read_text().splitlines()
-    assert len(variants) == 2 * len(ablation.VARIANTS)
+    assert len(variants) == 4 * len(ablation.VARIANTS)  # two used models, one clean twice
     for line in variants:
         record = json.loads(line)
         assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
     dodges = [json.loads(line) for line in (work / "evasion.jsonl").read_text().splitlines()]
-    assert len(dodges) == len(evasion.DESIGNS) * (1 + len(evasion.STRATEGIES))
+    assert len(dodges) == 2 * len(evasion.DESIGNS) * (1 + len(evasion.STRATEGIES))
+    assert (work / "proxy" / "fmnist-test-e1-s99.pt").exists()  # the smoke run's proxy
     exact_none = next(r for r in dodges if r["key"].endswith("C1 none K=1 entropy|exact"))
     assert exact_none["recognised"] == 0.5  # every published query, none of the hidden ones
     report = (tmp_path / "results.md").read_text()

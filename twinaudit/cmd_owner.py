@@ -44,6 +44,7 @@ def register(commands: Any) -> None:
     )
     sub = group.add_subparsers(dest="owner_command", metavar="COMMAND", required=True)
     _register_mark(sub)
+    _register_proxy(sub)
     _register_escrow(sub)
     _register_publish(sub)
     _register_inspect(sub)
@@ -90,7 +91,8 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "--extractor",
         default=defaults.extractor,
-        help="efficientnet-lite0 | resnet18 | module.path:callable (pgd only)",
+        help="efficientnet-lite0 | resnet18 | proxy-cnn (a file from owner proxy, given "
+        "as --extractor-weights) | module.path:callable (pgd only)",
     )
     mark.add_argument("--extractor-weights", help="weights file for the extractor")
     mark.add_argument("--steps", type=int, default=defaults.steps, help="PGD steps")
@@ -156,6 +158,84 @@ def _register_mark(sub: Any) -> None:
     )
     mark.add_argument("--quiet", action="store_true", help="no progress line")
     mark.set_defaults(handler=_mark)
+
+
+def _register_proxy(sub: Any) -> None:
+    from owner.marking.proxy import EPOCHS
+
+    proxy = sub.add_parser(
+        "proxy",
+        help="train a proxy classifier on labelled images of your domain, to mark with",
+        description="Train a small CNN (the proxy practitioner) on labelled images like "
+        "yours: public images of your domain, your own, or both. Marks made in its features "
+        "(owner mark --extractor proxy-cnn --extractor-weights FILE) are far apart for the "
+        "classifiers that learn from such images, where an ImageNet extractor's are not "
+        "(docs/results.md, Regime ladder). Images of other sizes are resized to --side.",
+    )
+    proxy.add_argument("input", type=Path, help="folder of PNG/JPEG, .npy, .npz or idx(.gz)")
+    proxy.add_argument(
+        "--labels", type=Path, help="labels file (CSV or JSON); idx and npz inputs carry theirs"
+    )
+    proxy.add_argument("--npz-key", help="array to read from an .npz input")
+    proxy.add_argument("--out", type=Path, required=True, help="the proxy's file (written new)")
+    proxy.add_argument(
+        "--side",
+        type=int,
+        help="side of the proxy's square input, a multiple of 4 (default: the images' side "
+        "when they are square, a multiple of 4 and all of one size)",
+    )
+    proxy.add_argument(
+        "--epochs", type=int, default=EPOCHS, help=f"training epochs (default {EPOCHS})"
+    )
+    proxy.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    proxy.set_defaults(handler=_proxy)
+
+
+def _proxy(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from owner.images.sources import open_source
+    from owner.marking.proxy import square_images, train_proxy, write_proxy
+
+    if args.epochs < 1:
+        raise InputError("--epochs must be at least 1")
+    if args.out.exists():
+        raise InputError(f"{args.out} exists; the proxy is written to a new file")
+    if not args.out.parent.is_dir():
+        raise InputError(f"{args.out.parent} is not a folder")
+    source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
+    if not source.has_labels:
+        raise InputError(f"{args.input} has no labels: give --labels (a proxy learns them)")
+    batches = list(source.batches(1024))
+    shapes = {b.pixels.shape[1:3] for b in batches}
+    channels = {b.pixels.shape[3] for b in batches}
+    if len(channels) > 1:
+        raise InputError("the images mix grey and colour; convert them to one kind first")
+    side = args.side
+    if side is None:
+        (height, width), *rest = shapes
+        if rest or height != width or height % 4:
+            raise InputError(
+                "the images are not all square of one side divisible by 4: give --side"
+            )
+        side = height
+    if side < 8 or side % 4 or side > 512:
+        raise InputError(f"--side must be a multiple of 4 in 8..512, not {side}")
+    images = np.concatenate([square_images(b.pixels, side) for b in batches])
+    labels = np.array([label for b in batches for label in b.labels], dtype=np.int64)
+    print(f"training a proxy on {len(images)} images at {side}x{side}, {args.epochs} epochs")
+
+    def progress(epoch: int, loss: float, accuracy: float) -> None:
+        if epoch == args.epochs or epoch % 10 == 0:
+            print(f"  epoch {epoch}: loss {loss:.3f}, accuracy {accuracy:.3f}", flush=True)
+
+    model = train_proxy(images, labels, epochs=args.epochs, seed=args.seed, progress=progress)
+    write_proxy(model, args.out)
+    print(
+        f"wrote {args.out}; next: twinaudit owner mark IMAGES --extractor proxy-cnn "
+        f"--extractor-weights {args.out} --out VAULT"
+    )
+    return EXIT_OK
 
 
 def _register_escrow(sub: Any) -> None:

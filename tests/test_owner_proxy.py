@@ -1,0 +1,129 @@
+"""The owner's proxy practitioner: training, its file, the proxy-cnn extractor, the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from owner.marking import MarkingConfig
+from owner.marking.extractors import load_extractor
+from owner.marking.markers import make_marker
+from owner.marking.proxy import (
+    SmallCNN,
+    load_proxy_state,
+    save_proxy,
+    square_images,
+    train_proxy,
+    write_proxy,
+)
+from protocol.errors import InputError, ParameterError
+from twinaudit.cli import main as cli_main
+
+
+def _data(n=48, side=16, channels=1, seed=0):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.integers(0, 256, (n, side, side, channels), dtype=np.uint8),
+        np.arange(n) % 3,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_training_is_seeded_and_sizes_follow_the_data():
+    images, labels = _data(channels=3)
+    first = train_proxy(images, labels, epochs=1, seed=4)
+    again = train_proxy(images, labels, epochs=1, seed=4)
+    for a, b in zip(first.state_dict().values(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert first(torch.zeros(2, 3, 16, 16)).shape == (2, 3)  # three classes seen
+    assert first.hidden_layer()(torch.zeros(1, 3, 16, 16)).shape == (1, 1024)
+
+
+def test_the_demo_network_is_the_proxy_at_the_demos_sizes():
+    from demo.models import make_net
+
+    net = make_net()
+    assert isinstance(net, SmallCNN)
+    assert sum(p.numel() for p in net.parameters()) == 1_621_706
+
+
+def test_a_proxy_file_round_trips_and_marks(tmp_path):
+    images, labels = _data()
+    model = train_proxy(images, labels, epochs=1, seed=0)
+    path = tmp_path / "proxy.pt"
+    write_proxy(model, path)
+    loaded, side = load_proxy_state(str(path))
+    assert side == 16
+    x = torch.rand(2, 1, 16, 16)
+    assert torch.equal(loaded(x), model(x))
+    extractor = load_extractor("proxy-cnn", weights=str(path))
+    assert extractor.input_size == 16
+    assert extractor.features(torch.rand(3, 1, 40, 40)).shape == (3, 1024)  # resized
+    config = MarkingConfig(extractor="proxy-cnn", extractor_weights=str(path), steps=2)
+    marker = make_marker(config, bytes(32))
+    deltas = marker.deltas(_data(4, 16)[0], 0)
+    assert deltas.shape == (4, 16, 16, 1) and int(np.abs(deltas).max()) <= config.epsilon
+
+
+def test_bad_proxy_files_are_typed_errors(tmp_path):
+    with pytest.raises(ParameterError, match="weights file"):
+        load_extractor("proxy-cnn")
+    plain = tmp_path / "plain.pt"
+    torch.save(SmallCNN(side=16).state_dict(), plain)
+    with pytest.raises(InputError, match="not a proxy"):
+        load_proxy_state(str(plain))
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a torch file")
+    with pytest.raises(InputError, match="cannot read"):
+        load_proxy_state(str(junk))
+    broken = tmp_path / "broken.pt"
+    save_proxy(SmallCNN(side=16), broken)
+    state = torch.load(broken, weights_only=True)
+    state["proxy.side"] = torch.tensor(20)
+    torch.save(state, broken)
+    with pytest.raises(InputError, match="does not fit"):
+        load_proxy_state(str(broken))
+
+
+def test_square_images_resizes_only_when_needed():
+    images, _ = _data(2, 16)
+    assert square_images(images, 16) is images
+    assert square_images(images, 8).shape == (2, 8, 8, 1)
+    assert square_images(images, 8).dtype == np.uint8
+
+
+def test_the_cli_trains_a_proxy_and_refuses_what_it_cannot_use(tmp_path, capsys):
+    images, labels = _data(40, 16)
+    np.savez(tmp_path / "public.npz", images=images, labels=labels)
+    out = tmp_path / "proxy.pt"
+    args = ["owner", "proxy", str(tmp_path / "public.npz"), "--npz-key", "images"]
+    labels_file = tmp_path / "labels.json"
+    labels_file.write_text("[" + ", ".join(str(int(y)) for y in labels) + "]")
+    assert cli_main([*args, "--labels", str(labels_file), "--out", str(out), "--epochs", "1"]) == 0
+    assert "next: twinaudit owner mark" in capsys.readouterr().out
+    assert load_proxy_state(str(out))[1] == 16
+    # A second run would overwrite it: refused, the file kept.
+    before = out.read_bytes()
+    assert cli_main([*args, "--labels", str(labels_file), "--out", str(out)]) != 0
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == before
+    # No labels: refused before any training.
+    np.save(tmp_path / "bare.npy", images)
+    assert (
+        cli_main(
+            ["owner", "proxy", str(tmp_path / "bare.npy"), "--out", str(tmp_path / "other.pt")]
+        )
+        != 0
+    )
+    assert "no labels" in capsys.readouterr().err
+    assert not (tmp_path / "other.pt").exists()
+    bad_side = [*args, "--labels", str(labels_file), "--out", str(tmp_path / "s.pt")]
+    assert cli_main([*bad_side, "--side", "30"]) != 0
+    assert "multiple of 4" in capsys.readouterr().err
