@@ -32,7 +32,7 @@ import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 from owner.marking import proxy
 from owner.marking.proxy import pad_crop_flip, to_tensor
 
-__all__ = ["RECIPES", "accuracy", "augmenter", "fit", "pad_crop_flip", "to_tensor", "train"]
+__all__ = ["RECIPES", "accuracy", "augmenter", "pad_crop_flip", "to_tensor", "train"]
 
 from .models import DemoCNN, make_net
 
@@ -107,37 +107,6 @@ def train(
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * ((len(images) + batch_size - 1) // batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps) if cosine else None
-    fit(
-        model,
-        images,
-        labels,
-        optimiser=optimiser,
-        schedule=schedule,
-        epochs=epochs,
-        seed=seed,
-        batch_size=batch_size,
-        recipe=recipe,
-        progress=progress,
-        device=device,
-    )
-    return model.to("cpu").eval()
-
-
-def fit(
-    model: torch.nn.Module,
-    images: npt.NDArray[np.uint8],
-    labels: npt.NDArray[np.integer],
-    *,
-    optimiser: torch.optim.Optimizer,
-    schedule: torch.optim.lr_scheduler.LRScheduler | None,
-    epochs: int,
-    seed: int,
-    batch_size: int,
-    recipe: str,
-    progress: Callable[[int, float, float], None] | None = None,
-    device: str = "cpu",
-) -> None:
-    """Train ``model`` in place with the augmentation of ``recipe`` (:func:`proxy.fit`)."""
     proxy.fit(
         model,
         images,
@@ -151,6 +120,7 @@ def fit(
         progress=progress,
         device=device,
     )
+    return model.to("cpu").eval()
 
 
 def accuracy(

@@ -23,7 +23,8 @@ import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 from torch import nn
 
 from demo.models import N_CLASSES
-from demo.practitioner import fit
+from demo.practitioner import augmenter
+from owner.marking.proxy import fit
 
 #: Channels of the three stages (at 14×14, 7×7 and 4×4: each stage halves the side, the
 #: first too, which keeps a CPU epoch of 10,000 images near 10 s on one thread).
@@ -133,7 +134,7 @@ def train_standard(
         epochs=epochs,
         seed=seed,
         batch_size=BATCH,
-        recipe=recipe,
+        augment=augmenter(recipe),
         progress=progress,
         device=device,
     )
