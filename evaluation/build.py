@@ -37,6 +37,7 @@ from demo.practitioner import accuracy, train
 from owner.images.sources import open_source
 from owner.mark import mark, secret_from_seed
 from owner.marking import MarkingConfig
+from owner.marking.config import pgd_defaults
 from owner.marking.proxy import train_proxy, write_proxy
 from owner.vault import Vault
 from protocol.seeds import publication_bits
@@ -45,9 +46,8 @@ from .specs import ModelSpec, VaultSpec
 from .standard import make_resnet, train_standard
 
 #: The evaluation's name for PGD marks made in the features of the owner's proxy
-#: classifier (``owner proxy`` and ``--extractor proxy-cnn``), and their PGD steps.
+#: classifier (``owner proxy`` and ``--extractor proxy-cnn``), and the proxy's epochs.
 PROXY_MARKER: Final = "pgdproxy"
-PROXY_STEPS: Final = 10
 PROXY_EPOCHS: Final = 40
 
 
@@ -129,14 +129,15 @@ class Workspace:
         """Return how ``spec``'s vault is marked: its marker, or PGD on the proxy (``pgdproxy``)."""
         if spec.marker != PROXY_MARKER:
             return MarkingConfig(marker=spec.marker, epsilon=spec.epsilon)
+        pgd = pgd_defaults("proxy-cnn", spec.epsilon)  # what owner mark uses for a proxy
         return MarkingConfig(
             marker="pgd",
             epsilon=spec.epsilon,
             extractor="proxy-cnn",
             extractor_weights=str(self.proxy()),
-            steps=PROXY_STEPS,
-            step_size=2.5 * spec.epsilon / PROXY_STEPS,
-            batch_size=64,
+            steps=int(pgd["steps"]),
+            step_size=float(pgd["step_size"]),
+            batch_size=int(pgd["batch_size"]),
             input_size=28,
         )
 

@@ -95,9 +95,15 @@ def _register_mark(sub: Any) -> None:
         "as --extractor-weights) | module.path:callable (pgd only)",
     )
     mark.add_argument("--extractor-weights", help="weights file for the extractor")
-    mark.add_argument("--steps", type=int, default=defaults.steps, help="PGD steps")
     mark.add_argument(
-        "--step-size", type=float, default=defaults.step_size, help="PGD step, pixel units"
+        "--steps",
+        type=int,
+        help=f"PGD steps (default {defaults.steps}; 10 with --extractor proxy-cnn)",
+    )
+    mark.add_argument(
+        "--step-size",
+        type=float,
+        help=f"PGD step, pixel units (default {defaults.step_size:g}; epsilon/4 with proxy-cnn)",
     )
     mark.add_argument(
         "--batch-size",
@@ -366,16 +372,18 @@ def _register_claim(sub: Any) -> None:
 
 def _image_config(args: argparse.Namespace) -> Any:
     from owner.marking import MarkingConfig
+    from owner.marking.config import pgd_defaults
 
     defaults = MarkingConfig()
+    pgd = pgd_defaults(args.extractor, args.epsilon)
     return MarkingConfig(
         marker=args.marker or defaults.marker,
         epsilon=args.epsilon,
         extractor=args.extractor,
         extractor_weights=args.extractor_weights,
-        steps=args.steps,
-        step_size=args.step_size,
-        batch_size=args.batch_size if args.batch_size is not None else defaults.batch_size,
+        steps=args.steps if args.steps is not None else int(pgd["steps"]),
+        step_size=args.step_size if args.step_size is not None else float(pgd["step_size"]),
+        batch_size=args.batch_size if args.batch_size is not None else int(pgd["batch_size"]),
         input_size=args.input_size,
     )
 
@@ -455,7 +463,13 @@ def _mark_text(args: argparse.Namespace) -> int:
     from owner.text.sources import open_text_source
     from owner.text.thesaurus import load_thesaurus
 
-    image_only = {"labels": None, "npz_key": None, "extractor_weights": None}
+    image_only = {
+        "labels": None,
+        "npz_key": None,
+        "extractor_weights": None,
+        "steps": None,
+        "step_size": None,
+    }
     _refuse_options(args, "text", image_only)
     marker = args.marker or "thesaurus"
     config = TextMarkingConfig(

@@ -150,6 +150,29 @@ class MarkingConfig:
         )
 
 
+#: PGD settings for a proxy extractor (``proxy-cnn``): more, smaller steps than for an
+#: ImageNet network, as measured (docs/results.md, "Regime ladder"): the proxy is cheap
+#: at an image's own size, and ten steps of ε/4 move the twins further apart.
+PROXY_STEPS: Final = 10
+PROXY_BATCH_SIZE: Final = 64
+
+
+def pgd_defaults(extractor: str, epsilon: int) -> dict[str, int | float]:
+    """Return the default ``steps``, ``step_size`` and ``batch_size`` for ``extractor``."""
+    if extractor == "proxy-cnn":
+        return {
+            "steps": PROXY_STEPS,
+            "step_size": 2.5 * epsilon / PROXY_STEPS,
+            "batch_size": PROXY_BATCH_SIZE,
+        }
+    defaults = MarkingConfig()
+    return {
+        "steps": defaults.steps,
+        "step_size": defaults.step_size,
+        "batch_size": defaults.batch_size,
+    }
+
+
 def _check_extractor(name: object) -> None:
     if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
         raise ParameterError("extractor must be a non-empty string")
