@@ -340,23 +340,25 @@ STANDARD_TRAINER: Final = "resnet-sgd"
 def plan_standard(seeds: Sequence[int]) -> Plan:
     """Plan the ladder's rung (b): a small ResNet trained with SGD on M = 10,000 images.
 
-    The owner's 10% (N = 1,000) carries the CLI's default marks (``pgd``, ε = 10); the
-    clean models train on the same split with other images in their place.
+    The owner's 10% (N = 1,000) carries ε = 10 marks of both kinds rung (a) compares,
+    each with its own used models; the clean models train on the same split with other
+    images in their place and are audited with both vaults.
     """
     plan = Plan("standard", "Regime ladder (b): a ResNet trained the ordinary way")
     audits = _ladder_audits()
     for seed in seeds:
-        used = ModelSpec(
+        sizes = ModelSpec(
             seed,
             epsilon=CLI_EPSILON,
-            marker=CLI_MARKER,
             n_train=STANDARD_N_TRAIN,
             epochs=STANDARD_EPOCHS,
             trainer=STANDARD_TRAINER,
         )
-        plan.add(used, audits)
-        clean = replace(used, fraction=0.0)
-        plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON, marker=CLI_MARKER)
+        for marker in LADDER_MARKERS:
+            plan.add(replace(sizes, marker=marker), audits)
+        clean = replace(sizes, fraction=0.0)
+        for marker in LADDER_MARKERS:
+            plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON, marker=marker)
     return plan
 
 

@@ -54,6 +54,7 @@ def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
     names = [m.name for m in plan.models]
     assert names == [
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgd10-f1.0",
+        "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"  # unchanged
