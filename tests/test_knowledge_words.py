@@ -64,7 +64,7 @@ def test_words_resolve_to_the_strongest_condition(word, info, condition):
 def test_conditions_pass_through_and_anything_else_is_invalid():
     for condition in ("C1", "C2", "C3", "C4"):
         assert resolve_knowledge(condition, LABELS) == condition
-        request = score_request_from_fields("image-classifier", 1, "none", condition)
+        request = score_request_from_fields("image-classifier", 2, "dither", condition)
         assert resolve_score(request, LABELS) == request  # resolution leaves it alone
     for bad in ("C5", "Labelled", "", "probabilities"):
         with pytest.raises(ParameterError, match="unknown knowledge condition") as info:
@@ -224,8 +224,23 @@ def _claim(arbiter, oracle, **score):
 def test_default_knowledge_through_the_service(arbiter, has_labels, oracle, condition):
     choice = choose_score("image", has_labels=has_labels)
     assert choice.knowledge == ("labelled" if has_labels else "unlabelled")
-    verdict = _claim(arbiter, oracle, knowledge=choice.knowledge)
+    # K = 2 copies: under C4 one label per version scores every version alike.
+    score = {"knowledge": choice.knowledge, "k": 2, "perturbation": "pad-shift-flip"}
+    verdict = _claim(arbiter, oracle, **score)
     assert verdict["claim"]["score"]["knowledge"] == condition
+
+
+def test_the_owner_is_told_before_filing_that_c4_needs_copies():
+    with pytest.raises(ParameterError, match="every pair would tie"):
+        choose_score("image", knowledge="C4")
+    assert choose_score("image", knowledge="C4", k=8, perturbation="pad-shift-flip").k == 8
+
+
+def test_c4_with_one_copy_is_refused_with_the_reason(arbiter):
+    with pytest.raises(grpc.RpcError) as info:
+        _claim(arbiter, "labels", knowledge="unlabelled", k=1, perturbation="dither")
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "every pair would tie" in info.value.details()
 
 
 def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):
@@ -252,7 +267,7 @@ def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbit
         ({}, "unlabelled"),
         ({"has_labels": True, "knowledge": "C2"}, "C2"),
         ({"has_labels": True, "knowledge": "unlabelled"}, "unlabelled"),
-        ({"has_labels": False, "knowledge": "C4"}, "C4"),
+        ({"has_labels": False, "knowledge": "C2"}, "C2"),
     ],
 )
 def test_choose_score_knowledge(options, expected):

@@ -129,6 +129,11 @@ class ScoreSpec:
             raise ParameterError(
                 f"unknown knowledge condition {self.knowledge!r}; known: {KNOWLEDGE_CONDITIONS}"
             )
+        if self.knowledge == "C4" and self.k == 1:
+            raise ParameterError(
+                "knowledge condition C4 with k = 1 scores every version alike (the entropy "
+                "of one label), so every pair would tie: use k >= 2 copies that perturb"
+            )
         if self.statistic not in STATISTICS:
             raise ParameterError(f"unknown statistic {self.statistic!r}; known: {STATISTICS}")
         if self.statistic == "logit" and self.knowledge not in LOGIT_CONDITIONS:
