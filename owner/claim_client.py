@@ -47,7 +47,7 @@ DEFAULT_SCORE: Final[Mapping[str, str]] = {
 #: An encoder parameter left at its default (0, "") takes the verifier's (K = 64,
 #: ``random-resized-crop-flip``). The classifier's knowledge defaults to a word the
 #: verifier resolves from the oracle's description (spec §10.1): ``unlabelled`` (C2 or
-#: C4) here, ``labelled`` (C1 or C3) from :func:`choose_score` for a labelled vault.
+#: C4) here, ``labelled`` (C3) from :func:`choose_score` for a labelled vault.
 SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, int | str]]] = {
     "image-classifier": {
         "k": 1,
@@ -93,7 +93,7 @@ def choose_score(
     None takes the function's default in :data:`SCORE_PARAMETERS`, except the
     image-classifier's knowledge: ``labelled`` when every item of the vault carries a
     committed label (``has_labels``), else ``unlabelled``; the verifier resolves the
-    word to the strongest condition the oracle supports (C1 or C3, C2 or C4). The fields are
+    word to the recommended condition the oracle supports (C3; C2 or C4). The fields are
     checked as the verifier will check them (:func:`score_request_from_fields`), so
     that a claim the verifier would refuse fails here, before the arbiter is contacted.
 

@@ -45,7 +45,7 @@ NONCE = bytes(range(32, 64))
 @pytest.mark.parametrize(
     ("word", "info", "condition"),
     [
-        ("labelled", PROBABILITIES, "C1"),
+        ("labelled", PROBABILITIES, "C3"),
         ("labelled", LABELS, "C3"),
         ("unlabelled", PROBABILITIES, "C2"),
         ("unlabelled", LABELS, "C4"),
@@ -119,7 +119,7 @@ def _run(session, pair_set):
 
 @pytest.mark.parametrize(
     ("word", "label_only", "condition"),
-    [("labelled", True, "C3"), ("labelled", False, "C1"), ("unlabelled", True, "C4")],
+    [("labelled", True, "C3"), ("labelled", False, "C3"), ("unlabelled", False, "C2")],
 )
 def test_claim_records_the_resolved_condition_and_replays(pair_set, word, label_only, condition):
     session = _run(_session(pair_set, LinearOracle(label_only=label_only), word), pair_set)
@@ -216,7 +216,7 @@ def _claim(arbiter, oracle, **score):
     ("has_labels", "oracle", "condition"),
     [
         (True, "labels", "C3"),
-        (True, "probabilities", "C1"),
+        (True, "probabilities", "C3"),
         (False, "labels", "C4"),
         (False, "probabilities", "C2"),
     ],

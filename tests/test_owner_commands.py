@@ -408,9 +408,13 @@ def _owner_claim(vault: Path, arbiter: str, oracle: str, *options: str) -> int:
 
 @pytest.mark.parametrize(
     ("with_labels", "label_only", "condition", "word"),
-    [(True, True, "C3", "labelled"), (False, False, "C2", "unlabelled")],
+    [
+        (True, True, "C3", "labelled"),
+        (True, False, "C3", "labelled"),
+        (False, False, "C2", "unlabelled"),
+    ],
 )
-def test_claim_without_knowledge_takes_the_strongest_the_oracle_supports(
+def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supports(
     photos, tmp_path, arbiter, capsys, with_labels, label_only, condition, word
 ):
     vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=with_labels)

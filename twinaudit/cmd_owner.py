@@ -336,9 +336,10 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument(
         "--knowledge",
         help="image-classifier: C1 | C2 | C3 | C4, or labelled | unlabelled for the "
-        "strongest the oracle supports (C1 or C3 for a probabilities or a label-only "
-        "oracle; C2 or C4). Default: labelled when every item of the vault has a "
-        "committed label, else unlabelled; the arbiter resolves it and the verdict names it",
+        "recommended condition the oracle supports (labelled: C3, the top label, with any "
+        "oracle; unlabelled: C2 for probabilities, C4 for labels, which needs --k 2 or "
+        "more). Default: labelled when every item of the vault has a committed label, "
+        "else unlabelled; the arbiter resolves it and the verdict names it",
     )
     claim.add_argument(
         "--tie-rule",
