@@ -86,6 +86,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("C3", "dither", 1),
     Variant("C3", "pad-shift-flip", 32),
     Variant("C3", "pad-shift-flip", 32, shared=True),
+    Variant("C3", "pad-shift-flip-dither", 32),
     Variant("C4", "pad-shift-flip", 32),
 )
 

@@ -177,6 +177,7 @@ DESIGNS: tuple[tuple[str, str, int, str], ...] = (
     ("C1", "pad-shift-flip", 32, "entropy"),
     ("C3", "dither", 1, "entropy"),
     ("C3", "pad-shift-flip", 32, "entropy"),
+    ("C3", "pad-shift-flip-dither", 32, "entropy"),
 )
 
 

@@ -298,6 +298,7 @@ def _ladder_audits() -> list[AuditSpec]:
         *CLI_AUDITS,
         *(AuditSpec(knowledge=c) for c in ("C1", "C3")),
         AuditSpec(knowledge="C1", statistic="logit"),
+        AuditSpec(knowledge="C3", perturbation="pad-shift-flip-dither"),
     ]
 
 

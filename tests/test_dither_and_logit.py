@@ -164,3 +164,31 @@ def test_proto_fields_carry_the_statistic():
     assert isinstance(plain, ScoreSpec) and plain.statistic == "entropy"
     with pytest.raises(ParameterError, match="no statistic"):
         score_spec_from_fields("language-model", 0, "", "", "logit")
+
+
+def test_pad_shift_flip_dither_is_a_placement_then_a_dither_and_never_a_placement():
+    pixels = _image(8, 8)
+    params = draw_params("pad-shift-flip-dither", Prg(SEED, "augment/2/1"), 8, 8, 4)
+    stream = Prg(SEED, "augment/2/1")
+    for drawn in params:
+        top, left, flip = stream.randint(0, 8), stream.randint(0, 8), stream.coin()
+        assert drawn == {
+            "family": "pad-shift-flip-dither",
+            "top": top,
+            "left": left,
+            "flip": flip,
+            "key": stream.read(DITHER_KEY_BYTES),
+        }
+        placed = apply(
+            to_unit(pixels), {"family": "pad-shift-flip", "top": top, "left": left, "flip": flip}
+        )
+        placed_levels = np.rint(placed.astype(np.float64) * 255).astype(int)
+        copy = apply(to_unit(pixels), drawn)
+        steps = dither_steps(drawn["key"], pixels.size).reshape(pixels.shape)
+        expected = np.clip(placed_levels + steps, 0, 255)
+        assert np.array_equal(np.rint(copy.astype(np.float64) * 255).astype(int), expected)
+        assert not np.array_equal(copy, placed)
+    with pytest.raises(ParameterError):
+        apply(
+            to_unit(pixels), {"family": "pad-shift-flip-dither", "top": 0, "left": 0, "flip": False}
+        )

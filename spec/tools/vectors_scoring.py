@@ -123,6 +123,7 @@ def _draw_cases() -> list[dict[str, Any]]:
         ("random-resized-crop-flip", 28, 28, 4),
         ("simclr-crop-flip", 32, 24, 6),
         ("dither", 3, 4, 2),
+        ("pad-shift-flip-dither", 6, 5, 2),
     ]:
         inp = {
             "family": family,
@@ -180,6 +181,16 @@ def _copy_cases() -> list[dict[str, Any]]:
             },
         ),
         ("dither", {"family": "dither", "key": {"bin": bytes(range(32, 64)).hex()}}),
+        (
+            "shift, flip and dither",
+            {
+                "family": "pad-shift-flip-dither",
+                "top": 6,
+                "left": 1,
+                "flip": True,
+                "key": {"bin": bytes(range(64, 96)).hex()},
+            },
+        ),
     ]:
         inp = {**base, "params": params}
         cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))

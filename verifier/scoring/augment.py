@@ -60,6 +60,14 @@ Families, and their draws per copy in this order (``prg`` is the stream):
     tell the oracle which twin is published), yet it is as close to it as 8-bit
     images allow.
 
+``pad-shift-flip-dither`` (``pad-shift-flip``, then ``dither``)
+    The ``pad-shift-flip`` draws, then ``key = prg.read(32)``. Parameters
+    ``{"family": "pad-shift-flip-dither", "top", "left", "flip", "key"}``. The
+    ``pad-shift-flip`` copy (window of the zero-padded image, mirrored if ``flip``) is
+    dithered as ``dither`` describes, in its own row-major order. A ``pad-shift-flip``
+    copy is one of the 162 placements of the image, which a host holding the published
+    file can list; this one is not.
+
 ``pad-shift-flip`` (the usual CIFAR training augmentation)
     ``top = prg.randint(0, 8)``, ``left = prg.randint(0, 8)``, ``flip = prg.coin()``.
     Parameters ``{"family": "pad-shift-flip", "top", "left", "flip"}``. The image is
@@ -92,6 +100,7 @@ FAMILIES: Final = (
     "random-resized-crop-flip",
     "simclr-crop-flip",
     "dither",
+    "pad-shift-flip-dither",
 )
 #: Most perturbed copies per version (the claim parameter K).
 MAX_COPIES: Final = 256
@@ -210,12 +219,14 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
             box["family"] = family
             box["flip"] = prg.coin()
             params.append(box)
-        else:  # pad-shift-flip
+        else:  # pad-shift-flip, and pad-shift-flip-dither
             top = prg.randint(0, 2 * PAD)
             left = prg.randint(0, 2 * PAD)
-            params.append(
-                {"family": "pad-shift-flip", "top": top, "left": left, "flip": prg.coin()}
-            )
+            drawn: dict[str, Value] = {"family": family, "top": top, "left": left}
+            drawn["flip"] = prg.coin()
+            if family == "pad-shift-flip-dither":
+                drawn["key"] = prg.read(DITHER_KEY_BYTES)
+            params.append(drawn)
     return params
 
 
@@ -335,15 +346,19 @@ def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
         if family in _CROP_FLIP and _flip(params):
             resized = resized[:, ::-1]
         return _finish(resized)
-    if family == "pad-shift-flip":
-        _check_keys(params, {"family", "top", "left", "flip"})
+    if family in ("pad-shift-flip", "pad-shift-flip-dither"):
+        keys = {"family", "top", "left", "flip"}
+        _check_keys(params, keys if family == "pad-shift-flip" else keys | {"key"})
         top = _field(params, "top", 0, 2 * PAD)
         left = _field(params, "left", 0, 2 * PAD)
         flip = _flip(params)
         padded = np.zeros((height + 2 * PAD, width + 2 * PAD, channels), dtype=np.float64)
         padded[PAD : PAD + height, PAD : PAD + width] = image
         window = padded[top : top + height, left : left + width]
-        return _finish(window[:, ::-1] if flip else window)
+        moved = np.ascontiguousarray(window[:, ::-1] if flip else window)
+        if family == "pad-shift-flip-dither":
+            moved = _dither(moved, {"family": "dither", "key": params["key"]})
+        return _finish(moved)
     raise ParameterError(f"unknown perturbation family {family!r}")
 
 
