@@ -268,7 +268,7 @@ def evasion_table(plan: Plan, records: Mapping[str, Mapping[str, object]]) -> li
             wins = sum(int(str(r["successes"])) for r in mine)
             q = f"{wins / draws:.2f}" if draws else "—"
             seen = statistics.fmean(float(str(r["recognised"])) for r in mine)
-            caught = f", recognised {seen:.0%}" if strategy != "honest" else ""
+            caught = f", recognised {seen:.1%}" if strategy != "honest" else ""
             row.append(f"{detected}/{len(mine)} (q̂ {q}{caught})")
         lines.append("| " + " | ".join(row) + " |")
     return lines
