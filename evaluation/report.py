@@ -122,8 +122,11 @@ RUNG_INTRO: Final = {
         "Rung (b): a practitioner who trains the ordinary way: a small ResNet "
         "(`evaluation.standard`, 309k weights, BatchNorm, global pooling), SGD with "
         "Nesterov momentum 0.9, weight decay 5e-4, batches of 128, a one-cycle schedule "
-        "peaking at 0.1, pad-crop-flip, on M = 10,000 images of which the owner's 10% "
-        "(N = 1,000) carry the CLI's default marks (`pgd`, ε = 10). Same claims as rung (a)."
+        "peaking at 0.1, pad-crop-flip, 80 epochs, on M = 10,000 images of which the "
+        "owner's 10% (N = 1,000) carry ε = 10 marks of both kinds rung (a) compares (the "
+        "proxy, a small CNN, now marks for a ResNet). Same claims as rung (a). The issue "
+        "asks for ≥ 99% train accuracy; 80 epochs gave 97.5%, so these models are not yet "
+        "the rung it asks for, and one seed of five has run."
     ),
 }
 
