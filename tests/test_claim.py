@@ -88,7 +88,7 @@ def test_replay_of_every_configuration(pair_set):
         for tie_rule in TiePolicy:
             for score in (
                 SCORE,
-                ScoreSpec(k=1, perturbation="none", knowledge="C4"),
+                ScoreSpec(k=2, perturbation="none", knowledge="C4"),
                 ScoreSpec(k=3, perturbation="random-resized-crop", knowledge="C2"),
             ):
                 oracle = LinearOracle(label_only=score.label_only)
@@ -106,7 +106,7 @@ def test_replay_of_every_configuration(pair_set):
 
 def test_label_only_none_perturbation_ties_are_coins(pair_set):
     oracle = LinearOracle(label_only=True)
-    score = ScoreSpec(k=1, perturbation="none", knowledge="C4")
+    score = ScoreSpec(k=2, perturbation="none", knowledge="C4")
     coin = _run(_session(pair_set, oracle, score=score, tie_rule=TiePolicy.COIN), pair_set)
     assert coin.indicators.count("h") + coin.indicators.count("t") > len(coin.indicators) // 2
     skip = _run(_session(pair_set, oracle, score=score, tie_rule=TiePolicy.SKIP), pair_set)

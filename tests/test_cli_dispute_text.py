@@ -95,8 +95,8 @@ def _one_thread():
         (
             "image",
             None,
-            {"statistic": "logit", "perturbation": "none", "has_labels": True},
-            ScoreChoice("image-classifier", 1, "none", "labelled", "logit"),
+            {"statistic": "logit", "knowledge": "C1", "has_labels": True},
+            ScoreChoice("image-classifier", 1, "dither", "C1", "logit"),
         ),
         ("image", "image-encoder", {}, ScoreChoice("image-encoder", 0, "")),
         (

@@ -167,7 +167,7 @@ def _register_mark(sub: Any) -> None:
 
 
 def _register_proxy(sub: Any) -> None:
-    from owner.marking.proxy import EPOCHS
+    from owner.marking.config import PROXY_EPOCHS as EPOCHS
 
     proxy = sub.add_parser(
         "proxy",

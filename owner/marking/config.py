@@ -155,6 +155,8 @@ class MarkingConfig:
 #: at an image's own size, and ten steps of ε/4 move the twins further apart.
 PROXY_STEPS: Final = 10
 PROXY_BATCH_SIZE: Final = 64
+#: Epochs ``twinaudit owner proxy`` trains the proxy for unless told.
+PROXY_EPOCHS: Final = 40
 
 
 def pgd_defaults(extractor: str, epsilon: int) -> dict[str, int | float]:

@@ -38,6 +38,8 @@ from torch import nn
 
 from protocol.errors import InputError, ParameterError
 
+from .config import PROXY_EPOCHS
+
 #: Zero padding on each side before the random crop of :func:`pad_crop_flip` (pixels).
 PAD: Final = 4
 #: The proxy's defaults: channels of its first convolution, units of its hidden layer.
@@ -46,7 +48,7 @@ HIDDEN: Final = 1024
 #: Side of the square input the proxy takes unless told (Fashion-MNIST's).
 SIDE: Final = 28
 #: Training defaults of :func:`train_proxy`.
-EPOCHS: Final = 40
+EPOCHS: Final = PROXY_EPOCHS
 BATCH: Final = 128
 LR: Final = 1e-3
 #: Keys of a proxy file that describe the input rather than hold weights.
