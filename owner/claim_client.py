@@ -123,7 +123,10 @@ def choose_score(
             accepted = ", ".join(f"--{n}" for n in takes) or "no parameters"
             raise InputError(f"--{name} does not apply to --score {function} (it takes {accepted})")
     if knowledge is None and "knowledge" in takes:
-        knowledge = "labelled" if has_labels else str(takes["knowledge"])
+        if statistic == "logit":  # scores probabilities: C1 with the labels, C2 without
+            knowledge = "C1" if has_labels else "C2"
+        else:
+            knowledge = "labelled" if has_labels else str(takes["knowledge"])
     choice = ScoreChoice(
         function,
         k=k if k is not None else int(takes.get("k", 0)),

@@ -95,8 +95,14 @@ def _one_thread():
         (
             "image",
             None,
-            {"statistic": "logit", "knowledge": "C1", "has_labels": True},
+            {"statistic": "logit", "has_labels": True},
             ScoreChoice("image-classifier", 1, "dither", "C1", "logit"),
+        ),
+        (
+            "image",
+            None,
+            {"statistic": "logit"},
+            ScoreChoice("image-classifier", 1, "dither", "C2", "logit"),
         ),
         ("image", "image-encoder", {}, ScoreChoice("image-encoder", 0, "")),
         (
