@@ -30,11 +30,12 @@ from pathlib import Path
 import torch
 
 from demo.data import DataNotFoundError, locate
+from owner.marking.config import PROXY_EPOCHS
 from protocol.errors import TwinauditError
 
 from .ablation import run_ablation
 from .audit import AuditLog, run_missing, without_weights
-from .build import PROXY_EPOCHS, Workspace, describe_machine, device_name
+from .build import Workspace, describe_machine, device_name
 from .evasion import run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS

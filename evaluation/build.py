@@ -37,7 +37,7 @@ from demo.practitioner import accuracy, train
 from owner.images.sources import open_source
 from owner.mark import mark, secret_from_seed
 from owner.marking import MarkingConfig
-from owner.marking.config import pgd_defaults
+from owner.marking.config import PROXY_EPOCHS, pgd_defaults
 from owner.marking.proxy import train_proxy, write_proxy
 from owner.vault import Vault
 from protocol.seeds import publication_bits
@@ -46,9 +46,8 @@ from .specs import ModelSpec, VaultSpec
 from .standard import make_resnet, train_standard
 
 #: The evaluation's name for PGD marks made in the features of the owner's proxy
-#: classifier (``owner proxy`` and ``--extractor proxy-cnn``), and the proxy's epochs.
+#: classifier (``owner proxy`` and ``--extractor proxy-cnn``).
 PROXY_MARKER: Final = "pgdproxy"
-PROXY_EPOCHS: Final = 40
 
 
 def rho_of(vault: Vault, draw: int = 0) -> bytes:
@@ -178,17 +177,22 @@ class Workspace:
         used[np.random.default_rng([spec.seed, 7]).permutation(n_owner)[:n_used]] = True
         return used
 
-    def training_set(self, spec: ModelSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    def training_set(
+        self,
+        spec: ModelSpec,
+        owner: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]] | None = None,
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Return the practitioner's training set of ``spec`` (always ``n_train`` images).
 
         The shared 90%, then the published versions of a ``fraction`` of the owner's
-        items (:meth:`used_mask`), then other images in place of the rest.
+        items (:meth:`used_mask`; ``owner``, when the caller has :meth:`owner_items`
+        already), then other images in place of the rest.
         """
         split = self.split(spec.seed, spec.n_train)
         shared = np.load(split.shared_images), np.load(split.shared_labels)
         extra = np.load(split.clean_images), np.load(split.clean_labels)
         used = self.used_mask(spec)
-        parts = [shared, self.owner_items(spec)]
+        parts = [shared, owner if owner is not None else self.owner_items(spec)]
         parts.append((extra[0][~used], extra[1][~used]))
         return (
             np.concatenate([p[0] for p in parts]),
@@ -246,9 +250,9 @@ class Workspace:
         log(f"training {len(todo)} models, {jobs} at a time on {device_name(device)}")
         inputs = []
         for spec in todo:  # data and vaults are built here, once, before the workers start
-            images, labels = self.training_set(spec)
-            split = self.split(spec.seed, spec.n_train)
             owner = self.owner_items(spec)
+            images, labels = self.training_set(spec, owner)
+            split = self.split(spec.seed, spec.n_train)
             inputs.append((spec, images, labels, owner, split.test_images, split.test_labels))
         context = multiprocessing.get_context("spawn")
         began = time.monotonic()
