@@ -36,6 +36,7 @@ from protocol.errors import TwinauditError
 from .ablation import run_ablation
 from .audit import AuditLog, run_missing, without_weights
 from .build import Workspace, describe_machine, device_name
+from .estimates import run_estimates
 from .evasion import run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             if plan.table in LADDER:
                 torch.set_num_threads(max(1, os.cpu_count() or 1))
                 run_ablation(workspace, plan, say)
+                run_estimates(workspace, plan, say)
                 if plan.table == "ladder":
                     run_evasion(workspace, plan, say)
             record_run(

@@ -30,12 +30,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from protocol.prg import Prg
 from protocol.seeds import audit_seed, publication_bits
-from verifier.oracles.base import ClassifyAnswer
+from twinaudit.estimate import pair_outcomes, tally
 from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.augment import draw_copies, stream_label
-from verifier.scoring.classifier import ScoreSpec, score
+from verifier.scoring.augment import stream_label
+from verifier.scoring.classifier import ScoreSpec
 
 from .audit import AuditLog
 from .build import Workspace, rho_of
@@ -90,9 +89,6 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("C4", "pad-shift-flip", 32),
 )
 
-#: Images classified per forward pass.
-BATCH = 2048
-
 
 def ablation_nonce(model: ModelSpec, vault: VaultSpec) -> bytes:
     """Return the claim nonce every variant of ``model`` × ``vault`` shares."""
@@ -119,30 +115,22 @@ def outcomes(
     seed: bytes,
     variant: Variant,
 ) -> dict[str, int]:
-    """Score every pair under ``variant``; return wins, losses and ties of the published twin."""
-    spec = variant.spec()
-    images: list[npt.NDArray[np.float32]] = []
-    for i in range(len(versions)):
-        for v in (0, 1):
-            label = f"augment/{i}" if variant.shared else stream_label(i, v)
-            images.append(
-                draw_copies(spec.perturbation, spec.k, versions[i, v], Prg(seed, label))[1]
-            )
-    flat = np.concatenate(images)
-    parts = [oracle.classify(flat[s : s + BATCH]).probabilities for s in range(0, len(flat), BATCH)]
-    rows = np.concatenate([p for p in parts if p is not None])
-    tally = {"wins": 0, "losses": 0, "ties": 0}
-    k = spec.k
-    for i, published in enumerate(bits):
-        scores = []
-        for v in (0, 1):
-            start = (2 * i + v) * k
-            answer = ClassifyAnswer(probabilities=rows[start : start + k])
-            committed = labels[i] if spec.uses_label else None
-            scores.append(score(spec, answer, n_classes=10, label=committed))
-        s_pub, s_hid = scores[published], scores[1 - published]
-        tally["wins" if s_pub > s_hid else "losses" if s_pub < s_hid else "ties"] += 1
-    return tally
+    """Score every pair under ``variant``; return wins, losses and ties of the published twin.
+
+    The scoring is ``twinaudit owner estimate``'s (:func:`twinaudit.estimate.pair_outcomes`);
+    a ``shared`` variant draws both twins' copies from the one stream ``augment/<i>``.
+    """
+    outcome = pair_outcomes(
+        oracle,
+        versions=versions,
+        labels=labels,
+        bits=bits,
+        seed=seed,
+        spec=variant.spec(),
+        streams=(lambda i, _: f"augment/{i}") if variant.shared else stream_label,
+    )
+    counted = tally(outcome)
+    return {"wins": counted.wins, "losses": counted.losses, "ties": counted.ties}
 
 
 def run_ablation(

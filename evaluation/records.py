@@ -45,10 +45,10 @@ def devices_of(summaries: Iterable[Mapping[str, object]]) -> list[str]:
 
 
 #: The records the report reads, as patterns relative to the work directory.
-#: The keyed JSON-lines files (``audits.jsonl``, the ladder's ``ablation.jsonl`` and
-#: ``evasion.jsonl``) and ``runs.json`` are merged entry by entry; the others are
-#: copied whole.
-KEYED: Final = ("audits.jsonl", "ablation.jsonl", "evasion.jsonl")
+#: The keyed JSON-lines files (``audits.jsonl``, the ladder's ``ablation.jsonl``,
+#: ``evasion.jsonl`` and ``estimates.jsonl``) and ``runs.json`` are merged entry by
+#: entry; the others are copied whole.
+KEYED: Final = ("audits.jsonl", "ablation.jsonl", "evasion.jsonl", "estimates.jsonl")
 PATTERNS: Final = (
     "runs.json",
     *KEYED,

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
-from . import ablation, evasion, tables
+from . import ablation, estimates, evasion, tables
 from .foundation.report import INTRO as FOUNDATION_INTRO
 from .records import devices_of
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
@@ -185,6 +185,21 @@ def _section(
                 "option):",
                 "",
                 *ablation.ablation_table(plan, records),
+            ]
+        guesses = ablation.load(work / "estimates.jsonl")
+        if guesses:
+            lines += [
+                "",
+                "**The owner's estimate before publishing** (`twinaudit owner estimate`, run by "
+                "the same command on each marked vault with the 10,000 test images as her "
+                "public data and the command's defaults: a proxy practitioner — the proxy's "
+                "CNN and recipe, 8,000 steps — learns the published twins of 80% of her "
+                "pairs among nine times as many public images; the other 20% of her pairs "
+                "are its control) against q̂ over all pairs of the models that really "
+                "trained on the vault (the ablation's `dither` K = 1 rows); P(detect) is "
+                "what the estimate predicts, per seed, for a claim on all N pairs:",
+                "",
+                *estimates.estimate_table(plan, guesses, records),
             ]
         dodges = evasion.load(work / "evasion.jsonl") if plan.table == "ladder" else {}
         if dodges:

@@ -32,6 +32,7 @@ from tests.support.cli_processes import (
     serve,
     stop,
 )
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from tests.test_owner_text_fixtures import ENTRIES, SENTENCES, write_thesaurus
 from twinaudit.cli import main
 from verifier.verdict import check_verdict
@@ -65,12 +66,7 @@ MORE_ENTRIES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # --- which score a claim names ------------------------------------------------------------

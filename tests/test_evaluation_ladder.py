@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from evaluation import ablation, evasion
+from evaluation import ablation, evasion, prior_ceiling
 from evaluation.__main__ import main as evaluation_main
 from evaluation.specs import (
     CLI_AUDITS,
@@ -21,6 +21,7 @@ from evaluation.specs import (
 )
 from evaluation.standard import SmallResNet, train_standard
 from protocol.prg import Prg
+from protocol.stats.power import plan
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 from verifier.scoring.augment import draw_copies, to_unit
 
@@ -57,6 +58,13 @@ def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
+    # From seed 1 on, only the proxy's marks (the CLI's detected nothing on seed 0).
+    later = [m.name for m in plan_standard([0, 1]).models if m.seed == 1]
+    assert later == [
+        "s1-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
+        "s1-n10000-resnet-sgd-pad-crop-flip-e80-clean",
+    ]
+    assert {j.vault.marker for j in plan_standard([1]).jobs} == {"pgdproxy"}
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"  # unchanged
     with pytest.raises(ValueError, match="trainer"):
         ModelSpec(0, trainer="xgboost")
@@ -192,10 +200,37 @@ def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_pa
     dodges = [json.loads(line) for line in (work / "evasion.jsonl").read_text().splitlines()]
     assert len(dodges) == 2 * len(evasion.DESIGNS) * (1 + len(evasion.STRATEGIES))
     assert (work / "proxy" / "fmnist-test-e1-s99.pt").exists()  # the smoke run's proxy
+    guesses = [json.loads(line) for line in (work / "estimates.jsonl").read_text().splitlines()]
+    assert sorted(g["vault"] for g in guesses) == ["s0-n200-pgd10", "s0-n200-pgdproxy10"]
+    for guess in guesses:
+        # The smoke run's practitioner: 200 steps; 144 public images beside 16 twins (10%).
+        assert guess["config"]["steps"] == 200 and guess["public_images"] == 144
+        assert (guess["used_pairs"], guess["control_pairs"]) == (16, 4)
+        for condition in guess["conditions"]:
+            used, control = condition["used"], condition["control"]
+            assert used["wins"] + used["losses"] + used["ties"] == 16
+            assert control["wins"] + control["losses"] + control["ties"] == 4
     exact_none = next(r for r in dodges if r["key"].endswith("C1 none K=1 entropy|exact"))
     assert exact_none["recognised"] == 0.5  # every published query, none of the hidden ones
     report = (tmp_path / "results.md").read_text()
     assert "## Regime ladder: the CLI's default marks and claims" in report
     assert "Ablation: q̂ of each score variant" in report and "Evasion:" in report
+    assert "The owner's estimate before publishing" in report
+    assert "| `pgdproxy` | C3 |" in report
     assert "Null check, C1 `dither` K = 1" in report
     assert "none has been lent to this issue" in report
+
+
+def test_the_prior_ceiling_table_matches_the_planner_and_bounds_the_gain():
+    lines = prior_ceiling.table()
+    assert len(lines) == 2 + 2 * 4  # header, rule; three priors and the paper's test per N
+    default = next(line for line in lines if line.startswith("| 200 | mixture-e (grid15-v1)"))
+    power = plan("mixture-e", 200, 0.6, 0.05)
+    assert f"{power.detection_probability:.2f} / {power.expected_pairs:.0f}" in default
+    cells = {
+        line.split(" | ")[1]: float(line.split(" | ")[3].split(" / ")[0])
+        for line in lines
+        if line.startswith("| 200 |")
+    }
+    # At q = 0.576 no prior reaches more than the point prior at that q.
+    assert cells["mixture-e (grid15-v1)"] < cells["mixture-e (low-q)"] <= cells["mixture-e (point)"]

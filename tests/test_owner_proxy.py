@@ -18,6 +18,7 @@ from owner.marking.proxy import (
     write_proxy,
 )
 from protocol.errors import InputError, ParameterError
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.cli import main as cli_main
 
 
@@ -29,12 +30,7 @@ def _data(n=48, side=16, channels=1, seed=0):
     )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_training_is_seeded_and_sizes_follow_the_data():

@@ -21,6 +21,7 @@ from protocol.keys import load_public_key
 from verifier.scoring.augment import FAMILIES as PERTURBATIONS
 from verifier.scoring.registry import FUNCTIONS as SCORE_FUNCTIONS
 
+from .cmd_estimate import register as register_estimate
 from .transport import TlsFiles, make_channel
 
 EXIT_OK = 0
@@ -45,6 +46,7 @@ def register(commands: Any) -> None:
     sub = group.add_subparsers(dest="owner_command", metavar="COMMAND", required=True)
     _register_mark(sub)
     _register_proxy(sub)
+    register_estimate(sub)
     _register_escrow(sub)
     _register_publish(sub)
     _register_inspect(sub)
