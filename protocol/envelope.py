@@ -90,6 +90,8 @@ class Envelope:
             doc = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EncodingError(f"envelope is not valid UTF-8 JSON: {exc}") from None
+        except RecursionError:
+            raise EncodingError("envelope JSON is nested too deeply") from None
         if not isinstance(doc, dict) or set(doc) != {"payload", "payloadType", "signatures"}:
             raise EncodingError("envelope must have exactly payload, payloadType, signatures")
         ptype, sigs = doc["payloadType"], doc["signatures"]

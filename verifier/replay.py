@@ -12,8 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from protocol import SPEC_VERSION
 from protocol.encoding import Value, encode
-from protocol.errors import ParameterError, VerificationError
+from protocol.errors import InputError, OracleError, ParameterError, VerificationError
+from protocol.limits import HASH_BYTES
 from protocol.prg import Prg, without_replacement
 from protocol.stats.base import Decision, Step
 from protocol.stats.registry import make_test
@@ -22,6 +24,7 @@ from verifier.schedule import WindowSchedule
 from verifier.scoring.registry import score_spec_from_value
 from verifier.windows import AnyWindowScorer, scorer_for
 
+from .claim_map import check_claim_map
 from .transcript import chain_head, iter_records
 from .verdict import Verdict
 
@@ -54,9 +57,16 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     if head != verdict["transcript"]["hash"] or count != verdict["transcript"]["records"]:
         raise _fail("the transcript's hash chain is not the one the verdict signs")
     records = list(iter_records(transcript))
+    if not records:
+        raise _fail("the transcript has no header record")
     header, pairs = records[0], records[1:]
-    claim = verdict["claim"]
-    if header.get("type") != "header" or encode(header.get("claim")) != encode(claim):
+    claim = check_claim_map(verdict["claim"])
+    if (
+        set(header) != HEADER_KEYS
+        or header["type"] != "header"
+        or header["spec"] != SPEC_VERSION
+        or encode(header["claim"]) != encode(claim)
+    ):
         raise _fail("the transcript header does not carry the verdict's claim")
     seed: bytes = verdict["audit_seed"]
     n_pairs = int(claim["record"]["n_pairs"])
@@ -67,6 +77,8 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     if [p.get("index") for p in pairs] != opened:
         raise _fail("the transcript's pairs are not the opened pairs")
     score = score_spec_from_value(claim["score"])
+    for record in pairs:
+        _check_pair_record(record, score.function)
     per_pair = 2 * score.queries_per_version
     if [p.get("window") for p in pairs] != _windows(claim, n_pairs, per_pair, len(pairs)):
         raise _fail("the transcript's windows do not follow the claim's window schedule")
@@ -98,6 +110,71 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     if not _same_final(final, verdict["final"]) or decision != verdict["decision"]:
         raise _fail("the test's final state or decision differs from the verdict's")
     return ReplayResult(indicators, final, decision, len(pairs))
+
+
+#: Keys of the header record and of every pair record, and the extra keys of each
+#: score function's pair records (spec §12).
+HEADER_KEYS = frozenset({"type", "spec", "claim"})
+PAIR_KEYS = frozenset({"type", "window", "index", "published", "digests", "scores", "outcome"})
+FUNCTION_KEYS: dict[str, frozenset[str]] = {
+    "image-classifier": frozenset({"label", "shape", "params", "query_digests", "answers"}),
+    "image-encoder": frozenset({"shape", "params", "query_digests", "answers"}),
+    "language-model": frozenset({"answers"}),
+    "image-text": frozenset({"shape", "query_digests", "answers"}),
+}
+#: Bounds of an image item (spec §6.3): its side, and its label's range.
+MAX_SIDE = 4096
+MAX_LABEL = 1 << 16
+#: The outcome characters a pair record may carry ("" for a pair opened after the decision).
+OUTCOMES = frozenset({"1", "0", "h", "t", "s", ""})
+
+
+def _digest_pair(value: Value) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(d, bytes) and len(d) == HASH_BYTES for d in value)
+    )
+
+
+def _check_pair_record(record: dict[str, Value], function: str) -> None:
+    """Check a pair record's key set and the types of the fields every function shares."""
+    index = record.get("index")
+    keys = PAIR_KEYS | FUNCTION_KEYS[function]
+    if set(record) != keys:
+        missing, extra = sorted(keys - set(record)), sorted(set(record) - keys)
+        raise _fail(f"pair record {index!r}: missing {missing}, unknown {extra}")
+    window, published, scores = record["window"], record["published"], record["scores"]
+    if (
+        record["type"] != "pair"
+        or not _is_int(index)
+        or not _is_int(window)
+        or window < 0  # type: ignore[operator]
+        or published not in (0, 1)
+        or isinstance(published, bool)
+        or not _digest_pair(record["digests"])
+        or not (isinstance(scores, list) and len(scores) == 2)
+        or not all(isinstance(s, float) for s in scores)
+        or record["outcome"] not in OUTCOMES
+    ):
+        raise _fail(f"pair record {index!r}: a field has the wrong type or value")
+    if "query_digests" in record and not _digest_pair(record["query_digests"]):
+        raise _fail(f"pair record {index!r}: query_digests must be two SHA-256 digests")
+    shape = record.get("shape", [1, 1, 1])
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 3
+        and all(_is_int(d) and 1 <= d <= MAX_SIDE for d in shape)  # type: ignore[operator]
+        and shape[2] in (1, 3)
+    ):
+        raise _fail(f"pair record {index!r}: shape must be [H, W, C], H, W in 1..4096, C 1 or 3")
+    label = record.get("label")
+    if label is not None and not (_is_int(label) and 0 <= label < MAX_LABEL):  # type: ignore[operator]
+        raise _fail(f"pair record {index!r}: label must be nil or a class index")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _windows(claim: dict[str, Any], n_pairs: int, per_pair: int, count: int) -> list[int]:
@@ -137,15 +214,14 @@ def _replay_pair(
     skip_ties: bool,
 ) -> str:
     index, published, recorded = record["index"], record["published"], record["scores"]
-    if not (
-        isinstance(index, int)
-        and published in (0, 1)
-        and isinstance(recorded, list)
-        and len(recorded) == 2
-    ):
-        raise _fail("malformed pair record")
+    # _check_pair_record has checked the types.
+    assert isinstance(index, int)
     assert isinstance(published, int)
-    scores = scorer.replay(info, seed, record)
+    assert isinstance(recorded, list)
+    try:
+        scores = scorer.replay(info, seed, record)
+    except (OracleError, ParameterError, InputError) as exc:
+        raise _fail(f"pair {index!r}: the recorded answers do not replay: {exc}") from None
     if encode(scores) != encode(recorded):
         raise _fail(f"pair {index}: recorded scores differ from the recomputed ones")
     s_pub, s_hid = scores[published], scores[1 - published]

@@ -20,6 +20,8 @@ from protocol.errors import InputError, SignatureError
 from protocol.keys import key_id
 from protocol.versioning import require_supported
 
+from .claim_map import check_claim_map
+
 #: Envelope kind of a verdict.
 VERDICT_KIND = "verdict"
 #: Characters of the indicator string: score decided 0/1, tie coin heads/tails, tie skipped.
@@ -44,18 +46,8 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "transcript": dict,
     "environment": dict,
 }
-_CLAIM_FIELDS = {
-    "record",
-    "model",
-    "score",
-    "test",
-    "tie_rule",
-    "max_pairs",
-    "query_budget",
-    "window",
-    "window_max",
-    "claim_nonce",
-}
+#: Longest claim id a verdict may carry (UTF-8 bytes).
+MAX_CLAIM_ID_BYTES = 128
 _DECISIONS = {"detected", "not-detected"}
 _STOPS = {"detected", "exhausted", "budget"}
 
@@ -103,10 +95,14 @@ def parse_verdict(value: Value) -> Verdict:
     for name in ("time", "receipt_time"):
         if not _TIME.match(str(value[name])):
             raise InputError(f"verdict field {name!r} is not an RFC 3339 UTC time")
-    claim = value["claim"]
-    assert isinstance(claim, dict)
-    if set(claim) != _CLAIM_FIELDS:
-        raise InputError(f"verdict claim fields must be {sorted(_CLAIM_FIELDS)}")
+    check_claim_map(value["claim"])
+    claim_id = str(value["claim_id"])
+    if not 1 <= len(claim_id.encode()) <= MAX_CLAIM_ID_BYTES:
+        raise InputError(f"claim_id must be 1 to {MAX_CLAIM_ID_BYTES} bytes of text")
+    environment = value["environment"]
+    assert isinstance(environment, dict)
+    if not all(isinstance(v, str) for v in environment.values()):
+        raise InputError("environment must map text to text")
     if value["decision"] not in _DECISIONS or value["stop"] not in _STOPS:
         raise InputError("unknown decision or stop reason")
     if (value["decision"] == "detected") != (value["stop"] == "detected"):
@@ -115,6 +111,8 @@ def parse_verdict(value: Value) -> Verdict:
         raise InputError("earlier_claims cannot be negative")
     if len(value["audit_seed"]) != 32:  # type: ignore[arg-type]
         raise InputError("audit_seed must be 32 bytes")
+    if value["queries"] < 0:  # type: ignore[operator]
+        raise InputError("queries cannot be negative")
     opened = value["opened"]
     assert isinstance(opened, list)
     if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in opened):
@@ -133,11 +131,35 @@ def parse_verdict(value: Value) -> Verdict:
         or not isinstance(transcript["records"], int)
     ):
         raise InputError("transcript must be {hash: 32 bytes, records: int}")
-    final = value["final"]
-    assert isinstance(final, dict)
-    if set(final) != {"draws", "successes", "interval", "log_statistic"}:
-        raise InputError("final must have draws, successes, interval, log_statistic")
+    _check_final(value["final"], len(opened))
     return Verdict(value)
+
+
+def _check_final(final: Value, opened: int) -> None:
+    """Check ``final``: counts 0 ≤ successes ≤ draws ≤ opened; interval; log statistic."""
+    if not isinstance(final, dict) or set(final) != {
+        "draws",
+        "successes",
+        "interval",
+        "log_statistic",
+    }:
+        raise InputError("final must have exactly draws, successes, interval, log_statistic")
+    draws, successes = final["draws"], final["successes"]
+    if not (_is_int(draws) and _is_int(successes) and 0 <= successes <= draws <= opened):  # type: ignore[operator]
+        raise InputError(
+            "final.draws and final.successes must be 0 <= successes <= draws <= opened"
+        )
+    interval = final["interval"]
+    if interval is not None and not (
+        isinstance(interval, list) and len(interval) == 2 and all(_is_int(x) for x in interval)
+    ):
+        raise InputError("final.interval must be nil or two integers")
+    if final["log_statistic"] is not None and not isinstance(final["log_statistic"], float):
+        raise InputError("final.log_statistic must be nil or a float")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_verdict(envelope_json: bytes, arbiter_key: Ed25519PublicKey) -> Verdict:

@@ -1,0 +1,213 @@
+"""``verifier check`` and ``verifier replay`` refuse every malformed verdict and transcript.
+
+Issue #20: a red team found a signed verdict with ``claim.model = 5`` reported VALID,
+``claim.test = 5`` crashing with a TypeError, crafted transcripts crashing replay
+(no records, a record without ``published``) or accepted (extra keys, a wrong
+``type``, altered digests or shape), and a deeply nested envelope raising
+RecursionError. Each case here is signed with the arbiter's key (or re-chained into
+the verdict it belongs to), so only the check under test can refuse it; each must
+fail with a typed error, and the CLI with exit 1 and no traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from protocol.encoding import decode, encode
+from protocol.envelope import Envelope, payload_type, sign_envelope
+from protocol.errors import EncodingError, InputError, VerificationError
+from protocol.keys import key_id, public_key_pem
+from tests.support.claims import make_pairset, run_session
+from twinaudit.cli import main as cli_main
+from verifier.replay import replay
+from verifier.transcript import TranscriptWriter, iter_records
+from verifier.verdict import check_verdict, parse_verdict
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+
+
+@pytest.fixture(scope="module")
+def claim():
+    """A finished claim: (verdict payload, transcript records)."""
+    session = run_session(make_pairset(24), max_pairs=16, rho=bytes(32))
+    payload = session.verdict_payload(
+        arbiter=key_id(KEY.public_key()), time="2026-11-21T21:00:00Z", environment={"os": "x"}
+    )
+    return payload, list(iter_records(session.transcript.to_bytes()))
+
+
+def _signed(payload: dict[str, Any]) -> bytes:
+    return sign_envelope(encode(payload), payload_type("verdict"), KEY).to_json()
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Return an edit that sets the dotted ``path`` of a payload to ``value``."""
+
+    def edit(payload: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        target = payload
+        for name in parents:
+            target = target[name]
+        target[last] = value
+
+    return edit
+
+
+def _drop(path: str) -> Callable[[dict[str, Any]], None]:
+    def edit(payload: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        target = payload
+        for name in parents:
+            target = target[name]
+        del target[last]
+
+    return edit
+
+
+VERDICT_CASES = {
+    "claim.model is a number": _set("claim.model", 5),
+    "claim.test is a number": _set("claim.test", 5),
+    "claim.score is a list": _set("claim.score", [1]),
+    "claim.record without n_pairs": _drop("claim.record.n_pairs"),
+    "claim.record.n_pairs 0": _set("claim.record.n_pairs", 0),
+    "claim.record.root 31 bytes": _set("claim.record.root", bytes(31)),
+    "claim.claim_nonce text": _set("claim.claim_nonce", "nonce"),
+    "claim.model.oracle not a Describe map": _set("claim.model.oracle", {"model_name": "m"}),
+    "claim.model.name a number": _set("claim.model.name", 7),
+    "claim.score a knowledge word": _set("claim.score.knowledge", "labelled"),
+    "claim.score unknown function": _set("claim.score.function", "image-guesser"),
+    "claim.test unknown": _set("claim.test.name", "t-test"),
+    "claim.test.params p out of range": _set("claim.test.params.p", 1.5),
+    "claim.test.params for other n_pairs": _set("claim.test.params.n_pairs", 3),
+    "claim.test.params extra key": _set("claim.test.params.extra", 1),
+    "claim.test.params another prior": _set("claim.test.params.prior", "uniform"),
+    "claim.test.params p text": _set("claim.test.params.p", "0.05"),
+    "claim.tie_rule unknown": _set("claim.tie_rule", "maybe"),
+    "claim.window 0": _set("claim.window", 0),
+    "claim.window_max below window": _set("claim.window_max", 1),
+    "claim.max_pairs negative": _set("claim.max_pairs", -1),
+    "claim.query_budget true": _set("claim.query_budget", True),
+    "claim extra key": _set("claim.extra", 0),
+    "claim_id empty": _set("claim_id", ""),
+    "environment maps to a number": _set("environment", {"os": 1}),
+    "queries negative": _set("queries", -1),
+    "final.successes above draws": _set("final.successes", 10**6),
+    "final.interval one number": _set("final.interval", [1]),
+    "final.log_statistic text": _set("final.log_statistic", "1.0"),
+    "time not RFC 3339": _set("time", "yesterday"),
+    "indicators longer than opened": _set("indicators", "1" * 100),
+}
+
+
+@pytest.mark.parametrize("case", list(VERDICT_CASES))
+def test_check_refuses_a_signed_verdict_with_a_malformed_field(claim, case):
+    payload = copy.deepcopy(claim[0])
+    VERDICT_CASES[case](payload)
+    with pytest.raises(InputError):
+        check_verdict(_signed(payload), KEY.public_key())
+
+
+def test_the_untouched_verdict_checks_and_replays(claim):
+    payload, records = claim
+    verdict = check_verdict(_signed(payload), KEY.public_key())
+    transcript = _chain(records)[0]
+    assert replay(verdict, transcript).decision == payload["decision"]
+
+
+def _chain(records: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]]:
+    """Frame ``records``; return the transcript and the verdict's ``transcript`` field."""
+    writer = TranscriptWriter()
+    for record in records:
+        writer.append(record)
+    return writer.to_bytes(), {"hash": writer.head, "records": writer.count}
+
+
+def _pair(edit: Callable[[dict[str, Any]], None]) -> Callable[[list[dict[str, Any]]], None]:
+    """Return a transcript edit applying ``edit`` to the first pair record."""
+
+    def apply(records: list[dict[str, Any]]) -> None:
+        edit(records[1])
+
+    return apply
+
+
+def _del_records(records: list[dict[str, Any]]) -> None:
+    records.clear()
+
+
+def _header(records: list[dict[str, Any]]) -> None:
+    records[0] = {**records[0], "spec": "9.9"}
+
+
+def _header_extra(records: list[dict[str, Any]]) -> None:
+    records[0] = {**records[0], "note": "x"}
+
+
+TRANSCRIPT_CASES = {
+    "no records at all": _del_records,
+    "header of another spec version": _header,
+    "header with an extra key": _header_extra,
+    "pair record without published": _pair(_drop("published")),
+    "pair record with an extra key": _pair(_set("extra", 1)),
+    "pair record of another type": _pair(_set("type", "pairs")),
+    "pair digests of 31 bytes": _pair(_set("digests", [bytes(31), bytes(32)])),
+    "pair digests not two": _pair(_set("digests", [bytes(32)])),
+    "pair query_digests three": _pair(_set("query_digests", [bytes(32)] * 3)),
+    "pair shape of two numbers": _pair(_set("shape", [28, 28])),
+    "pair shape with no rows": _pair(_set("shape", [0, 28, 1])),
+    "pair shape of two channels": _pair(_set("shape", [28, 28, 2])),
+    "pair label negative": _pair(_set("label", -1)),
+    "pair published 2": _pair(_set("published", 2)),
+    "pair window text": _pair(_set("window", "0")),
+    "pair scores integers": _pair(_set("scores", [1, 2])),
+    "pair outcome unknown": _pair(_set("outcome", "x")),
+    "pair answers of integers": _pair(_set("answers", [[[1, 2]], [[3, 4]]])),
+    "pair answers missing a version": _pair(_set("answers", [[[0.5, 0.5]]])),
+    "pair params of one version": _pair(lambda r: r.__setitem__("params", r["params"][:1])),
+}
+
+
+@pytest.mark.parametrize("case", list(TRANSCRIPT_CASES))
+def test_replay_refuses_a_crafted_transcript(claim, case):
+    payload, records = copy.deepcopy(claim)
+    TRANSCRIPT_CASES[case](records)
+    transcript, chained = _chain(records)
+    payload["transcript"] = chained
+    verdict = parse_verdict(payload)
+    with pytest.raises(VerificationError):
+        replay(verdict, transcript)
+
+
+def test_a_deeply_nested_envelope_is_an_encoding_error():
+    with pytest.raises(EncodingError, match="nested"):
+        Envelope.from_json(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_the_cli_answers_every_case_with_exit_1_and_no_traceback(claim, tmp_path, capsys):
+    pub = tmp_path / "arbiter.pub"
+    pub.write_bytes(public_key_pem(KEY.public_key()))
+    payload = copy.deepcopy(claim[0])
+    payload["claim"]["test"] = 5
+    (tmp_path / "verdict.json").write_bytes(_signed(payload))
+    assert (
+        cli_main(["verifier", "check", str(tmp_path / "verdict.json"), "--pubkey", str(pub)]) == 1
+    )
+    assert "INVALID" in capsys.readouterr().err
+    good = copy.deepcopy(claim[0])
+    good["transcript"] = _chain([])[1]
+    (tmp_path / "good.json").write_bytes(_signed(good))
+    (tmp_path / "empty.bin").write_bytes(b"")
+    args = ["verifier", "replay", str(tmp_path / "good.json"), "--transcript"]
+    assert cli_main([*args, str(tmp_path / "empty.bin"), "--pubkey", str(pub)]) == 1
+    err = capsys.readouterr().err
+    assert "REPLAY FAILED" in err and "Traceback" not in err
+    (tmp_path / "deep.json").write_bytes(b"[" * 50_000 + b"]" * 50_000)
+    assert cli_main(["verifier", "check", str(tmp_path / "deep.json"), "--pubkey", str(pub)]) == 1
+    assert "nested" in capsys.readouterr().err
+    # The decoded payload of every signed case above is what the checks saw.
+    assert decode(Envelope.from_json(_signed(payload)).payload)["claim"]["test"] == 5
