@@ -12,7 +12,6 @@ fail with a typed error, and the CLI with exit 1 and no traceback.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,6 +21,12 @@ from protocol.encoding import decode, encode
 from protocol.envelope import Envelope, payload_type, sign_envelope
 from protocol.errors import EncodingError, InputError, VerificationError
 from protocol.keys import key_id, public_key_pem
+from spec.tools.vectors_verdicts import (
+    CHECK_CASES,
+    REPLAY_CASES,
+    first_pair,
+    set_field,
+)
 from tests.support.claims import make_pairset, run_session
 from twinaudit.cli import main as cli_main
 from verifier.replay import replay
@@ -45,62 +50,23 @@ def _signed(payload: dict[str, Any]) -> bytes:
     return sign_envelope(encode(payload), payload_type("verdict"), KEY).to_json()
 
 
-def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    """Return an edit that sets the dotted ``path`` of a payload to ``value``."""
-
-    def edit(payload: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        target = payload
-        for name in parents:
-            target = target[name]
-        target[last] = value
-
-    return edit
-
-
-def _drop(path: str) -> Callable[[dict[str, Any]], None]:
-    def edit(payload: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        target = payload
-        for name in parents:
-            target = target[name]
-        del target[last]
-
-    return edit
-
-
 VERDICT_CASES = {
-    "claim.model is a number": _set("claim.model", 5),
-    "claim.test is a number": _set("claim.test", 5),
-    "claim.score is a list": _set("claim.score", [1]),
-    "claim.record without n_pairs": _drop("claim.record.n_pairs"),
-    "claim.record.n_pairs 0": _set("claim.record.n_pairs", 0),
-    "claim.record.root 31 bytes": _set("claim.record.root", bytes(31)),
-    "claim.claim_nonce text": _set("claim.claim_nonce", "nonce"),
-    "claim.model.oracle not a Describe map": _set("claim.model.oracle", {"model_name": "m"}),
-    "claim.model.name a number": _set("claim.model.name", 7),
-    "claim.score a knowledge word": _set("claim.score.knowledge", "labelled"),
-    "claim.score unknown function": _set("claim.score.function", "image-guesser"),
-    "claim.test unknown": _set("claim.test.name", "t-test"),
-    "claim.test.params p out of range": _set("claim.test.params.p", 1.5),
-    "claim.test.params for other n_pairs": _set("claim.test.params.n_pairs", 3),
-    "claim.test.params extra key": _set("claim.test.params.extra", 1),
-    "claim.test.params another prior": _set("claim.test.params.prior", "uniform"),
-    "claim.test.params p text": _set("claim.test.params.p", "0.05"),
-    "claim.tie_rule unknown": _set("claim.tie_rule", "maybe"),
-    "claim.window 0": _set("claim.window", 0),
-    "claim.window_max below window": _set("claim.window_max", 1),
-    "claim.max_pairs negative": _set("claim.max_pairs", -1),
-    "claim.query_budget true": _set("claim.query_budget", True),
-    "claim extra key": _set("claim.extra", 0),
-    "claim_id empty": _set("claim_id", ""),
-    "environment maps to a number": _set("environment", {"os": 1}),
-    "queries negative": _set("queries", -1),
-    "final.successes above draws": _set("final.successes", 10**6),
-    "final.interval one number": _set("final.interval", [1]),
-    "final.log_statistic text": _set("final.log_statistic", "1.0"),
-    "time not RFC 3339": _set("time", "yesterday"),
-    "indicators longer than opened": _set("indicators", "1" * 100),
+    **CHECK_CASES,  # the vector file's, plus:
+    "claim.score is a list": set_field("claim.score", [1]),
+    "claim.record.n_pairs 0": set_field("claim.record.n_pairs", 0),
+    "claim.claim_nonce text": set_field("claim.claim_nonce", "nonce"),
+    "claim.model.oracle not a Describe map": set_field("claim.model.oracle", {"model_name": "m"}),
+    "claim.model.name a number": set_field("claim.model.name", 7),
+    "claim.score unknown function": set_field("claim.score.function", "image-guesser"),
+    "claim.test unknown": set_field("claim.test.name", "t-test"),
+    "claim.test.params p out of range": set_field("claim.test.params.p", 1.5),
+    "claim.test.params another prior": set_field("claim.test.params.prior", "uniform"),
+    "claim.test.params p text": set_field("claim.test.params.p", "0.05"),
+    "claim.window 0": set_field("claim.window", 0),
+    "claim.max_pairs negative": set_field("claim.max_pairs", -1),
+    "claim extra key": set_field("claim.extra", 0),
+    "queries negative": set_field("queries", -1),
+    "final.log_statistic text": set_field("final.log_statistic", "1.0"),
 }
 
 
@@ -127,48 +93,21 @@ def _chain(records: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]]:
     return writer.to_bytes(), {"hash": writer.head, "records": writer.count}
 
 
-def _pair(edit: Callable[[dict[str, Any]], None]) -> Callable[[list[dict[str, Any]]], None]:
-    """Return a transcript edit applying ``edit`` to the first pair record."""
-
-    def apply(records: list[dict[str, Any]]) -> None:
-        edit(records[1])
-
-    return apply
-
-
-def _del_records(records: list[dict[str, Any]]) -> None:
-    records.clear()
-
-
-def _header(records: list[dict[str, Any]]) -> None:
-    records[0] = {**records[0], "spec": "9.9"}
-
-
 def _header_extra(records: list[dict[str, Any]]) -> None:
     records[0] = {**records[0], "note": "x"}
 
 
 TRANSCRIPT_CASES = {
-    "no records at all": _del_records,
-    "header of another spec version": _header,
+    **REPLAY_CASES,  # the vector file's, plus:
     "header with an extra key": _header_extra,
-    "pair record without published": _pair(_drop("published")),
-    "pair record with an extra key": _pair(_set("extra", 1)),
-    "pair record of another type": _pair(_set("type", "pairs")),
-    "pair digests of 31 bytes": _pair(_set("digests", [bytes(31), bytes(32)])),
-    "pair digests not two": _pair(_set("digests", [bytes(32)])),
-    "pair query_digests three": _pair(_set("query_digests", [bytes(32)] * 3)),
-    "pair shape of two numbers": _pair(_set("shape", [28, 28])),
-    "pair shape with no rows": _pair(_set("shape", [0, 28, 1])),
-    "pair shape of two channels": _pair(_set("shape", [28, 28, 2])),
-    "pair label negative": _pair(_set("label", -1)),
-    "pair published 2": _pair(_set("published", 2)),
-    "pair window text": _pair(_set("window", "0")),
-    "pair scores integers": _pair(_set("scores", [1, 2])),
-    "pair outcome unknown": _pair(_set("outcome", "x")),
-    "pair answers of integers": _pair(_set("answers", [[[1, 2]], [[3, 4]]])),
-    "pair answers missing a version": _pair(_set("answers", [[[0.5, 0.5]]])),
-    "pair params of one version": _pair(lambda r: r.__setitem__("params", r["params"][:1])),
+    "pair digests not two": first_pair(set_field("digests", [bytes(32)])),
+    "pair shape with no rows": first_pair(set_field("shape", [0, 28, 1])),
+    "pair shape of two channels": first_pair(set_field("shape", [28, 28, 2])),
+    "pair label negative": first_pair(set_field("label", -1)),
+    "pair published 2": first_pair(set_field("published", 2)),
+    "pair window text": first_pair(set_field("window", "0")),
+    "pair outcome unknown": first_pair(set_field("outcome", "x")),
+    "pair answers missing a version": first_pair(set_field("answers", [[[0.5, 0.5]]])),
 }
 
 

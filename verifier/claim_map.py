@@ -38,7 +38,7 @@ MODEL_KEYS = frozenset({"endpoint", "name", "oracle"})
 TEST_KEYS = frozenset({"name", "params"})
 TIE_RULES = frozenset({"coin", "skip"})
 #: Longest endpoint and model name a claim map may carry (UTF-8 bytes).
-MAX_NAME_BYTES = 1024
+MAX_NAME_BYTES = 256
 
 
 def _map(value: object, keys: frozenset[str], what: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from . import (
     vectors_mixture,
     vectors_pprm,
     vectors_scoring,
+    vectors_verdicts,
 )
 
 
@@ -24,6 +25,7 @@ def main() -> None:
         vectors_mixture,
         vectors_scoring,
         vectors_claims,
+        vectors_verdicts,
     ):
         module.main()
 

@@ -1,0 +1,406 @@
+"""Build spec/vectors/verdicts.json: whole claims, signed, with their transcripts (§11, §12).
+
+Each valid case is a verdict envelope signed with the test key of appendix B and the
+transcript it signs; checking the verdict (§11) and replaying the transcript (§12)
+must succeed and give the listed decision, indicators and final state. The claims
+cover both tests, both tie rules, a stop on the query budget, probability and
+label answers, and a detection. Broken cases are one valid claim with one field
+changed and signed again (``check``: the verdict must be refused, ``invalid-input``)
+or one transcript record changed and chained again into a re-signed verdict
+(``replay``: ``verification-failed``), so that only the check named can refuse them.
+
+The claims run through the verifier's claim engine against a deterministic stand-in
+model: its probability vector for an image is the 10 bytes of SHA-256 of the image's
+float32 bytes, plus one, divided by their sum (exact in any IEEE 754 binary64
+arithmetic), except that the ``memoriser`` answers an image equal to a published
+version with probability 1 − 9·2^-20 on its committed label.
+
+Run ``python -m spec.tools.vectors_verdicts`` to rewrite the file; the conformance
+test fails if the file differs from what :func:`build` returns.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from protocol import SPEC_VERSION
+from protocol.commitment import PairOpening, commit_pair
+from protocol.encoding import Value, decode, encode
+from protocol.envelope import Envelope, payload_type, sign_envelope
+from protocol.items import ImageItem, decode_item, encode_item
+from protocol.keys import key_id, raw_public_key
+from protocol.merkle import MerkleTree
+from protocol.seeds import publication_bits
+from protocol.stats.base import TiePolicy
+from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
+from verifier.scoring.classifier import ScoreSpec
+from verifier.transcript import TranscriptWriter, iter_records
+
+from .vectors_core import TEST_KEY_SEED, render
+
+VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "verdicts.json"
+N_PAIRS = 24
+SIDE = 8
+N_CLASSES = 10
+RHO = hashlib.sha256(b"twinaudit vectors rho").digest()
+TIME = "2026-11-24T00:00:00Z"
+RECEIPT_TIME = "2026-11-23T00:00:00Z"
+
+
+def _pairs() -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    """Return the canonical bytes of both versions of every pair, and the labels."""
+    rng = np.random.default_rng(20261124)
+    base = rng.integers(32, 224, (N_PAIRS, SIDE, SIDE, 1))
+    signs = np.where(rng.random((N_PAIRS, SIDE, SIDE, 1)) < 0.5, -16, 16)
+    labels = [int(y) for y in rng.integers(0, N_CLASSES, N_PAIRS)]
+    versions = []
+    for i in range(N_PAIRS):
+        v0 = np.clip(base[i] + signs[i], 0, 255).astype(np.uint8)
+        v1 = np.clip(base[i] - signs[i], 0, 255).astype(np.uint8)
+        versions.append(
+            (encode_item(ImageItem(v0, labels[i])), encode_item(ImageItem(v1, labels[i])))
+        )
+    return versions, labels
+
+
+class HashOracle(ClassifierOracle):
+    """Probabilities from SHA-256 of the image bytes; optionally memorising some images."""
+
+    def __init__(self, label_only: bool = False, known: dict[bytes, int] | None = None) -> None:
+        """Answer labels instead of probabilities when ``label_only``; ``known``: bytes → label."""
+        self.known = known or {}
+        self._info = OracleInfo(
+            "vector-oracle",
+            "memoriser" if known else "sha256",
+            ("classify",),
+            "label" if label_only else "probabilities",
+            N_CLASSES,
+            512,
+        )
+
+    @property
+    def info(self) -> OracleInfo:
+        """The Describe map's fields."""
+        return self._info
+
+    def classify(self, images: npt.NDArray[np.float32]) -> ClassifyAnswer:
+        """Answer each image (see the module docstring)."""
+        images = check_images(images)
+        rows = np.empty((len(images), N_CLASSES), dtype=np.float64)
+        for n, image in enumerate(images):
+            label = self.known.get(np.ascontiguousarray(image).tobytes())
+            if label is not None:
+                rows[n] = 2.0**-20
+                rows[n, label] = 1.0 - 9 * 2.0**-20
+                continue
+            weights = np.array(
+                [b + 1 for b in hashlib.sha256(image.tobytes()).digest()[:N_CLASSES]],
+                dtype=np.float64,
+            )
+            rows[n] = weights / weights.sum()
+        if self._info.classify_output == "label":
+            return ClassifyAnswer(labels=rows.argmax(axis=1).astype(np.int64))
+        return ClassifyAnswer(probabilities=rows)
+
+
+def _committed() -> tuple[list[tuple[bytes, bytes]], list[bytes], MerkleTree]:
+    """Return the pairs' versions, their salts (SHA-256 of a counter) and the Merkle tree."""
+    versions, _ = _pairs()
+    salts = [hashlib.sha256(b"vector salt %d" % i).digest() for i in range(N_PAIRS)]
+    commitments = [commit_pair(v0, v1, s)[0] for (v0, v1), s in zip(versions, salts, strict=True)]
+    return versions, salts, MerkleTree(commitments)
+
+
+def _run(name: str, params: dict[str, Any], oracle: ClassifierOracle) -> tuple[bytes, bytes]:
+    """Run one claim to its end; return its signed verdict envelope (JSON) and transcript."""
+    versions, salts, tree = _committed()
+    record = ClaimRecord(0, tree.root(), N_PAIRS, "image", RHO, RECEIPT_TIME)
+    claim = ClaimParams(0, tree.root(), "vector-oracle:0", "vector-model", **params)
+    nonce = hashlib.sha256(f"twinaudit vectors nonce {name}".encode()).digest()
+    session = ClaimSession.start(f"vector-{name}", record, claim, oracle, nonce)
+    while indices := session.next_request():
+        session.submit(
+            [(i, PairOpening(salts[i], *versions[i]), tree.inclusion_proof(i)) for i in indices]
+        )
+    key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
+    payload = session.verdict_payload(
+        arbiter=key_id(key.public_key()), time=TIME, environment={"implementation": "vectors"}
+    )
+    return _sign(payload), session.transcript.to_bytes()
+
+
+def _sign(payload: dict[str, Value]) -> bytes:
+    key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
+    return sign_envelope(encode(payload), payload_type("verdict"), key).to_json()
+
+
+def _memoriser() -> HashOracle:
+    """An oracle that recalls the published versions (what a model that trained on them does)."""
+    versions, labels = _pairs()
+    bits = publication_bits(_committed()[2].root(), RHO, N_PAIRS)
+    known = {}
+    for i, bit in enumerate(bits):
+        item = decode_item(versions[i][int(bit)], "image")
+        assert isinstance(item, ImageItem)
+        known[(item.pixels.astype(np.float32) / np.float32(255)).tobytes()] = labels[i]
+    return HashOracle(known=known)
+
+
+def _claims() -> dict[str, tuple[bytes, bytes]]:
+    """Run every valid claim of the file."""
+    c1 = ScoreSpec(k=2, perturbation="pad-shift-flip-dither", knowledge="C1")
+    return {
+        "mixture-e, skip, C1 pad-shift-flip-dither K=2": _run(
+            "a", {"score": c1, "test_name": "mixture-e", "p": 0.05}, HashOracle()
+        ),
+        "pprm-chernoff, coin, C3 label answers, dither K=1": _run(
+            "b",
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C3"),
+                "test_name": "pprm-chernoff",
+                "p": 0.05,
+                "tie_rule": TiePolicy.COIN,
+                "window": 4,
+                "window_max": 4,
+            },
+            HashOracle(label_only=True),
+        ),
+        "mixture-e, coin, stop on the query budget": _run(
+            "c",
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C2"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "tie_rule": TiePolicy.COIN,
+                "window": 2,
+                "query_budget": 14,
+            },
+            HashOracle(),
+        ),
+        "mixture-e, skip, C1 dither K=1, max_pairs 4": _run(
+            "e",
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 4,
+                "window": 4,
+            },
+            HashOracle(),
+        ),
+        "mixture-e, skip, a memorising model is detected": _run(
+            "d",
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 2,
+            },
+            _memoriser(),
+        ),
+    }
+
+
+def _payload(envelope: bytes) -> dict[str, Value]:
+    """Return the decoded payload of a verdict envelope this module signed."""
+    payload = decode(Envelope.from_json(envelope).payload)
+    assert isinstance(payload, dict)
+    return payload
+
+
+def _valid(name: str, envelope: bytes, transcript: bytes) -> dict[str, Any]:
+    payload = _payload(envelope)
+    final = payload["final"]
+    assert isinstance(final, dict)
+    return {
+        "name": name,
+        "kind": "claim",
+        "valid": True,
+        "input": {"envelope": envelope.decode(), "transcript": transcript.hex()},
+        "expected": {
+            "decision": payload["decision"],
+            "stop": payload["stop"],
+            "indicators": payload["indicators"],
+            "opened": payload["opened"],
+            "draws": final["draws"],
+            "successes": final["successes"],
+            "interval": final["interval"],
+            "log_statistic": None
+            if final["log_statistic"] is None
+            else float(final["log_statistic"]).hex(),  # type: ignore[arg-type]
+        },
+    }
+
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def set_field(path: str, value: Any) -> Edit:
+    """Return an edit setting the dotted ``path`` of a map (a payload, a record) to ``value``."""
+
+    def edit(target: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for name in parents:
+            target = target[name]
+        target[last] = value
+
+    return edit
+
+
+def drop_field(path: str) -> Edit:
+    """Return an edit deleting the dotted ``path`` of a map."""
+
+    def edit(target: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for name in parents:
+            target = target[name]
+        del target[last]
+
+    return edit
+
+
+#: Verdict fields broken one at a time (signed again): check must refuse each.
+CHECK_CASES: dict[str, Edit] = {
+    "claim.model is a number": set_field("claim.model", 5),
+    "claim.test is a number": set_field("claim.test", 5),
+    "claim.record without n_pairs": drop_field("claim.record.n_pairs"),
+    "claim.record.root of 31 bytes": set_field("claim.record.root", bytes(31)),
+    "claim.score names a knowledge word": set_field("claim.score.knowledge", "labelled"),
+    "claim.test.params for another n_pairs": set_field("claim.test.params.n_pairs", 3),
+    "claim.test.params with an extra key": set_field("claim.test.params.extra", 1),
+    "claim.tie_rule unknown": set_field("claim.tie_rule", "maybe"),
+    "claim.window_max below window": set_field("claim.window_max", 1),
+    "claim.query_budget is a boolean": set_field("claim.query_budget", True),
+    "claim_id empty": set_field("claim_id", ""),
+    "environment maps to a number": set_field("environment", {"implementation": 1}),
+    "final.successes above draws": set_field("final.successes", 1000),
+    "final.interval of one number": set_field("final.interval", [1]),
+    "decision detected, stop exhausted": set_field("decision", "detected"),
+    "a pair opened twice": set_field("opened", [0, 0]),
+    "indicators longer than the pairs opened": set_field("indicators", "1" * 100),
+    "time not RFC 3339": set_field("time", "2026-11-24 00:00:00"),
+}
+
+
+def first_pair(edit: Edit) -> Callable[[list[dict[str, Any]]], None]:
+    """Return a transcript edit applying ``edit`` to the first pair record."""
+
+    def apply(records: list[dict[str, Any]]) -> None:
+        edit(records[1])
+
+    return apply
+
+
+def no_records(records: list[dict[str, Any]]) -> None:
+    """Remove every record, the header too."""
+    records.clear()
+
+
+def _header_spec(records: list[dict[str, Any]]) -> None:
+    records[0]["spec"] = "9.9"
+
+
+#: Transcript records broken one at a time (chained and signed again): replay must refuse each.
+REPLAY_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
+    "no records": no_records,
+    "header of another spec version": _header_spec,
+    "pair record without published": first_pair(drop_field("published")),
+    "pair record with an extra key": first_pair(set_field("extra", 1)),
+    "pair record of another type": first_pair(set_field("type", "pairs")),
+    "pair digests of 31 bytes": first_pair(set_field("digests", [bytes(31), bytes(32)])),
+    "pair query_digests three": first_pair(set_field("query_digests", [bytes(32)] * 3)),
+    "pair shape of two numbers": first_pair(set_field("shape", [8, 8])),
+    "pair scores integers": first_pair(set_field("scores", [1, 2])),
+    "pair answers of integers": first_pair(set_field("answers", [[[1, 2]], [[3, 4]]])),
+    "pair params not the PRG's": first_pair(
+        lambda r: r.__setitem__("params", [r["params"][1], r["params"][0]])
+    ),
+    "pair score changed in the last bit": first_pair(
+        lambda r: r.__setitem__("scores", [np.nextafter(r["scores"][0], 1.0), r["scores"][1]])
+    ),
+    "pair outcome flipped": first_pair(
+        lambda r: r.__setitem__("outcome", {"1": "0", "0": "1"}.get(r["outcome"], "1"))
+    ),
+}
+
+
+def _broken(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
+    payload = _payload(envelope)
+    cases: list[dict[str, Any]] = []
+    for name, edit in CHECK_CASES.items():
+        broken = copy.deepcopy(payload)
+        edit(broken)
+        cases.append(
+            {
+                "name": f"check: {name}",
+                "kind": "check",
+                "valid": False,
+                "input": {"envelope": _sign(broken).decode()},
+                "error": "invalid-input",
+            }
+        )
+    records = list(iter_records(transcript))
+    for name, edit in REPLAY_CASES.items():
+        changed = copy.deepcopy(records)
+        edit(changed)
+        writer = TranscriptWriter()
+        for record in changed:
+            writer.append(record)
+        rechained = dict(payload, transcript={"hash": writer.head, "records": writer.count})
+        cases.append(
+            {
+                "name": f"replay: {name}",
+                "kind": "replay",
+                "valid": False,
+                "input": {
+                    "envelope": _sign(rechained).decode(),  # type: ignore[arg-type]
+                    "transcript": writer.to_bytes().hex(),
+                },
+                "error": "verification-failed",
+            }
+        )
+    return cases
+
+
+def build() -> dict[str, Any]:
+    """Return the whole vector document."""
+    claims = _claims()
+    cases = [_valid(name, *made) for name, made in claims.items()]
+    # The broken cases change the short claim (four pairs): small files, every check hit.
+    cases += _broken(*claims["mixture-e, skip, C1 dither K=1, max_pairs 4"])
+    key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
+    return {
+        "spec_version": SPEC_VERSION,
+        "topic": "verdicts",
+        "description": (
+            "Whole claims (spec §10–§12): each valid case is a verdict envelope signed with "
+            "the test key of appendix B (public key "
+            f"{raw_public_key(key.public_key()).hex()}) and its transcript (hex of the "
+            "framed records); checking the verdict (§11) and replaying the transcript (§12) "
+            "succeed and give 'expected' (log_statistic as a C99 hex float, compared to a "
+            "relative 1e-9). 'check' cases are a valid verdict with one field changed and "
+            "signed again: checking it fails with 'error'. 'replay' cases change one "
+            "transcript record, chain the records again and sign the verdict again: the "
+            "verdict checks, and replaying fails with 'error'."
+        ),
+        "cases": cases,
+    }
+
+
+def main() -> None:
+    """Rewrite the vector file."""
+    VECTOR_FILE.write_text(render(build()), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
