@@ -83,7 +83,11 @@ class Envelope:
 
     @classmethod
     def from_json(cls, data: bytes) -> Envelope:
-        """Parse DSSE JSON strictly: exact keys, standard base64, every size capped."""
+        """Parse DSSE JSON strictly: exact keys, standard base64, every size capped.
+
+        The text must be the one form :meth:`to_json` writes (spec §8.2), so that every
+        byte of an envelope file is significant.
+        """
         if len(data) > MAX_ENVELOPE_JSON_BYTES:
             raise LimitExceededError("envelope size", len(data), MAX_ENVELOPE_JSON_BYTES)
         try:
@@ -107,8 +111,21 @@ class Envelope:
                 raise EncodingError("each signature must have exactly keyid and sig")
             if not isinstance(entry["keyid"], str) or len(entry["keyid"]) > 128:
                 raise EncodingError("keyid must be a string of at most 128 characters")
-            parsed.append(Signature(entry["keyid"], _b64(entry["sig"], "sig")))
-        return cls(_check_type(ptype), _b64(doc["payload"], "payload"), tuple(parsed))
+            parsed.append(Signature(_plain(entry["keyid"], "keyid"), _b64(entry["sig"], "sig")))
+        envelope = cls(_check_type(ptype), _b64(doc["payload"], "payload"), tuple(parsed))
+        if data != envelope.to_json():
+            raise EncodingError(
+                "envelope JSON is not in its one accepted form (members sorted, no whitespace, "
+                "no escapes, nothing after the object)"
+            )
+        return envelope
+
+
+def _plain(text: str, what: str) -> str:
+    """Return ``text`` if JSON writes it without escapes: no quote, backslash or control."""
+    if any(c in '"\\' or ord(c) < 0x20 for c in text):
+        raise EncodingError(f"{what} must not contain quotes, backslashes or control characters")
+    return text
 
 
 def _b64(value: Any, what: str) -> bytes:
@@ -124,6 +141,7 @@ def _b64(value: Any, what: str) -> bytes:
 
 
 def _check_type(type_: str) -> str:
+    _plain(type_, "payloadType")
     size = len(type_.encode("utf-8"))
     if size > limits.MAX_PAYLOAD_TYPE_BYTES:
         raise LimitExceededError("payload type length", size, limits.MAX_PAYLOAD_TYPE_BYTES)

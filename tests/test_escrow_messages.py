@@ -344,7 +344,7 @@ def _tamper_payload(envelope: bytes) -> bytes:
     payload = bytearray(base64.b64decode(doc["payload"]))
     payload[len(payload) // 2] ^= 0x01
     doc["payload"] = base64.b64encode(bytes(payload)).decode()
-    return json.dumps(doc).encode()
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _tamper_sig(envelope: bytes) -> bytes:
@@ -352,7 +352,7 @@ def _tamper_sig(envelope: bytes) -> bytes:
     sig = bytearray(base64.b64decode(doc["signatures"][0]["sig"]))
     sig[0] ^= 0x80
     doc["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
-    return json.dumps(doc).encode()
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _bad_proof_element(proof: list[bytes]) -> list[bytes]:

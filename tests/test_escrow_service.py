@@ -270,7 +270,7 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
             doc = json.loads(receipt)
             sig = doc["signatures"][0]["sig"]
             doc["signatures"][0]["sig"] = ("B" if sig[0] == "A" else "A") + sig[1:]
-            receipt = json.dumps(doc).encode()
+            receipt = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
         elif self._mode == "other-root":
             forged = escrow_pb2.CommitRequest()
             forged.CopyFrom(request)

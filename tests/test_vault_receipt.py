@@ -127,7 +127,7 @@ def _tamper_payload(envelope: bytes) -> bytes:
     payload = bytearray(base64.b64decode(document["payload"]))
     payload[-1] ^= 1
     document["payload"] = base64.b64encode(bytes(payload)).decode()
-    return json.dumps(document).encode()
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _with(arbiter, root, *, envelope=None, proof=None, **escrow):

@@ -419,6 +419,36 @@ def build_envelope() -> dict[str, Any]:
     broken("no signatures", {**good_json, "signatures": []}, "non-canonical-encoding")
     noncanon = json.loads(sign_envelope(bytes.fromhex("cc05"), verdict_type, key).to_json())
     broken("signed but non-canonical payload", noncanon, "non-canonical-encoding")
+
+    def broken_text(name: str, text: str) -> None:
+        cases.append(
+            {
+                "name": name,
+                "kind": "verify",
+                "valid": False,
+                "input": {"public_key": pub.hex(), "expected_type": verdict_type, "json": text},
+                "error": "non-canonical-encoding",
+            }
+        )
+
+    text = good.to_json().decode()
+    broken_text("pretty-printed JSON", json.dumps(good_json, sort_keys=True, indent=2))
+    broken_text(
+        "members in another order",
+        json.dumps(
+            {
+                "signatures": good_json["signatures"],
+                "payloadType": verdict_type,
+                "payload": good_json["payload"],
+            },
+            separators=(",", ":"),
+        ),
+    )
+    broken_text(
+        "a character escaped", text.replace('"payloadType":"a', '"payloadType":"\\u0061', 1)
+    )
+    broken_text("a trailing newline", text + "\n")
+    broken_text("a member twice", text.replace("{", '{"payload":"AA==",', 1))
     return _doc("envelope", "DSSE-style signed envelopes with Ed25519 (spec §8).", cases)
 
 
