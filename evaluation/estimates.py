@@ -21,7 +21,8 @@ from dataclasses import replace
 import numpy as np
 
 from owner.marking.config import PROXY_EPOCHS
-from twinaudit.estimate import STEPS, EstimateConfig, estimate
+from twinaudit.estimate import estimate
+from twinaudit.estimate_config import STEPS, EstimateConfig
 
 from . import ablation
 from .audit import AuditLog

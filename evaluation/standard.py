@@ -101,11 +101,12 @@ def train_standard(
     seed: int = 0,
     recipe: str = "pad-crop-flip",
     device: str = "cpu",
+    weight_decay: float = WEIGHT_DECAY,
     progress: Callable[[int, float, float], None] | None = None,
 ) -> SmallResNet:
     """Train a fresh :class:`SmallResNet` with SGD; return it on the CPU in eval mode.
 
-    Nesterov momentum :data:`MOMENTUM`, weight decay :data:`WEIGHT_DECAY` (not on
+    Nesterov momentum :data:`MOMENTUM`, weight decay ``weight_decay`` (not on
     BatchNorm and biases, as is usual), batches of :data:`BATCH`, and a one-cycle
     schedule peaking at :data:`LR` after 15% of the steps and annealing (cosine) to
     near 0. ``progress(epoch, loss, accuracy)`` is called after each epoch (loss and
@@ -116,7 +117,7 @@ def train_standard(
     decay = [p for p in model.parameters() if p.ndim > 1]
     no_decay = [p for p in model.parameters() if p.ndim <= 1]
     optimiser = torch.optim.SGD(
-        [{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": no_decay, "weight_decay": 0}],
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0}],
         lr=LR,
         momentum=MOMENTUM,
         nesterov=True,

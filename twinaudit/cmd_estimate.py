@@ -12,11 +12,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
 
-from .estimate import CONTROL_SHARE, SHARE, STEPS, TEST, Estimate, EstimateConfig, P
+from .estimate_config import CONTROL_SHARE, SHARE, STEPS, TEST, EstimateConfig, P
+
+if TYPE_CHECKING:
+    from .estimate import Estimate
 
 EXIT_OK = 0
 

@@ -10,9 +10,10 @@ process, with a stand-in for the practitioner:
 2. a *proxy practitioner* — the network and recipe of the owner's proxy
    (:mod:`owner.marking.proxy`: a small CNN, Adam, cosine decay, pad-crop-flip),
    trained afresh from its own seed — learns the published twins of most of her pairs
-   among labelled public images, her twins making up :data:`SHARE` of its training set
-   (the paper's 10%), for :data:`STEPS` optimiser steps (the demo's practitioner: 500
-   epochs of 2,000 images), enough for it to fit its training set;
+   among labelled public images, her twins making up
+   :data:`~twinaudit.estimate_config.SHARE` of its training set (the paper's 10%),
+   for :data:`~twinaudit.estimate_config.STEPS` optimiser steps (the demo's
+   practitioner: 500 epochs of 2,000 images), enough for it to fit its training set;
 3. a *control* share of her pairs is left out of that training: the same model scored
    on pairs it never saw is what an audit of a model that did not use her data sees,
    so its rate must sit near 1/2 (a rate well away from it says the estimate is not
@@ -59,49 +60,12 @@ from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.augment import draw_copies, stream_label
 from verifier.scoring.classifier import ScoreSpec, score
 
-#: Share of the owner's pairs kept out of the proxy practitioner's training (the control).
-CONTROL_SHARE: Final = 0.2
-#: The owner's twins' share of the practitioner's training set (the paper's 10%).
-SHARE: Final = 0.1
-#: The practitioner's optimiser steps (the demo's: 500 epochs of 2,000 images, batches of 128).
-STEPS: Final = 8000
-#: The claim's test and false-detection bound the estimate plans for unless told.
-TEST: Final = "mixture-e"
-P: Final = 0.05
+from .estimate_config import EstimateConfig
+
 #: Images handed to the oracle at a time (it runs them in batches of its own).
 BATCH: Final = 2048
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class EstimateConfig:
-    """How the estimate is made: the proxy practitioner's training and the claim scored."""
-
-    #: The knowledge conditions scored: C1 and C3 (the oracles a claim meets most) unless told.
-    conditions: tuple[str, ...] = ("C1", "C3")
-    k: int | None = None
-    perturbation: str | None = None
-    statistic: str | None = None
-    steps: int = STEPS
-    share: float = SHARE
-    seed: int = 0
-    control_share: float = CONTROL_SHARE
-    test: str = TEST
-    p: float = P
-
-    def __post_init__(self) -> None:
-        """Reject settings no estimate can be made with."""
-        if not self.conditions:
-            raise InputError("name at least one knowledge condition to estimate")
-        if self.steps < 1:
-            raise InputError("--steps must be at least 1")
-        if not 0.01 <= self.share <= 0.9:
-            raise InputError("--share must lie in [0.01, 0.9]")
-        if not 0.05 <= self.control_share <= 0.5:
-            raise InputError("--control-share must lie in [0.05, 0.5]")
-        if not 0.0 < self.p < 1.0:
-            raise InputError("--p must lie strictly between 0 and 1")
 
 
 @dataclass(frozen=True)
