@@ -21,7 +21,7 @@ from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.embedding import EmbeddingAnswer, check_embeddings
 from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
-from verifier.scoring.augment import apply, draw_params, to_unit
+from verifier.scoring.augment import apply, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
 
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
@@ -55,6 +55,11 @@ def _run(case):
         pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8).reshape(shape)
         copy = apply(to_unit(pixels.copy()), _typed_bytes(inp["params"]))
         return {"sha256": hashlib.sha256(copy.astype("<f4").tobytes()).hexdigest()}
+    if kind == "resize":
+        shape = (inp["height"], inp["width"], inp["channels"])
+        image = _vector(inp["values"]).reshape(shape)
+        out = resize_bilinear(image, inp["out_height"], inp["out_width"])
+        return {"values": [float(x).hex() for x in out.reshape(-1)]}
     if kind == "classifier-score":
         if "probabilities" in inp:
             answer = ClassifyAnswer(
@@ -101,6 +106,7 @@ def test_every_kind_has_valid_and_invalid_cases():
     kinds_named = (
         "draws",
         "copy",
+        "resize",
         "classifier-score",
         "cosine",
         "encoder-score",

@@ -20,7 +20,7 @@ from verifier.oracles.embedding import EmbeddingAnswer
 from verifier.oracles.image_text import ImageTextAnswer
 from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
-from verifier.scoring.augment import apply, draw_params, to_unit
+from verifier.scoring.augment import apply, bilinear_axis, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
 
 from .vectors_core import case, render
@@ -72,6 +72,67 @@ def copy_digest(inp: dict[str, Any]) -> dict[str, Any]:
     image = to_unit(pixels.reshape(inp["height"], inp["width"], inp["channels"]).copy())
     copy = apply(image, params_value(inp["params"]))
     return {"sha256": hashlib.sha256(copy.tobytes()).hexdigest()}
+
+
+def resize(inp: dict[str, Any]) -> dict[str, Any]:
+    """The binary64 bilinear resize of §10.3 of an (h, w, C) image of binary64 values."""
+    shape = (inp["height"], inp["width"], inp["channels"])
+    image = np.array(_floats(inp["values"]), dtype=np.float64).reshape(shape)
+    out = resize_bilinear(image, inp["out_height"], inp["out_width"])
+    return {"values": _hex(out.reshape(-1).tolist())}
+
+
+def _other_orders(image: np.ndarray[Any, Any], height: int, width: int) -> list[Any]:
+    """The same bilinear weights evaluated in three other orders (rows first; lerp forms)."""
+    r0, r1, ly = bilinear_axis(image.shape[0], height)
+    c0, c1, lx = bilinear_axis(image.shape[1], width)
+    lxc, lyc = lx[None, :, None], ly[:, None, None]
+    p00, p01 = image[r0][:, c0], image[r0][:, c1]
+    p10, p11 = image[r1][:, c0], image[r1][:, c1]
+    rows_first = (p00 * (1.0 - lyc) + p10 * lyc) * (1.0 - lxc) + (
+        p01 * (1.0 - lyc) + p11 * lyc
+    ) * lxc
+    top, bottom = p00 + (p01 - p00) * lxc, p10 + (p11 - p10) * lxc
+    lerp = top + (bottom - top) * lyc
+    left, right = p00 + (p10 - p00) * lyc, p01 + (p11 - p01) * lyc
+    lerp_rows_first = left + (right - left) * lxc
+    return [rows_first, lerp, lerp_rows_first]
+
+
+def _resize_cases() -> list[dict[str, Any]]:
+    """Resizes whose binary64 output differs from every other evaluation order tried."""
+    cases = []
+    for name, (h, w, out_h, out_w) in {
+        "upscale 3x5 to 7x9": (3, 5, 7, 9),
+        "downscale 6x7 to 4x5": (6, 7, 4, 5),
+    }.items():
+        for seed in range(1000):
+            pixels = np.random.default_rng([seed, h, w]).integers(0, 256, (h, w, 1))
+            image = pixels.astype(np.float64) / 255.0
+            mine = resize_bilinear(image, out_h, out_w)
+            if all(not np.array_equal(mine, other) for other in _other_orders(image, out_h, out_w)):
+                break
+        else:  # pragma: no cover - a seed is found within the first few
+            raise AssertionError(f"no distinguishing image for {name}")
+        inp = {
+            "height": h,
+            "width": w,
+            "channels": 1,
+            "values": _hex(image.reshape(-1).tolist()),
+            "out_height": out_h,
+            "out_width": out_w,
+        }
+        cases.append(case(name, "resize", inp, lambda i=inp: resize(i)))
+    bad = {
+        "height": 1,
+        "width": 1,
+        "channels": 1,
+        "values": [(0.5).hex()],
+        "out_height": 0,
+        "out_width": 2,
+    }
+    cases.append(case("invalid: resize to no rows", "resize", bad, lambda: resize(bad)))
+    return cases
 
 
 def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
@@ -386,7 +447,10 @@ def build() -> dict[str, Any]:
             "drawn from the PRG stream (seed, label) for a family and an image size. "
             "'copy': SHA-256 of the float32 copy (H, W, C row-major, little-endian) that "
             "a parameter map makes of the uint8 image 'pixels' (a byte string in a map, a "
-            "dither key, is written {\"bin\": hex}). 'classifier-score': the image-classifier "
+            "dither key, is written {\"bin\": hex}). 'resize': the binary64 output, row-major, "
+            "of the bilinear resize of §10.3 of an image of binary64 values; each valid case's "
+            "output differs from the same weights evaluated rows first or as a + (b - a)·λ. "
+            "'classifier-score': the image-classifier "
             "score (spec 10.3) of one version, from the claim's score map, the oracle's "
             "number of classes, the committed label (null: none) and the K answers "
             "('probabilities' rows or 'labels'). 'cosine': cos(u, v) with "
@@ -398,6 +462,7 @@ def build() -> dict[str, Any]:
         "cases": [
             *_draw_cases(),
             *_copy_cases(),
+            *_resize_cases(),
             *_classifier_cases(),
             *_cosine_cases(),
             *_encoder_cases(),

@@ -230,9 +230,10 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
     return params
 
 
-def _axis(
+def bilinear_axis(
     in_size: int, out_size: int
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """Return ``(i0, i1, λ)`` per output index of one axis (§10.3's resize weights)."""
     scale = in_size / out_size
     src = (np.arange(out_size, dtype=np.float64) + 0.5) * scale - 0.5
     src = np.maximum(src, 0.0)
@@ -259,8 +260,8 @@ def resize_bilinear(image: F64Image, out_height: int, out_width: int) -> F64Imag
     in_h, in_w = image.shape[0], image.shape[1]
     if in_h < 1 or in_w < 1:
         raise InputError("cannot resize an empty image")
-    r0, r1, ly = _axis(in_h, out_height)
-    c0, c1, lx = _axis(in_w, out_width)
+    r0, r1, ly = bilinear_axis(in_h, out_height)
+    c0, c1, lx = bilinear_axis(in_w, out_width)
     lxc = lx[None, :, None]
     lyc = ly[:, None, None]
     top = image[r0][:, c0] * (1.0 - lxc) + image[r0][:, c1] * lxc
