@@ -86,3 +86,24 @@ def test_usage_errors_exit_2():
 def test_keygen_never_overwrites(tmp_path):
     assert main(["verifier", "keygen", "--key", str(tmp_path / "k")]) == 0
     assert main(["verifier", "keygen", "--key", str(tmp_path / "k")]) == 2
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_names_the_package_and_the_spec(flag, capsys):
+    from importlib import metadata
+
+    from protocol import SPEC_VERSION
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([flag])
+    assert exit_info.value.code == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == f"twinaudit {metadata.version('twinaudit')} (spec {SPEC_VERSION})"
+
+
+def test_keygen_into_a_missing_folder_names_the_folder(tmp_path, capsys):
+    key = tmp_path / "missing" / "arbiter.key"
+    assert main(["verifier", "keygen", "--key", str(key)]) == 2
+    err = capsys.readouterr().err
+    assert f"{key.parent} is not a folder" in err and ".tmp" not in err
+    assert not key.parent.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 
 import grpc
 
@@ -23,13 +24,27 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+def package_version() -> str:
+    """Return the installed package's version (``unknown`` when run from an uninstalled tree)."""
+    try:
+        return metadata.version("twinaudit")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(
         prog="twinaudit",
         description="Verifiable third-party data-use audits of ML models.",
     )
-    parser.add_argument("--version", action="version", version=f"twinaudit (spec {SPEC_VERSION})")
+    parser.add_argument(
+        "-V",
+        "--version",
+        action="version",
+        version=f"twinaudit {package_version()} (spec {SPEC_VERSION})",
+        help="print the package and protocol-spec versions and exit",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (cmd_plan, cmd_owner, cmd_verifier, cmd_oracle):
         module.register(commands)

@@ -67,6 +67,8 @@ def register(commands: Any) -> None:
 
 
 def _keygen(args: argparse.Namespace) -> int:
+    if not args.key.parent.is_dir():
+        raise InputError(f"{args.key.parent} is not a folder: create it first (mkdir -p)")
     write_keypair(args.key)
     print(f"wrote {args.key} and {args.key}.pub")
     return EXIT_OK
