@@ -318,6 +318,7 @@ NAMES = ["a.png", "b.png", "sub/c.png"]
 
 GOOD_LABEL_FILES = {
     "csv-name-label": ("labels.csv", "name,label\nsub/c.png,7\na.png,5\nb.png, 6\n"),
+    "csv-filename-label": ("labels.csv", "filename,label\nsub/c.png,7\na.png,5\nb.png,6\n"),
     "csv-one-per-line": ("labels.csv", "5\n6\n\n7\n"),
     "csv-label-header": ("labels.txt", "label\n5\n6\n7\n"),
     "json-list": ("labels.json", "[5, 6, 7]"),

@@ -49,9 +49,10 @@ Labels
 ------
 An explicit ``labels`` file replaces labels found in the input. It is an idx
 labels file; a JSON file (suffix ``.json``: a list in source order, or an object
-mapping image names to labels); or a CSV file (a ``name,label`` header and one
-row per image, or one label per line in source order, optionally under a
-``label`` header). Labels are integers in [0, 65536).
+mapping image names to labels); or a CSV file (a ``filename,label`` header, as
+captions files have, or the older ``name,label``, and one row per image; or one
+label per line in source order, optionally under a ``label`` header). Labels are
+integers in [0, 65536).
 
 Batching rule
 -------------
@@ -810,18 +811,19 @@ def _labels_from_csv(text: str, names: Sequence[str], where: str) -> list[int]:
     if not rows:
         raise InputError(f"{where}: the label file is empty")
     header = [cell.strip().lower() for cell in rows[0][1]]
-    if header == ["name", "label"]:
+    if header in (["name", "label"], ["filename", "label"]):
         pairs: list[tuple[str, object, str]] = []
         for line, row in rows[1:]:
             if len(row) != 2:
-                raise InputError(f"{line}: expected two fields name,label, got {len(row)}")
+                raise InputError(f"{line}: expected two fields {','.join(header)}, got {len(row)}")
             pairs.append((row[0], row[1], line))
         return _labels_by_name(pairs, names, where)
     if header == ["label"]:
         rows = rows[1:]
     if not all(len(row) == 1 for _, row in rows):
         raise InputError(
-            f"{where}: expected a 'name,label' header or one label per line in source order"
+            f"{where}: expected a 'filename,label' (or 'name,label') header or one label per "
+            "line in source order"
         )
     return [_parse_label(row[0], line) for line, row in rows]
 
