@@ -133,3 +133,14 @@ def test_bad_text_options_write_nothing(tmp_path, inputs, capsys, args, message)
     assert code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "v").exists()
+
+
+def test_a_csv_jsonl_or_txt_input_is_read_as_texts_without_kind(tmp_path, inputs, capsys):
+    reviews, thesaurus = inputs
+    args = ["owner", "mark", str(reviews), "--out", str(tmp_path / "vault")]
+    args += ["--thesaurus", str(thesaurus), "--min-similarity", "0.9", "--quiet"]
+    # Read as texts (the text marker refuses the unmarkable review by name), not as images.
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "reviews.csv:9 (no replaceable word has a synonym)" in err
+    assert "not a folder of images" not in err

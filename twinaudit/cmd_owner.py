@@ -76,9 +76,8 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument("--out", type=Path, required=True, help="vault directory (new or unfinished)")
     mark.add_argument(
         "--kind",
-        default="image",
         choices=["image", "text", "captioned-image"],
-        help="what the input holds (default image)",
+        help="what the input holds (default: text for a .jsonl, .csv or .txt file, else image)",
     )
     mark.add_argument("--labels", type=Path, help="labels file (CSV or JSON), kept for claims")
     mark.add_argument("--npz-key", help="array to read from an .npz input")
@@ -411,9 +410,15 @@ _TEXT_ONLY: Mapping[str, object] = {
 }
 
 
+#: Input suffixes that hold texts: ``owner mark`` reads them as ``--kind text`` unless told.
+TEXT_SUFFIXES = (".jsonl", ".csv", ".txt")
+
+
 def _mark(args: argparse.Namespace) -> int:
     from owner.mark import mark_path
 
+    if args.kind is None:
+        args.kind = "text" if args.input.suffix.lower() in TEXT_SUFFIXES else "image"
     if args.kind != "captioned-image":
         _refuse_options(args, args.kind, {"captions": None})
     if args.kind == "text":
