@@ -65,6 +65,14 @@ LABELLED_CHOICES: Final = frozenset(
 )
 
 
+#: Image-classifier perturbations whose one copy is the image itself, or within one level
+#: of it: K = 1 is their default. Any other family asked for without ``--k`` gets
+#: :data:`FAMILY_K` copies, the K the regime ladder measured them with
+#: (``docs/results.md``, "Regime ladder", ``pad-shift-flip`` K = 32).
+SINGLE_COPY: Final = ("none", "dither")
+FAMILY_K: Final = 32
+
+
 @dataclass(frozen=True)
 class ScoreChoice:
     """The score fields of a claim (spec §10.1), those a function does not use unset."""
@@ -90,7 +98,9 @@ def choose_score(
     """Return the score fields of a claim on a vault of ``item_kind`` items.
 
     ``function`` defaults to :data:`DEFAULT_SCORE` of the item kind; a parameter left
-    None takes the function's default in :data:`SCORE_PARAMETERS`, except the
+    None takes the function's default in :data:`SCORE_PARAMETERS` (the image-classifier's
+    K is :data:`FAMILY_K` when the perturbation named is not one of :data:`SINGLE_COPY`),
+    except the
     image-classifier's knowledge: ``labelled`` when every item of the vault carries a
     committed label (``has_labels``), else ``unlabelled``; the verifier resolves the
     word to the recommended condition the oracle supports (C3; C2 or C4). The fields are
@@ -127,6 +137,8 @@ def choose_score(
             knowledge = "C1" if has_labels else "C2"
         else:
             knowledge = "labelled" if has_labels else str(takes["knowledge"])
+    if k is None and function == "image-classifier" and perturbation not in (None, *SINGLE_COPY):
+        k = FAMILY_K  # copies that differ need several of them (a lone crop is noise)
     choice = ScoreChoice(
         function,
         k=k if k is not None else int(takes.get("k", 0)),

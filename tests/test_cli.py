@@ -107,3 +107,10 @@ def test_keygen_into_a_missing_folder_names_the_folder(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{key.parent} is not a folder" in err and ".tmp" not in err
     assert not key.parent.exists()
+
+
+def test_plan_takes_the_bound_as_p_like_claim_and_as_fdr(capsys):
+    assert main(["plan", "--pairs", "200", "--p", "0.01", "--rates", "0.9"]) == 0
+    assert "false-detection bound p = 0.01" in capsys.readouterr().out
+    assert main(["plan", "--pairs", "200", "--fdr", "0.02", "--rates", "0.9"]) == 0
+    assert "false-detection bound p = 0.02" in capsys.readouterr().out

@@ -100,6 +100,25 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             {"statistic": "logit"},
             ScoreChoice("image-classifier", 1, "dither", "C2", "logit"),
         ),
+        # A family of copies that differ, without --k: 32 copies, not one lone crop.
+        (
+            "image",
+            None,
+            {"perturbation": "pad-shift-flip"},
+            ScoreChoice("image-classifier", 32, "pad-shift-flip", "unlabelled"),
+        ),
+        (
+            "image",
+            None,
+            {"perturbation": "none", "has_labels": True},
+            ScoreChoice("image-classifier", 1, "none", "labelled"),
+        ),
+        (
+            "image",
+            None,
+            {"perturbation": "pad-shift-flip-dither", "k": 4},
+            ScoreChoice("image-classifier", 4, "pad-shift-flip-dither", "unlabelled"),
+        ),
         ("image", "image-encoder", {}, ScoreChoice("image-encoder", 0, "")),
         (
             "image",

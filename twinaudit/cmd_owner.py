@@ -319,7 +319,8 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument(
         "--k",
         type=int,
-        help="image-classifier, image-encoder: perturbed copies per version (default 1 and 64)",
+        help="image-classifier, image-encoder: perturbed copies per version (default 1; 32 "
+        "with a --perturbation other than none or dither; 64 for image-encoder)",
     )
     claim.add_argument(
         "--perturbation",

@@ -31,7 +31,14 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--pairs", type=int, required=True, help="number of marked pairs N")
-    parser.add_argument("--fdr", type=float, default=0.05, help="false-detection bound p")
+    parser.add_argument(
+        "--p",
+        "--fdr",
+        dest="fdr",
+        type=float,
+        default=0.05,
+        help="false-detection bound p (owner claim's --p; --fdr is the older name)",
+    )
     parser.add_argument(
         "--alpha", type=float, default=None, help="PPRM level of the paper's test (default p/2)"
     )
