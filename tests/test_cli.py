@@ -114,3 +114,11 @@ def test_plan_takes_the_bound_as_p_like_claim_and_as_fdr(capsys):
     assert "false-detection bound p = 0.01" in capsys.readouterr().out
     assert main(["plan", "--pairs", "200", "--fdr", "0.02", "--rates", "0.9"]) == 0
     assert "false-detection bound p = 0.02" in capsys.readouterr().out
+
+
+def test_help_states_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Exit status, every command: 0 success; 1 a check that ran and failed" in out
+    assert "2 bad usage or unusable input" in out

@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="twinaudit",
         description="Verifiable third-party data-use audits of ML models.",
+        epilog="Exit status, every command: 0 success; 1 a check that ran and failed (an "
+        "invalid verdict, a failed replay or verification, a refused remote call, a disk "
+        "error); 2 bad usage or unusable input. Errors are one diagnostic line on stderr.",
     )
     parser.add_argument(
         "-V",
