@@ -122,3 +122,15 @@ def test_help_states_the_exit_codes(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "Exit status, every command: 0 success; 1 a check that ran and failed" in out
     assert "2 bad usage or unusable input" in out
+
+
+def test_a_missing_optional_extra_names_the_install_not_a_traceback(monkeypatch, capsys):
+    import twinaudit.cmd_plan as cmd_plan
+
+    def needs_torch(args):
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    monkeypatch.setattr(cmd_plan, "_plan", needs_torch)
+    assert main(["plan", "--pairs", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'twinaudit[ml]' -c constraints.txt" in err and "Traceback" not in err

