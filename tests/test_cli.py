@@ -134,3 +134,22 @@ def test_a_missing_optional_extra_names_the_install_not_a_traceback(monkeypatch,
     assert main(["plan", "--pairs", "100"]) == 2
     err = capsys.readouterr().err
     assert "pip install 'twinaudit[ml]' -c constraints.txt" in err and "Traceback" not in err
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from twinaudit.cli import build_parser
+
+    lacking = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+            elif action.help is None:
+                lacking.append(" ".join([*path, *action.option_strings, action.dest]))
+
+    walk(build_parser(), ["twinaudit"])
+    assert lacking == []

@@ -288,7 +288,9 @@ def _register_inspect(sub: Any) -> None:
     )
     inspect.add_argument("--extractor", help="extractor for the distance (default: marking's)")
     inspect.add_argument("--sheet", type=Path, help="write a contact sheet PNG here (private)")
-    inspect.add_argument("--sheet-pairs", type=int, default=8)
+    inspect.add_argument(
+        "--sheet-pairs", type=int, default=8, help="pairs shown on the contact sheet (default 8)"
+    )
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(handler=_inspect)
 
@@ -301,7 +303,11 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument("--arbiter", required=True, help="HOST:PORT of the arbiter")
     claim.add_argument("--arbiter-key", type=Path, required=True, help="arbiter public key (PEM)")
     claim.add_argument("--oracle", required=True, help="HOST:PORT of the model's oracle")
-    claim.add_argument("--model-name", default="model")
+    claim.add_argument(
+        "--model-name",
+        default="model",
+        help="the audited model's name, recorded in the claim and the verdict (default model)",
+    )
     claim.add_argument(
         "--test",
         default="mixture-e",
@@ -349,8 +355,18 @@ def _register_claim(sub: Any) -> None:
         choices=["skip", "coin"],
         help="skip tied pairs (default, fewer pairs) or break ties by coin (the paper's)",
     )
-    claim.add_argument("--max-pairs", type=int, default=0)
-    claim.add_argument("--query-budget", type=int, default=0)
+    claim.add_argument(
+        "--max-pairs",
+        type=int,
+        default=0,
+        help="open at most this many pairs (default 0: every pair of the vault)",
+    )
+    claim.add_argument(
+        "--query-budget",
+        type=int,
+        default=0,
+        help="stop before the oracle queries would exceed this (default 0: no budget)",
+    )
     claim.add_argument(
         "--window",
         type=int,

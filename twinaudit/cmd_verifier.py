@@ -55,13 +55,15 @@ def register(commands: Any) -> None:
     serve.set_defaults(handler=_serve)
 
     check = sub.add_parser("check", help="verify a verdict offline (exit 0 valid, 1 invalid)")
-    check.add_argument("verdict", type=Path)
+    check.add_argument("verdict", type=Path, help="the verdict file (verdict.json)")
     check.add_argument("--pubkey", type=Path, required=True, help="the arbiter's public key (PEM)")
     check.set_defaults(handler=_check)
 
     replay = sub.add_parser("replay", help="recompute a verdict's decision from its transcript")
-    replay.add_argument("verdict", type=Path)
-    replay.add_argument("--transcript", type=Path, required=True)
+    replay.add_argument("verdict", type=Path, help="the verdict file (verdict.json)")
+    replay.add_argument(
+        "--transcript", type=Path, required=True, help="its transcript (transcript.bin)"
+    )
     replay.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
     replay.set_defaults(handler=_replay)
 
