@@ -153,3 +153,10 @@ def test_every_option_of_every_command_has_help():
 
     walk(build_parser(), ["twinaudit"])
     assert lacking == []
+
+
+def test_plan_help_is_plain_text_with_an_example(capsys):
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out and "example: twinaudit plan --pairs 1000" in out
