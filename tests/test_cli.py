@@ -160,3 +160,19 @@ def test_plan_help_is_plain_text_with_an_example(capsys):
         main(["plan", "--help"])
     out = capsys.readouterr().out
     assert "``" not in out and "example: twinaudit plan --pairs 1000" in out
+
+
+def test_the_arbiter_address_and_key_come_from_the_environment(monkeypatch, tmp_path, capsys):
+    from twinaudit.cli import build_parser
+
+    vault = str(tmp_path / "vault")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["owner", "escrow", vault])
+    assert "--arbiter" in capsys.readouterr().err
+    monkeypatch.setenv("TWINAUDIT_ARBITER", "arbiter.example:7000")
+    monkeypatch.setenv("TWINAUDIT_ARBITER_KEY", str(tmp_path / "arbiter.key.pub"))
+    args = build_parser().parse_args(["owner", "escrow", vault])
+    assert args.arbiter == "arbiter.example:7000"
+    assert args.arbiter_key == tmp_path / "arbiter.key.pub"
+    given = build_parser().parse_args(["owner", "escrow", vault, "--arbiter", "other:1"])
+    assert given.arbiter == "other:1"  # an option given wins

@@ -11,6 +11,7 @@ the score function of ``--score``: by default the one for the vault's item kind)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,29 @@ def _tls_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ca", type=Path, help="CA certificate of the arbiter (enables TLS)")
     parser.add_argument("--cert", type=Path, help="client certificate for mTLS")
     parser.add_argument("--cert-key", type=Path, help="client private key for mTLS")
+
+
+#: Environment variables that stand for repeated options (read when the option is absent).
+ARBITER_ENV = "TWINAUDIT_ARBITER"
+ARBITER_KEY_ENV = "TWINAUDIT_ARBITER_KEY"
+
+
+def _arbiter_args(parser: argparse.ArgumentParser) -> None:
+    """Add --arbiter and --arbiter-key, defaulting to their environment variables."""
+    address, key = os.environ.get(ARBITER_ENV), os.environ.get(ARBITER_KEY_ENV)
+    parser.add_argument(
+        "--arbiter",
+        default=address,
+        required=address is None,
+        help=f"HOST:PORT of the arbiter (default: ${ARBITER_ENV})",
+    )
+    parser.add_argument(
+        "--arbiter-key",
+        type=Path,
+        default=Path(key) if key else None,
+        required=key is None,
+        help=f"arbiter public key (PEM) (default: ${ARBITER_KEY_ENV})",
+    )
 
 
 def _tls(args: argparse.Namespace) -> TlsFiles | None:
@@ -250,8 +274,7 @@ def _register_escrow(sub: Any) -> None:
         "escrow", help="escrow a vault's root with the arbiter; store the verified receipt"
     )
     escrow.add_argument("vault", type=Path, help="vault directory")
-    escrow.add_argument("--arbiter", required=True, help="HOST:PORT of the arbiter")
-    escrow.add_argument("--arbiter-key", type=Path, required=True, help="arbiter public key (PEM)")
+    _arbiter_args(escrow)
     escrow.add_argument("--owner", default="", help="owner label recorded in the public log")
     escrow.add_argument(
         "--receipt", type=Path, help="also write a copy of the receipt here (it is public)"
@@ -300,8 +323,7 @@ def _register_claim(sub: Any) -> None:
         "claim", help="file a claim against a model; save verdict and transcript"
     )
     claim.add_argument("vault", type=Path, help="vault directory (escrowed)")
-    claim.add_argument("--arbiter", required=True, help="HOST:PORT of the arbiter")
-    claim.add_argument("--arbiter-key", type=Path, required=True, help="arbiter public key (PEM)")
+    _arbiter_args(claim)
     claim.add_argument("--oracle", required=True, help="HOST:PORT of the model's oracle")
     claim.add_argument(
         "--model-name",
