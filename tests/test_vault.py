@@ -296,6 +296,8 @@ RESUME_MISMATCHES = [
     ("config", {"config": CONFIG | {"epsilon": 12}}, "config.*'epsilon': 10 there, 12 here"),
     ("config key", {"config": {**CONFIG, "seed": 1}}, "config.*'seed': '<absent>' there"),
     ("source", {"source": {"dataset": "other"}}, "source.*'dataset'"),
+    # The refusal says how to go on either way.
+    ("how to go on", {"source": {"dataset": "other"}}, "to continue it.*to start over, remove"),
     ("n_items", {"n_items": N + 1}, f"n_items={N}, not {N + 1}"),
     ("int vs float", {"config": CONFIG | {"epsilon": 10.0}}, "epsilon"),
     ("secret", {"secret": bytes(32)}, "another secret"),

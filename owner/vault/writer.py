@@ -441,7 +441,8 @@ def _require_same_run(started: RunParameters, given: RunParameters) -> None:
     """Raise ParameterError naming what differs between the started run and this one."""
     if started.item_kind != given.item_kind:
         raise ParameterError(
-            f"the vault holds {started.item_kind!r} items, not {given.item_kind!r}"
+            f"the vault holds {started.item_kind!r} items, not {given.item_kind!r}; mark "
+            "into a new directory"
         )
     if started.n_items != given.n_items:
         raise ParameterError(f"the vault's run has n_items={started.n_items}, not {given.n_items}")
@@ -455,7 +456,11 @@ def _require_same_run(started: RunParameters, given: RunParameters) -> None:
                 f"{key!r}: {old.get(key, '<absent>')!r} there, {new.get(key, '<absent>')!r} here"
                 for key in keys[:5]
             )
-            raise ParameterError(f"the vault's run was started with another {what} ({shown})")
+            raise ParameterError(
+                f"the vault's run was started with another {what} ({shown}); to continue it, "
+                "run the same command with the original input and options; to start over, "
+                "remove the unfinished vault directory or mark into a new one"
+            )
 
 
 def _differs(old: dict[str, Value], new: dict[str, Value], key: str) -> bool:
