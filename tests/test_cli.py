@@ -176,3 +176,19 @@ def test_the_arbiter_address_and_key_come_from_the_environment(monkeypatch, tmp_
     assert args.arbiter_key == tmp_path / "arbiter.key.pub"
     given = build_parser().parse_args(["owner", "escrow", vault, "--arbiter", "other:1"])
     assert given.arbiter == "other:1"  # an option given wins
+
+
+def test_threads_holds_torch_to_the_count_and_refuses_zero(tmp_path, capsys):
+    import torch
+
+    from twinaudit.threads import use_threads
+
+    before = torch.get_num_threads()
+    try:
+        use_threads(1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    out = str(tmp_path / "p.pt")
+    assert main(["owner", "proxy", str(tmp_path), "--out", out, "--threads", "0"]) == 2
+    assert "--threads must be at least 1" in capsys.readouterr().err

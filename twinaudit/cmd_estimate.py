@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import InputError
 
 from .estimate_config import CONTROL_SHARE, SHARE, STEPS, TEST, EstimateConfig, P
+from .threads import threads_arg, use_threads
 
 if TYPE_CHECKING:
     from .estimate import Estimate
@@ -95,6 +96,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--test", default=TEST, help=f"the claim's test (default {TEST})")
     parser.add_argument("--p", type=float, default=P, help=f"false-detection bound (default {P})")
     parser.add_argument("--out", type=Path, help="also write the estimate as JSON (a new file)")
+    threads_arg(parser)
     parser.set_defaults(handler=_estimate)
 
 
@@ -106,6 +108,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
     from .estimate import estimate
 
+    use_threads(args.threads)
     if args.out is not None and args.out.exists():
         raise InputError(f"{args.out} exists; the estimate is written to a new file")
     if args.out is not None and not args.out.parent.is_dir():

@@ -23,6 +23,7 @@ from verifier.scoring.augment import FAMILIES as PERTURBATIONS
 from verifier.scoring.registry import FUNCTIONS as SCORE_FUNCTIONS
 
 from .cmd_estimate import register as register_estimate
+from .threads import threads_arg, use_threads
 from .transport import TlsFiles, make_channel
 
 EXIT_OK = 0
@@ -188,6 +189,7 @@ def _register_mark(sub: Any) -> None:
         "only: the secret protects the salts and the hidden versions)",
     )
     mark.add_argument("--quiet", action="store_true", help="no progress line")
+    threads_arg(mark)
     mark.set_defaults(handler=_mark)
 
 
@@ -219,10 +221,12 @@ def _register_proxy(sub: Any) -> None:
         "--epochs", type=int, default=EPOCHS, help=f"training epochs (default {EPOCHS})"
     )
     proxy.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    threads_arg(proxy)
     proxy.set_defaults(handler=_proxy)
 
 
 def _proxy(args: argparse.Namespace) -> int:
+    use_threads(args.threads)
     import numpy as np
 
     from owner.images.sources import open_source
@@ -456,6 +460,7 @@ TEXT_SUFFIXES = (".jsonl", ".csv", ".txt")
 def _mark(args: argparse.Namespace) -> int:
     from owner.mark import mark_path
 
+    use_threads(args.threads)
     if args.kind is None:
         args.kind = "text" if args.input.suffix.lower() in TEXT_SUFFIXES else "image"
     if args.kind != "captioned-image":
