@@ -534,6 +534,7 @@ def run_demo(
                 outcomes=d.outcomes,
                 timings=runner.timings,
                 problems=problems,
+                decisions_checked=s.check_decisions,
             )
     except demo_data.DataNotFoundError as exc:
         runner.say(f"FAILED: {exc}")
