@@ -776,7 +776,7 @@ def _claim(args: argparse.Namespace) -> int:
     (args.out / "verdict.json").write_bytes(outcome.verdict)
     (args.out / "transcript.bin").write_bytes(stored.transcript)
     print(
-        f"{verdict['decision'].upper()}: claim {outcome.claim_id}, "
+        f"{verdict['decision'].upper()} (stop: {verdict['stop']}): claim {outcome.claim_id}, "
         f"{len(verdict['opened'])} pairs opened, {verdict['queries']} queries"
         f"{_knowledge_note(verdict, score.knowledge)}; verdict and transcript in {args.out}"
     )
