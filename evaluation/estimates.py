@@ -84,7 +84,8 @@ def estimate_table(
     """Return Markdown: per marks and condition, the estimate's q̂ against the measured one.
 
     ``estimates`` are :func:`run_estimates`' records (one per vault is read), ``measured``
-    the ablation's.
+    the ablation's, read on the same vaults. No lines when no vault of ``plan`` has an
+    estimate.
     """
     by_vault = {str(r["vault"]): r for r in estimates.values()}
     vaults = list(dict.fromkeys(job.vault for job in plan.jobs if not job.model.clean))
@@ -94,6 +95,8 @@ def estimate_table(
         "| measured q̂, used models (per seed) | tied |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    if not any(v.name in by_vault for v in vaults):
+        return []
     for marker in dict.fromkeys(v.marker for v in vaults):
         mine = [by_vault[v.name] for v in vaults if v.marker == marker and v.name in by_vault]
         if not mine:
@@ -103,10 +106,10 @@ def estimate_table(
             est = _pooled([e["used"] for e in entries])
             ctl = _pooled([e["control"] for e in entries])
             powers = " ".join(_detection(e.get("power")) for e in entries)
-            rows = [
+            rows = [  # the same vaults as the estimates: the seeds they ran on
                 measured[k]
                 for m, v in used
-                if v.marker == marker
+                if v.marker == marker and v.name in by_vault
                 if (k := ablation.key(m, v, MEASURED[condition])) in measured
             ]
             truth = ablation.q_hat(rows)
