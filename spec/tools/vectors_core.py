@@ -125,6 +125,35 @@ def build_encoding() -> dict[str, Any]:
             "error": "limit-exceeded",
         }
     )
+    # The boundary (§2.3): the top-level value is at depth 0, each element one deeper.
+    # 32 arrays around an integer put the integer at depth 32: accepted. An empty array
+    # at depth 32 is accepted too; anything at depth 33 is not.
+    for name, hex_ in [
+        ("an integer at depth 32 (32 arrays around it)", "91" * 32 + "01"),
+        ("an empty array at depth 32 (33 arrays in all)", "91" * 32 + "90"),
+    ]:
+        value: Any = 1 if hex_.endswith("01") else []
+        for _ in range(32):
+            value = [value]
+        assert encode(value).hex() == hex_
+        cases.append(
+            {
+                "name": name,
+                "kind": "encode",
+                "valid": True,
+                "input": {"value": to_typed(value)},
+                "expected": {"hex": hex_},
+            }
+        )
+    cases.append(
+        {
+            "name": "an integer at depth 33 (33 arrays around it)",
+            "kind": "decode",
+            "valid": False,
+            "input": {"hex": "91" * 33 + "01"},
+            "error": "limit-exceeded",
+        }
+    )
     return _doc("encoding", "Canonical MessagePack (spec §3).", cases)
 
 
