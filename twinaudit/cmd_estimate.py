@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
 
 from .estimate_config import CONTROL_SHARE, SHARE, STEPS, TEST, EstimateConfig, P
+from .helptext import paragraphs
 from .threads import threads_arg, use_threads
 
 if TYPE_CHECKING:
@@ -26,18 +26,15 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 
 
-ESTIMATE_HELP = "\n\n".join(
-    textwrap.fill(paragraph, 78)
-    for paragraph in (
-        "Measure, before publishing, what an audit of this vault can find: a proxy "
-        "practitioner learns your labelled public images with the published twins of 80% "
-        "of your pairs; every pair is scored as a claim would score it; q̂ per knowledge "
-        "condition is printed with the detection probability and the expected pairs of "
-        "a claim on all your pairs, and the same q̂ on the 20% it never saw (the "
-        "control, near 0.5).",
-        "example: twinaudit owner estimate vault/ --public public/ --labels public.csv "
-        "--out estimate.json",
-    )
+ESTIMATE_HELP = paragraphs(
+    "Measure, before publishing, what an audit of this vault can find: a proxy "
+    "practitioner learns your labelled public images with the published twins of 80% "
+    "of your pairs; every pair is scored as a claim would score it; q̂ per knowledge "
+    "condition is printed with the detection probability and the expected pairs of "
+    "a claim on all your pairs, and the same q̂ on the 20% it never saw (the "
+    "control, near 0.5).",
+    "example: twinaudit owner estimate vault/ --public public/ --labels public.csv "
+    "--out estimate.json",
 )
 
 

@@ -10,7 +10,6 @@ simulated.
 from __future__ import annotations
 
 import argparse
-import textwrap
 from fractions import Fraction
 from typing import Any
 
@@ -19,20 +18,19 @@ from protocol.stats.chernoff import chernoff_threshold
 from protocol.stats.power import plan
 from protocol.stats.registry import TESTS
 
+from .helptext import paragraphs
+
 #: Success rates reported unless the user asks for others.
 DEFAULT_RATES = (0.6, 0.7, 0.8, 0.9, 0.99)
 
 
-PLAN_HELP = "\n\n".join(
-    textwrap.fill(paragraph, 78)
-    for paragraph in (
-        "How many pairs to mark, and what an audit will cost. For N pairs and a "
-        "false-detection bound p, prints the paper's threshold T and, for each test, the "
-        "detection probability and the expected number of pairs opened at several "
-        "success rates q: exact figures (dynamic programming over the test's detection "
-        "boundary, iid indicators with success rate q), not simulated.",
-        "example: twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",
-    )
+PLAN_HELP = paragraphs(
+    "How many pairs to mark, and what an audit will cost. For N pairs and a "
+    "false-detection bound p, prints the paper's threshold T and, for each test, the "
+    "detection probability and the expected number of pairs opened at several "
+    "success rates q: exact figures (dynamic programming over the test's detection "
+    "boundary, iid indicators with success rate q), not simulated.",
+    "example: twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",
 )
 
 
