@@ -32,7 +32,7 @@ from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
 from verifier.scoring.registry import AnyScoreSpec
 
-from .build import Workspace, rho_of
+from .build import Workspace, die_with_parent, rho_of
 from .specs import Job
 
 #: The escrow time written into the in-process claim records (not used by the audit).
@@ -189,7 +189,9 @@ def run_missing(
         workspace.vault(spec)
     threads = max(1, (os.cpu_count() or 1) // workers)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=die_with_parent
+    ) as pool:
         futures = {
             pool.submit(_audit_worker, workspace.root, workspace.data_folder, group, threads): name
             for name, group in by_model.items()

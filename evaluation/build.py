@@ -14,12 +14,15 @@ complete, so nothing half-built is ever taken for finished.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import multiprocessing
 import os
 import platform
 import shutil
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -256,7 +259,9 @@ class Workspace:
             inputs.append((spec, images, labels, owner, split.test_images, split.test_labels))
         context = multiprocessing.get_context("spawn")
         began = time.monotonic()
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=context, initializer=die_with_parent
+        ) as pool:
             futures = {
                 pool.submit(
                     train_one,
@@ -279,6 +284,26 @@ class Workspace:
                     f"{info['train_accuracy']}, test accuracy {info['test_accuracy']}, "
                     f"{info['train_seconds']} s ({elapsed:.1f} min so far)"
                 )
+
+
+#: ``prctl`` options (linux/prctl.h): set and get the signal a process gets when its
+#: parent ends.
+PR_SET_PDEATHSIG: Final = 1
+PR_GET_PDEATHSIG: Final = 2
+
+
+def die_with_parent() -> None:
+    """In a worker process: ask Linux to end it when the process that started it ends.
+
+    A stopped evaluation (``kill``, ``pkill``) must take its workers with it: one that
+    went on training after its command was stopped wrote a model nobody asked for.
+    ``prctl(PR_SET_PDEATHSIG, SIGTERM)``; nothing elsewhere than Linux.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def device_name(device: str) -> str:

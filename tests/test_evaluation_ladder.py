@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -234,3 +237,21 @@ def test_the_prior_ceiling_table_matches_the_planner_and_bounds_the_gain():
     }
     # At q = 0.576 no prior reaches more than the point prior at that q.
     assert cells["mixture-e (grid15-v1)"] < cells["mixture-e (low-q)"] <= cells["mixture-e (point)"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_an_evaluation_worker_asks_to_end_with_the_process_that_started_it():
+    # Run in a fresh interpreter: the setting stays with the process that made it.
+    code = (
+        "import ctypes\n"
+        "from evaluation.build import PR_GET_PDEATHSIG, die_with_parent\n"
+        "die_with_parent()\n"
+        "value = ctypes.c_int()\n"
+        "ctypes.CDLL(None).prctl(PR_GET_PDEATHSIG, ctypes.byref(value), 0, 0, 0)\n"
+        "print(value.value)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert int(out.stdout) == signal.SIGTERM
