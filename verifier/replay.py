@@ -26,7 +26,7 @@ from verifier.windows import AnyWindowScorer, scorer_for
 
 from .claim_map import check_claim_map
 from .transcript import chain_head, iter_records
-from .verdict import Verdict
+from .verdict import Verdict, is_int
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,8 @@ def _check_pair_record(record: dict[str, Value], function: str) -> None:
     window, published, scores = record["window"], record["published"], record["scores"]
     if (
         record["type"] != "pair"
-        or not _is_int(index)
-        or not _is_int(window)
+        or not is_int(index)
+        or not is_int(window)
         or window < 0  # type: ignore[operator]
         or published not in (0, 1)
         or isinstance(published, bool)
@@ -164,17 +164,13 @@ def _check_pair_record(record: dict[str, Value], function: str) -> None:
     if not (
         isinstance(shape, list)
         and len(shape) == 3
-        and all(_is_int(d) and 1 <= d <= MAX_SIDE for d in shape)  # type: ignore[operator]
+        and all(is_int(d) and 1 <= d <= MAX_SIDE for d in shape)  # type: ignore[operator]
         and shape[2] in (1, 3)
     ):
         raise _fail(f"pair record {index!r}: shape must be [H, W, C], H, W in 1..4096, C 1 or 3")
     label = record.get("label")
-    if label is not None and not (_is_int(label) and 0 <= label < MAX_LABEL):  # type: ignore[operator]
+    if label is not None and not (is_int(label) and 0 <= label < MAX_LABEL):  # type: ignore[operator]
         raise _fail(f"pair record {index!r}: label must be nil or a class index")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _windows(claim: dict[str, Any], n_pairs: int, per_pair: int, count: int) -> list[int]:

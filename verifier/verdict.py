@@ -145,20 +145,21 @@ def _check_final(final: Value, opened: int) -> None:
     }:
         raise InputError("final must have exactly draws, successes, interval, log_statistic")
     draws, successes = final["draws"], final["successes"]
-    if not (_is_int(draws) and _is_int(successes) and 0 <= successes <= draws <= opened):  # type: ignore[operator]
+    if not (is_int(draws) and is_int(successes) and 0 <= successes <= draws <= opened):  # type: ignore[operator]
         raise InputError(
             "final.draws and final.successes must be 0 <= successes <= draws <= opened"
         )
     interval = final["interval"]
     if interval is not None and not (
-        isinstance(interval, list) and len(interval) == 2 and all(_is_int(x) for x in interval)
+        isinstance(interval, list) and len(interval) == 2 and all(is_int(x) for x in interval)
     ):
         raise InputError("final.interval must be nil or two integers")
     if final["log_statistic"] is not None and not isinstance(final["log_statistic"], float):
         raise InputError("final.log_statistic must be nil or a float")
 
 
-def _is_int(value: object) -> bool:
+def is_int(value: object) -> bool:
+    """Return whether ``value`` is an integer of the data model (a boolean is not one)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
