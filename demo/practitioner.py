@@ -124,12 +124,32 @@ def train(
 
 
 def accuracy(
-    model: torch.nn.Module, images: npt.NDArray[np.uint8], labels: npt.NDArray[np.integer]
+    model: torch.nn.Module,
+    images: npt.NDArray[np.uint8],
+    labels: npt.NDArray[np.integer],
+    *,
+    device: str = "cpu",
+    batch: int = 1024,
 ) -> float:
-    """Return the top-1 accuracy of ``model`` on uint8 images (no augmentation)."""
-    with torch.inference_mode():
-        predicted = model(to_tensor(images)).argmax(1).numpy()
-    return float(np.mean(predicted == np.asarray(labels)))
+    """Return the top-1 accuracy of ``model`` on uint8 images (no augmentation).
+
+    On the CPU the images go through in one batch; on an accelerator ``device`` in
+    batches of ``batch`` (the model is moved there and back to the CPU).
+    """
+    if device == "cpu":
+        with torch.inference_mode():
+            predicted = model(to_tensor(images)).argmax(1).numpy()
+        return float(np.mean(predicted == np.asarray(labels)))
+    model.to(device)
+    parts = []
+    try:
+        with torch.inference_mode():
+            for start in range(0, len(images), batch):
+                x = to_tensor(images[start : start + batch]).to(device)
+                parts.append(model(x).argmax(1).cpu().numpy())
+    finally:
+        model.to("cpu")
+    return float(np.mean(np.concatenate(parts) == np.asarray(labels)))
 
 
 def main(argv: list[str] | None = None) -> int:

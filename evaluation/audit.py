@@ -104,8 +104,10 @@ def run_claim(
     }
 
 
-def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[str, object]:
-    """File ``job``'s claim against ``model``; return what its verdict would say."""
+def run_audit(
+    workspace: Workspace, job: Job, model: torch.nn.Module, device: str = "cpu"
+) -> dict[str, object]:
+    """File ``job``'s claim against ``model`` (run on ``device``); return what its verdict says."""
     audit = job.audit
     result = run_claim(
         workspace.vault(job.vault),
@@ -119,7 +121,7 @@ def run_audit(workspace: Workspace, job: Job, model: torch.nn.Module) -> dict[st
         ),
         test=audit.test,
         p=audit.p,
-        oracle=TorchClassifierOracle(model, n_classes=10, model_name=job.model.name),
+        oracle=TorchClassifierOracle(model, n_classes=10, model_name=job.model.name, device=device),
         rho_draw=audit.rho_draw,
     )
     return {"model": job.model.name, "vault": job.vault.name, "audit": audit.name, **result}
@@ -155,12 +157,14 @@ def run_missing(
     say: Callable[[str], None],
     *,
     workers: int = 1,
+    device: str = "cpu",
 ) -> None:
     """Run every job of ``jobs`` whose result is not in ``log`` (models must be trained).
 
     Claims are grouped by model; with ``workers`` > 1 the groups run in that many worker
     processes (the CPU's threads shared among them) and their results are appended
     here, as each group finishes, so an interrupted run keeps every finished group.
+    The models answer on ``device`` (the verifier's side of each claim on the CPU).
     """
     todo = [job for job in dict.fromkeys(jobs) if job.key not in log.results]
     todo, absent = without_weights(workspace, todo)
@@ -181,7 +185,7 @@ def run_missing(
     if workers <= 1:
         torch.set_num_threads(2)
         for name, model_jobs in by_model.items():
-            for result in audit_model(workspace, model_jobs):
+            for result in audit_model(workspace, model_jobs, device):
                 log.add(result)
             say(f"  {name}: {len(model_jobs)} claims")
         return
@@ -193,7 +197,9 @@ def run_missing(
         max_workers=workers, mp_context=context, initializer=die_with_parent
     ) as pool:
         futures = {
-            pool.submit(_audit_worker, workspace.root, workspace.data_folder, group, threads): name
+            pool.submit(
+                _audit_worker, workspace.root, workspace.data_folder, group, threads, device
+            ): name
             for name, group in by_model.items()
         }
         for future in as_completed(futures):
@@ -218,15 +224,17 @@ def without_weights(workspace: Workspace, jobs: Sequence[Job]) -> tuple[list[Job
     return have, absent
 
 
-def audit_model(workspace: Workspace, model_jobs: Sequence[Job]) -> list[dict[str, object]]:
+def audit_model(
+    workspace: Workspace, model_jobs: Sequence[Job], device: str = "cpu"
+) -> list[dict[str, object]]:
     """Load the model of ``model_jobs`` (all of one model) and run each of its claims."""
     model = workspace.load_model(model_jobs[0].model)
-    return [run_audit(workspace, job, model) for job in model_jobs]
+    return [run_audit(workspace, job, model, device) for job in model_jobs]
 
 
 def _audit_worker(
-    root: Path, data_folder: Path, model_jobs: Sequence[Job], threads: int
+    root: Path, data_folder: Path, model_jobs: Sequence[Job], threads: int, device: str
 ) -> list[dict[str, object]]:
     """Run one model's claims in a worker process (its share of :func:`run_missing`)."""
     torch.set_num_threads(threads)
-    return audit_model(Workspace(root, data_folder), model_jobs)
+    return audit_model(Workspace(root, data_folder), model_jobs, device)

@@ -15,6 +15,7 @@ complete, so nothing half-built is ever taken for finished.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -45,12 +46,8 @@ from owner.marking.proxy import train_proxy, write_proxy
 from owner.vault import Vault
 from protocol.seeds import publication_bits
 
-from .specs import ModelSpec, VaultSpec
-from .standard import make_resnet, train_standard
-
-#: The evaluation's name for PGD marks made in the features of the owner's proxy
-#: classifier (``owner proxy`` and ``--extractor proxy-cnn``).
-PROXY_MARKER: Final = "pgdproxy"
+from .specs import PROXY_MARKER, ModelSpec, VaultSpec
+from .standard import SCALE_BATCH, SCALE_LR, make_resnet, make_resnet18, train_standard
 
 
 def rho_of(vault: Vault, draw: int = 0) -> bytes:
@@ -339,7 +336,17 @@ def describe_machine(device: str = "cpu") -> str:
 
 def architecture(spec: ModelSpec) -> torch.nn.Module:
     """Return an untrained network of ``spec``'s trainer (what its weights load into)."""
-    return make_resnet() if spec.trainer == "resnet-sgd" else make_net()
+    makers = {"resnet-sgd": make_resnet, "resnet18-sgd": make_resnet18}
+    return makers.get(spec.trainer, make_net)()
+
+
+def _trainer(spec: ModelSpec) -> Callable[..., torch.nn.Module]:
+    """Return the training function of ``spec``'s trainer (keyword arguments fixed here)."""
+    if spec.trainer == "resnet18-sgd":
+        return functools.partial(
+            train_standard, make=make_resnet18, batch=SCALE_BATCH, lr=SCALE_LR, mixed=True
+        )
+    return train_standard if spec.trainer == "resnet-sgd" else train
 
 
 def train_one(
@@ -355,7 +362,7 @@ def train_one(
 ) -> dict[str, object]:
     """Train ``spec``'s model on the given set (one torch thread); write it to ``target``.
 
-    The steps run on ``device``; the accuracies are measured on the CPU. On an
+    The steps run on ``device``, and so do the accuracies' forward passes. On an
     accelerator torch is held to deterministic algorithms, so a model that has to be
     trained again (its work directory lost with a lent machine) comes out the same on
     the same kind of accelerator.
@@ -365,8 +372,7 @@ def train_one(
     torch.set_num_threads(1)
     deterministic_on(device)
     began = time.monotonic()
-    trainer = train_standard if spec.trainer == "resnet-sgd" else train
-    model = trainer(
+    model = _trainer(spec)(
         images,
         labels,
         epochs=spec.epochs,
@@ -378,10 +384,12 @@ def train_one(
     info: dict[str, object] = {
         "spec": asdict(spec),
         "images": len(images),
-        "train_accuracy": round(accuracy(model, images, labels), 4),
-        "test_accuracy": round(accuracy(model, np.load(test_images), np.load(test_labels)), 4),
+        "train_accuracy": round(accuracy(model, images, labels, device=device), 4),
+        "test_accuracy": round(
+            accuracy(model, np.load(test_images), np.load(test_labels), device=device), 4
+        ),
         **(
-            {"owner_accuracy": round(accuracy(model, *owner), 4)}
+            {"owner_accuracy": round(accuracy(model, *owner, device=device), 4)}
             if owner is not None and len(owner[0])
             else {}
         ),

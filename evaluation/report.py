@@ -54,7 +54,9 @@ verifier's claim engine in-process (`evaluation.audit`).
 CIFAR images with ε = 10 PGD marks; one such model is hours on this 2-core CPU.
 Memorisation is what the audit measures, so the regime here buys it cheaply: a small
 training set, many epochs, a wide fully connected layer, and stronger (ε = 32)
-marks. The ε table shows what weaker marks give.
+marks. The ε table shows what weaker marks give; the regime ladder's rungs (b) and (c)
+below leave that regime — (c) is the paper's, ResNet-18 on 54,000 images with ε = 10
+marks, run on a lent H100.
 """
 
 
@@ -113,10 +115,8 @@ RUNG_INTRO: Final = {
         "the CLI's default before issue #19 (K = 1, `none`), its default since (K = 1, "
         "`dither`; C3 with committed labels, whatever the oracle answers), C1 on the same "
         "queries, and the training family `pad-shift-flip` at K = 32. Clean models: main's "
-        "trained a second time (`-t1`), audited with both vaults of their seed. Rung (c) of "
-        "the ladder, the paper's scale "
-        "(M = 60,000, ResNet-18, about 80 epochs), needs a lent accelerator; none has been "
-        "lent to this issue, so it is not run, and nothing smaller stands in its name."
+        "trained a second time (`-t1`), audited with both vaults of their seed. Rungs (b) "
+        "and (c) follow."
     ),
     "standard": (
         "Rung (b): a practitioner who trains the ordinary way: a small ResNet "
@@ -127,8 +127,30 @@ RUNG_INTRO: Final = {
         "(the proxy, a small CNN, now marks for a ResNet), the proxy's alone from seed 1 "
         "(the CLI's detected nothing at rung (a) or on seed 0 here). Same claims as rung "
         "(a). The issue asks for ≥ 99% train accuracy; 80 epochs gave 97.2–97.6% (120 "
-        "gave 98.6%, `python -m evaluation.convergence`), so these models are not yet the "
-        "rung it asks for, and fewer than five seeds have run (the Done line says how many)."
+        "gave 98.6%, `python -m evaluation.convergence`), so these models, trained on the "
+        "2-core CPU, are not yet the rung it asks for: the next table is."
+    ),
+    "converged": (
+        "Rung (b) as the issue defines it: the same network and recipe, 200 epochs instead "
+        "of 80, which takes it past 99% train accuracy (the accuracy line). Trained on a "
+        "lent H100 (`--device cuda`, ten models at a time), where the claims ran too (the "
+        "model answering on the GPU); the proxy's ε = 10 marks only (the CLI's detected "
+        "nothing at rung (a) or on seed 0 at 80 epochs); the vaults are rung (b)'s. The "
+        "ablation of the last three models ran on the 2-core CPU after the lent machine "
+        "was given back (the invocations line names both)."
+    ),
+    "scale": (
+        "Rung (c), the paper's scale: the CIFAR form of ResNet-18 (11.2M weights, "
+        "`evaluation.standard.make_resnet18`) with rung (b)'s recipe on batches of 512 at "
+        "a peak of 0.4, 80 epochs in bfloat16 autocast, on M = 54,000 images: the largest "
+        "thousand for which Fashion-MNIST's 60,000 training images hold both the owner's "
+        "10% (N = 5,400) and as many stand-ins for the clean models (the issue's 60,000 "
+        "leaves none; the paper's CIFAR-10 set is 50,000). Trained, marked and audited on a "
+        "lent H100 within one 30-minute lease: five used models, and clean models for "
+        "seeds 0 and 1 only (two, not five: the lease held no more), audited with the "
+        "claims below and with the default claim under five fresh publication bits each. "
+        "The ablation scores the K = 1 variants only (two queries a pair) over all 5,400 "
+        "pairs; the owner's estimate was not run at this rung. The proxy's marks only."
     ),
 }
 
@@ -174,7 +196,7 @@ def _section(
         lines += tables.k_table(plan, results, repeats)
     elif plan.table == "recipe":
         lines += tables.recipe_table(plan, results, infos, repeats)
-    elif plan.table in ("ladder", "standard"):
+    elif plan.table in RUNG_INTRO:
         lines += [RUNG_INTRO[plan.table], ""]
         lines += tables.ladder_table(plan, results, infos, repeats)
         records = ablation.load(work / "ablation.jsonl")
@@ -186,7 +208,11 @@ def _section(
                 "variant; `shared`: both twins queried with the same copies, not a claim "
                 "option):",
                 "",
-                *ablation.ablation_table(plan, records),
+                *ablation.ablation_table(
+                    plan,
+                    records,
+                    ablation.SCALE_VARIANTS if plan.table == "scale" else ablation.VARIANTS,
+                ),
             ]
         guesses = ablation.load(work / "estimates.jsonl")
         guessed = estimates.estimate_table(plan, guesses, records) if guesses else []

@@ -14,15 +14,20 @@ import torch
 
 from evaluation import ablation, evasion, prior_ceiling
 from evaluation.__main__ import main as evaluation_main
+from evaluation.build import architecture
 from evaluation.specs import (
     CLI_AUDITS,
     LADDER_NULL_DRAWS,
+    SCALE_CLEAN_SEEDS,
+    SCALE_NULL_DRAWS,
     AuditSpec,
     ModelSpec,
+    plan_converged,
     plan_ladder,
+    plan_scale,
     plan_standard,
 )
-from evaluation.standard import SmallResNet, train_standard
+from evaluation.standard import SmallResNet, make_resnet18, train_standard
 from protocol.prg import Prg
 from protocol.stats.power import plan
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
@@ -71,6 +76,48 @@ def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"  # unchanged
     with pytest.raises(ValueError, match="trainer"):
         ModelSpec(0, trainer="xgboost")
+
+
+def test_converged_rung_b_trains_the_same_resnet_longer_on_the_proxy_marks_alone():
+    plan = plan_converged([0, 1])
+    assert [m.name for m in plan.models if m.seed == 0] == [
+        "s0-n10000-resnet-sgd-pad-crop-flip-e200-pgdproxy10-f1.0",
+        "s0-n10000-resnet-sgd-pad-crop-flip-e200-clean",
+    ]
+    assert {j.vault.name for j in plan.jobs} == {"s0-n10000-pgdproxy10", "s1-n10000-pgdproxy10"}
+    # Same claims as rung (b) at 80 epochs, on the same vaults.
+    assert {j.audit for j in plan.jobs} == {j.audit for j in plan_standard([1]).jobs}
+
+
+def test_rung_c_is_resnet18_on_54000_images_with_clean_models_for_two_seeds():
+    plan = plan_scale(range(5))
+    used = [m for m in plan.models if not m.clean]
+    clean = [m for m in plan.models if m.clean]
+    assert used[0].name == "s0-n54000-resnet18-sgd-pad-crop-flip-e80-pgdproxy10-f1.0"
+    assert len(used) == 5 and [m.seed for m in clean] == list(SCALE_CLEAN_SEEDS)
+    assert {j.vault.n_train for j in plan.jobs} == {54_000}
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    assert all(j.model.clean for j in redrawn)
+    assert len(redrawn) == len(clean) * len(CLI_AUDITS) * SCALE_NULL_DRAWS
+    assert isinstance(architecture(used[0]), SmallResNet)
+
+
+def test_resnet18_has_the_cifar_form_eleven_million_weights_and_full_size_first_stage():
+    torch.manual_seed(0)
+    net = make_resnet18().eval()
+    assert sum(p.numel() for p in net.parameters()) == 11_172_810
+    first = net.stages[0]
+    assert first.conv1.stride == (1, 1) and isinstance(first.short, torch.nn.Identity)
+    assert [b.conv1.stride for b in net.stages[2::2]] == [(2, 2)] * 3
+    assert net(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    # Mixed precision asks for an accelerator: on the CPU it changes nothing.
+    images = np.random.default_rng(1).integers(0, 256, (32, 28, 28), dtype=np.uint8)
+    labels = np.arange(32) % 10
+    torch.set_num_threads(1)
+    plain = train_standard(images, labels, epochs=1, seed=2, batch=16)
+    mixed = train_standard(images, labels, epochs=1, seed=2, batch=16, mixed=True)
+    for a, b in zip(plain.state_dict().values(), mixed.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
 
 
 def test_an_audit_names_its_statistic_only_when_not_the_default():
@@ -221,7 +268,7 @@ def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_pa
     assert "The owner's estimate before publishing" in report
     assert "| `pgdproxy` | C3 |" in report
     assert "Null check, C1 `dither` K = 1" in report
-    assert "none has been lent to this issue" in report
+    assert "Rungs (b) and (c) follow." in report
 
 
 def test_the_prior_ceiling_table_matches_the_planner_and_bounds_the_gain():
@@ -255,3 +302,14 @@ def test_an_evaluation_worker_asks_to_end_with_the_process_that_started_it():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert int(out.stdout) == signal.SIGTERM
+
+
+@needs_data
+def test_seeds_picks_the_experiments_a_command_runs(tmp_path, capsys):
+    work = ["--work", str(tmp_path), "--data", str(DEBIAN), "--plan"]
+    assert evaluation_main(["scale", "--seeds", "3", "4", *work]) == 0
+    assert "scale: 2 models to train" in capsys.readouterr().out  # seeds 3 and 4 train no clean
+    assert evaluation_main(["scale", "--repeats", "2", *work]) == 0
+    assert "scale: 4 models to train" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        evaluation_main(["scale", "--seeds", "-1", *work])

@@ -147,6 +147,8 @@ def test_torch_oracle_probes_the_class_count(model):
         {"n_classes": 10, "model_name": ""},
         {},
         {"probe_shape": (28, 28)},
+        {"n_classes": 10, "device": "no-such-device"},
+        *([] if torch.cuda.is_available() else [{"n_classes": 10, "device": "cuda"}]),
     ],
 )
 def test_torch_oracle_parameters(model, kwargs):

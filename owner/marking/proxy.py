@@ -146,11 +146,14 @@ def fit(
     augment: Augment | None,
     progress: Callable[[int, float, float], None] | None = None,
     device: str = "cpu",
+    mixed: bool = False,
 ) -> None:
     """Train ``model`` (already on ``device``) in place: cross-entropy, one step per batch.
 
     Batches are shuffled and augmented (``augment``) from a ``torch.Generator`` seeded
-    with ``seed``, on the CPU; ``schedule`` (if any) steps after every batch.
+    with ``seed``, on the CPU; ``schedule`` (if any) steps after every batch. With
+    ``mixed`` (an accelerator only) the forward pass runs in bfloat16 autocast and
+    batches are sent channels-last.
     ``progress(epoch, loss, train_accuracy)`` is called after every epoch (the accuracy
     on the augmented batches seen in that epoch).
     """
@@ -166,8 +169,13 @@ def fit(
             batch = augment(x[index], generator) if augment is not None else x[index]
             target = y[index].to(device)
             optimiser.zero_grad()
-            logits = model(batch.to(device))
-            loss = F.cross_entropy(logits, target)
+            if mixed:
+                with torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16):
+                    logits = model(batch.to(device, memory_format=torch.channels_last))
+                    loss = F.cross_entropy(logits.float(), target)
+            else:
+                logits = model(batch.to(device))
+                loss = F.cross_entropy(logits, target)
             loss.backward()  # type: ignore[no-untyped-call]
             optimiser.step()
             if schedule is not None:

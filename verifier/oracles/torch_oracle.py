@@ -1,4 +1,8 @@
-"""An in-process classifier oracle around a ``torch.nn.Module`` (CPU, eval mode, no grad).
+"""An in-process classifier oracle around a ``torch.nn.Module`` (eval mode, no grad).
+
+The model runs on the CPU unless a torch ``device`` is named (an accelerator, for the
+evaluation's large models); its logits come back to the CPU before anything is
+computed from them.
 
 Images arrive as float32 (N, H, W, C) in [0, 1]; they are moved to NCHW, optionally
 normalised per channel (``(x − mean_c) / std_c``), and fed to the model in batches of
@@ -62,8 +66,9 @@ class TorchClassifierOracle(ClassifierOracle):
 
     ``n_classes`` may be left out when ``probe_shape`` (H, W, C) is given: the model
     is then run once on a zero image to find it. ``mean``/``std`` (1 or 3 values
-    each, ``std > 0``) normalise the inputs per channel. Calls are serialised by a
-    lock, so one oracle may back a multi-threaded server.
+    each, ``std > 0``) normalise the inputs per channel. ``device`` is where the
+    model runs (default the CPU). Calls are serialised by a lock, so one oracle may
+    back a multi-threaded server.
     """
 
     def __init__(
@@ -77,13 +82,18 @@ class TorchClassifierOracle(ClassifierOracle):
         std: Sequence[float] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
         label_only: bool = False,
+        device: str = "cpu",
     ) -> None:
         """Wrap ``model`` (set to eval mode) and compute its digest."""
         if not isinstance(model, torch.nn.Module):
             raise ParameterError("the model must be a torch.nn.Module")
         self._input = ImageInput(mean, std)
         check_max_batch(max_batch)
-        self._model = model.to("cpu")
+        try:
+            self._device = torch.device(device)
+            self._model = model.to(self._device)
+        except (RuntimeError, AssertionError) as exc:
+            raise ParameterError(f"cannot run the model on device {device!r}: {exc}") from None
         # torch.export modules refuse eval(); they keep the mode they were exported in.
         with contextlib.suppress(NotImplementedError):
             self._model.eval()
@@ -118,7 +128,9 @@ class TorchClassifierOracle(ClassifierOracle):
         return int(logits.shape[1])
 
     def _forward(self, images: F32Images) -> torch.Tensor:
-        out = run_model(self._model, self._input.tensor(images), "a batch")
+        out = run_model(self._model, self._input.tensor(images).to(self._device), "a batch")
+        if isinstance(out, torch.Tensor):
+            out = out.to("cpu")
         if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != images.shape[0]:
             shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             raise OracleError("invalid-answer", f"the model returned {shape}, not (N, classes)")
