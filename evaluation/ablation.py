@@ -50,11 +50,14 @@ class Variant:
     k: int
     statistic: str = "entropy"
     shared: bool = False
+    margin: float = 0.0
 
     @property
     def name(self) -> str:
         """A compact identifier (the table's row label and the record key's last part)."""
         name = f"{self.knowledge} {self.perturbation} K={self.k} {self.statistic}"
+        if self.margin:
+            name += f" m={self.margin:g}"
         return name + " shared" if self.shared else name
 
     def spec(self) -> ScoreSpec:
@@ -64,6 +67,7 @@ class Variant:
             perturbation=self.perturbation,
             knowledge=self.knowledge,
             statistic=self.statistic,
+            margin=self.margin,
         )
 
 
@@ -80,8 +84,15 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("C1", "pad-shift-flip", 8, "logit"),
     Variant("C1", "random-resized-crop", 16),
     Variant("C1", "random-resized-crop", 16, "logit"),
+    Variant("C1", "dither", 1, margin=0.01),
+    Variant("C1", "dither", 1, margin=0.1),
+    Variant("C1", "dither", 1, margin=0.3),
+    Variant("C1", "pad-shift-flip", 32, margin=0.1),
     Variant("C2", "dither", 1),
     Variant("C2", "dither", 1, "logit"),
+    Variant("C2", "dither", 1, margin=0.01),
+    Variant("C2", "dither", 1, margin=0.1),
+    Variant("C2", "dither", 1, margin=0.3),
     Variant("C3", "dither", 1),
     Variant("C3", "pad-shift-flip", 32),
     Variant("C3", "pad-shift-flip", 32, shared=True),
@@ -90,8 +101,8 @@ VARIANTS: tuple[Variant, ...] = (
 )
 #: The variants scored at rung (c), where a model answers 5,400 pairs: the K = 1 rows
 #: (two queries a pair; at K = 32, 64 a pair would take longer than the lent accelerator's
-#: time for the whole rung).
-SCALE_VARIANTS: tuple[Variant, ...] = tuple(v for v in VARIANTS if v.k == 1)
+#: time for the whole rung); the tie margins came after that rung ran.
+SCALE_VARIANTS: tuple[Variant, ...] = tuple(v for v in VARIANTS if v.k == 1 and not v.margin)
 
 
 def ablation_nonce(model: ModelSpec, vault: VaultSpec) -> bytes:

@@ -118,6 +118,7 @@ def run_audit(
             perturbation=audit.perturbation,
             knowledge=audit.knowledge,
             statistic=audit.statistic,
+            margin=audit.margin,
         ),
         test=audit.test,
         p=audit.p,

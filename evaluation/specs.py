@@ -158,13 +158,17 @@ class AuditSpec:
     rho_draw: int = 0
     #: The classifier score's statistic (spec §10.3): the paper's ``entropy`` or ``logit``.
     statistic: str = "entropy"
+    #: The score's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
+    margin: float = 0.0
 
     @property
     def name(self) -> str:
-        """A compact identifier for result keys (the default statistic is not named)."""
+        """A compact identifier for result keys (default statistic and margin not named)."""
         name = f"{self.knowledge}-k{self.k}-{self.perturbation}-{self.test}-p{self.p:g}"
         if self.statistic != "entropy":
             name += f"-{self.statistic}"
+        if self.margin:
+            name += f"-m{self.margin:g}"
         return f"{name}-rho{self.rho_draw}" if self.rho_draw else name
 
 
@@ -288,6 +292,16 @@ CLI_AUDITS: Final = (
 )
 #: PGD in the features of the owner's proxy classifier (``twinaudit owner proxy``).
 PROXY_MARKER: Final = "pgdproxy"
+#: Tie margins measured on the probability conditions (spec §7.1): 0.1 was the best of
+#: 0.01–0.3 on rung (a)'s models over all pairs, 0.01 keeps more pairs where a model is
+#: near-certain of both twins (``owner claim``'s default, ``owner.claim_client``).
+MARGINS: Final = (0.01, 0.1)
+#: The probability conditions' claims with those margins (C1 with labels, C2 without).
+MARGIN_AUDITS: Final = tuple(
+    AuditSpec(knowledge=knowledge, k=1, perturbation="dither", margin=margin)
+    for margin in MARGINS
+    for knowledge in ("C1", "C2")
+)
 #: The marks rung (a) compares: the CLI's default and PGD on the owner's proxy.
 LADDER_MARKERS: Final = (CLI_MARKER, PROXY_MARKER)
 #: Fresh arbiter randomness per clean model for the null check of the default claim.
@@ -302,12 +316,24 @@ def _ladder_audits() -> list[AuditSpec]:
         *(AuditSpec(knowledge=c) for c in ("C1", "C3")),
         AuditSpec(knowledge="C1", statistic="logit"),
         AuditSpec(knowledge="C3", perturbation="pad-shift-flip-dither"),
+        *MARGIN_AUDITS,
     ]
 
 
-def _null_audits(draws: int = LADDER_NULL_DRAWS) -> list[AuditSpec]:
-    """Return the default claim under ``draws`` fresh publication bits (clean models only)."""
-    return [replace(audit, rho_draw=draw) for audit in CLI_AUDITS for draw in range(1, draws + 1)]
+def _null_audits(
+    draws: int = LADDER_NULL_DRAWS, audits: Sequence[AuditSpec] = CLI_AUDITS
+) -> list[AuditSpec]:
+    """Return ``audits`` (the default claim) under ``draws`` fresh publication bits."""
+    return [replace(audit, rho_draw=draw) for audit in audits for draw in range(1, draws + 1)]
+
+
+def _clean_audits() -> list[AuditSpec]:
+    """Return a clean model's claims at rungs (a) and (b): the table's, then the null checks."""
+    return [
+        *_ladder_audits(),
+        *_null_audits(),
+        *_null_audits(audits=MARGIN_AUDITS),
+    ]
 
 
 def plan_ladder(seeds: Sequence[int]) -> Plan:
@@ -326,7 +352,7 @@ def plan_ladder(seeds: Sequence[int]) -> Plan:
             plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=marker), audits)
         clean = ModelSpec(seed, fraction=0.0, training=1)
         for marker in LADDER_MARKERS:
-            plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON, marker=marker)
+            plan.add(clean, _clean_audits(), epsilon=CLI_EPSILON, marker=marker)
     return plan
 
 
@@ -447,7 +473,7 @@ def _standard_plan(
             plan.add(replace(sizes, marker=marker), audits)
         clean = replace(sizes, fraction=0.0)
         for marker in markers(seed):
-            plan.add(clean, [*audits, *_null_audits()], epsilon=CLI_EPSILON, marker=marker)
+            plan.add(clean, _clean_audits(), epsilon=CLI_EPSILON, marker=marker)
     return plan
 
 

@@ -379,6 +379,7 @@ def ladder_table(
 
             hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
             statistic = "" if audit.statistic == "entropy" else f", {audit.statistic}"
+            statistic += f", margin {audit.margin:g}" if audit.margin else ""
             rows.append(
                 [
                     f"`{marker}` ε = {plan.jobs[0].vault.epsilon}",
@@ -404,7 +405,8 @@ def ladder_table(
         share = f" ({null.detections / len(null.results):.1%})" if null.results else ""
         lines += [
             "",
-            f"Null check, {audit.knowledge} `{audit.perturbation}` K = {audit.k}: the clean "
+            f"Null check, {audit.knowledge} `{audit.perturbation}` K = {audit.k}"
+            f"{f', margin {audit.margin:g}' if audit.margin else ''}: the clean "
             f"models under fresh publication bits (with every vault of their seed), "
             f"{null.dsr()} claims detected{share} (q̂ {null.q_hat()}); each claim's bound "
             f"is p = {audit.p:g}.",

@@ -48,17 +48,29 @@ DEFAULT_SCORE: Final[Mapping[str, str]] = {
 #: ``random-resized-crop-flip``). The classifier's knowledge defaults to a word the
 #: verifier resolves from the oracle's description (spec §10.1): ``unlabelled`` (C2 or
 #: C4) here, ``labelled`` (C3) from :func:`choose_score` for a labelled vault.
-SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, int | str]]] = {
+SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, int | str | float]]] = {
     "image-classifier": {
         "k": 1,
         "perturbation": "dither",
         "knowledge": "unlabelled",
         "statistic": "",
+        "margin": 0.0,
     },
     "image-encoder": {"k": 0, "perturbation": ""},
     "language-model": {},
     "image-text": {},
 }
+#: The tie margin (spec §7.1) a claim asks for when its condition reads probabilities
+#: (C1, C2, or the word ``unlabelled``, which keeps it for C2 and drops it for C4) with
+#: the paper's entropy. 0.01, not the 0.1 that did best on the regime ladder's models
+#: (``docs/results.md``, "Regime ladder", rows "margin" and the ablation's ``m=`` rows):
+#: on a model nearly certain of both twins of most pairs, a small claim keeps too few
+#: pairs at 0.1 (a 120-pair claim in the test suite kept 5 and could not decide, where
+#: 0.01 kept 25, all won), and 0.01 still took C1 from q̂ 0.54–0.55 to 0.64–0.82 over all
+#: pairs on every rung.
+DEFAULT_MARGIN: Final = 0.01
+#: Knowledge choices that read probability vectors where the oracle answers them.
+MARGIN_CHOICES: Final = frozenset({"C1", "C2", "unlabelled"})
 #: Knowledge choices that score with the committed label (a word that resolves to one).
 LABELLED_CHOICES: Final = frozenset(
     {*LABELLED, *(word for word, (c, _) in KNOWLEDGE_WORDS.items() if c in LABELLED)}
@@ -83,6 +95,8 @@ class ScoreChoice:
     knowledge: str = ""
     #: The classifier's statistic: "" (the paper's entropy) or ``logit``.
     statistic: str = ""
+    #: The classifier's tie margin (spec §7.1; C1 and C2): 0 ties equal scores only.
+    margin: float = 0.0
 
 
 def choose_score(
@@ -93,14 +107,16 @@ def choose_score(
     perturbation: str | None = None,
     knowledge: str | None = None,
     statistic: str | None = None,
+    margin: float | None = None,
     has_labels: bool = False,
 ) -> ScoreChoice:
     """Return the score fields of a claim on a vault of ``item_kind`` items.
 
     ``function`` defaults to :data:`DEFAULT_SCORE` of the item kind; a parameter left
     None takes the function's default in :data:`SCORE_PARAMETERS` (the image-classifier's
-    K is :data:`FAMILY_K` when the perturbation named is not one of :data:`SINGLE_COPY`),
-    except the
+    K is :data:`FAMILY_K` when the perturbation named is not one of :data:`SINGLE_COPY`,
+    and its margin :data:`DEFAULT_MARGIN` for a probability condition with the entropy
+    statistic), except the
     image-classifier's knowledge: ``labelled`` when every item of the vault carries a
     committed label (``has_labels``), else ``unlabelled``; the verifier resolves the
     word to the recommended condition the oracle supports (C3; C2 or C4). The fields are
@@ -122,21 +138,25 @@ def choose_score(
     if function not in SCORE_PARAMETERS:
         raise InputError(f"unknown score function {function!r}; known: {sorted(SCORE_PARAMETERS)}")
     takes = SCORE_PARAMETERS[function]
-    given: dict[str, int | str | None] = {
+    given: dict[str, int | str | float | None] = {
         "k": k,
         "perturbation": perturbation,
         "knowledge": knowledge,
         "statistic": statistic,
+        "margin": margin,
     }
     for name, value in given.items():
         if value is not None and name not in takes:
             accepted = ", ".join(f"--{n}" for n in takes) or "no parameters"
             raise InputError(f"--{name} does not apply to --score {function} (it takes {accepted})")
     if knowledge is None and "knowledge" in takes:
-        if statistic == "logit":  # scores probabilities: C1 with the labels, C2 without
+        if statistic == "logit" or margin:  # probabilities: C1 with the labels, C2 without
             knowledge = "C1" if has_labels else "C2"
         else:
             knowledge = "labelled" if has_labels else str(takes["knowledge"])
+    if margin is None and function == "image-classifier":
+        entropy = statistic in (None, "", "entropy")
+        margin = DEFAULT_MARGIN if entropy and knowledge in MARGIN_CHOICES else 0.0
     if k is None and function == "image-classifier" and perturbation not in (None, *SINGLE_COPY):
         k = FAMILY_K  # copies that differ need several of them (a lone crop is noise)
     choice = ScoreChoice(
@@ -147,9 +167,15 @@ def choose_score(
         else str(takes.get("perturbation", "")),
         knowledge=knowledge if knowledge is not None else "",
         statistic=statistic if statistic is not None else str(takes.get("statistic", "")),
+        margin=float(margin if margin is not None else takes.get("margin", 0.0)),
     )
     spec = score_request_from_fields(
-        choice.function, choice.k, choice.perturbation, choice.knowledge, choice.statistic
+        choice.function,
+        choice.k,
+        choice.perturbation,
+        choice.knowledge,
+        choice.statistic,
+        margin=choice.margin,
     )
     if spec.item_kind != item_kind:
         raise InputError(
@@ -181,6 +207,8 @@ class ClaimRequest:
     perturbation: str = "dither"
     #: The classifier's statistic: "" (the paper's entropy) or ``logit`` (spec §10.3).
     statistic: str = ""
+    #: The classifier's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
+    margin: float = 0.0
     #: C1–C4, or a word the verifier resolves from the oracle's description (spec
     #: §10.1): ``labelled`` (C1, or C3 for a label-only oracle) or ``unlabelled`` (C2, C4).
     knowledge: str = "unlabelled"
@@ -206,6 +234,7 @@ class ClaimRequest:
                 perturbation=self.perturbation,
                 knowledge=self.knowledge,
                 statistic=self.statistic,
+                margin=self.margin,
             ),
             test=pb.TestSpec(name=self.test, p=self.p, alpha=self.alpha),
             tie_rule=self.tie_rule,

@@ -367,3 +367,33 @@ def test_without_perturbation_k_copies_decide_as_one(pair_set):
         assert runs[0].indicators == runs[1].indicators
         assert runs[0].opened == runs[1].opened and runs[0].stop == runs[1].stop
         assert runs[1].queries == 4 * runs[0].queries
+
+
+def test_a_tie_margin_skips_the_pairs_whose_scores_are_close_and_replays(pair_set):
+    """Spec §7.1: pairs within the margin tie (skipped); the replay applies the same margin."""
+    plain_score = ScoreSpec(k=1, perturbation="none", knowledge="C2")
+    plain = _run(_session(pair_set, score=plain_score, tie_rule=TiePolicy.SKIP), pair_set)
+    plain_pairs = [r for r in iter_records(plain.transcript.to_bytes()) if "scores" in r]
+    gaps = sorted(abs(r["scores"][0] - r["scores"][1]) for r in plain_pairs)
+    margin = gaps[len(gaps) // 2]  # about half of the pairs fall within it
+    score = ScoreSpec(k=1, perturbation="none", knowledge="C2", margin=margin)
+    session = _run(_session(pair_set, score=score, tie_rule=TiePolicy.SKIP), pair_set)
+    verdict = parse_verdict(_payload(session))
+    assert verdict["claim"]["score"]["margin"] == margin
+    pairs = [r for r in iter_records(session.transcript.to_bytes()) if "scores" in r]
+    for record in pairs:
+        close = abs(record["scores"][0] - record["scores"][1]) <= margin
+        assert (record["outcome"] == "s") == close or record["outcome"] == ""
+    assert 0 < verdict["indicators"].count("s") < len(pairs)
+    assert replay(verdict, session.transcript.to_bytes()).indicators == verdict["indicators"]
+    # The same transcript claimed without its margin does not replay: the outcomes differ.
+    payload = _payload(session)
+    records = list(iter_records(session.transcript.to_bytes()))
+    claim = dict(payload["claim"], score=plain_score.to_value())
+    forged = TranscriptWriter()
+    forged.append({**records[0], "claim": claim})
+    for record in records[1:]:
+        forged.append(record)
+    payload = dict(payload, claim=claim, transcript={"hash": forged.head, "records": forged.count})
+    with pytest.raises(VerificationError, match="outcome"):
+        replay(parse_verdict(payload), forged.to_bytes())

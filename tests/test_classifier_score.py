@@ -300,3 +300,17 @@ def test_trained_model_prefers_its_published_versions():
     control = success_rate(TorchClassifierOracle(clean, n_classes=10), pairs, bits, spec)
     assert trained.q >= 0.68, trained
     assert 0.38 <= control.q <= 0.62, control
+
+
+def test_a_tie_margin_is_a_positive_float_for_probability_conditions_and_in_the_map():
+    spec = ScoreSpec(k=1, perturbation="dither", knowledge="C1", margin=0.1)
+    assert spec.to_value()["margin"] == 0.1
+    assert ScoreSpec.from_value(spec.to_value()) == spec
+    assert "margin" not in ScoreSpec(k=1, perturbation="dither", knowledge="C1").to_value()
+    base = {"function": "image-classifier", "k": 1, "perturbation": "dither", "knowledge": "C2"}
+    for margin in (0.0, -0.5, 1, float("nan"), float("inf"), 1e5, "0.1", True):
+        with pytest.raises(ParameterError):
+            ScoreSpec.from_value({**base, "margin": margin})
+    for knowledge in ("C3", "C4"):
+        with pytest.raises(ParameterError, match="probability vectors"):
+            ScoreSpec(k=2, perturbation="dither", knowledge=knowledge, margin=0.1)

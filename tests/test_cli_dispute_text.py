@@ -75,7 +75,12 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize(
     ("kind", "function", "options", "expected"),
     [
-        ("image", None, {}, ScoreChoice("image-classifier", 1, "dither", "unlabelled")),
+        (
+            "image",
+            None,
+            {},
+            ScoreChoice("image-classifier", 1, "dither", "unlabelled", margin=0.01),
+        ),
         (
             "image",
             None,
@@ -105,7 +110,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             "image",
             None,
             {"perturbation": "pad-shift-flip"},
-            ScoreChoice("image-classifier", 32, "pad-shift-flip", "unlabelled"),
+            ScoreChoice("image-classifier", 32, "pad-shift-flip", "unlabelled", margin=0.01),
         ),
         (
             "image",
@@ -117,7 +122,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             "image",
             None,
             {"perturbation": "pad-shift-flip-dither", "k": 4},
-            ScoreChoice("image-classifier", 4, "pad-shift-flip-dither", "unlabelled"),
+            ScoreChoice("image-classifier", 4, "pad-shift-flip-dither", "unlabelled", margin=0.01),
         ),
         ("image", "image-encoder", {}, ScoreChoice("image-encoder", 0, "")),
         (

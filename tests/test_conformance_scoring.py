@@ -23,6 +23,7 @@ from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
+from verifier.scoring.outcome import LOSS, TIE, WIN, compare
 
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 DOC = json.loads((VECTORS / "scoring.json").read_text(encoding="utf-8"))
@@ -38,6 +39,12 @@ def _typed_bytes(params):
         k: bytes.fromhex(v["bin"]) if isinstance(v, dict) and set(v) == {"bin"} else v
         for k, v in params.items()
     }
+
+
+def _typed(value):
+    """Read a typed-JSON scalar of a score map: ``{"float": hex}`` or ``{"int": decimal}``."""
+    ((tag, raw),) = value.items()
+    return float.fromhex(raw) if tag == "float" else int(raw)
 
 
 def _json_bytes(params):
@@ -67,9 +74,14 @@ def _run(case):
             )
         else:
             answer = ClassifyAnswer(labels=np.array(inp["labels"], dtype=np.int64))
-        spec = classifier.ScoreSpec.from_value(inp["score"])
+        score_map = {k: _typed(v) if isinstance(v, dict) else v for k, v in inp["score"].items()}
+        spec = classifier.ScoreSpec.from_value(score_map)
         value = classifier.score(spec, answer, n_classes=inp["n_classes"], label=inp["label"])
         return {"score": value.hex()}
+    if kind == "outcome":
+        s_pub, s_hid = float.fromhex(inp["s_pub"]), float.fromhex(inp["s_hid"])
+        value = compare(s_pub, s_hid, float.fromhex(inp["margin"]))
+        return {"outcome": {WIN: "win", LOSS: "loss", TIE: "tie"}[value]}
     if kind == "cosine":
         u, v = _vector(inp["u"]), _vector(inp["v"])
         check_embeddings(u.reshape(1, -1), 1)
@@ -108,6 +120,7 @@ def test_every_kind_has_valid_and_invalid_cases():
         "copy",
         "resize",
         "classifier-score",
+        "outcome",
         "cosine",
         "encoder-score",
         "language-score",

@@ -18,6 +18,7 @@ from evaluation.build import architecture
 from evaluation.specs import (
     CLI_AUDITS,
     LADDER_NULL_DRAWS,
+    MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
     AuditSpec,
@@ -54,7 +55,7 @@ def test_rung_a_audits_both_marks_and_the_cli_claims_with_clean_models_of_their_
         assert {j.vault.marker for j in plan.jobs if j.model == model} == {"pgd", "pgdproxy"}
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean for j in redrawn)
-    assert len(redrawn) == 2 * 2 * len(CLI_AUDITS) * LADDER_NULL_DRAWS
+    assert len(redrawn) == 2 * 2 * (len(CLI_AUDITS) + len(MARGIN_AUDITS)) * LADDER_NULL_DRAWS
     assert {j.audit.perturbation for j in redrawn} == {"dither"}
 
 

@@ -12,7 +12,13 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimRequest, ScoreChoice, choose_score, run_claim
+from owner.claim_client import (
+    DEFAULT_MARGIN,
+    ClaimRequest,
+    ScoreChoice,
+    choose_score,
+    run_claim,
+)
 from owner.escrow_client import escrow_root
 from protocol.encoding import encode
 from protocol.errors import InputError, ParameterError
@@ -271,7 +277,8 @@ def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbit
     ],
 )
 def test_choose_score_knowledge(options, expected):
-    expected_choice = ScoreChoice("image-classifier", 1, "dither", expected)
+    margin = DEFAULT_MARGIN if expected in ("C1", "C2", "unlabelled") else 0.0
+    expected_choice = ScoreChoice("image-classifier", 1, "dither", expected, margin=margin)
     assert choose_score("image", **options) == expected_choice
 
 
@@ -284,3 +291,32 @@ def test_choose_score_refuses_labels_the_vault_does_not_have(knowledge):
 def test_choose_score_refuses_an_unknown_word():
     with pytest.raises(ParameterError, match="unknown knowledge condition"):
         choose_score("image", knowledge="probabilities", has_labels=True)
+
+
+def test_a_word_keeps_its_margin_for_probabilities_and_drops_it_for_labels():
+    request = score_request_from_fields("image-classifier", 2, "dither", "unlabelled", margin=0.1)
+    assert resolve_score(request, PROBABILITIES).margin == 0.1  # C2
+    assert resolve_score(request, LABELS) == ScoreSpec(k=2, perturbation="dither", knowledge="C4")
+    with pytest.raises(ParameterError, match="probability vectors"):  # labelled is C3 either way
+        score_request_from_fields("image-classifier", 1, "dither", "labelled", margin=0.1)
+    with pytest.raises(ParameterError, match="takes no tie margin"):
+        score_request_from_fields("image-encoder", 8, "pad-shift-flip", "", margin=0.1)
+    # The owner's side: a margin without --knowledge asks for a probability condition.
+    assert choose_score("image", margin=0.1, has_labels=True).knowledge == "C1"
+    assert choose_score("image", margin=0.1, has_labels=False).knowledge == "C2"
+    start = ClaimRequest(0, b"r" * 32, "o", "m", knowledge="C1", margin=0.1).to_proto()
+    assert params_from_proto(start).score == ScoreSpec(
+        k=1, perturbation="dither", knowledge="C1", margin=0.1
+    )
+    with pytest.raises(InputError, match="--margin does not apply"):
+        choose_score("text", margin=0.1)
+
+
+def test_the_owner_asks_for_the_measured_margin_where_the_condition_reads_probabilities():
+    assert choose_score("image", knowledge="C1", has_labels=True).margin == DEFAULT_MARGIN
+    assert choose_score("image", has_labels=False).margin == DEFAULT_MARGIN  # unlabelled
+    assert choose_score("image", has_labels=True).margin == 0.0  # labelled: C3
+    assert choose_score("image", knowledge="C4", k=2).margin == 0.0
+    assert choose_score("image", knowledge="C2", statistic="logit").margin == 0.0
+    assert choose_score("image", knowledge="C2", margin=0.0).margin == 0.0
+    assert choose_score("image", knowledge="C2", margin=0.5).margin == 0.5

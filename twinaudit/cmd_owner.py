@@ -368,6 +368,15 @@ def _register_claim(sub: Any) -> None:
         "(default, the paper's) or logit, the mean log-odds of the label per copy",
     )
     claim.add_argument(
+        "--margin",
+        type=float,
+        metavar="M",
+        help="image-classifier with probabilities (C1, C2): a pair whose two scores differ "
+        "by at most M ties and is skipped, so only pairs the model tells apart count "
+        "(default 0.01 for C1, C2 and unlabelled with the entropy statistic, else 0; "
+        "0 ties equal scores only; without --knowledge it asks for C1 with labels, else C2)",
+    )
+    claim.add_argument(
         "--knowledge",
         help="image-classifier: C1 | C2 | C3 | C4, or labelled | unlabelled for the "
         "recommended condition the oracle supports (labelled: C3, the top label, with any "
@@ -720,6 +729,7 @@ def _claim(args: argparse.Namespace) -> int:
         perturbation=args.perturbation,
         knowledge=args.knowledge,
         statistic=None if args.statistic in (None, "entropy") else args.statistic,
+        margin=args.margin,
         has_labels=bool(labels) and all(label is not None for label in labels),
     )
     if score.function == "image-classifier" and score.perturbation == "none":
@@ -740,6 +750,7 @@ def _claim(args: argparse.Namespace) -> int:
         perturbation=score.perturbation,
         knowledge=score.knowledge,
         statistic=score.statistic,
+        margin=score.margin,
         test=args.test,
         p=args.p,
         alpha=args.alpha,

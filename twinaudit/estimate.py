@@ -59,6 +59,7 @@ from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.augment import draw_copies, stream_label
 from verifier.scoring.classifier import ScoreSpec, score
+from verifier.scoring.outcome import compare
 
 from .estimate_config import EstimateConfig
 
@@ -176,7 +177,14 @@ def vault_pairs(vault: Vault) -> tuple[npt.NDArray[np.uint8], list[int | None]]:
 
 
 def score_specs(config: EstimateConfig, *, has_labels: bool) -> list[ScoreSpec]:
-    """Return the claim's score for each condition of ``config`` (``owner claim``'s defaults)."""
+    """Return the claim's score for each condition of ``config`` (``owner claim``'s defaults).
+
+    One default is left out: the tie margin ``owner claim`` asks for in C1 and C2 (spec
+    §7.1). The estimates the results document validates were measured without it, so
+    the C1 and C2 figures here are those of a claim with ``--margin 0``; a claim with the
+    default margin finds at least as much (``docs/results.md``, the ablation's ``m=``
+    rows).
+    """
     specs: list[ScoreSpec] = []
     for knowledge in config.conditions:
         if knowledge not in ("C1", "C2", "C3", "C4"):
@@ -330,7 +338,7 @@ def pair_outcomes(
     side: int | None = None,
     streams: Callable[[int, int], str] = stream_label,
 ) -> npt.NDArray[np.int8]:
-    """Return +1, −1 or 0 per pair: the published twin scored higher, lower, the same.
+    """Return +1, −1 or 0 per pair: the published twin won, lost or tied (spec §7.1).
 
     Every version's K copies are drawn (spec §10.3) from ``Prg(seed, streams(i, v))``
     — the claim's streams ``augment/<i>/<v>`` unless told — and resized to ``side``
@@ -356,8 +364,7 @@ def pair_outcomes(
             answer = ClassifyAnswer(probabilities=rows[start : start + k])
             label = int(labels[i]) if spec.uses_label else None
             pair.append(score(spec, answer, n_classes=n_classes, label=label))
-        s_pub, s_hid = pair[int(published)], pair[1 - int(published)]
-        out[i] = 1 if s_pub > s_hid else -1 if s_pub < s_hid else 0
+        out[i] = compare(pair[int(published)], pair[1 - int(published)], spec.margin)
     return out
 
 

@@ -26,6 +26,7 @@ from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
 from protocol.stats.registry import make_test, test_from_state
 from verifier.oracles.base import Oracle
 from verifier.schedule import DEFAULT_WINDOW, MAX_WINDOW, WindowSchedule, default_window_max
+from verifier.scoring.outcome import TIE, WIN, compare, tie_margin
 from verifier.scoring.registry import AnyScoreSpec, ScoreRequest, resolve_score
 from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
@@ -413,8 +414,9 @@ class ClaimSession:
 
     def _outcome(self, index: int, published: int, scores: tuple[float, float]) -> str:
         s_pub, s_hid = scores[published], scores[1 - published]
-        if s_pub != s_hid:
-            return "win" if s_pub > s_hid else "loss"
+        outcome = compare(s_pub, s_hid, tie_margin(self.score))
+        if outcome != TIE:
+            return "win" if outcome == WIN else "loss"
         if self.params.tie_rule is TiePolicy.SKIP:
             return "tie-skip"
         return "tie-heads" if Prg(self.seed, f"tie/{index}").coin() else "tie-tails"

@@ -21,6 +21,7 @@ from protocol.stats.base import Decision, Step
 from protocol.stats.registry import make_test
 from verifier.oracles.base import OracleInfo
 from verifier.schedule import WindowSchedule
+from verifier.scoring.outcome import TIE, WIN, compare, tie_margin
 from verifier.scoring.registry import score_spec_from_value
 from verifier.windows import AnyWindowScorer, scorer_for
 
@@ -90,7 +91,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     indicators = ""
     last = Step(0, 0, Decision.CONTINUE, None, None)
     for record in pairs:
-        outcome = _replay_pair(record, seed, scorer, info, skip_ties)
+        outcome = _replay_pair(record, seed, scorer, info, skip_ties, margin=tie_margin(score))
         fed = test.decision is Decision.CONTINUE
         if record.get("outcome") != (outcome if fed else ""):
             raise _fail(f"pair {record['index']!r}: recorded outcome disagrees with the scores")
@@ -208,6 +209,8 @@ def _replay_pair(
     scorer: AnyWindowScorer,
     info: OracleInfo,
     skip_ties: bool,
+    *,
+    margin: float,
 ) -> str:
     index, published, recorded = record["index"], record["published"], record["scores"]
     # _check_pair_record has checked the types.
@@ -220,9 +223,9 @@ def _replay_pair(
         raise _fail(f"pair {index!r}: the recorded answers do not replay: {exc}") from None
     if encode(scores) != encode(recorded):
         raise _fail(f"pair {index}: recorded scores differ from the recomputed ones")
-    s_pub, s_hid = scores[published], scores[1 - published]
-    if s_pub != s_hid:
-        return "1" if s_pub > s_hid else "0"
+    outcome = compare(scores[published], scores[1 - published], margin)
+    if outcome != TIE:
+        return "1" if outcome == WIN else "0"
     if skip_ties:
         return "s"
     return "h" if Prg(seed, f"tie/{index}").coin() else "t"

@@ -97,6 +97,7 @@ def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
             start.score.perturbation,
             start.score.knowledge,
             start.score.statistic,
+            margin=start.score.margin,
         ),
         test_name=start.test.name,
         p=start.test.p,

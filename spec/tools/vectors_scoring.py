@@ -22,7 +22,9 @@ from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, bilinear_axis, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
+from verifier.scoring.outcome import LOSS, TIE, WIN, compare
 
+from .typed_json import from_typed
 from .vectors_core import case, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "scoring.json"
@@ -141,9 +143,19 @@ def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
         answer = ClassifyAnswer(probabilities=_matrix(inp["probabilities"]))
     else:
         answer = ClassifyAnswer(labels=np.array(inp["labels"], dtype=np.int64))
-    spec = classifier.ScoreSpec.from_value(inp["score"])
+    spec = classifier.ScoreSpec.from_value(
+        {k: from_typed(v) if isinstance(v, dict) else v for k, v in inp["score"].items()}
+    )
     value = classifier.score(spec, answer, n_classes=inp["n_classes"], label=inp["label"])
     return {"score": value.hex()}
+
+
+def pair_outcome(inp: dict[str, Any]) -> dict[str, Any]:
+    """A pair's outcome from its two scores and the tie margin (§7.1)."""
+    value = compare(
+        float.fromhex(inp["s_pub"]), float.fromhex(inp["s_hid"]), float.fromhex(inp["margin"])
+    )
+    return {"outcome": {WIN: "win", LOSS: "loss", TIE: "tie"}[value]}
 
 
 def cosine_case(inp: dict[str, Any]) -> dict[str, Any]:
@@ -289,7 +301,9 @@ def _classifier_cases() -> list[dict[str, Any]]:
     sure = np.array([[1e-12, 1.0 - 1e-9 - 2e-12, 1e-9, 1e-12], [0.0, 1.0 - 3e-10, 2e-10, 1e-10]])
     wrong = np.array([[1.0, 0.0, 0.0, 0.0]])
 
-    def score_map(k: int, knowledge: str, statistic: str | None = None) -> dict[str, Any]:
+    def score_map(
+        k: int, knowledge: str, statistic: str | None = None, margin: Any = None
+    ) -> dict[str, Any]:
         value: dict[str, Any] = {
             "function": "image-classifier",
             "k": k,
@@ -298,7 +312,11 @@ def _classifier_cases() -> list[dict[str, Any]]:
         }
         if statistic is not None:
             value["statistic"] = statistic
+        if margin is not None:  # {"float": hex} or {"int": decimal}, as typed JSON
+            value["margin"] = margin
         return value
+
+    tenth = {"float": (0.1).hex()}
 
     rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         ("C1 entropy, K=3", score_map(3, "C1"), {"probabilities": _hex(soft.tolist()), "label": 2}),
@@ -345,6 +363,41 @@ def _classifier_cases() -> list[dict[str, Any]]:
             {"labels": [2, 2, 0, 2], "label": 2},
         ),
         (
+            "C1 entropy, K=3, margin 0.1 (the score is unchanged)",
+            score_map(3, "C1", margin=tenth),
+            {"probabilities": _hex(soft.tolist()), "label": 2},
+        ),
+        (
+            "C2 logit, K=3, margin 0.1",
+            score_map(3, "C2", "logit", margin=tenth),
+            {"probabilities": _hex(soft.tolist()), "label": None},
+        ),
+        (
+            "invalid: margin for label-only C3",
+            score_map(4, "C3", margin=tenth),
+            {"labels": [2, 2, 0, 2], "label": 2},
+        ),
+        (
+            "invalid: margin 0.0 spelled out",
+            score_map(3, "C1", margin={"float": (0.0).hex()}),
+            {"probabilities": _hex(soft.tolist()), "label": 2},
+        ),
+        (
+            "invalid: negative margin",
+            score_map(3, "C1", margin={"float": (-0.1).hex()}),
+            {"probabilities": _hex(soft.tolist()), "label": 2},
+        ),
+        (
+            "invalid: margin above 10000",
+            score_map(3, "C1", margin={"float": (10000.5).hex()}),
+            {"probabilities": _hex(soft.tolist()), "label": 2},
+        ),
+        (
+            "invalid: an integer margin",
+            score_map(3, "C1", margin={"int": "1"}),
+            {"probabilities": _hex(soft.tolist()), "label": 2},
+        ),
+        (
             "invalid: 'entropy' spelled out",
             score_map(3, "C1", "entropy"),
             {"probabilities": _hex(soft.tolist()), "label": 2},
@@ -364,6 +417,29 @@ def _classifier_cases() -> list[dict[str, Any]]:
     for name, score_value, answer in rows:
         inp = {"score": score_value, "n_classes": 4, **answer}
         cases.append(case(name, "classifier-score", inp, lambda i=inp: classifier_score(i)))
+    return cases
+
+
+def _outcome_cases() -> list[dict[str, Any]]:
+    inf = float("inf")
+    rows = [
+        ("equal scores tie", -0.25, -0.25, 0.0),
+        ("the smallest difference wins without a margin", 1.0, 1.0 - 2.0**-53, 0.0),
+        ("lower loses", -3.0, -1.0, 0.0),
+        ("within the margin ties", -0.05, -0.1, 0.1),
+        # 0.3 − 0.2 rounds to 0.09999999999999998, below the margin 0.1: a tie.
+        ("the rounded difference decides", 0.3, 0.2, 0.1),
+        ("a difference equal to the margin ties", 0.5, 0.25, 0.25),
+        ("beyond the margin wins", -0.01, -0.5, 0.1),
+        ("beyond the margin loses", -2.0, -0.5, 0.1),
+        ("invalid: infinite score", -inf, -0.5, 0.0),
+        ("invalid: NaN score", float("nan"), -0.5, 0.0),
+        ("invalid: negative margin", -1.0, -0.5, -0.1),
+    ]
+    cases = []
+    for name, s_pub, s_hid, margin in rows:
+        inp = {"s_pub": s_pub.hex(), "s_hid": s_hid.hex(), "margin": margin.hex()}
+        cases.append(case(name, "outcome", inp, lambda i=inp: pair_outcome(i)))
     return cases
 
 
@@ -453,7 +529,10 @@ def build() -> dict[str, Any]:
             "'classifier-score': the image-classifier "
             "score (spec 10.3) of one version, from the claim's score map, the oracle's "
             "number of classes, the committed label (null: none) and the K answers "
-            "('probabilities' rows or 'labels'). 'cosine': cos(u, v) with "
+            "('probabilities' rows or 'labels'); a float in the score map (the margin) is "
+            'written {"float": hex}, an integer where a float belongs {"int": decimal}. '
+            "'outcome': a pair's outcome (win, loss or tie) from its two scores and the "
+            "tie margin (spec 7.1). 'cosine': cos(u, v) with "
             "exactly rounded sums. 'encoder-score': the sum of the cosines of the K(K-1)/2 "
             "pairs of distinct rows. 'language-score': the mean of the log-probabilities "
             "(0 when there is none). 'image-text-score': cos(image, caption). Floats are "
@@ -464,6 +543,7 @@ def build() -> dict[str, Any]:
             *_copy_cases(),
             *_resize_cases(),
             *_classifier_cases(),
+            *_outcome_cases(),
             *_cosine_cases(),
             *_encoder_cases(),
             *_language_cases(),

@@ -197,6 +197,18 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
             },
             HashOracle(),
         ),
+        "mixture-e, skip, C1 dither K=1 with a tie margin of 0.25": _run(
+            "f",
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1", margin=0.25),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 12,
+                "window": 4,
+                "window_max": 4,
+            },
+            HashOracle(),
+        ),
         "mixture-e, skip, a memorising model is detected": _run(
             "d",
             {
@@ -276,6 +288,8 @@ CHECK_CASES: dict[str, Edit] = {
     "claim.record without n_pairs": drop_field("claim.record.n_pairs"),
     "claim.record.root of 31 bytes": set_field("claim.record.root", bytes(31)),
     "claim.score names a knowledge word": set_field("claim.score.knowledge", "labelled"),
+    "claim.score spells out a margin of 0.0": set_field("claim.score.margin", 0.0),
+    "claim.score has a margin for C1 that is an integer": set_field("claim.score.margin", 1),
     "claim.test.params for another n_pairs": set_field("claim.test.params.n_pairs", 3),
     "claim.test.params with an extra key": set_field("claim.test.params.extra", 1),
     "claim.tie_rule unknown": set_field("claim.tie_rule", "maybe"),

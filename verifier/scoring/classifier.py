@@ -82,6 +82,11 @@ LOG_EPSILON: Final = 1e-12
 #: How a version's K answers become its score: the paper's entropy of the averaged
 #: vector (the default, no key in the claim map) or the mean per-copy log-odds.
 STATISTICS: Final = ("entropy", "logit")
+#: The largest tie margin a score map may carry (a score's scale: the modified entropy
+#: of 256 classes is above −7,100, a copy's log-odds within ±1,416).
+MAX_MARGIN: Final = 1.0e4
+#: Conditions a tie margin serves (continuous scores: probability vectors).
+MARGIN_CONDITIONS: Final = frozenset({"C1", "C2"})
 #: Conditions the ``logit`` statistic serves (it needs probability vectors).
 LOGIT_CONDITIONS: Final = frozenset({"C1", "C2"})
 #: Floor of both terms of a copy's log-odds (smallest positive normal binary64).
@@ -100,8 +105,10 @@ class ScoreSpec:
     ``k`` (copies per version) is in ``1..MAX_COPIES``; ``perturbation`` one of
     :data:`~verifier.scoring.augment.FAMILIES`; ``knowledge`` one of C1–C4;
     ``statistic`` one of :data:`STATISTICS` (``logit`` for C1 and C2 only), in the
-    claim map only when it is not the default ``entropy``. Invalid values raise
-    :class:`~protocol.errors.ParameterError`.
+    claim map only when it is not the default ``entropy``. ``margin`` is the tie margin
+    of spec §7.1 (a float in ``[0, MAX_MARGIN]``, C1 and C2 only): a pair whose two
+    scores differ by at most it ties; in the claim map only when it is not 0. Invalid
+    values raise :class:`~protocol.errors.ParameterError`.
     """
 
     function: str = FUNCTION
@@ -109,6 +116,7 @@ class ScoreSpec:
     perturbation: str
     knowledge: str
     statistic: str = "entropy"
+    margin: float = 0.0
 
     #: The item kind this score reads.
     item_kind: ClassVar[str] = "image"
@@ -140,6 +148,18 @@ class ScoreSpec:
             raise ParameterError(
                 f"the logit statistic needs probability vectors (C1, C2), not {self.knowledge}"
             )
+        if (
+            not isinstance(self.margin, float)
+            or not math.isfinite(self.margin)
+            or not (0.0 <= self.margin <= MAX_MARGIN)
+        ):
+            raise ParameterError(
+                f"the tie margin must be a float in [0, {MAX_MARGIN:g}], got {self.margin!r}"
+            )
+        if self.margin and self.knowledge not in MARGIN_CONDITIONS:
+            raise ParameterError(
+                f"a tie margin needs probability vectors (C1, C2), not {self.knowledge}"
+            )
 
     @property
     def queries_per_version(self) -> int:
@@ -157,7 +177,7 @@ class ScoreSpec:
         return self.knowledge in LABEL_ONLY
 
     def to_value(self) -> dict[str, Value]:
-        """Return the canonical claim map of spec §10.1 (``statistic`` only if not the default)."""
+        """Return the canonical claim map of spec §10.1 (defaults of the options left out)."""
         value: dict[str, Value] = {
             "function": self.function,
             "k": self.k,
@@ -166,25 +186,33 @@ class ScoreSpec:
         }
         if self.statistic != "entropy":
             value["statistic"] = self.statistic
+        if self.margin:
+            value["margin"] = self.margin
         return value
 
     @classmethod
     def from_value(cls, value: object) -> ScoreSpec:
-        """Parse the claim map strictly: the four keys, and ``statistic`` unless the default."""
+        """Parse a claim map strictly: the four keys; ``statistic``, ``margin`` unless default."""
         keys = {"function", "k", "perturbation", "knowledge"}
-        if not isinstance(value, dict) or set(value) - {"statistic"} != keys:
+        if not isinstance(value, dict) or set(value) - {"statistic", "margin"} != keys:
             raise ParameterError(
-                f"a score map has exactly the keys {sorted(keys)}, and 'statistic' when it "
-                "is not the default"
+                f"a score map has exactly the keys {sorted(keys)}, and 'statistic' and "
+                "'margin' when they are not the default"
             )
         if value.get("statistic") == "entropy":
             raise ParameterError("the default statistic 'entropy' is left out of the score map")
+        margin = value.get("margin", 0.0)
+        if "margin" in value and (not isinstance(margin, float) or margin == 0.0):
+            raise ParameterError(
+                "a score map's margin is a float above 0 (a margin of 0 is left out)"
+            )
         return cls(
             function=value["function"],
             k=value["k"],
             perturbation=value["perturbation"],
             knowledge=value["knowledge"],
             statistic=value.get("statistic", "entropy"),
+            margin=margin,
         )
 
     def check_item(self, item: ImageItem) -> int | None:

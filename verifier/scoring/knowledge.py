@@ -35,7 +35,7 @@ from typing import Final
 from protocol.errors import ParameterError
 from verifier.oracles.base import OracleInfo
 
-from .classifier import KNOWLEDGE_CONDITIONS, ScoreSpec
+from .classifier import KNOWLEDGE_CONDITIONS, MARGIN_CONDITIONS, ScoreSpec
 
 #: The words, each with its condition for an oracle answering probabilities and for one
 #: answering labels only.
@@ -104,5 +104,11 @@ class PendingScoreSpec:
         return self.template.item_kind
 
     def resolve(self, info: OracleInfo) -> ScoreSpec:
-        """Return the score with the condition the word names for this oracle."""
-        return dataclasses.replace(self.template, knowledge=resolve_knowledge(self.word, info))
+        """Return the score with the condition the word names for this oracle.
+
+        A tie margin is kept where the condition reads probabilities (C1, C2) and dropped
+        where it reads labels (spec §10.3): there it has nothing to separate.
+        """
+        knowledge = resolve_knowledge(self.word, info)
+        margin = self.template.margin if knowledge in MARGIN_CONDITIONS else 0.0
+        return dataclasses.replace(self.template, knowledge=knowledge, margin=margin)

@@ -48,7 +48,13 @@ def score_spec_from_value(value: object) -> AnyScoreSpec:
 
 
 def score_spec_from_fields(
-    function: str, k: int, perturbation: str, knowledge: str, statistic: str = ""
+    function: str,
+    k: int,
+    perturbation: str,
+    knowledge: str,
+    statistic: str = "",
+    *,
+    margin: float = 0.0,
 ) -> AnyScoreSpec:
     """Build a score spec from the fields of the proto's ``ScoreSpec``.
 
@@ -57,10 +63,16 @@ def score_spec_from_fields(
     """
     if function == classifier.FUNCTION:
         return ScoreSpec(
-            k=k, perturbation=perturbation, knowledge=knowledge, statistic=statistic or "entropy"
+            k=k,
+            perturbation=perturbation,
+            knowledge=knowledge,
+            statistic=statistic or "entropy",
+            margin=float(margin),
         )
     if statistic:
         raise ParameterError(f"the {function!r} score takes no statistic")
+    if margin:
+        raise ParameterError(f"the {function!r} score takes no tie margin")
     if knowledge:
         raise ParameterError(f"the {function!r} score takes no knowledge condition")
     if function == encoder.FUNCTION:
@@ -77,7 +89,13 @@ def score_spec_from_fields(
 
 
 def score_request_from_fields(
-    function: str, k: int, perturbation: str, knowledge: str, statistic: str = ""
+    function: str,
+    k: int,
+    perturbation: str,
+    knowledge: str,
+    statistic: str = "",
+    *,
+    margin: float = 0.0,
 ) -> ScoreRequest:
     """Like :func:`score_spec_from_fields`, but the classifier's ``knowledge`` may be a word.
 
@@ -88,7 +106,7 @@ def score_request_from_fields(
     if function == classifier.FUNCTION and knowledge in KNOWLEDGE_WORDS:
         probabilities_condition = KNOWLEDGE_WORDS[knowledge][0]
         template = score_spec_from_fields(
-            function, k, perturbation, probabilities_condition, statistic
+            function, k, perturbation, probabilities_condition, statistic, margin=margin
         )
         assert isinstance(template, ScoreSpec)
         return PendingScoreSpec(knowledge, template)
@@ -96,7 +114,7 @@ def score_request_from_fields(
         raise ParameterError(
             f"unknown knowledge condition {knowledge!r}; known: {KNOWLEDGE_CHOICES}"
         )
-    return score_spec_from_fields(function, k, perturbation, knowledge, statistic)
+    return score_spec_from_fields(function, k, perturbation, knowledge, statistic, margin=margin)
 
 
 def resolve_score(request: ScoreRequest, info: OracleInfo) -> AnyScoreSpec:

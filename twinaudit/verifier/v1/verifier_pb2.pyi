@@ -51,18 +51,20 @@ class ModelRef(_message.Message):
     def __init__(self, oracle_endpoint: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class ScoreSpec(_message.Message):
-    __slots__ = ("function", "k", "perturbation", "knowledge", "statistic")
+    __slots__ = ("function", "k", "perturbation", "knowledge", "statistic", "margin")
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     PERTURBATION_FIELD_NUMBER: _ClassVar[int]
     KNOWLEDGE_FIELD_NUMBER: _ClassVar[int]
     STATISTIC_FIELD_NUMBER: _ClassVar[int]
+    MARGIN_FIELD_NUMBER: _ClassVar[int]
     function: str
     k: int
     perturbation: str
     knowledge: str
     statistic: str
-    def __init__(self, function: _Optional[str] = ..., k: _Optional[int] = ..., perturbation: _Optional[str] = ..., knowledge: _Optional[str] = ..., statistic: _Optional[str] = ...) -> None: ...
+    margin: float
+    def __init__(self, function: _Optional[str] = ..., k: _Optional[int] = ..., perturbation: _Optional[str] = ..., knowledge: _Optional[str] = ..., statistic: _Optional[str] = ..., margin: _Optional[float] = ...) -> None: ...
 
 class TestSpec(_message.Message):
     __slots__ = ("name", "p", "alpha")
