@@ -67,7 +67,9 @@ def mark(
     A :class:`~owner.captioned.sources.CaptionedSource` makes a captioned-image vault:
     each image is marked the same way and both versions keep the image's caption.
 
-    Creates the vault, or resumes an unfinished one started with the same source and
+    Every image is checked first (:meth:`~owner.images.sources.ImageSource.check_pixels`),
+    so that a file that cannot be marked is named, with every other one, before any
+    work. Creates the vault, or resumes an unfinished one started with the same source and
     configuration (a different one is refused, naming the difference). ``secret`` is
     for reproducible runs (see :func:`secret_from_seed`); by default a new vault draws
     its own. A vault that is already finished is opened and returned, provided it was
@@ -75,6 +77,9 @@ def mark(
     """
     description, wanted = source.describe(), config.to_value()
     captions = source.captions if isinstance(source, CaptionedSource) else None
+    # Every image is decoded once before anything is built or written: a bad file is
+    # named with all the others at once, not after minutes of marking.
+    (source.images if isinstance(source, CaptionedSource) else source).check_pixels()
     item_kind = "image" if captions is None else "captioned-image"
     if (vault_path / MANIFEST_FILE).exists():
         vault = Vault.open(vault_path)

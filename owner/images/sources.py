@@ -15,10 +15,11 @@ Formats
     followed. Images are ordered by the code-point order of their relative POSIX
     path (``img10.png`` before ``img2.png``) and named by that path.
     :func:`open_source` reads the header of every file (cheap: no pixel data) to
-    learn its shape and to fail early on unreadable files and refused modes; the
-    pixels are decoded only when a batch needs them, so a truncated file is
-    reported when it is read. Pixels are taken as stored: EXIF orientation is not
-    applied.
+    learn its shape and to fail early on unreadable files and refused modes, naming
+    every such file in one error; :meth:`ImageSource.check_pixels` decodes every
+    image once (transparency, truncation), which ``owner mark`` does before its first
+    marking step; otherwise pixels are decoded only when a batch needs them. Pixels
+    are taken as stored: EXIF orientation is not applied.
 
     Pixel modes: 8-bit grayscale (``L``) stays one channel, ``RGB`` three.
     Bilevel (``1``) becomes ``L`` (0 and 255), palette (``P``) becomes ``RGB``.
@@ -254,6 +255,14 @@ class ImageSource(ABC):
             }
         return copy.deepcopy(self._description)
 
+    def check_pixels(self) -> None:
+        """Decode every image once and refuse them all at once if any cannot be marked.
+
+        Arrays (npy, npz, idx) hold uint8 pixels of one shape and need no pass; a folder
+        overrides this. Raises InputError listing every problem found.
+        """
+        return
+
     def batches(self, batch_size: int, start: int = 0) -> Iterator[ImageBatch]:
         """Yield the images from ``start`` on, in batches that never mix shapes.
 
@@ -333,10 +342,36 @@ class FolderSource(ImageSource):
         super().__init__(root, len(names))
         self._image_names = names
         self._ignored = ignored
-        self._shapes = [_probe_image(root / name) for name in names]
+        shapes: list[Shape] = []
+        problems: list[InputError] = []
+        for name in names:
+            try:
+                shapes.append(_probe_image(root / name))
+            except InputError as error:
+                problems.append(error)
+                shapes.append((0, 0, 0))
+        if problems:  # name the files whose pixels fail too, so that one report has them all
+            for name, shape in zip(names, shapes, strict=True):
+                if shape != (0, 0, 0):
+                    try:
+                        _decode_image(root / name, shape)
+                    except InputError as error:
+                        problems.append(error)
+            _refuse(root, problems, len(names))
+        self._shapes = shapes
         self._run_ends = _run_ends(self._shapes)
         if label_path is not None:
             self._attach_label_file(label_path)
+
+    def check_pixels(self) -> None:
+        """Decode every image (transparency, truncation) and refuse all the failures at once."""
+        problems: list[InputError] = []
+        for name, shape in zip(self._image_names, self._shapes, strict=True):
+            try:
+                _decode_image(self.path / name, shape)
+            except InputError as error:
+                problems.append(error)
+        _refuse(self.path, problems, len(self._image_names))
 
     def _run_end(self, index: int) -> int:
         return self._run_ends[bisect.bisect_right(self._run_ends, index)]
@@ -367,6 +402,25 @@ class FolderSource(ImageSource):
             "sha256": listing.hexdigest(),
             "ignored_files": self._ignored,
         }
+
+
+#: Problems an input report names one by one before summing up the rest.
+MAX_PROBLEMS_SHOWN: Final = 20
+
+
+def _refuse(root: Path, problems: Sequence[InputError], count: int) -> None:
+    """Raise the one problem as it is, or one InputError naming them all (20, then a count)."""
+    if not problems:
+        return
+    if len(problems) == 1:
+        raise problems[0]
+    shown = "\n  ".join(sorted(str(problem) for problem in problems)[:MAX_PROBLEMS_SHOWN])
+    more = len(problems) - MAX_PROBLEMS_SHOWN
+    tail = f"\n  … and {more} more" if more > 0 else ""
+    raise InputError(
+        f"{root}: {len(problems)} of {count} images cannot be marked; nothing was marked "
+        f"(fix or remove them, then run again):\n  {shown}{tail}"
+    )
 
 
 def _list_image_files(root: Path) -> tuple[list[str], int]:
