@@ -210,7 +210,7 @@ class ClaimRequest:
     #: The classifier's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
     margin: float = 0.0
     #: C1–C4, or a word the verifier resolves from the oracle's description (spec
-    #: §10.1): ``labelled`` (C1, or C3 for a label-only oracle) or ``unlabelled`` (C2, C4).
+    #: §10.1): ``labelled`` (C3, with any oracle) or ``unlabelled`` (C2, or C4 for labels).
     knowledge: str = "unlabelled"
     test: str = "mixture-e"
     p: float = 0.05

@@ -342,36 +342,24 @@ class FolderSource(ImageSource):
         super().__init__(root, len(names))
         self._image_names = names
         self._ignored = ignored
-        shapes: list[Shape] = []
+        probed: list[tuple[str, Shape]] = []
         problems: list[InputError] = []
         for name in names:
             try:
-                shapes.append(_probe_image(root / name))
+                probed.append((name, _probe_image(root / name)))
             except InputError as error:
                 problems.append(error)
-                shapes.append((0, 0, 0))
         if problems:  # name the files whose pixels fail too, so that one report has them all
-            for name, shape in zip(names, shapes, strict=True):
-                if shape != (0, 0, 0):
-                    try:
-                        _decode_image(root / name, shape)
-                    except InputError as error:
-                        problems.append(error)
-            _refuse(root, problems, len(names))
-        self._shapes = shapes
+            _refuse(root, [*problems, *_pixel_problems(root, probed)], len(names))
+        self._shapes = [shape for _, shape in probed]
         self._run_ends = _run_ends(self._shapes)
         if label_path is not None:
             self._attach_label_file(label_path)
 
     def check_pixels(self) -> None:
         """Decode every image (transparency, truncation) and refuse all the failures at once."""
-        problems: list[InputError] = []
-        for name, shape in zip(self._image_names, self._shapes, strict=True):
-            try:
-                _decode_image(self.path / name, shape)
-            except InputError as error:
-                problems.append(error)
-        _refuse(self.path, problems, len(self._image_names))
+        named = zip(self._image_names, self._shapes, strict=True)
+        _refuse(self.path, _pixel_problems(self.path, named), len(self._image_names))
 
     def _run_end(self, index: int) -> int:
         return self._run_ends[bisect.bisect_right(self._run_ends, index)]
@@ -406,6 +394,17 @@ class FolderSource(ImageSource):
 
 #: Problems an input report names one by one before summing up the rest.
 MAX_PROBLEMS_SHOWN: Final = 20
+
+
+def _pixel_problems(root: Path, images: Iterable[tuple[str, Shape]]) -> list[InputError]:
+    """Decode each named image of the announced shape; return the errors, none raised."""
+    problems: list[InputError] = []
+    for name, shape in images:
+        try:
+            _decode_image(root / name, shape)
+        except InputError as error:
+            problems.append(error)
+    return problems
 
 
 def _refuse(root: Path, problems: Sequence[InputError], count: int) -> None:
