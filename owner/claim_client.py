@@ -167,7 +167,7 @@ def choose_score(
         else str(takes.get("perturbation", "")),
         knowledge=knowledge if knowledge is not None else "",
         statistic=statistic if statistic is not None else str(takes.get("statistic", "")),
-        margin=float(margin if margin is not None else takes.get("margin", 0.0)),
+        margin=float(margin or 0.0),
     )
     spec = score_request_from_fields(
         choice.function,

@@ -85,10 +85,9 @@ STATISTICS: Final = ("entropy", "logit")
 #: The largest tie margin a score map may carry (a score's scale: the modified entropy
 #: of 256 classes is above −7,100, a copy's log-odds within ±1,416).
 MAX_MARGIN: Final = 1.0e4
-#: Conditions a tie margin serves (continuous scores: probability vectors).
-MARGIN_CONDITIONS: Final = frozenset({"C1", "C2"})
-#: Conditions the ``logit`` statistic serves (it needs probability vectors).
-LOGIT_CONDITIONS: Final = frozenset({"C1", "C2"})
+#: Conditions that read probability vectors: the only ones the ``logit`` statistic and a
+#: tie margin serve (label-only scores move in steps of a label).
+PROBABILITY_CONDITIONS: Final = frozenset({"C1", "C2"})
 #: Floor of both terms of a copy's log-odds (smallest positive normal binary64).
 LOGIT_FLOOR: Final = 2.2250738585072014e-308
 
@@ -144,7 +143,7 @@ class ScoreSpec:
             )
         if self.statistic not in STATISTICS:
             raise ParameterError(f"unknown statistic {self.statistic!r}; known: {STATISTICS}")
-        if self.statistic == "logit" and self.knowledge not in LOGIT_CONDITIONS:
+        if self.statistic == "logit" and self.knowledge not in PROBABILITY_CONDITIONS:
             raise ParameterError(
                 f"the logit statistic needs probability vectors (C1, C2), not {self.knowledge}"
             )
@@ -156,7 +155,7 @@ class ScoreSpec:
             raise ParameterError(
                 f"the tie margin must be a float in [0, {MAX_MARGIN:g}], got {self.margin!r}"
             )
-        if self.margin and self.knowledge not in MARGIN_CONDITIONS:
+        if self.margin and self.knowledge not in PROBABILITY_CONDITIONS:
             raise ParameterError(
                 f"a tie margin needs probability vectors (C1, C2), not {self.knowledge}"
             )

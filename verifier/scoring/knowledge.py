@@ -35,7 +35,7 @@ from typing import Final
 from protocol.errors import ParameterError
 from verifier.oracles.base import OracleInfo
 
-from .classifier import KNOWLEDGE_CONDITIONS, MARGIN_CONDITIONS, ScoreSpec
+from .classifier import KNOWLEDGE_CONDITIONS, PROBABILITY_CONDITIONS, ScoreSpec
 
 #: The words, each with its condition for an oracle answering probabilities and for one
 #: answering labels only.
@@ -110,5 +110,5 @@ class PendingScoreSpec:
         where it reads labels (spec §10.3): there it has nothing to separate.
         """
         knowledge = resolve_knowledge(self.word, info)
-        margin = self.template.margin if knowledge in MARGIN_CONDITIONS else 0.0
+        margin = self.template.margin if knowledge in PROBABILITY_CONDITIONS else 0.0
         return dataclasses.replace(self.template, knowledge=knowledge, margin=margin)
