@@ -57,14 +57,7 @@ def dispute(tmp_path_factory):
     pairs = synthetic_pairs(N_PAIRS, seed=11, epsilon=EPSILON)
     versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(N_PAIRS)]
     owner_set = PairSet("image", versions, fixed_salts(N_PAIRS))
-    receipt = escrow_root(
-        channel,
-        root=owner_set.root,
-        n_pairs=N_PAIRS,
-        item_kind="image",
-        owner="e2e owner",
-        arbiter_public_key=key.public_key(),
-    ).receipt
+    receipt = owner_set.escrow(channel, key.public_key(), "e2e owner")
     bits = np.array(publication_bits(owner_set.root, receipt.rho, N_PAIRS), dtype=int)
     published = pairs.version(bits)
 

@@ -7,8 +7,8 @@ import pytest
 
 from protocol.errors import OracleError, ParameterError
 from verifier.oracles.base import ClassifierOracle, OracleInfo
-from verifier.oracles.embedding import EncoderOracle
-from verifier.oracles.image_text import ImageTextOracle
+from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
+from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from verifier.oracles.language import LanguageModelOracle
 from verifier.scoring.classifier import ScoreSpec
 from verifier.scoring.encoder import EncoderSpec
@@ -75,3 +75,45 @@ def test_an_oracle_of_another_interface_is_refused(spec, oracle, _):
     with pytest.raises(ParameterError, match=f"is not a {scorer_for(spec).oracle_type.__name__}"):
         scorer_for(spec).check_oracle(other(), INFO)
     scorer_for(spec).check_oracle(oracle(), INFO)
+
+
+class _Embedder(ImageTextOracle, EncoderOracle):
+    """Embeds an image as (its side, its channels, its first pixel), a text as its length."""
+
+    info = INFO
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[tuple[int, ...] | None, int]] = []
+
+    def _rows(self, images):
+        return np.array([[im.shape[0], im.shape[2], im[0, 0, 0]] for im in images], np.float64)
+
+    def embed_images(self, images):
+        self.requests.append((images.shape, 0))
+        return EmbeddingAnswer(self._rows(images))
+
+    def embed_image_text(self, images, texts):
+        self.requests.append((None if images is None else images.shape, len(texts)))
+        rows = np.zeros((0, 3)) if images is None else self._rows(images)
+        words = np.array([[len(t), 0.0, 0.0] for t in texts], np.float64).reshape(-1, 3)
+        return ImageTextAnswer(rows, words)
+
+
+MIXED = [np.full((4, 4, 1), 0.1, np.float32), np.full((6, 6, 3), 0.2, np.float32)]
+MIXED_BATCH = QueryBatch([MIXED[0], MIXED[1], MIXED[0] + 0.5], ["ab", "c"], [0, 1, 2], [0, 1])
+
+
+def test_image_text_queries_of_several_shapes_go_per_shape_texts_once():
+    oracle = _Embedder()
+    answer = scorer_for(ImageTextSpec()).query(oracle, MIXED_BATCH)
+    assert oracle.requests == [(None, 2), ((2, 4, 4, 1), 0), ((1, 6, 6, 3), 0)]
+    assert answer.images[:, 0].tolist() == [4, 6, 4]  # back in sent order
+    assert answer.images[:, 2].tolist() == pytest.approx([0.1, 0.2, 0.6])
+    assert answer.texts[:, 0].tolist() == [2, 1]
+
+
+def test_encoder_queries_of_several_shapes_go_per_shape():
+    oracle = _Embedder()
+    answer = scorer_for(EncoderSpec(k=2)).query(oracle, MIXED_BATCH)
+    assert oracle.requests == [((2, 4, 4, 1), 0), ((1, 6, 6, 3), 0)]
+    assert answer.embeddings[:, 0].tolist() == [4, 6, 4]

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from owner.claim_client import Opening
+from owner.escrow_client import escrow_root
 from protocol import limits
 from protocol.commitment import PairOpening, commit_pair, new_salt
 from protocol.errors import InputError
+from protocol.escrow_messages import Receipt
 from protocol.items import ITEM_KINDS
 from protocol.merkle import MerkleTree
 from protocol.seeds import publication_bits
@@ -76,3 +81,14 @@ class PairSet:
         """Return the version of each pair to publish, from the receipt's ``rho``."""
         bits = publication_bits(self.root, rho, len(self))
         return [pair[int(bit)] for pair, bit in zip(self.versions, bits, strict=True)]
+
+    def escrow(self, channel: Any, arbiter_public_key: Ed25519PublicKey, owner: str) -> Receipt:
+        """Escrow the root with the arbiter on ``channel``; return the verified receipt."""
+        return escrow_root(
+            channel,
+            root=self.root,
+            n_pairs=len(self),
+            item_kind=self.item_kind,
+            owner=owner,
+            arbiter_public_key=arbiter_public_key,
+        ).receipt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -21,14 +22,16 @@ from verifier.oracles.base import Oracle, OracleInfo
 class QueryBatch:
     """A window's queries, shuffled, with what is needed to put the answers back.
 
-    ``images`` (float32 (N, H, W, C) or None) and ``texts`` are sent to the oracle in
-    this order; ``image_order[n]`` (``text_order[n]``) is the position, in the
-    unshuffled list, of the query sent n-th. ``params`` and ``query_digests`` hold one
+    ``images`` (float32 (N, H, W, C); a list of (H, W, C) queries when they do not
+    all have one shape, sent one request per shape by :func:`by_shape`; or None) and
+    ``texts`` are sent to the oracle in this order; ``image_order[n]``
+    (``text_order[n]``) is the position, in the unshuffled list, of the query sent
+    n-th. ``params`` and ``query_digests`` hold one
     entry per pair (what its record lists), ``queries`` the unshuffled image queries
     per version (for the digests).
     """
 
-    images: npt.NDArray[np.float32] | None
+    images: npt.NDArray[np.float32] | list[npt.NDArray[np.float32]] | None
     texts: list[str]
     image_order: list[int]
     text_order: list[int]
@@ -57,6 +60,69 @@ def shuffled(seed: bytes, number: int, *sizes: int) -> list[list[int]]:
         prg.shuffle(order)
         orders.append(order)
     return orders
+
+
+def in_sent_order(
+    queries: list[npt.NDArray[np.float32]], order: list[int]
+) -> npt.NDArray[np.float32] | list[npt.NDArray[np.float32]]:
+    """Return ``queries`` (unshuffled, one (H, W, C) each) permuted by ``order``.
+
+    One float32 (N, H, W, C) array when every query has one shape, else the list of
+    queries (spec §10.2 step 5: one request per shape).
+    """
+    sent = [queries[n] for n in order]
+    if len({query.shape for query in sent}) <= 1:
+        return np.ascontiguousarray(np.stack(sent)) if sent else np.empty((0, 1, 1, 1), np.float32)
+    return sent
+
+
+def shape_groups(images: list[npt.NDArray[np.float32]]) -> list[list[int]]:
+    """Return the positions of each shape's queries, shapes in order of first occurrence."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for position, image in enumerate(images):
+        groups.setdefault(tuple(image.shape), []).append(position)
+    return list(groups.values())
+
+
+class Rows(Protocol):
+    """An answer with one row per image query (what :func:`by_shape` joins)."""
+
+    def __len__(self) -> int:
+        """Return the number of rows."""
+        ...
+
+
+RowsT = TypeVar("RowsT", bound=Rows)
+
+
+def by_shape(
+    images: npt.NDArray[np.float32] | list[npt.NDArray[np.float32]],
+    ask: Callable[[npt.NDArray[np.float32]], RowsT],
+    join: Callable[[list[RowsT]], RowsT],
+    take: Callable[[RowsT, npt.NDArray[np.intp]], RowsT],
+) -> RowsT:
+    """Send image queries to the oracle, one request per shape; return rows in sent order.
+
+    An array is one request. A list is split by :func:`shape_groups`: each request
+    holds one shape's queries in their sent order, the requests follow the order in
+    which the shapes first occur, and the answers' rows are put back in sent order
+    (``join`` concatenates answers, ``take`` selects rows). Each request must be
+    answered with one row per query, or the oracle's answer is invalid.
+    """
+    if isinstance(images, np.ndarray):
+        return ask(np.ascontiguousarray(images))
+    groups = shape_groups(images)
+    parts = []
+    for group in groups:
+        part = ask(np.ascontiguousarray(np.stack([images[n] for n in group])))
+        if len(part) != len(group):
+            raise OracleError(
+                "invalid-answer",
+                f"the oracle answered {len(part)} rows for a request of {len(group)} images",
+            )
+        parts.append(part)
+    joined = join(parts)
+    return take(joined, np.argsort(np.concatenate([np.asarray(g, np.intp) for g in groups])))
 
 
 def unshuffle(order: list[int]) -> npt.NDArray[np.intp]:

@@ -14,7 +14,7 @@ from protocol.prg import Prg
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 from verifier.scoring.classifier import ScoreSpec, make_queries, score
 
-from .base import QueryBatch, unshuffle
+from .base import QueryBatch, by_shape, unshuffle
 from .copies import CopiesWindows
 
 
@@ -38,7 +38,7 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
     def query(self, oracle: Any, batch: QueryBatch) -> object:
         """Classify the batch."""
         assert batch.images is not None
-        return oracle.classify(np.ascontiguousarray(batch.images))
+        return by_shape(batch.images, oracle.classify, ClassifyAnswer.concatenate, _rows)
 
     def validate(
         self, info: OracleInfo, batch: QueryBatch, answer: ClassifyAnswer
@@ -48,11 +48,7 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
 
     def in_order(self, batch: QueryBatch, answer: ClassifyAnswer) -> ClassifyAnswer:
         """Return the probabilities (or labels) in the unshuffled order."""
-        inverse = unshuffle(batch.image_order)
-        if answer.probabilities is not None:
-            return ClassifyAnswer(probabilities=answer.probabilities[inverse])
-        assert answer.labels is not None
-        return ClassifyAnswer(labels=answer.labels[inverse])
+        return _rows(answer, unshuffle(batch.image_order))
 
     def score_pair(
         self,
@@ -97,3 +93,11 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
             )
             for version in (0, 1)
         ]
+
+
+def _rows(answer: ClassifyAnswer, index: npt.NDArray[np.intp]) -> ClassifyAnswer:
+    """Return the rows ``index`` of an answer (probabilities or labels)."""
+    if answer.probabilities is not None:
+        return ClassifyAnswer(probabilities=answer.probabilities[index])
+    assert answer.labels is not None
+    return ClassifyAnswer(labels=answer.labels[index])

@@ -26,6 +26,7 @@ from .base import (
     QueryBatch,
     WindowScorer,
     image_shape_value,
+    in_sent_order,
     query_digests,
     replay_error,
     shuffled,
@@ -94,9 +95,9 @@ class CopiesWindows(WindowScorer[SpecT, AnswerT]):
                 per_version.append(list(drawn))
                 queries.append(images)
             params.append(per_version)
-        flat = np.concatenate(queries, axis=0)
-        (order,) = shuffled(seed, number, flat.shape[0])
-        return QueryBatch(np.ascontiguousarray(flat[order]), [], order, [], params, queries)
+        singles = [copy for version_copies in queries for copy in version_copies]
+        (order,) = shuffled(seed, number, len(singles))
+        return QueryBatch(in_sent_order(singles, order), [], order, [], params, queries)
 
     def rows(self, rows: npt.NDArray[Any], j: int, version: int) -> npt.NDArray[Any]:
         """Return the K unshuffled answer rows of pair ``j``'s ``version``."""

@@ -15,7 +15,7 @@ from verifier.oracles.base import OracleInfo
 from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
 from verifier.scoring.encoder import EncoderSpec, make_queries, score
 
-from .base import QueryBatch, replay_error, unshuffle
+from .base import QueryBatch, by_shape, replay_error, unshuffle
 from .copies import CopiesWindows
 
 
@@ -32,7 +32,12 @@ class EncoderWindows(CopiesWindows[EncoderSpec, EmbeddingAnswer]):
     def query(self, oracle: Any, batch: QueryBatch) -> object:
         """Embed the batch."""
         assert batch.images is not None
-        return oracle.embed_images(np.ascontiguousarray(batch.images))
+        return by_shape(
+            batch.images,
+            oracle.embed_images,
+            EmbeddingAnswer.concatenate,
+            lambda answer, index: EmbeddingAnswer(answer.embeddings[index]),
+        )
 
     def validate(
         self, info: OracleInfo, batch: QueryBatch, answer: EmbeddingAnswer

@@ -7,17 +7,19 @@ from typing import Any
 import numpy as np
 
 from protocol.encoding import Value
-from protocol.errors import TwinauditError
+from protocol.errors import OracleError, TwinauditError
 from protocol.items import Item
 from verifier.oracles.base import OracleInfo
-from verifier.oracles.embedding import matrix_from_value, matrix_to_value
+from verifier.oracles.embedding import EmbeddingAnswer, matrix_from_value, matrix_to_value
 from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from verifier.scoring.image_text import ImageTextSpec, make_query, score
 
 from .base import (
     QueryBatch,
     WindowScorer,
+    by_shape,
     image_shape_value,
+    in_sent_order,
     query_digests,
     replay_error,
     shuffled,
@@ -45,14 +47,26 @@ class ImageTextWindows(WindowScorer[ImageTextSpec, ImageTextAnswer]):
                 queries.append(make_query(self.spec.check_item(item)))
             captions.append(self.spec.check_item(pair[0]).caption)
         image_order, text_order = shuffled(seed, number, len(queries), len(captions))
-        images = np.ascontiguousarray(np.stack([queries[n] for n in image_order]))
+        images = in_sent_order(queries, image_order)
         texts = [captions[n] for n in text_order]
         return QueryBatch(images, texts, image_order, text_order, [], queries)
 
     def query(self, oracle: Any, batch: QueryBatch) -> object:
-        """Embed the images and captions."""
+        """Embed the images and captions (one request; per shape when images differ)."""
         assert batch.images is not None
-        return oracle.embed_image_text(np.ascontiguousarray(batch.images), list(batch.texts))
+        texts = list(batch.texts)
+        if isinstance(batch.images, np.ndarray):
+            return oracle.embed_image_text(np.ascontiguousarray(batch.images), texts)
+        captions = _image_text_answer(oracle.embed_image_text(None, texts))
+        images = by_shape(
+            batch.images,
+            lambda group: EmbeddingAnswer(
+                _image_text_answer(oracle.embed_image_text(group, [])).images
+            ),
+            EmbeddingAnswer.concatenate,
+            lambda answer, index: EmbeddingAnswer(answer.embeddings[index]),
+        )
+        return ImageTextAnswer(images.embeddings, captions.texts)
 
     def validate(
         self, info: OracleInfo, batch: QueryBatch, answer: ImageTextAnswer
@@ -102,3 +116,11 @@ class ImageTextWindows(WindowScorer[ImageTextSpec, ImageTextAnswer]):
             if exc.code == "verification-failed":
                 raise
             raise replay_error(record.get("index"), f"recorded answers: {exc}") from None
+
+
+def _image_text_answer(answer: object) -> ImageTextAnswer:
+    """Return ``answer`` if the oracle answered an :class:`ImageTextAnswer`, else raise."""
+    if not isinstance(answer, ImageTextAnswer):
+        what = type(answer).__name__
+        raise OracleError("invalid-answer", f"the oracle answered a {what}, not an ImageTextAnswer")
+    return answer
