@@ -124,7 +124,7 @@ def _grpc_figures(directory: Path) -> None:
                 _report(f"gRPC Commit, {CLIENTS} client threads", seconds)
 
                 def owner(i: int) -> bytes:
-                    request = _request(i)
+                    request = _request(N_COMMITS + 1 + i)  # new roots: one record per root
                     signed = escrow_root(
                         channel,
                         root=request.root,

@@ -1,8 +1,9 @@
 """The owner's side of escrow (spec draft §9): send the root, verify the receipt fully.
 
-:func:`escrow_root` returns a receipt only after every check of §9.3 has passed, so
-the ``rho`` it carries may be used to decide the publication bits (§5.5). Every call
-to the arbiter runs under one overall deadline.
+:func:`escrow_root` first checks that the arbiter signs with the key the owner trusts,
+then commits, and returns a receipt only after every check of §9.3 has passed, so the
+``rho`` it carries may be used to decide the publication bits (§5.5). Every call to
+the arbiter runs under one overall deadline.
 
 Failures come in two families: a gRPC failure (unreachable arbiter, deadline, a status
 the arbiter returned) is raised as :class:`grpc.RpcError`; a bad answer is raised as a
@@ -63,9 +64,16 @@ def escrow_root(
     bytes as received (keep those: they are what a claim cites) and the log inclusion
     proof they were verified with. ``timeout_s`` bounds the whole exchange.
 
+    Before anything is committed, the arbiter's signed log checkpoint must verify
+    under ``arbiter_public_key``: with the wrong key (or the wrong arbiter) the call
+    fails and the arbiter's public log holds nothing of this root. A root the log
+    already holds is refused by the arbiter (``FAILED_PRECONDITION``, spec §9.1).
+
     Raises:
         InputError: the request is invalid (checked before anything is sent), or the
             answer is malformed.
+        SignatureError: the arbiter does not sign with ``arbiter_public_key``
+            (nothing was committed).
         VerificationError: the receipt fails a check of §9.3 (its subclasses say which).
         grpc.RpcError: a call failed or ran past the deadline.
 
@@ -75,6 +83,11 @@ def escrow_root(
         spec=SPEC_VERSION, root=root, n_pairs=n_pairs, item_kind=item_kind, owner=owner
     )
     deadline = time.monotonic() + timeout_s
+    # 1. The arbiter signs with the key the owner trusts: its checkpoint verifies under
+    #    it. Checked before the commit, so a wrong key leaves no record in the log.
+    seen, _ = fetch_checkpoint(
+        channel, arbiter_public_key=arbiter_public_key, timeout_s=_remaining(deadline)
+    )
     stub = escrow_pb2_grpc.EscrowStub(channel)  # type: ignore[no-untyped-call]
     answer = stub.Commit(
         escrow_pb2.CommitRequest(
@@ -87,13 +100,18 @@ def escrow_root(
         timeout=_remaining(deadline),
     )
     receipt_bytes = bytes(answer.receipt)
-    # 1. Check the signature first, to learn (from signed data only) which proof to ask for.
+    # 2. Check the signature first, to learn (from signed data only) which proof to ask for.
     position = open_receipt(receipt_bytes, arbiter_public_key)
+    if position.log_size <= seen.size:
+        raise VerificationError(
+            f"the receipt's log has {position.log_size} entries, not more than the "
+            f"{seen.size} of the checkpoint seen before the commit: a rolled-back log"
+        )
     proof = stub.GetInclusionProof(
         escrow_pb2.GetInclusionProofRequest(index=position.entry.index, size=position.log_size),
         timeout=_remaining(deadline),
     ).proof
-    # 2. Every check of §9.3: signature, fields, rho_digest, inclusion under log_root.
+    # 3. Every check of §9.3: signature, fields, rho_digest, inclusion under log_root.
     inclusion_proof = [bytes(element) for element in proof]
     receipt = verify_receipt(
         receipt_bytes,

@@ -20,7 +20,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -35,6 +35,19 @@ _KIND = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 #: Largest serialized envelope accepted (payload in base64 plus signatures).
 MAX_ENVELOPE_JSON_BYTES = (limits.MAX_ENVELOPE_PAYLOAD_BYTES * 4) // 3 + 64 * 1024
+
+#: Deepest nesting of the accepted form: the object, its ``signatures``, each signature.
+MAX_ENVELOPE_JSON_DEPTH: Final = 3
+#: Most JSON objects and arrays in an envelope: the object, ``signatures``, each signature.
+MAX_ENVELOPE_JSON_CONTAINERS: Final = 2 + limits.MAX_SIGNATURES
+#: Most JSON strings, member names included: five in the object, four per signature.
+MAX_ENVELOPE_JSON_STRINGS: Final = 5 + 4 * limits.MAX_SIGNATURES
+
+#: The bytes that open or close a container or a string.
+_STRUCTURE = re.compile(rb'[\[\]{}"]')
+#: What JSON text may hold between two of those outside strings: whitespace and one
+#: separator. Numbers, ``true``, ``false`` and ``null`` never occur in an envelope.
+_GAP = re.compile(rb"[ \t\n\r]*+[,:]?+[ \t\n\r]*+")
 
 
 def payload_type(kind: str) -> str:
@@ -90,12 +103,11 @@ class Envelope:
         """
         if len(data) > MAX_ENVELOPE_JSON_BYTES:
             raise LimitExceededError("envelope size", len(data), MAX_ENVELOPE_JSON_BYTES)
+        _check_json_shape(data)  # before the parser builds anything (spec §8.2)
         try:
             doc = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EncodingError(f"envelope is not valid UTF-8 JSON: {exc}") from None
-        except RecursionError:
-            raise EncodingError("envelope JSON is nested too deeply") from None
         if not isinstance(doc, dict) or set(doc) != {"payload", "payloadType", "signatures"}:
             raise EncodingError("envelope must have exactly payload, payloadType, signatures")
         ptype, sigs = doc["payloadType"], doc["signatures"]
@@ -119,6 +131,61 @@ class Envelope:
                 "no escapes, nothing after the object)"
             )
         return envelope
+
+
+def _check_json_shape(data: bytes) -> None:
+    """Refuse JSON text that nests deeper, or holds more, than any accepted envelope.
+
+    Spec §8.2: the accepted form nests :data:`MAX_ENVELOPE_JSON_DEPTH` deep, holds at
+    most :data:`MAX_ENVELOPE_JSON_CONTAINERS` objects and arrays and
+    :data:`MAX_ENVELOPE_JSON_STRINGS` strings, and has no escape sequence, number or
+    literal. One pass, without recursion, stops at the first excess, so neither deep
+    nesting nor many small values reach the JSON parser: its work and memory stay a
+    small multiple of the input. The loop runs once per string or bracket, never once
+    per byte, and at most as often as the caps allow.
+    """
+    if b"\\" in data:
+        raise EncodingError("envelope JSON has an escape sequence; its accepted form has none")
+    depth = containers = strings = 0
+    position = 0
+    while True:
+        found = _STRUCTURE.search(data, position)
+        gap_end = len(data) if found is None else found.start()
+        if _GAP.fullmatch(data, position, gap_end) is None:
+            raise EncodingError(
+                "envelope JSON holds a number, a literal or stray text; "
+                "its accepted form has only strings, objects and arrays"
+            )
+        if found is None:
+            return
+        char = data[gap_end]
+        if char == ord('"'):
+            close = data.find(b'"', gap_end + 1)
+            if close < 0:
+                raise EncodingError("envelope JSON has an unterminated string")
+            strings += 1
+            if strings > MAX_ENVELOPE_JSON_STRINGS:
+                raise LimitExceededError(
+                    "strings in envelope JSON", strings, MAX_ENVELOPE_JSON_STRINGS
+                )
+            position = close + 1
+            continue
+        position = gap_end + 1
+        if char in b"]}":
+            depth -= 1
+            if depth < 0:
+                raise EncodingError("envelope JSON closes a bracket it never opened")
+            continue
+        depth += 1
+        containers += 1
+        if depth > MAX_ENVELOPE_JSON_DEPTH:
+            raise EncodingError(
+                f"envelope JSON is nested too deeply (more than {MAX_ENVELOPE_JSON_DEPTH} levels)"
+            )
+        if containers > MAX_ENVELOPE_JSON_CONTAINERS:
+            raise LimitExceededError(
+                "objects and arrays in envelope JSON", containers, MAX_ENVELOPE_JSON_CONTAINERS
+            )
 
 
 def _plain(text: str, what: str) -> str:

@@ -2,6 +2,8 @@
 
 import json
 import stat
+import time
+import tracemalloc
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -120,6 +122,87 @@ def test_json_size_and_signature_caps():
         Envelope.from_json(json.dumps(doc).encode())
     with pytest.raises(EncodingError):
         Envelope.from_json(b"\xff\xfe")
+
+
+def _with_signatures(inner: bytes) -> bytes:
+    """A signed envelope's text with ``inner`` put first in its signature list."""
+    text = sign_envelope(b"\x01", TYPE, KEY).to_json()
+    at = text.index(b'"signatures":[') + len(b'"signatures":[')
+    return text[:at] + inner + text[at:]
+
+
+# Issue #22 D3 and the envelope's share of D2: text that nests deeper, or holds more
+# values, than the one accepted form (spec §8.2) is refused before the JSON parser
+# builds anything, in time and memory far below the input's size.
+@pytest.mark.parametrize(
+    ("name", "build", "error", "match"),
+    [
+        ("2 KB of nesting", lambda: b'{"a":' * 400 + b"1" + b"}" * 400, EncodingError, "nested"),
+        ("200 KB of nesting", lambda: b"[" * 100_000 + b"]" * 100_000, EncodingError, "nested"),
+        (
+            "nesting in signatures",
+            lambda: _with_signatures(b"[" * 1000 + b"]" * 1000 + b","),
+            EncodingError,
+            "nested",
+        ),
+        (
+            "3 M empty arrays",
+            lambda: _with_signatures(b"[]," * 3_000_000),
+            LimitExceededError,
+            "arrays",
+        ),
+        (
+            "3 M short strings",
+            lambda: _with_signatures(b'"ab",' * 3_000_000),
+            LimitExceededError,
+            "strings",
+        ),
+        ("5 M numbers", lambda: _with_signatures(b"1.5," * 5_000_000), EncodingError, "number"),
+        ("a literal", lambda: _with_signatures(b"null,"), EncodingError, "literal"),
+        (
+            "5 M escapes",
+            lambda: b'{"payload":"' + b"\\\\" * 5_000_000 + b'"}',
+            EncodingError,
+            "escape",
+        ),
+        ("20 M closers", lambda: b"]" * 20_000_000, EncodingError, "never opened"),
+        (
+            "unterminated",
+            lambda: b'{"payload":"' + b"A" * 20_000_000,
+            EncodingError,
+            "unterminated",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_hostile_json_is_refused_before_parsing(monkeypatch, name, build, error, match):
+    def no_parse(*args, **kwargs):
+        raise AssertionError(f"{name}: reached the JSON parser")
+
+    text = build()
+    monkeypatch.setattr("protocol.envelope.json.loads", no_parse)
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(error, match=match):
+            Envelope.from_json(text)
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 1.0
+    assert peak < 1024 * 1024 + len(text) // 10
+
+
+def test_brackets_and_separators_inside_strings_are_text():
+    """Only brackets outside strings count: ids and types may hold ``[{,:`` freely."""
+    env = sign_envelope(b"\x01", "application/vnd.x[{,:}]", KEY)
+    tricky = Envelope(
+        env.payload_type,
+        env.payload,
+        (type(env.signatures[0])("[{[{:,", env.signatures[0].sig),) * 16,
+    )
+    assert Envelope.from_json(tricky.to_json()) == tricky
 
 
 def test_open_envelope_rejects_non_canonical_payload():

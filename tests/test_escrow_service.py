@@ -24,10 +24,12 @@ from protocol.errors import InputError, SignatureError, VerificationError
 from protocol.escrow_messages import (
     Checkpoint,
     decode_entry,
+    sign_checkpoint,
     verify_checkpoint,
     verify_log_extension,
     verify_record,
 )
+from protocol.keys import key_id
 from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.transport import TlsFiles, make_channel, wait_healthy
 from verifier.escrow.service import SERVICE_NAME, serve_escrow
@@ -94,10 +96,22 @@ def test_commit_and_verify_with_the_owner_client(channel, store):
     assert receipt.entry.n_pairs == 64
     assert receipt.entry.index == 0
     assert store.entry(0) == (receipt.entry, receipt.rho)
-    second, _ = _escrow(channel, owner="bob")
+    second, _ = _escrow(channel, root=bytes(32), owner="bob")
     assert second.entry.index == 1
     assert second.rho != receipt.rho
     assert json.loads(signed)["payloadType"].endswith("escrow-receipt.v1+msgpack")
+
+
+def test_a_root_in_the_log_is_refused_without_its_receipt(channel, store):
+    """Issue #22 D10, spec §9.1: one record per root; its rho is never sent again."""
+    first, _ = _escrow(channel)
+    for owner in ("alice", "mallory"):
+        with pytest.raises(grpc.RpcError) as refused:
+            _escrow(channel, owner=owner)
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "already escrowed as record 0" in refused.value.details()
+        assert first.rho.hex() not in refused.value.details()
+    assert store.size() == 1
 
 
 def test_get_record_checkpoint_and_proofs(channel, store):
@@ -109,7 +123,7 @@ def test_get_record_checkpoint_and_proofs(channel, store):
         KEY.public_key(),
     )
     assert first.size == 5
-    _escrow(channel, root=bytes(32))
+    _escrow(channel, root=bytes([0xAB]) * 32)
     record = stub.GetRecord(escrow_pb2.GetRecordRequest(index=2), timeout=TIMEOUT_S)
     entry, checkpoint = verify_record(
         record.entry,
@@ -278,6 +292,17 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
             receipt = self._stub.Commit(forged, timeout=TIMEOUT_S).receipt
         return escrow_pb2.CommitResponse(receipt=receipt)
 
+    def GetCheckpoint(self, request, context):
+        if self._mode == "rolled-back":  # a checkpoint from a larger log, signed by KEY
+            larger = Checkpoint(
+                arbiter=key_id(KEY.public_key()),
+                size=5,
+                root=bytes(32),
+                time="2026-01-01T00:00:00Z",
+            )
+            return escrow_pb2.GetCheckpointResponse(checkpoint=sign_checkpoint(larger, KEY))
+        return self._stub.GetCheckpoint(request, timeout=TIMEOUT_S)
+
     def GetInclusionProof(self, request, context):
         proof = list(self._stub.GetInclusionProof(request, timeout=TIMEOUT_S).proof)
         if self._mode == "bad-proof":
@@ -291,6 +316,7 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
         ("flip-byte", SignatureError),
         ("other-root", VerificationError),
         ("bad-proof", VerificationError),
+        ("rolled-back", VerificationError),
     ],
 )
 def test_client_rejects_a_tampered_receipt(server, store, mode, error):
@@ -312,9 +338,11 @@ def test_client_rejects_a_tampered_receipt(server, store, mode, error):
         proxy._channel.close()
 
 
-def test_client_rejects_a_receipt_from_another_arbiter(channel):
+def test_client_rejects_a_receipt_from_another_arbiter(channel, store):
+    """Issue #22: the key is checked before the commit, so the log holds nothing."""
     with pytest.raises(SignatureError):
         _escrow(channel, arbiter_public_key=OTHER.public_key())
+    assert store.size() == 0
 
 
 def test_client_deadline(store):
@@ -458,9 +486,9 @@ def test_commits_past_the_clients_rate_limit_are_refused_and_not_stored(store):
     try:
         with make_channel(f"127.0.0.1:{port}") as channel:
             _escrow(channel)
-            _escrow(channel, owner="bob")  # a new owner name is the same client
+            _escrow(channel, root=bytes(32), owner="bob")  # a new owner name, the same client
             with pytest.raises(grpc.RpcError) as refused:
-                _escrow(channel, owner="carol")
+                _escrow(channel, root=bytes([1]) * 32, owner="carol")
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "escrow rate limit reached for addr:127.0.0.1" in refused.value.details()
             assert "retry in" in refused.value.details()

@@ -36,6 +36,7 @@ from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.escrow.store import (
     MAX_TRANSCRIPT_BYTES,
     ClaimSummary,
+    RootAlreadyEscrowedError,
     UnknownClaimError,
     UnknownRecordError,
 )
@@ -193,13 +194,61 @@ def test_commit_returns_a_receipt_that_verifies(store):
     assert store.size() == 1
 
 
-def test_indices_are_sequential_and_roots_may_repeat(store):
-    indices = [open_receipt(store.commit(_request(1)), KEY.public_key()).entry.index
-               for _ in range(5)]  # fmt: skip
+def test_indices_are_sequential(store):
+    indices = [open_receipt(store.commit(_request(n)), KEY.public_key()).entry.index
+               for n in range(5)]  # fmt: skip
     assert indices == [0, 1, 2, 3, 4]
     rhos = {store.entry(i)[1] for i in range(5)}
-    assert len(rhos) == 5  # a new record, and new randomness, every time
+    assert len(rhos) == 5  # new randomness for every record
     assert store.size() == 5
+
+
+# Issue #22 D10: escrowing a root again drew a new rho each time, so an owner could
+# pick among many publication bit strings for one commitment. Spec §9.1: refused.
+def test_a_root_already_escrowed_is_refused_and_nothing_is_stored(backend):
+    with backend.open() as store:
+        store.commit(_request(1))
+        store.commit(_request(2))
+        checkpoint = store.checkpoint()
+        for again in (_request(1), _request(1, owner="someone else", n_pairs=7)):
+            with pytest.raises(RootAlreadyEscrowedError, match="record 0") as refused:
+                store.commit(again)
+            assert refused.value.index == 0
+            assert store.entry(0)[1].hex() not in str(refused.value)  # never rho again
+        assert store.size() == 2
+        assert store.checkpoint() == checkpoint
+    with backend.open() as reopened:  # the roots are rebuilt from the stored log
+        with pytest.raises(RootAlreadyEscrowedError):
+            reopened.commit(_request(2))
+        assert open_receipt(reopened.commit(_request(3)), KEY.public_key()).entry.index == 2
+
+
+def test_one_root_sent_at_once_to_two_stores_is_escrowed_once(backend):
+    """Concurrent commits of one root, through two instances on one database (as two
+    replicas would), and in one group-commit batch: exactly one record."""
+    with backend.open() as first, backend.open() as second:
+        outcomes: list[object] = []
+        lock = threading.Lock()
+        start = threading.Barrier(8)
+
+        def work(store: SqlEscrowStore) -> None:
+            start.wait()
+            try:
+                outcome: object = open_receipt(store.commit(_request(9)), KEY.public_key())
+            except RootAlreadyEscrowedError as exc:
+                outcome = exc
+            with lock:
+                outcomes.append(outcome)
+
+        workers = [threading.Thread(target=work, args=(s,)) for s in (first, second) * 4]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        receipts = [o for o in outcomes if not isinstance(o, RootAlreadyEscrowedError)]
+        assert len(outcomes) == 8 and len(receipts) == 1
+        assert first.size() == second.size() == 1
+        assert {o.index for o in outcomes if isinstance(o, RootAlreadyEscrowedError)} == {0}
 
 
 def test_clock_is_recorded_in_the_entry(backend):
@@ -334,10 +383,10 @@ def test_concurrent_commits_get_distinct_indices(store):
     lock = threading.Lock()
 
     def work(worker: int) -> None:
-        for _ in range(per_thread):
-            signed = store.commit(_request(worker))
+        for n in range(worker * per_thread, (worker + 1) * per_thread):
+            signed = store.commit(_request(n))
             with lock:
-                receipts.append((worker, signed))
+                receipts.append((n, signed))
 
     workers = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
     for thread in workers:
@@ -348,8 +397,8 @@ def test_concurrent_commits_get_distinct_indices(store):
     assert store.size() == total
     indices = sorted(open_receipt(r, KEY.public_key()).entry.index for _, r in receipts)
     assert indices == list(range(total))
-    for worker, signed in receipts:
-        _verify(store, signed, _request(worker))
+    for n, signed in receipts:
+        _verify(store, signed, _request(n))
     tree = MerkleTree(store.entry(i)[0].encode() for i in range(total))
     assert store.latest_checkpoint()[0].root == tree.root()
 
@@ -360,13 +409,15 @@ def test_two_stores_on_one_database_share_the_log(backend):
         receipts: list[bytes] = []
         lock = threading.Lock()
 
-        def work(store: SqlEscrowStore) -> None:
-            for n in range(15):
+        def work(store: SqlEscrowStore, worker: int) -> None:
+            for n in range(worker * 15, (worker + 1) * 15):
                 signed = store.commit(_request(n))
                 with lock:
                     receipts.append(signed)
 
-        workers = [threading.Thread(target=work, args=(s,)) for s in (first, second) * 2]
+        workers = [
+            threading.Thread(target=work, args=(s, w)) for w, s in enumerate((first, second) * 2)
+        ]
         for thread in workers:
             thread.start()
         for thread in workers:

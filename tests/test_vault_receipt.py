@@ -69,7 +69,8 @@ class Arbiter:
     def __init__(self, path: Path, key: Ed25519PrivateKey) -> None:
         self.store = SqliteEscrowStore(path, key, entropy=SeededEntropy(path.name.encode()))
         for filler in range(3):  # a log of several entries: the proofs are not empty
-            self.store.commit(EscrowRequest(bytes([filler]) * 32, 1, "image", "someone else"))
+            root = bytes([0xF0 + filler]) * 32  # roots no test escrows (one record per root)
+            self.store.commit(EscrowRequest(root, 1, "image", "someone else"))
 
     def escrow(self, root, n_pairs=N, item_kind="image", owner=OWNER):
         receipt = self.store.commit(EscrowRequest(root, n_pairs, item_kind, owner))
@@ -189,10 +190,10 @@ BAD_RECEIPTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def arbiters(tmp_path_factory):
-    where = tmp_path_factory.mktemp("arbiters")
-    ours, theirs = Arbiter(where / "ours.db", KEY), Arbiter(where / "theirs.db", OTHER)
+@pytest.fixture
+def arbiters(tmp_path):
+    # Fresh logs for each case: every case escrows the same vault root, once per log.
+    ours, theirs = Arbiter(tmp_path / "ours.db", KEY), Arbiter(tmp_path / "theirs.db", OTHER)
     yield ours, theirs
     ours.store.close()
     theirs.store.close()

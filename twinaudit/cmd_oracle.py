@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
+from twinaudit.transport import parse_address
 
 if TYPE_CHECKING:
     import torch
@@ -344,6 +345,7 @@ def run_serve(args: argparse.Namespace) -> int:
     """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
     if args.kind == "classifier" and args.n_classes is None and args.input_shape is None:
         raise InputError("give --n-classes, or --input-shape to probe it")
+    host, _ = parse_address(args.listen, what="--listen", port_zero=True)  # before any loading
     tls = _tls(args)
     import torch
 
@@ -359,11 +361,8 @@ def run_serve(args: argparse.Namespace) -> int:
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        try:
-            server, port = serve_oracle(oracle, args.listen, tls=tls)
-        except RuntimeError as exc:  # grpc reports a failed bind this way
-            raise InputError(f"cannot listen on {args.listen}: {exc}") from None
-        host = args.listen.rpartition(":")[0]
+        # A port in use is refused by make_server with a one-line InputError.
+        server, port = serve_oracle(oracle, args.listen, tls=tls)
         info = oracle.info
         print(f"listening on {host}:{port}", flush=True)
         if args.kind == "classifier":

@@ -13,7 +13,7 @@ from protocol.errors import InputError, TwinauditError
 from protocol.keys import load_private_key, load_public_key, write_keypair
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 
-from .transport import TlsFiles
+from .transport import TlsFiles, parse_address
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -96,15 +96,20 @@ def _open_store(db: str, key: Any) -> Any:
 def _serve(args: argparse.Namespace) -> int:
     from verifier.server import serve_arbiter
 
+    # A malformed --listen is refused before the store is opened (or created).
+    host, _ = parse_address(args.listen, what="--listen", port_zero=True)
     key = load_private_key(args.key)
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
     rate = RateLimit(args.escrow_rate, args.escrow_burst) if args.escrow_rate != 0 else None
     store = _open_store(args.db, key)
-    server, port = serve_arbiter(
-        store, key, args.listen, tls=tls, oracle_tls=oracle_tls, escrow_rate_limit=rate
-    )
-    host = args.listen.rsplit(":", 1)[0]
+    try:
+        server, port = serve_arbiter(
+            store, key, args.listen, tls=tls, oracle_tls=oracle_tls, escrow_rate_limit=rate
+        )
+    except BaseException:
+        store.close()  # e.g. the port is in use: a one-line InputError, nothing left open
+        raise
     print(f"twinaudit verifier serving on {host}:{port}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -3,10 +3,19 @@
 One place for the message-size limits, default deadlines, TLS/mTLS credentials,
 health service, and the mapping from the protocol's error taxonomy to gRPC status
 codes, so servers and clients cannot drift apart.
+
+Every server made here answers ``INVALID_ARGUMENT`` for a request it cannot parse
+(bad UTF-8 in a string field, truncated or garbled bytes) instead of gRPC's
+``INTERNAL``, listens on exactly the ``HOST:PORT`` it is given (never sharing a port
+through ``SO_REUSEPORT``), and refuses a port in use with one line.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
+import re
+import socket
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
@@ -38,6 +47,15 @@ _OPTIONS: Final = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
+#: A server also refuses a port another socket listens on: gRPC's default,
+#: SO_REUSEPORT, would let a second server share it and split the clients.
+_SERVER_OPTIONS: Final = [*_OPTIONS, ("grpc.so_reuseport", 0)]
+
+#: Longest host name in an address (RFC 1035).
+MAX_HOST_BYTES: Final = 253
+#: Longest ``HOST:PORT`` address: the longest host name, a colon and five digits.
+MAX_ADDRESS_BYTES: Final = MAX_HOST_BYTES + 6
+_HOST_NAME: Final = re.compile(r"\A[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z")
 
 T = TypeVar("T")
 
@@ -53,6 +71,133 @@ class TlsFiles:
 
 def _read(path: Path | None) -> bytes | None:
     return None if path is None else path.read_bytes()
+
+
+def parse_address(
+    address: str, *, what: str = "address", port_zero: bool = False
+) -> tuple[str, int]:
+    """Return ``(host, port)`` of a ``HOST:PORT`` address, or raise :class:`InputError`.
+
+    ``HOST`` is a host name, an IPv4 address or a bracketed IPv6 address
+    (``[::1]:7443``); ``PORT`` is decimal, 1..65535, or 0 when ``port_zero`` (a server
+    then picks a free port). The message names ``what`` and fits on one line.
+    """
+    example = f"{what} must be HOST:PORT, e.g. 127.0.0.1:7443 or [::1]:7443"
+    if len(address.encode("utf-8", "replace")) > MAX_ADDRESS_BYTES:
+        raise InputError(f"{example} of at most {MAX_ADDRESS_BYTES} bytes")
+    host, colon, port_text = address.rpartition(":")
+    if not colon or not host:
+        raise InputError(f"{example}; got {address!r}")
+    if host.startswith("["):
+        if not host.endswith("]"):
+            raise InputError(f"{example}; got {address!r}")
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise InputError(f"{what} {address!r} has no valid IPv6 address in brackets") from None
+    elif len(host) > MAX_HOST_BYTES or not _HOST_NAME.match(host):
+        raise InputError(f"{what} {address!r} has no valid host name or IPv4 address")
+    if not port_text.isascii() or not port_text.isdigit() or len(port_text) > 5:
+        raise InputError(f"{example}; {port_text!r} is not a port number")
+    port = int(port_text)
+    if not (0 if port_zero else 1) <= port <= 65535:
+        raise InputError(f"{what} {address!r}: port {port} is outside 1..65535")
+    return host, port
+
+
+def _refuse_port_in_use(host: str, port: int, listen: str) -> None:
+    """Raise :class:`InputError` if some socket already listens on ``host:port``.
+
+    gRPC reports a failed bind only as a bare RuntimeError after logging it, so the
+    common case, a port in use, is found here first; gRPC's own error remains the
+    fallback for a race with another process.
+    """
+    if port == 0:
+        return
+    try:
+        addresses = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError as exc:
+        raise InputError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+    for family, kind, proto, _, sockaddr in addresses:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does
+                probe.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise InputError(f"cannot listen on {listen}: the port is already in use") from None
+            # Anything else (no IPv6 here, an address not on this host): gRPC's bind decides.
+
+
+class _Undecodable:
+    """Stands for a request message that did not parse; its handler is never run."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _refuse_undecodable(context: grpc.ServicerContext, request: _Undecodable) -> None:
+    error = InputError(f"the request is not a valid message: {request.reason}")
+    context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.diagnostics())
+
+
+def _checked_stream(context: grpc.ServicerContext, requests: Iterator[Any]) -> Iterator[Any]:
+    for request in requests:
+        if isinstance(request, _Undecodable):
+            _refuse_undecodable(context, request)
+        yield request
+
+
+class RefuseUndecodable(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Answer ``INVALID_ARGUMENT`` for a request that does not parse.
+
+    gRPC answers ``INTERNAL`` ("Exception deserializing request!") when a request's
+    bytes do not parse, e.g. a string field with invalid UTF-8. This interceptor
+    parses each request itself, keeps the parser's reason, and aborts the call with
+    ``INVALID_ARGUMENT`` before (or, in a request stream, when) the handler would
+    see the message.
+    """
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        """Return the method's handler with a parser that never fails the call itself."""
+        handler = continuation(details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        parse = handler.request_deserializer
+
+        def tolerant(data: bytes) -> Any:
+            try:
+                return parse(data)
+            except Exception as exc:  # protobuf's DecodeError, or whatever a parser raises
+                return _Undecodable(str(exc))
+
+        options = {
+            "request_deserializer": tolerant,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.request_streaming:
+            streaming = handler.stream_stream or handler.stream_unary
+
+            def many(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+                return streaming(_checked_stream(context, requests), context)
+
+            if handler.response_streaming:
+                return grpc.stream_stream_rpc_method_handler(many, **options)
+            return grpc.stream_unary_rpc_method_handler(many, **options)
+        single = handler.unary_stream or handler.unary_unary
+
+        def one(request: Any, context: grpc.ServicerContext) -> Any:
+            if isinstance(request, _Undecodable):
+                _refuse_undecodable(context, request)
+            return single(request, context)
+
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(one, **options)
+        return grpc.unary_unary_rpc_method_handler(one, **options)
 
 
 def status_for(error: TwinauditError) -> grpc.StatusCode:
@@ -92,12 +237,21 @@ def make_server(
 ) -> tuple[grpc.Server, int]:
     """Build and start a server with limits, a health service and optional (m)TLS.
 
-    Returns the server and the port it bound (useful with ``host:0``).
+    Returns the server and the port it bound (useful with ``host:0``). ``listen`` must
+    be ``HOST:PORT`` (:func:`parse_address`); a port another socket listens on is
+    refused. Both failures are an :class:`InputError` with a one-line message.
     """
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=_OPTIONS)
+    host, port = parse_address(listen, what="the listen address", port_zero=True)
+    _refuse_port_in_use(host, port, listen)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers),
+        options=_SERVER_OPTIONS,
+        interceptors=[RefuseUndecodable()],
+    )
     register(server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    creds = None
     if tls is not None and tls.cert is not None:
         if tls.key is None:
             raise InputError("a TLS certificate needs its private key")
@@ -106,15 +260,19 @@ def make_server(
             root_certificates=_read(tls.ca),
             require_client_auth=tls.ca is not None,
         )
-        port = server.add_secure_port(listen, creds)
-    else:
-        port = server.add_insecure_port(listen)
-    if port == 0:
-        raise InputError(f"cannot listen on {listen}")
+    try:
+        if creds is None:
+            bound = server.add_insecure_port(listen)
+        else:
+            bound = server.add_secure_port(listen, creds)
+    except RuntimeError:  # grpc's report of a failed bind (in use, or no such address)
+        bound = 0
+    if bound == 0:
+        raise InputError(f"cannot listen on {listen}: the address is in use or not local")
     server.start()
     for name in ("", *service_names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port
+    return server, bound
 
 
 def make_channel(target: str, *, tls: TlsFiles | None = None) -> grpc.Channel:

@@ -25,7 +25,7 @@ from protocol import SPEC_VERSION
 from protocol.commitment import PairOpening
 from protocol.encoding import Value, encode
 from protocol.envelope import payload_type, sign_envelope
-from protocol.errors import InputError, StateError, TwinauditError
+from protocol.errors import InputError, NotFoundError, StateError, TwinauditError
 from protocol.escrow_messages import format_time
 from protocol.keys import key_id, public_key_pem
 from protocol.stats.base import TiePolicy
@@ -33,7 +33,7 @@ from protocol.versioning import require_supported
 from twinaudit import transport
 from twinaudit.verifier.v1 import verifier_pb2 as pb
 from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifier.escrow.store import EscrowStore
+from verifier.escrow.store import EscrowStore, check_claim_id
 from verifier.oracles.base import Oracle
 from verifier.oracles.grpc_client import GrpcOracle
 from verifier.scoring.registry import score_request_from_fields
@@ -60,6 +60,9 @@ def grpc_oracle_factory(tls: transport.TlsFiles | None = None) -> OracleFactory:
     """Return a factory that reaches ``host:port`` oracles over gRPC (TLS if given)."""
 
     def connect(endpoint: str) -> Oracle:
+        # A malformed endpoint is the claimant's error (INVALID_ARGUMENT), never a
+        # failed lookup of whatever text she sent.
+        transport.parse_address(endpoint, what="the oracle endpoint")
         return GrpcOracle(transport.make_channel(endpoint, tls=tls), ORACLE_DEADLINE_S)
 
     return connect
@@ -296,12 +299,20 @@ class VerifierService(pb_grpc.VerifierServicer):
     def GetVerdict(  # noqa: N802 - gRPC method name
         self, request: pb.GetVerdictRequest, context: grpc.ServicerContext
     ) -> pb.GetVerdictResponse:
-        """Return a finished claim's signed verdict and its transcript."""
-        found = self._store.get_verdict(request.claim_id)
-        if found is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no verdict for claim {request.claim_id!r}")
-        assert found is not None
-        return pb.GetVerdictResponse(verdict=found[0], transcript=found[1])
+        """Return a finished claim's signed verdict and its transcript.
+
+        A malformed claim id is ``INVALID_ARGUMENT``; a well-formed id of no finished
+        claim is ``NOT_FOUND``.
+        """
+
+        def find() -> pb.GetVerdictResponse:
+            claim_id = check_claim_id(request.claim_id)
+            found = self._store.get_verdict(claim_id)
+            if found is None:
+                raise NotFoundError(f"no verdict for claim {claim_id!r}")
+            return pb.GetVerdictResponse(verdict=found[0], transcript=found[1])
+
+        return transport.abort_on_error(context, find)
 
     def GetPublicKey(  # noqa: N802 - gRPC method name
         self, request: pb.GetPublicKeyRequest, context: grpc.ServicerContext

@@ -13,7 +13,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION
+from protocol import SPEC_VERSION, limits
 from protocol.commitment import commit_pair, version_digest
 from protocol.encoding import encode
 from protocol.envelope import pae, payload_type, sign_envelope
@@ -449,14 +449,14 @@ def build_envelope() -> dict[str, Any]:
     noncanon = json.loads(sign_envelope(bytes.fromhex("cc05"), verdict_type, key).to_json())
     broken("signed but non-canonical payload", noncanon, "non-canonical-encoding")
 
-    def broken_text(name: str, text: str) -> None:
+    def broken_text(name: str, text: str, error: str = "non-canonical-encoding") -> None:
         cases.append(
             {
                 "name": name,
                 "kind": "verify",
                 "valid": False,
                 "input": {"public_key": pub.hex(), "expected_type": verdict_type, "json": text},
-                "error": "non-canonical-encoding",
+                "error": error,
             }
         )
 
@@ -478,6 +478,17 @@ def build_envelope() -> dict[str, Any]:
     )
     broken_text("a trailing newline", text + "\n")
     broken_text("a member twice", text.replace("{", '{"payload":"AA==",', 1))
+    # The bounds on the text itself (§8.2): each case breaks one rule only.
+    signatures = text.index('"signatures":[') + len('"signatures":[')
+    broken_text(
+        "signatures nested 2,000 deep",
+        text[:signatures] + "[" * 2000 + "]" * 2000 + "," + text[signatures:],
+    )
+    broken_text(
+        "more arrays than the form holds",
+        text[:signatures] + "[]," * (limits.MAX_SIGNATURES + 1) + text[signatures:],
+        "limit-exceeded",
+    )
     return _doc("envelope", "DSSE-style signed envelopes with Ed25519 (spec §8).", cases)
 
 

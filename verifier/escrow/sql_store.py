@@ -32,6 +32,11 @@ The clock is read once per transaction: the entries of one batch share their tim
 open and checked against the stored head root and the last stored checkpoint. Before
 every operation the store catches up with entries other processes appended and checks
 the head root again, so several arbiter processes may share one database.
+
+**One record per root** (§9.1). Beside the tree the store keeps the root of every
+entry. An append checks its requests against them after catching up, with the head
+row locked, so no two processes can both escrow one root; a refused request fails
+alone, the rest of its batch is appended.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final, Protocol
 
+import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from protocol import limits
@@ -80,6 +86,7 @@ from .store import (
     MAX_VERDICT_BYTES,
     ClaimSummary,
     EscrowStore,
+    RootAlreadyEscrowedError,
     UnknownClaimError,
     UnknownRecordError,
     check_blob,
@@ -134,6 +141,22 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _entry_root(data: bytes, index: int) -> bytes:
+    """Return the ``root`` of a stored log entry.
+
+    Only for entries read back from the store once the head root vouches for their
+    bytes (:meth:`SqlEscrowStore._catch_up`): a plain decode keeps rebuilding a long
+    log fast, where the strict one costs twenty times more.
+    """
+    try:
+        root = msgpack.unpackb(data, raw=False)["root"]
+    except Exception:  # any malformation: the store is corrupt, whatever msgpack says
+        root = None
+    if not isinstance(root, bytes) or len(root) != limits.HASH_BYTES:
+        raise StateError(f"stored entry {index} has no 32-byte root: the escrow store is corrupt")
+    return root
+
+
 @dataclass
 class _Ticket:
     """One queued commit: its request, then its result or error."""
@@ -186,6 +209,7 @@ class SqlEscrowStore(EscrowStore):
         self._pending: deque[_Ticket] = deque()
         self._appending = False  # a thread is appending queued requests
         self._tree: MerkleTree | None = None  # None: rebuild from the database
+        self._roots: dict[bytes, int] = {}  # each entry's root -> its index, with the tree
         self._closed = False
         self._cur = self._connect()
         try:
@@ -274,10 +298,12 @@ class SqlEscrowStore(EscrowStore):
         size, root = self._head(cur, lock=lock)
         if self._tree is None:
             self._tree = MerkleTree()
+            self._roots = {}
         tree = self._tree
         if tree.size > size:
             raise StateError(f"the stored log has {size} entries, fewer than {tree.size} seen")
         try:
+            new: list[tuple[int, bytes]] = []
             while tree.size < size:
                 cur.execute(
                     "SELECT idx, entry FROM escrow_entries WHERE idx >= ? AND idx < ? ORDER BY idx",
@@ -288,6 +314,7 @@ class SqlEscrowStore(EscrowStore):
                     if int(idx) != tree.size:
                         raise StateError(f"the stored log has no entry {tree.size}")
                     tree.append(bytes(data))
+                    new.append((int(idx), bytes(data)))
                 if not rows:
                     raise StateError(f"the stored log has no entry {tree.size}")
             if tree.root() != root:
@@ -295,6 +322,8 @@ class SqlEscrowStore(EscrowStore):
                     f"the stored entries hash to {tree.root().hex()}, not the head root"
                     f" {root.hex()}: the escrow store is corrupt"
                 )
+            for idx, data in new:  # vouched for by the head root
+                self._roots.setdefault(_entry_root(data, idx), idx)
         except BaseException:
             self._tree = None  # holds leaves that did not check out
             raise
@@ -425,41 +454,66 @@ class SqlEscrowStore(EscrowStore):
                 raise
             return
         for ticket, result in zip(batch, results, strict=True):
-            ticket.result, ticket.done = result, True  # done last: waiters read result
+            # done last: waiters read result or error
+            if isinstance(result, RootAlreadyEscrowedError):
+                ticket.error, ticket.done = result, True
+            else:
+                ticket.result, ticket.done = result, True
 
     def _append(
         self, requests: list[EscrowRequest], now: datetime
-    ) -> list[tuple[LogEntry, bytes, bytes]]:
-        """Append one entry per request, durably; return (entry, rho, log root) for each."""
+    ) -> list[tuple[LogEntry, bytes, bytes] | RootAlreadyEscrowedError]:
+        """Append one entry per new root, durably; return (entry, rho, log root) for each.
+
+        A request whose root is in the log, or earlier in ``requests``, gets a
+        :class:`RootAlreadyEscrowedError` in its place and draws no ``rho`` (§9.1).
+        """
         appended = False
         try:
             with self._transaction(write=True) as cur:
-                size = self._catch_up(cur, lock=True)
+                size = self._catch_up(cur, lock=True)  # the head is locked: roots are final
                 drawn: list[tuple[LogEntry, bytes, bytes]] = []
-                for offset, request in enumerate(requests):
+                outcomes: list[int | RootAlreadyEscrowedError] = []  # int: position in drawn
+                batch_roots: dict[bytes, int] = {}
+                for request in requests:
+                    held = self._roots.get(request.root, batch_roots.get(request.root))
+                    if held is not None:
+                        outcomes.append(RootAlreadyEscrowedError(request.root, held))
+                        continue
                     rho = (self._entropy or secrets.token_bytes)(
                         limits.RHO_BYTES
                     )  # fresh per record (§9.2)
-                    entry = make_entry(request, index=size + offset, time=now, rho=rho)
+                    entry = make_entry(request, index=size + len(drawn), time=now, rho=rho)
+                    batch_roots[request.root] = entry.index
+                    outcomes.append(len(drawn))
                     drawn.append((entry, rho, entry.encode()))
-                cur.executemany(
-                    "INSERT INTO escrow_entries (idx, entry, rho) VALUES (?, ?, ?)",
-                    [(entry.index, data, rho) for entry, rho, data in drawn],
-                )
                 tree = self._current_tree()
-                appended = True
-                for _, _, data in drawn:
-                    tree.append(data)
-                cur.execute(
-                    "UPDATE escrow_head SET size = ?, root = ? WHERE id = 1",
-                    (tree.size, tree.root()),
-                )
+                if drawn:
+                    cur.executemany(
+                        "INSERT INTO escrow_entries (idx, entry, rho) VALUES (?, ?, ?)",
+                        [(entry.index, data, rho) for entry, rho, data in drawn],
+                    )
+                    appended = True
+                    for _, _, data in drawn:
+                        tree.append(data)
+                    self._roots.update(batch_roots)
+                    cur.execute(
+                        "UPDATE escrow_head SET size = ?, root = ? WHERE id = 1",
+                        (tree.size, tree.root()),
+                    )
         except BaseException:
             if appended:
-                self._tree = None  # it may hold leaves that were never committed
+                self._tree = None  # it and the roots may hold entries never committed
             raise
         # Committed and durable: the receipts may now be signed (§9.3).
-        return [(entry, rho, tree.root(entry.index + 1)) for entry, rho, _ in drawn]
+        results: list[tuple[LogEntry, bytes, bytes] | RootAlreadyEscrowedError] = []
+        for outcome in outcomes:
+            if isinstance(outcome, RootAlreadyEscrowedError):
+                results.append(outcome)
+            else:
+                entry, rho, _ = drawn[outcome]
+                results.append((entry, rho, tree.root(entry.index + 1)))
+        return results
 
     def entry(self, index: int) -> tuple[LogEntry, bytes]:
         """Return log entry ``index`` and its secret ``rho``."""

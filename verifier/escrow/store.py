@@ -25,7 +25,13 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
+from protocol.errors import (
+    InputError,
+    LimitExceededError,
+    NotFoundError,
+    ParameterError,
+    StateError,
+)
 from protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
 
 #: Status a claim gets from :meth:`EscrowStore.finish_claim`; no other call may set it.
@@ -53,6 +59,23 @@ class UnknownClaimError(NotFoundError):
     """A claim id the store has never saved; gRPC ``NOT_FOUND``."""
 
 
+class RootAlreadyEscrowedError(StateError):
+    """The request's root is already in the log (spec §9.1); gRPC ``FAILED_PRECONDITION``.
+
+    ``index`` is the record that holds it. Its receipt and ``rho`` are never sent
+    again: the log is public, so anyone could send a root copied from it.
+    """
+
+    def __init__(self, root: bytes, index: int) -> None:
+        """Name the root and the record that already holds it."""
+        super().__init__(
+            f"root {root.hex()} is already escrowed as record {index}; a root is escrowed "
+            "once (spec 9.1): commit to the pairs with fresh salts to escrow them again"
+        )
+        self.root = root
+        self.index = index
+
+
 @dataclass(frozen=True)
 class ClaimSummary:
     """One claim filed against a record, as :meth:`EscrowStore.claims_for_record` lists it."""
@@ -64,11 +87,16 @@ class ClaimSummary:
 
 
 def check_claim_id(claim_id: object) -> str:
-    """Return ``claim_id`` if it is 1..MAX_CLAIM_ID_BYTES of ``[A-Za-z0-9._-]``."""
-    if not isinstance(claim_id, str) or not _CLAIM_ID_RE.match(claim_id):
+    """Return ``claim_id`` if it is 1..MAX_CLAIM_ID_BYTES of ``[A-Za-z0-9._-]``.
+
+    Anything else (empty, longer, other characters) is not a claim id at all: an
+    :class:`~protocol.errors.InputError` (gRPC ``INVALID_ARGUMENT``), the length
+    checked first so that a long string is never scanned.
+    """
+    if not isinstance(claim_id, str) or not 1 <= len(claim_id) <= MAX_CLAIM_ID_BYTES:
+        raise InputError(f"a claim id is 1 to {MAX_CLAIM_ID_BYTES} characters")
+    if not _CLAIM_ID_RE.match(claim_id):
         raise InputError("claim id must be ASCII letters, digits, '.', '_' or '-'")
-    if len(claim_id) > MAX_CLAIM_ID_BYTES:
-        raise LimitExceededError("claim id length", len(claim_id), MAX_CLAIM_ID_BYTES)
     return claim_id
 
 
@@ -119,7 +147,9 @@ class EscrowStore(ABC):
 
         Draws a fresh ``rho`` from the OS CSPRNG, reads the clock once, appends entry
         ``size()`` to the log and makes it durable, and only then signs the receipt
-        (§9.3). Escrowing the same root again is allowed and makes a new record.
+        (§9.3). A root already in the log is refused with
+        :class:`RootAlreadyEscrowedError` and nothing is stored (§9.1): each escrow of
+        a root would otherwise draw a new ``rho``, new publication bits to choose from.
         """
 
     @abstractmethod
