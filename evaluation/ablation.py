@@ -110,7 +110,7 @@ def ablation_nonce(model: ModelSpec, vault: VaultSpec) -> bytes:
     return hashlib.sha256(f"twinaudit ablation\x00{model.name}|{vault.name}".encode()).digest()
 
 
-def _versions(workspace: Workspace, vault: VaultSpec) -> tuple[npt.NDArray[np.uint8], list[int]]:
+def versions_of(workspace: Workspace, vault: VaultSpec) -> tuple[npt.NDArray[np.uint8], list[int]]:
     """Return both versions of every pair, (N, 2, H, W, C), and the committed labels."""
     opened = workspace.vault(vault)
     pairs: list[npt.NDArray[np.uint8]] = []
@@ -168,7 +168,7 @@ def run_ablation(
         net = workspace.load_model(model)
         oracle = TorchClassifierOracle(net, n_classes=10, model_name=model.name, device=device)
         opened = workspace.vault(vault)
-        versions, labels = _versions(workspace, vault)
+        versions, labels = versions_of(workspace, vault)
         bits = publication_bits(opened.root, rho_of(opened), len(opened))
         seed = audit_seed(opened.root, rho_of(opened), ablation_nonce(model, vault))
         for variant in todo:

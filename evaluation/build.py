@@ -42,11 +42,11 @@ from owner.images.sources import open_source
 from owner.mark import mark, secret_from_seed
 from owner.marking import MarkingConfig
 from owner.marking.config import PROXY_EPOCHS, pgd_defaults
-from owner.marking.proxy import train_proxy, write_proxy
+from owner.marking.proxy import OWN_STEPS, train_own_proxy, train_proxy, write_proxy
 from owner.vault import Vault
 from protocol.seeds import publication_bits
 
-from .specs import PROXY_MARKER, ModelSpec, VaultSpec
+from .specs import OWN_PROXY_MARKER, PROXY_MARKER, ModelSpec, VaultSpec
 from .standard import SCALE_BATCH, SCALE_LR, make_resnet, make_resnet18, train_standard
 
 
@@ -126,14 +126,15 @@ class Workspace:
 
     def marking_config(self, spec: VaultSpec) -> MarkingConfig:
         """Return how ``spec``'s vault is marked: its marker, or PGD on the proxy (``pgdproxy``)."""
-        if spec.marker != PROXY_MARKER:
+        if spec.marker not in (PROXY_MARKER, OWN_PROXY_MARKER):
             return MarkingConfig(marker=spec.marker, epsilon=spec.epsilon)
         pgd = pgd_defaults("proxy-cnn", spec.epsilon)  # what owner mark uses for a proxy
+        weights = self.proxy() if spec.marker == PROXY_MARKER else self.own_proxy(spec)
         return MarkingConfig(
             marker="pgd",
             epsilon=spec.epsilon,
             extractor="proxy-cnn",
-            extractor_weights=str(self.proxy()),
+            extractor_weights=str(weights),
             steps=int(pgd["steps"]),
             step_size=float(pgd["step_size"]),
             batch_size=int(pgd["batch_size"]),
@@ -153,6 +154,24 @@ class Workspace:
             data = self.fashion_mnist()
             torch.set_num_threads(1)
             model = train_proxy(data.test_images, data.test_labels, epochs=epochs, seed=99)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_proxy(model, target)
+        return target
+
+    def own_proxy(self, spec: VaultSpec) -> Path:
+        """Return the proxy trained on the owner's own labelled items of ``spec`` (seed 0).
+
+        :func:`~owner.marking.proxy.train_own_proxy` on her share of the split, what
+        ``owner mark`` trains when she gives labels and no extractor.
+        """
+        steps = OWN_STEPS * self.proxy_epochs // PROXY_EPOCHS  # fewer in smoke runs
+        smoke = "" if steps == OWN_STEPS else f"-t{steps}"
+        target = self.root / "proxy" / f"own-s{spec.seed}-n{spec.n_train}{smoke}.pt"
+        if not target.exists():
+            split = self.split(spec.seed, spec.n_train)
+            images = np.load(split.owner_images)
+            labels = np.array(json.loads(split.owner_labels.read_text()), dtype=np.int64)
+            model = train_own_proxy(images, labels, seed=0, steps=steps)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_proxy(model, target)
         return target

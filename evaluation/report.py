@@ -107,15 +107,20 @@ def _second_trainings(plan: Plan, infos: Mapping[str, Mapping[str, object]]) -> 
 RUNG_INTRO: Final = {
     "ladder": (
         "Rung (a): the demo's regime (M = 2,000, the 1.62M-weight CNN, 500 epochs of Adam, "
-        "pad-crop-flip) with the marks `twinaudit owner mark` makes by default (`pgd` on "
-        "EfficientNet-Lite0, ε = 10) instead of `bernoulli` at ε = 32, and with the same "
+        "pad-crop-flip) with the marks `twinaudit owner mark` made by default before "
+        "(`pgd` on EfficientNet-Lite0, ε = 10, still its default without labels) instead "
+        "of `bernoulli` at ε = 32, with the same "
         "PGD made in the features of the owner's proxy classifier (`pgdproxy`: `owner "
         "proxy` trained 40 epochs on the 10,000 Fashion-MNIST test images, public data no "
-        "practitioner here trains on; `--extractor proxy-cnn`, 10 steps of ε/4). Claims: "
+        "practitioner here trains on; `--extractor proxy-cnn`, 10 steps of ε/4), and with "
+        "PGD in the features of the same CNN trained on the owner's own 200 labelled items "
+        "only (`pgdown`: `--extractor proxy-own`, the same 3,160 steps; what `owner mark` "
+        "does by default with `--labels` since, bit for bit: the CLI reproduced seed 0's "
+        "vault root). Claims: "
         "the CLI's default before issue #19 (K = 1, `none`), its default since (K = 1, "
         "`dither`; C3 with committed labels, whatever the oracle answers), C1 on the same "
         "queries, and the training family `pad-shift-flip` at K = 32. Clean models: main's "
-        "trained a second time (`-t1`), audited with both vaults of their seed. Rungs (b) "
+        "trained a second time (`-t1`), audited with every vault of their seed. Rungs (b) "
         "and (c) follow."
     ),
     "standard": (

@@ -276,7 +276,8 @@ def plan_recipe(seeds: Sequence[int]) -> Plan:
     return plan
 
 
-#: The marks of ``twinaudit owner mark`` with no options (pgd on EfficientNet-Lite0, ε = 10).
+#: The marks of ``twinaudit owner mark`` with no options and no labels (pgd on
+#: EfficientNet-Lite0, ε = 10); its default with labels before ``pgdown`` became it.
 CLI_MARKER: Final = "pgd"
 CLI_EPSILON: Final = 10
 #: The claim ``twinaudit owner claim`` made with no score options before issue #19
@@ -292,6 +293,9 @@ CLI_AUDITS: Final = (
 )
 #: PGD in the features of the owner's proxy classifier (``twinaudit owner proxy``).
 PROXY_MARKER: Final = "pgdproxy"
+#: PGD in the features of a proxy trained on the owner's own labelled items only
+#: (:func:`owner.marking.proxy.train_own_proxy`): no public data needed.
+OWN_PROXY_MARKER: Final = "pgdown"
 #: Tie margins measured on the probability conditions (spec §7.1): 0.1 was the best of
 #: 0.01–0.3 on rung (a)'s models over all pairs, 0.01 keeps more pairs where a model is
 #: near-certain of both twins (``owner claim``'s default, ``owner.claim_client``).
@@ -302,8 +306,9 @@ MARGIN_AUDITS: Final = tuple(
     for margin in MARGINS
     for knowledge in ("C1", "C2")
 )
-#: The marks rung (a) compares: the CLI's default and PGD on the owner's proxy.
-LADDER_MARKERS: Final = (CLI_MARKER, PROXY_MARKER)
+#: The marks rung (a) compares: the CLI's default, PGD on the owner's proxy trained on
+#: public data, and PGD on a proxy trained on her own items.
+LADDER_MARKERS: Final = (CLI_MARKER, PROXY_MARKER, OWN_PROXY_MARKER)
 #: Fresh arbiter randomness per clean model for the null check of the default claim.
 LADDER_NULL_DRAWS: Final = 20
 
@@ -339,11 +344,12 @@ def _clean_audits() -> list[AuditSpec]:
 def plan_ladder(seeds: Sequence[int]) -> Plan:
     """Plan the regime ladder's rung (a): the demo's regime with ε = 10 marks.
 
-    Two kinds of marks, each with its own used models: the CLI's default (``pgd`` on
-    EfficientNet-Lite0) and ``pgdproxy`` (PGD in the features of the owner's proxy
-    classifier, ``twinaudit owner proxy``). The clean models are main's trained a
-    second time (``-t1``, as the recipe and ε tables use them), audited against both
-    vaults of their seed.
+    Three kinds of marks, each with its own used models: ``pgd`` on EfficientNet-Lite0
+    (the CLI's default without labels), ``pgdproxy`` (PGD in the features of a proxy
+    classifier trained on public data, ``twinaudit owner proxy``) and ``pgdown`` (the
+    same on a proxy trained on the owner's own 200 items, the CLI's default with
+    labels). The clean models are main's trained a second time (``-t1``, as the
+    recipe and ε tables use them), audited against every vault of their seed.
     """
     plan = Plan("ladder", "Regime ladder: the CLI's default marks and claims")
     audits = _ladder_audits()
@@ -366,11 +372,14 @@ STANDARD_TRAINER: Final = "resnet-sgd"
 def standard_markers(seed: int) -> tuple[str, ...]:
     """Return the marks rung (b) trains on in experiment ``seed``.
 
-    Both kinds in seed 0; from seed 1 only the proxy's (``pgdproxy``): the CLI's marks
-    detected 0 of 5 at rung (a) and 0 of 1 here, and a model of this rung is 21–41
-    minutes on the 2-core CPU.
+    EfficientNet's and the public proxy's in seed 0; from seed 1 only the public
+    proxy's (``pgdproxy``): EfficientNet's marks detected 0 of 5 at rung (a) and 0 of
+    1 here, and a model of this rung is 21–41 minutes on the 2-core CPU. Seeds 0 and
+    1 also train on marks of the proxy of the owner's own items (``pgdown``, what
+    ``owner mark`` makes with labels since).
     """
-    return LADDER_MARKERS if seed == 0 else (PROXY_MARKER,)
+    markers = (CLI_MARKER, PROXY_MARKER) if seed == 0 else (PROXY_MARKER,)
+    return (*markers, OWN_PROXY_MARKER) if seed in (0, 1) else markers
 
 
 def plan_standard(seeds: Sequence[int]) -> Plan:

@@ -25,6 +25,7 @@ from . import marking  # its torch-dependent names load on first use
 from .images.sheet import write_contact_sheet
 from .images.sources import ImageSource
 from .marking import MarkingConfig
+from .marking.config import OWN_PROXY
 from .plain_data import FieldsRecord
 from .vault import Vault
 
@@ -279,11 +280,16 @@ def _feature_distance(
     assert first is not None  # a finished vault has at least one pair
     name = extractor_name or config.extractor
     weights = config.extractor_weights if extractor_name is None else None
-    extractor = marking.load_extractor(name, weights=weights, input_size=config.input_size)
+    input_size = config.input_size
+    if name == OWN_PROXY:
+        # That proxy was trained while marking and kept only as its digest: the
+        # distance is measured in the default ImageNet extractor's features instead.
+        name, weights, input_size = MarkingConfig().extractor, None, MarkingConfig().input_size
+    extractor = marking.load_extractor(name, weights=weights, input_size=input_size)
     distances = marking.feature_distances(extractor, first[0], first[1])
     return FeatureDistance(
         name,
-        config.input_size,
+        input_size,
         len(distances),
         float(distances.mean()),
         float(np.median(distances)),

@@ -13,20 +13,27 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from protocol.encoding import encode
-from protocol.errors import ParameterError
+from protocol.errors import InputError, ParameterError
 
 from . import marking
 from .captioned.sources import CaptionedSource
 from .images.sources import ImageSource, open_source
 from .marking import MarkingConfig
+from .marking.config import OWN_PROXY
 from .progress import Progress
 from .vault import Vault, VaultWriter
 from .vault.layout import MANIFEST_FILE, SECRET_BYTES
 from .vault.secret import marking_seed
+
+if TYPE_CHECKING:
+    from .marking import Extractor
 
 #: Domain prefix of a secret derived from a user-given seed (reproducible runs only).
 _SEED_PREFIX = b"twinaudit/owner/v1/secret-from-seed\x00"
@@ -75,17 +82,28 @@ def mark(
     its own. A vault that is already finished is opened and returned, provided it was
     made from the same source with the same configuration.
     """
-    description, wanted = source.describe(), config.to_value()
+    images = source.images if isinstance(source, CaptionedSource) else source
+    description = source.describe()
     captions = source.captions if isinstance(source, CaptionedSource) else None
     # Every image is decoded once before anything is built or written: a bad file is
     # named with all the others at once, not after minutes of marking.
-    (source.images if isinstance(source, CaptionedSource) else source).check_pixels()
+    images.check_pixels()
+    own_proxy = config.marker == "pgd" and config.extractor == OWN_PROXY
+    if own_proxy and not images.has_labels:
+        raise InputError(
+            "the proxy-own extractor learns the images' labels: give --labels, or choose "
+            "another --extractor"
+        )
     item_kind = "image" if captions is None else "captioned-image"
     if (vault_path / MANIFEST_FILE).exists():
         vault = Vault.open(vault_path)
+        recorded_config = MarkingConfig.from_value(vault.config)
+        if own_proxy and recorded_config.extractor == OWN_PROXY:
+            # The proxy's digest is the record's; the source's equality stands for it.
+            config = replace(config, extractor_weights=recorded_config.extractor_weights)
         for what, recorded, given in (
             ("source", vault.source, description),
-            ("config", vault.config, wanted),
+            ("config", vault.config, config.to_value()),
         ):
             if encode(recorded) != encode(given):
                 raise ParameterError(
@@ -93,24 +111,31 @@ def mark(
                     "mark into a new directory"
                 )
         return MarkResult(vault, 0, vault.n_pairs)
+    extractor = None
+    if own_proxy:
+        config, extractor = _train_own_proxy(images, config, show_progress=show_progress)
     marker = None
     if not vault_path.exists() or (vault_path.is_dir() and not any(vault_path.iterdir())):
         # A new vault: build the marker (loading and checking the extractor) before
         # anything is written, so a bad option leaves no directory behind.
         secret = secret if secret is not None else os.urandom(SECRET_BYTES)
-        marker = marking.make_marker(config, marking_seed(secret), device=device)
+        marker = marking.make_marker(
+            config, marking_seed(secret), device=device, extractor=extractor
+        )
     with VaultWriter.create_or_resume(
         vault_path,
         item_kind=item_kind,
         source=description,
-        config=wanted,
+        config=config.to_value(),
         n_items=len(source),
         secret=secret,
     ) as writer:
         resumed_from = writer.completed
         if writer.completed < len(source):
             if marker is None:
-                marker = marking.make_marker(config, writer.marking_seed, device=device)
+                marker = marking.make_marker(
+                    config, writer.marking_seed, device=device, extractor=extractor
+                )
             progress = (
                 Progress(f"marking ({config.marker})", len(source), done=writer.completed)
                 if show_progress
@@ -126,6 +151,78 @@ def mark(
                 progress.finish()
         vault = writer.finish()
     return MarkResult(vault, len(source) - resumed_from, resumed_from)
+
+
+def _train_own_proxy(
+    images: ImageSource, config: MarkingConfig, *, show_progress: bool
+) -> tuple[MarkingConfig, Extractor]:
+    """Train the ``proxy-own`` extractor on ``images`` and their labels.
+
+    Every image is resized to ``config.input_size`` (grey ones repeated to three
+    channels when any is in colour); labels become class indices in sorted order.
+    Returns ``config`` with the trained weights' digest as its ``extractor_weights``,
+    and the extractor. Raises ParameterError when ``config`` already names another
+    digest (a resumed run whose proxy did not train again bit for bit).
+    """
+    # torch is imported here, on use: reading or resuming other vaults does without it.
+    from .marking.extractors import proxy_extractor  # noqa: PLC0415
+    from .marking.proxy import (  # noqa: PLC0415
+        OWN_STEPS,
+        own_proxy_epochs,
+        square_images,
+        train_own_proxy,
+        weights_digest,
+    )
+
+    side = config.input_size
+    colour = any(channels == 3 for channels in _channel_counts(images))
+    pixels, labels = [], []
+    for batch in images.batches(256):
+        batch_pixels = batch.pixels
+        if colour and batch_pixels.shape[3] == 1:
+            batch_pixels = np.repeat(batch_pixels, 3, axis=3)
+        pixels.append(square_images(batch_pixels, side))
+        labels.extend(batch.labels)
+    classes = {label: index for index, label in enumerate(sorted(set(labels)))}  # type: ignore[type-var]
+    targets = np.array([classes[label] for label in labels], dtype=np.int64)
+    epochs = own_proxy_epochs(len(targets))
+    progress = Progress("training the proxy (epochs)", epochs) if show_progress else None
+    done = [0]
+
+    def advance(epoch: int, _loss: float, _accuracy: float) -> None:
+        if progress is not None:
+            progress.update(epoch - done[0])
+        done[0] = epoch
+
+    if progress is not None:
+        print(
+            f"training the proxy-own extractor on {len(targets)} labelled images at "
+            f"{side}x{side} ({OWN_STEPS} steps, one thread)",
+            flush=True,
+        )
+    model = train_own_proxy(np.concatenate(pixels), targets, seed=0, progress=advance)
+    if progress is not None:
+        progress.finish()
+    digest = weights_digest(model)
+    if config.extractor_weights not in (None, digest):
+        raise ParameterError(
+            f"the proxy trained again on these images has weights {digest}, not the "
+            f"recorded {config.extractor_weights}: it retrains bit for bit only on the "
+            "same machine and torch; mark into a new directory"
+        )
+    return replace(config, extractor_weights=digest), proxy_extractor(model, side)
+
+
+def _channel_counts(images: ImageSource) -> set[int]:
+    """Return the channel counts among ``images``' shapes (from :meth:`describe`)."""
+    counts = set()
+    for entry in images.describe()["shapes"]:  # type: ignore[union-attr]
+        assert isinstance(entry, dict)
+        assert isinstance(entry["shape"], list)
+        channels = entry["shape"][2]
+        assert isinstance(channels, int)
+        counts.add(channels)
+    return counts
 
 
 def mark_path(

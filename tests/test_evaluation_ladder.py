@@ -41,21 +41,22 @@ needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fa
 # --- plans -------------------------------------------------------------------------------------
 
 
-def test_rung_a_audits_both_marks_and_the_cli_claims_with_clean_models_of_their_own():
+def test_rung_a_audits_three_marks_and_the_cli_claims_with_clean_models_of_their_own():
     plan = plan_ladder([0, 1])
     used = [m for m in plan.models if not m.clean]
     clean = [m for m in plan.models if m.clean]
-    assert {(m.marker, m.epsilon) for m in used} == {("pgd", 10), ("pgdproxy", 10)}
+    markers = {"pgd", "pgdproxy", "pgdown"}
+    assert {(m.marker, m.epsilon) for m in used} == {(marker, 10) for marker in markers}
     assert len(clean) == 2 and all(m.training == 1 for m in clean)  # main's, trained again
     assert clean[0] == ModelSpec(0, fraction=0.0, training=1)  # the recipe table's model
     assert {j.vault.name for j in plan.jobs} == {
-        f"s{s}-n2000-{m}10" for s in (0, 1) for m in ("pgd", "pgdproxy")
+        f"s{s}-n2000-{m}10" for s in (0, 1) for m in markers
     }
-    for model in clean:  # audited with both vaults of its seed
-        assert {j.vault.marker for j in plan.jobs if j.model == model} == {"pgd", "pgdproxy"}
+    for model in clean:  # audited with every vault of its seed
+        assert {j.vault.marker for j in plan.jobs if j.model == model} == markers
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean for j in redrawn)
-    assert len(redrawn) == 2 * 2 * (len(CLI_AUDITS) + len(MARGIN_AUDITS)) * LADDER_NULL_DRAWS
+    assert len(redrawn) == 2 * 3 * (len(CLI_AUDITS) + len(MARGIN_AUDITS)) * LADDER_NULL_DRAWS
     assert {j.audit.perturbation for j in redrawn} == {"dither"}
 
 
@@ -65,15 +66,19 @@ def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
     assert names == [
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgd10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
+        "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdown10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
-    # From seed 1 on, only the proxy's marks (the CLI's detected nothing on seed 0).
+    # From seed 1 on, no EfficientNet marks (they detected nothing on seed 0); the marks
+    # on the owner's own proxy in seeds 0 and 1 only.
     later = [m.name for m in plan_standard([0, 1]).models if m.seed == 1]
     assert later == [
         "s1-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
+        "s1-n10000-resnet-sgd-pad-crop-flip-e80-pgdown10-f1.0",
         "s1-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
-    assert {j.vault.marker for j in plan_standard([1]).jobs} == {"pgdproxy"}
+    assert {j.vault.marker for j in plan_standard([1]).jobs} == {"pgdproxy", "pgdown"}
+    assert {j.vault.marker for j in plan_standard([2]).jobs} == {"pgdproxy"}
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"  # unchanged
     with pytest.raises(ValueError, match="trainer"):
         ModelSpec(0, trainer="xgboost")
@@ -244,15 +249,20 @@ def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_pa
     audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
     assert len(audits) == len(plan_ladder([0]).jobs)
     variants = (work / "ablation.jsonl").read_text().splitlines()
-    assert len(variants) == 4 * len(ablation.VARIANTS)  # two used models, one clean twice
+    assert len(variants) == 6 * len(ablation.VARIANTS)  # three used models, one clean thrice
     for line in variants:
         record = json.loads(line)
         assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
     dodges = [json.loads(line) for line in (work / "evasion.jsonl").read_text().splitlines()]
-    assert len(dodges) == 2 * len(evasion.DESIGNS) * (1 + len(evasion.STRATEGIES))
+    assert len(dodges) == 3 * len(evasion.DESIGNS) * (1 + len(evasion.STRATEGIES))
     assert (work / "proxy" / "fmnist-test-e1-s99.pt").exists()  # the smoke run's proxy
+    assert (work / "proxy" / "own-s0-n200-t79.pt").exists()  # and the owner's, 79 steps
     guesses = [json.loads(line) for line in (work / "estimates.jsonl").read_text().splitlines()]
-    assert sorted(g["vault"] for g in guesses) == ["s0-n200-pgd10", "s0-n200-pgdproxy10"]
+    assert sorted(g["vault"] for g in guesses) == [
+        "s0-n200-pgd10",
+        "s0-n200-pgdown10",
+        "s0-n200-pgdproxy10",
+    ]
     for guess in guesses:
         # The smoke run's practitioner: 200 steps; 144 public images beside 16 twins (10%).
         assert guess["config"]["steps"] == 200 and guess["public_images"] == 144

@@ -80,6 +80,7 @@ def register(commands: Any) -> None:
 
 def _register_mark(sub: Any) -> None:
     from owner.marking import MarkingConfig
+    from owner.marking.config import OWN_MAX_SIDE, OWN_OTHER_SIDE
 
     defaults = MarkingConfig()
     mark = sub.add_parser(
@@ -116,20 +117,21 @@ def _register_mark(sub: Any) -> None:
     )
     mark.add_argument(
         "--extractor",
-        default=defaults.extractor,
-        help="efficientnet-lite0 | resnet18 | proxy-cnn (a file from owner proxy, given "
-        "as --extractor-weights) | module.path:callable (pgd only)",
+        help="pgd only: proxy-own (a small CNN trained on these images and their "
+        "labels; the default with --labels) | efficientnet-lite0 (the default without) | "
+        "resnet18 | proxy-cnn (a file from owner proxy, given as --extractor-weights) | "
+        "module.path:callable",
     )
     mark.add_argument("--extractor-weights", help="weights file for the extractor")
     mark.add_argument(
         "--steps",
         type=int,
-        help=f"PGD steps (default {defaults.steps}; 10 with --extractor proxy-cnn)",
+        help=f"PGD steps (default {defaults.steps}; 10 with a proxy extractor)",
     )
     mark.add_argument(
         "--step-size",
         type=float,
-        help=f"PGD step, pixel units (default {defaults.step_size:g}; epsilon/4 with proxy-cnn)",
+        help=f"PGD step, pixel units (default {defaults.step_size:g}; epsilon/4 with a proxy)",
     )
     mark.add_argument(
         "--batch-size",
@@ -179,8 +181,9 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "--input-size",
         type=int,
-        default=defaults.input_size,
-        help="side the extractor sees (images are resized to it)",
+        help="side the extractor sees (images are resized to it; default "
+        f"{defaults.input_size}, and for proxy-own the images' own side when all are "
+        f"square and at most {OWN_MAX_SIDE}, else {OWN_OTHER_SIDE})",
     )
     mark.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     mark.add_argument(
@@ -424,22 +427,40 @@ def _register_claim(sub: Any) -> None:
     claim.set_defaults(handler=_claim)
 
 
-def _image_config(args: argparse.Namespace) -> Any:
+def _image_config(args: argparse.Namespace, images: Any) -> Any:
+    """Return the marking config of ``args`` for the image source ``images``.
+
+    Without ``--extractor``, PGD marks in the features of a proxy trained on the
+    images themselves when they have labels (``proxy-own``, at the side
+    :func:`~owner.marking.config.own_proxy_side` picks), else in EfficientNet-Lite0's.
+    """
     from owner.marking import MarkingConfig
-    from owner.marking.config import pgd_defaults
+    from owner.marking.config import OWN_PROXY, own_proxy_side, pgd_defaults
 
     defaults = MarkingConfig()
-    pgd = pgd_defaults(args.extractor, args.epsilon)
+    marker = args.marker or defaults.marker
+    extractor = args.extractor
+    if extractor is None:
+        extractor = OWN_PROXY if marker == "pgd" and images.has_labels else defaults.extractor
+    input_size = args.input_size
+    if input_size is None and extractor == OWN_PROXY:
+        input_size = own_proxy_side(_image_sides(images))
+    pgd = pgd_defaults(extractor, args.epsilon)
     return MarkingConfig(
-        marker=args.marker or defaults.marker,
+        marker=marker,
         epsilon=args.epsilon,
-        extractor=args.extractor,
+        extractor=extractor,
         extractor_weights=args.extractor_weights,
         steps=args.steps if args.steps is not None else int(pgd["steps"]),
         step_size=args.step_size if args.step_size is not None else float(pgd["step_size"]),
         batch_size=args.batch_size if args.batch_size is not None else int(pgd["batch_size"]),
-        input_size=args.input_size,
+        input_size=input_size if input_size is not None else defaults.input_size,
     )
+
+
+def _image_sides(images: Any) -> list[tuple[int, int]]:
+    """Return the (height, width) of each shape among ``images`` (from its description)."""
+    return [(entry["shape"][0], entry["shape"][1]) for entry in images.describe()["shapes"]]
 
 
 def _refuse_options(args: argparse.Namespace, kind: str, names: Mapping[str, object]) -> None:
@@ -467,7 +488,8 @@ TEXT_SUFFIXES = (".jsonl", ".csv", ".txt")
 
 
 def _mark(args: argparse.Namespace) -> int:
-    from owner.mark import mark_path
+    from owner.images.sources import open_source
+    from owner.mark import mark
 
     use_threads(args.threads)
     if args.kind is None:
@@ -477,15 +499,13 @@ def _mark(args: argparse.Namespace) -> int:
     if args.kind == "text":
         return _mark_text(args)
     _refuse_options(args, args.kind, _TEXT_ONLY)
-    config = _image_config(args)
     if args.kind == "captioned-image":
-        return _mark_captioned(args, config)
-    result = mark_path(
-        args.input,
+        return _mark_captioned(args)
+    source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
+    result = mark(
+        source,
         args.out,
-        config,
-        labels=args.labels,
-        npz_key=args.npz_key,
+        _image_config(args, source),
         secret=_seeded_secret(args),
         device=args.device,
         show_progress=not args.quiet,
@@ -574,7 +594,7 @@ def _mark_text(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _mark_captioned(args: argparse.Namespace, config: Any) -> int:
+def _mark_captioned(args: argparse.Namespace) -> int:
     from owner.captioned.sources import open_captioned_source
     from owner.mark import mark
 
@@ -586,7 +606,7 @@ def _mark_captioned(args: argparse.Namespace, config: Any) -> int:
     result = mark(
         source,
         args.out,
-        config,
+        _image_config(args, source.images),
         secret=_seeded_secret(args),
         device=args.device,
         show_progress=not args.quiet,

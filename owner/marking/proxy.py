@@ -18,6 +18,11 @@ weights with the input they expect, and :func:`load_proxy` returns the
 :class:`~owner.marking.extractors.Extractor` of its hidden layer, which
 ``--extractor proxy-cnn --extractor-weights FILE`` names.
 
+:func:`train_own_proxy` trains the same proxy on the owner's own labelled images,
+the very ones she marks, for a fixed number of optimiser steps: what ``owner mark``
+does when she gives labels and no extractor (``--extractor proxy-own``), so that an
+owner without labelled public data still marks in the features of her domain.
+
 Training is deterministic for a fixed number of torch threads: weights initialised
 under ``torch.manual_seed(seed)``, batches shuffled and augmented from a
 ``torch.Generator`` seeded with ``seed``.
@@ -25,6 +30,7 @@ under ``torch.manual_seed(seed)``, batches shuffled and augmented from a
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +57,9 @@ SIDE: Final = 28
 EPOCHS: Final = PROXY_EPOCHS
 BATCH: Final = 128
 LR: Final = 1e-3
+#: Optimiser steps of a proxy trained on the owner's own items (:func:`train_own_proxy`):
+#: those of :data:`EPOCHS` epochs over 10,000 images in batches of :data:`BATCH`.
+OWN_STEPS: Final = EPOCHS * ((10_000 + BATCH - 1) // BATCH)
 #: Keys of a proxy file that describe the input rather than hold weights.
 _META: Final = ("proxy.side", "proxy.channels")
 
@@ -227,6 +236,60 @@ def train_proxy(
         progress=progress,
     )
     return model.eval()
+
+
+def own_proxy_epochs(n_images: int, steps: int | None = None) -> int:
+    """Return the epochs that give a proxy on ``n_images`` images ``steps`` steps or more.
+
+    ``steps`` defaults to :data:`OWN_STEPS`.
+    """
+    if n_images < 1:
+        raise InputError("a proxy needs at least one image")
+    per_epoch = (n_images + BATCH - 1) // BATCH
+    return max(1, -(-(OWN_STEPS if steps is None else steps) // per_epoch))
+
+
+def train_own_proxy(
+    images: npt.NDArray[np.uint8],
+    labels: npt.NDArray[np.integer],
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    progress: Callable[[int, float, float], None] | None = None,
+) -> SmallCNN:
+    """Train a proxy on the owner's own labelled images: :data:`OWN_STEPS` optimiser steps.
+
+    What ``owner mark`` does when she gives labels and no extractor: a proxy of her
+    domain trained on the very items she marks, for as many steps as the proxy
+    trained on 10,000 public images takes (:func:`train_proxy` otherwise). It trains
+    on one torch thread (the caller's thread count is restored after), so that a
+    resumed marking run on the same machine retrains bit-identical weights whatever
+    ``--threads`` it is given. ``steps`` other than the default are for smoke runs.
+    """
+    epochs = own_proxy_epochs(len(images), steps)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return train_proxy(images, labels, epochs=epochs, seed=seed, progress=progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def weights_digest(model: nn.Module) -> str:
+    """Return ``"sha256:"`` and the hex SHA-256 of ``model``'s weights.
+
+    Hashed in state-dict order: each tensor's name, dtype, shape and little-endian
+    bytes, each piece length-prefixed, so two models hash alike only if every
+    weight is bit-identical.
+    """
+    digest = hashlib.sha256(b"twinaudit/owner/v1/proxy-weights\x00")
+    for name, tensor in model.state_dict().items():
+        data = tensor.detach().cpu().contiguous().numpy()
+        for piece in (name.encode(), str(data.dtype).encode(), repr(data.shape).encode()):
+            digest.update(len(piece).to_bytes(8, "little") + piece)
+        raw = data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
+        digest.update(len(raw).to_bytes(8, "little") + raw)
+    return "sha256:" + digest.hexdigest()
 
 
 def save_proxy(model: SmallCNN, path: Path) -> None:
