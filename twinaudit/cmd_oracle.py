@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
+from twinaudit.serve_options import add_operations_args, start_operations
 from twinaudit.transport import parse_address
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "lm, a Hugging Face model directory (--hf) or an OpenAI-compatible endpoint "
             "(--openai-url). Prints 'listening on HOST:PORT' once bound."
         ),
+        epilog="exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage or a model that "
+        "cannot be loaded (an address without a host, a port in use, a missing file)",
     )
     serve.add_argument(
         "--kind",
@@ -163,6 +166,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PEM",
         help="require client certificates signed by this CA (mTLS)",
     )
+    add_operations_args(serve)
     serve.set_defaults(handler=run_serve)
 
 
@@ -347,13 +351,22 @@ def run_serve(args: argparse.Namespace) -> int:
         raise InputError("give --n-classes, or --input-shape to probe it")
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)  # before any loading
     tls = _tls(args)
+    if args.threads is not None and args.threads < 1:
+        raise InputError("--threads must be at least 1")
+    ops = start_operations(args)  # logs, and the metrics endpoint (its port checked first)
+    try:
+        return _serve_until_stopped(args, host, tls, ops)
+    finally:
+        ops.close()
+
+
+def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any) -> int:
+    """Load the model and serve it with ``ops``'s metrics until SIGINT/SIGTERM."""
     import torch
 
     from verifier.oracles.grpc_server import serve_oracle
 
     if args.threads is not None:
-        if args.threads < 1:
-            raise InputError("--threads must be at least 1")
         torch.set_num_threads(args.threads)
     oracle = make_oracle(args)
     stop = threading.Event()
@@ -362,9 +375,13 @@ def run_serve(args: argparse.Namespace) -> int:
     }
     try:
         # A port in use is refused by make_server with a one-line InputError.
-        server, port = serve_oracle(oracle, args.listen, tls=tls)
+        server, port = serve_oracle(
+            oracle, args.listen, tls=tls, metrics=ops.metrics, reflection=args.reflection
+        )
         info = oracle.info
         print(f"listening on {host}:{port}", flush=True)
+        if ops.metrics_address is not None:
+            print(f"metrics on http://{ops.metrics_address}/metrics", flush=True)
         if args.kind == "classifier":
             print(
                 f"model {info.model_name} sha256 {info.model_digest} classes {info.n_classes} "

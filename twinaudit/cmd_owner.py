@@ -23,11 +23,25 @@ from verifier.scoring.augment import FAMILIES as PERTURBATIONS
 from verifier.scoring.registry import FUNCTIONS as SCORE_FUNCTIONS
 
 from .cmd_estimate import register as register_estimate
+from .results import EXIT_NOT_DETECTED, print_json, verdict_figures
 from .threads import threads_arg, use_threads
 from .transport import TlsFiles, make_channel
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+
+ESCROW_EXIT = (
+    "exit status: 0 escrowed, the receipt checked and stored in the vault; 1 the "
+    "arbiter refused or could not be reached, or its receipt or key did not check out "
+    "(nothing is stored); 2 bad usage, or a vault already escrowed"
+)
+CLAIM_EXIT = (
+    "exit status: 0 a signed verdict was received, checked and saved, DETECTED or "
+    f"NOT-DETECTED (with --exit-code: 0 DETECTED, {EXIT_NOT_DETECTED} NOT-DETECTED; with "
+    "--json: the decision and detected fields); 1 the claim failed (refused by the "
+    "arbiter, an unreachable oracle, a verdict that does not check), nothing signed is "
+    "saved; 2 bad usage, including an --out that already holds a verdict"
+)
 
 
 def _tls_args(parser: argparse.ArgumentParser) -> None:
@@ -278,13 +292,21 @@ def _proxy(args: argparse.Namespace) -> int:
 
 def _register_escrow(sub: Any) -> None:
     escrow = sub.add_parser(
-        "escrow", help="escrow a vault's root with the arbiter; store the verified receipt"
+        "escrow",
+        help="escrow a vault's root with the arbiter; store the verified receipt",
+        epilog=ESCROW_EXIT,
     )
     escrow.add_argument("vault", type=Path, help="vault directory")
     _arbiter_args(escrow)
     escrow.add_argument("--owner", default="", help="owner label recorded in the public log")
     escrow.add_argument(
         "--receipt", type=Path, help="also write a copy of the receipt here (it is public)"
+    )
+    escrow.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the record, its time, the log) instead of "
+        "the text line",
     )
     _tls_args(escrow)
     escrow.set_defaults(handler=_escrow)
@@ -327,7 +349,9 @@ def _register_inspect(sub: Any) -> None:
 
 def _register_claim(sub: Any) -> None:
     claim = sub.add_parser(
-        "claim", help="file a claim against a model; save verdict and transcript"
+        "claim",
+        help="file a claim against a model; save verdict and transcript",
+        epilog=CLAIM_EXIT,
     )
     claim.add_argument("vault", type=Path, help="vault directory (escrowed)")
     _arbiter_args(claim)
@@ -421,7 +445,22 @@ def _register_claim(sub: Any) -> None:
         "but more pairs opened past an early decision",
     )
     claim.add_argument(
-        "--out", type=Path, required=True, help="directory for verdict and transcript"
+        "--out",
+        type=Path,
+        required=True,
+        help="directory for verdict and transcript; one that already holds either is "
+        "refused before anything is sent (a signed verdict is never overwritten)",
+    )
+    claim.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (decision, detected, figures, files) instead "
+        "of the text line; progress stays on stderr",
+    )
+    claim.add_argument(
+        "--exit-code",
+        action="store_true",
+        help=f"exit {EXIT_NOT_DETECTED} for a verdict of NOT-DETECTED (0 stays DETECTED)",
     )
     _tls_args(claim)
     claim.set_defaults(handler=_claim)
@@ -639,6 +678,22 @@ def _escrow(args: argparse.Namespace) -> int:
     )
     if args.receipt is not None:
         args.receipt.write_bytes(escrowed.envelope)
+    if args.json:
+        print_json(
+            {
+                "escrowed": True,
+                "record": receipt.entry.index,
+                "time": receipt.entry.time,
+                "n_pairs": vault.n_pairs,
+                "item_kind": vault.item_kind,
+                "root": vault.root,
+                "log_size": receipt.log_size,
+                "log_root": receipt.log_root,
+                "vault": str(vault.path),
+                "receipt": None if args.receipt is None else str(args.receipt),
+            }
+        )
+        return EXIT_OK
     print(
         f"escrowed {vault.n_pairs} pairs as record {receipt.entry.index} at "
         f"{receipt.entry.time}; receipt stored in {vault.path}; next: twinaudit owner publish"
@@ -734,6 +789,7 @@ def _claim(args: argparse.Namespace) -> int:
     from protocol.keys import key_id
     from verifier.verdict import check_verdict
 
+    _refuse_used_out(args.out)
     vault = Vault.open(args.vault)
     receipt = vault.receipt
     if receipt is None or vault.arbiter_public_key is None:
@@ -804,14 +860,50 @@ def _claim(args: argparse.Namespace) -> int:
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=60
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "verdict.json").write_bytes(outcome.verdict)
-    (args.out / "transcript.bin").write_bytes(stored.transcript)
+    _write_new(args.out / "verdict.json", outcome.verdict)
+    _write_new(args.out / "transcript.bin", stored.transcript)
+    status = EXIT_NOT_DETECTED if args.exit_code and not verdict.detected else EXIT_OK
+    if args.json:
+        print_json(
+            {
+                **verdict_figures(verdict),
+                "knowledge_asked": score.knowledge,
+                "verdict_file": str(args.out / "verdict.json"),
+                "transcript_file": str(args.out / "transcript.bin"),
+            }
+        )
+        return status
     print(
         f"{verdict['decision'].upper()} (stop: {verdict['stop']}): claim {outcome.claim_id}, "
         f"{len(verdict['opened'])} pairs opened, {verdict['queries']} queries"
         f"{_knowledge_note(verdict, score.knowledge)}; verdict and transcript in {args.out}"
     )
-    return EXIT_OK
+    return status
+
+
+#: The files a claim writes into its --out folder.
+CLAIM_FILES = ("verdict.json", "transcript.bin")
+
+
+def _refuse_used_out(out: Path) -> None:
+    """Refuse an --out that is not a folder, or that holds a claim's files already."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a folder")
+    held = [name for name in CLAIM_FILES if (out / name).exists()]
+    if held:
+        raise InputError(
+            f"{out} already holds {' and '.join(held)}: refusing to overwrite a signed "
+            "verdict; give another --out"
+        )
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a file that must not exist yet (another claim may have raced into --out)."""
+    try:
+        with path.open("xb") as stream:
+            stream.write(data)
+    except FileExistsError:
+        raise InputError(f"{path} appeared during the claim: refusing to overwrite it") from None
 
 
 def _knowledge_note(verdict: Any, asked: str) -> str:

@@ -19,6 +19,7 @@ from protocol.stats.power import plan
 from protocol.stats.registry import TESTS
 
 from .helptext import paragraphs
+from .results import print_json
 
 #: Success rates reported unless the user asks for others.
 DEFAULT_RATES = (0.6, 0.7, 0.8, 0.9, 0.99)
@@ -41,6 +42,10 @@ def register(commands: Any) -> None:
         help="expected audit cost for N pairs (exact, both tests)",
         description=PLAN_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=paragraphs(
+            "exit status: 0 the figures were computed; 2 bad usage (N, p, a rate or the "
+            "tie fraction out of range)"
+        ),
     )
     parser.add_argument("--pairs", type=int, required=True, help="number of marked pairs N")
     parser.add_argument(
@@ -73,13 +78,56 @@ def register(commands: Any) -> None:
         default="skip",
         help="how the claim treats ties (default skip)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the threshold, and per rate q each test's "
+        "detection probability and expected pairs) instead of the table",
+    )
     parser.set_defaults(handler=_plan)
+
+
+def _figures(args: argparse.Namespace, alpha: float) -> list[dict[str, Any]]:
+    """Return, per rate q, each test's detection probability and expected pairs opened."""
+    rows = []
+    for q in args.rates:
+        tests = {}
+        for name in TESTS:
+            power = plan(
+                name,
+                args.pairs,
+                q,
+                args.fdr,
+                tie_fraction=args.ties,
+                tie_rule=TiePolicy(args.tie_rule),
+                alpha=alpha if name == "pprm-chernoff" else None,
+            )
+            tests[name] = {
+                "detection_probability": power.detection_probability,
+                "expected_pairs": power.expected_pairs,
+            }
+        rows.append({"q": q, "tests": tests})
+    return rows
 
 
 def _plan(args: argparse.Namespace) -> int:
     n, p = args.pairs, args.fdr
     alpha = args.alpha if args.alpha is not None else p / 2
     threshold = chernoff_threshold(n, Fraction(p) - Fraction(alpha))
+    if args.json:
+        print_json(
+            {
+                "pairs": n,
+                "p": p,
+                "alpha": alpha,
+                "threshold": threshold,
+                "threshold_fraction": threshold / n,
+                "ties": args.ties,
+                "tie_rule": args.tie_rule,
+                "rates": _figures(args, alpha),
+            }
+        )
+        return 0
     print(f"N = {n} pairs, false-detection bound p = {p}")
     print(
         f"paper's test (pprm-chernoff, alpha = {alpha}): threshold T = {threshold} "
@@ -93,19 +141,11 @@ def _plan(args: argparse.Namespace) -> int:
         f"  {name + ' P(detect)':>24}  {'E[pairs]':>9}" for name in TESTS
     )
     print(header)
-    for q in args.rates:
-        row = f"{q:>6.2f}"
+    for figures in _figures(args, alpha):
+        row = f"{figures['q']:>6.2f}"
         for name in TESTS:
-            power = plan(
-                name,
-                n,
-                q,
-                p,
-                tie_fraction=args.ties,
-                tie_rule=TiePolicy(args.tie_rule),
-                alpha=alpha if name == "pprm-chernoff" else None,
-            )
-            row += f"  {power.detection_probability:>24.3f}  {power.expected_pairs:>9.1f}"
+            test = figures["tests"][name]
+            row += f"  {test['detection_probability']:>24.3f}  {test['expected_pairs']:>9.1f}"
         print(row)
     print("\nE[pairs] counts every pair opened, including audits that end without detection.")
     return 0

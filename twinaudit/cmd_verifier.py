@@ -13,9 +13,27 @@ from protocol.errors import InputError, TwinauditError
 from protocol.keys import load_private_key, load_public_key, write_keypair
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 
+from .results import print_json, verdict_figures
+from .serve_options import add_operations_args, start_operations
 from .transport import TlsFiles, parse_address
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+CHECK_EXIT = (
+    "exit status: 0 the verdict is valid (whatever its decision: read it in the output, "
+    "or in the JSON's decision and detected); 1 it is not (signature, schema or spec "
+    "version); 2 bad usage or an unreadable file"
+)
+REPLAY_EXIT = (
+    "exit status: 0 the replay arrived at the verdict's decision and final figures "
+    "exactly; 1 it did not, or the transcript or signature is invalid; 2 bad usage or an "
+    "unreadable file"
+)
+SERVE_EXIT = (
+    "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage (an address without a host, "
+    "a port in use, an unreadable key); 1 the store or the disk failed"
+)
+JSON_HELP = "print one JSON object on stdout (decision and figures) instead of the text line"
 
 
 def register(commands: Any) -> None:
@@ -29,7 +47,7 @@ def register(commands: Any) -> None:
     )
     keygen.set_defaults(handler=_keygen)
 
-    serve = sub.add_parser("serve", help="run the escrow and verifier services")
+    serve = sub.add_parser("serve", help="run the escrow and verifier services", epilog=SERVE_EXIT)
     serve.add_argument("--listen", required=True, help="HOST:PORT (port 0 picks a free one)")
     serve.add_argument(
         "--db", required=True, help="SQLite file, or a postgresql:// DSN for the PostgreSQL backend"
@@ -52,19 +70,26 @@ def register(commands: Any) -> None:
         default=DEFAULT_RATE_LIMIT.burst,
         help=f"escrow commits a client may make at once (default {DEFAULT_RATE_LIMIT.burst})",
     )
+    add_operations_args(serve)
     serve.set_defaults(handler=_serve)
 
-    check = sub.add_parser("check", help="verify a verdict offline (exit 0 valid, 1 invalid)")
+    check = sub.add_parser(
+        "check", help="verify a verdict offline (exit 0 valid, 1 invalid)", epilog=CHECK_EXIT
+    )
     check.add_argument("verdict", type=Path, help="the verdict file (verdict.json)")
     check.add_argument("--pubkey", type=Path, required=True, help="the arbiter's public key (PEM)")
+    check.add_argument("--json", action="store_true", help=JSON_HELP)
     check.set_defaults(handler=_check)
 
-    replay = sub.add_parser("replay", help="recompute a verdict's decision from its transcript")
+    replay = sub.add_parser(
+        "replay", help="recompute a verdict's decision from its transcript", epilog=REPLAY_EXIT
+    )
     replay.add_argument("verdict", type=Path, help="the verdict file (verdict.json)")
     replay.add_argument(
         "--transcript", type=Path, required=True, help="its transcript (transcript.bin)"
     )
     replay.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
+    replay.add_argument("--json", action="store_true", help=JSON_HELP)
     replay.set_defaults(handler=_replay)
 
 
@@ -102,21 +127,34 @@ def _serve(args: argparse.Namespace) -> int:
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
     rate = RateLimit(args.escrow_rate, args.escrow_burst) if args.escrow_rate != 0 else None
-    store = _open_store(args.db, key)
+    ops = start_operations(args)  # logs, and the metrics endpoint (its port checked first)
     try:
-        server, port = serve_arbiter(
-            store, key, args.listen, tls=tls, oracle_tls=oracle_tls, escrow_rate_limit=rate
-        )
-    except BaseException:
-        store.close()  # e.g. the port is in use: a one-line InputError, nothing left open
-        raise
-    print(f"twinaudit verifier serving on {host}:{port}", flush=True)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
-    server.stop(grace=5).wait()
-    store.close()
+        store = _open_store(args.db, key)
+        try:
+            server, port = serve_arbiter(
+                store,
+                key,
+                args.listen,
+                tls=tls,
+                oracle_tls=oracle_tls,
+                escrow_rate_limit=rate,
+                metrics=ops.metrics,
+                reflection=args.reflection,
+            )
+        except BaseException:
+            store.close()  # e.g. the port is in use: a one-line InputError, nothing left open
+            raise
+        print(f"twinaudit verifier serving on {host}:{port}", flush=True)
+        if ops.metrics_address is not None:
+            print(f"metrics on http://{ops.metrics_address}/metrics", flush=True)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        stop.wait()
+        server.stop(grace=5).wait()
+        store.close()
+    finally:
+        ops.close()
     return EXIT_OK
 
 
@@ -129,7 +167,12 @@ def _check(args: argparse.Namespace) -> int:
         verdict = check_verdict(data, pubkey)
     except TwinauditError as exc:
         print(f"INVALID: {exc.diagnostics()}", file=sys.stderr)
+        if args.json:
+            print_json({"valid": False, "error": exc.diagnostics()})
         return EXIT_INVALID
+    if args.json:
+        print_json({"valid": True, **verdict_figures(verdict)})
+        return EXIT_OK
     final = verdict["final"]
     print(
         f"VALID verdict {verdict['claim_id']}: {verdict['decision'].upper()} "
@@ -156,7 +199,20 @@ def _replay(args: argparse.Namespace) -> int:
         result = replay(verdict, transcript)
     except TwinauditError as exc:
         print(f"REPLAY FAILED: {exc.diagnostics()}", file=sys.stderr)
+        if args.json:
+            print_json({"identical": False, "error": exc.diagnostics()})
         return EXIT_INVALID
+    if args.json:
+        figures = verdict_figures(verdict)
+        print_json(
+            {
+                **figures,
+                "identical": True,
+                "pairs_replayed": result.pairs,
+                "signature_checked": args.pubkey is not None,
+            }
+        )
+        return EXIT_OK
     final = result.final
     print(
         f"REPLAYED {result.pairs} pairs: decision {result.decision.upper()}, "

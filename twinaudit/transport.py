@@ -7,15 +7,21 @@ codes, so servers and clients cannot drift apart.
 Every server made here answers ``INVALID_ARGUMENT`` for a request it cannot parse
 (bad UTF-8 in a string field, truncated or garbled bytes) instead of gRPC's
 ``INTERNAL``, listens on exactly the ``HOST:PORT`` it is given (never sharing a port
-through ``SO_REUSEPORT``), and refuses a port in use with one line.
+through ``SO_REUSEPORT``), and refuses a port in use with one line. It logs one event
+per RPC and counts RPCs in its metrics (:mod:`twinaudit.observe`); its health service
+can follow a probe (the arbiter's: its store answers a query), and it serves gRPC
+reflection when asked.
 """
 
 from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import re
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
@@ -35,6 +41,8 @@ from protocol.errors import (
     VerificationError,
     VersionError,
 )
+
+from .observe import NO_METRICS, Metrics, ObserveRpcs
 
 #: Largest message either side sends or accepts (a window of image pairs fits easily).
 MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
@@ -56,6 +64,10 @@ MAX_HOST_BYTES: Final = 253
 #: Longest ``HOST:PORT`` address: the longest host name, a colon and five digits.
 MAX_ADDRESS_BYTES: Final = MAX_HOST_BYTES + 6
 _HOST_NAME: Final = re.compile(r"\A[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\Z")
+#: Shortest time between two runs of a server's health probe, in seconds.
+HEALTH_PROBE_INTERVAL_S: Final = 1.0
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -227,6 +239,86 @@ def abort_on_error(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
         raise  # unreachable: abort raises
 
 
+class ProbedHealth(health.HealthServicer):  # type: ignore[misc]
+    """The standard health service, answering what a probe of the server's backend finds.
+
+    Before a ``Check`` (or a new ``Watch``) it runs ``probe`` — at most once per
+    ``interval_s``, the last answer standing in between — and sets ``""`` and every
+    name of ``service_names`` to ``SERVING`` if the probe returned, ``NOT_SERVING``
+    if it raised. Each change is logged once.
+    """
+
+    def __init__(
+        self,
+        probe: Callable[[], object],
+        service_names: tuple[str, ...],
+        interval_s: float = HEALTH_PROBE_INTERVAL_S,
+    ) -> None:
+        """Follow ``probe`` for ``""`` and ``service_names``."""
+        super().__init__()
+        self._probe = probe
+        self._names = ("", *service_names)
+        self._interval_s = interval_s
+        self._probe_lock = threading.Lock()
+        self._last_probe: float | None = None
+        self._serving: bool | None = None
+
+    def refresh(self) -> bool:
+        """Run the probe unless it ran within ``interval_s``; return whether it is serving.
+
+        A check that comes while a probe runs (a database that hangs) does not wait for
+        it: it answers the last status, so health checks never pile up on the workers.
+        """
+        if not self._probe_lock.acquire(blocking=self._serving is None):
+            return bool(self._serving)
+        try:
+            now = time.monotonic()
+            if self._last_probe is not None and now - self._last_probe < self._interval_s:
+                return bool(self._serving)
+            self._last_probe = now
+            try:
+                self._probe()
+            except Exception as exc:
+                serving, reason = False, f"{type(exc).__name__}: {exc}"
+            else:
+                serving, reason = True, ""
+            if serving != self._serving:
+                if serving:
+                    _log.info("health: SERVING (the backend answers)")
+                else:
+                    _log.warning("health: NOT_SERVING (the backend does not answer: %s)", reason)
+                status = (
+                    health_pb2.HealthCheckResponse.SERVING
+                    if serving
+                    else health_pb2.HealthCheckResponse.NOT_SERVING
+                )
+                for name in self._names:
+                    self.set(name, status)
+                self._serving = serving
+            return serving
+        finally:
+            self._probe_lock.release()
+
+    def Check(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Probe (if due), then answer the status of the requested service."""
+        self.refresh()
+        return super().Check(request, context)
+
+    def Watch(self, request: Any, context: Any, send_response_callback: Any = None) -> Any:  # noqa: N802
+        """Probe (if due), then stream the status of the requested service."""
+        self.refresh()
+        return super().Watch(request, context, send_response_callback)
+
+
+def _enable_reflection(server: grpc.Server, service_names: tuple[str, ...]) -> None:
+    """Serve gRPC reflection (``grpcio-reflection``, the ``ops`` extra) for these services."""
+    from grpc_reflection.v1alpha import reflection  # noqa: PLC0415 - the optional ops extra
+
+    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+    names = (*service_names, health_name, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+
+
 def make_server(
     listen: str,
     register: Callable[[grpc.Server], None],
@@ -234,23 +326,37 @@ def make_server(
     tls: TlsFiles | None = None,
     max_workers: int = 8,
     service_names: tuple[str, ...] = (),
+    metrics: Metrics = NO_METRICS,
+    health_probe: Callable[[], object] | None = None,
+    reflection: bool = False,
 ) -> tuple[grpc.Server, int]:
     """Build and start a server with limits, a health service and optional (m)TLS.
 
     Returns the server and the port it bound (useful with ``host:0``). ``listen`` must
     be ``HOST:PORT`` (:func:`parse_address`); a port another socket listens on is
     refused. Both failures are an :class:`InputError` with a one-line message.
+
+    Every RPC is logged and counted in ``metrics`` (:class:`~twinaudit.observe.ObserveRpcs`).
+    With ``health_probe`` the health service answers ``NOT_SERVING`` while the probe
+    raises (:class:`ProbedHealth`); without, ``SERVING`` once started. ``reflection``
+    serves gRPC reflection for ``service_names`` (``grpcio-reflection``).
     """
     host, port = parse_address(listen, what="the listen address", port_zero=True)
     _refuse_port_in_use(host, port, listen)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         options=_SERVER_OPTIONS,
-        interceptors=[RefuseUndecodable()],
+        interceptors=[ObserveRpcs(metrics), RefuseUndecodable()],
     )
     register(server)
-    health_servicer = health.HealthServicer()
+    health_servicer = (
+        health.HealthServicer()
+        if health_probe is None
+        else ProbedHealth(health_probe, service_names)
+    )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    if reflection:
+        _enable_reflection(server, service_names)
     creds = None
     if tls is not None and tls.cert is not None:
         if tls.key is None:
@@ -270,8 +376,11 @@ def make_server(
     if bound == 0:
         raise InputError(f"cannot listen on {listen}: the address is in use or not local")
     server.start()
-    for name in ("", *service_names):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    if isinstance(health_servicer, ProbedHealth):
+        health_servicer.refresh()
+    else:
+        for name in ("", *service_names):
+            health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return server, bound
 
 

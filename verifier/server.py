@@ -7,7 +7,9 @@ from collections.abc import Callable
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from twinaudit.observe import NO_METRICS, Metrics
 from twinaudit.transport import TlsFiles, make_server
+from verifier.escrow.metered_store import MeteredStore
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
 from verifier.escrow.service import add_escrow_service
@@ -28,6 +30,8 @@ def serve_arbiter(
     max_workers: int = 16,
     entropy: Callable[[int], bytes] | None = None,
     escrow_rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
+    metrics: Metrics = NO_METRICS,
+    reflection: bool = False,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
@@ -35,12 +39,22 @@ def serve_arbiter(
     CSPRNG). ``escrow_rate_limit`` bounds each client's escrow commits (None: no limit).
     Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
     over TLS when ``oracle_tls`` is given). Concurrent claims run on separate threads.
+
+    Every RPC is logged (:mod:`twinaudit.observe`); RPCs, claims, escrow commits,
+    oracle and store times are counted in ``metrics``. The health service answers
+    ``NOT_SERVING`` while the store does not answer a query (its size). ``reflection``
+    serves gRPC reflection.
     """
     factory = oracle_factory or grpc_oracle_factory(oracle_tls)
+    if metrics is not NO_METRICS:
+        store = MeteredStore(store, metrics)  # the caller still closes the store it gave
 
     def register(server: grpc.Server) -> None:
-        add_escrow_service(server, store, rate_limit=escrow_rate_limit)
-        add_verifier_service(server, VerifierService(store, signing_key, factory, entropy=entropy))
+        add_escrow_service(server, store, rate_limit=escrow_rate_limit, metrics=metrics)
+        add_verifier_service(
+            server,
+            VerifierService(store, signing_key, factory, entropy=entropy, metrics=metrics),
+        )
 
     return make_server(
         listen,
@@ -48,4 +62,7 @@ def serve_arbiter(
         tls=tls,
         max_workers=max_workers,
         service_names=(ESCROW_SERVICE, VERIFIER_SERVICE),
+        metrics=metrics,
+        health_probe=store.size,
+        reflection=reflection,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import platform
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from protocol.keys import key_id, public_key_pem
 from protocol.stats.base import TiePolicy
 from protocol.versioning import require_supported
 from twinaudit import transport
+from twinaudit.observe import NO_METRICS, Metrics, annotate
 from twinaudit.verifier.v1 import verifier_pb2 as pb
 from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.store import EscrowStore, check_claim_id
@@ -152,12 +154,16 @@ class VerifierService(pb_grpc.VerifierServicer):
         oracle_factory: OracleFactory,
         clock: Callable[[], datetime] | None = None,
         entropy: Callable[[int], bytes] | None = None,
+        *,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         """Serve claims on ``store``, signing with ``signing_key``.
 
         ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
-        injects a seeded source to make a run reproducible.
+        injects a seeded source to make a run reproducible. Claims running, claims
+        ended (by decision) and the oracle's time per window are reported to ``metrics``.
         """
+        self._metrics = metrics
         self._store = store
         self._key = signing_key
         self._key_id = key_id(signing_key.public_key())
@@ -172,12 +178,14 @@ class VerifierService(pb_grpc.VerifierServicer):
     ) -> Iterator[pb.VerifierMessage]:
         """Run a claim: accept, then request openings and report progress until a verdict."""
         claim_id = ""
+        self._metrics.claim_started()
         try:
             first = next(request_iterator, None)
             if first is None or first.WhichOneof("kind") != "start":
                 raise InputError("a claim stream starts with a ClaimStart message")
             session = self._open(first.start)
             claim_id = session.claim_id
+            annotate(claim=claim_id, record=session.record.index)
             yield pb.VerifierMessage(
                 accepted=pb.ClaimAccepted(
                     claim_id=claim_id,
@@ -188,6 +196,9 @@ class VerifierService(pb_grpc.VerifierServicer):
             yield from self._run_windows(session, request_iterator, context)
             verdict = self._sign(session)
             self._store.finish_claim(claim_id, verdict, session.transcript.to_bytes())
+            decision = "detected" if session.stop == "detected" else "not-detected"
+            annotate(decision=decision)
+            self._metrics.claim_finished(decision)
             yield pb.VerifierMessage(
                 verdict=pb.VerdictReady(
                     claim_id=claim_id, verdict=verdict, transcript_hash=session.transcript.head
@@ -196,7 +207,10 @@ class VerifierService(pb_grpc.VerifierServicer):
         except TwinauditError as exc:
             # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id)
+            self._metrics.claim_finished("failed")
             context.abort(transport.status_for(exc), exc.diagnostics())
+        finally:
+            self._metrics.claim_ended()
 
     def _run_windows(
         self,
@@ -238,7 +252,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                     yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
                     prepared = receive()
                 if answer is None:
-                    answer = worker.submit(session.query, prepared)
+                    answer = worker.submit(self._query, session, prepared)
                 ahead: PreparedWindow | None = None
                 if indices := session.request_ahead():
                     yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
@@ -246,9 +260,20 @@ class VerifierService(pb_grpc.VerifierServicer):
                 progress = session.feed(prepared, answer.result())
                 prepared = ahead if session.stop is None else None
                 # The next window's queries go out before this window's state is saved.
-                answer = worker.submit(session.query, prepared) if prepared else None
+                answer = worker.submit(self._query, session, prepared) if prepared else None
                 self._save(session)
                 yield pb.VerifierMessage(progress=_progress(progress))
+
+    def _query(self, session: ClaimSession, prepared: PreparedWindow) -> object:
+        """Send one window's queries to the oracle; report how long it took to answer."""
+        start = time.monotonic()
+        outcome = "error"
+        try:
+            answer = session.query(prepared)
+            outcome = "ok"
+            return answer
+        finally:
+            self._metrics.oracle_query(time.monotonic() - start, outcome)
 
     def _open(self, start: pb.ClaimStart) -> ClaimSession:
         params = params_from_proto(start)
@@ -307,6 +332,7 @@ class VerifierService(pb_grpc.VerifierServicer):
 
         def find() -> pb.GetVerdictResponse:
             claim_id = check_claim_id(request.claim_id)
+            annotate(claim=claim_id)  # only once it is known to be a well-formed id
             found = self._store.get_verdict(claim_id)
             if found is None:
                 raise NotFoundError(f"no verdict for claim {claim_id!r}")

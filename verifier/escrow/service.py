@@ -17,9 +17,11 @@ from typing import Any, Final, TypeVar
 
 import grpc
 
+from protocol.envelope import Envelope
 from protocol.errors import TwinauditError
-from protocol.escrow_messages import EscrowRequest
+from protocol.escrow_messages import EscrowRequest, decode_receipt
 from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.observe import NO_METRICS, Metrics, annotate
 from twinaudit.transport import TlsFiles, make_server, status_for
 
 from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
@@ -47,14 +49,20 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
     """Serves one :class:`EscrowStore`: commits, records, checkpoints and proofs."""
 
     def __init__(
-        self, store: EscrowStore, *, rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
+        self,
+        store: EscrowStore,
+        *,
+        rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         """Serve ``store`` (the caller keeps ownership and closes it).
 
         ``rate_limit`` bounds each client's commits (:mod:`.rate_limit`); None: no limit.
+        Commits are counted in ``metrics`` (committed or refused).
         """
         self._store = store
         self._limiter = CommitLimiter(rate_limit) if rate_limit is not None else None
+        self._metrics = metrics
 
     def Commit(  # noqa: N802
         self, request: escrow_pb2.CommitRequest, context: Any
@@ -65,9 +73,18 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
             escrow_request = request_from_proto(request)  # validated before anything is stored
             if self._limiter is not None:
                 self._limiter.take(client_identity(context))
-            return escrow_pb2.CommitResponse(receipt=self._store.commit(escrow_request))
+            receipt = self._store.commit(escrow_request)
+            # The log event names the new record (the receipt is ours: no check needed).
+            annotate(record=decode_receipt(Envelope.from_json(receipt).payload).entry.index)
+            return escrow_pb2.CommitResponse(receipt=receipt)
 
-        return _serve(context, run)
+        try:
+            response = _serve(context, run)
+        except BaseException:
+            self._metrics.escrow_commit("refused")
+            raise
+        self._metrics.escrow_commit("committed")
+        return response
 
     def GetRecord(  # noqa: N802
         self, request: escrow_pb2.GetRecordRequest, context: Any
@@ -75,6 +92,7 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
         """Return a public log entry (no rho) with its inclusion proof and a checkpoint."""
 
         def run() -> escrow_pb2.GetRecordResponse:
+            annotate(record=request.index)
             entry, _ = self._store.entry(request.index)
             checkpoint, signed = self._store.latest_checkpoint()
             proof = self._store.inclusion_proof(entry.index, checkpoint.size)
@@ -99,6 +117,7 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
         self, request: escrow_pb2.GetInclusionProofRequest, context: Any
     ) -> escrow_pb2.GetInclusionProofResponse:
         """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""
+        annotate(record=request.index)
         return _serve(
             context,
             lambda: escrow_pb2.GetInclusionProofResponse(
@@ -137,10 +156,14 @@ def _serve(context: Any, fn: Callable[[], T]) -> T:
 
 
 def add_escrow_service(
-    server: grpc.Server, store: EscrowStore, *, rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
+    server: grpc.Server,
+    store: EscrowStore,
+    *,
+    rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
+    metrics: Metrics = NO_METRICS,
 ) -> EscrowService:
     """Register an :class:`EscrowService` for ``store`` on ``server`` and return it."""
-    service = EscrowService(store, rate_limit=rate_limit)
+    service = EscrowService(store, rate_limit=rate_limit, metrics=metrics)
     escrow_pb2_grpc.add_EscrowServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service
 

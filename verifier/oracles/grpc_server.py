@@ -34,6 +34,7 @@ import numpy as np
 from protocol.errors import InputError, LimitExceededError, OracleError, TwinauditError
 from protocol.items import MAX_IMAGE_SIDE
 from twinaudit import transport
+from twinaudit.observe import NO_METRICS, Metrics
 from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, Oracle, OracleInfo
@@ -280,12 +281,20 @@ def serve_oracle(
     *,
     tls: transport.TlsFiles | None = None,
     max_workers: int = 4,
+    metrics: Metrics = NO_METRICS,
+    reflection: bool = False,
 ) -> tuple[grpc.Server, int]:
-    """Start a server (health service included) for ``oracle``; return it and its port."""
+    """Start a server (health service included) for ``oracle``; return it and its port.
+
+    Every RPC is logged and counted in ``metrics`` (:mod:`twinaudit.observe`);
+    ``reflection`` serves gRPC reflection.
+    """
     return transport.make_server(
         listen,
         lambda server: add_oracle_service(server, oracle),
         tls=tls,
         max_workers=max_workers,
         service_names=(SERVICE_NAME,),
+        metrics=metrics,
+        reflection=reflection,
     )

@@ -1,0 +1,111 @@
+"""An :class:`~.store.EscrowStore` that times every operation of another one.
+
+The arbiter's server wraps its store in a :class:`MeteredStore` when metrics are on,
+so the time of each operation (commit, claim saves, verdict reads, …) reaches the
+``twinaudit_store_operation_seconds`` histogram, labelled by the operation's name.
+The wrapper owns nothing: closing it closes the store it wraps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
+from twinaudit.observe import Metrics
+
+from .store import ClaimSummary, EscrowStore
+
+T = TypeVar("T")
+
+
+class MeteredStore(EscrowStore):
+    """Delegate every operation to ``store``; report each one's time to ``metrics``."""
+
+    def __init__(self, store: EscrowStore, metrics: Metrics) -> None:
+        """Time the operations of ``store``."""
+        self.inner = store
+        self._metrics = metrics
+
+    def _timed(self, operation: str, call: Callable[[], T]) -> T:
+        start = time.monotonic()
+        try:
+            return call()
+        finally:
+            self._metrics.store_operation(operation, time.monotonic() - start)
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        """The arbiter's public key."""
+        return self.inner.public_key
+
+    def commit(self, request: EscrowRequest) -> bytes:
+        """Escrow ``request`` (timed as ``commit``)."""
+        return self._timed("commit", lambda: self.inner.commit(request))
+
+    def entry(self, index: int) -> tuple[LogEntry, bytes]:
+        """Return entry ``index`` and its rho (timed as ``entry``)."""
+        return self._timed("entry", lambda: self.inner.entry(index))
+
+    def size(self) -> int:
+        """Return the log size (timed as ``size``)."""
+        return self._timed("size", self.inner.size)
+
+    def latest_checkpoint(self) -> tuple[Checkpoint, bytes]:
+        """Return the current signed checkpoint (timed as ``checkpoint``)."""
+        return self._timed("checkpoint", self.inner.latest_checkpoint)
+
+    def checkpoint(self) -> bytes:
+        """Return the current signed checkpoint's envelope (timed as ``checkpoint``)."""
+        return self._timed("checkpoint", self.inner.checkpoint)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        """Return an inclusion proof (timed as ``inclusion_proof``)."""
+        return self._timed("inclusion_proof", lambda: self.inner.inclusion_proof(index, size))
+
+    def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
+        """Return a consistency proof (timed as ``consistency_proof``)."""
+        return self._timed(
+            "consistency_proof", lambda: self.inner.consistency_proof(old_size, new_size)
+        )
+
+    def save_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+    ) -> None:
+        """Save an unfinished claim (timed as ``save_claim``)."""
+        self._timed(
+            "save_claim",
+            lambda: self.inner.save_claim(claim_id, record_index, status, state, transcript_part),
+        )
+
+    def load_claim(self, claim_id: str) -> tuple[int, str, bytes] | None:
+        """Load a claim (timed as ``load_claim``)."""
+        return self._timed("load_claim", lambda: self.inner.load_claim(claim_id))
+
+    def load_transcript(self, claim_id: str) -> bytes | None:
+        """Load an unfinished claim's transcript (timed as ``load_transcript``)."""
+        return self._timed("load_transcript", lambda: self.inner.load_transcript(claim_id))
+
+    def finish_claim(self, claim_id: str, verdict: bytes, transcript: bytes) -> None:
+        """Store a verdict and finish its claim (timed as ``finish_claim``)."""
+        self._timed("finish_claim", lambda: self.inner.finish_claim(claim_id, verdict, transcript))
+
+    def get_verdict(self, claim_id: str) -> tuple[bytes, bytes] | None:
+        """Return a finished claim's verdict (timed as ``get_verdict``)."""
+        return self._timed("get_verdict", lambda: self.inner.get_verdict(claim_id))
+
+    def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
+        """List a record's claims (timed as ``claims_for_record``)."""
+        return self._timed("claims_for_record", lambda: self.inner.claims_for_record(record_index))
+
+    def close(self) -> None:
+        """Close the wrapped store."""
+        self.inner.close()
