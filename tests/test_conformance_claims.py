@@ -1,34 +1,74 @@
-"""Run every case of spec/vectors/claims.json against verifier.schedule (spec §10.2).
+"""Run every case of spec/vectors/claims.json: window schedules and whole claims (spec §10–§11).
 
-Each case is read from its JSON alone, as a second implementation would. The last
-test checks that the committed file is what spec/tools/vectors_claims.py builds today.
+Each case is read from its JSON alone, as a second implementation would: a schedule
+from its parameters, a claim from its escrow record, claim map, openings and oracle
+answers (:func:`spec.tools.vectors_claims.run_claim` feeds them to the claim engine).
+The last test checks that the committed file is what spec/tools/vectors_claims.py
+builds today.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from protocol.encoding import decode, encode
 from protocol.errors import TwinauditError
 from spec.tools import vectors_claims
+from spec.tools.typed_json import from_typed
+from spec.tools.vectors_claims import run_claim
 from spec.tools.vectors_core import render
 from verifier.schedule import WindowSchedule
+from verifier.verdict import parse_verdict
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "spec" / "vectors" / "claims.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
+SCHEDULES = [c for c in DOC["cases"] if c["kind"] == "schedule"]
+CLAIMS = [c for c in DOC["cases"] if c["kind"] == "claim"]
 
 
 def test_the_document_is_the_claims_topic() -> None:
     assert DOC["topic"] == "claims"
-    assert {case["kind"] for case in DOC["cases"]} == {"schedule"}
+    assert {case["kind"] for case in DOC["cases"]} == {"schedule", "claim"}
     assert len({case["name"] for case in DOC["cases"]}) == len(DOC["cases"])
-    assert any(not case["valid"] for case in DOC["cases"])
+    for kind in ("schedule", "claim"):
+        assert {c["valid"] for c in DOC["cases"] if c["kind"] == kind} == {True, False}
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in DOC["cases"]])
+def test_the_claims_cover_both_tests_both_tie_rules_every_stop_and_every_function() -> None:
+    valid = [c for c in CLAIMS if c["valid"]]
+    claims = [from_typed(c["input"]["claim"]) for c in valid]
+    combinations = {(claim["test"]["name"], claim["tie_rule"]) for claim in claims}
+    assert combinations == {
+        (test, rule) for test in ("mixture-e", "pprm-chernoff") for rule in ("coin", "skip")
+    }
+    assert {c["expected"]["stop"] for c in valid} == {"detected", "exhausted", "budget"}
+    functions = {claim["score"]["function"] for claim in claims}
+    assert functions == {"image-classifier", "image-encoder", "language-model", "image-text"}
+    conditions = {
+        (claim["score"]["knowledge"], claim["model"]["oracle"]["classify_output"])
+        for claim in claims
+        if claim["score"]["function"] == "image-classifier"
+    }
+    assert {knowledge for knowledge, _ in conditions} == {"C1", "C2", "C3", "C4"}
+    assert {output for _, output in conditions} == {"probabilities", "label"}
+    budget_stops = [c for c in valid if c["expected"]["stop"] == "budget"]
+    assert any(from_typed(c["input"]["claim"])["query_budget"] for c in budget_stops)
+    assert any(from_typed(c["input"]["claim"])["max_pairs"] for c in budget_stops)
+    broken = {c["name"].split(": ")[1] for c in CLAIMS if not c["valid"]}
+    assert {name.split(",")[0].split(" ")[0] for name in broken} == {
+        "image-classifier",
+        "image-encoder",
+        "language-model",
+        "image-text",
+    }
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in SCHEDULES])
 def test_schedule(case: dict[str, Any]) -> None:
     inp = case["input"]
 
@@ -53,6 +93,53 @@ def test_schedule(case: dict[str, Any]) -> None:
     assert [numbers.count(j) for j in range(len(case["expected"]["sizes"]))] == case["expected"][
         "sizes"
     ]
+
+
+def _same_payload(mine: str, expected: str) -> bool:
+    """Equal payload bytes, but final.log_statistic only to a relative 1e-9 (spec §12)."""
+    ours, theirs = decode(bytes.fromhex(mine)), decode(bytes.fromhex(expected))
+    assert isinstance(ours, dict) and isinstance(theirs, dict)
+    a, b = ours["final"]["log_statistic"], theirs["final"]["log_statistic"]  # type: ignore[index]
+    if (a is None) != (b is None) or (a is not None and not math.isclose(a, b, rel_tol=1e-9)):
+        return False
+    ours["final"]["log_statistic"] = b  # type: ignore[index]
+    return encode(ours) == encode(theirs)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in CLAIMS])
+def test_claim(case: dict[str, Any]) -> None:
+    if not case["valid"]:
+        with pytest.raises(TwinauditError) as info:
+            run_claim(case["input"])
+        assert info.value.code == case["error"]
+        return
+    result = run_claim(case["input"])
+    expected = case["expected"]
+    assert _same_payload(result.pop("payload"), expected["payload"])
+    assert result == {k: v for k, v in expected.items() if k != "payload"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in CLAIMS if c["valid"]])
+def test_a_claim_payload_is_the_verdict_it_lists(case: dict[str, Any]) -> None:
+    """The payload is a verdict (§11) whose fields are the case's other expected values."""
+    expected = case["expected"]
+    verdict = parse_verdict(decode(bytes.fromhex(expected["payload"])))
+    for key in ("opened", "indicators", "decision", "stop", "queries"):
+        assert verdict[key] == expected[key], key
+    final = dict(verdict["final"])
+    statistic = final.pop("log_statistic")
+    assert {**final, "log_statistic": None if statistic is None else statistic.hex()} == (
+        expected["final"]
+    )
+    assert verdict["transcript"] == {
+        "hash": bytes.fromhex(expected["transcript"]["hash"]),
+        "records": expected["transcript"]["records"],
+    }
+    assert verdict["claim"] == from_typed(case["input"]["claim"])
+    assert [p for r in expected["requests"] for p in r["pairs"]] == verdict["opened"]
+    assert (
+        len(expected["scores"]) == len(verdict["opened"]) == expected["transcript"]["records"] - 1
+    )
 
 
 def test_the_committed_file_is_what_the_builder_makes() -> None:

@@ -141,5 +141,141 @@ def test_the_exact_sum_decides_the_cancellation_case():
     assert math.isclose(float.fromhex(case["expected"]["cosine"]), 1 / math.sqrt(6e32))
 
 
+# Spec §10.3's resize and other plausible evaluations of the same interpolation, written
+# here from the spec's words alone: each maps (p00, p01, p10, p11, λy, λx) to the output.
+def _spec_bilinear(p00, p01, p10, p11, ly, lx):
+    return (p00 * (1.0 - lx) + p01 * lx) * (1.0 - ly) + (p10 * (1.0 - lx) + p11 * lx) * ly
+
+
+def _rows_first(p00, p01, p10, p11, ly, lx):
+    return (p00 * (1.0 - ly) + p10 * ly) * (1.0 - lx) + (p01 * (1.0 - ly) + p11 * ly) * lx
+
+
+def _lerp(p00, p01, p10, p11, ly, lx):
+    top, bottom = p00 + (p01 - p00) * lx, p10 + (p11 - p10) * lx
+    return top + (bottom - top) * ly
+
+
+def _four_weights(p00, p01, p10, p11, ly, lx):
+    return (
+        p00 * ((1.0 - ly) * (1.0 - lx))
+        + p01 * ((1.0 - ly) * lx)
+        + p10 * (ly * (1.0 - lx))
+        + p11 * (ly * lx)
+    )
+
+
+def _spec_coordinate(d, n, m):
+    return (d + 0.5) * (n / m) - 0.5
+
+
+def _scaled_first_coordinate(d, n, m):
+    return (d + 0.5) * n / m - 0.5
+
+
+BILINEAR_ORDERS = {
+    "spec": (_spec_bilinear, _spec_coordinate),
+    "rows first": (_rows_first, _spec_coordinate),
+    "lerp": (_lerp, _spec_coordinate),
+    "four weights": (_four_weights, _spec_coordinate),
+    "coordinate scaled first": (_spec_bilinear, _scaled_first_coordinate),
+}
+
+
+def _resize_by(image, out_h, out_w, order):
+    """Resize a nested list image[y][x][c] of floats with one of BILINEAR_ORDERS."""
+    combine, coordinate = BILINEAR_ORDERS[order]
+
+    def axis(n, m):
+        weights = []
+        for d in range(m):
+            x = max(coordinate(d, n, m), 0.0)
+            low = min(math.floor(x), n - 1)
+            weights.append((low, min(low + 1, n - 1), x - low))
+        return weights
+
+    rows, cols = axis(len(image), out_h), axis(len(image[0]), out_w)
+    return [
+        [
+            [
+                combine(
+                    image[i0][j0][c], image[i0][j1][c], image[i1][j0][c], image[i1][j1][c], ly, lx
+                )
+                for c in range(len(image[0][0]))
+            ]
+            for j0, j1, lx in cols
+        ]
+        for i0, i1, ly in rows
+    ]
+
+
+def _crop_copy_digest(inp, order):
+    """SHA-256 of a crop family's float32 copy, resized with ``order``."""
+    h, w, c = inp["height"], inp["width"], inp["channels"]
+    pixels = bytes.fromhex(inp["pixels"])
+    image = [
+        [[pixels[(y * w + x) * c + k] / 255.0 for k in range(c)] for x in range(w)]
+        for y in range(h)
+    ]
+    params = inp["params"]
+    top, left = params["top"], params["left"]
+    crop = [row[left : left + params["width"]] for row in image[top : top + params["height"]]]
+    out = _resize_by(crop, h, w, order)
+    if params.get("flip"):
+        out = [row[::-1] for row in out]
+    flat = [min(max(v, 0.0), 1.0) for row in out for pixel in row for v in pixel]
+    return hashlib.sha256(np.array(flat, dtype="<f4").tobytes()).hexdigest()
+
+
+ORDER_CASES = [
+    c for c in DOC["cases"] if c["kind"] == "copy" and "pins the resize order" in c["name"]
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in ORDER_CASES])
+def test_only_the_spec_order_of_the_bilinear_arithmetic_passes_the_crop_vectors(case):
+    """Four plausible ways to evaluate the same interpolation each give another copy hash.
+
+    (On the small images of the other crop vectors they all give the spec's hashes.)
+    """
+    expected = case["expected"]["sha256"]
+    assert _crop_copy_digest(case["input"], "spec") == expected
+    for order in BILINEAR_ORDERS.keys() - {"spec"}:
+        assert _crop_copy_digest(case["input"], order) != expected, order
+
+
+def test_other_orders_pass_the_small_crop_vectors_they_cannot_tell_apart():
+    small = [
+        c
+        for c in DOC["cases"]
+        if c["kind"] == "copy"
+        and c["valid"]
+        and "height" in c["input"]["params"]
+        and c not in ORDER_CASES
+    ]
+    assert small and ORDER_CASES
+    for case in small:
+        for order in BILINEAR_ORDERS:
+            assert _crop_copy_digest(case["input"], order) == case["expected"]["sha256"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, id=c["name"]) for c in DOC["cases"] if c["kind"] == "resize" and c["valid"]],
+)
+def test_only_the_spec_order_passes_the_resize_vectors(case):
+    inp = case["input"]
+    values = [float.fromhex(x) for x in inp["values"]]
+    w, c = inp["width"], inp["channels"]
+    image = [
+        [[values[(y * w + x) * c + k] for k in range(c)] for x in range(w)]
+        for y in range(inp["height"])
+    ]
+    for order in BILINEAR_ORDERS:
+        out = _resize_by(image, inp["out_height"], inp["out_width"], order)
+        flat = [float(v).hex() for row in out for pixel in row for v in pixel]
+        assert (flat == case["expected"]["values"]) == (order == "spec"), order
+
+
 def test_file_matches_builder():
     assert (VECTORS / "scoring.json").read_text(encoding="utf-8") == render(vectors_scoring.build())

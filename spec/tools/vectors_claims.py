@@ -1,4 +1,4 @@
-"""Build spec/vectors/claims.json: the window schedule of a claim (spec §10.1, §10.2).
+"""Build spec/vectors/claims.json: window schedules and whole claims (spec §10.1–§11).
 
 Run ``python -m spec.tools.vectors_claims`` to rewrite the file; the conformance test
 fails if the file differs from what :func:`build` returns.
@@ -6,13 +6,40 @@ fails if the file differs from what :func:`build` returns.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol import SPEC_VERSION
-from verifier.schedule import WindowSchedule
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .vectors_core import case, render
+from protocol import SPEC_VERSION
+from protocol.commitment import PairOpening, commit_pair
+from protocol.encoding import Value, encode
+from protocol.errors import TwinauditError
+from protocol.items import CaptionedImageItem, ImageItem, TextItem, decode_item, encode_item
+from protocol.keys import key_id
+from protocol.merkle import MerkleTree
+from protocol.seeds import publication_bits
+from protocol.stats.base import TiePolicy
+from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
+from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
+from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
+from verifier.schedule import WindowSchedule
+from verifier.scoring.classifier import ScoreSpec
+from verifier.scoring.encoder import EncoderSpec
+from verifier.scoring.image_text import ImageTextSpec
+from verifier.scoring.language import LanguageSpec
+from verifier.scoring.registry import score_spec_from_value
+from verifier.transcript import iter_records
+
+from .typed_json import from_typed, to_typed
+from .vectors_core import TEST_KEY_SEED, case, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "claims.json"
 
@@ -53,19 +80,837 @@ def _schedule(row: tuple[str, int, int, int, int, int]) -> Any:
     return case(name, "schedule", inp, compute)
 
 
+# -- Whole claims (§10.1–§11): openings and answers in, verdict payload out ------------------
+
+N_PAIRS = 20
+SIDE = 4
+N_CLASSES = 4
+DIM = 4
+RHO = hashlib.sha256(b"twinaudit claim vectors rho").digest()
+RECEIPT_TIME = "2026-11-23T00:00:00Z"
+TIME = "2026-11-24T00:00:00Z"
+ENVIRONMENT = {"implementation": "vectors"}
+WORDS = ("amber", "brisk", "cedar", "dune", "ember", "fable", "grove", "harbor", "island")
+
+
+def _images(seed: int, *, labelled: bool) -> list[tuple[ImageItem, ImageItem]]:
+    """Pairs of 4×4 grey images, a ±16 sign pattern apart (labelled: one class per pair)."""
+    rng = np.random.default_rng([seed, N_PAIRS])
+    base = rng.integers(32, 224, (N_PAIRS, SIDE, SIDE, 1))
+    signs = np.where(rng.random((N_PAIRS, SIDE, SIDE, 1)) < 0.5, -16, 16)
+    labels = [int(y) for y in rng.integers(0, N_CLASSES, N_PAIRS)]
+    pairs = []
+    for i in range(N_PAIRS):
+        v0 = np.clip(base[i] + signs[i], 0, 255).astype(np.uint8)
+        v1 = np.clip(base[i] - signs[i], 0, 255).astype(np.uint8)
+        label = labels[i] if labelled else None
+        pairs.append((ImageItem(v0, label), ImageItem(v1, label)))
+    return pairs
+
+
+def _texts() -> list[tuple[TextItem, TextItem]]:
+    """Pairs of short texts: two wordings of one sentence per pair."""
+    rng = np.random.default_rng([7, N_PAIRS])
+    pairs = []
+    for i in range(N_PAIRS):
+        a, b, c = (WORDS[int(n)] for n in rng.integers(0, len(WORDS), 3))
+        pairs.append(
+            (TextItem(f"{i}: the {a} {b} by the {c}"), TextItem(f"{i}: a {a} {b} near a {c}"))
+        )
+    return pairs
+
+
+def _captioned() -> list[tuple[CaptionedImageItem, CaptionedImageItem]]:
+    """Pairs of 4×4 grey images with one caption per pair."""
+    captions = [f"{WORDS[i % len(WORDS)]} number {i}" for i in range(N_PAIRS)]
+    return [
+        (CaptionedImageItem(v0, captions[i]), CaptionedImageItem(v1, captions[i]))
+        for i, (v0, v1) in enumerate(_images(11, labelled=False))
+    ]
+
+
+@dataclass(frozen=True)
+class _Record:
+    """An escrow record of the vectors: both versions' bytes, the salts and the tree."""
+
+    kind: str
+    versions: list[tuple[bytes, bytes]]
+    salts: list[bytes]
+    tree: MerkleTree
+
+    @classmethod
+    def of(cls, kind: str, pairs: list[Any]) -> _Record:
+        versions = [(encode_item(v0), encode_item(v1)) for v0, v1 in pairs]
+        salts = [hashlib.sha256(b"claim vector salt %d" % i).digest() for i in range(N_PAIRS)]
+        leaves = [commit_pair(v0, v1, s)[0] for (v0, v1), s in zip(versions, salts, strict=True)]
+        return cls(kind, versions, salts, MerkleTree(leaves))
+
+    @property
+    def claim_record(self) -> ClaimRecord:
+        return ClaimRecord(0, self.tree.root(), N_PAIRS, self.kind, RHO, RECEIPT_TIME)
+
+    def published(self) -> list[bytes]:
+        """The published version of every pair (§5.5)."""
+        bits = publication_bits(self.tree.root(), RHO, N_PAIRS)
+        return [self.versions[i][int(b)] for i, b in enumerate(bits)]
+
+
+def _records() -> dict[str, _Record]:
+    return {
+        "labelled": _Record.of("image", _images(3, labelled=True)),
+        "image": _Record.of("image", _images(5, labelled=False)),
+        "text": _Record.of("text", _texts()),
+        "captioned-image": _Record.of("captioned-image", _captioned()),
+    }
+
+
+def _hexes(rows: Any) -> Any:
+    return [[float(x).hex() for x in row] for row in rows]
+
+
+def _digests(images: Any) -> list[str]:
+    return [hashlib.sha256(np.ascontiguousarray(q, "<f4").tobytes()).hexdigest() for q in images]
+
+
+def _text_digests(texts: list[str]) -> list[str]:
+    return [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+
+
+class StandIn(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageTextOracle):
+    """A deterministic model that answers from SHA-256 of each query (float32 bytes, UTF-8).
+
+    ``classify``: the four bytes ``b_c`` of the digest give ``(b_c + 1) / Σ (b + 1)``
+    (exact in binary64 up to the division), or the index of the largest as a label;
+    ``embed-images`` and ``embed-image-text``: ``(b_d − 127.5) / 64`` for the first four
+    bytes; ``token-logprobs``: ``−(b + 1) / 64`` for each word after the first. A query in
+    ``known`` (what a model trained on the published versions recalls) is answered with
+    near-certainty: probability ``1 − 3·2^−20`` on its label, or log-probabilities ``/ 64``
+    smaller. Every call is kept in :attr:`calls` as (images' digests, texts' digests,
+    answer as JSON).
+    """
+
+    def __init__(
+        self, capability: str, output: str = "", known: dict[bytes, int] | None = None
+    ) -> None:
+        """Offer ``capability``; ``output`` is the classifier's (probabilities or label)."""
+        self.known = known or {}
+        classes = N_CLASSES if capability == "classify" else 0
+        self._info = OracleInfo(
+            "vector-oracle", "memoriser" if known else "sha256", (capability,), output, classes, 512
+        )
+        self.calls: list[tuple[list[str], list[str], dict[str, Any]]] = []
+
+    @property
+    def info(self) -> OracleInfo:
+        """The Describe map's fields."""
+        return self._info
+
+    @staticmethod
+    def _bytes(query: Any) -> bytes:
+        return (
+            query.encode("utf-8")
+            if isinstance(query, str)
+            else np.ascontiguousarray(query).tobytes()
+        )
+
+    def _vector(self, query: Any) -> np.ndarray[Any, Any]:
+        digest = hashlib.sha256(self._bytes(query)).digest()
+        return np.array([(b - 127.5) / 64 for b in digest[:DIM]], dtype=np.float64)
+
+    def classify(self, images: Any) -> ClassifyAnswer:
+        """Probabilities (or labels) from each image's digest."""
+        rows = np.empty((len(images), N_CLASSES), dtype=np.float64)
+        for n, image in enumerate(images):
+            label = self.known.get(self._bytes(image))
+            if label is not None:
+                rows[n] = 2.0**-20
+                rows[n, label] = 1.0 - 3 * 2.0**-20
+                continue
+            weights = np.array(
+                [b + 1 for b in hashlib.sha256(self._bytes(image)).digest()[:N_CLASSES]],
+                dtype=np.float64,
+            )
+            rows[n] = weights / weights.sum()
+        if self._info.classify_output == "label":
+            answer = ClassifyAnswer(labels=rows.argmax(axis=1).astype(np.int64))
+            self.calls.append((_digests(images), [], {"labels": answer.to_value()}))
+            return answer
+        self.calls.append((_digests(images), [], {"probabilities": _hexes(rows)}))
+        return ClassifyAnswer(probabilities=rows)
+
+    def embed_images(self, images: Any) -> EmbeddingAnswer:
+        """One vector per image from its digest."""
+        rows = np.stack([self._vector(image) for image in images])
+        self.calls.append((_digests(images), [], {"embeddings": _hexes(rows)}))
+        return EmbeddingAnswer(rows)
+
+    def token_logprobs(self, texts: list[str]) -> LogprobAnswer:
+        """One log-probability per word after the first, from the text's digest."""
+        answers = []
+        for text in texts:
+            digest = hashlib.sha256(text.encode("utf-8")).digest()
+            scale = 4096.0 if text.encode("utf-8") in self.known else 64.0
+            answers.append(
+                np.array([-(digest[n] + 1) / scale for n in range(len(text.split()) - 1)])
+            )
+        self.calls.append(([], _text_digests(texts), {"logprobs": _hexes(answers)}))
+        return LogprobAnswer(tuple(answers))
+
+    def embed_image_text(self, images: Any, texts: list[str]) -> ImageTextAnswer:
+        """One vector per image and per text, from its digest."""
+        image_rows = np.stack([self._vector(image) for image in images])
+        text_rows = np.stack([self._vector(text) for text in texts])
+        answer = {"images": _hexes(image_rows), "texts": _hexes(text_rows)}
+        self.calls.append((_digests(images), _text_digests(texts), answer))
+        return ImageTextAnswer(image_rows, text_rows)
+
+
+def _memorised(record: _Record) -> dict[bytes, int]:
+    """The queries a model trained on the record's published versions recalls."""
+    known = {}
+    for data in record.published():
+        item = decode_item(data, record.kind)
+        if isinstance(item, TextItem):
+            known[item.text.encode("utf-8")] = 0
+        elif isinstance(item, ImageItem):
+            query = (item.pixels.astype(np.float32) / np.float32(255)).tobytes()
+            known[query] = item.label or 0
+    return known
+
+
+def _openings(record: _Record, opened: list[int]) -> list[dict[str, Any]]:
+    """The owner's openings of the pairs ``opened``, in that order."""
+    return [
+        {
+            "index": i,
+            "salt": record.salts[i].hex(),
+            "version0": v0.hex(),
+            "version1": v1.hex(),
+            "proof": [h.hex() for h in record.tree.inclusion_proof(i)],
+        }
+        for i in opened
+        for v0, v1 in [record.versions[i]]
+    ]
+
+
+def _claim_case(
+    name: str, record: _Record, oracle: StandIn, params: dict[str, Any]
+) -> dict[str, Any]:
+    """Run one claim through the claim engine; return its vector case."""
+    key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
+    claim = ClaimParams(0, record.tree.root(), "vector-oracle:0", "vector-model", **params)
+    nonce = hashlib.sha256(f"twinaudit claim vector nonce {name}".encode()).digest()
+    claim_id = f"vector-claim-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    session = ClaimSession.start(claim_id, record.claim_record, claim, oracle, nonce)
+    requests = []
+    while indices := session.next_request():
+        session.submit(
+            [
+                (
+                    i,
+                    PairOpening(record.salts[i], *record.versions[i]),
+                    record.tree.inclusion_proof(i),
+                )
+                for i in indices
+            ]
+        )
+        images, texts, _ = oracle.calls[-1]
+        requests.append({"pairs": indices, "images": images, "texts": texts})
+    verdict = {"arbiter": key_id(key.public_key()), "claim_id": claim_id, "time": TIME}
+    payload = session.verdict_payload(
+        arbiter=verdict["arbiter"], time=TIME, environment=dict(ENVIRONMENT)
+    )
+    return {
+        "name": f"claim: {name}",
+        "kind": "claim",
+        "valid": True,
+        "input": {
+            "record": {
+                "index": 0,
+                "root": record.tree.root().hex(),
+                "n_pairs": N_PAIRS,
+                "item_kind": record.kind,
+                "rho": RHO.hex(),
+                "time": RECEIPT_TIME,
+            },
+            "claim": to_typed(session.claim_map),
+            "verdict": {**verdict, "earlier_claims": 0, "environment": dict(ENVIRONMENT)},
+            "openings": _openings(record, session.opened),
+            "answers": [answer for _, _, answer in oracle.calls],
+        },
+        "expected": _expected(session, payload, requests),
+    }
+
+
+def _expected(
+    session: ClaimSession, payload: dict[str, Value], requests: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What a claim case expects of a claim that has stopped with ``payload``."""
+    final = payload["final"]
+    assert isinstance(final, dict)
+    statistic = final["log_statistic"]
+    assert statistic is None or isinstance(statistic, float)
+    return {
+        "requests": requests,
+        "opened": payload["opened"],
+        "indicators": payload["indicators"],
+        "final": {**final, "log_statistic": None if statistic is None else statistic.hex()},
+        "decision": payload["decision"],
+        "stop": payload["stop"],
+        "queries": payload["queries"],
+        "scores": _scores(session),
+        "transcript": {"hash": session.transcript.head.hex(), "records": session.transcript.count},
+        "payload": encode(payload).hex(),
+    }
+
+
+def _scores(session: ClaimSession) -> list[list[str]]:
+    """Both scores of every opened pair, as its transcript record has them."""
+    scores = []
+    for record in list(iter_records(session.transcript.to_bytes()))[1:]:
+        pair = record["scores"]
+        assert isinstance(pair, list)
+        scores.append([s.hex() for s in pair if isinstance(s, float)])
+    return scores
+
+
+class VectorOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageTextOracle):
+    """The oracle of a claim vector: its answers, in order, one per request.
+
+    Keeps the digests of what it was sent (:attr:`sent`); it never looks at the queries.
+    """
+
+    def __init__(self, info: OracleInfo, answers: list[dict[str, Any]]) -> None:
+        """Answer with ``answers`` (JSON, as a claim case's input lists them)."""
+        self._info = info
+        self.answers = list(answers)
+        self.sent: list[tuple[list[str], list[str]]] = []
+
+    @property
+    def info(self) -> OracleInfo:
+        """The Describe map of the claim map."""
+        return self._info
+
+    def _next(self, images: Any, texts: list[str]) -> dict[str, Any]:
+        self.sent.append((_digests(images) if images is not None else [], _text_digests(texts)))
+        if not self.answers:
+            raise AssertionError("the claim asked for more requests than the vector answers")
+        return self.answers.pop(0)
+
+    def classify(self, images: Any) -> ClassifyAnswer:
+        """The next answer: ``probabilities`` rows or ``labels``."""
+        answer = self._next(images, [])
+        if "labels" in answer:
+            return ClassifyAnswer(labels=np.array(answer["labels"], dtype=np.int64))
+        return ClassifyAnswer(probabilities=_matrix(answer["probabilities"]))
+
+    def embed_images(self, images: Any) -> EmbeddingAnswer:
+        """The next answer's ``embeddings``."""
+        return EmbeddingAnswer(_matrix(self._next(images, [])["embeddings"]))
+
+    def token_logprobs(self, texts: list[str]) -> LogprobAnswer:
+        """The next answer's ``logprobs``, one list per text."""
+        rows = self._next(None, texts)["logprobs"]
+        return LogprobAnswer(
+            tuple(np.array([float.fromhex(x) for x in row], dtype=np.float64) for row in rows)
+        )
+
+    def embed_image_text(self, images: Any, texts: list[str]) -> ImageTextAnswer:
+        """The next answer's ``images`` and ``texts`` embeddings."""
+        answer = self._next(images, texts)
+        return ImageTextAnswer(_matrix(answer["images"]), _matrix(answer["texts"]))
+
+
+def _matrix(rows: list[list[str]]) -> np.ndarray[Any, Any]:
+    values = np.array([[float.fromhex(x) for x in row] for row in rows], dtype=np.float64)
+    return values.reshape(len(rows), -1) if values.size else np.zeros((len(rows), 0))
+
+
+def run_claim(inp: dict[str, Any]) -> dict[str, Any]:
+    """Run a claim vector's input through the claim engine; return what it expects.
+
+    The claim map (the transcript's header) gives the claim's parameters and the
+    oracle's description; the oracle answers each request with the next listed answer;
+    the owner opens each requested pair with its listed opening. Raises the typed
+    error of the first check that fails.
+    """
+    rec = inp["record"]
+    record = ClaimRecord(
+        rec["index"],
+        bytes.fromhex(rec["root"]),
+        rec["n_pairs"],
+        rec["item_kind"],
+        bytes.fromhex(rec["rho"]),
+        rec["time"],
+    )
+    claim = from_typed(inp["claim"])
+    test = claim["test"]
+    params = ClaimParams(
+        claim["record"]["index"],
+        claim["record"]["root"],
+        claim["model"]["endpoint"],
+        claim["model"]["name"],
+        score_spec_from_value(claim["score"]),
+        test["name"],
+        test["params"]["p"],
+        test["params"].get("alpha"),
+        TiePolicy(claim["tie_rule"]),
+        claim["max_pairs"],
+        claim["query_budget"],
+        claim["window"],
+        claim["window_max"],
+    )
+    oracle = VectorOracle(OracleInfo.from_value(claim["model"]["oracle"]), inp["answers"])
+    verdict = inp["verdict"]
+    session = ClaimSession.start(verdict["claim_id"], record, params, oracle, claim["claim_nonce"])
+    if encode(session.claim_map) != encode(claim):
+        raise AssertionError("the claim engine made another claim map than the vector's")
+    openings = {o["index"]: o for o in inp["openings"]}
+    requests = []
+    while indices := session.next_request():
+        session.submit(
+            [
+                (
+                    i,
+                    PairOpening(
+                        bytes.fromhex(openings[i]["salt"]),
+                        bytes.fromhex(openings[i]["version0"]),
+                        bytes.fromhex(openings[i]["version1"]),
+                    ),
+                    [bytes.fromhex(h) for h in openings[i]["proof"]],
+                )
+                for i in indices
+            ]
+        )
+        images, texts = oracle.sent[-1]
+        requests.append({"pairs": indices, "images": images, "texts": texts})
+    payload = session.verdict_payload(
+        arbiter=verdict["arbiter"],
+        time=verdict["time"],
+        environment=dict(verdict["environment"]),
+        earlier_claims=verdict["earlier_claims"],
+    )
+    return _expected(session, payload, requests)
+
+
+def _claim_cases() -> dict[str, dict[str, Any]]:
+    """Run every valid claim of the file; return its cases by name."""
+    records = _records()
+    labelled, image = records["labelled"], records["image"]
+    text, captioned = records["text"], records["captioned-image"]
+    coin = TiePolicy.COIN
+    rows: list[tuple[str, _Record, StandIn, dict[str, Any]]] = [
+        (
+            "image-classifier C1, pad-shift-flip-dither K=2, mixture-e, skip, max_pairs 12",
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=2, perturbation="pad-shift-flip-dither", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 12,
+                "window": 4,
+            },
+        ),
+        (
+            "image-classifier C3 label answers, dither K=1, pprm-chernoff, coin",
+            labelled,
+            StandIn("classify", "label"),
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C3"),
+                "test_name": "pprm-chernoff",
+                "p": 0.05,
+                "tie_rule": coin,
+                "window": 4,
+                "window_max": 8,
+            },
+        ),
+        (
+            "image-classifier C2 of labelled images, none K=1, mixture-e, coin, "
+            "stop on the query budget",
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C2"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "tie_rule": coin,
+                "window": 2,
+                "query_budget": 14,
+            },
+        ),
+        (
+            "image-classifier C1 logit, margin 0.25, random-resized-crop K=2, "
+            "pprm-chernoff, skip, max_pairs 6",
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(
+                    k=2,
+                    perturbation="random-resized-crop",
+                    knowledge="C1",
+                    statistic="logit",
+                    margin=0.25,
+                ),
+                "test_name": "pprm-chernoff",
+                "p": 0.05,
+                "max_pairs": 6,
+                "window": 2,
+                "window_max": 4,
+            },
+        ),
+        (
+            "image-classifier C4 from probability answers, simclr-crop-flip K=3, mixture-e, "
+            "skip, max_pairs 5",
+            image,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=3, perturbation="simclr-crop-flip", knowledge="C4"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 5,
+                "window": 1,
+                "window_max": 4,
+            },
+        ),
+        (
+            "image-classifier C1, dither K=1, mixture-e, skip, max_pairs 4",
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 4,
+                "window": 4,
+            },
+        ),
+        (
+            "a memorising classifier, C1 none K=1, mixture-e, skip: detected",
+            labelled,
+            StandIn("classify", "probabilities", _memorised(labelled)),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 2,
+            },
+        ),
+        (
+            "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pairs 8",
+            image,
+            StandIn("embed-images"),
+            {
+                "score": EncoderSpec(k=2, perturbation="random-resized-crop-flip"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 8,
+                "window": 4,
+            },
+        ),
+        (
+            "language-model, pprm-chernoff, coin",
+            text,
+            StandIn("token-logprobs"),
+            {
+                "score": LanguageSpec(),
+                "test_name": "pprm-chernoff",
+                "p": 0.05,
+                "tie_rule": coin,
+                "window": 8,
+            },
+        ),
+        (
+            "a memorising language model, mixture-e, skip: detected",
+            text,
+            StandIn("token-logprobs", known=_memorised(text)),
+            {"score": LanguageSpec(), "test_name": "mixture-e", "p": 0.05, "window": 4},
+        ),
+        (
+            "image-text, mixture-e, coin, query budget 12",
+            captioned,
+            StandIn("embed-image-text"),
+            {
+                "score": ImageTextSpec(),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "tie_rule": coin,
+                "query_budget": 12,
+                "window": 2,
+            },
+        ),
+        (
+            "image-text, pprm-chernoff, skip",
+            captioned,
+            StandIn("embed-image-text"),
+            {"score": ImageTextSpec(), "test_name": "pprm-chernoff", "p": 0.05, "window": 8},
+        ),
+    ]
+    return {
+        name: _claim_case(name, record, oracle, params) for name, record, oracle, params in rows
+    }
+
+
+#: A change to a claim case's input; it also gets the pairs of the claim's first request.
+Edit = Callable[[dict[str, Any], list[int]], None]
+
+
+def _answer(request: int, key: str, edit: Callable[[list[Any]], object]) -> Edit:
+    """Change the ``key`` rows (``probabilities``, ``embeddings``, …) of one answer."""
+
+    def apply(inp: dict[str, Any], _: list[int]) -> None:
+        edit(inp["answers"][request][key])
+
+    return apply
+
+
+def _opening(position: int, edit: Callable[[dict[str, Any], dict[str, Any]], object]) -> Edit:
+    """Change the opening of the ``position``-th pair of the first request (given the next)."""
+
+    def apply(inp: dict[str, Any], first: list[int]) -> None:
+        openings = {o["index"]: o for o in inp["openings"]}
+        edit(openings[first[position]], openings[first[position + 1]])
+
+    return apply
+
+
+def _claim_entry(*path: str, value: dict[str, Any]) -> Edit:
+    """Set the entry at ``path`` of the claim map (typed JSON) to ``value``."""
+
+    def apply(inp: dict[str, Any], _: list[int]) -> None:
+        entries = inp["claim"]["map"]
+        for key in path[:-1]:
+            entries = next(e for e in entries if e[0] == key)[1]["map"]
+        next(e for e in entries if e[0] == path[-1])[1] = value
+
+    return apply
+
+
+def _labels_for_probabilities(inp: dict[str, Any], _: list[int]) -> None:
+    answer = inp["answers"][0]
+    answer["labels"] = [0] * len(answer.pop("probabilities"))
+
+
+def _swap_versions(opening: dict[str, Any], _: dict[str, Any]) -> None:
+    opening["version0"], opening["version1"] = opening["version1"], opening["version0"]
+
+
+def _take_next(opening: dict[str, Any], following: dict[str, Any]) -> None:
+    for key in ("salt", "version0", "version1"):
+        opening[key] = following[key]
+
+
+_SHORT = "image-classifier C1, dither K=1, mixture-e, skip, max_pairs 4"
+_ENCODER = "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pairs 8"
+_LANGUAGE = "language-model, pprm-chernoff, coin"
+_IMAGE_TEXT = "image-text, mixture-e, coin, query budget 12"
+_NAN = float("nan").hex()
+
+#: One input of a valid claim changed: (base claim, change, the request that fails (-1:
+#: the claim fails to start), edit). The claim must fail with a typed error.
+BROKEN: list[tuple[str, str, int, Edit]] = [
+    (
+        _SHORT,
+        "answers with one class too few",
+        0,
+        _answer(0, "probabilities", lambda rows: [r.pop() for r in rows]),
+    ),
+    (_SHORT, "one answer too few", 0, _answer(0, "probabilities", lambda rows: rows.pop())),
+    (
+        _SHORT,
+        "a probability above 1",
+        0,
+        _answer(0, "probabilities", lambda rows: rows[0].__setitem__(0, (1.5).hex())),
+    ),
+    (
+        _SHORT,
+        "a NaN probability",
+        0,
+        _answer(0, "probabilities", lambda rows: rows[1].__setitem__(2, _NAN)),
+    ),
+    (
+        _SHORT,
+        "a row summing to 1.01",
+        0,
+        _answer(
+            0,
+            "probabilities",
+            lambda rows: rows.__setitem__(0, [x.hex() for x in (0.25, 0.25, 0.25, 0.26)]),
+        ),
+    ),
+    (_SHORT, "labels answered where the claim needs probabilities", 0, _labels_for_probabilities),
+    (
+        "image-classifier C3 label answers, dither K=1, pprm-chernoff, coin",
+        "a label outside the classes",
+        1,
+        _answer(1, "labels", lambda rows: rows.__setitem__(0, N_CLASSES)),
+    ),
+    (
+        _SHORT,
+        "an opening with another salt",
+        0,
+        _opening(0, lambda o, _: o.__setitem__("salt", "00" * 32)),
+    ),
+    (_SHORT, "an opening with its versions swapped", 0, _opening(0, _swap_versions)),
+    (_SHORT, "the second pair opened with the third pair's opening", 0, _opening(1, _take_next)),
+    (_SHORT, "a proof one hash short", 0, _opening(2, lambda o, _: o["proof"].pop())),
+    (
+        _SHORT,
+        "a claim on another root",
+        -1,
+        _claim_entry("record", "root", value={"bin": "00" * 32}),
+    ),
+    (
+        _SHORT,
+        "C1 against an oracle that answers labels",
+        -1,
+        _claim_entry("model", "oracle", "classify_output", value={"str": "label"}),
+    ),
+    (
+        _SHORT,
+        "an image score on a record of texts",
+        -1,
+        lambda inp, _: inp["record"].__setitem__("item_kind", "text"),
+    ),
+    (
+        _ENCODER,
+        "copies that are dithered images",
+        -1,
+        _claim_entry("score", "perturbation", value={"str": "dither"}),
+    ),
+    (
+        _ENCODER,
+        "copies that are the image",
+        -1,
+        _claim_entry("score", "perturbation", value={"str": "none"}),
+    ),
+    (
+        _ENCODER,
+        "one copy per version",
+        -1,
+        _claim_entry("score", "k", value={"int": "1"}),
+    ),
+    (
+        _ENCODER,
+        "an embedding of zeros",
+        0,
+        _answer(0, "embeddings", lambda rows: rows.__setitem__(3, [(0.0).hex()] * DIM)),
+    ),
+    (
+        _ENCODER,
+        "an entry above 2^64",
+        1,
+        _answer(1, "embeddings", lambda rows: rows[0].__setitem__(1, (2.0**65).hex())),
+    ),
+    (
+        _ENCODER,
+        "embeddings of dimension 0",
+        0,
+        _answer(0, "embeddings", lambda rows: [r.clear() for r in rows]),
+    ),
+    (
+        _LANGUAGE,
+        "a positive log-probability",
+        0,
+        _answer(0, "logprobs", lambda rows: rows[3].__setitem__(0, (0.5).hex())),
+    ),
+    (
+        _LANGUAGE,
+        "log-probabilities for one text too few",
+        0,
+        _answer(0, "logprobs", lambda rows: rows.pop()),
+    ),
+    (
+        _LANGUAGE,
+        "a NaN log-probability",
+        0,
+        _answer(0, "logprobs", lambda rows: rows[0].__setitem__(1, _NAN)),
+    ),
+    (
+        _IMAGE_TEXT,
+        "caption embeddings of another dimension",
+        0,
+        _answer(0, "texts", lambda rows: [r.append((1.0).hex()) for r in rows]),
+    ),
+    (_IMAGE_TEXT, "one image embedding too few", 1, _answer(1, "images", lambda rows: rows.pop())),
+]
+
+
+def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row of :data:`BROKEN`: the base claim's input with one change, and its error.
+
+    The input keeps the openings and answers up to the request that fails (none when
+    the claim fails to start): a claim stops at its first failure.
+    """
+    cases = []
+    for base, change, fails, edit in BROKEN:
+        inp = copy.deepcopy(valid[base]["input"])
+        requests = valid[base]["expected"]["requests"]
+        kept = {i for request in requests[: fails + 1] for i in request["pairs"]}
+        inp["openings"] = [o for o in inp["openings"] if o["index"] in kept]
+        inp["answers"] = inp["answers"][: fails + 1]
+        edit(inp, requests[0]["pairs"])
+        try:
+            run_claim(inp)
+        except TwinauditError as exc:
+            error = exc.code
+        else:  # pragma: no cover - every row breaks its claim
+            raise AssertionError(f"{change}: the claim did not fail")
+        cases.append(
+            {
+                "name": f"claim: {base}: {change}",
+                "kind": "claim",
+                "valid": False,
+                "input": inp,
+                "error": error,
+            }
+        )
+    return cases
+
+
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
+    claims = _claim_cases()
+    for name, made in claims.items():
+        assert run_claim(made["input"]) == made["expected"], name
     return {
         "spec_version": SPEC_VERSION,
         "topic": "claims",
         "description": (
-            "The window schedule of a claim (spec §10.1, §10.2 step 3). 'limit' is "
-            "min(max_pairs, n) (n when max_pairs is 0), 'queries_per_pair' is 2K, "
-            "'query_budget' 0 means unlimited. 'sizes' lists the number of pairs of "
-            "every request, in order, until the schedule stops (a claim that decides "
-            "early makes only a prefix of them). Invalid cases name the error code."
+            "Claims (spec §10–§11). 'schedule': the window schedule of a claim (§10.1, "
+            "§10.2 step 3). 'limit' is min(max_pairs, n) (n when max_pairs is 0), "
+            "'queries_per_pair' is 2K, 'query_budget' 0 means unlimited. 'sizes' lists the "
+            "number of pairs of every request, in order, until the schedule stops (a claim "
+            "that decides early makes only a prefix of them). 'claim': a whole claim run by "
+            "the verifier (§10.2). Input: the escrow 'record' (its root, size, item kind, "
+            "rho and receipt time), the 'claim' map of §10.1 as typed JSON (appendix A; the "
+            "transcript's header), the verdict's own fields ('verdict': arbiter key id, "
+            "claim_id, time, earlier_claims, environment), the owner's 'openings' of the pairs "
+            "the claim opens (salt, both versions' bytes, inclusion proof), and the oracle's "
+            "'answers', "
+            "one per request in the order the requests are made, each answering the "
+            "request's queries in the order they are sent: 'probabilities' rows or 'labels' "
+            "(classify), 'embeddings' rows (embed-images), 'logprobs' lists, one per text "
+            "(token-logprobs), 'images' and 'texts' rows (embed-image-text). Expected: per "
+            "request, the pairs it opens and the SHA-256 of every query in the order sent "
+            "('images': the float32 bytes, H, W, C row-major, little-endian; 'texts': the "
+            "UTF-8 bytes); the verdict's opened pairs, indicators, final state, decision, "
+            "stop and queries; both scores of every opened pair ('scores', as its transcript "
+            "record holds them) and the transcript's chain head and record count (§12); and "
+            "'payload', the canonical "
+            "verdict payload of §11 — compared byte for byte, except that its "
+            "final.log_statistic is compared to a relative 1e-9 (§12). The answers were "
+            "made by a stand-in model that reads SHA-256 of each query, one that recalls "
+            "the published versions in the 'detected' claims. Invalid claim cases change one "
+            "input of a valid one and keep the openings and answers up to the request that "
+            "fails; the claim MUST fail with 'error'. Floats are C99 hex strings."
         ),
-        "cases": [_schedule(row) for row in _SCHEDULES],
+        "cases": [
+            *[_schedule(row) for row in _SCHEDULES],
+            *claims.values(),
+            *_broken_cases(claims),
+        ],
     }
 
 

@@ -8,6 +8,7 @@ strings (``float.hex()``; ``nan`` and ``inf`` for the invalid cases), which are 
 from __future__ import annotations
 
 import hashlib
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -84,21 +85,151 @@ def resize(inp: dict[str, Any]) -> dict[str, Any]:
     return {"values": _hex(out.reshape(-1).tolist())}
 
 
-def _other_orders(image: np.ndarray[Any, Any], height: int, width: int) -> list[Any]:
-    """The same bilinear weights evaluated in three other orders (rows first; lerp forms)."""
-    r0, r1, ly = bilinear_axis(image.shape[0], height)
-    c0, c1, lx = bilinear_axis(image.shape[1], width)
-    lxc, lyc = lx[None, :, None], ly[:, None, None]
-    p00, p01 = image[r0][:, c0], image[r0][:, c1]
-    p10, p11 = image[r1][:, c0], image[r1][:, c1]
-    rows_first = (p00 * (1.0 - lyc) + p10 * lyc) * (1.0 - lxc) + (
-        p01 * (1.0 - lyc) + p11 * lyc
-    ) * lxc
-    top, bottom = p00 + (p01 - p00) * lxc, p10 + (p11 - p10) * lxc
-    lerp = top + (bottom - top) * lyc
-    left, right = p00 + (p10 - p00) * lyc, p01 + (p11 - p01) * lyc
-    lerp_rows_first = left + (right - left) * lxc
-    return [rows_first, lerp, lerp_rows_first]
+def _spec_order(p: Any, ly: Any, lx: Any) -> Any:
+    """§10.3's evaluation of neighbours ``p = (p00, p01, p10, p11)``: rows, then between them."""
+    return (p[0] * (1.0 - lx) + p[1] * lx) * (1.0 - ly) + (p[2] * (1.0 - lx) + p[3] * lx) * ly
+
+
+#: Plausible evaluations of the same bilinear weights that §10.3 does not allow: each
+#: takes the neighbours ``(p00, p01, p10, p11)`` and the two weights and returns the
+#: binary64 output.
+OTHER_ORDERS: dict[str, Any] = {
+    "rows first": lambda p, ly, lx: (
+        (p[0] * (1.0 - ly) + p[2] * ly) * (1.0 - lx) + (p[1] * (1.0 - ly) + p[3] * ly) * lx
+    ),
+    "lerp": lambda p, ly, lx: (
+        (p[0] + (p[1] - p[0]) * lx)
+        + ((p[2] + (p[3] - p[2]) * lx) - (p[0] + (p[1] - p[0]) * lx)) * ly
+    ),
+    "lerp, rows first": lambda p, ly, lx: (
+        (p[0] + (p[2] - p[0]) * ly)
+        + ((p[1] + (p[3] - p[1]) * ly) - (p[0] + (p[2] - p[0]) * ly)) * lx
+    ),
+    "four weights": lambda p, ly, lx: (
+        p[0] * ((1.0 - ly) * (1.0 - lx))
+        + p[1] * ((1.0 - ly) * lx)
+        + p[2] * (ly * (1.0 - lx))
+        + p[3] * (ly * lx)
+    ),
+}
+
+
+def scaled_first_axis(
+    in_size: int, out_size: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Weights with the source coordinate computed as ``((d + 0.5)·n)/m − 0.5`` (not §10.3's)."""
+    src = np.maximum((np.arange(out_size, dtype=np.float64) + 0.5) * in_size / out_size - 0.5, 0.0)
+    low = np.minimum(np.floor(src).astype(np.intp), in_size - 1)
+    return low, np.minimum(low + 1, in_size - 1), src - low
+
+
+def resize_with(
+    image: np.ndarray[Any, Any], height: int, width: int, order: Any = _spec_order, axis: Any = None
+) -> Any:
+    """Resize an (h, w, C) binary64 image with ``order``'s arithmetic and ``axis``'s weights."""
+    axis = axis or bilinear_axis
+    r0, r1, ly = axis(image.shape[0], height)
+    c0, c1, lx = axis(image.shape[1], width)
+    neighbours = (image[r0][:, c0], image[r0][:, c1], image[r1][:, c0], image[r1][:, c1])
+    return order(neighbours, ly[:, None, None], lx[None, :, None])
+
+
+def other_resizes(image: np.ndarray[Any, Any], height: int, width: int) -> dict[str, Any]:
+    """The resize of ``image`` under each other arithmetic order, and with other coordinates."""
+    others = {name: resize_with(image, height, width, f) for name, f in OTHER_ORDERS.items()}
+    others["coordinate scaled first"] = resize_with(image, height, width, axis=scaled_first_axis)
+    return others
+
+
+#: The uint8 intensities as binary64 ``p/255``, and every pair ``(a, b)`` of them.
+_LEVELS = np.arange(256, dtype=np.float64) / 255.0
+_FIRST, _SECOND = (g.reshape(-1) for g in np.meshgrid(_LEVELS, _LEVELS, indexing="ij"))
+#: Spacing of float32 values in [0.5, 1), where the traps' outputs lie.
+_F32_STEP = 2.0**-24
+
+
+def _near_boundary(ly: float, lx: float, ulps: int = 4) -> list[tuple[int, int, int, int]]:
+    """Neighbours ``(p00, p01, p10, p11)`` whose §10.3 output at weights ``(ly, lx)`` lies
+    in [0.5, 1) within ``ulps`` binary64 ulps of a float32 rounding boundary.
+
+    Meet in the middle: the output is ``X + Y`` with ``X = r(i0)·(1 − λy)`` over the 2^16
+    upper pairs and ``Y = r(i1)·λy`` over the lower ones, so the pairs whose residues
+    modulo the float32 step add up to half a step are found by one sorted search.
+    """
+    r = _FIRST * (1.0 - lx) + _SECOND * lx
+    upper, lower = r * (1.0 - ly), r * ly
+    res_upper = upper - np.floor(upper / _F32_STEP) * _F32_STEP
+    res_lower = lower - np.floor(lower / _F32_STEP) * _F32_STEP
+    order = np.argsort(res_upper, kind="stable")
+    ranked = res_upper[order]
+    target = np.mod(_F32_STEP / 2 - res_lower, _F32_STEP)
+    place = np.searchsorted(ranked, target)
+    found = set()
+    for step in (-1, 0, 1):
+        at = np.clip(place + step, 0, len(ranked) - 1)
+        gap = np.abs(ranked[at] - target)
+        for lo in np.nonzero(np.minimum(gap, _F32_STEP - gap) <= ulps * 2.0**-53)[0]:
+            hi = int(order[at[lo]])
+            if 0.5 <= upper[hi] + lower[lo] < 1.0:
+                found.add((hi // 256, hi % 256, int(lo) // 256, int(lo) % 256))
+    return sorted(found)
+
+
+def _exact_offsets(in_size: int, out_size: int) -> list[int]:
+    """Output indices of an axis, those whose binary64 λ is farthest from the exact one first.
+
+    Traps need weights that are not simple fractions: the exact output of simple weights
+    and of intensities p/255 keeps away from every float32 rounding boundary.
+    """
+    low, high, weights = bilinear_axis(in_size, out_size)
+    errors = []
+    for d in range(out_size):
+        exact = Fraction(2 * d + 1, 2) * Fraction(in_size, out_size) - Fraction(1, 2)
+        exact = max(exact, Fraction(0))
+        errors.append((-abs(Fraction(float(weights[d])) - (exact - int(low[d]))), d))
+    return [d for error, d in sorted(errors) if 0.0 < weights[d] < 1.0 and high[d] > low[d]]
+
+
+def trap_image(height: int, width: int, box: tuple[int, int, int, int], seed: int) -> Any:
+    """A uint8 (H, W, 1) image whose crop ``box`` (top, left, h, w), resized to H×W by
+    §10.3, has float32 pixels that no other order of :func:`other_resizes` gives.
+
+    Random intensities, and at some outputs four neighbours whose exact output lies
+    within a few binary64 ulps of a float32 rounding boundary (:func:`_near_boundary`),
+    chosen until each other order rounds at least two of them to another float32 value.
+    """
+    top, left, h, w = box
+    pixels = np.random.default_rng([seed, height, width]).integers(0, 256, (height, width, 1))
+    rows, cols = bilinear_axis(h, height), bilinear_axis(w, width)
+    coarse_rows, coarse_cols = scaled_first_axis(h, height), scaled_first_axis(w, width)
+    caught = dict.fromkeys([*OTHER_ORDERS, "coordinate scaled first"], 0)
+    taken: list[tuple[int, int]] = []
+    for dy in _exact_offsets(h, height)[:16]:
+        for dx in _exact_offsets(w, width)[:16]:
+            i0, j0 = int(rows[0][dy]), int(cols[0][dx])
+            ly, lx = float(rows[2][dy]), float(cols[2][dx])
+            if any(abs(i0 - i) < 2 and abs(j0 - j) < 2 for i, j in taken):
+                continue
+            best: tuple[list[str], tuple[int, int, int, int]] = ([], (0, 0, 0, 0))
+            for quad in _near_boundary(ly, lx):
+                p = [_LEVELS[v] for v in quad]
+                mine = np.float32(_spec_order(p, ly, lx))
+                others = {n: f(p, ly, lx) for n, f in OTHER_ORDERS.items()}
+                if (int(coarse_rows[0][dy]), int(coarse_cols[0][dx])) == (i0, j0):
+                    ratios = float(coarse_rows[2][dy]), float(coarse_cols[2][dx])
+                    others["coordinate scaled first"] = _spec_order(p, *ratios)
+                fooled = [n for n, v in others.items() if np.float32(v) != mine and caught[n] < 2]
+                if len(fooled) > len(best[0]):
+                    best = fooled, quad
+            if best[0]:
+                block = pixels[top + i0 : top + i0 + 2, left + j0 : left + j0 + 2, 0]
+                block[:] = np.array(best[1]).reshape(2, 2)
+                taken.append((i0, j0))
+                for name in best[0]:
+                    caught[name] += 1
+            if min(caught.values()) >= 2:
+                return pixels.astype(np.uint8)
+    raise AssertionError(f"too few traps for {box} in {height}x{width}: {caught}")
 
 
 def _resize_cases() -> list[dict[str, Any]]:
@@ -112,7 +243,8 @@ def _resize_cases() -> list[dict[str, Any]]:
             pixels = np.random.default_rng([seed, h, w]).integers(0, 256, (h, w, 1))
             image = pixels.astype(np.float64) / 255.0
             mine = resize_bilinear(image, out_h, out_w)
-            if all(not np.array_equal(mine, other) for other in _other_orders(image, out_h, out_w)):
+            others = other_resizes(image, out_h, out_w).values()
+            if all(not np.array_equal(mine, other) for other in others):
                 break
         else:  # pragma: no cover - a seed is found within the first few
             raise AssertionError(f"no distinguishing image for {name}")
@@ -197,6 +329,12 @@ def _draw_cases() -> list[dict[str, Any]]:
         ("simclr-crop-flip", 32, 24, 6),
         ("dither", 3, 4, 2),
         ("pad-shift-flip-dither", 6, 5, 2),
+        # Every attempt fails on these: the centred crop of §10.3 (wide, tall, moderate).
+        ("random-resized-crop", 1, 64, 2),
+        ("simclr-crop-flip", 64, 1, 2),
+        ("random-resized-crop-flip", 3, 10, 4),
+        # Some copies take an attempt, some the centred crop.
+        ("simclr-crop-flip", 2, 7, 6),
     ]:
         inp = {
             "family": family,
@@ -211,6 +349,14 @@ def _draw_cases() -> list[dict[str, Any]]:
         )
     bad = {"family": "rotate", "seed": SEED.hex(), "label": "x", "height": 4, "width": 4, "k": 1}
     cases.append(case("invalid: unknown family", "draws", bad, lambda: draws(bad)))
+    for name, change in [
+        ("k = 0", {"k": 0}),
+        ("k = 257", {"k": 257}),
+        ("height 0", {"height": 0}),
+        ("width 4097", {"width": 4097}),
+    ]:
+        inp = {**bad, "family": "random-resized-crop", **change}
+        cases.append(case(f"invalid: {name}", "draws", inp, lambda i=inp: draws(i)))
     return cases
 
 
@@ -291,6 +437,93 @@ def _copy_cases() -> list[dict[str, Any]]:
         },
     }
     cases.append(case("invalid: crop taller than the image", "copy", bad, lambda: copy_digest(bad)))
+    for name, params in [
+        ("none", {"family": "none"}),
+        (
+            "random-resized-crop",
+            {"family": "random-resized-crop", "top": 1, "left": 1, "height": 5, "width": 3},
+        ),
+        ("pad-shift-flip", {"family": "pad-shift-flip", "top": 8, "left": 3, "flip": True}),
+        (
+            "pad-shift-flip, no flip",
+            {"family": "pad-shift-flip", "top": 0, "left": 5, "flip": False},
+        ),
+        (
+            "invalid: pad-shift-flip top 9",
+            {"family": "pad-shift-flip", "top": 9, "left": 0, "flip": False},
+        ),
+        ("invalid: flip given as 1", {"family": "pad-shift-flip", "top": 1, "left": 0, "flip": 1}),
+        (
+            "invalid: a crop with an extra key",
+            {
+                "family": "random-resized-crop",
+                "top": 0,
+                "left": 0,
+                "height": 2,
+                "width": 2,
+                "flip": False,
+            },
+        ),
+    ]:
+        inp = {**base, "params": params}
+        cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))
+    return cases
+
+
+def _alternative_copy(image: np.ndarray[Any, Any], params: dict[str, Any], other: str) -> bytes:
+    """The float32 bytes of a crop copy resized by the ``other`` order of :func:`other_resizes`."""
+    top, left, h, w = (params[k] for k in ("top", "left", "height", "width"))
+    crop = np.ascontiguousarray(image[top : top + h, left : left + w])
+    resized = other_resizes(crop, image.shape[0], image.shape[1])[other]
+    if params.get("flip"):
+        resized = resized[:, ::-1]
+    return np.ascontiguousarray(np.clip(resized, 0.0, 1.0).astype(np.float32)).tobytes()
+
+
+def _order_copy_cases() -> list[dict[str, Any]]:
+    """Crop copies whose float32 pixels pin the arithmetic order of §10.3's resize.
+
+    On small images every order of the bilinear arithmetic rounds to the same float32
+    copy: the exact output of simple weights keeps far from float32 rounding boundaries.
+    These images are large enough for weights that are not simple fractions, and hold
+    neighbours (:func:`trap_image`) that each other order rounds the other way.
+    """
+    height, width = 103, 109
+    cases = []
+    rows: list[tuple[str, dict[str, Any], int]] = [
+        (
+            "random-resized-crop pins the resize order",
+            {"family": "random-resized-crop", "top": 4, "left": 3, "height": 95, "width": 100},
+            1,
+        ),
+        (
+            "random-resized-crop-flip pins the resize order",
+            {
+                "family": "random-resized-crop-flip",
+                "top": 2,
+                "left": 5,
+                "height": 95,
+                "width": 100,
+                "flip": True,
+            },
+            2,
+        ),
+    ]
+    for name, params, seed in rows:
+        box = (params["top"], params["left"], params["height"], params["width"])
+        pixels = trap_image(height, width, box, seed)
+        inp = {
+            "height": height,
+            "width": width,
+            "channels": 1,
+            "pixels": pixels.tobytes().hex(),
+            "params": params,
+        }
+        made = case(name, "copy", inp, lambda i=inp: copy_digest(i))
+        for other in other_resizes(np.zeros((1, 1, 1)), 1, 1):
+            copy = _alternative_copy(to_unit(pixels), params, other)
+            assert hashlib.sha256(copy).hexdigest() != made["expected"]["sha256"], (name, other)
+        cases.append(made)
     return cases
 
 
@@ -300,6 +533,19 @@ def _classifier_cases() -> list[dict[str, Any]]:
     # A memorised item: the label's probability within 1e-9 of 1, the rest tiny.
     sure = np.array([[1e-12, 1.0 - 1e-9 - 2e-12, 1e-9, 1e-12], [0.0, 1.0 - 3e-10, 2e-10, 1e-10]])
     wrong = np.array([[1.0, 0.0, 0.0, 0.0]])
+    # Two rows whose largest probabilities are equal: the lower class is the label.
+    tops = np.array(
+        [
+            [0.125, 0.375, 0.375, 0.125],
+            [0.5, 0.25, 0.125, 0.125],
+            [0.0, 0.5, 0.5, 0.0],
+            [0.25, 0.25, 0.5, 0.0],
+        ]
+    )
+    # A wrong class at the clamp's edge (binary64 1 - 1e-12) and one ulp above it.
+    edge = 1.0 - 1e-12
+    above = float(np.nextafter(edge, 2.0))
+    edge_rest, above_rest = 1.0 - edge, 1.0 - above
 
     def score_map(
         k: int, knowledge: str, statistic: str | None = None, margin: Any = None
@@ -412,6 +658,109 @@ def _classifier_cases() -> list[dict[str, Any]]:
             score_map(3, "C1", "logit"),
             {"probabilities": _hex(soft.tolist()), "label": 4},
         ),
+        (
+            "C3 entropy, K=4 probability answers read as labels (equal largest: the lowest)",
+            score_map(4, "C3"),
+            {"probabilities": _hex(tops.tolist()), "label": 1},
+        ),
+        (
+            "C4 entropy, K=4 probability answers read as labels",
+            score_map(4, "C4"),
+            {"probabilities": _hex(tops.tolist()), "label": None},
+        ),
+        (
+            "C3 entropy, the committed label never answered (floored at 1e-5)",
+            score_map(3, "C3"),
+            {"labels": [0, 0, 2], "label": 3},
+        ),
+        (
+            "C4 entropy, K=2 labels that agree",
+            score_map(2, "C4"),
+            {"labels": [3, 3], "label": None},
+        ),
+        (
+            "C2 entropy, zero probabilities add nothing",
+            score_map(2, "C2"),
+            {"probabilities": _hex([[0.5, 0.0, 0.5, 0.0], [0.25, 0.0, 0.75, 0.0]]), "label": None},
+        ),
+        (
+            "C1 entropy, a wrong class at 1 - 1e-12 takes log1p",
+            score_map(1, "C1"),
+            {"probabilities": _hex([[edge_rest, edge, 0.0, 0.0]]), "label": 0},
+        ),
+        (
+            "C1 entropy, a wrong class just above 1 - 1e-12 takes ln(1e-12)",
+            score_map(1, "C1"),
+            {"probabilities": _hex([[above_rest, above, 0.0, 0.0]]), "label": 0},
+        ),
+        (
+            "C2 logit, equal largest sums: the lowest class",
+            score_map(2, "C2", "logit"),
+            {
+                "probabilities": _hex([[0.5, 0.25, 0.25, 0.0], [0.25, 0.5, 0.25, 0.0]]),
+                "label": None,
+            },
+        ),
+        (
+            "invalid: C4 with K=1",
+            score_map(1, "C4"),
+            {"labels": [2], "label": None},
+        ),
+        (
+            "invalid: C1 answered with labels",
+            score_map(2, "C1"),
+            {"labels": [1, 1], "label": 1},
+        ),
+        (
+            "invalid: C2 answered with labels",
+            score_map(2, "C2"),
+            {"labels": [1, 1], "label": None},
+        ),
+        (
+            "invalid: C1 without a committed label",
+            score_map(3, "C1"),
+            {"probabilities": _hex(soft.tolist()), "label": None},
+        ),
+        (
+            "invalid: K answers for another K",
+            score_map(2, "C1"),
+            {"probabilities": _hex(soft.tolist()), "label": 0},
+        ),
+        (
+            "invalid: rows of 3 classes for 4",
+            score_map(3, "C2"),
+            {
+                "probabilities": _hex(
+                    (soft[:, :3] / soft[:, :3].sum(axis=1, keepdims=True)).tolist()
+                ),
+                "label": None,
+            },
+        ),
+        (
+            "invalid: a negative probability",
+            score_map(1, "C2"),
+            {"probabilities": _hex([[-0.25, 0.75, 0.25, 0.25]]), "label": None},
+        ),
+        (
+            "invalid: a NaN probability",
+            score_map(1, "C2"),
+            {"probabilities": _hex([[float("nan"), 0.5, 0.25, 0.25]]), "label": None},
+        ),
+        (
+            "invalid: a label answer outside the classes",
+            score_map(2, "C3"),
+            {"labels": [1, 4], "label": 1},
+        ),
+        (
+            "invalid: a knowledge condition C5",
+            score_map(2, "C5"),
+            {"labels": [1, 1], "label": 1},
+        ),
+        (
+            "invalid: K = 0",
+            score_map(0, "C4"),
+            {"labels": [], "label": None},
+        ),
     ]
     cases = []
     for name, score_value, answer in rows:
@@ -451,6 +800,9 @@ def _cosine_cases() -> list[dict[str, Any]]:
         ("random, D=16", rng.standard_normal(16).tolist(), rng.standard_normal(16).tolist()),
         # A naive left-to-right dot product gives 0 here; the exactly rounded one gives 1.
         ("cancellation needs the exact sum", [1e16, 1.0, -1e16], [1.0, 1.0, 1.0]),
+        # Every product is -0.0; their exactly rounded sum is +0.0.
+        ("a zero dot product of negative zeros is +0", [1.0, 0.0], [-0.0, -2.0]),
+        ("D=1", [3.0], [-0.5]),
         ("invalid: zero vector", [0.0, 0.0], [1.0, 2.0]),
         ("invalid: NaN", [float("nan"), 1.0], [1.0, 2.0]),
         ("invalid: entry above 2^64", [2.0**65, 1.0], [1.0, 2.0]),
@@ -470,7 +822,11 @@ def _encoder_cases() -> list[dict[str, Any]]:
         ("K=2, D=3", [[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]),
         ("K=8, D=8, nearly aligned", (near + 0.1 * rng.standard_normal((8, 8))).tolist()),
         ("K=6, D=5, random", rng.standard_normal((6, 5)).tolist()),
+        ("K=3, identical rows", [[0.1, 0.2, 0.3]] * 3),
+        ("K=2, opposite rows", [[1.0, -2.0], [-1.0, 2.0]]),
         ("invalid: one copy", [[1.0, 2.0]]),
+        ("invalid: a NaN", [[1.0, 2.0], [float("nan"), 1.0]]),
+        ("invalid: an entry above 2^64", [[1.0, 2.0], [2.0**64 * 1.5, 1.0]]),
         ("invalid: a zero embedding", [[1.0, 2.0], [0.0, 0.0], [2.0, 1.0]]),
         ("invalid: infinity", [[1.0, float("inf")], [1.0, 2.0]]),
     ]
@@ -488,7 +844,12 @@ def _language_cases() -> list[dict[str, Any]]:
         ("random, 40 tokens", (-rng.exponential(2.0, 40)).tolist()),
         ("no token after the first", []),
         ("a certain token", [0.0, -1.0]),
+        # A naive running sum stays at -1; the exactly rounded sum does not.
+        ("the exact sum decides", [-1.0] + [-1e-16] * 10),
+        # The exactly rounded sum of -0.0 is +0.0.
+        ("one log-probability of -0", [-0.0]),
         ("invalid: positive log-probability", [-1.0, 0.25]),
+        ("invalid: NaN", [-1.0, float("nan")]),
         ("invalid: minus infinity", [-1.0, float("-inf")]),
     ]
     cases = []
@@ -503,7 +864,9 @@ def _image_text_cases() -> list[dict[str, Any]]:
     rows = [
         ("D=4", [0.25, -1.0, 2.0, 0.5], [1.0, 0.0, 1.5, -0.5]),
         ("random, D=32", rng.standard_normal(32).tolist(), rng.standard_normal(32).tolist()),
+        ("D=1, opposite", [2.0], [-0.25]),
         ("invalid: dimensions differ", [1.0, 2.0], [1.0, 2.0, 3.0]),
+        ("invalid: NaN in the image embedding", [float("nan"), 2.0], [1.0, 2.0]),
         ("invalid: zero caption embedding", [1.0, 2.0], [0.0, 0.0]),
     ]
     cases = []
@@ -523,9 +886,13 @@ def build() -> dict[str, Any]:
             "drawn from the PRG stream (seed, label) for a family and an image size. "
             "'copy': SHA-256 of the float32 copy (H, W, C row-major, little-endian) that "
             "a parameter map makes of the uint8 image 'pixels' (a byte string in a map, a "
-            "dither key, is written {\"bin\": hex}). 'resize': the binary64 output, row-major, "
+            "dither key, is written {\"bin\": hex}); the copies named '... pins the resize order' "
+            "crop 103x109 images whose float32 copy no other evaluation of the resize tried "
+            "gives (rows first, a + (b - a)·λ either way, four products of weights, or the "
+            "coordinate computed as ((d + 0.5)·n)/m): on small images they all give the same "
+            "copy. 'resize': the binary64 output, row-major, "
             "of the bilinear resize of §10.3 of an image of binary64 values; each valid case's "
-            "output differs from the same weights evaluated rows first or as a + (b - a)·λ. "
+            "output differs from each of those other evaluations. "
             "'classifier-score': the image-classifier "
             "score (spec 10.3) of one version, from the claim's score map, the oracle's "
             "number of classes, the committed label (null: none) and the K answers "
@@ -541,6 +908,7 @@ def build() -> dict[str, Any]:
         "cases": [
             *_draw_cases(),
             *_copy_cases(),
+            *_order_copy_cases(),
             *_resize_cases(),
             *_classifier_cases(),
             *_outcome_cases(),

@@ -6,8 +6,10 @@ must succeed and give the listed decision, indicators and final state. The claim
 cover both tests, both tie rules, a stop on the query budget, probability and
 label answers, and a detection. Broken cases are one valid claim with one field
 changed and signed again (``check``: the verdict must be refused, ``invalid-input``)
-or one transcript record changed and chained again into a re-signed verdict
-(``replay``: ``verification-failed``), so that only the check named can refuse them.
+or one transcript record changed and chained again into a re-signed verdict, or
+one verdict field that checking cannot refuse changed and signed again, the transcript
+unchanged (``replay``: ``verification-failed``), so that only the check named can
+refuse them.
 
 The claims run through the verifier's claim engine against a deterministic stand-in
 model: its probability vector for an image is the 10 bytes of SHA-256 of the image's
@@ -348,6 +350,67 @@ REPLAY_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
 }
 
 
+def _flip_first_indicator(payload: dict[str, Any]) -> None:
+    first = payload["indicators"][0]
+    payload["indicators"] = {"1": "0", "0": "1"}.get(first, "1") + payload["indicators"][1:]
+
+
+def _one_success_less(payload: dict[str, Any]) -> None:
+    payload["final"]["successes"] -= 1
+
+
+def _statistic_off(payload: dict[str, Any]) -> None:
+    payload["final"]["log_statistic"] *= 1.0 + 1e-6
+
+
+def _swap_first_opened(payload: dict[str, Any]) -> None:
+    opened = payload["opened"]
+    opened[0], opened[1] = opened[1], opened[0]
+
+
+_SHORT_CLAIM = "mixture-e, skip, C1 dither K=1, max_pairs 4"
+_DETECTION = "mixture-e, skip, a memorising model is detected"
+
+#: Verdict fields changed (signed again) so that the verdict still checks (§11) but is
+#: not what its unchanged transcript replays to (§12): (claim, change, edit). Replay must
+#: refuse each.
+VERDICT_REPLAY_CASES: list[tuple[str, str, Edit]] = [
+    (
+        _SHORT_CLAIM,
+        "a verdict that says detected",
+        lambda p: p.update(decision="detected", stop="detected"),
+    ),
+    (
+        _DETECTION,
+        "a detection that says not detected",
+        lambda p: p.update(decision="not-detected", stop="exhausted"),
+    ),
+    (_SHORT_CLAIM, "an indicator flipped", _flip_first_indicator),
+    (_SHORT_CLAIM, "final.successes one less", _one_success_less),
+    (_SHORT_CLAIM, "final.log_statistic off by a relative 1e-6", _statistic_off),
+    (_SHORT_CLAIM, "the first two opened pairs swapped", _swap_first_opened),
+]
+
+
+def _verdict_replay_cases(claims: dict[str, tuple[bytes, bytes]]) -> list[dict[str, Any]]:
+    """One case per row of :data:`VERDICT_REPLAY_CASES`, the claim's transcript unchanged."""
+    cases = []
+    for claim, name, edit in VERDICT_REPLAY_CASES:
+        envelope, transcript = claims[claim]
+        changed = copy.deepcopy(_payload(envelope))
+        edit(changed)
+        cases.append(
+            {
+                "name": f"replay: {name}",
+                "kind": "replay",
+                "valid": False,
+                "input": {"envelope": _sign(changed).decode(), "transcript": transcript.hex()},
+                "error": "verification-failed",
+            }
+        )
+    return cases
+
+
 def _broken(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
     payload = _payload(envelope)
     cases: list[dict[str, Any]] = []
@@ -391,7 +454,8 @@ def build() -> dict[str, Any]:
     claims = _claims()
     cases = [_valid(name, *made) for name, made in claims.items()]
     # The broken cases change the short claim (four pairs): small files, every check hit.
-    cases += _broken(*claims["mixture-e, skip, C1 dither K=1, max_pairs 4"])
+    cases += _broken(*claims[_SHORT_CLAIM])
+    cases += _verdict_replay_cases(claims)
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     return {
         "spec_version": SPEC_VERSION,
@@ -404,7 +468,9 @@ def build() -> dict[str, Any]:
             "succeed and give 'expected' (log_statistic as a C99 hex float, compared to a "
             "relative 1e-9). 'check' cases are a valid verdict with one field changed and "
             "signed again: checking it fails with 'error'. 'replay' cases change one "
-            "transcript record, chain the records again and sign the verdict again: the "
+            "transcript record, chain the records again and sign the verdict again, or "
+            "change a verdict field that checking cannot refuse (its decision, an "
+            "indicator, final, the order of its opened pairs) and sign it again: the "
             "verdict checks, and replaying fails with 'error'."
         ),
         "cases": cases,
