@@ -127,6 +127,7 @@ def _claim(d: dict[str, Any], model: str, out: str, *options: str) -> int:
             *("owner", "claim", str(d["tmp"] / "vault"), "--arbiter", d["address"]),
             *("--arbiter-key", str(d["tmp"] / "arbiter.key.pub"), "--oracle", d[model]),
             *("--knowledge", "C1", "--perturbation", "none", "--k", "1"),
+            "--allow-published-queries",
             *("--out", str(d["tmp"] / out), *options),
         ]
     )
@@ -194,6 +195,24 @@ def test_a_second_claim_into_an_out_holding_a_verdict_is_refused_before_sending(
 
 
 # --- verifier check, verifier replay --------------------------------------------------------
+
+
+def test_a_claim_that_would_send_published_files_is_refused_unless_allowed(escrowed, capsys):
+    before = _claims_filed(escrowed)
+    capsys.readouterr()
+    code = main(
+        [
+            *("owner", "claim", str(escrowed["tmp"] / "vault"), "--arbiter", escrowed["address"]),
+            *("--arbiter-key", str(escrowed["tmp"] / "arbiter.key.pub")),
+            *("--oracle", escrowed["used"], "--perturbation", "none"),
+            *("--out", str(escrowed["tmp"] / "refused-none")),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--allow-published-queries" in err and "dither" in err
+    assert _claims_filed(escrowed) == before
+    assert not (escrowed["tmp"] / "refused-none").exists()
 
 
 def test_check_and_replay_json(escrowed, capsys):

@@ -386,7 +386,15 @@ def _register_claim(sub: Any) -> None:
         help="image-classifier, image-encoder: the perturbation family, one of "
         f"{' | '.join(PERTURBATIONS)} (default dither and random-resized-crop-flip). "
         "dither is the image with every intensity moved by at most one level: none sends "
-        "the published file itself, which tells the model's host which twin is published",
+        "the published file itself, which tells the model's host which twin is published, "
+        "and is refused without --allow-published-queries",
+    )
+    claim.add_argument(
+        "--allow-published-queries",
+        action="store_true",
+        help="image-classifier: accept --perturbation none, whose queries of published "
+        "versions are the published files themselves (the paper's queries; a host that "
+        "compares queries with the files it was given can answer so as to evade)",
     )
     claim.add_argument(
         "--statistic",
@@ -809,6 +817,12 @@ def _claim(args: argparse.Namespace) -> int:
         has_labels=bool(labels) and all(label is not None for label in labels),
     )
     if score.function == "image-classifier" and score.perturbation == "none":
+        if not args.allow_published_queries:
+            raise InputError(
+                "--perturbation none queries each published version with the published "
+                "file itself, so the model's host can tell which twin is published; use "
+                "--perturbation dither (the default), or add --allow-published-queries"
+            )
         print(
             "note: with --perturbation none the query of each published version is the "
             "published file itself, so the model's host can tell which twin is published "
