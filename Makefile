@@ -15,9 +15,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: $(STAMP) lint typecheck pytest
 
+# ruff, then the layer contracts of pyproject.toml's [tool.importlinter] (docs/architecture.md).
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check protocol twinaudit
+	$(BIN)/ruff format --check protocol wire twinaudit
+	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -34,12 +34,12 @@ from tests.support.claims import SeededEntropy
 from tests.support.data import synthetic_pairs
 from tests.support.models import TinyCNN
 from tests.support.pairset import PairSet
-from twinaudit.transport import make_channel
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
 from verifier.server import serve_arbiter
+from wire.transport import make_channel
 
 N_PAIRS = 400
 K = 16

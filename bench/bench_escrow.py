@@ -32,11 +32,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.escrow_client import escrow_root
 from protocol.escrow_messages import EscrowRequest, open_receipt, verify_receipt
-from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from twinaudit.transport import make_channel
 from verifier.escrow.service import serve_escrow
 from verifier.escrow.sql_store import SqlEscrowStore
 from verifier.escrow.sqlite_store import SqliteEscrowStore
+from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from wire.transport import make_channel
 
 N_COMMITS = 2_000
 CLIENTS = 16

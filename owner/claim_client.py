@@ -18,12 +18,12 @@ import grpc
 
 from protocol import SPEC_VERSION
 from protocol.errors import InputError, TwinauditError
-from twinaudit.transport import CLAIM_DEADLINE_S
-from twinaudit.verifier.v1 import verifier_pb2 as pb
-from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.scoring.classifier import LABELLED
 from verifier.scoring.knowledge import KNOWLEDGE_WORDS
 from verifier.scoring.registry import score_request_from_fields
+from wire.transport import CLAIM_DEADLINE_S
+from wire.verifier.v1 import verifier_pb2 as pb
+from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 
 @dataclass(frozen=True)

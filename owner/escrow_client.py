@@ -30,8 +30,8 @@ from protocol.escrow_messages import (
     verify_log_extension,
     verify_receipt,
 )
-from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from twinaudit.transport import DEFAULT_DEADLINE_S
+from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from wire.transport import DEFAULT_DEADLINE_S
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,35 @@
 """Regenerate the checked-in gRPC/protobuf Python code from proto/**/*.proto.
 
 Usage: ``python proto/generate.py [OUTPUT_ROOT]`` (default: the repository root, so
-the modules land in ``twinaudit/<service>/v1/``). The drift test generates into a
+the modules land in ``wire/<service>/v1/``). The drift test generates into a
 temporary directory and compares the bytes with the checked-in files.
+
+The .proto files sit under ``proto/twinaudit/`` because their packages are the wire
+names ``twinaudit.<service>.v1``. protoc names each Python module after the path of its
+.proto file, which would put the modules in the CLI package ``twinaudit``; they belong
+to the wire layer, ``wire.<service>.v1``. So protoc writes into a scratch directory,
+exactly as it always has, and each module is moved to ``wire/`` with the three places
+where protoc spells its Python location rewritten: the stubs' import of the messages,
+the messages' ``__module__`` and the file named in the stubs' version warning. Every
+other byte is protoc's: the serialized descriptors (file ``twinaudit/<service>/v1/
+<service>.proto``, package ``twinaudit.<service>.v1``), the method paths and the
+message classes are those of the .proto files, so nothing on the wire changes.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 from grpc_tools import protoc
 
 PROTO_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = PROTO_ROOT.parent
+#: The directory under proto/ holding the wire packages ``twinaudit.<service>.v1``.
+PROTO_PACKAGE_ROOT = "twinaudit"
+#: The Python package the generated modules live in (the wire layer).
+PYTHON_PACKAGE = "wire"
 
 
 def proto_files() -> list[Path]:
@@ -21,29 +37,75 @@ def proto_files() -> list[Path]:
     return sorted(PROTO_ROOT.rglob("*.proto"))
 
 
+def _relocations(proto_dir: Path, python_dir: Path, stem: str) -> dict[str, list[tuple[str, str]]]:
+    """Return, per generated file name, the exact text protoc writes and what replaces it."""
+    old_module, new_module = ".".join(proto_dir.parts), ".".join(python_dir.parts)
+    return {
+        f"{stem}_pb2.py": [
+            (f"'{old_module}.{stem}_pb2'", f"'{new_module}.{stem}_pb2'"),
+        ],
+        f"{stem}_pb2.pyi": [],
+        f"{stem}_pb2_grpc.py": [
+            (
+                f"from {old_module} import {stem}_pb2 as ",
+                f"from {new_module} import {stem}_pb2 as ",
+            ),
+            (
+                f"generated code in {proto_dir.as_posix()}/{stem}_pb2_grpc.py",
+                f"generated code in {python_dir.as_posix()}/{stem}_pb2_grpc.py",
+            ),
+        ],
+    }
+
+
+def _relocate(text: str, edits: list[tuple[str, str]], name: str) -> str:
+    """Apply ``edits`` to ``text``; each must match exactly once (a new protoc fails loudly)."""
+    for old, new in edits:
+        if text.count(old) != 1:
+            raise SystemExit(f"{name}: expected {old!r} once, found it {text.count(old)} times")
+        text = text.replace(old, new)
+    return text
+
+
 def generate(out: Path) -> list[Path]:
     """Generate Python modules for every .proto file under ``out``; return the files made."""
     out.mkdir(parents=True, exist_ok=True)
-    args = [
-        "grpc_tools.protoc",
-        f"-I{PROTO_ROOT}",
-        f"--python_out={out}",
-        f"--pyi_out={out}",
-        f"--grpc_python_out={out}",
-        *[str(p.relative_to(PROTO_ROOT)) for p in proto_files()],
-    ]
-    if protoc.main(args) != 0:
-        raise SystemExit("protoc failed")
     made = []
-    for proto in proto_files():
-        package_dir = out / proto.relative_to(PROTO_ROOT).parent
-        for parent in [package_dir, *package_dir.parents]:
-            if parent == out or out not in parent.parents:
-                break
-            init = parent / "__init__.py"
-            if not init.exists():
-                init.write_text("")
-        made += sorted(package_dir.glob(f"{proto.stem}_pb2*"))
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        args = [
+            "grpc_tools.protoc",
+            f"-I{PROTO_ROOT}",
+            f"--python_out={scratch}",
+            f"--pyi_out={scratch}",
+            f"--grpc_python_out={scratch}",
+            *[str(p.relative_to(PROTO_ROOT)) for p in proto_files()],
+        ]
+        if protoc.main(args) != 0:
+            raise SystemExit("protoc failed")
+        for proto in proto_files():
+            proto_dir = proto.relative_to(PROTO_ROOT).parent
+            if proto_dir.parts[:1] != (PROTO_PACKAGE_ROOT,):
+                raise SystemExit(f"{proto} is not under proto/{PROTO_PACKAGE_ROOT}/")
+            python_dir = Path(PYTHON_PACKAGE, *proto_dir.parts[1:])
+            package_dir = out / python_dir
+            package_dir.mkdir(parents=True, exist_ok=True)
+            relocations = _relocations(proto_dir, python_dir, proto.stem)
+            generated = sorted((scratch / proto_dir).glob(f"{proto.stem}_pb2*"))
+            if sorted(p.name for p in generated) != sorted(relocations):
+                raise SystemExit(f"{proto}: protoc made {[p.name for p in generated]}")
+            for source in generated:
+                text = source.read_bytes().decode("utf-8")
+                text = _relocate(text, relocations[source.name], source.name)
+                target = package_dir / source.name
+                target.write_bytes(text.encode("utf-8"))
+                made.append(target)
+            for parent in [package_dir, *package_dir.parents]:
+                if parent == out or out not in parent.parents:
+                    break
+                init = parent / "__init__.py"
+                if not init.exists():
+                    init.write_text("")
     return made
 
 

@@ -14,9 +14,6 @@ from protocol.items import ImageItem, encode_item
 from protocol.seeds import publication_bits
 from tests.support.claims import SeededEntropy, fixed_salts
 from tests.support.pairset import PairSet
-from twinaudit.transport import make_channel
-from twinaudit.verifier.v1 import verifier_pb2 as pb
-from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
 from verifier.oracles.grpc_server import serve_oracle
@@ -24,6 +21,9 @@ from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
 from verifier.windows.base import by_shape, in_sent_order, shape_groups
+from wire.transport import make_channel
+from wire.verifier.v1 import verifier_pb2 as pb
+from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 N_PAIRS = 48
 EPSILON = 16

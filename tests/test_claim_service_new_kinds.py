@@ -20,9 +20,6 @@ from owner.escrow_client import escrow_root
 from protocol.seeds import publication_bits
 from tests.support import foundation as fm
 from tests.support.claims import SeededEntropy
-from twinaudit.transport import make_channel
-from twinaudit.verifier.v1 import verifier_pb2 as pb
-from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.oracles.tokenizer import ByteTokenizer
@@ -31,6 +28,9 @@ from verifier.oracles.torch_lm import TorchLanguageModelOracle
 from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
+from wire.transport import make_channel
+from wire.verifier.v1 import verifier_pb2 as pb
+from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 N = 24
 KINDS = {

@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 from tests.support.models import TinyCNN  # noqa: E402
 from twinaudit.cli import main as cli_main  # noqa: E402
-from twinaudit.transport import make_channel  # noqa: E402
 from verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
 from verifier.oracles.torch_oracle import TorchClassifierOracle  # noqa: E402
+from wire.transport import make_channel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -63,6 +63,7 @@ TRACKED_TOPS = (
     "tests",
     "twinaudit",
     "verifier",
+    "wire",
 )
 #: The environment variables a block's ``export`` lines may set for later commands.
 ENV_PREFIX = "TWINAUDIT_"

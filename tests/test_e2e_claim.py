@@ -24,9 +24,6 @@ from tests.support.claims import SeededEntropy, fixed_salts
 from tests.support.data import synthetic_pairs
 from tests.support.models import train_classifier
 from tests.support.pairset import PairSet
-from twinaudit.transport import make_channel
-from twinaudit.verifier.v1 import verifier_pb2 as pb
-from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.oracles.torch_oracle import TorchClassifierOracle
@@ -34,6 +31,9 @@ from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.transcript import chain_head
 from verifier.verdict import check_verdict
+from wire.transport import make_channel
+from wire.verifier.v1 import verifier_pb2 as pb
+from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 N_PAIRS = 200
 # ε = 32 on 0-255, a width-16 tiny CNN and knowledge condition C1 (committed labels)

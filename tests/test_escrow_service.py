@@ -30,10 +30,10 @@ from protocol.escrow_messages import (
     verify_record,
 )
 from protocol.keys import key_id
-from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from twinaudit.transport import TlsFiles, make_channel, wait_healthy
 from verifier.escrow.service import SERVICE_NAME, serve_escrow
 from verifier.escrow.sqlite_store import SqliteEscrowStore
+from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from wire.transport import TlsFiles, make_channel, wait_healthy
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 OTHER = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
@@ -320,7 +320,7 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
     ],
 )
 def test_client_rejects_a_tampered_receipt(server, store, mode, error):
-    from twinaudit.transport import make_server
+    from wire.transport import make_server
 
     proxy = _TamperingEscrow(server, mode)
     running, port = make_server(

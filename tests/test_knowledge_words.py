@@ -27,7 +27,6 @@ from tests.support.claims import SeededEntropy, make_pairset
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
 from tests.support.pairset import PairSet
-from twinaudit.transport import make_channel
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import OracleInfo
@@ -38,6 +37,7 @@ from verifier.scoring.registry import resolve_score, score_request_from_fields
 from verifier.server import serve_arbiter
 from verifier.service import params_from_proto
 from verifier.verdict import check_verdict, parse_verdict
+from wire.transport import make_channel
 
 PROBABILITIES = OracleInfo("m", "d", ("classify",), "probabilities", 10, 8)
 LABELS = OracleInfo("m", "d", ("classify",), "label", 10, 8)

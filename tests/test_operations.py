@@ -33,18 +33,7 @@ from protocol.errors import InputError
 from tests.support.claims import SeededEntropy, make_pairset
 from tests.support.cli_processes import ROOT, cli, stop
 from tests.support.fake_oracle import LinearOracle
-from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from twinaudit.observe import (
-    RPC_LOGGER,
-    JsonFormatter,
-    PrometheusMetrics,
-    TextFormatter,
-    configure_logging,
-)
 from twinaudit.serve_options import serve_metrics
-from twinaudit.transport import make_channel, make_server
-from twinaudit.verifier.v1 import verifier_pb2 as vpb
-from twinaudit.verifier.v1 import verifier_pb2_grpc as vpb_grpc
 from verifier.escrow.metered_store import MeteredStore
 from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -52,6 +41,17 @@ from verifier.oracles.grpc_server import serve_oracle
 from verifier.server import serve_arbiter
 from verifier.service import SERVICE_NAME as VERIFIER_SERVICE
 from verifier.verdict import check_verdict
+from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from wire.observe import (
+    RPC_LOGGER,
+    JsonFormatter,
+    PrometheusMetrics,
+    TextFormatter,
+    configure_logging,
+)
+from wire.transport import make_channel, make_server
+from wire.verifier.v1 import verifier_pb2 as vpb
+from wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 PAIRS = make_pairset(16, seed=5)

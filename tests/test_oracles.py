@@ -13,8 +13,6 @@ torch = pytest.importorskip("torch")
 from protocol.errors import InputError, OracleError, ParameterError  # noqa: E402
 from tests.support.grpc_serving import OracleServers  # noqa: E402
 from tests.support.models import TinyCNN  # noqa: E402
-from twinaudit import transport  # noqa: E402
-from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc  # noqa: E402
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo  # noqa: E402
 from verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
 from verifier.oracles.grpc_server import (  # noqa: E402
@@ -24,6 +22,8 @@ from verifier.oracles.grpc_server import (  # noqa: E402
     serve_oracle,
 )
 from verifier.oracles.torch_oracle import TorchClassifierOracle, state_dict_digest  # noqa: E402
+from wire import transport  # noqa: E402
+from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

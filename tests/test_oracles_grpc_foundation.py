@@ -14,7 +14,6 @@ from protocol.errors import InputError, OracleError
 from tests.support import foundation as fm
 from tests.support.grpc_serving import OracleServers
 from tests.test_claim_foundation_models import RHO, _payload, _run, _session
-from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 from verifier.oracles.base import OracleInfo
 from verifier.oracles.grpc_client import GrpcClassifierOracle, GrpcOracle
 from verifier.oracles.grpc_server import describe_response
@@ -22,6 +21,7 @@ from verifier.oracles.tokenizer import ByteTokenizer
 from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
 from verifier.oracles.torch_lm import TorchLanguageModelOracle
 from verifier.scoring.language import LanguageSpec
+from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 torch.set_num_threads(1)
 

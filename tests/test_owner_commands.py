@@ -35,9 +35,9 @@ from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
 from tests.support.fake_oracle import LinearOracle
 from twinaudit.cli import main
-from twinaudit.transport import make_channel
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.verdict import check_verdict
+from wire.transport import make_channel
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = secret_from_seed("owner tests")

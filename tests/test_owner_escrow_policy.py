@@ -21,7 +21,7 @@ from owner.vault import Vault, write_vault
 from protocol.keys import public_key_pem
 from tests.support.arbiter import sqlite_arbiter
 from twinaudit.cli import main
-from twinaudit.transport import make_channel
+from wire.transport import make_channel
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 

@@ -1,5 +1,6 @@
 """The checked-in generated gRPC code is exactly what proto/generate.py makes from proto/."""
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -18,7 +19,11 @@ def test_generated_code_matches_the_proto_files(tmp_path):
     made = generator.generate(tmp_path)
     assert made, "no .proto files found"
     fresh = {p.relative_to(tmp_path) for p in made}
-    checked_in = {p.relative_to(ROOT) for p in (ROOT / "twinaudit").rglob("*_pb2*.py*")}
+    checked_in = {
+        p.relative_to(ROOT)
+        for package in ("wire", "twinaudit")
+        for p in (ROOT / package).rglob("*_pb2*.py*")
+    }
     assert fresh == checked_in, f"generated set differs: {sorted(fresh ^ checked_in)}"
     stale = [
         str(rel)
@@ -34,3 +39,24 @@ def test_every_proto_package_is_versioned():
         rel = proto.relative_to(ROOT / "proto").parent.as_posix().replace("/", ".")
         assert f"package {rel};" in text, proto
         assert rel.split(".")[-1].startswith("v"), f"{proto} is not in a versioned package"
+
+
+def test_generated_modules_live_in_wire_under_their_wire_names():
+    # The Python location is wire.<service>.v1; the descriptors (file name, package,
+    # services, so every method path) are those of proto/twinaudit/<service>/v1/.
+    for proto in sorted((ROOT / "proto").rglob("*.proto")):
+        rel = proto.relative_to(ROOT / "proto")
+        package = rel.parent.as_posix().replace("/", ".")
+        module_name = "wire." + ".".join(rel.parent.parts[1:]) + f".{proto.stem}_pb2"
+        module = importlib.import_module(module_name)
+        assert module.DESCRIPTOR.name == rel.as_posix()
+        assert module.DESCRIPTOR.package == package
+        for message in module.DESCRIPTOR.message_types_by_name.values():
+            assert message.full_name.startswith(f"{package}.")
+            assert getattr(module, message.name).__module__ == module_name
+        for service in module.DESCRIPTOR.services_by_name.values():
+            assert service.full_name.startswith(f"{package}.")
+        # The stubs import the messages from wire under protoc's alias (named after the file).
+        stubs = importlib.import_module(module_name + "_grpc")
+        alias = rel.with_suffix("").as_posix().replace("/", "_dot_") + "__pb2"
+        assert getattr(stubs, alias) is module

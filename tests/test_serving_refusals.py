@@ -28,16 +28,16 @@ from protocol.keys import write_keypair
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
-from twinaudit import transport
 from twinaudit.cli import main as cli_main
-from twinaudit.escrow.v1 import escrow_pb2
-from twinaudit.oracle.v1 import oracle_pb2
-from twinaudit.transport import make_channel, make_server, parse_address
-from twinaudit.verifier.v1 import verifier_pb2 as vpb
 from verifier.escrow.service import serve_escrow
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.server import serve_arbiter
+from wire import transport
+from wire.escrow.v1 import escrow_pb2
+from wire.oracle.v1 import oracle_pb2
+from wire.transport import make_channel, make_server, parse_address
+from wire.verifier.v1 import verifier_pb2 as vpb
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 ROOT = bytes([7]) * 32

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
 from twinaudit.serve_options import add_operations_args, start_operations
-from twinaudit.transport import parse_address
+from wire.transport import parse_address
 
 if TYPE_CHECKING:
     import torch
@@ -241,7 +241,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _tls(args: argparse.Namespace) -> Any:
-    from twinaudit.transport import TlsFiles
+    from wire.transport import TlsFiles
 
     if args.tls_cert is None and args.tls_key is None and args.client_ca is None:
         return None

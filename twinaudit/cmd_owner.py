@@ -21,11 +21,11 @@ from protocol.errors import InputError
 from protocol.keys import load_public_key
 from verifier.scoring.augment import FAMILIES as PERTURBATIONS
 from verifier.scoring.registry import FUNCTIONS as SCORE_FUNCTIONS
+from wire.transport import TlsFiles, make_channel
 
 from .cmd_estimate import register as register_estimate
 from .results import EXIT_NOT_DETECTED, print_json, verdict_figures
 from .threads import threads_arg, use_threads
-from .transport import TlsFiles, make_channel
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -867,8 +867,8 @@ def _claim(args: argparse.Namespace) -> int:
 
     outcome = run_claim(channel, request, vault.opening, on_progress=show)
     verdict = check_verdict(outcome.verdict, arbiter_key)
-    from twinaudit.verifier.v1 import verifier_pb2 as pb
-    from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
+    from wire.verifier.v1 import verifier_pb2 as pb
+    from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
     stored = pb_grpc.VerifierStub(channel).GetVerdict(  # type: ignore[no-untyped-call]
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=60

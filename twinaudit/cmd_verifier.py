@@ -12,10 +12,10 @@ from typing import Any
 from protocol.errors import InputError, TwinauditError
 from protocol.keys import load_private_key, load_public_key, write_keypair
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
+from wire.transport import TlsFiles, parse_address
 
 from .results import print_json, verdict_figures
 from .serve_options import add_operations_args, start_operations
-from .transport import TlsFiles, parse_address
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 

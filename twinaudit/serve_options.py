@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
-
-from .observe import (
+from wire.observe import (
     LOG_FORMATS,
     LOG_LEVELS,
     NO_METRICS,
@@ -19,7 +18,7 @@ from .observe import (
     PrometheusMetrics,
     configure_logging,
 )
-from .transport import parse_address
+from wire.transport import parse_address
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer

@@ -7,13 +7,13 @@ from collections.abc import Callable
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from twinaudit.observe import NO_METRICS, Metrics
-from twinaudit.transport import TlsFiles, make_server
 from verifier.escrow.metered_store import MeteredStore
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
 from verifier.escrow.service import add_escrow_service
 from verifier.escrow.store import EscrowStore
+from wire.observe import NO_METRICS, Metrics
+from wire.transport import TlsFiles, make_server
 
 from .service import SERVICE_NAME as VERIFIER_SERVICE
 from .service import OracleFactory, VerifierService, add_verifier_service, grpc_oracle_factory
@@ -40,7 +40,7 @@ def serve_arbiter(
     Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
     over TLS when ``oracle_tls`` is given). Concurrent claims run on separate threads.
 
-    Every RPC is logged (:mod:`twinaudit.observe`); RPCs, claims, escrow commits,
+    Every RPC is logged (:mod:`wire.observe`); RPCs, claims, escrow commits,
     oracle and store times are counted in ``metrics``. The health service answers
     ``NOT_SERVING`` while the store does not answer a query (its size). ``reflection``
     serves gRPC reflection.

@@ -31,14 +31,14 @@ from protocol.escrow_messages import format_time
 from protocol.keys import key_id, public_key_pem
 from protocol.stats.base import TiePolicy
 from protocol.versioning import require_supported
-from twinaudit import transport
-from twinaudit.observe import NO_METRICS, Metrics, annotate
-from twinaudit.verifier.v1 import verifier_pb2 as pb
-from twinaudit.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifier.escrow.store import EscrowStore, check_claim_id
 from verifier.oracles.base import Oracle
 from verifier.oracles.grpc_client import GrpcOracle
 from verifier.scoring.registry import score_request_from_fields
+from wire import transport
+from wire.observe import NO_METRICS, Metrics, annotate
+from wire.verifier.v1 import verifier_pb2 as pb
+from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 from .claim import (
     DEFAULT_WINDOW,

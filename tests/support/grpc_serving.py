@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from twinaudit import transport
-from twinaudit.oracle.v1 import oracle_pb2_grpc
 from verifier.oracles.base import Oracle
 from verifier.oracles.grpc_server import serve_oracle
+from wire import transport
+from wire.oracle.v1 import oracle_pb2_grpc
 
 
 class OracleServers:

@@ -15,7 +15,7 @@ from typing import TypeVar
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
-from twinaudit.observe import Metrics
+from wire.observe import Metrics
 
 from .store import ClaimSummary, EscrowStore
 

@@ -1,7 +1,7 @@
 """The ``twinaudit.escrow.v1.Escrow`` gRPC service over an :class:`~.store.EscrowStore`.
 
 Every request field is validated before the store is touched, with the spec's error
-families mapped by :func:`twinaudit.transport.status_for`: a malformed field is
+families mapped by :func:`wire.transport.status_for`: a malformed field is
 ``INVALID_ARGUMENT``, ``n_pairs`` above ``MAX_PAIRS`` is ``RESOURCE_EXHAUSTED``
 (``limit-exceeded``), as is a commit past the client's rate limit
 (:mod:`.rate_limit`); an unsupported spec version is ``FAILED_PRECONDITION``. A log
@@ -20,9 +20,9 @@ import grpc
 from protocol.envelope import Envelope
 from protocol.errors import TwinauditError
 from protocol.escrow_messages import EscrowRequest, decode_receipt
-from twinaudit.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from twinaudit.observe import NO_METRICS, Metrics, annotate
-from twinaudit.transport import TlsFiles, make_server, status_for
+from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from wire.observe import NO_METRICS, Metrics, annotate
+from wire.transport import TlsFiles, make_server, status_for
 
 from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
 from .store import EscrowStore
@@ -140,7 +140,7 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
 def _serve(context: Any, fn: Callable[[], T]) -> T:
     """Run ``fn`` for one call, turning its failures into statuses with a human message.
 
-    A protocol error gets the status of its family (:func:`twinaudit.transport.status_for`;
+    A protocol error gets the status of its family (:func:`wire.transport.status_for`;
     an index or size the log has not reached is NOT_FOUND); anything else is logged here
     and answered INTERNAL without details.
     """

@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
-from twinaudit import transport
-from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
+from wire import transport
+from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
 from .embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle

@@ -17,7 +17,7 @@ Request checks and their status codes:
   ``4·H·W·C`` bytes, an intensity not finite or outside [0, 1], a text of 0 or more
   than 65,536 UTF-8 bytes: ``INVALID_ARGUMENT``.
 
-Errors of the oracle map through :func:`twinaudit.transport.status_for`, except
+Errors of the oracle map through :func:`wire.transport.status_for`, except
 that a malformed answer of the model itself is ``INTERNAL``; any other exception is
 ``INTERNAL`` with a generic message (details go to the log, not the peer).
 """
@@ -33,9 +33,9 @@ import numpy as np
 
 from protocol.errors import InputError, LimitExceededError, OracleError, TwinauditError
 from protocol.items import MAX_IMAGE_SIDE
-from twinaudit import transport
-from twinaudit.observe import NO_METRICS, Metrics
-from twinaudit.oracle.v1 import oracle_pb2, oracle_pb2_grpc
+from wire import transport
+from wire.observe import NO_METRICS, Metrics
+from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, Oracle, OracleInfo
 from .embedding import EncoderOracle
@@ -286,7 +286,7 @@ def serve_oracle(
 ) -> tuple[grpc.Server, int]:
     """Start a server (health service included) for ``oracle``; return it and its port.
 
-    Every RPC is logged and counted in ``metrics`` (:mod:`twinaudit.observe`);
+    Every RPC is logged and counted in ``metrics`` (:mod:`wire.observe`);
     ``reflection`` serves gRPC reflection.
     """
     return transport.make_server(

@@ -8,7 +8,7 @@ Every server made here answers ``INVALID_ARGUMENT`` for a request it cannot pars
 (bad UTF-8 in a string field, truncated or garbled bytes) instead of gRPC's
 ``INTERNAL``, listens on exactly the ``HOST:PORT`` it is given (never sharing a port
 through ``SO_REUSEPORT``), and refuses a port in use with one line. It logs one event
-per RPC and counts RPCs in its metrics (:mod:`twinaudit.observe`); its health service
+per RPC and counts RPCs in its metrics (:mod:`wire.observe`); its health service
 can follow a probe (the arbiter's: its store answers a query), and it serves gRPC
 reflection when asked.
 """
@@ -67,7 +67,9 @@ _HOST_NAME: Final = re.compile(r"\A[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\
 #: Shortest time between two runs of a server's health probe, in seconds.
 HEALTH_PROBE_INTERVAL_S: Final = 1.0
 
-_log = logging.getLogger(__name__)
+#: The health events' logger keeps the name it had in the CLI package, so operators'
+#: log filters and the log lines themselves are unchanged.
+_log = logging.getLogger("twinaudit.transport")
 
 T = TypeVar("T")
 
@@ -336,7 +338,7 @@ def make_server(
     be ``HOST:PORT`` (:func:`parse_address`); a port another socket listens on is
     refused. Both failures are an :class:`InputError` with a one-line message.
 
-    Every RPC is logged and counted in ``metrics`` (:class:`~twinaudit.observe.ObserveRpcs`).
+    Every RPC is logged and counted in ``metrics`` (:class:`~wire.observe.ObserveRpcs`).
     With ``health_probe`` the health service answers ``NOT_SERVING`` while the probe
     raises (:class:`ProbedHealth`); without, ``SERVING`` once started. ``reflection``
     serves gRPC reflection for ``service_names`` (``grpcio-reflection``).

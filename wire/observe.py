@@ -1,6 +1,6 @@
 """What a running server tells its operator: one log line per RPC, and metrics.
 
-Every server made by :func:`twinaudit.transport.make_server` runs
+Every server made by :func:`wire.transport.make_server` runs
 :class:`ObserveRpcs`, which logs one event per RPC on the ``twinaudit.rpc`` logger —
 the method, the peer, the status code, the duration and the claim or record id the
 handler named with :func:`annotate` — and logs every exception a handler let escape

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from twinaudit.oracle.v1 import oracle_pb2 as twinaudit_dot_oracle_dot_v1_dot_oracle__pb2
+from wire.oracle.v1 import oracle_pb2 as twinaudit_dot_oracle_dot_v1_dot_oracle__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in twinaudit/oracle/v1/oracle_pb2_grpc.py depends on'
+        + ' but the generated code in wire/oracle/v1/oracle_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'

@@ -1,0 +1,12 @@
+"""The wire layer: the generated gRPC code and the plumbing every service and client shares.
+
+- ``wire.escrow.v1``, ``wire.verifier.v1``, ``wire.oracle.v1``: the modules generated
+  from ``proto/twinaudit/<service>/v1/<service>.proto`` (wire packages
+  ``twinaudit.<service>.v1``; regenerate with ``python proto/generate.py``).
+- :mod:`wire.transport`: message-size limits, deadlines, TLS credentials, the health
+  service and the mapping from the protocol's errors to gRPC status codes.
+- :mod:`wire.observe`: one log event per RPC and the servers' metrics.
+
+It stands on ``protocol`` alone; ``owner``, ``verifier`` and the CLI ``twinaudit``
+stand on it (``docs/architecture.md``).
+"""
