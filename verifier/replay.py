@@ -52,7 +52,8 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     pairs, in the audit order of the verdict's seed, in the claim's windows; (4) per
     pair, the augmentation parameters are the PRG's, the scores follow from the
     recorded answers, and the outcome from the scores (and the tie coin); (5) the test
-    fed these outcomes ends in the verdict's final state and decision.
+    fed these outcomes ends in the verdict's final state and decision; (6) the stop
+    reason and the query count are the ones those pairs and that test give.
     """
     head, count = chain_head(transcript)
     if head != verdict["transcript"]["hash"] or count != verdict["transcript"]["records"]:
@@ -110,7 +111,20 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         raise _fail("the indicator string differs from the verdict's")
     if not _same_final(final, verdict["final"]) or decision != verdict["decision"]:
         raise _fail("the test's final state or decision differs from the verdict's")
+    if verdict["stop"] != _stop(test.decision, len(pairs), n_pairs):
+        raise _fail("the verdict's stop reason is not the one its pairs and test give")
+    if verdict["queries"] != per_pair * len(pairs):
+        raise _fail("the verdict's query count is not its opened pairs' (spec §12)")
     return ReplayResult(indicators, final, decision, len(pairs))
+
+
+def _stop(decision: Decision, opened: int, n_pairs: int) -> str:
+    """Return the stop reason of spec §10.2 step 7 for a claim that opened ``opened`` pairs."""
+    if decision is Decision.DETECTED:
+        return "detected"
+    if decision is Decision.EXHAUSTED or opened == n_pairs:
+        return "exhausted"
+    return "budget"
 
 
 #: Keys of the header record and of every pair record, and the extra keys of each

@@ -368,6 +368,14 @@ def _swap_first_opened(payload: dict[str, Any]) -> None:
     opened[0], opened[1] = opened[1], opened[0]
 
 
+def _two_queries_more(payload: dict[str, Any]) -> None:
+    payload["queries"] += 2
+
+
+def _one_pair_fewer(payload: dict[str, Any]) -> None:
+    payload["queries"] -= payload["queries"] // len(payload["opened"])
+
+
 _SHORT_CLAIM = "mixture-e, skip, C1 dither K=1, max_pairs 4"
 _DETECTION = "mixture-e, skip, a memorising model is detected"
 
@@ -389,6 +397,9 @@ VERDICT_REPLAY_CASES: list[tuple[str, str, Edit]] = [
     (_SHORT_CLAIM, "final.successes one less", _one_success_less),
     (_SHORT_CLAIM, "final.log_statistic off by a relative 1e-6", _statistic_off),
     (_SHORT_CLAIM, "the first two opened pairs swapped", _swap_first_opened),
+    (_SHORT_CLAIM, "two queries more than the pairs sent", _two_queries_more),
+    (_SHORT_CLAIM, "a budget stop that says exhausted", lambda p: p.update(stop="exhausted")),
+    (_DETECTION, "a detection whose queries say one pair fewer", _one_pair_fewer),
 ]
 
 
