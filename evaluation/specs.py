@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -374,12 +374,32 @@ def standard_markers(seed: int) -> tuple[str, ...]:
 
     EfficientNet's and the public proxy's in seed 0; from seed 1 only the public
     proxy's (``pgdproxy``): EfficientNet's marks detected 0 of 5 at rung (a) and 0 of
-    1 here, and a model of this rung is 21–41 minutes on the 2-core CPU. Seeds 0 and
-    1 also train on marks of the proxy of the owner's own items (``pgdown``, what
-    ``owner mark`` makes with labels since).
+    1 here, and a model of this rung is 21–41 minutes on the 2-core CPU. The marks of
+    the proxy of the owner's own items have their own table (:func:`plan_standard_own`).
     """
-    markers = (CLI_MARKER, PROXY_MARKER) if seed == 0 else (PROXY_MARKER,)
-    return (*markers, OWN_PROXY_MARKER) if seed in (0, 1) else markers
+    return (CLI_MARKER, PROXY_MARKER) if seed == 0 else (PROXY_MARKER,)
+
+
+#: Seeds whose rung (b) clean model (80 epochs) the ``standard`` table trained: the
+#: ones :func:`plan_standard_own` audits with its vaults.
+STANDARD_CLEAN_SEEDS: Final = (0, 1)
+
+
+def plan_standard_own(seeds: Sequence[int]) -> Plan:
+    """Plan rung (b) at 80 epochs on the marks ``owner mark`` makes with labels (``pgdown``).
+
+    The proxy is trained on the owner's own 1,000 items; the practitioner is rung (b)'s
+    ResNet. Clean models: the ``standard`` table's, for :data:`STANDARD_CLEAN_SEEDS`
+    only (each is 21–41 minutes on the 2-core CPU), audited with this table's vaults.
+    """
+    return _standard_plan(
+        seeds,
+        "standard-own",
+        "Regime ladder (b): the CLI's default marks with labels (`pgdown`), 80 epochs",
+        STANDARD_EPOCHS,
+        markers=lambda _: (OWN_PROXY_MARKER,),
+        clean_seeds=STANDARD_CLEAN_SEEDS,
+    )
 
 
 def plan_standard(seeds: Sequence[int]) -> Plan:
@@ -466,8 +486,11 @@ def _standard_plan(
     table: str,
     title: str,
     epochs: int,
+    *,
     markers: Callable[[int], tuple[str, ...]] = standard_markers,
+    clean_seeds: Collection[int] | None = None,
 ) -> Plan:
+    """Return rung (b)'s plan; clean models only for ``clean_seeds`` when given."""
     plan = Plan(table, title)
     audits = _ladder_audits()
     for seed in seeds:
@@ -480,6 +503,8 @@ def _standard_plan(
         )
         for marker in markers(seed):
             plan.add(replace(sizes, marker=marker), audits)
+        if clean_seeds is not None and seed not in clean_seeds:
+            continue
         clean = replace(sizes, fraction=0.0)
         for marker in markers(seed):
             plan.add(clean, _clean_audits(), epsilon=CLI_EPSILON, marker=marker)
@@ -512,6 +537,7 @@ PLANNERS: Final = {
     "fraction": plan_fraction,
     "ladder": plan_ladder,
     "standard": plan_standard,
+    "standard-own": plan_standard_own,
     "converged": plan_converged,
     "scale": plan_scale,
 }

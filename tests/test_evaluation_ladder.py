@@ -21,12 +21,14 @@ from evaluation.specs import (
     MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
+    STANDARD_CLEAN_SEEDS,
     AuditSpec,
     ModelSpec,
     plan_converged,
     plan_ladder,
     plan_scale,
     plan_standard,
+    plan_standard_own,
 )
 from evaluation.standard import SmallResNet, make_resnet18, train_standard
 from protocol.prg import Prg
@@ -66,22 +68,32 @@ def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
     assert names == [
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgd10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
-        "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdown10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
-    # From seed 1 on, no EfficientNet marks (they detected nothing on seed 0); the marks
-    # on the owner's own proxy in seeds 0 and 1 only.
+    # From seed 1 on, only the proxy's marks (the CLI's detected nothing on seed 0).
     later = [m.name for m in plan_standard([0, 1]).models if m.seed == 1]
     assert later == [
         "s1-n10000-resnet-sgd-pad-crop-flip-e80-pgdproxy10-f1.0",
-        "s1-n10000-resnet-sgd-pad-crop-flip-e80-pgdown10-f1.0",
         "s1-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
-    assert {j.vault.marker for j in plan_standard([1]).jobs} == {"pgdproxy", "pgdown"}
-    assert {j.vault.marker for j in plan_standard([2]).jobs} == {"pgdproxy"}
+    assert {j.vault.marker for j in plan_standard([1]).jobs} == {"pgdproxy"}
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"  # unchanged
     with pytest.raises(ValueError, match="trainer"):
         ModelSpec(0, trainer="xgboost")
+
+
+def test_rung_b_on_the_owners_own_proxy_marks_reuses_the_clean_models_it_has():
+    plan = plan_standard_own(range(5))
+    used = [m for m in plan.models if not m.clean]
+    assert [m.name for m in used][:1] == ["s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdown10-f1.0"]
+    assert len(used) == 5 and {m.marker for m in used} == {"pgdown"}
+    clean = [m for m in plan.models if m.clean]
+    assert [m.seed for m in clean] == list(STANDARD_CLEAN_SEEDS)
+    assert {m.name for m in clean} <= {m.name for m in plan_standard([0, 1]).models}
+    assert {j.vault.name for j in plan.jobs if j.model.clean} == {
+        f"s{s}-n10000-pgdown10" for s in STANDARD_CLEAN_SEEDS
+    }
+    assert {j.audit for j in plan.jobs} == {j.audit for j in plan_standard([1]).jobs}
 
 
 def test_converged_rung_b_trains_the_same_resnet_longer_on_the_proxy_marks_alone():
