@@ -235,3 +235,32 @@ def test_inspect_flags_versions_below_the_bound(tmp_path, reviews, thesaurus):
     assert not report.holds
     assert 0 < report.below_bound <= 2 * vault.n_pairs
     assert "FAILS for" in report.to_text()
+
+
+def test_a_publication_keeps_the_other_fields_of_the_jsonl_records(tmp_path, thesaurus):
+    source = tmp_path / "reviews.jsonl"
+    rows = [{"id": f"r{n}", "text": text, "stars": n % 5} for n, text in enumerate(SENTENCES)]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    config = TextMarkingConfig(min_similarity=0.8, batch_size=4, drop_unmarkable=True)
+    vault = _mark(source, tmp_path / "vault", thesaurus, config).vault
+    arbiter = _Arbiter(tmp_path / "escrow.db")
+    try:
+        arbiter.escrow(vault)
+    finally:
+        arbiter.store.close()
+    vault = Vault.open(tmp_path / "vault")
+    files = publish_texts(vault, tmp_path / "kept", original=source, show_progress=False)
+    assert files == [tmp_path / "kept" / "reviews.jsonl"]
+    kept = [json.loads(line) for line in files[0].read_text(encoding="utf-8").splitlines()]
+    plain = read_published_texts(publish_texts(vault, tmp_path / "plain", show_progress=False)[0])
+    assert [record["text"] for record in kept] == [text for _, text in plain]
+    for record, (name, _) in zip(kept, plain, strict=True):
+        original = rows[int(name.rsplit(":", 1)[1]) - 1]
+        assert list(record) == ["id", "text", "stars"]  # the input's keys, in its order
+        assert (record["id"], record["stars"]) == (original["id"], original["stars"])
+    changed = tmp_path / "other" / "reviews.jsonl"
+    changed.parent.mkdir()
+    changed.write_text(source.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="not the file"):
+        publish_texts(vault, tmp_path / "refused", original=changed, show_progress=False)
+    assert not (tmp_path / "refused").exists()

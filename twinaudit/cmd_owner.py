@@ -318,6 +318,13 @@ def _register_publish(sub: Any) -> None:
     )
     publish.add_argument("vault", type=Path, help="vault directory")
     publish.add_argument("--out", type=Path, required=True, help="new publication directory")
+    publish.add_argument(
+        "--input",
+        type=Path,
+        help="text vaults marked from JSON Lines: the file they were marked from (checked "
+        "against the hash the vault recorded); the publication then keeps each record's "
+        "other fields, under the file's own name, with the published text in its field",
+    )
     publish.add_argument("--quiet", action="store_true", help="no progress line")
     publish.set_defaults(handler=_publish)
 
@@ -717,9 +724,11 @@ def _publish(args: argparse.Namespace) -> int:
     if vault.item_kind == "text":
         from owner.text.publication import publish_texts
 
-        files = publish_texts(vault, args.out, show_progress=not args.quiet)
+        files = publish_texts(vault, args.out, original=args.input, show_progress=not args.quiet)
         print(f"published {vault.n_pairs} texts in {files[0]}")
         return EXIT_OK
+    if args.input is not None:
+        raise InputError("--input applies to a text vault marked from a JSON Lines file")
     files = publish(vault, args.out, show_progress=not args.quiet)
     what = "captioned images" if vault.item_kind == "captioned-image" else "images"
     print(f"published {vault.n_pairs} {what} in {len(files)} files under {args.out}")
