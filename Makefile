@@ -4,13 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench vectors clean demo
+.PHONY: test lint typecheck pytest bench vectors clean demo fuzz
 
 # Create the virtual environment and install the project with exact pins.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats]'
 	touch $(STAMP)
 
 test: $(STAMP) lint typecheck pytest
@@ -29,6 +29,10 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The fuzz suite at length: 50 times the examples `make pytest` runs (docs/development.md).
+fuzz: $(STAMP)
+	TWINAUDIT_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_decoders.py tests/test_fuzz_grpc.py
 
 # The end-to-end Fashion-MNIST dispute (python -m demo --help; DEMO_ARGS=--quick for a smoke run).
 demo: $(STAMP)

@@ -11,15 +11,25 @@ The canonical subset of MessagePack admits these types only:
 Every length header takes its shortest form and extension types are forbidden.
 :func:`decode` is strict: it rejects any byte string that is not exactly
 ``encode(decode(data))``, so each value has one encoding and each encoding one value.
+
+Decoding is one pass over the bytes, without recursion, and checks every header
+before it builds anything (spec §3.3): a length is compared with the bytes left
+before a string is copied or a container made, and the sized values (arrays, maps,
+text and byte strings) are counted against :func:`protocol.limits.max_sized_values`,
+so that neither the time nor the memory of a decode exceeds a small multiple of
+its input. :func:`check` runs the same pass and builds nothing.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import struct
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import msgpack
+import numpy as np
 
 from . import limits
 from .errors import EncodingError, LimitExceededError
@@ -82,59 +92,362 @@ def encode(value: Any) -> bytes:
     keys are sorted. Raises :class:`EncodingError` for values outside the data model.
     """
     normal = _normalise(value, 0)
+    # A packer of its own with a small first buffer: packb's 256 KiB buffer would be
+    # allocated (and mapped) for every hash of a few dozen bytes.
+    packer = msgpack.Packer(use_bin_type=True, use_single_float=False, buf_size=1024)
     try:
-        return bytes(msgpack.packb(normal, use_bin_type=True, use_single_float=False))
+        return bytes(packer.pack(normal))
     except (OverflowError, ValueError, TypeError) as exc:  # pragma: no cover - guarded above
         raise EncodingError(f"cannot encode: {exc}") from None
 
 
-def _refuse_ext(code: int, data: bytes) -> Any:
-    raise EncodingError(f"extension type {code} is not allowed in canonical encoding")
+# --- Decoding -------------------------------------------------------------------------------
+#
+# The first byte of a value says what it is (spec §3.2). _CLASS maps it to one of these.
+_SMALL: Final = 0  # a whole one-byte value: fixint, negative fixint, nil, false, true
+_FIXMAP: Final = 1
+_FIXARRAY: Final = 2
+_FIXSTR: Final = 3
+_FORBIDDEN: Final = 4  # 0xc1, extension types, float32
+_OTHER: Final = 5  # any other header: integers, float64, str8-32, bin, array16/32, map16/32
+
+_CLASS = bytearray(256)
+for _byte in range(256):
+    if _byte <= 0x7F or _byte >= 0xE0 or _byte in (0xC0, 0xC2, 0xC3):
+        _CLASS[_byte] = _SMALL
+    elif _byte <= 0x8F:
+        _CLASS[_byte] = _FIXMAP
+    elif _byte <= 0x9F:
+        _CLASS[_byte] = _FIXARRAY
+    elif _byte <= 0xBF:
+        _CLASS[_byte] = _FIXSTR
+    elif _byte in (0xC1, 0xC7, 0xC8, 0xC9, 0xCA, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8):
+        _CLASS[_byte] = _FORBIDDEN
+    else:
+        _CLASS[_byte] = _OTHER
+
+#: The value of each one-byte encoding (shared objects: a run of them costs one pointer each).
+_SMALL_VALUES: Final[tuple[Value, ...]] = tuple(
+    b if b <= 0x7F else b - 0x100 if b >= 0xE0 else {0xC0: None, 0xC2: False, 0xC3: True}.get(b)
+    for b in range(256)
+)
+#: int8 values (only -128..-33 are canonical), shared like the one-byte values.
+_INT8_VALUES: Final[tuple[int, ...]] = tuple(b - 0x100 if b >= 0x80 else b for b in range(256))
+
+#: Runs of array elements that the decoder takes in one step: one-byte values, uint8
+#: (128..255), int8 (-128..-33) and finite float64 (the exponent is not all ones).
+_SMALL_RUN = re.compile(rb"[\x00-\x7f\xc0\xc2\xc3\xe0-\xff]++")
+_UINT8_RUN = re.compile(rb"(?:\xcc[\x80-\xff])++")
+_INT8_RUN = re.compile(rb"(?:\xd0[\x80-\xdf])++")
+_FLOAT_RUN = re.compile(rb"(?:\xcb(?![\x7f\xff][\xf0-\xff])[\x00-\xff]{8})++")
+_FLOAT_ITEM = np.dtype([("tag", "u1"), ("value", ">f8")])
+
+_F64 = struct.Struct(">d")
+
+#: Shortest-form floors of spec §3.2: a header of this byte needs a length (or an
+#: unsigned value) of at least this much, else a shorter form exists.
+_FLOOR = {0xD9: 32, 0xDA: 1 << 8, 0xDB: 1 << 16, 0xC5: 1 << 8, 0xC6: 1 << 16}
+_FLOOR.update({0xDC: 16, 0xDD: 1 << 16, 0xDE: 16, 0xDF: 1 << 16})
+_FLOOR.update({0xCC: 1 << 7, 0xCD: 1 << 8, 0xCE: 1 << 16, 0xCF: 1 << 32})
+#: ... and a signed integer of this byte must be below this (and negative).
+_CEILING = {0xD0: -32, 0xD1: -(1 << 7), 0xD2: -(1 << 15), 0xD3: -(1 << 31)}
+#: How many bytes after the header byte hold a length, a count or an integer.
+_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}
+_LENGTH_BYTES.update({0xDC: 2, 0xDD: 4, 0xDE: 2, 0xDF: 4})
+_INTEGER_BYTES = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8, 0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
 
 
-def decode(data: bytes, *, max_bytes: int = limits.MAX_ENCODED_BYTES) -> Value:
+def _truncated() -> EncodingError:
+    return EncodingError("truncated input: a value runs past the end")
+
+
+def _non_shortest(byte: int) -> EncodingError:
+    return EncodingError(f"header 0x{byte:02x} is not the shortest form of its value")
+
+
+def _walk(data: bytes, start: int, n: int, build: bool, sized_limit: int) -> tuple[Value, int]:
+    """Check that ``data[start:n]`` is one canonical value; return it and its value count.
+
+    The value is returned when ``build`` (else None), and the count is of every value,
+    map keys included.
+
+    One pass and an explicit stack: the work is a constant per value plus a copy of
+    each string, and a value's header is checked against the bytes left and the caps
+    before anything is made of it. Runs of array elements of one fixed-size kind
+    (one-byte values, uint8, int8, float64) are taken in one step.
+    """
+    view = memoryview(data)
+    pos = start
+    sized = 0
+    values = 1
+    # The open container: its object (when building), items left (a map's keys and
+    # values count one each), whether it is a map, a map's pending key and last key.
+    result: list[Value] = []
+    container: Any = result
+    left = 1
+    is_map = False
+    key: str | None = None
+    previous: bytes | None = None
+    stack: list[tuple[Any, int, bool, str | None, bytes | None]] = []
+    max_depth = limits.MAX_NESTING_DEPTH
+    while True:
+        if left == 0:
+            if not stack:
+                break
+            done = container
+            container, left, is_map, key, previous = stack.pop()
+            if build:
+                if is_map:
+                    container[key] = done
+                else:
+                    container.append(done)
+            continue
+        if pos >= n:
+            raise _truncated()
+        byte = data[pos]
+        kind = _CLASS[byte]
+        if is_map and not left & 1:  # a map key: a text string above the previous key
+            if kind == _FIXSTR:
+                length, body = byte & 0x1F, pos + 1
+            elif 0xD9 <= byte <= 0xDB:
+                length, body = _length(data, pos, byte, n)
+                if length > limits.MAX_STR_BYTES:
+                    raise LimitExceededError("text string length", length, limits.MAX_STR_BYTES)
+            else:
+                raise EncodingError(f"a map key must be a text string, not type 0x{byte:02x}")
+            end = body + length
+            if end > n:
+                raise _truncated()
+            raw = data[body:end]
+            if previous is not None and raw <= previous:
+                raise EncodingError(
+                    "map keys must be unique and sorted by their UTF-8 bytes "
+                    f"({previous!r} then {raw!r})"
+                )
+            sized += 1
+            if sized > sized_limit:
+                raise _too_many(sized, sized_limit, n - start)
+            try:
+                key = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EncodingError(f"map key is not valid UTF-8: {exc.reason}") from None
+            previous = raw
+            left -= 1
+            pos = end
+            continue
+        value: Any
+        if kind == _SMALL:
+            if left > 1 and not is_map and pos + 1 < n and _CLASS[data[pos + 1]] == _SMALL:
+                run = _SMALL_RUN.match(data, pos, min(n, pos + left))
+                assert run is not None
+                stop = run.end()
+                if build:
+                    container.extend(map(_SMALL_VALUES.__getitem__, view[pos:stop]))
+                left -= stop - pos
+                pos = stop
+                continue
+            value = _SMALL_VALUES[byte]
+            pos += 1
+        elif kind == _FIXSTR or 0xD9 <= byte <= 0xDB or 0xC4 <= byte <= 0xC6:
+            if kind == _FIXSTR:
+                length, body = byte & 0x1F, pos + 1
+            else:
+                length, body = _length(data, pos, byte, n)
+            text = kind == _FIXSTR or byte >= 0xD9
+            cap = limits.MAX_STR_BYTES if text else limits.MAX_BIN_BYTES
+            if length > cap:
+                raise LimitExceededError(f"{'text' if text else 'byte'} string length", length, cap)
+            end = body + length
+            if end > n:
+                raise _truncated()
+            sized += 1
+            if sized > sized_limit:
+                raise _too_many(sized, sized_limit, n - start)
+            if text:
+                try:
+                    value = str(view[body:end], "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise EncodingError(f"text string is not valid UTF-8: {exc.reason}") from None
+            else:
+                value = data[body:end] if build else None
+            pos = end
+        elif kind in (_FIXARRAY, _FIXMAP) or 0xDC <= byte <= 0xDF:
+            if kind in (_FIXARRAY, _FIXMAP):
+                count, body = byte & 0x0F, pos + 1
+            else:
+                count, body = _length(data, pos, byte, n)
+            mapping = kind == _FIXMAP or byte >= 0xDE
+            if count > limits.MAX_CONTAINER_ITEMS:
+                what = "map size" if mapping else "array length"
+                raise LimitExceededError(what, count, limits.MAX_CONTAINER_ITEMS)
+            if count and len(stack) >= max_depth:  # its items would be deeper than the cap
+                raise LimitExceededError("nesting depth", len(stack) + 1, max_depth)
+            items = 2 * count if mapping else count
+            values += items
+            if items > n - body:  # every item takes a byte at least
+                raise _truncated()
+            sized += 1
+            if sized > sized_limit:
+                raise _too_many(sized, sized_limit, n - start)
+            pos = body
+            value = ({} if mapping else []) if build else None
+            if count:
+                stack.append((container, left - 1, is_map, key, previous))
+                container, left, is_map, key, previous = value, items, mapping, None, None
+                continue
+        elif kind == _FORBIDDEN:
+            if byte == 0xCA:
+                raise EncodingError("float32 is not canonical: floats are float64")
+            if byte == 0xC1:
+                raise EncodingError("the reserved byte 0xc1 never appears")
+            raise EncodingError(f"extension type 0x{byte:02x} is not allowed")
+        elif byte == 0xCB:
+            if left > 1 and not is_map and pos + 9 < n and data[pos + 9] == 0xCB:
+                run = _FLOAT_RUN.match(data, pos, min(n, pos + 9 * left))
+                if run is not None and run.end() - pos > 9:
+                    stop = run.end()
+                    count = (stop - pos) // 9
+                    if build:
+                        floats = np.frombuffer(data, _FLOAT_ITEM, count, pos)["value"]
+                        container.extend(floats.tolist())
+                    left -= count
+                    pos = stop
+                    continue
+            if pos + 9 > n:
+                raise _truncated()
+            (value,) = _F64.unpack_from(data, pos + 1)
+            if not math.isfinite(value):
+                raise EncodingError(f"float {value!r} is not finite")
+            pos += 9
+        else:  # an integer of 2 to 9 bytes
+            run = None
+            if byte in (0xCC, 0xD0) and left > 1 and not is_map and pos + 2 < n:
+                pattern = _UINT8_RUN if byte == 0xCC else _INT8_RUN
+                if data[pos + 2] == byte:  # a run of two at least
+                    run = pattern.match(data, pos, min(n, pos + 2 * left))
+            if run is not None and run.end() - pos > 2:
+                stop = run.end()
+                if build:
+                    payload = view[pos + 1 : stop : 2]
+                    if byte == 0xCC:
+                        container.extend(payload.tolist())
+                    else:
+                        container.extend(map(_INT8_VALUES.__getitem__, payload))
+                left -= (stop - pos) // 2
+                pos = stop
+                continue
+            value, pos = _integer(data, pos, byte, n)
+        if build:
+            if is_map:
+                container[key] = value
+            else:
+                container.append(value)
+        left -= 1
+    if pos != n:
+        raise EncodingError(f"{n - pos} trailing bytes after the encoded value")
+    return (result[0] if build else None), values
+
+
+def _length(data: bytes, pos: int, byte: int, end: int) -> tuple[int, int]:
+    """Return the length or count of a str, bin, array16/32 or map16/32 header, and its body.
+
+    Refuses a header that the input (which ends at ``end``) cannot hold, or that is not
+    the shortest form.
+    """
+    body = pos + 1 + _LENGTH_BYTES[byte]
+    if body > end:
+        raise _truncated()
+    length = int.from_bytes(data[pos + 1 : body], "big")
+    if length < _FLOOR.get(byte, 0):
+        raise _non_shortest(byte)
+    return length, body
+
+
+def _integer(data: bytes, pos: int, byte: int, limit: int) -> tuple[int, int]:
+    """Return the uint8..64 or int8..64 at ``pos`` and the position after it."""
+    end = pos + 1 + _INTEGER_BYTES[byte]
+    if end > limit:
+        raise _truncated()
+    if byte == 0xD0:
+        value = _INT8_VALUES[data[pos + 1]]
+    else:
+        value = int.from_bytes(data[pos + 1 : end], "big", signed=byte >= 0xD0)
+    if byte <= 0xCF:
+        if value < _FLOOR[byte]:
+            raise _non_shortest(byte)
+    elif value >= _CEILING[byte]:
+        raise EncodingError(
+            f"header 0x{byte:02x} holds {value}: a non-negative integer never takes a signed "
+            "form, and a negative one takes the shortest"
+        )
+    return value, end
+
+
+def _too_many(count: int, limit: int, size: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"sized values (arrays, maps, text and byte strings) in {size} bytes", count, limit
+    )
+
+
+def _span(data: object, start: int, end: int | None, max_bytes: int) -> tuple[bytes, int]:
+    """Check the input's type and length; return the bytes to read and where they end."""
+    if isinstance(data, bytearray | memoryview):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise EncodingError(f"expected bytes, got {type(data).__name__}")
+    end = len(data) if end is None else end
+    if not 0 <= start <= end <= len(data):
+        raise EncodingError(f"no bytes {start}..{end} in {len(data)}")
+    if end - start > max_bytes:
+        raise LimitExceededError("encoded message size", end - start, max_bytes)
+    if end == start:
+        raise EncodingError("empty input is not an encoding of any value")
+    return data, end
+
+
+def decode(
+    data: bytes,
+    *,
+    max_bytes: int = limits.MAX_ENCODED_BYTES,
+    limit_sized: bool = True,
+    start: int = 0,
+    end: int | None = None,
+) -> Value:
     """Decode a canonical encoding, rejecting anything that is not canonical.
 
-    Raises :class:`LimitExceededError` when ``data`` is longer than ``max_bytes`` or a
-    string, array or map inside it exceeds its cap, and :class:`EncodingError` for any
-    malformed, trailing, non-shortest, unsorted, duplicated or forbidden content.
+    Raises :class:`LimitExceededError` when ``data`` is longer than ``max_bytes``, a
+    string, array or map inside it exceeds its cap, values nest too deeply, or it holds
+    more sized values than :func:`protocol.limits.max_sized_values` allows for its
+    length; and :class:`EncodingError` for any malformed, truncated, trailing,
+    non-shortest, unsorted, duplicated or forbidden content.
+
+    ``start`` and ``end`` decode the encoding at ``data[start:end]`` without copying
+    it. ``limit_sized=False`` lifts the sized-value cap, and only it: for the owner's own
+    files, which are not protocol messages (spec §3.3 caps what a party receives), such
+    as a vault manifest holding a small map per image size.
     """
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise EncodingError(f"expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if len(data) > max_bytes:
-        raise LimitExceededError("encoded message size", len(data), max_bytes)
-    if not data:
-        raise EncodingError("empty input is not an encoding of any value")
-    try:
-        value = msgpack.unpackb(
-            data,
-            raw=False,
-            use_list=True,
-            strict_map_key=False,
-            ext_hook=_refuse_ext,
-            max_str_len=limits.MAX_STR_BYTES,
-            max_bin_len=limits.MAX_BIN_BYTES,
-            max_array_len=limits.MAX_CONTAINER_ITEMS,
-            max_map_len=limits.MAX_CONTAINER_ITEMS,
-            max_ext_len=0,
-        )
-    except EncodingError:
-        raise
-    except msgpack.ExtraData:
-        raise EncodingError("trailing bytes after the encoded value") from None
-    except (ValueError, TypeError, UnicodeDecodeError, msgpack.UnpackException) as exc:
-        raise EncodingError(f"malformed MessagePack: {exc}") from None
-    except RecursionError:
-        raise LimitExceededError(
-            "nesting depth", limits.MAX_NESTING_DEPTH + 1, limits.MAX_NESTING_DEPTH
-        ) from None
-    if encode(value) != data:
-        raise EncodingError(
-            "input decodes but is not the canonical encoding of its value "
-            "(non-shortest header or integer, float32, unsorted or duplicate map keys)"
-        )
-    return value  # type: ignore[no-any-return]
+    data, end = _span(data, start, end, max_bytes)
+    limit = limits.max_sized_values(end - start) if limit_sized else end - start
+    return _walk(data, start, end, True, limit)[0]
+
+
+def check(
+    data: bytes,
+    *,
+    max_bytes: int = limits.MAX_ENCODED_BYTES,
+    start: int = 0,
+    end: int | None = None,
+) -> int:
+    """Raise as :func:`decode` would for ``data``, building nothing; return its value count.
+
+    The count is of every value, map keys included (an empty map is one value, ``{"a":
+    1}`` three). Memory does not grow with the input beyond a transient copy of one text
+    string (to check its UTF-8) and a stack as deep as the nesting, so a decoder of a
+    message with a fixed schema can compare the count with what the schema holds before
+    it builds anything.
+    """
+    data, end = _span(data, start, end, max_bytes)
+    return _walk(data, start, end, False, limits.max_sized_values(end - start))[1]
 
 
 def encode_hex(value: Any) -> str:

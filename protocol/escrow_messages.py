@@ -34,7 +34,7 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from . import SPEC_VERSION, limits
-from .encoding import Value, decode, encode
+from .encoding import Value, check, decode, encode
 from .envelope import Envelope, payload_type, sign_envelope, verify_envelope
 from .errors import (
     InputError,
@@ -70,6 +70,9 @@ MAX_CHECKPOINT_PAYLOAD_BYTES: Final = 512
 MAX_RECEIPT_ENVELOPE_BYTES: Final = 8192
 #: Largest checkpoint envelope JSON accepted (checked before parsing any of it).
 MAX_CHECKPOINT_ENVELOPE_BYTES: Final = 4096
+#: Most values (map keys included) a §9 message holds: a receipt has 29 (its map, 6
+#: keys and 6 values, the entry's 8 keys and 8 values).
+MAX_MESSAGE_VALUES: Final = 32
 
 #: RFC 3339 UTC time with second precision and a literal "Z" (ASCII digits only).
 _TIME_RE: Final = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
@@ -414,24 +417,39 @@ def parse_checkpoint(value: Value) -> Checkpoint:
     )
 
 
+def _decode(data: bytes, max_bytes: int, what: str) -> Value:
+    """Decode a §9 message: checked first, building nothing, then built if it can be one.
+
+    A §9 map has exactly its keys, so a canonical encoding of more values than any of
+    them holds is refused as ``invalid-input`` before a value is made of it: a payload
+    of a few KiB never becomes thousands of objects.
+    """
+    if check(data, max_bytes=max_bytes) > MAX_MESSAGE_VALUES:
+        raise InputError(
+            f"{what} holds more than the {MAX_MESSAGE_VALUES} values (map keys included) "
+            "of any escrow message"
+        )
+    return decode(data, max_bytes=max_bytes)
+
+
 def decode_request(data: bytes) -> EscrowRequest:
     """Decode a canonical escrow request strictly (§3.3, §9.1)."""
-    return parse_request(decode(data, max_bytes=MAX_REQUEST_BYTES))
+    return parse_request(_decode(data, MAX_REQUEST_BYTES, "escrow request"))
 
 
 def decode_entry(data: bytes) -> LogEntry:
     """Decode a canonical log entry strictly (§3.3, §9.2)."""
-    return parse_entry(decode(data, max_bytes=MAX_ENTRY_BYTES))
+    return parse_entry(_decode(data, MAX_ENTRY_BYTES, "log entry"))
 
 
 def decode_receipt(data: bytes) -> Receipt:
     """Decode a canonical receipt payload strictly (§3.3, §9.3); no signature is checked."""
-    return parse_receipt(decode(data, max_bytes=MAX_RECEIPT_PAYLOAD_BYTES))
+    return parse_receipt(_decode(data, MAX_RECEIPT_PAYLOAD_BYTES, "escrow receipt"))
 
 
 def decode_checkpoint(data: bytes) -> Checkpoint:
     """Decode a canonical checkpoint payload strictly (§3.3, §9.4); no signature is checked."""
-    return parse_checkpoint(decode(data, max_bytes=MAX_CHECKPOINT_PAYLOAD_BYTES))
+    return parse_checkpoint(_decode(data, MAX_CHECKPOINT_PAYLOAD_BYTES, "log checkpoint"))
 
 
 def _str(value: Value, what: str = "spec") -> str:

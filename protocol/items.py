@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .encoding import Value, decode, encode
+from .encoding import Value, check, encode
 from .errors import InputError
 
 #: Largest image side accepted, in pixels.
@@ -118,61 +118,172 @@ def encode_item(item: Item) -> bytes:
     return encode(item.to_value())
 
 
-def _field(value: dict[str, Value], name: str, kind: type) -> object:
-    if name not in value or not isinstance(value[name], kind) or isinstance(value[name], bool):
-        raise InputError(f"item field {name!r} missing or not {kind.__name__}")
-    return value[name]
+# --- Decoding (spec §6.3) ----------------------------------------------------------------
+#
+# An item is decoded in two steps, and neither builds a large object before the sizes
+# agree: check() walks the bytes once and refuses anything non-canonical or over a cap
+# (spec §3.3), building nothing; then the item's map is read field by field from the
+# checked bytes, every field's type and every size compared with the schema, and only
+# then are the pixels wrapped (a view of the input, not a copy) and the text decoded.
+
+_IMAGE_FIELDS = frozenset({"kind", "height", "width", "channels", "pixels", "label"})
+_FIELDS = {
+    "image": _IMAGE_FIELDS,
+    "text": frozenset({"kind", "text"}),
+    "captioned-image": frozenset({"kind", "image", "caption"}),
+}
+#: What each field's value must be: a text string, a byte string, an integer or a map.
+#: (An optional field is left out, never nil: spec §6.3.)
+_TYPES = {"kind": "str", "text": "str", "caption": "str", "pixels": "bin", "image": "map"}
+_TYPES.update({"height": "int", "width": "int", "channels": "int", "label": "int"})
+_INT_SIZES = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8, 0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
+_LENGTH_SIZES = {0xD9: 1, 0xDA: 2, 0xDB: 4, 0xC4: 1, 0xC5: 2, 0xC6: 4}
 
 
-def _image_from_value(value: Value) -> ImageItem:
-    if not isinstance(value, dict) or value.get("kind") != "image":
-        raise InputError("not an image item")
-    allowed = {"kind", "height", "width", "channels", "pixels", "label"}
-    if set(value) - allowed:
-        raise InputError(f"unknown image item fields {sorted(set(value) - allowed)}")
-    h, w, c = (_field(value, k, int) for k in ("height", "width", "channels"))
-    pixels = _field(value, "pixels", bytes)
-    assert isinstance(h, int)
-    assert isinstance(w, int)
-    assert isinstance(c, int)
-    assert isinstance(pixels, bytes)
+def _read_map(data: bytes, pos: int, what: str) -> tuple[dict[str, tuple[str, int, int]], int]:
+    """Read the item map at ``pos`` of checked canonical bytes; return its fields and end.
+
+    Every key must be a field of some item kind and every value of its field's type;
+    anything else is :class:`InputError` before any value is built. A field is
+    ``(type, a, b)``: ``("int", value, 0)``, ``("str"|"bin", start, length)`` or
+    ``("map", position, end)``.
+    """
+    byte = data[pos]
+    if not 0x80 <= byte <= 0x8F:  # a canonical map of at most 15 entries: every item map
+        raise InputError(f"{what} must be a map of at most {len(_IMAGE_FIELDS)} fields")
+    pos += 1
+    fields: dict[str, tuple[str, int, int]] = {}
+    for _ in range(byte & 0x0F):
+        start, length = _string(data, pos)
+        if start < 0:  # pragma: no cover - check() admits only text keys
+            raise InputError(f"{what} has a key that is not text")
+        name = data[start : start + length].decode("utf-8")
+        if name not in _TYPES:
+            raise InputError(f"unknown item field {name[:64]!r} in {what}")
+        pos = start + length
+        expected = _TYPES[name]
+        byte = data[pos]
+        if expected == "map" and 0x80 <= byte <= 0x8F:
+            _, end = _read_map(data, pos, f"the {name!r} of {what}")
+            fields[name] = ("map", pos, end)
+            pos = end
+            continue
+        if expected == "int" and (byte <= 0x7F or byte >= 0xE0 or byte in _INT_SIZES):
+            value, pos = _int(data, pos)
+            fields[name] = ("int", value, 0)
+            continue
+        if expected in ("str", "bin"):
+            start, length = _string(data, pos) if expected == "str" else _bytes(data, pos)
+            if start >= 0:
+                fields[name] = (expected, start, length)
+                pos = start + length
+                continue
+        raise InputError(f"item field {name!r} of {what} is not {_expected(expected)}")
+    return fields, pos
+
+
+def _expected(kind: str) -> str:
+    """Say what a field of type ``kind`` holds, for error messages."""
+    return {"str": "text", "bin": "a byte string", "int": "an integer", "map": "a map"}[kind]
+
+
+def _string(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (start, length) of the canonical text string at ``pos``, or (-1, 0)."""
+    byte = data[pos]
+    if 0xA0 <= byte <= 0xBF:
+        return pos + 1, byte & 0x1F
+    if byte in (0xD9, 0xDA, 0xDB):
+        return _sized(data, pos, byte)
+    return -1, 0
+
+
+def _bytes(data: bytes, pos: int) -> tuple[int, int]:
+    """Return (start, length) of the canonical byte string at ``pos``, or (-1, 0)."""
+    byte = data[pos]
+    return _sized(data, pos, byte) if byte in (0xC4, 0xC5, 0xC6) else (-1, 0)
+
+
+def _sized(data: bytes, pos: int, byte: int) -> tuple[int, int]:
+    size = _LENGTH_SIZES[byte]
+    return pos + 1 + size, int.from_bytes(data[pos + 1 : pos + 1 + size], "big")
+
+
+def _int(data: bytes, pos: int) -> tuple[int, int]:
+    """Return the canonical integer at ``pos`` and the position after it."""
+    byte = data[pos]
+    if byte <= 0x7F:
+        return byte, pos + 1
+    if byte >= 0xE0:
+        return byte - 0x100, pos + 1
+    size = _INT_SIZES[byte]
+    raw = data[pos + 1 : pos + 1 + size]
+    return int.from_bytes(raw, "big", signed=byte >= 0xD0), pos + 1 + size
+
+
+def _require(fields: dict[str, tuple[str, int, int]], name: str, kind: str) -> tuple[int, int]:
+    if name not in fields or fields[name][0] != kind:
+        raise InputError(f"item field {name!r} missing or not {_expected(kind)}")
+    _, first, second = fields[name]
+    return first, second
+
+
+def _image(data: bytes, fields: dict[str, tuple[str, int, int]]) -> ImageItem:
+    """Build the image whose checked fields these are, sizes compared first."""
+    if set(fields) - _IMAGE_FIELDS:
+        raise InputError(f"unknown image item fields {sorted(set(fields) - _IMAGE_FIELDS)}")
+    h, w, c = (_require(fields, name, "int")[0] for name in ("height", "width", "channels"))
+    start, length = _require(fields, "pixels", "bin")
     if not (1 <= h <= MAX_IMAGE_SIDE and 1 <= w <= MAX_IMAGE_SIDE and c in (1, 3)):
         raise InputError(f"image shape ({h}, {w}, {c}) out of range")
-    if len(pixels) != h * w * c:
-        raise InputError(f"image has {len(pixels)} pixel bytes, expected {h * w * c}")
-    label = value.get("label")
-    if label is not None and not isinstance(label, int):
-        raise InputError("image label must be an integer")
-    array = np.frombuffer(pixels, dtype=np.uint8).reshape(h, w, c)
-    return ImageItem(array, label)
+    if length != h * w * c:
+        raise InputError(f"image has {length} pixel bytes, expected {h * w * c}")
+    label = _require(fields, "label", "int")[0] if "label" in fields else None
+    pixels = np.frombuffer(data, dtype=np.uint8, count=length, offset=start)
+    return ImageItem(pixels.reshape(h, w, c), label)
+
+
+def _text(data: bytes, fields: dict[str, tuple[str, int, int]], name: str) -> str:
+    start, length = _require(fields, name, "str")
+    if not 1 <= length <= MAX_TEXT_BYTES:
+        raise InputError(f"text must have 1..{MAX_TEXT_BYTES} UTF-8 bytes, has {length}")
+    return data[start : start + length].decode("utf-8")
 
 
 def decode_item(data: bytes, expected_kind: str | None = None) -> Item:
-    """Decode canonical item bytes strictly; optionally require a kind."""
-    value = decode(data)
-    if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+    """Decode canonical item bytes strictly; optionally require a kind.
+
+    Raises :class:`EncodingError` or :class:`LimitExceededError` for bytes that are not
+    a canonical encoding (spec §3.3), and :class:`InputError` for a canonical value that
+    is not an item of §6.3 (or not of ``expected_kind``). The work is linear in
+    ``data`` and the memory a constant beyond it: the pixels are a read-only view of
+    ``data``.
+    """
+    check(data)
+    data = bytes(data)
+    fields, _ = _read_map(data, 0, "an item")
+    if "kind" not in fields or fields["kind"][0] != "str":
         raise InputError("an item must be a map with a text 'kind'")
-    kind = value["kind"]
+    start, length = fields["kind"][1:]
+    kind = data[start : start + length].decode("utf-8")
     if expected_kind is not None and kind != expected_kind:
-        raise InputError(f"item kind {kind!r}, expected {expected_kind!r}")
-    item: Item
+        raise InputError(f"item kind {kind[:64]!r}, expected {expected_kind!r}")
+    if kind not in _FIELDS:
+        raise InputError(f"unknown item kind {kind[:64]!r}")
     if kind == "image":
-        item = _image_from_value(value)
-    elif kind == "text":
-        if set(value) != {"kind", "text"}:
-            raise InputError("a text item has exactly the fields kind and text")
-        text = _field(value, "text", str)
-        assert isinstance(text, str)
-        item = TextItem(text)
-    elif kind == "captioned-image":
-        if set(value) != {"kind", "image", "caption"}:
-            raise InputError("a captioned-image item has exactly kind, image, caption")
-        caption = _field(value, "caption", str)
-        assert isinstance(caption, str)
-        item = CaptionedImageItem(_image_from_value(value["image"]), caption)
-    else:
-        raise InputError(f"unknown item kind {kind!r}")
-    return item
+        return _image(data, fields)
+    if set(fields) != _FIELDS[kind]:
+        names = ", ".join(sorted(_FIELDS[kind]))
+        raise InputError(f"a {kind} item has exactly the fields {names}")
+    if kind == "text":
+        return TextItem(_text(data, fields, "text"))
+    position, _ = _require(fields, "image", "map")
+    image_fields, _ = _read_map(data, position, "the image of a captioned image")
+    image_kind = image_fields.get("kind")
+    if image_kind is None or image_kind[0] != "str":
+        raise InputError("not an image item")
+    if data[image_kind[1] : image_kind[1] + image_kind[2]] != b"image":
+        raise InputError("not an image item")
+    return CaptionedImageItem(_image(data, image_fields), _text(data, fields, "caption"))
 
 
 def decode_pair(version0: bytes, version1: bytes, expected_kind: str) -> tuple[Item, Item]:

@@ -32,6 +32,25 @@ MAX_BIN_BYTES: Final = 32 * 1024 * 1024
 #: Most elements of one array, or entries of one map, in a canonical encoding.
 MAX_CONTAINER_ITEMS: Final = 1 << 24
 
+#: Sized values (arrays, maps, text strings and byte strings, map keys included) that any
+#: encoding may hold, whatever its length: see :func:`max_sized_values`.
+SIZED_VALUES_BASE: Final = 8192
+
+#: Beyond :data:`SIZED_VALUES_BASE`, one more sized value per this many encoded bytes.
+BYTES_PER_SIZED_VALUE: Final = 64
+
+
+def max_sized_values(size: int) -> int:
+    """Return MAX_SIZED_VALUES for an encoding of ``size`` bytes (spec §2.3, §3.3).
+
+    A decoder builds an object for every sized value, of some tens of bytes even when
+    the value takes one byte (an empty array) or three (a two-letter string); this cap
+    keeps those objects to a small multiple of the input. Every message of the protocol
+    stays far below it.
+    """
+    return SIZED_VALUES_BASE + size // BYTES_PER_SIZED_VALUE
+
+
 #: Most pairs one escrow record (one Merkle tree of commitments) may hold.
 MAX_PAIRS: Final = 1 << 24
 

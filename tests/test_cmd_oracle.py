@@ -82,7 +82,11 @@ def test_serve_a_state_dict(tmp_path):
         local = TorchClassifierOracle(model, n_classes=10, model_name="tiny", max_batch=16)
         channel = make_channel(address)
         remote = GrpcClassifierOracle(channel, timeout_s=20)
-        assert remote.describe() == local.describe()
+        assert remote.describe() == {
+            **local.describe(),
+            "framework": f"torch {torch.__version__}",
+            "model_format": "state-dict",
+        }
         images = np.random.default_rng(0).random((20, 28, 28, 1)).astype(np.float32)
         np.testing.assert_allclose(
             remote.classify(images).probabilities,
@@ -170,7 +174,8 @@ def test_usage_errors(tmp_path, capsys):
     cases = [
         (("--model", str(tmp_path / "missing.pt"), "--n-classes", "10"), "does not exist"),
         (("--model", str(weights)), "--n-classes"),
-        (("--model", str(weights), "--n-classes", "10"), "not TorchScript"),
+        (("--model", str(weights), "--n-classes", "10"), "holds a state dict: give --arch"),
+        (("--model", str(garbage), "--n-classes", "10"), "not TorchScript"),
         (("--model", str(garbage_archive), "--n-classes", "10"), "torch.export archive"),
         (("--model", str(garbage), "--arch", arch, "--n-classes", "10"), "cannot read"),
         (("--model", str(wrong), "--arch", arch, "--n-classes", "10"), "does not fit"),

@@ -2,9 +2,10 @@
 
 Every fenced ``sh``/``bash`` block of the README and of ``docs/*.md`` is read as a
 script: each command line (``\\``-continued lines joined, ``#`` comments dropped) is
-checked without running it. A ``twinaudit`` command must parse with the console
-script's own parser (:func:`twinaudit.cli.build_parser`, environment variables set by
-the block's ``export`` lines included); ``python -m demo``, ``demo.practitioner``,
+checked without running it, and so is every ``twinaudit`` command quoted in a table.
+A ``twinaudit`` command must parse with the console script's own parser
+(:func:`twinaudit.cli.build_parser`, environment variables set by the block's
+``export`` lines included); ``python -m demo``, ``demo.practitioner``,
 ``evaluation`` and ``bench`` and the scripts under ``docs/examples/`` must parse with
 theirs (their ``parse_args`` is stopped before the command would run); ``make``
 targets must exist in the Makefile. A command of any other kind fails the test, so a
@@ -116,6 +117,26 @@ def blocks(path: Path) -> list[list[Command]]:
 
 #: Stands for a fenced block in another language (or none): its lines are not commands.
 _OTHER: list[Command] = []
+
+
+def table_commands(path: Path) -> list[Command]:
+    """Return the ``twinaudit`` commands quoted in the cells of ``path``'s tables.
+
+    A table row is a line starting with ``|`` outside fenced blocks; each inline code
+    span of it that starts with ``twinaudit `` and gives an option (``--…``) is a command
+    (one without, such as ``twinaudit oracle serve``, names a command in prose).
+    """
+    found: list[Command] = []
+    inside = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            inside = not inside
+        elif not inside and line.lstrip().startswith("|"):
+            for text in re.findall(r"`(twinaudit [^`]*)`", line):
+                words = tuple(shlex.split(text))
+                if any(word.startswith("--") for word in words):
+                    found.append(Command(path, number, text, words))
+    return found
 
 
 def test_the_documents_have_commands_to_check():
@@ -245,6 +266,24 @@ def test_every_command_of_the_block_parses(path, index, monkeypatch, capsys):
     for command in blocks(path)[index]:
         _check(command, env, monkeypatch)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if table_commands(p)], ids=lambda p: p.name)
+def test_every_command_of_a_table_parses(path, monkeypatch, capsys):
+    for command in table_commands(path):
+        _check(command, {}, monkeypatch)
+    capsys.readouterr()
+
+
+def test_the_practitioner_table_serves_every_format():
+    """One row per format of ``--format`` (torch.export twice: dynamic and fixed batch)."""
+    served = [c.words for c in table_commands(ROOT / "docs" / "practitioner.md")]
+    assert all(words[:3] == ("twinaudit", "oracle", "serve") for words in served)
+    suffixes = {Path(words[words.index("--model") + 1]).suffix for words in served}
+    assert suffixes == {".ts", ".pt2", ".pt", ".safetensors", ".onnx"}
+    assert sum("--trust-pickle" in words for words in served) == 1
+    assert sum("--arch" in words for words in served) == 2
+    assert len(served) == 7
 
 
 def _slug(heading: str) -> str:

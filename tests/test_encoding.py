@@ -1,14 +1,17 @@
 """Canonical MessagePack: round trips, exact bytes, and rejection of every non-canonical form."""
 
+import contextlib
 import math
+import time
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import limits
-from protocol.encoding import decode, encode
-from protocol.errors import EncodingError, LimitExceededError
+from protocol.encoding import check, decode, encode
+from protocol.errors import EncodingError, LimitExceededError, TwinauditError
 
 values = st.recursive(
     st.none()
@@ -118,3 +121,101 @@ def test_tuple_and_bytearray_normalise():
     assert encode((1, 2)) == encode([1, 2])
     assert encode(bytearray(b"ab")) == encode(b"ab")
     assert encode("ab") != encode(b"ab")
+
+
+# --- Bounded work per byte received (issue #22 D2, spec §2.3, §3.3) -------------------------
+
+
+def _array_of(count: int, item: bytes) -> bytes:
+    head = (
+        b"\xdc" + count.to_bytes(2, "big")
+        if count < 1 << 16
+        else b"\xdd" + count.to_bytes(4, "big")
+    )
+    return head + item * count
+
+
+def test_sized_values_cap_at_its_bound():
+    """MAX_SIZED_VALUES(n) = 8192 + n // 64, the container itself counted (spec §3.3)."""
+    fits = _array_of(8321, b"\x90")  # 8322 sized values in 8324 bytes: the cap is 8322
+    assert limits.max_sized_values(len(fits)) == 8322
+    assert decode(fits) == [[]] * 8321
+    above = _array_of(8322, b"\x90")
+    with pytest.raises(LimitExceededError, match="sized values"):
+        decode(above)
+    with pytest.raises(LimitExceededError):
+        check(above)
+    assert decode(above, limit_sized=False) == [[]] * 8322  # the owner's own files
+    nils = _array_of(100_000, b"\xc0")  # values that are not sized do not count
+    assert decode(nils) == [None] * 100_000
+
+
+def test_check_builds_nothing_and_counts_values():
+    assert check(encode({"a": [1, 2], "b": {}})) == 7  # the map, 2 keys, 2 values, 2 items
+    assert check(_array_of(70_000, b"\xc0")) == 70_001
+    with pytest.raises(EncodingError):
+        check(bytes.fromhex("82a16201a16102"))
+
+
+def test_a_span_is_decoded_in_place_and_alone():
+    data = b"\xff" + encode([1, "two", b"3"]) + b"\xcd"
+    assert decode(data, start=1, end=len(data) - 1) == [1, "two", b"3"]
+    with pytest.raises(EncodingError, match="truncated"):  # the uint16 may not read past end
+        decode(b"\x91\xcd\x01" + b"\x00", start=0, end=3)
+    with pytest.raises(EncodingError):
+        decode(data, start=3, end=2)
+
+
+def _run(fn, data):
+    with contextlib.suppress(TwinauditError):
+        fn(data)
+
+
+def _cost(fn, data):
+    """Seconds (untraced) and peak traced bytes of ``fn(data)``, whether it raises or not."""
+    start = time.perf_counter()
+    _run(fn, data)
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    try:
+        _run(fn, data)
+        return seconds, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_d2_an_array_of_empty_maps_costs_little():
+    """The issue's 3.8 MiB of empty maps: 24 s and +555 MiB before; now refused at once."""
+    data = _array_of(4_000_000, b"\x80")
+    seconds, peak = _cost(decode, data)
+    assert seconds < 1.0
+    # Refused at the 70,693rd map (8192 + 4,000,005 // 64 are allowed): about 1.3x.
+    assert peak < 2 * len(data)
+    with pytest.raises(LimitExceededError):
+        decode(data)
+
+
+@pytest.mark.parametrize(
+    ("name", "item"),
+    [
+        ("nil", b"\xc0"),
+        ("float64", b"\xcb\x3f\xf8" + bytes(6)),
+        ("uint32", b"\xce\x00\x01\x00\x00"),
+        ("an empty map per 64 bytes", b"\x80" + b"\xc0" * 63),
+    ],
+)
+def test_memory_is_a_small_multiple_of_the_input(name, item):
+    data = _array_of((1 << 18) // len(item), item)
+    _, peak = _cost(decode, data)
+    assert peak < 10 * len(data), f"{name}: {peak / len(data):.1f}x"
+
+
+def test_a_header_that_the_input_cannot_hold_allocates_nothing():
+    for head in (b"\xdd\x00\xff\xff\xff", b"\xdf\x00\x7f\xff\xff", b"\xc6\x01\xff\xff\xff"):
+        data = head + b"\xc0" * 1000
+        _, peak = _cost(decode, data)
+        assert peak < 64 * 1024
+        with pytest.raises(EncodingError, match="truncated"):
+            decode(data)
+    with pytest.raises(LimitExceededError, match="array length"):
+        decode(b"\xdd\x01\x00\x00\x01" + b"\xc0" * 100)

@@ -1,10 +1,13 @@
 """Canonical item encodings (spec §6.3)."""
 
+import time
+import tracemalloc
+
 import numpy as np
 import pytest
 
 from protocol.encoding import decode, encode
-from protocol.errors import EncodingError, InputError
+from protocol.errors import EncodingError, InputError, LimitExceededError, TwinauditError
 from protocol.items import (
     CaptionedImageItem,
     ImageItem,
@@ -79,3 +82,85 @@ def test_pairs_must_share_everything_but_the_mark():
     c1, c2 = CaptionedImageItem(a, "cap"), CaptionedImageItem(b, "other cap")
     with pytest.raises(InputError):
         decode_pair(encode_item(c1), encode_item(c2), "captioned-image")
+
+
+# --- Bounded work per byte received (issue #22 D2) -----------------------------------------
+
+
+def _peak(fn, data):
+    tracemalloc.start()
+    try:
+        with pytest.raises(TwinauditError) as refused:
+            fn(data)
+        return tracemalloc.get_traced_memory()[1], refused.value
+    finally:
+        tracemalloc.stop()
+
+
+def test_d2_openings_that_are_not_items_cost_nothing_to_refuse():
+    """The issue's openings: 3.8 MiB that decode to millions of objects. Now refused by
+    checks on the bytes (canonical form, caps, then the item's fields) before anything
+    large is built."""
+    count = 4_000_000
+    empty_maps = b"\xdd" + count.to_bytes(4, "big") + b"\x80" * count
+    fields = b"\xa8channels\x01\xa6height\x01\xa4kind\xa5image\xa6pixels"
+    nil_pixels = b"\x85" + fields + b"\xdd" + count.to_bytes(4, "big") + b"\xc0" * count
+    nil_pixels += b"\xa5width\x01"
+    for data, error in ((empty_maps, LimitExceededError), (nil_pixels, InputError)):
+        start = time.perf_counter()
+        with pytest.raises(error):
+            decode_item(data)
+        assert time.perf_counter() - start < 1.0
+        peak, refused = _peak(decode_item, data)
+        assert type(refused) is error and peak < 64 * 1024
+    short = encode(
+        {"kind": "image", "height": 4096, "width": 4096, "channels": 3, "pixels": bytes(2**20)}
+    )
+    peak, refused = _peak(decode_item, short)
+    assert "pixel bytes" in str(refused) and peak < 64 * 1024
+
+
+def test_pixels_are_a_view_of_the_input():
+    data = encode_item(_img(shape=(64, 64, 3)))
+    tracemalloc.start()
+    item = decode_item(data)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 * 1024  # 12 KiB of pixels: not copied
+    assert isinstance(item, ImageItem) and not item.pixels.flags.writeable
+    assert encode_item(item) == data
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"kind": "image", "height": 1, "width": 1, "channels": 1, "pixels": [0]}, "pixels"),
+        ({"kind": "image", "height": 1.0, "width": 1, "channels": 1, "pixels": b"\x00"}, "height"),
+        ({"kind": "image", "height": 1, "width": 1, "channels": 1, "pixels": "x"}, "pixels"),
+        ({"kind": "text", "text": b"bytes"}, "text"),
+        ({"kind": "captioned-image", "image": [], "caption": "c"}, "image"),
+        (
+            {"kind": "captioned-image", "image": {"kind": "text", "text": "t"}, "caption": "c"},
+            "image",
+        ),
+        ([{"kind": "text", "text": "a"}], "map"),
+        ({"kind": 1}, "kind"),
+        # Spec §6.3: the label is an integer or left out, never nil (it once decoded as
+        # no label, so two encodings gave one item).
+        (
+            {
+                "kind": "image",
+                "height": 1,
+                "width": 1,
+                "channels": 1,
+                "pixels": b"\x00",
+                "label": None,
+            },
+            "label",
+        ),
+    ],
+)
+def test_fields_of_the_wrong_type_are_invalid_input(value, expected):
+    with pytest.raises(InputError, match=expected) as refused:
+        decode_item(encode(value))
+    assert type(refused.value) is InputError

@@ -4,10 +4,14 @@ import struct
 
 import pytest
 
+from protocol import limits
 from protocol.encoding import encode
 from protocol.errors import EncodingError, LimitExceededError
 from protocol.hashing import tagged_hash
-from verifier.transcript import TranscriptWriter, chain_head, iter_records
+from tests.support.claims import make_pairset, run_session
+from tests.support.fake_oracle import LinearOracle
+from verifier.scoring.classifier import ScoreSpec
+from verifier.transcript import TranscriptWriter, chain_head, iter_records, link
 
 
 def _writer(n=5):
@@ -58,3 +62,34 @@ def test_malformed_transcripts_rejected(data):
 def test_oversized_record_rejected():
     with pytest.raises(LimitExceededError):
         list(iter_records(struct.pack(">I", 1 << 30)))
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 65535, 65536, 70000])
+def test_link_hashes_the_record_in_place(size):
+    previous, record = bytes(range(32)), bytes(size)
+    assert link(previous, record) == tagged_hash("transcript-link", [previous, record])
+    assert link(previous, memoryview(record)) == link(previous, record)
+    assert link(b"short", record) == tagged_hash("transcript-link", [b"short", record])
+
+
+def _sized(value):
+    if isinstance(value, list):
+        return 1 + sum(_sized(v) for v in value)
+    if isinstance(value, dict):
+        return 1 + sum(1 + _sized(v) for v in value.values())
+    return int(isinstance(value, str | bytes))
+
+
+@pytest.mark.parametrize("label_only", [True, False])
+def test_the_densest_records_stay_far_below_max_sized_values(label_only):
+    """Spec §3.3: the largest record, 256 copies of the family with the most parameters,
+    holds about 4,700 sized values, under MAX_SIZED_VALUES's fixed part (8192)."""
+    pairs = make_pairset(2, seed=5)
+    knowledge = "C3" if label_only else "C1"
+    score = ScoreSpec(k=256, perturbation="random-resized-crop-flip", knowledge=knowledge)
+    oracle = LinearOracle(n_classes=10, label_only=label_only)
+    session = run_session(pairs, oracle, score=score, max_pairs=1)
+    records = list(iter_records(session.transcript.to_bytes()))
+    assert len(records) >= 2
+    densest = max(_sized(record) for record in records)
+    assert 4000 < densest <= 4700 < limits.SIZED_VALUES_BASE

@@ -11,12 +11,23 @@
 - ``clip``: a CLIP-style module with ``encode_image`` and ``encode_text``, with
   ``--tokenizer``, answering ``EmbedImageText``.
 
-A torch model is a state dict (``torch.load`` with ``weights_only=True``) plus
+A model file (``--model``) is in one of the formats of
+:mod:`verifier.oracles.formats`, found from its name and content or named by
+``--format``: TorchScript; a ``torch.export`` archive (``.pt2``); a state dict
+(``torch.load`` with ``weights_only=True``) or a ``.safetensors`` file, each with
 ``--arch MODULE:CALLABLE``, a callable that takes no arguments and returns the
-``torch.nn.Module`` to load it into; or a ``torch.export`` archive (a ``.pt2`` file);
-or a TorchScript file (``torch.jit.load``). It runs on the CPU in eval mode. The
-server prints ``listening on HOST:PORT`` (the bound port, useful with port 0) and
-serves until SIGINT or SIGTERM.
+``torch.nn.Module`` to load the weights into; a whole module pickled by
+``torch.save(model)``, only with ``--trust-pickle`` (with a warning on stderr:
+unpickling runs code the file names); or an ONNX model (``.onnx``, run by
+onnxruntime). It runs on the CPU in eval mode.
+
+Image models are checked at start: with ``--input-shape`` (or the input shape an
+ONNX model or ``torch.export`` program declares), a probe forward pass on zero images
+must answer what the oracle serves, or the command stops with one line naming the
+mismatch (``model-mismatch``: the input refused, another declared input shape, an
+output not (N, classes), another class count than ``--n-classes``, a fixed batch, a
+wrong dtype). The server prints ``listening on HOST:PORT`` (the bound port, useful
+with port 0), then a line describing the model, and serves until SIGINT or SIGTERM.
 
 torch is imported only when the command runs, so ``twinaudit --help`` stays fast.
 """
@@ -24,7 +35,6 @@ torch is imported only when the command runs, so ``twinaudit --help`` stays fast
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import signal
 import sys
@@ -39,10 +49,17 @@ from wire.transport import parse_address
 if TYPE_CHECKING:
     import torch
 
+    from verifier.oracles.formats import LoadedModel
+
 #: Seconds in-flight calls get to finish after a stop signal.
 STOP_GRACE_S = 2.0
 #: What ``--kind`` may name.
 KINDS = ("classifier", "encoder", "lm", "clip")
+#: What ``--format`` may name: :data:`verifier.oracles.formats.FORMATS` (a test checks
+#: they agree), spelled out so that ``--help`` imports no torch.
+MODEL_FORMATS = ("torchscript", "torch-export", "state-dict", "safetensors", "pickle", "onnx")
+#: Formats whose files declare their input shape.
+SHAPED_FORMATS = ("torch-export", "onnx")
 
 
 def _shape(text: str) -> tuple[int, int, int]:
@@ -67,13 +84,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve",
         help="serve a model (classifier, encoder, language model, CLIP-style)",
         description=(
-            "Serve a state dict loaded into --arch MODULE:CALLABLE, a torch.export archive "
-            "(.pt2) or a TorchScript file on the CPU until SIGINT/SIGTERM; or, for --kind "
-            "lm, a Hugging Face model directory (--hf) or an OpenAI-compatible endpoint "
-            "(--openai-url). Prints 'listening on HOST:PORT' once bound."
+            "Serve a model file on the CPU until SIGINT/SIGTERM: TorchScript, a torch.export "
+            "archive (.pt2), a state dict or .safetensors weights loaded into --arch "
+            "MODULE:CALLABLE, a pickled module (torch.save(model); only with --trust-pickle) "
+            "or an ONNX model (.onnx, run by onnxruntime); or, for --kind lm, a Hugging Face "
+            "model directory (--hf) or an OpenAI-compatible endpoint (--openai-url). With "
+            "--input-shape (or the shape an ONNX or torch.export file declares) the model is "
+            "probed once on zero images before serving. Prints 'listening on HOST:PORT' once "
+            "bound."
         ),
         epilog="exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage or a model that "
-        "cannot be loaded (an address without a host, a port in use, a missing file)",
+        "cannot be loaded or does not fit (an address without a host, a port in use, a "
+        "missing file, a pickle without --trust-pickle, a probe that fails: [model-mismatch])",
     )
     serve.add_argument(
         "--kind",
@@ -85,7 +107,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--model",
         type=Path,
         metavar="PATH",
-        help="state dict (with --arch), torch.export archive (.pt2) or TorchScript file",
+        help="model file: TorchScript, torch.export (.pt2), state dict or .safetensors "
+        "(with --arch), pickled module (with --trust-pickle), ONNX (.onnx)",
+    )
+    serve.add_argument(
+        "--format",
+        dest="model_format",
+        choices=MODEL_FORMATS,
+        help="the model file's format (default: found from its name and content)",
+    )
+    serve.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load a module pickled by torch.save(model); unpickling runs any code the "
+        "file names, so give it only for a file you trust",
     )
     serve.add_argument(
         "--tokenizer",
@@ -112,7 +147,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument(
         "--arch",
         metavar="MODULE:CALLABLE",
-        help="callable returning the nn.Module the state dict is loaded into",
+        help="callable returning the nn.Module a state dict or safetensors file is loaded into",
     )
     serve.add_argument(
         "--listen",
@@ -124,13 +159,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--n-classes",
         type=int,
         metavar="N",
-        help="number of classes (default: found by running --input-shape)",
+        help="number of classes (default: found by the probe of --input-shape)",
     )
     serve.add_argument(
         "--input-shape",
         type=_shape,
         metavar="H,W,C",
-        help="an input shape used to probe the number of classes",
+        help="the image shape the model takes: probed at start (classes, batch, output) "
+        "and reported by Describe (ONNX and torch.export files declare it)",
     )
     serve.add_argument(
         "--label-only", action="store_true", help="answer only the top label, never probabilities"
@@ -171,73 +207,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _resolve(spec: str) -> Any:
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise InputError(f"--arch must be MODULE:CALLABLE, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InputError(f"cannot import {module_name!r}: {exc}") from None
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise InputError(f"{module_name!r} has no attribute {attribute!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise InputError(f"{spec!r} is not callable")
-    return target
+    from verifier.oracles.formats import resolve_callable
+
+    return resolve_callable(spec)
 
 
-def load_model(path: Path, arch: str | None) -> torch.nn.Module:
-    """Load the model ``--model``/``--arch`` name; every failure is an InputError.
+def load_model(args: argparse.Namespace) -> LoadedModel:
+    """Load ``--model`` in its format (``--format``, ``--arch``, ``--trust-pickle``).
 
-    With ``arch``: a state dict (``torch.load(weights_only=True)``) loaded strictly
-    into ``arch()``. Without: a ``.pt2`` file is a ``torch.export`` archive
-    (``torch.export.load(path).module()``), anything else TorchScript.
+    A pickle is loaded only with ``--trust-pickle``, and then with a warning on stderr.
+    Every failure is an InputError.
     """
-    import torch
+    from verifier.oracles.formats import detect_format
+    from verifier.oracles.formats import load_model as load_file
 
-    if not path.is_file():
-        raise InputError(f"model file {str(path)!r} does not exist")
-    if arch is None and path.suffix == ".pt2":
-        try:
-            exported: torch.nn.Module = torch.export.load(path).module()
-        except Exception as exc:  # torch raises many types for unreadable archives
-            raise InputError(
-                f"cannot load the torch.export archive {str(path)!r}: {_first_line(exc)}"
-            ) from None
-        return exported
-    if arch is None:
-        try:
-            scripted: torch.nn.Module = torch.jit.load(  # type: ignore[no-untyped-call]
-                str(path), map_location="cpu"
-            )
-        except (RuntimeError, ValueError) as exc:
-            raise InputError(
-                f"{str(path)!r} is not TorchScript (a state dict needs --arch, "
-                f"a torch.export archive ends in .pt2): {_first_line(exc)}"
-            ) from None
-        return scripted
-    model = _resolve(arch)()
-    if not isinstance(model, torch.nn.Module):
-        raise InputError(f"{arch!r} returned {type(model).__name__}, not a torch.nn.Module")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for unreadable files
-        raise InputError(f"cannot read a state dict from {str(path)!r}: {exc}") from None
-    if not isinstance(state, dict):
-        raise InputError(f"{str(path)!r} holds {type(state).__name__}, not a state dict")
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise InputError(f"the state dict does not fit {arch!r}: {exc}") from None
-    return model
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    model_format = args.model_format or detect_format(args.model, args.arch)
+    if model_format == "pickle" and args.trust_pickle:
+        print(
+            f"twinaudit: warning: --trust-pickle: unpickling {str(args.model)!r} runs any code "
+            "the file names; serve a pickle only from a source you trust",
+            file=sys.stderr,
+            flush=True,
+        )
+    return load_file(
+        args.model,
+        arch=args.arch,
+        model_format=model_format,
+        trust_pickle=args.trust_pickle,
+        threads=args.threads,
+    )
 
 
 def _tls(args: argparse.Namespace) -> Any:
@@ -266,10 +264,18 @@ def _tokenizer(name: str | None) -> Any:
     return tokenizer
 
 
-def _torch_model(args: argparse.Namespace) -> torch.nn.Module:
+def _loaded_model(args: argparse.Namespace) -> LoadedModel:
     if args.model is None:
         raise InputError(f"--kind {args.kind} needs --model")
-    return load_model(args.model, args.arch)
+    return load_model(args)
+
+
+def _torch_model(args: argparse.Namespace) -> torch.nn.Module:
+    """Load a torch module for --kind lm or clip (not ONNX: those need methods or ids)."""
+    loaded = _loaded_model(args)
+    if loaded.model_format == "onnx":
+        raise InputError(f"--kind {args.kind} serves torch modules, not ONNX models")
+    return loaded.module
 
 
 def _language_model(args: argparse.Namespace) -> Any:
@@ -320,10 +326,11 @@ def make_oracle(args: argparse.Namespace) -> Any:
     if args.kind == "classifier":
         from verifier.oracles.torch_oracle import TorchClassifierOracle
 
-        if args.n_classes is None and args.input_shape is None:
+        loaded = _loaded_model(args)
+        if args.n_classes is None and args.input_shape is None and loaded.input_shape is None:
             raise InputError("give --n-classes, or --input-shape to probe it")
         return TorchClassifierOracle(
-            _torch_model(args),
+            loaded,
             n_classes=args.n_classes,
             probe_shape=args.input_shape,
             label_only=args.label_only,
@@ -332,7 +339,9 @@ def make_oracle(args: argparse.Namespace) -> Any:
     if args.kind == "encoder":
         from verifier.oracles.torch_encoder import TorchEncoderOracle
 
-        return TorchEncoderOracle(_torch_model(args), **_image_model_options(args))
+        return TorchEncoderOracle(
+            _loaded_model(args), probe_shape=args.input_shape, **_image_model_options(args)
+        )
     if args.kind == "clip":
         from verifier.oracles.torch_encoder import TorchImageTextOracle
 
@@ -345,10 +354,26 @@ def make_oracle(args: argparse.Namespace) -> Any:
     return _language_model(args)
 
 
+def _may_declare_shape(args: argparse.Namespace) -> bool:
+    """Tell whether ``--model`` may declare its input shape (ONNX, torch.export)."""
+    if args.model is None:
+        return False
+    if args.model_format is not None:
+        return bool(args.model_format in SHAPED_FORMATS)
+    return args.model.suffix.lower() in (".onnx", ".pt2")
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
-    if args.kind == "classifier" and args.n_classes is None and args.input_shape is None:
+    if (
+        args.kind == "classifier"
+        and args.n_classes is None
+        and args.input_shape is None
+        and not _may_declare_shape(args)
+    ):
         raise InputError("give --n-classes, or --input-shape to probe it")
+    if args.trust_pickle and args.model is None:
+        raise InputError("--trust-pickle goes with --model")
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)  # before any loading
     tls = _tls(args)
     if args.threads is not None and args.threads < 1:
@@ -382,16 +407,12 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
         print(f"listening on {host}:{port}", flush=True)
         if ops.metrics_address is not None:
             print(f"metrics on http://{ops.metrics_address}/metrics", flush=True)
-        if args.kind == "classifier":
+        print(_model_line(args.kind, info), flush=True)
+        if info.framework and not info.input_shape and args.kind in ("classifier", "encoder"):
             print(
-                f"model {info.model_name} sha256 {info.model_digest} classes {info.n_classes} "
-                f"output {info.classify_output}",
-                flush=True,
-            )
-        else:
-            print(
-                f"model {info.model_name} digest {info.model_digest} "
-                f"capabilities {','.join(info.capabilities)}",
+                "twinaudit: note: no probe ran (give --input-shape H,W,C to check the model "
+                "before serving)",
+                file=sys.stderr,
                 flush=True,
             )
         while not stop.wait(0.5):
@@ -401,3 +422,24 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _model_line(kind: str, info: Any) -> str:
+    """Return the line describing the served model (printed after ``listening on``)."""
+    if kind == "classifier":
+        line = (
+            f"model {info.model_name} sha256 {info.model_digest} classes {info.n_classes} "
+            f"output {info.classify_output}"
+        )
+    else:
+        line = (
+            f"model {info.model_name} digest {info.model_digest} "
+            f"capabilities {','.join(info.capabilities)}"
+        )
+    if info.model_format:
+        line += f" format {info.model_format}"
+    if info.framework:
+        line += f" framework {info.framework.replace(' ', '-')}"
+    if info.input_shape:
+        line += f" input {','.join(map(str, info.input_shape))}"
+    return line

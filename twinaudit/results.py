@@ -51,6 +51,7 @@ def verdict_figures(verdict: Any) -> dict[str, Any]:
         "score": claim["score"],
         "earlier_claims": verdict["earlier_claims"],
         "model": claim["model"]["name"],
+        "oracle": claim["model"]["oracle"],
         "arbiter": verdict["arbiter"],
         "time": verdict["time"],
     }

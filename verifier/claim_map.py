@@ -106,7 +106,7 @@ def check_claim_map(value: Value) -> dict[str, Any]:
             f"claim.test.params must be exactly the parameters of {test['name']!r} "
             f"over {n_pairs} pairs at p = {p}"
         )
-    if claim["tie_rule"] not in TIE_RULES:
+    if not isinstance(claim["tie_rule"], str) or claim["tie_rule"] not in TIE_RULES:
         raise InputError(f"claim.tie_rule must be one of {sorted(TIE_RULES)}")
     _int(claim["max_pairs"], "claim.max_pairs", 0, limits.MAX_PAIRS)
     _int(claim["query_budget"], "claim.query_budget", 0, 2**63 - 1)

@@ -170,6 +170,7 @@ def _check_pair_record(record: dict[str, Value], function: str) -> None:
         or not _digest_pair(record["digests"])
         or not (isinstance(scores, list) and len(scores) == 2)
         or not all(isinstance(s, float) for s in scores)
+        or not isinstance(record["outcome"], str)
         or record["outcome"] not in OUTCOMES
     ):
         raise _fail(f"pair record {index!r}: a field has the wrong type or value")

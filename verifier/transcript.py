@@ -13,13 +13,14 @@ dropping, reordering or appending a record changes the hash.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from protocol.encoding import Value, decode, encode
 from protocol.errors import EncodingError, InputError, LimitExceededError
-from protocol.hashing import tagged_hash
+from protocol.hashing import TAG_PREFIX
 
 #: Largest transcript accepted when reading (the escrow store's cap, too).
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
@@ -27,11 +28,31 @@ MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 _GENESIS = bytes(32)
 _FRAME = struct.Struct(">I")
+#: A fixarray of two, the tag, a fixarray of two and a 32-byte bin8 header.
+_LINK_HEAD = b"\x92" + encode(TAG_PREFIX + "transcript-link") + b"\x92\xc4\x20"
 
 
-def link(previous: bytes, record: bytes) -> bytes:
-    """Return the chain link after ``record`` (its canonical bytes)."""
-    return tagged_hash("transcript-link", [previous, record])
+def link(previous: bytes, record: bytes | memoryview) -> bytes:
+    """Return the chain link after ``record`` (its canonical bytes).
+
+    That is ``tagged_hash("transcript-link", [previous, record])``, hashed as it is
+    encoded rather than encoded first: the record's bytes are not copied.
+    """
+    size = len(record)
+    if len(previous) == 32:  # canonical([tag, [previous, ...]]) up to the record's header
+        head = _LINK_HEAD + previous
+    else:  # canonical([tag, [previous, b""]]) ends with b""'s header, c4 00
+        head = encode([TAG_PREFIX + "transcript-link", [previous, b""]])[:-2]
+    # The record's bin8/16/32 header (spec §3.2 item 5), then the record.
+    if size < 1 << 8:
+        head += b"\xc4" + size.to_bytes(1, "big")
+    elif size < 1 << 16:
+        head += b"\xc5" + size.to_bytes(2, "big")
+    else:
+        head += b"\xc6" + size.to_bytes(4, "big")
+    digest = hashlib.sha256(head)
+    digest.update(record)
+    return digest.digest()
 
 
 @dataclass
@@ -71,10 +92,16 @@ class TranscriptWriter:
         return writer
 
 
-def iter_records(data: bytes) -> Iterator[dict[str, Value]]:
-    """Yield the records of a framed transcript, strictly (canonical, no trailing bytes)."""
+def _frames(data: bytes) -> Iterator[tuple[memoryview, dict[str, Value]]]:
+    """Yield each record's canonical bytes (a view) and its map, strictly.
+
+    Each frame's length is checked against the bytes left and the record cap before
+    its record is decoded, in place, under the caps of spec §2.3; no trailing bytes.
+    """
     if len(data) > MAX_TRANSCRIPT_BYTES:
         raise LimitExceededError("transcript size", len(data), MAX_TRANSCRIPT_BYTES)
+    data = bytes(data)
+    view = memoryview(data)
     pos = 0
     while pos < len(data):
         if pos + _FRAME.size > len(data):
@@ -85,17 +112,26 @@ def iter_records(data: bytes) -> Iterator[dict[str, Value]]:
             raise LimitExceededError("transcript record size", size, MAX_RECORD_BYTES)
         if pos + size > len(data):
             raise EncodingError("transcript ends inside a record")
-        value = decode(data[pos : pos + size], max_bytes=MAX_RECORD_BYTES)
+        value = decode(data, max_bytes=MAX_RECORD_BYTES, start=pos, end=pos + size)
         if not isinstance(value, dict):
             raise EncodingError("a transcript record must be a map")
+        yield view[pos : pos + size], value
         pos += size
-        yield value
+
+
+def iter_records(data: bytes) -> Iterator[dict[str, Value]]:
+    """Yield the records of a framed transcript, strictly (canonical, no trailing bytes)."""
+    for _, record in _frames(data):
+        yield record
 
 
 def chain_head(data: bytes) -> tuple[bytes, int]:
-    """Return the final link and the number of records of a framed transcript."""
+    """Return the final link and the number of records of a framed transcript.
+
+    A record decodes only from its canonical bytes, so the link is over the bytes read.
+    """
     head, count = _GENESIS, 0
-    for record in iter_records(data):
-        head = link(head, encode(record))
+    for raw, _ in _frames(data):
+        head = link(head, raw)
         count += 1
     return head, count

@@ -241,7 +241,29 @@ def abort_on_error(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
         raise  # unreachable: abort raises
 
 
-class ProbedHealth(health.HealthServicer):  # type: ignore[misc]
+class Health(health.HealthServicer):  # type: ignore[misc]
+    """The standard health service, with its ``List`` method.
+
+    grpcio-health-checking 1.85 implements ``Check`` and ``Watch`` but leaves ``List``
+    to the generated base class, which raises NotImplementedError: gRPC answers that
+    UNKNOWN ("Exception calling application"). Here ``List`` answers every service's
+    status, read under the servicer's own lock (its ``_server_status``; the package is
+    pinned with grpcio).
+    """
+
+    def List(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Answer the status of every service this server reports."""
+        with self._lock:
+            statuses = dict(self._server_status)
+        return health_pb2.HealthListResponse(
+            statuses={
+                name: health_pb2.HealthCheckResponse(status=status)
+                for name, status in statuses.items()
+            }
+        )
+
+
+class ProbedHealth(Health):
     """The standard health service, answering what a probe of the server's backend finds.
 
     Before a ``Check`` (or a new ``Watch``) it runs ``probe`` — at most once per
@@ -311,6 +333,11 @@ class ProbedHealth(health.HealthServicer):  # type: ignore[misc]
         self.refresh()
         return super().Watch(request, context, send_response_callback)
 
+    def List(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Probe (if due), then answer the status of every service."""
+        self.refresh()
+        return super().List(request, context)
+
 
 def _enable_reflection(server: grpc.Server, service_names: tuple[str, ...]) -> None:
     """Serve gRPC reflection (``grpcio-reflection``, the ``ops`` extra) for these services."""
@@ -352,9 +379,7 @@ def make_server(
     )
     register(server)
     health_servicer = (
-        health.HealthServicer()
-        if health_probe is None
-        else ProbedHealth(health_probe, service_names)
+        Health() if health_probe is None else ProbedHealth(health_probe, service_names)
     )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     if reflection:

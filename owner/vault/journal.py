@@ -280,7 +280,7 @@ def _read_records(handle: BinaryIO) -> tuple[list[Value], int, int]:
         if length > MAX_RECORD_BYTES:
             raise _MalformedError(f"the record at byte {offset} is larger than {MAX_RECORD_BYTES}")
         try:
-            values.append(decode(rest[:length], max_bytes=MAX_RECORD_BYTES))
+            values.append(decode(rest[:length], max_bytes=MAX_RECORD_BYTES, limit_sized=False))
         except InputError as exc:
             raise _MalformedError(f"the record at byte {offset} is not canonical: {exc}") from None
         offset += len(head) + len(check)

@@ -104,7 +104,7 @@ def read_manifest(vault: Path) -> Manifest:
     if len(data) > MAX_MANIFEST_BYTES:
         raise VaultIntegrityError(vault, MANIFEST_FILE, f"is larger than {MAX_MANIFEST_BYTES}")
     try:
-        value = decode(data, max_bytes=MAX_MANIFEST_BYTES)
+        value = decode(data, max_bytes=MAX_MANIFEST_BYTES, limit_sized=False)  # not a message
     except InputError as exc:
         raise VaultIntegrityError(vault, MANIFEST_FILE, f"is not canonical: {exc}") from None
     if not isinstance(value, dict):

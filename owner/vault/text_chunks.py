@@ -96,7 +96,7 @@ def read_text_chunk(vault: Path, record: ChunkRecord) -> TextChunk:
     if sha256(data) != record.sha256:
         raise VaultIntegrityError(vault, record.file, "was modified (SHA-256 differs)")
     try:
-        value = decode(data, max_bytes=MAX_CHUNK_BYTES)
+        value = decode(data, max_bytes=MAX_CHUNK_BYTES, limit_sized=False)  # the owner's own file
         chunk = _parse(value, record.count)
     except InputError as exc:
         raise VaultIntegrityError(vault, record.file, f"is not a text chunk: {exc}") from None

@@ -432,7 +432,7 @@ def _canonical_map(value: object, what: str) -> dict[str, Value]:
     data = encode(value)
     if len(data) > MAX_PARAMETERS_BYTES:
         raise LimitExceededError(f"encoded {what}", len(data), MAX_PARAMETERS_BYTES)
-    canonical = decode(data)
+    canonical = decode(data, limit_sized=False)  # a source may list many image sizes
     assert isinstance(canonical, dict)
     return canonical
 

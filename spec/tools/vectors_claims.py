@@ -186,17 +186,28 @@ class StandIn(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageTextOra
     ``known`` (what a model trained on the published versions recalls) is answered with
     near-certainty: probability ``1 − 3·2^−20`` on its label, or log-probabilities ``/ 64``
     smaller. Every call is kept in :attr:`calls` as (images' digests, texts' digests,
-    answer as JSON).
+    answer as JSON). ``model`` is what its description reports of the model (framework,
+    model format, input shape; spec §10.1), nothing by default.
     """
 
     def __init__(
-        self, capability: str, output: str = "", known: dict[bytes, int] | None = None
+        self,
+        capability: str,
+        output: str = "",
+        known: dict[bytes, int] | None = None,
+        model: tuple[str, str, tuple[int, ...]] = ("", "", ()),
     ) -> None:
         """Offer ``capability``; ``output`` is the classifier's (probabilities or label)."""
         self.known = known or {}
         classes = N_CLASSES if capability == "classify" else 0
         self._info = OracleInfo(
-            "vector-oracle", "memoriser" if known else "sha256", (capability,), output, classes, 512
+            "vector-oracle",
+            "memoriser" if known else "sha256",
+            (capability,),
+            output,
+            classes,
+            512,
+            *model,
         )
         self.calls: list[tuple[list[str], list[str], dict[str, Any]]] = []
 
@@ -646,6 +657,18 @@ def _claim_cases() -> dict[str, dict[str, Any]]:
             StandIn("embed-image-text"),
             {"score": ImageTextSpec(), "test_name": "pprm-chernoff", "p": 0.05, "window": 8},
         ),
+        (
+            _DESCRIBED,
+            image,
+            StandIn("classify", "probabilities", model=("onnxruntime 1.31.1", "onnx", (4, 4, 1))),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C2"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 4,
+                "window": 4,
+            },
+        ),
     ]
     return {
         name: _claim_case(name, record, oracle, params) for name, record, oracle, params in rows
@@ -706,6 +729,10 @@ _ENCODER = "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pa
 _LANGUAGE = "language-model, pprm-chernoff, coin"
 _IMAGE_TEXT = "image-text, mixture-e, coin, query budget 12"
 _NAN = float("nan").hex()
+_DESCRIBED = (
+    "image-classifier C2, none K=1, mixture-e, skip, max_pairs 4, an oracle that reports "
+    "its framework, model format and input shape"
+)
 
 #: One input of a valid claim changed: (base claim, change, the request that fails (-1:
 #: the claim fails to start), edit). The claim must fail with a typed error.
@@ -834,6 +861,31 @@ BROKEN: list[tuple[str, str, int, Edit]] = [
         _answer(0, "texts", lambda rows: [r.append((1.0).hex()) for r in rows]),
     ),
     (_IMAGE_TEXT, "one image embedding too few", 1, _answer(1, "images", lambda rows: rows.pop())),
+    (
+        _DESCRIBED,
+        "a Describe map whose input_shape has two sides",
+        -1,
+        _claim_entry(
+            "model", "oracle", "input_shape", value={"array": [{"int": "4"}, {"int": "4"}]}
+        ),
+    ),
+    (
+        _DESCRIBED,
+        "a Describe map whose input_shape has 2 channels",
+        -1,
+        _claim_entry(
+            "model",
+            "oracle",
+            "input_shape",
+            value={"array": [{"int": "4"}, {"int": "4"}, {"int": "2"}]},
+        ),
+    ),
+    (
+        _DESCRIBED,
+        "a Describe map with an empty model_format (an unreported field is left out)",
+        -1,
+        _claim_entry("model", "oracle", "model_format", value={"str": ""}),
+    ),
 ]
 
 

@@ -154,7 +154,40 @@ def build_encoding() -> dict[str, Any]:
             "error": "limit-exceeded",
         }
     )
+    cases += _sized_value_cases()
     return _doc("encoding", "Canonical MessagePack (spec §3).", cases)
+
+
+def _sized_value_cases() -> list[dict[str, Any]]:
+    """One more sized value than MAX_SIZED_VALUES(n) allows (§2.3, §3.3), two ways.
+
+    Each is the smallest encoding of its kind above the cap: an array of empty arrays,
+    and a map of two-letter keys with nil values (keys count, nil values do not). With
+    one item fewer, each is accepted.
+    """
+    letters = [chr(c) for c in range(0x21, 0x7F)]
+    keys = sorted(a + b for a in letters for b in letters)
+    builders = [
+        ("empty arrays in one array", lambda count: [[] for _ in range(count)]),
+        ("two-letter keys of one map (keys count)", lambda count: dict.fromkeys(keys[:count])),
+    ]
+    cases = []
+    for name, build in builders:
+        count = limits.SIZED_VALUES_BASE  # the container and its items: count + 1 sized values
+        while count + 1 <= limits.max_sized_values(len(data := encode(build(count)))):
+            count += 1  # the least count above the cap
+        cap = limits.max_sized_values(len(data))
+        cases.append(
+            {
+                "name": f"{count} {name}: {count + 1} sized values in {len(data)} bytes, "
+                f"above MAX_SIZED_VALUES = 8192 + floor({len(data)}/64) = {cap}",
+                "kind": "decode",
+                "valid": False,
+                "input": {"hex": data.hex()},
+                "error": "limit-exceeded",
+            }
+        )
+    return cases
 
 
 def build_hashing() -> dict[str, Any]:

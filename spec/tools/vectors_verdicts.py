@@ -305,6 +305,13 @@ CHECK_CASES: dict[str, Edit] = {
     "a pair opened twice": set_field("opened", [0, 0]),
     "indicators longer than the pairs opened": set_field("indicators", "1" * 100),
     "time not RFC 3339": set_field("time", "2026-11-24 00:00:00"),
+    "claim.model.oracle.input_shape of two sides": set_field(
+        "claim.model.oracle.input_shape", [8, 8]
+    ),
+    "claim.model.oracle.model_format present but empty": set_field(
+        "claim.model.oracle.model_format", ""
+    ),
+    "claim.model.oracle with an unknown key": set_field("claim.model.oracle.hardware", "gpu"),
 }
 
 

@@ -44,6 +44,13 @@ MAX_CAPABILITIES: Final = 16
 #: A probability vector must sum to 1 within this (exactly rounded sum); no renormalising.
 PROBABILITY_SUM_TOLERANCE: Final = 1e-3
 
+#: The keys every Describe map has (spec §10.1).
+DESCRIBE_KEYS: Final = frozenset(
+    {"model_name", "model_digest", "capabilities", "classify_output", "n_classes", "max_batch"}
+)
+#: The keys a Describe map has when the oracle reports them (spec §10.1): what the model is.
+DESCRIBE_MODEL_KEYS: Final = frozenset({"framework", "model_format", "input_shape"})
+
 _CAPABILITY = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
 F32Images = npt.NDArray[np.float32]
@@ -69,6 +76,14 @@ class OracleInfo:
     and ``n_classes`` is in ``2..MAX_CLASSES``, for any other both are empty (``""``
     and 0, what the proto's unset fields read as); ``max_batch`` is in
     ``1..MAX_ORACLE_BATCH``.
+
+    Three optional fields say what the model is, as the oracle reports it (spec §10.1;
+    the arbiter cannot check them): ``framework`` (text of 1..256 bytes, such as
+    ``"torch 2.13.0+cpu"`` or ``"onnxruntime 1.31.1"``), ``model_format`` (a
+    lower-case name, such as ``"torchscript"``, ``"torch-export"``, ``"state-dict"``,
+    ``"safetensors"``, ``"pickle"`` or ``"onnx"``) and ``input_shape`` (the image
+    shape ``(H, W, C)`` the model takes, H and W in 1..4096, C 1 or 3). An unreported
+    field is empty (``""``, ``()``) and absent from the Describe map.
     """
 
     model_name: str
@@ -77,6 +92,9 @@ class OracleInfo:
     classify_output: str
     n_classes: int
     max_batch: int
+    framework: str = ""
+    model_format: str = ""
+    input_shape: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         """Validate every field (``OracleError("invalid-answer")``)."""
@@ -89,12 +107,14 @@ class OracleInfo:
         caps = self.capabilities
         if not isinstance(caps, tuple) or len(caps) > MAX_CAPABILITIES:
             raise _invalid(f"capabilities must be a tuple of at most {MAX_CAPABILITIES} names")
-        if len(set(caps)) != len(caps) or not all(
-            isinstance(c, str) and _CAPABILITY.fullmatch(c) for c in caps
-        ):
+        if not all(isinstance(c, str) and _CAPABILITY.fullmatch(c) for c in caps) or len(
+            set(caps)
+        ) != len(caps):
             raise _invalid(f"capabilities {caps!r} are not distinct lower-case names")
         if "classify" in caps:
-            if self.classify_output not in CLASSIFY_OUTPUTS:
+            if not isinstance(self.classify_output, str) or (
+                self.classify_output not in CLASSIFY_OUTPUTS
+            ):
                 raise _invalid(
                     f"classify_output {self.classify_output!r} not in {CLASSIFY_OUTPUTS}"
                 )
@@ -104,6 +124,31 @@ class OracleInfo:
             raise _invalid("an oracle without 'classify' has no classify_output and no n_classes")
         if not _is_int(self.max_batch) or not 1 <= self.max_batch <= MAX_ORACLE_BATCH:
             raise _invalid(f"max_batch {self.max_batch!r} outside 1..{MAX_ORACLE_BATCH}")
+        self._check_model_fields()
+
+    def _check_model_fields(self) -> None:
+        """Validate the optional ``framework``, ``model_format`` and ``input_shape``."""
+        if not isinstance(self.framework, str) or (
+            len(self.framework.encode()) > MAX_DESCRIPTION_TEXT_BYTES
+        ):
+            raise _invalid(f"framework must be at most {MAX_DESCRIPTION_TEXT_BYTES} bytes of text")
+        if not isinstance(self.model_format, str) or (
+            self.model_format and not _CAPABILITY.fullmatch(self.model_format)
+        ):
+            raise _invalid(f"model_format {self.model_format!r} is not a lower-case name")
+        shape = self.input_shape
+        if not isinstance(shape, tuple) or not all(_is_int(d) for d in shape):
+            raise _invalid("input_shape must be a tuple of integers")
+        if shape and not (
+            len(shape) == 3
+            and 1 <= shape[0] <= MAX_IMAGE_SIDE
+            and 1 <= shape[1] <= MAX_IMAGE_SIDE
+            and shape[2] in (1, 3)
+        ):
+            raise _invalid(
+                f"input_shape {shape!r} is not (H, W, C) with sides in 1..{MAX_IMAGE_SIDE}"
+                " and C 1 or 3"
+            )
 
     def check_offers(self, capability: str) -> None:
         """Raise ``ParameterError`` unless the oracle offers ``capability`` (a claim needs it).
@@ -115,8 +160,8 @@ class OracleInfo:
             raise ParameterError(f"oracle {self.model_name!r} does not offer {capability!r}")
 
     def to_value(self) -> dict[str, Value]:
-        """Return the canonical Describe map (capabilities sorted)."""
-        return {
+        """Return the canonical Describe map (capabilities sorted; empty model fields left out)."""
+        value: dict[str, Value] = {
             "model_name": self.model_name,
             "model_digest": self.model_digest,
             "capabilities": list(sorted(self.capabilities)),
@@ -124,23 +169,40 @@ class OracleInfo:
             "n_classes": self.n_classes,
             "max_batch": self.max_batch,
         }
+        if self.framework:
+            value["framework"] = self.framework
+        if self.model_format:
+            value["model_format"] = self.model_format
+        if self.input_shape:
+            value["input_shape"] = list(self.input_shape)
+        return value
 
     @classmethod
     def from_value(cls, value: object) -> OracleInfo:
-        """Parse a Describe map strictly (exact keys), raising ``invalid-answer``."""
-        keys = {
-            "model_name",
-            "model_digest",
-            "capabilities",
-            "classify_output",
-            "n_classes",
-            "max_batch",
-        }
-        if not isinstance(value, dict) or set(value) != keys:
-            raise _invalid(f"a description is a map with exactly the keys {sorted(keys)}")
+        """Parse a Describe map strictly, raising ``invalid-answer``.
+
+        The map has exactly :data:`DESCRIBE_KEYS` and any of
+        :data:`DESCRIBE_MODEL_KEYS`; an optional key that is present is not empty
+        (:meth:`to_value` leaves empty ones out, so each description has one map).
+        """
+        if (
+            not isinstance(value, dict)
+            or not set(value) >= DESCRIBE_KEYS
+            or not set(value) <= DESCRIBE_KEYS | DESCRIBE_MODEL_KEYS
+        ):
+            raise _invalid(
+                f"a description is a map with exactly the keys {sorted(DESCRIBE_KEYS)} "
+                f"and optionally {sorted(DESCRIBE_MODEL_KEYS)}"
+            )
         caps = value["capabilities"]
         if not isinstance(caps, list):
             raise _invalid("capabilities must be a list")
+        shape = value.get("input_shape", [])
+        if not isinstance(shape, list):
+            raise _invalid("input_shape must be a list")
+        for key in DESCRIBE_MODEL_KEYS & set(value):
+            if value[key] in ("", []):
+                raise _invalid(f"{key} is present but empty (an unreported field is left out)")
         return cls(
             value["model_name"],
             value["model_digest"],
@@ -148,6 +210,9 @@ class OracleInfo:
             value["classify_output"],
             value["n_classes"],
             value["max_batch"],
+            value.get("framework", ""),
+            value.get("model_format", ""),
+            tuple(shape),
         )
 
     def require_classify(self) -> None:

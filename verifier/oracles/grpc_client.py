@@ -104,6 +104,9 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
                 classify_output=answer.classify_output,
                 n_classes=answer.n_classes,
                 max_batch=answer.max_batch,
+                framework=answer.framework,
+                model_format=answer.model_format,
+                input_shape=tuple(answer.input_shape),
             )
             self._check_info(info)
             self._info = info

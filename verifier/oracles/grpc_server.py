@@ -105,6 +105,9 @@ def describe_response(info: OracleInfo) -> oracle_pb2.DescribeResponse:
         classify_output=info.classify_output,
         n_classes=info.n_classes,
         max_batch=info.max_batch,
+        framework=info.framework,
+        model_format=info.model_format,
+        input_shape=list(info.input_shape),
     )
 
 

@@ -25,11 +25,19 @@ from protocol.errors import InputError, OracleError, ParameterError
 
 from .base import F32Images, OracleInfo, check_images
 from .embedding import EmbeddingAnswer, EncoderOracle, check_embeddings
+from .formats import LoadedModel
 from .image_text import ImageTextAnswer, ImageTextOracle
 from .language import check_texts
 from .tokenizer import Tokenizer, encode_checked
-from .torch_images import ImageInput, check_max_batch, run_model
-from .torch_oracle import DEFAULT_MAX_BATCH, state_dict_digest
+from .torch_images import (
+    ImageInput,
+    check_max_batch,
+    probe,
+    run_fixed,
+    run_model,
+    weight_dtypes,
+)
+from .torch_oracle import DEFAULT_MAX_BATCH, input_shape_of, state_dict_digest
 
 
 def _eval(model: torch.nn.Module) -> torch.nn.Module:
@@ -41,9 +49,28 @@ def _eval(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def _describe(model: torch.nn.Module, name: str, capability: str, max_batch: int) -> OracleInfo:
+def _describe(
+    model: torch.nn.Module,
+    name: str,
+    capability: str,
+    max_batch: int,
+    *,
+    loaded: LoadedModel | None = None,
+    input_shape: tuple[int, int, int] | None = None,
+) -> OracleInfo:
+    digest = loaded.digest if loaded is not None else None
     try:
-        return OracleInfo(name, state_dict_digest(model), (capability,), "", 0, max_batch)
+        return OracleInfo(
+            name,
+            digest if digest is not None else state_dict_digest(model),
+            (capability,),
+            "",
+            0,
+            max_batch,
+            framework=loaded.framework if loaded is not None else "",
+            model_format=loaded.model_format if loaded is not None else "",
+            input_shape=input_shape or (),
+        )
     except OracleError as exc:
         raise ParameterError(f"invalid oracle description: {exc}") from None
 
@@ -58,23 +85,51 @@ def _matrix(out: object, rows: int, what: str) -> npt.NDArray[np.float64]:
 
 
 class TorchEncoderOracle(EncoderOracle):
-    """Serve a ``torch.nn.Module`` image encoder as an :class:`EncoderOracle`."""
+    """Serve a ``torch.nn.Module`` image encoder as an :class:`EncoderOracle`.
+
+    ``model`` is a module or a :class:`~verifier.oracles.formats.LoadedModel` (whose
+    fixed batch, if any, is honoured). With a ``probe_shape`` (H, W, C), or an input
+    shape the file declares, the encoder is run once at start on zero images and must
+    answer finite float (N, D) embeddings for one image and for two
+    (:func:`~verifier.oracles.torch_images.probe`; a
+    :class:`~verifier.oracles.torch_images.ModelMismatchError` otherwise).
+    """
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: torch.nn.Module | LoadedModel,
         *,
         model_name: str = "torch-encoder",
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
+        probe_shape: tuple[int, int, int] | None = None,
     ) -> None:
-        """Wrap ``model`` (set to eval mode) and compute its digest."""
-        self._model = _eval(model)
+        """Wrap ``model`` (set to eval mode), probe it if a shape is known, describe it."""
+        loaded = model if isinstance(model, LoadedModel) else None
+        self._model = _eval(model.module if isinstance(model, LoadedModel) else model)
         self._input = ImageInput(mean, std)
-        self._max_batch = check_max_batch(max_batch)
+        check_max_batch(max_batch)
+        self._fixed_batch = loaded.fixed_batch if loaded is not None else None
+        self._max_batch = min(max_batch, self._fixed_batch or max_batch)
         self._lock = threading.Lock()
-        self._info = _describe(self._model, model_name, "embed-images", max_batch)
+        shape = input_shape_of(loaded, probe_shape)
+        if shape is not None:
+            probe(
+                self._raw,
+                shape,
+                fixed_batch=self._fixed_batch,
+                max_batch=max_batch,
+                what="dimensions",
+                weights=weight_dtypes(self._model),
+            )
+        self._info = _describe(
+            self._model, model_name, "embed-images", max_batch, loaded=loaded, input_shape=shape
+        )
+
+    def _raw(self, images: F32Images) -> object:
+        """Run the encoder on a batch (padded to a fixed batch)."""
+        return run_fixed(self._model, self._input.tensor(images), self._fixed_batch, "a batch")
 
     @property
     def info(self) -> OracleInfo:
@@ -88,7 +143,7 @@ class TorchEncoderOracle(EncoderOracle):
         with self._lock:
             for start in range(0, images.shape[0], self._max_batch):
                 chunk = images[start : start + self._max_batch]
-                out = run_model(self._model, self._input.tensor(chunk), "a batch")
+                out = self._raw(chunk)
                 parts.append(EmbeddingAnswer(_matrix(out, chunk.shape[0], "the encoder")))
         return EmbeddingAnswer.concatenate(parts).validate(images.shape[0])
 

@@ -33,8 +33,23 @@ import torch
 
 from protocol.errors import OracleError, ParameterError
 
-from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
-from .torch_images import ImageInput, check_max_batch, run_model
+from .base import (
+    MAX_CLASSES,
+    ClassifierOracle,
+    ClassifyAnswer,
+    F32Images,
+    OracleInfo,
+    check_images,
+)
+from .formats import LoadedModel
+from .torch_images import (
+    ImageInput,
+    ModelMismatchError,
+    check_max_batch,
+    probe,
+    run_fixed,
+    weight_dtypes,
+)
 
 #: Default largest batch the model sees at once.
 DEFAULT_MAX_BATCH: Final = 256
@@ -64,16 +79,29 @@ def state_dict_digest(module: torch.nn.Module) -> str:
 class TorchClassifierOracle(ClassifierOracle):
     """Serve a ``torch.nn.Module`` classifier as a :class:`ClassifierOracle`.
 
-    ``n_classes`` may be left out when ``probe_shape`` (H, W, C) is given: the model
-    is then run once on a zero image to find it. ``mean``/``std`` (1 or 3 values
-    each, ``std > 0``) normalise the inputs per channel. ``device`` is where the
-    model runs (default the CPU). Calls are serialised by a lock, so one oracle may
-    back a multi-threaded server.
+    ``model`` is a module, or a :class:`~verifier.oracles.formats.LoadedModel` (a
+    module loaded from a file, with its format, framework, digest and what the file
+    declares: its input shape and a fixed batch size, which the oracle then honours).
+
+    With a ``probe_shape`` (H, W, C), or an input shape the file declares, the model
+    is run once at start on zero images (:func:`~verifier.oracles.torch_images.probe`):
+    it must answer (N, classes) finite floats for one image and for two (unless its
+    batch is fixed or ``max_batch`` is 1), and ``n_classes``, when given, must be the
+    number of classes it answers; otherwise that number becomes ``n_classes``. A
+    model that does not fit raises a
+    :class:`~verifier.oracles.torch_images.ModelMismatchError`. Without a shape,
+    ``n_classes`` is required and nothing is probed.
+
+    ``mean``/``std`` (1 or 3 values each, ``std > 0``) normalise the inputs per
+    channel. ``device`` is where the model runs (default the CPU). Calls are
+    serialised by a lock, so one oracle may back a multi-threaded server. The
+    description reports the input shape probed, and, for a loaded model, its framework
+    and format.
     """
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: torch.nn.Module | LoadedModel,
         *,
         n_classes: int | None = None,
         probe_shape: tuple[int, int, int] | None = None,
@@ -84,34 +112,43 @@ class TorchClassifierOracle(ClassifierOracle):
         label_only: bool = False,
         device: str = "cpu",
     ) -> None:
-        """Wrap ``model`` (set to eval mode) and compute its digest."""
-        if not isinstance(model, torch.nn.Module):
+        """Wrap ``model`` (set to eval mode), probe it if a shape is known, describe it."""
+        loaded = model if isinstance(model, LoadedModel) else None
+        module = model.module if isinstance(model, LoadedModel) else model
+        if not isinstance(module, torch.nn.Module):
             raise ParameterError("the model must be a torch.nn.Module")
         self._input = ImageInput(mean, std)
         check_max_batch(max_batch)
         try:
             self._device = torch.device(device)
-            self._model = model.to(self._device)
+            self._model = module.to(self._device)
         except (RuntimeError, AssertionError) as exc:
             raise ParameterError(f"cannot run the model on device {device!r}: {exc}") from None
         # torch.export modules refuse eval(); they keep the mode they were exported in.
         with contextlib.suppress(NotImplementedError):
             self._model.eval()
         self._lock = threading.Lock()
-        self._max_batch = max_batch
+        self._fixed_batch = loaded.fixed_batch if loaded is not None else None
+        self._max_batch = min(max_batch, self._fixed_batch or max_batch)
         self._label_only = bool(label_only)
-        if n_classes is None:
-            if probe_shape is None:
-                raise ParameterError("give n_classes or a probe_shape (H, W, C) to find it")
-            n_classes = self._probe(probe_shape)
+        shape = input_shape_of(loaded, probe_shape)
+        if shape is not None:
+            n_classes = self._probe(shape, n_classes, max_batch)
+        elif n_classes is None:
+            raise ParameterError("give n_classes or a probe_shape (H, W, C) to find it")
         try:
             self._info = OracleInfo(
                 model_name=model_name,
-                model_digest=state_dict_digest(self._model),
+                model_digest=loaded.digest
+                if loaded is not None and loaded.digest is not None
+                else state_dict_digest(self._model),
                 capabilities=("classify",),
                 classify_output="label" if self._label_only else "probabilities",
                 n_classes=n_classes,
                 max_batch=max_batch,
+                framework=loaded.framework if loaded is not None else "",
+                model_format=loaded.model_format if loaded is not None else "",
+                input_shape=shape or (),
             )
         except OracleError as exc:
             raise ParameterError(f"invalid oracle description: {exc}") from None
@@ -121,16 +158,36 @@ class TorchClassifierOracle(ClassifierOracle):
         """Return the oracle's self-description."""
         return self._info
 
-    def _probe(self, shape: tuple[int, int, int]) -> int:
-        if len(shape) != 3 or not all(isinstance(s, int) and s >= 1 for s in shape):
-            raise ParameterError(f"probe shape must be (H, W, C), got {shape!r}")
-        logits = self._forward(np.zeros((1, *shape), dtype=np.float32))
-        return int(logits.shape[1])
+    def _probe(self, shape: tuple[int, int, int], n_classes: int | None, max_batch: int) -> int:
+        """Probe the model on zero images of ``shape``; return its number of classes."""
+        out = probe(
+            self._raw,
+            shape,
+            fixed_batch=self._fixed_batch,
+            max_batch=max_batch,
+            what="classes",
+            weights=weight_dtypes(self._model),
+        )
+        found = int(out.shape[1])
+        if not 2 <= found <= MAX_CLASSES:
+            raise ModelMismatchError(
+                "class-count",
+                f"the model returns {found} classes; a classifier has 2..{MAX_CLASSES}",
+            )
+        if n_classes is not None and found != n_classes:
+            raise ModelMismatchError(
+                "class-count", f"the model returns {found} classes, where {n_classes} were given"
+            )
+        return found
+
+    def _raw(self, images: F32Images) -> object:
+        """Run the model on a batch (padded to a fixed batch); return its output on the CPU."""
+        x = self._input.tensor(images).to(self._device)
+        out = run_fixed(self._model, x, self._fixed_batch, "a batch")
+        return out.to("cpu") if isinstance(out, torch.Tensor) else out
 
     def _forward(self, images: F32Images) -> torch.Tensor:
-        out = run_model(self._model, self._input.tensor(images).to(self._device), "a batch")
-        if isinstance(out, torch.Tensor):
-            out = out.to("cpu")
+        out = self._raw(images)
         if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != images.shape[0]:
             shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             raise OracleError("invalid-answer", f"the model returned {shape}, not (N, classes)")
@@ -158,3 +215,26 @@ class TorchClassifierOracle(ClassifierOracle):
                     probs = torch.softmax(logits.to(torch.float64), dim=1).numpy()
                     parts.append(ClassifyAnswer(probabilities=probs.astype(np.float64)))
         return ClassifyAnswer.concatenate(parts).validate(images.shape[0], n_classes)
+
+
+def input_shape_of(
+    loaded: LoadedModel | None, given: tuple[int, int, int] | None
+) -> tuple[int, int, int] | None:
+    """Return the input shape to probe: the one given, or the one the file declares.
+
+    Both present must agree (``ModelMismatchError("input-shape")``). A given shape
+    must be three positive integers (``ParameterError``).
+    """
+    if given is not None and (
+        len(given) != 3 or not all(isinstance(s, int) and s >= 1 for s in given)
+    ):
+        raise ParameterError(f"probe shape must be (H, W, C), got {given!r}")
+    declared = loaded.input_shape if loaded is not None else None
+    if given is not None and declared is not None and tuple(given) != declared:
+        raise ModelMismatchError(
+            "input-shape",
+            f"the input shape given is {','.join(map(str, given))} (H,W,C) but the "
+            f"{loaded.model_format if loaded else ''} file declares "
+            f"{','.join(map(str, declared))}",
+        )
+    return tuple(given) if given is not None else declared  # type: ignore[return-value]

@@ -23,20 +23,26 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("model_name", "model_digest", "capabilities", "classify_output", "n_classes", "max_batch")
+    __slots__ = ("model_name", "model_digest", "capabilities", "classify_output", "n_classes", "max_batch", "framework", "model_format", "input_shape")
     MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     MODEL_DIGEST_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     CLASSIFY_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     N_CLASSES_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_FIELD_NUMBER: _ClassVar[int]
+    FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SHAPE_FIELD_NUMBER: _ClassVar[int]
     model_name: str
     model_digest: str
     capabilities: _containers.RepeatedScalarFieldContainer[str]
     classify_output: str
     n_classes: int
     max_batch: int
-    def __init__(self, model_name: _Optional[str] = ..., model_digest: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., classify_output: _Optional[str] = ..., n_classes: _Optional[int] = ..., max_batch: _Optional[int] = ...) -> None: ...
+    framework: str
+    model_format: str
+    input_shape: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, model_name: _Optional[str] = ..., model_digest: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., classify_output: _Optional[str] = ..., n_classes: _Optional[int] = ..., max_batch: _Optional[int] = ..., framework: _Optional[str] = ..., model_format: _Optional[str] = ..., input_shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ClassifyRequest(_message.Message):
     __slots__ = ("images",)
