@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats,oip]'
 	touch $(STAMP)
 
 test: $(STAMP) lint typecheck pytest

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.claim_client import ClaimRequest, run_claim
 from owner.escrow_client import escrow_root
+from protocol.claim.scores.classifier import ScoreSpec
 from protocol.items import encode_item
 from protocol.stats.base import TiePolicy
 from tests.support.claims import SeededEntropy
@@ -37,7 +38,6 @@ from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.classifier import ScoreSpec
 from verifier.server import serve_arbiter
 from wire.transport import make_channel
 
@@ -126,9 +126,10 @@ def main() -> None:
             owner="bench",
             arbiter_public_key=key.public_key(),
         ).receipt
-        entry, rho = store.entry(receipt.entry.index)
+        stored = store.entry(receipt.entry.index)
+        entry = stored.entry
         record = ClaimRecord(
-            entry.index, entry.root, entry.n_pairs, entry.item_kind, rho, entry.time
+            entry.index, entry.root, entry.n_pairs, entry.item_kind, stored.rho, entry.time
         )
         local = TorchClassifierOracle(_model(), n_classes=10, model_name="bench")
         # The arbiter draws (claim id, nonce) from its entropy for every claim; the

@@ -36,6 +36,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import limits
+from protocol.claim.transcript import chain_head
 from protocol.encoding import decode, encode
 from protocol.envelope import MAX_ENVELOPE_JSON_BYTES, Envelope, payload_type, sign_envelope
 from protocol.errors import TwinauditError
@@ -54,7 +55,6 @@ from protocol.escrow_messages import (
 )
 from protocol.items import ImageItem, TextItem, decode_item, encode_item
 from protocol.keys import key_id
-from verifier.transcript import chain_head
 from verifier.verdict import VERDICT_KIND, check_verdict
 
 #: The canonical decoder's inputs are about this long.

@@ -433,7 +433,7 @@ def stage_verify(d: Dispute, name: str) -> None:
     replay = d.runner.cli(
         f"replay-{name}",
         *("verifier", "replay", str(verdict), "--transcript", str(folder / "transcript.bin")),
-        *("--pubkey", pub),
+        *("--pubkey", pub, "--html", str(folder / "verdict.html")),
         check=False,
     )
     d.outcomes.append(

@@ -6,6 +6,9 @@ perturbation), ``k``, ``epsilon``, ``fraction``, and the regime ladder of issue 
 ablation of score variants and the evasion table), ``standard`` (rung b: a ResNet
 trained with SGD on 10,000 images), ``converged`` (the same, trained past 99% train
 accuracy) and ``scale`` (rung c: ResNet-18 on 54,000 images, for ``--device cuda``);
+``attacks`` (issue #25: the paper's countermeasures at rung (a) — output defences a
+host serves, :mod:`verifier.oracles.defences`, and training-time attacks,
+:mod:`evaluation.attack_training`; table :mod:`evaluation.attacks`);
 ``all`` runs them in that order;
 ``report`` only rewrites ``docs/results.md``. Everything is cached in the work
 directory (default ``runs/evaluation``): rerunning a command resumes it, and a

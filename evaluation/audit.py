@@ -26,11 +26,12 @@ from pathlib import Path
 import torch
 
 from owner.vault import Vault
+from protocol.claim.functions import AnyScoreSpec
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.oracles.base import Oracle
+from verifier.oracles.defences import wrap
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
-from verifier.scoring.registry import AnyScoreSpec
 
 from .build import Workspace, die_with_parent, rho_of
 from .specs import Job
@@ -107,7 +108,11 @@ def run_claim(
 def run_audit(
     workspace: Workspace, job: Job, model: torch.nn.Module, device: str = "cpu"
 ) -> dict[str, object]:
-    """File ``job``'s claim against ``model`` (run on ``device``); return what its verdict says."""
+    """File ``job``'s claim against ``model`` (run on ``device``); return what its verdict says.
+
+    The model answers through the audit's output defence, when it names one
+    (:mod:`verifier.oracles.defences`: the host's, not the arbiter's).
+    """
     audit = job.audit
     result = run_claim(
         workspace.vault(job.vault),
@@ -122,7 +127,10 @@ def run_audit(
         ),
         test=audit.test,
         p=audit.p,
-        oracle=TorchClassifierOracle(model, n_classes=10, model_name=job.model.name, device=device),
+        oracle=wrap(
+            TorchClassifierOracle(model, n_classes=10, model_name=job.model.name, device=device),
+            [audit.defence] if audit.defence else [],
+        ),
         rho_draw=audit.rho_draw,
     )
     return {"model": job.model.name, "vault": job.vault.name, "audit": audit.name, **result}

@@ -25,7 +25,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -273,6 +273,7 @@ class Workspace:
             images, labels = self.training_set(spec, owner)
             split = self.split(spec.seed, spec.n_train)
             inputs.append((spec, images, labels, owner, split.test_images, split.test_labels))
+        options = {spec: self.attack_options(spec) for spec in todo}
         context = multiprocessing.get_context("spawn")
         began = time.monotonic()
         with ProcessPoolExecutor(
@@ -289,6 +290,7 @@ class Workspace:
                     test_images=test_images,
                     test_labels=test_labels,
                     device=device,
+                    options=options[spec],
                 ): spec
                 for spec, images, labels, owner, test_images, test_labels in inputs
             }
@@ -302,6 +304,23 @@ class Workspace:
                 )
 
 
+    def attack_options(self, spec: ModelSpec) -> dict[str, object]:
+        """Return what ``spec``'s training attack needs besides its training set (or nothing).
+
+        ``advreg``: a reference set of non-members, Fashion-MNIST test images the
+        accuracy does not use (2,000 from index 2,000 on); ``markperturb``: its proxy's
+        steps (fewer in smoke runs, as the owner's).
+        """
+        if spec.attack == "advreg":
+            test = self.fashion_mnist().test_images
+            return {"reference": test[ADVREG_REFERENCE]}
+        if spec.attack == "markperturb":
+            return {"proxy_steps": OWN_STEPS * self.proxy_epochs // PROXY_EPOCHS}
+        return {}
+
+
+#: ``advreg``'s reference images: test images after those the accuracy is measured on.
+ADVREG_REFERENCE: Final = slice(2000, 4000)
 #: ``prctl`` options (linux/prctl.h): set and get the signal a process gets when its
 #: parent ends.
 PR_SET_PDEATHSIG: Final = 1
@@ -361,6 +380,10 @@ def architecture(spec: ModelSpec) -> torch.nn.Module:
 
 def _trainer(spec: ModelSpec) -> Callable[..., torch.nn.Module]:
     """Return the training function of ``spec``'s trainer (keyword arguments fixed here)."""
+    if spec.attack:
+        from .attack_training import train_attacked  # noqa: PLC0415 - torch.func, owner marking
+
+        return functools.partial(train_attacked, attack=spec.attack)
     if spec.trainer == "resnet18-sgd":
         return functools.partial(
             train_standard, make=make_resnet18, batch=SCALE_BATCH, lr=SCALE_LR, mixed=True
@@ -378,8 +401,12 @@ def train_one(
     test_images: Path,
     test_labels: Path,
     device: str = "cpu",
+    options: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """Train ``spec``'s model on the given set (one torch thread); write it to ``target``.
+
+    ``options`` go to the trainer as keywords (a training attack's extra inputs,
+    :meth:`Workspace.attack_options`).
 
     The steps run on ``device``, and so do the accuracies' forward passes. On an
     accelerator torch is held to deterministic algorithms, so a model that has to be
@@ -398,6 +425,7 @@ def train_one(
         seed=spec.training_seed,
         recipe=spec.recipe,
         device=device,
+        **(options or {}),
     )
     seconds = time.monotonic() - began
     info: dict[str, object] = {

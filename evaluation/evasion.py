@@ -18,7 +18,9 @@ query of a claim. Three ways to use that, each a wrapper around the honest oracl
     window, which holds both twins of its pairs), a query within ``2ε + 2`` levels of
     an earlier one in L∞ is answered with that query's answer. (The paper compares
     with a history of queries and a strict ``< 2ε``; the ``+ 2`` also catches twins
-    whose copies were dithered.) Twins so caught tie, and ties are skipped.
+    whose copies were dithered.) Twins so caught tie, and ties are skipped. This is
+    :class:`verifier.oracles.defences.PairDetectOracle` with no memory across
+    requests (the host ``oracle serve --defence pairdetect`` runs remembers them).
 
 A query taken for a published twin gets the answer that lowers its score the most
 without knowing the hidden twin: the uniform probability vector, or, label-only, the
@@ -40,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+from verifier.oracles.defences import PAIR_SLACK, PairDetectOracle, levels
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.augment import PAD
 from verifier.scoring.classifier import ScoreSpec
@@ -52,13 +55,8 @@ from .specs import TEST, ModelSpec, P, Plan, VaultSpec
 STRATEGIES = ("exact", "near", "pairdetect")
 #: ``near``: the largest per-pixel difference, in levels, still taken for the same image.
 NEAR_LEVELS = 2
-#: ``pairdetect``: levels added to ``2ε`` (dithered copies move by one level each).
-PAIR_SLACK = 2
-
-
-def levels(images: npt.NDArray[np.float32]) -> npt.NDArray[np.int16]:
-    """Return float32 images in [0, 1] as integer levels 0..255 (rounded)."""
-    return np.rint(images.astype(np.float64) * 255.0).astype(np.int16)
+#: What this module offers (``levels`` and ``PAIR_SLACK`` are the defences module's).
+__all__ = ["PAIR_SLACK", "STRATEGIES", "EvadingOracle", "levels", "placements"]
 
 
 def placements(image: npt.NDArray[np.uint8]) -> list[npt.NDArray[np.uint8]]:
@@ -92,6 +90,7 @@ class EvadingOracle(ClassifierOracle):
         self._epsilon = epsilon
         self._published = published.astype(np.int16).reshape(len(published), -1)
         self._hashes: set[bytes] = set()
+        self._pairdetect = PairDetectOracle(honest, epsilon, memory=0, slack=PAIR_SLACK)
         if strategy == "exact":
             for image in published:
                 for copy in placements(image):
@@ -107,11 +106,13 @@ class EvadingOracle(ClassifierOracle):
 
     def classify(self, images: F32Images) -> ClassifyAnswer:
         """Answer as the honest oracle, changing the answers of recognised queries."""
-        answer = self._honest.classify(images)
-        quantised = levels(images)
         self.queries += len(images)
         if self._strategy == "pairdetect":
-            return self._pairdetect(quantised, answer)
+            answer = self._pairdetect.classify(images)
+            self.recognised = self._pairdetect.recognised
+            return answer
+        answer = self._honest.classify(images)
+        quantised = levels(images)
         hits = self._published_hits(quantised)
         self.recognised += int(hits.sum())
         return _worst(answer, hits, self._honest.info.n_classes)
@@ -132,23 +133,6 @@ class EvadingOracle(ClassifierOracle):
             distance = np.abs(block - self._published[None, :, :]).max(axis=2)
             hits[start : start + 256] = (distance <= NEAR_LEVELS).any(axis=1)
         return hits
-
-    def _pairdetect(
-        self, quantised: npt.NDArray[np.int16], answer: ClassifyAnswer
-    ) -> ClassifyAnswer:
-        flat = quantised.reshape(len(quantised), -1)
-        limit = 2 * self._epsilon + PAIR_SLACK
-        source = np.arange(len(flat))
-        for n in range(1, len(flat)):
-            distance = np.abs(flat[:n] - flat[n]).max(axis=1)
-            close = np.flatnonzero(distance <= limit)
-            if len(close):
-                source[n] = source[close[0]]
-        self.recognised += int((source != np.arange(len(flat))).sum())
-        if answer.probabilities is not None:
-            return ClassifyAnswer(probabilities=answer.probabilities[source])
-        assert answer.labels is not None
-        return ClassifyAnswer(labels=answer.labels[source])
 
 
 def _worst(answer: ClassifyAnswer, hits: npt.NDArray[np.bool_], n_classes: int) -> ClassifyAnswer:

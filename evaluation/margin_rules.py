@@ -1,4 +1,4 @@
-"""Tie-margin rules compared offline on rung (a)'s models: fixed margins against scale-free ones.
+"""Tie-margin rules and the graded test compared offline on the ladder's models.
 
 ``python -m evaluation.margin_rules --work runs/ladder --marker pgdown`` scores every
 pair of rung (a)'s vault ``marker`` (seeds 0–4) with C1 ``dither`` K = 1 on its used
@@ -8,8 +8,12 @@ replays the mixture test (p = 0.05) over each list in four shuffled orders under
 margin rule: fixed margins, and margins set from the |gaps| of the pairs opened
 before (a quantile times a factor, after a warm-up whose pairs are skipped or kept
 at margin 0). A rule that reads only earlier |gaps| keeps the test valid (the gaps do
-not depend on which twin is published). Not a claim option: a measurement of whether
-one should be (``evaluation/notes.md``).
+not depend on which twin is published). Those rules are not claim options: a
+measurement of whether one should be (``evaluation/notes.md``). The same lists also
+replay the graded test ``mixture-graded`` (spec §7.5), which is one, at fixed margins.
+
+``--rung b`` does the same on rung (b)'s ResNets (``--epochs 80`` or ``200``), every
+seed whose used model is in the work directory, with the clean models there.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import torch
 from protocol.prg import Prg
 from protocol.seeds import audit_seed, publication_bits
 from protocol.stats.base import Decision
+from protocol.stats.graded import GradedMixtureTest, grade_of
 from protocol.stats.mixture import MixtureTest
 from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.torch_oracle import TorchClassifierOracle
@@ -33,7 +38,14 @@ from verifier.scoring.classifier import ScoreSpec, score
 
 from .ablation import ablation_nonce, versions_of
 from .build import Workspace, rho_of
-from .specs import CLI_EPSILON, N_TRAIN, ModelSpec, VaultSpec
+from .specs import (
+    CLI_EPSILON,
+    N_TRAIN,
+    STANDARD_N_TRAIN,
+    STANDARD_TRAINER,
+    ModelSpec,
+    VaultSpec,
+)
 
 #: A rule: the margin for the next pair from the |gaps| of the pairs opened before it
 #: (``None``: skip the pair).
@@ -69,6 +81,8 @@ RULES: dict[str, Rule] = {
     "25th percentile": scaled(1.0, 25.0),
     "75th percentile": scaled(1.0, 75.0),
 }
+#: The graded test (spec §7.5) at these fixed margins.
+GRADED_MARGINS: dict[str, float] = {"graded, margin 0.01": 0.01, "graded, margin 0.1": 0.1}
 #: Shuffled claim orders per list of gaps, and fresh draws of the bits per clean model.
 ORDERS = 4
 CLEAN_DRAWS = (0, 1, 2, 3)
@@ -83,19 +97,57 @@ class Gaps:
     gaps: list[float]
 
 
-def signed_gaps(workspace: Workspace, marker: str, seeds: Sequence[int]) -> list[Gaps]:
-    """Return the C1 ``dither`` K = 1 gaps of rung (a)'s used and clean models."""
-    spec = ScoreSpec(k=1, perturbation="dither", knowledge="C1")
-    out = []
-    for seed in seeds:
-        vault_spec = VaultSpec(seed, N_TRAIN, CLI_EPSILON, marker)
-        opened = workspace.vault(vault_spec)
-        versions, labels = versions_of(workspace, vault_spec)
-        models = (
+def rung_models(
+    rung: str, marker: str, seed: int, epochs: int
+) -> tuple[VaultSpec, tuple[tuple[bool, ModelSpec, tuple[int, ...]], ...]]:
+    """Return the vault and the (used?, model, draws of the bits) of one seed of a rung."""
+    if rung == "a":
+        return VaultSpec(seed, N_TRAIN, CLI_EPSILON, marker), (
             (True, ModelSpec(seed, epsilon=CLI_EPSILON, marker=marker), (0,)),
             (False, ModelSpec(seed, fraction=0.0, training=1), CLEAN_DRAWS),
         )
+    sizes = ModelSpec(
+        seed,
+        epsilon=CLI_EPSILON,
+        marker=marker,
+        n_train=STANDARD_N_TRAIN,
+        epochs=epochs,
+        trainer=STANDARD_TRAINER,
+    )
+    return VaultSpec(seed, STANDARD_N_TRAIN, CLI_EPSILON, marker), (
+        (True, sizes, (0,)),
+        (
+            False,
+            ModelSpec(
+                seed,
+                fraction=0.0,
+                n_train=STANDARD_N_TRAIN,
+                epochs=epochs,
+                trainer=STANDARD_TRAINER,
+            ),
+            CLEAN_DRAWS,
+        ),
+    )
+
+
+def signed_gaps(
+    workspace: Workspace, marker: str, seeds: Sequence[int], rung: str = "a", epochs: int = 80
+) -> list[Gaps]:
+    """Return the C1 ``dither`` K = 1 gaps of a rung's used and clean models.
+
+    Models whose weights the work directory lacks are left out.
+    """
+    spec = ScoreSpec(k=1, perturbation="dither", knowledge="C1")
+    out = []
+    for seed in seeds:
+        vault_spec, models = rung_models(rung, marker, seed, epochs)
+        if not (workspace.model_dir(models[0][1]) / "model.pt").exists():
+            continue
+        opened = workspace.vault(vault_spec)
+        versions, labels = versions_of(workspace, vault_spec)
         for used, model, draws in models:
+            if not (workspace.model_dir(model) / "model.pt").exists():
+                continue
             oracle = TorchClassifierOracle(
                 workspace.load_model(model), n_classes=10, model_name=model.name
             )
@@ -108,8 +160,12 @@ def signed_gaps(workspace: Workspace, marker: str, seeds: Sequence[int]) -> list
                     for i in range(len(versions))
                     for v in (0, 1)
                 ]
-                rows = oracle.classify(np.concatenate(copies)).probabilities
-                assert rows is not None
+                batches = [
+                    oracle.classify(np.concatenate(copies[i : i + 512])).probabilities
+                    for i in range(0, len(copies), 512)
+                ]
+                assert all(rows is not None for rows in batches)
+                rows = np.concatenate(batches)
                 gaps = []
                 for i, bit in enumerate(bits):
                     scores = [
@@ -126,35 +182,81 @@ def signed_gaps(workspace: Workspace, marker: str, seeds: Sequence[int]) -> list
     return out
 
 
-def detects(gaps: Sequence[float], rule: Rule, order: Sequence[int], p: float = 0.05) -> bool:
-    """Return whether the mixture test detects over ``gaps`` fed in ``order`` under ``rule``."""
+def graded_opened(
+    gaps: Sequence[float], margin: float, order: Sequence[int], p: float = 0.05
+) -> int | None:
+    """Return the pairs ``mixture-graded`` opens to detect over ``gaps`` in ``order``.
+
+    None when it does not detect; ties (``|gap| <= margin``) are skipped.
+    """
+    test = GradedMixtureTest(len(gaps), p=p)
+    for opened, index in enumerate(order, start=1):
+        grade = grade_of(gaps[index], margin)
+        if grade == 0:
+            continue
+        if test.update(int(gaps[index] > 0), grade).decision is not Decision.CONTINUE:
+            return opened if test.decision is Decision.DETECTED else None
+    return None
+
+
+def mixture_opened(
+    gaps: Sequence[float], rule: Rule, order: Sequence[int], p: float = 0.05
+) -> int | None:
+    """Return the pairs the mixture test opens to detect under ``rule`` (None: no detection)."""
     test = MixtureTest(len(gaps), p=p)
     seen: list[float] = []
-    for index in order:
+    for opened, index in enumerate(order, start=1):
         gap = gaps[index]
         margin = rule(seen)
         seen.append(abs(gap))
         if margin is None or abs(gap) <= margin:
             continue
         if test.update(int(gap > 0)).decision is not Decision.CONTINUE:
-            return test.decision is Decision.DETECTED
-    return False
+            return opened if test.decision is Decision.DETECTED else None
+    return None
 
 
-def compare(lists: Sequence[Gaps]) -> list[tuple[str, int, int, int, int]]:
-    """Return per rule: detections and runs on used models, then on clean ones."""
+@dataclass(frozen=True)
+class RuleRow:
+    """One rule's figures: detections and runs on used and clean models, pairs opened."""
+
+    name: str
+    used: int
+    used_runs: int
+    clean: int
+    clean_runs: int
+    #: Mean pairs opened on the used models, a run that does not detect counting all N.
+    mean_opened: float
+
+
+def compare(lists: Sequence[Gaps]) -> list[RuleRow]:
+    """Return per rule (the margin rules, then the graded test): its :class:`RuleRow`."""
+    runners: dict[str, Callable[[Sequence[float], Sequence[int]], int | None]] = {
+        name: (lambda g, o, rule=rule: mixture_opened(g, rule, o)) for name, rule in RULES.items()
+    }
+    runners.update(
+        {
+            name: (lambda g, o, m=margin: graded_opened(g, m, o))
+            for name, margin in GRADED_MARGINS.items()
+        }
+    )
     table = []
-    for name, rule in RULES.items():
+    for name, run in runners.items():
         counts = {True: [0, 0], False: [0, 0]}
+        opened: list[int] = []
         for entry in lists:
             for order_seed in range(ORDERS):
                 order = np.random.default_rng([order_seed, len(entry.gaps)]).permutation(
                     len(entry.gaps)
                 )
-                counts[entry.used][0] += detects(entry.gaps, rule, [int(i) for i in order])
+                result = run(entry.gaps, [int(i) for i in order])
+                counts[entry.used][0] += result is not None
                 counts[entry.used][1] += 1
+                if entry.used:
+                    opened.append(len(entry.gaps) if result is None else result)
         (used, used_runs), (clean, clean_runs) = counts[True], counts[False]
-        table.append((name, used, used_runs, clean, clean_runs))
+        mean = float(np.mean(opened)) if opened else float("nan")
+        table.append(RuleRow(name, used, used_runs, clean, clean_runs, mean))
     return table
 
 
@@ -167,13 +269,26 @@ def main(argv: list[str] | None = None) -> int:
         "--marker", default="pgdown", help="rung (a)'s marks: pgd, pgdproxy or pgdown"
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument(
+        "--rung", choices=("a", "b"), default="a", help="a: the demo regime; b: the ResNets"
+    )
+    parser.add_argument("--epochs", type=int, default=80, help="rung b's epochs (80 or 200)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    lists = signed_gaps(Workspace(args.work, args.data), args.marker, args.seeds)
-    print(f"marks {args.marker}, C1 dither K = 1, mixture-e p = 0.05, {ORDERS} orders a list")
-    print("| rule | used detected | clean detected |\n|---|---|---|")
-    for name, used, used_runs, clean, clean_runs in compare(lists):
-        print(f"| {name} | {used}/{used_runs} | {clean}/{clean_runs} |")
+    lists = signed_gaps(
+        Workspace(args.work, args.data), args.marker, args.seeds, args.rung, args.epochs
+    )
+    models = sorted({entry.name.rsplit(" draw ", 1)[0] for entry in lists if entry.used})
+    print(
+        f"rung {args.rung}, marks {args.marker}, C1 dither K = 1, p = 0.05, {ORDERS} orders "
+        f"a list; used models: {', '.join(models)}"
+    )
+    print("| rule | used detected | mean pairs opened (used) | clean detected |\n|---|---|---|---|")
+    for row in compare(lists):
+        print(
+            f"| {row.name} | {row.used}/{row.used_runs} | {row.mean_opened:.0f} | "
+            f"{row.clean}/{row.clean_runs} |"
+        )
     return 0
 
 

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
-from . import ablation, estimates, evasion, tables
+from . import ablation, attacks, estimates, evasion, tables
 from .foundation.report import INTRO as FOUNDATION_INTRO
 from .records import devices_of
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
@@ -210,6 +210,8 @@ def _section(
         lines += tables.k_table(plan, results, repeats)
     elif plan.table == "recipe":
         lines += tables.recipe_table(plan, results, infos, repeats)
+    elif plan.table == "attacks":
+        lines += [attacks.INTRO, "", *attacks.attacks_table(plan, results, infos, repeats)]
     elif plan.table in RUNG_INTRO:
         lines += [RUNG_INTRO[plan.table], ""]
         lines += tables.ladder_table(plan, results, infos, repeats)

@@ -52,6 +52,10 @@ FAMILIES: Final = ("none", "pad-shift-flip", "random-resized-crop")
 TESTS: Final = ("mixture-e", "pprm-chernoff")
 
 
+#: What :attr:`ModelSpec.attack` may be (:mod:`evaluation.attack_training`).
+ATTACK_NAME: Final = re.compile(r"(dp|gauss)([0-9]+(\.[0-9]+)?)|advreg|markperturb")
+
+
 @dataclass(frozen=True)
 class VaultSpec:
     """The owner's marked pairs of experiment ``seed``: her share of that seed's split."""
@@ -90,6 +94,9 @@ class ModelSpec:
     #: ``resnet-sgd`` (:mod:`evaluation.standard`: a small ResNet, SGD, one-cycle) or
     #: ``resnet18-sgd`` (the same recipe on ResNet-18, batches of 512, rung c).
     trainer: str = "demo"
+    #: A training-time attack (:mod:`evaluation.attack_training`): ``dp<σ>``,
+    #: ``gauss<σ>``, ``advreg``, ``markperturb``; "" trains the ordinary way.
+    attack: str = ""
 
     def __post_init__(self) -> None:
         """Normalise a clean model's marks (it saw none)."""
@@ -99,6 +106,8 @@ class ModelSpec:
             raise ValueError(f"training must be 0 or more, not {self.training}")
         if self.trainer not in TRAINERS:
             raise ValueError(f"unknown trainer {self.trainer!r}; known: {TRAINERS}")
+        if self.attack and (self.trainer != "demo" or not ATTACK_NAME.fullmatch(self.attack)):
+            raise ValueError(f"unknown training attack {self.attack!r} (demo trainer only)")
         if self.fraction == 0.0:
             object.__setattr__(self, "epsilon", 0)
             object.__setattr__(self, "marker", MARKER)
@@ -114,7 +123,11 @@ class ModelSpec:
         data = "clean" if self.clean else f"{self.marker}{self.epsilon}-f{self.fraction:.1f}"
         again = f"-t{self.training}" if self.training else ""
         trainer = "" if self.trainer == "demo" else f"-{self.trainer}"
-        return f"s{self.seed}-n{self.n_train}{trainer}-{self.recipe}-e{self.epochs}-{data}{again}"
+        attack = f"-{self.attack}" if self.attack else ""
+        return (
+            f"s{self.seed}-n{self.n_train}{trainer}-{self.recipe}-e{self.epochs}{attack}-"
+            f"{data}{again}"
+        )
 
     @property
     def training_seed(self) -> int:
@@ -160,15 +173,20 @@ class AuditSpec:
     statistic: str = "entropy"
     #: The score's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
     margin: float = 0.0
+    #: An output defence the model's host answers through
+    #: (:mod:`verifier.oracles.defences`, e.g. ``topk:1``); "" answers honestly.
+    defence: str = ""
 
     @property
     def name(self) -> str:
-        """A compact identifier for result keys (default statistic and margin not named)."""
+        """A compact identifier for result keys (defaults of the later fields not named)."""
         name = f"{self.knowledge}-k{self.k}-{self.perturbation}-{self.test}-p{self.p:g}"
         if self.statistic != "entropy":
             name += f"-{self.statistic}"
         if self.margin:
             name += f"-m{self.margin:g}"
+        if self.defence:
+            name += f"-def[{self.defence}]"
         return f"{name}-rho{self.rho_draw}" if self.rho_draw else name
 
 
@@ -528,6 +546,84 @@ def plan_null(seeds: Sequence[int]) -> Plan:
     return plan
 
 
+#: The attacks table (issue #25, the paper's table ``classifier:robustness``): rung (a)
+#: with the CLI's default marks with labels (``pgdown``, ε = 10). DP-SGD's noise
+#: multipliers σ (the paper's σ are absolute noise levels of its own code, not these).
+ATTACK_DP_SIGMAS: Final = (0.1, 0.3, 1.0)
+#: Early stopping: the epochs of 500 trained (the paper's 20, 40, 60 of 80 epochs).
+ATTACK_EPOCHS: Final = (125, 250, 375)
+#: Gaussian noise on the training images, σ in levels of 255 (the paper's).
+ATTACK_NOISE: Final = (10, 20, 30)
+#: Seeds whose training-time attacks are also trained without the owner's data (their
+#: false detections): one, to keep the table a CPU's night.
+ATTACK_CLEAN_SEEDS: Final = (0,)
+#: The claims of the attacks table: the CLI's default in C1–C3 (K = 1 ``dither``, margin
+#: 0.01 with probabilities), and the training family at K = 32 in C4 (one label per
+#: version ties every pair at K = 1: the verifier refuses it), C1 and C3.
+ATTACK_AUDITS: Final = (
+    AuditSpec(knowledge="C1", k=1, perturbation="dither", margin=0.01),
+    AuditSpec(knowledge="C2", k=1, perturbation="dither", margin=0.01),
+    AuditSpec(knowledge="C3", k=1, perturbation="dither"),
+    AuditSpec(knowledge="C4"),
+    AuditSpec(knowledge="C1"),
+    AuditSpec(knowledge="C3"),
+)
+#: Output defences (:mod:`verifier.oracles.defences`) around the unattacked models; the
+#: probability maskings leave labels as they are, so they are audited in C1 and C2 only.
+ATTACK_DEFENCES: Final = ("topk:1", "topk:3", "memguard", "pairdetect", "pairdetect-features")
+PROBABILITY_DEFENCES: Final = ("topk", "memguard")
+
+
+def attack_models(seed: int, clean: bool = False) -> list[tuple[str, ModelSpec]]:
+    """Return the training-time attack rows of experiment ``seed``: (row name, model)."""
+    base = ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER)
+    if clean:
+        base = replace(base, fraction=0.0)
+    return [
+        *((f"dp{s:g}", replace(base, attack=f"dp{s:g}")) for s in ATTACK_DP_SIGMAS),
+        *((f"es{e}", replace(base, epochs=e)) for e in ATTACK_EPOCHS),
+        ("advreg", replace(base, attack="advreg")),
+        ("noaug", replace(base, recipe="none")),
+        *((f"gauss{n}", replace(base, attack=f"gauss{n}")) for n in ATTACK_NOISE),
+        ("markperturb", replace(base, attack="markperturb")),
+    ]
+
+
+def defence_audits(defence: str) -> list[AuditSpec]:
+    """Return the attacks table's claims through ``defence`` (see :data:`ATTACK_DEFENCES`)."""
+    name = defence.partition(":")[0]
+    audits = [replace(a, defence=defence) for a in ATTACK_AUDITS]
+    if name in PROBABILITY_DEFENCES:
+        return [a for a in audits if a.knowledge in ("C1", "C2")]
+    return audits
+
+
+def plan_attacks(seeds: Sequence[int]) -> Plan:
+    """Plan the adaptive attacks at rung (a) with ``pgdown`` marks (issue #25).
+
+    Per seed: the ladder's used model (no attack) and its clean model (``-t1``), both
+    audited with :data:`ATTACK_AUDITS` as they are and through each output defence;
+    a used model per training-time attack (:func:`attack_models`), and for
+    :data:`ATTACK_CLEAN_SEEDS` the same attacks without the owner's data.
+    """
+    plan = Plan("attacks", "Adaptive attacks (the paper's table `classifier:robustness`)")
+    audits = [*ATTACK_AUDITS, *(a for d in ATTACK_DEFENCES for a in defence_audits(d))]
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), audits)
+        plan.add(
+            ModelSpec(seed, fraction=0.0, training=1),
+            audits,
+            epsilon=CLI_EPSILON,
+            marker=OWN_PROXY_MARKER,
+        )
+        for _, model in attack_models(seed):
+            plan.add(model, list(ATTACK_AUDITS))
+        if seed in ATTACK_CLEAN_SEEDS:
+            for _, model in attack_models(seed, clean=True):
+                plan.add(model, list(ATTACK_AUDITS), epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER)
+    return plan
+
+
 PLANNERS: Final = {
     "main": plan_main,
     "null": plan_null,
@@ -540,15 +636,25 @@ PLANNERS: Final = {
     "standard-own": plan_standard_own,
     "converged": plan_converged,
     "scale": plan_scale,
+    "attacks": plan_attacks,
 }
 
 
 def with_sizes(plan: Plan, *, n_train: int, epochs: int) -> Plan:
-    """Return ``plan`` with every model's training-set size and epochs replaced (smoke runs)."""
-    models = [replace(m, n_train=n_train, epochs=epochs) for m in plan.models]
+    """Return ``plan`` with every model's training-set size and epochs replaced (smoke runs).
+
+    The plan's first model gets ``epochs``; a model that trains for another number of
+    epochs (the attacks table's early stopping) gets as many in proportion (at least 1).
+    """
+    first = plan.models[0].epochs
+
+    def scaled(model: ModelSpec) -> int:
+        return epochs if model.epochs == first else max(1, round(model.epochs * epochs / first))
+
+    models = [replace(m, n_train=n_train, epochs=scaled(m)) for m in plan.models]
     jobs = [
         Job(
-            replace(j.model, n_train=n_train, epochs=epochs),
+            replace(j.model, n_train=n_train, epochs=scaled(j.model)),
             replace(j.vault, n_train=n_train),
             j.audit,
         )

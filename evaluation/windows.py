@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from verifier.schedule import WindowSchedule
+from protocol.claim.schedule import WindowSchedule
 
 from .tables import Result
 

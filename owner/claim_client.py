@@ -8,6 +8,7 @@ verdict. The owner never chooses which pairs are opened.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -17,10 +18,18 @@ from typing import Final
 import grpc
 
 from protocol import SPEC_VERSION
+from protocol.claim.functions import (
+    DEFAULT_FUNCTION,
+    SCORE_FUNCTIONS,
+    ParameterValue,
+    ScoreRequest,
+    score_request_from_fields,
+)
+from protocol.claim.params import ClaimParams
+from protocol.claim.scores.classifier import LABELLED
+from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.errors import InputError, TwinauditError
-from verifier.scoring.classifier import LABELLED
-from verifier.scoring.knowledge import KNOWLEDGE_WORDS
-from verifier.scoring.registry import score_request_from_fields
+from wire.claim_start import to_claim_start
 from wire.transport import CLAIM_DEADLINE_S
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -37,28 +46,17 @@ class Opening:
     proof: list[bytes]
 
 
-#: The score function a claim names unless the owner chooses one, by the vault's item kind.
-DEFAULT_SCORE: Final[Mapping[str, str]] = {
-    "image": "image-classifier",
-    "text": "language-model",
-    "captioned-image": "image-text",
-}
-#: The parameters each score function takes, with the owner's defaults (spec §10.3–10.6).
-#: An encoder parameter left at its default (0, "") takes the verifier's (K = 64,
-#: ``random-resized-crop-flip``). The classifier's knowledge defaults to a word the
-#: verifier resolves from the oracle's description (spec §10.1): ``unlabelled`` (C2 or
-#: C4) here, ``labelled`` (C3) from :func:`choose_score` for a labelled vault.
-SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, int | str | float]]] = {
-    "image-classifier": {
-        "k": 1,
-        "perturbation": "dither",
-        "knowledge": "unlabelled",
-        "statistic": "",
-        "margin": 0.0,
-    },
-    "image-encoder": {"k": 0, "perturbation": ""},
-    "language-model": {},
-    "image-text": {},
+#: The score function a claim names unless the owner chooses one, by the vault's item kind
+#: (the table of score functions, :data:`~protocol.claim.functions.DEFAULT_FUNCTION`).
+DEFAULT_SCORE: Final[Mapping[str, str]] = DEFAULT_FUNCTION
+#: The parameters each score function takes, with the owner's defaults (spec §10.3–10.6),
+#: from the table of score functions: the image-encoder's K = 64 and
+#: ``random-resized-crop-flip`` are sent as they are. The classifier's knowledge defaults
+#: to a word the verifier resolves from the oracle's description (spec §10.1):
+#: ``unlabelled`` (C2 or C4) here, ``labelled`` (C3) from :func:`choose_score` for a
+#: labelled vault.
+SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, ParameterValue]]] = {
+    name: function.defaults() for name, function in SCORE_FUNCTIONS.items()
 }
 #: The tie margin (spec §7.1) a claim asks for when its condition reads probabilities
 #: (C1, C2, or the word ``unlabelled``, which keeps it for C2 and drops it for C4) with
@@ -87,7 +85,11 @@ FAMILY_K: Final = 32
 
 @dataclass(frozen=True)
 class ScoreChoice:
-    """The score fields of a claim (spec §10.1), those a function does not use unset."""
+    """The score fields of a claim (spec §10.1), those a function does not use unset.
+
+    ``spec`` is the score they ask for, checked as the verifier will check it: what a
+    :class:`~protocol.claim.params.ClaimParams` carries.
+    """
 
     function: str
     k: int = 0
@@ -97,6 +99,7 @@ class ScoreChoice:
     statistic: str = ""
     #: The classifier's tie margin (spec §7.1; C1 and C2): 0 ties equal scores only.
     margin: float = 0.0
+    spec: ScoreRequest | None = field(default=None, compare=False, repr=False)
 
 
 def choose_score(
@@ -159,6 +162,8 @@ def choose_score(
         margin = DEFAULT_MARGIN if entropy and knowledge in MARGIN_CHOICES else 0.0
     if k is None and function == "image-classifier" and perturbation not in (None, *SINGLE_COPY):
         k = FAMILY_K  # copies that differ need several of them (a lone crop is noise)
+    if statistic is None and "statistic" in takes:
+        statistic = "" if takes["statistic"] == "entropy" else str(takes["statistic"])
     choice = ScoreChoice(
         function,
         k=k if k is not None else int(takes.get("k", 0)),
@@ -166,7 +171,7 @@ def choose_score(
         if perturbation is not None
         else str(takes.get("perturbation", "")),
         knowledge=knowledge if knowledge is not None else "",
-        statistic=statistic if statistic is not None else str(takes.get("statistic", "")),
+        statistic=statistic if statistic is not None else "",
         margin=float(margin or 0.0),
     )
     spec = score_request_from_fields(
@@ -187,15 +192,16 @@ def choose_score(
             f"knowledge {choice.knowledge} uses committed labels; not every item of this "
             "vault carries one (use unlabelled, C2 or C4)"
         )
-    return choice
+    return dataclasses.replace(choice, spec=spec)
 
 
 @dataclass(frozen=True)
 class ClaimRequest:
-    """What the owner asks the arbiter to check (spec §10.1).
+    """A ``ClaimStart``'s raw fields, unchecked, with the image-classifier's defaults.
 
-    The score fields default to the image-classifier's; :func:`choose_score` returns
-    those of any score function (``score_function`` is its ``function``).
+    The owner's command files a :class:`~protocol.claim.params.ClaimParams` (checked
+    before anything is sent); this field form is for tools and tests that must also
+    send what the verifier refuses. :func:`run_claim` takes either.
     """
 
     record_index: int
@@ -261,7 +267,7 @@ _END = object()
 
 def run_claim(
     channel: grpc.Channel,
-    request: ClaimRequest,
+    request: ClaimParams | ClaimRequest,
     open_pair: Callable[[int], Opening],
     *,
     on_progress: Callable[[pb.Progress], None] | None = None,
@@ -275,7 +281,12 @@ def run_claim(
     ``grpc.RpcError`` with the verifier's status and message.
     """
     outbox: queue.Queue[object] = queue.Queue()
-    outbox.put(pb.ClaimMessage(start=request.to_proto(resume_claim_id)))
+    start = (
+        request.to_proto(resume_claim_id)
+        if isinstance(request, ClaimRequest)
+        else to_claim_start(request, resume_claim_id)
+    )
+    outbox.put(pb.ClaimMessage(start=start))
 
     def messages() -> Iterator[pb.ClaimMessage]:
         while True:

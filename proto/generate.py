@@ -5,12 +5,15 @@ the modules land in ``wire/<service>/v1/``). The drift test generates into a
 temporary directory and compares the bytes with the checked-in files.
 
 The .proto files sit under ``proto/twinaudit/`` because their packages are the wire
-names ``twinaudit.<service>.v1``. protoc names each Python module after the path of its
+names ``twinaudit.<service>.v1``; another protocol's file (the Open Inference
+Protocol's, package ``inference``) sits under ``proto/oip/v2/`` and its modules go to
+``wire/oip/v2/``. protoc names each Python module after the path of its
 .proto file, which would put the modules in the CLI package ``twinaudit``; they belong
 to the wire layer, ``wire.<service>.v1``. So protoc writes into a scratch directory,
 exactly as it always has, and each module is moved to ``wire/`` with the three places
 where protoc spells its Python location rewritten: the stubs' import of the messages,
-the messages' ``__module__`` and the file named in the stubs' version warning. Every
+the messages' ``__module__`` and the file named in the stubs' version warning (and a
+foreign file's messages go to a descriptor pool of their own, ``_DEFAULT_POOL``). Every
 other byte is protoc's: the serialized descriptors (file ``twinaudit/<service>/v1/
 <service>.proto``, package ``twinaudit.<service>.v1``), the method paths and the
 message classes are those of the .proto files, so nothing on the wire changes.
@@ -30,6 +33,9 @@ REPO_ROOT = PROTO_ROOT.parent
 PROTO_PACKAGE_ROOT = "twinaudit"
 #: The Python package the generated modules live in (the wire layer).
 PYTHON_PACKAGE = "wire"
+#: Directories of other protocols' .proto files, which keep their own package names:
+#: the Open Inference Protocol (package ``inference``), whose client the verifier has.
+FOREIGN_DIRS = (Path("oip", "v2"),)
 
 
 def proto_files() -> list[Path]:
@@ -37,12 +43,39 @@ def proto_files() -> list[Path]:
     return sorted(PROTO_ROOT.rglob("*.proto"))
 
 
+def python_location(proto_dir: Path) -> Path:
+    """Return the package directory (under ``wire/``) of the modules of ``proto_dir``'s files.
+
+    Our own wire packages ``twinaudit.<service>.v1`` live in ``wire/<service>/v1/``.
+    Another protocol's file keeps its own package (OIP's is ``inference``); it sits in
+    one of :data:`FOREIGN_DIRS`, and its modules in the same path under ``wire/``.
+    """
+    if proto_dir.parts[:1] == (PROTO_PACKAGE_ROOT,):
+        return Path(PYTHON_PACKAGE, *proto_dir.parts[1:])
+    if proto_dir in FOREIGN_DIRS:
+        return Path(PYTHON_PACKAGE, *proto_dir.parts)
+    raise SystemExit(f"{proto_dir} is neither under proto/{PROTO_PACKAGE_ROOT}/ nor foreign")
+
+
+#: What protoc writes to register a file in the process's default descriptor pool, and
+#: what a foreign file's module writes instead: a pool of its own. Servers and clients of
+#: the same protocol (MLServer, tritonclient) register the same message names in the
+#: default pool, and a second registration of a name fails; with its own pool each
+#: module loads whatever else the process has loaded.
+_DEFAULT_POOL = (
+    "_descriptor_pool.Default().AddSerializedFile(",
+    "_descriptor_pool.DescriptorPool().AddSerializedFile(",
+)
+
+
 def _relocations(proto_dir: Path, python_dir: Path, stem: str) -> dict[str, list[tuple[str, str]]]:
     """Return, per generated file name, the exact text protoc writes and what replaces it."""
     old_module, new_module = ".".join(proto_dir.parts), ".".join(python_dir.parts)
+    own_pool = [_DEFAULT_POOL] if proto_dir in FOREIGN_DIRS else []
     return {
         f"{stem}_pb2.py": [
             (f"'{old_module}.{stem}_pb2'", f"'{new_module}.{stem}_pb2'"),
+            *own_pool,
         ],
         f"{stem}_pb2.pyi": [],
         f"{stem}_pb2_grpc.py": [
@@ -85,9 +118,7 @@ def generate(out: Path) -> list[Path]:
             raise SystemExit("protoc failed")
         for proto in proto_files():
             proto_dir = proto.relative_to(PROTO_ROOT).parent
-            if proto_dir.parts[:1] != (PROTO_PACKAGE_ROOT,):
-                raise SystemExit(f"{proto} is not under proto/{PROTO_PACKAGE_ROOT}/")
-            python_dir = Path(PYTHON_PACKAGE, *proto_dir.parts[1:])
+            python_dir = python_location(proto_dir)
             package_dir = out / python_dir
             package_dir.mkdir(parents=True, exist_ok=True)
             relocations = _relocations(proto_dir, python_dir, proto.stem)

@@ -5,6 +5,8 @@ import os
 import numpy as np
 import pytest
 
+from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.commitment import PairOpening
 from protocol.encoding import encode
 from protocol.errors import (
@@ -23,8 +25,6 @@ from tests.support.fake_oracle import LinearOracle
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.oracles.base import ClassifyAnswer
 from verifier.replay import replay
-from verifier.scoring.classifier import ScoreSpec
-from verifier.transcript import TranscriptWriter, iter_records
 from verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))

@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from protocol.claim.scores.encoder import EncoderSpec
+from protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
+from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.encoding import encode
 from protocol.errors import OracleError, ParameterError, VerificationError
 from protocol.seeds import publication_bits
@@ -22,10 +25,6 @@ from verifier.oracles.tokenizer import ByteTokenizer
 from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
 from verifier.oracles.torch_lm import TorchLanguageModelOracle
 from verifier.replay import replay
-from verifier.scoring.encoder import EncoderSpec
-from verifier.scoring.image_text import ImageTextSpec
-from verifier.scoring.language import LanguageSpec
-from verifier.transcript import TranscriptWriter, iter_records
 from verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))

@@ -124,7 +124,12 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             {"perturbation": "pad-shift-flip-dither", "k": 4},
             ScoreChoice("image-classifier", 4, "pad-shift-flip-dither", "unlabelled", margin=0.01),
         ),
-        ("image", "image-encoder", {}, ScoreChoice("image-encoder", 0, "")),
+        (
+            "image",
+            "image-encoder",
+            {},
+            ScoreChoice("image-encoder", 64, "random-resized-crop-flip"),
+        ),
         (
             "image",
             "image-encoder",

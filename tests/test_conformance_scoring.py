@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from protocol.claim.outcome import LOSS, TIE, WIN, compare
 from protocol.errors import TwinauditError
 from protocol.prg import Prg
 from spec.tools import vectors_scoring
@@ -23,7 +24,6 @@ from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
-from verifier.scoring.outcome import LOSS, TIE, WIN, compare
 
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 DOC = json.loads((VECTORS / "scoring.json").read_text(encoding="utf-8"))

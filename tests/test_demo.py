@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 
 from demo import data as demo_data
-from demo.report import ClaimOutcome, mixture_lower_bounds, svg_plot, trajectory
+from demo.report import ClaimOutcome
 from demo.run import QUICK, problems_of, run_demo, with_overrides
 from protocol.stats.mixture import log_e_value
 from protocol.stats.paper_test import PaperTest
 from protocol.stats.registry import make_test
+from twinaudit.verdict_plots import mixture_lower_bounds, svg_plot, trajectory
 from verifier.replay import replay
 from verifier.verdict import Verdict
 
@@ -262,6 +263,8 @@ def test_quick_demo_runs_every_stage(tmp_path):
     for name in ("used", "clean"):
         ET.parse(run_dir / f"plot-{name}.svg")
         folder = run_dir / "claims" / name
+        # The verdict's report for people, written by `verifier replay --html`.
+        assert "Data-use audit verdict" in (folder / "verdict.html").read_text()
         verdict = json.loads((folder / "verdict.json").read_text())
         assert verdict  # an envelope
         from protocol.keys import load_public_key

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from protocol.claim.functions import score_spec_from_fields
 from protocol.errors import OracleError, ParameterError
 from protocol.prg import Prg, bit_stream
 from verifier.oracles.base import ClassifyAnswer
@@ -18,7 +19,6 @@ from verifier.scoring.augment import (
     to_unit,
 )
 from verifier.scoring.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
-from verifier.scoring.registry import score_spec_from_fields
 
 SEED = bytes(range(32))
 

@@ -276,9 +276,16 @@ def test_every_command_of_a_table_parses(path, monkeypatch, capsys):
 
 
 def test_the_practitioner_table_serves_every_format():
-    """One row per format of ``--format`` (torch.export twice: dynamic and fixed batch)."""
-    served = [c.words for c in table_commands(ROOT / "docs" / "practitioner.md")]
-    assert all(words[:3] == ("twinaudit", "oracle", "serve") for words in served)
+    """One row per format of ``--format`` (torch.export twice: dynamic and fixed batch).
+
+    And one for a model on an Open Inference Protocol server, which the owner's claim
+    names by its ``oip+`` address (the OIP options table has no commands).
+    """
+    commands = [c.words for c in table_commands(ROOT / "docs" / "practitioner.md")]
+    served = [words for words in commands if words[:3] == ("twinaudit", "oracle", "serve")]
+    claims = [words for words in commands if words[:3] == ("twinaudit", "owner", "claim")]
+    assert len(served) + len(claims) == len(commands)
+    assert [words[words.index("--oracle") + 1][:9] for words in claims] == ["oip+http:"]
     suffixes = {Path(words[words.index("--model") + 1]).suffix for words in served}
     assert suffixes == {".ts", ".pt2", ".pt", ".safetensors", ".onnx"}
     assert sum("--trust-pickle" in words for words in served) == 1

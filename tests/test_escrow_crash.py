@@ -32,6 +32,7 @@ from protocol.escrow_messages import (
     verify_receipt,
 )
 from verifier.escrow.sql_store import SqlEscrowStore
+from verifier.escrow.store import StoredEntry
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 REPO = Path(__file__).resolve().parent.parent
@@ -130,13 +131,12 @@ def _check_reopened(
             expected_item_kind="text",
             inclusion_proof=store.inclusion_proof(index, position.log_size),
         )
-        assert store.entry(index) == (receipt.entry, receipt.rho)
+        assert store.entry(index) == StoredEntry(receipt.entry, receipt.rho)
     # No partial entry: every stored entry decodes, with its own index and rho.
     for index in range(size):
-        entry, _ = store.entry(index)
-        assert entry.index == index
+        assert store.entry(index).entry.index == index
     # The log extends every checkpoint taken after earlier rounds.
-    latest, _ = store.latest_checkpoint()
+    latest = store.latest_checkpoint().checkpoint
     for old in checkpoints:
         verify_log_extension(old, latest, store.consistency_proof(old.size, latest.size))
     return latest

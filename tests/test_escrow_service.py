@@ -32,6 +32,7 @@ from protocol.escrow_messages import (
 from protocol.keys import key_id
 from verifier.escrow.service import SERVICE_NAME, serve_escrow
 from verifier.escrow.sqlite_store import SqliteEscrowStore
+from verifier.escrow.store import StoredEntry
 from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from wire.transport import TlsFiles, make_channel, wait_healthy
 
@@ -95,7 +96,7 @@ def test_commit_and_verify_with_the_owner_client(channel, store):
     assert receipt.entry.root == ROOT
     assert receipt.entry.n_pairs == 64
     assert receipt.entry.index == 0
-    assert store.entry(0) == (receipt.entry, receipt.rho)
+    assert store.entry(0) == StoredEntry(receipt.entry, receipt.rho)
     second, _ = _escrow(channel, root=bytes(32), owner="bob")
     assert second.entry.index == 1
     assert second.rho != receipt.rho
@@ -135,7 +136,7 @@ def test_get_record_checkpoint_and_proofs(channel, store):
     assert entry.index == 2
     assert entry.root == (2).to_bytes(32, "big")
     assert checkpoint.size == 6
-    assert store.entry(2)[1] not in record.entry  # the public entry has only rho's digest
+    assert store.entry(2).rho not in record.entry  # the public entry has only rho's digest
     assert decode_entry(record.entry) == entry
     proof = stub.GetConsistencyProof(
         escrow_pb2.GetConsistencyProofRequest(old_size=first.size, new_size=checkpoint.size),

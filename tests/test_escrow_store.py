@@ -7,11 +7,10 @@ Each PostgreSQL case gets a fresh schema, dropped afterwards.
 
 from __future__ import annotations
 
-import functools
-import os
 import secrets
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -31,19 +30,24 @@ from protocol.escrow_messages import (
     verify_receipt,
 )
 from protocol.merkle import EMPTY_ROOT, MerkleTree
+from tests.support.postgres import postgres_dsn
 from verifier.escrow.sql_store import SqlEscrowStore
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.escrow.store import (
     MAX_TRANSCRIPT_BYTES,
+    ClaimBusyError,
+    ClaimLease,
     ClaimSummary,
     RootAlreadyEscrowedError,
+    StoredClaim,
+    StoredEntry,
+    StoredVerdict,
     UnknownClaimError,
     UnknownRecordError,
 )
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 OTHER = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
-PG_DSN_VAR = "TWINAUDIT_TEST_PG_DSN"
 
 
 def _request(n: int = 0, **overrides: Any) -> EscrowRequest:
@@ -133,31 +137,6 @@ class PostgresBackend(Backend):
             conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
 
 
-@functools.cache
-def _probe_postgres() -> tuple[str | None, str]:
-    """Return ``(dsn, "")`` for a reachable test server, else ``(None, why not)``; once."""
-    dsn = os.environ.get(PG_DSN_VAR)
-    if not dsn:
-        return None, f"PostgreSQL tests need {PG_DSN_VAR} (see scripts/ci-postgres.sh)"
-    try:
-        import psycopg
-    except ImportError:
-        return None, "PostgreSQL tests need psycopg (pip install -e '.[postgres]')"
-    try:
-        psycopg.connect(dsn, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        return None, f"PostgreSQL at {PG_DSN_VAR} is unreachable: {exc}"
-    return dsn, ""
-
-
-def postgres_dsn() -> str:
-    """Return the test server's DSN, or skip (with the reason) when there is none."""
-    dsn, why = _probe_postgres()
-    if dsn is None:
-        pytest.skip(why)
-    return dsn
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     chosen: Backend
@@ -188,9 +167,9 @@ def test_commit_returns_a_receipt_that_verifies(store):
     receipt = _verify(store, store.commit(request), request)
     assert receipt.entry.index == 0
     assert receipt.log_size == 1
-    entry, rho = store.entry(0)
-    assert entry == receipt.entry
-    assert rho == receipt.rho
+    stored = store.entry(0)
+    assert stored.entry == receipt.entry
+    assert stored.rho == receipt.rho
     assert store.size() == 1
 
 
@@ -198,7 +177,7 @@ def test_indices_are_sequential(store):
     indices = [open_receipt(store.commit(_request(n)), KEY.public_key()).entry.index
                for n in range(5)]  # fmt: skip
     assert indices == [0, 1, 2, 3, 4]
-    rhos = {store.entry(i)[1] for i in range(5)}
+    rhos = {store.entry(i).rho for i in range(5)}
     assert len(rhos) == 5  # new randomness for every record
     assert store.size() == 5
 
@@ -214,7 +193,7 @@ def test_a_root_already_escrowed_is_refused_and_nothing_is_stored(backend):
             with pytest.raises(RootAlreadyEscrowedError, match="record 0") as refused:
                 store.commit(again)
             assert refused.value.index == 0
-            assert store.entry(0)[1].hex() not in str(refused.value)  # never rho again
+            assert store.entry(0).rho.hex() not in str(refused.value)  # never rho again
         assert store.size() == 2
         assert store.checkpoint() == checkpoint
     with backend.open() as reopened:  # the roots are rebuilt from the stored log
@@ -256,32 +235,33 @@ def test_clock_is_recorded_in_the_entry(backend):
     with backend.open(clock=lambda: moment) as store:
         receipt = open_receipt(store.commit(_request()), KEY.public_key())
         assert receipt.entry.time == "2027-03-04T05:06:07Z"
-        checkpoint, _ = store.latest_checkpoint()
+        checkpoint = store.latest_checkpoint().checkpoint
         assert checkpoint.time == "2027-03-04T05:06:07Z"
 
 
 def test_checkpoints_and_consistency_between_any_two_sizes(store):
     checkpoints = [store.latest_checkpoint()]
-    assert checkpoints[0][0].size == 0
-    assert checkpoints[0][0].root == EMPTY_ROOT
+    assert checkpoints[0].checkpoint.size == 0
+    assert checkpoints[0].checkpoint.root == EMPTY_ROOT
     for n in range(9):
         store.commit(_request(n))
         checkpoints.append(store.latest_checkpoint())
     # One checkpoint per size: asking again returns the same signed bytes.
-    assert store.checkpoint() == checkpoints[-1][1]
-    for size, (checkpoint, signed) in enumerate(checkpoints):
-        assert checkpoint.size == size
-        assert verify_checkpoint(signed, KEY.public_key()) == checkpoint
-    for old, _ in checkpoints:
-        for new, _ in checkpoints[old.size :]:
+    assert store.checkpoint() == checkpoints[-1].envelope
+    for size, signed in enumerate(checkpoints):
+        assert signed.checkpoint.size == size
+        assert verify_checkpoint(signed.envelope, KEY.public_key()) == signed.checkpoint
+    heads = [signed.checkpoint for signed in checkpoints]
+    for old in heads:
+        for new in heads[old.size :]:
             verify_log_extension(old, new, store.consistency_proof(old.size, new.size))
 
 
 def test_log_matches_a_tree_rebuilt_from_the_entries(store):
     for n in range(6):
         store.commit(_request(n))
-    tree = MerkleTree(store.entry(i)[0].encode() for i in range(6))
-    assert store.latest_checkpoint()[0].root == tree.root()
+    tree = MerkleTree(store.entry(i).entry.encode() for i in range(6))
+    assert store.latest_checkpoint().checkpoint.root == tree.root()
     for index in range(6):
         assert store.inclusion_proof(index, 6) == tree.inclusion_proof(index, 6)
 
@@ -305,8 +285,8 @@ def test_reopening_restores_everything(backend):
         verify_log_extension(old, new, store.consistency_proof(old.size, new.size))
         for n, receipt in enumerate(receipts):
             _verify(store, receipt, _request(n))
-        assert store.load_claim("claim-1") == (2, "opening", b"state-1")
-        assert store.get_verdict("claim-2") == (b"verdict", b"transcript")
+        assert store.load_claim("claim-1") == StoredClaim(2, "opening", b"state-1")
+        assert store.get_verdict("claim-2") == StoredVerdict(b"verdict", b"transcript")
         assert [c.claim_id for c in store.claims_for_record(2)] == ["claim-1", "claim-2"]
         assert open_receipt(store.commit(_request(5)), KEY.public_key()).entry.index == 5
 
@@ -399,8 +379,8 @@ def test_concurrent_commits_get_distinct_indices(store):
     assert indices == list(range(total))
     for n, signed in receipts:
         _verify(store, signed, _request(n))
-    tree = MerkleTree(store.entry(i)[0].encode() for i in range(total))
-    assert store.latest_checkpoint()[0].root == tree.root()
+    tree = MerkleTree(store.entry(i).entry.encode() for i in range(total))
+    assert store.latest_checkpoint().checkpoint.root == tree.root()
 
 
 def test_two_stores_on_one_database_share_the_log(backend):
@@ -441,13 +421,13 @@ def test_claims_save_load_finish(store):
     assert store.load_claim("c1") is None
     store.save_claim("c1", 1, "opening", b"s0")
     store.save_claim("c1", 1, "querying", b"s1")
-    assert store.load_claim("c1") == (1, "querying", b"s1")
+    assert store.load_claim("c1") == StoredClaim(1, "querying", b"s1")
     store.save_claim("c2", 1, "opening", b"")
     store.save_claim("c3", 2, "opening", b"x")
     assert store.get_verdict("c1") is None
     store.finish_claim("c1", b"signed verdict", b"transcript bytes")
-    assert store.get_verdict("c1") == (b"signed verdict", b"transcript bytes")
-    assert store.load_claim("c1") == (1, "finished", b"s1")
+    assert store.get_verdict("c1") == StoredVerdict(b"signed verdict", b"transcript bytes")
+    assert store.load_claim("c1") == StoredClaim(1, "finished", b"s1", finished=True)
     assert store.claims_for_record(1) == [
         ClaimSummary("c1", 1, "finished", True),
         ClaimSummary("c2", 1, "opening", False),
@@ -463,9 +443,9 @@ def test_transcript_parts_are_appended_with_the_state_and_folded_at_finish(store
     store.save_claim("c1", 0, "open", b"s2", b"window-0|")
     store.save_claim("c2", 0, "open", b"t0", b"other claim|")
     assert store.load_transcript("c1") == b"header|window-0|"
-    assert store.load_claim("c1") == (0, "open", b"s2")
+    assert store.load_claim("c1") == StoredClaim(0, "open", b"s2")
     store.finish_claim("c1", b"verdict", b"header|window-0|")
-    assert store.get_verdict("c1") == (b"verdict", b"header|window-0|")
+    assert store.get_verdict("c1") == StoredVerdict(b"verdict", b"header|window-0|")
     assert store.load_transcript("c1") == b""  # parts folded into the finished claim
     assert store.load_transcript("c2") == b"other claim|"
 
@@ -473,10 +453,10 @@ def test_transcript_parts_are_appended_with_the_state_and_folded_at_finish(store
 def test_a_part_over_the_transcript_cap_changes_nothing(store, monkeypatch):
     store.commit(_request())
     store.save_claim("c1", 0, "open", b"s0", b"12345")
-    monkeypatch.setattr("verifier.escrow.sql_store.MAX_TRANSCRIPT_BYTES", 8)
+    monkeypatch.setattr("verifier.escrow.claim_store.MAX_TRANSCRIPT_BYTES", 8)
     with pytest.raises(LimitExceededError):
         store.save_claim("c1", 0, "open", b"s1", b"6789")
-    assert store.load_claim("c1") == (0, "open", b"s0")
+    assert store.load_claim("c1") == StoredClaim(0, "open", b"s0")
     assert store.load_transcript("c1") == b"12345"
 
 
@@ -503,17 +483,17 @@ def test_claim_rules(store):
         store.finish_claim("c1", b"v2", b"t2")
     with pytest.raises(StateError):
         store.save_claim("c1", 0, "opening", b"s")
-    assert store.get_verdict("c1") == (b"v", b"t")
+    assert store.get_verdict("c1") == StoredVerdict(b"v", b"t")
     assert store.load_claim("c2") is None
 
 
 def test_rejected_finish_leaves_the_claim_as_it_was(store, monkeypatch):
     store.commit(_request())
     store.save_claim("c1", 0, "querying", b"s")
-    monkeypatch.setattr("verifier.escrow.sql_store.MAX_TRANSCRIPT_BYTES", 8)
+    monkeypatch.setattr("verifier.escrow.claim_store.MAX_TRANSCRIPT_BYTES", 8)
     with pytest.raises(LimitExceededError):
         store.finish_claim("c1", b"verdict", b"a transcript above the cap")
-    assert store.load_claim("c1") == (0, "querying", b"s")
+    assert store.load_claim("c1") == StoredClaim(0, "querying", b"s")
     assert store.get_verdict("c1") is None
     assert MAX_TRANSCRIPT_BYTES > 8
 
@@ -523,7 +503,7 @@ def test_failed_finish_transaction_rolls_back(backend):
     with backend.open() as store:
         store.commit(_request())
         store.save_claim("c1", 0, "querying", b"s")
-        cursor = store._cur  # the store's own cursor: fail its UPDATE
+        cursor = store.db._cur  # the store's own cursor: fail its UPDATE
         real_execute = cursor.execute
 
         def failing(sql: str, params: Any = ()) -> Any:
@@ -532,18 +512,18 @@ def test_failed_finish_transaction_rolls_back(backend):
                 raise RuntimeError("crash after the update, before commit")
             return real_execute(sql, params)
 
-        store._cur = _Proxy(cursor, failing)
+        store.db._cur = _Proxy(cursor, failing)
         with pytest.raises(RuntimeError):
             store.finish_claim("c1", b"v", b"t")
-        store._cur = cursor
-        assert store.load_claim("c1") == (0, "querying", b"s")
+        store.db._cur = cursor
+        assert store.load_claim("c1") == StoredClaim(0, "querying", b"s")
         assert store.get_verdict("c1") is None
 
 
 def test_failed_append_transaction_leaves_no_entry(backend):
     with backend.open() as store:
         store.commit(_request())
-        cursor = store._cur
+        cursor = store.db._cur
         real_execute = cursor.execute
 
         def failing(sql: str, params: Any = ()) -> Any:
@@ -552,10 +532,10 @@ def test_failed_append_transaction_leaves_no_entry(backend):
                 raise RuntimeError("crash after the head update, before commit")
             return result
 
-        store._cur = _Proxy(cursor, failing)
+        store.db._cur = _Proxy(cursor, failing)
         with pytest.raises(RuntimeError):
             store.commit(_request(1))
-        store._cur = cursor
+        store.db._cur = cursor
         assert store.size() == 1
         receipt = store.commit(_request(2))
         assert _verify(store, receipt, _request(2)).entry.index == 1
@@ -577,9 +557,9 @@ class _Proxy:
 def test_sqlite_durability_settings(tmp_path):
     path = tmp_path / "escrow.db"
     with SqliteEscrowStore(path, KEY) as store:
-        assert store._conn is not None
-        assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert store.db._conn is not None
+        assert store.db._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store.db._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert path.stat().st_mode & 0o077 == 0  # it holds every rho
     with pytest.raises(InputError):
         SqliteEscrowStore(":memory:", KEY)
@@ -593,7 +573,7 @@ def test_rho_is_fresh_randomness(store, monkeypatch):
         drawn.append(n)
         return real(n)
 
-    monkeypatch.setattr("verifier.escrow.sql_store.secrets.token_bytes", spy)
+    monkeypatch.setattr("verifier.escrow.escrow_log.secrets.token_bytes", spy)
     store.commit(_request())
     assert drawn == [32]
 
@@ -605,15 +585,103 @@ def test_postgres_store_reconnects_after_the_server_drops_it():
     store = backend.open()
     try:
         first = open_receipt(store.commit(_request(1)), KEY.public_key())
-        pid = store._conn.info.backend_pid
+        pid = store.db._conn.info.backend_pid
         with psycopg.connect(backend.dsn, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         # The next transaction finds the connection gone, reconnects and carries on.
         second = open_receipt(store.commit(_request(2)), KEY.public_key())
-        assert store._conn.info.backend_pid != pid
+        assert store.db._conn.info.backend_pid != pid
         assert (first.entry.index, second.entry.index) == (0, 1)
         assert store.size() == 2
-        assert store.entry(0) == (first.entry, first.rho)
+        assert store.entry(0) == StoredEntry(first.entry, first.rho)
     finally:
         store.close()
         backend.cleanup()
+
+
+# --- Claim leases (replicas on one database) --------------------------------------------
+
+
+def _lease(name: str, duration_s: float = 30.0) -> ClaimLease:
+    return ClaimLease(f"replica-{name}", duration_s)
+
+
+def test_one_lease_holder_at_a_time_across_two_stores(backend):
+    """Two arbiter processes on one database: a claim is held by one run at a time."""
+    a, b = _lease("a"), _lease("b")
+    with backend.open() as first, backend.open() as second:
+        first.commit(_request())
+        first.save_claim("c1", 0, "open", b"s0", b"header|", lease=a)  # created held by a
+        assert second.acquire_claim("nobody", b) is None
+        with pytest.raises(ClaimBusyError) as busy:
+            second.acquire_claim("c1", b)
+        assert busy.value.code == "claim-busy" and 0 < busy.value.retry_after_s <= 30
+        with pytest.raises(ClaimBusyError):  # no write without the lease either
+            second.save_claim("c1", 0, "open", b"stolen", b"x|", lease=b)
+        with pytest.raises(ClaimBusyError):
+            second.save_claim("c1", 0, "open", b"stolen")
+        with pytest.raises(ClaimBusyError):
+            second.finish_claim("c1", b"v", b"t", lease=b)
+        assert second.load_claim("c1") == StoredClaim(0, "open", b"s0")
+        assert second.load_transcript("c1") == b"header|"
+        assert first.acquire_claim("c1", a) == StoredClaim(0, "open", b"s0")  # a renewal
+        first.save_claim("c1", 0, "open", b"s1", b"w0|", lease=a)
+        second.release_claim("c1", b)  # not b's: nothing happens
+        with pytest.raises(ClaimBusyError):
+            second.acquire_claim("c1", b)
+        first.release_claim("c1", a)
+        # Released: the other process resumes it from the last save, and the first is fenced.
+        assert second.acquire_claim("c1", b) == StoredClaim(0, "open", b"s1")
+        assert second.load_transcript("c1") == b"header|w0|"
+        assert not first.renew_lease("c1", a)
+        with pytest.raises(ClaimBusyError):
+            first.save_claim("c1", 0, "open", b"late", b"late|", lease=a)
+        assert second.renew_lease("c1", b)
+        second.finish_claim("c1", b"verdict", b"header|w0|", lease=b)
+        assert first.get_verdict("c1") == StoredVerdict(b"verdict", b"header|w0|")
+        # A finished claim is returned without a lease; nothing is held any more.
+        assert first.acquire_claim("c1", a) == StoredClaim(0, "finished", b"s1", finished=True)
+        assert not second.renew_lease("c1", b)
+
+
+def test_a_lapsed_lease_is_taken_over(backend):
+    """A holder that stops renewing (it died) loses the claim once its lease expires."""
+    short, b = _lease("a", 0.3), _lease("b")
+    with backend.open() as first, backend.open() as second:
+        first.commit(_request())
+        first.save_claim("c1", 0, "open", b"s0", lease=short)
+        with pytest.raises(ClaimBusyError):
+            second.acquire_claim("c1", b)
+        time.sleep(0.5)
+        second.save_claim("c1", 0, "open", b"s0")  # no live lease: an unleased write goes
+        assert second.acquire_claim("c1", b) == StoredClaim(0, "open", b"s0")
+        with pytest.raises(ClaimBusyError):  # the first holder comes back: fenced off
+            first.save_claim("c1", 0, "failed", b"s0", lease=short)
+        assert not first.renew_lease("c1", short)
+        assert first.load_claim("c1") == StoredClaim(0, "open", b"s0")
+
+
+def test_lease_arguments_are_checked():
+    with pytest.raises(InputError):
+        ClaimLease("", 30.0)
+    with pytest.raises(InputError):
+        ClaimLease("x" * 129, 30.0)
+    for duration in (0.0, -1.0, float("nan"), 86_401.0):
+        with pytest.raises(ParameterError):
+            ClaimLease("holder", duration)
+
+
+def test_a_schema_2_database_is_upgraded_and_keeps_its_claims(backend):
+    """A database made before leases (schema 2) opens, keeps its data, and gets the table."""
+    with backend.open() as store:
+        receipt = open_receipt(store.commit(_request()), KEY.public_key())
+        store.save_claim("c1", 0, "open", b"s0", b"header|")
+    backend.raw("DROP TABLE escrow_claim_leases")
+    backend.raw("UPDATE escrow_meta SET value = '2' WHERE name = 'schema'")
+    with backend.open() as store:
+        assert store.entry(0) == StoredEntry(receipt.entry, receipt.rho)
+        assert store.load_claim("c1") == StoredClaim(0, "open", b"s0")
+        assert store.acquire_claim("c1", _lease("a")) == StoredClaim(0, "open", b"s0")
+    backend.raw("UPDATE escrow_meta SET value = '1' WHERE name = 'schema'")
+    with pytest.raises(StateError, match="schema"):  # no upgrade path from older layouts
+        backend.open()

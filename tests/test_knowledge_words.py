@@ -20,6 +20,9 @@ from owner.claim_client import (
     run_claim,
 )
 from owner.escrow_client import escrow_root
+from protocol.claim.functions import resolve_score, score_request_from_fields
+from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.scores.knowledge import PendingScoreSpec, resolve_knowledge
 from protocol.encoding import encode
 from protocol.errors import InputError, ParameterError
 from protocol.items import ImageItem, encode_item
@@ -31,9 +34,6 @@ from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import OracleInfo
 from verifier.replay import replay
-from verifier.scoring.classifier import ScoreSpec
-from verifier.scoring.knowledge import PendingScoreSpec, resolve_knowledge
-from verifier.scoring.registry import resolve_score, score_request_from_fields
 from verifier.server import serve_arbiter
 from verifier.service import params_from_proto
 from verifier.verdict import check_verdict, parse_verdict

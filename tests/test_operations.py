@@ -336,7 +336,7 @@ def test_an_interrupted_claim_is_logged_and_leaves_the_open_gauge(dispute, caplo
     # the claim to resume) or cancels it first (CANCELLED): both name the claim.
     assert event["code"] in ("ABORTED", "CANCELLED") and event["record"] == 0
     stored = dispute["store"].load_claim(event["claim"])
-    assert stored is not None and stored[1] == "open"
+    assert stored is not None and stored.status == "open"
 
 
 def test_metrics_on_a_port_in_use_is_one_line(dispute):

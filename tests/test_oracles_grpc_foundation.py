@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from protocol.claim.scores.function_only import LanguageSpec
 from protocol.encoding import encode
 from protocol.errors import InputError, OracleError
 from tests.support import foundation as fm
@@ -20,7 +21,6 @@ from verifier.oracles.grpc_server import describe_response
 from verifier.oracles.tokenizer import ByteTokenizer
 from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
 from verifier.oracles.torch_lm import TorchLanguageModelOracle
-from verifier.scoring.language import LanguageSpec
 from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 torch.set_num_threads(1)

@@ -5,6 +5,9 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Another protocol's .proto files keep their own package (their wire name) and live in
+#: wire/ under their path in proto/ (proto/generate.py FOREIGN_DIRS).
+FOREIGN = {"oip/v2/grpc_predict_v2.proto": "inference"}
 
 
 def _load_generator():
@@ -36,6 +39,11 @@ def test_generated_code_matches_the_proto_files(tmp_path):
 def test_every_proto_package_is_versioned():
     for proto in (ROOT / "proto").rglob("*.proto"):
         text = proto.read_text(encoding="utf-8")
+        if proto.relative_to(ROOT / "proto").as_posix() in FOREIGN:
+            package = FOREIGN[proto.relative_to(ROOT / "proto").as_posix()]
+            assert f"package {package};" in text, proto
+            assert proto.parent.name.startswith("v"), f"{proto} is not in a versioned folder"
+            continue
         rel = proto.relative_to(ROOT / "proto").parent.as_posix().replace("/", ".")
         assert f"package {rel};" in text, proto
         assert rel.split(".")[-1].startswith("v"), f"{proto} is not in a versioned package"
@@ -48,6 +56,9 @@ def test_generated_modules_live_in_wire_under_their_wire_names():
         rel = proto.relative_to(ROOT / "proto")
         package = rel.parent.as_posix().replace("/", ".")
         module_name = "wire." + ".".join(rel.parent.parts[1:]) + f".{proto.stem}_pb2"
+        if rel.as_posix() in FOREIGN:
+            package = FOREIGN[rel.as_posix()]
+            module_name = "wire." + ".".join(rel.parent.parts) + f".{proto.stem}_pb2"
         module = importlib.import_module(module_name)
         assert module.DESCRIPTOR.name == rel.as_posix()
         assert module.DESCRIPTOR.package == package
@@ -58,5 +69,17 @@ def test_generated_modules_live_in_wire_under_their_wire_names():
             assert service.full_name.startswith(f"{package}.")
         # The stubs import the messages from wire under protoc's alias (named after the file).
         stubs = importlib.import_module(module_name + "_grpc")
-        alias = rel.with_suffix("").as_posix().replace("/", "_dot_") + "__pb2"
+        # (protoc doubles each underscore of the path, then spells "/" as "_dot_").
+        alias = rel.with_suffix("").as_posix().replace("_", "__").replace("/", "_dot_") + "__pb2"
         assert getattr(stubs, alias) is module
+
+
+def test_a_foreign_protocol_has_its_own_descriptor_pool():
+    # MLServer and tritonclient register the same `inference.*` names in the default
+    # pool; the OIP client's messages load beside either of them.
+    from google.protobuf import descriptor_pool
+
+    from wire.oip.v2 import grpc_predict_v2_pb2 as oip
+
+    assert oip.DESCRIPTOR.package == "inference"
+    assert oip.DESCRIPTOR.pool is not descriptor_pool.Default()

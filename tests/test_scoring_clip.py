@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from protocol.claim.functions import score_spec_from_fields, score_spec_from_value
 from protocol.errors import InputError, OracleError, ParameterError
 from protocol.items import CaptionedImageItem, ImageItem
 from verifier.oracles.base import OracleInfo
@@ -17,7 +18,6 @@ from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOra
 from verifier.oracles.torch_oracle import state_dict_digest
 from verifier.scoring.cosine import cosine
 from verifier.scoring.image_text import ImageTextSpec, make_query, score
-from verifier.scoring.registry import score_spec_from_fields, score_spec_from_value
 
 torch.set_num_threads(1)
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from protocol.claim.functions import score_spec_from_fields, score_spec_from_value
 from protocol.errors import OracleError, ParameterError
 from protocol.items import ImageItem
 from protocol.prg import Prg
@@ -18,7 +19,6 @@ from verifier.oracles.embedding import (
 from verifier.scoring.augment import apply, draw_params, to_unit
 from verifier.scoring.cosine import cosine, pairwise_cosine_sum
 from verifier.scoring.encoder import EncoderSpec, make_queries, score
-from verifier.scoring.registry import score_spec_from_fields, score_spec_from_value
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from protocol.claim.functions import score_spec_from_fields, score_spec_from_value
 from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
 from protocol.items import MAX_TEXT_BYTES, TextItem
 from verifier.oracles.base import OracleInfo
@@ -15,7 +16,6 @@ from verifier.oracles.tokenizer import ByteTokenizer
 from verifier.oracles.torch_lm import TorchLanguageModelOracle
 from verifier.oracles.torch_oracle import state_dict_digest
 from verifier.scoring.language import LanguageSpec, score
-from verifier.scoring.registry import score_spec_from_fields, score_spec_from_value
 
 torch.set_num_threads(1)
 

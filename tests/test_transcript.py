@@ -5,13 +5,13 @@ import struct
 import pytest
 
 from protocol import limits
+from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.transcript import TranscriptWriter, chain_head, iter_records, link
 from protocol.encoding import encode
 from protocol.errors import EncodingError, LimitExceededError
 from protocol.hashing import tagged_hash
 from tests.support.claims import make_pairset, run_session
 from tests.support.fake_oracle import LinearOracle
-from verifier.scoring.classifier import ScoreSpec
-from verifier.transcript import TranscriptWriter, chain_head, iter_records, link
 
 
 def _writer(n=5):

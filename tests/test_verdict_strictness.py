@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.encoding import decode, encode
 from protocol.envelope import Envelope, payload_type, sign_envelope
 from protocol.errors import EncodingError, InputError, VerificationError
@@ -30,7 +31,6 @@ from spec.tools.vectors_verdicts import (
 from tests.support.claims import make_pairset, run_session
 from twinaudit.cli import main as cli_main
 from verifier.replay import replay
-from verifier.transcript import TranscriptWriter, iter_records
 from verifier.verdict import check_verdict, parse_verdict
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))

@@ -5,15 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.scores.encoder import EncoderSpec
+from protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
 from protocol.errors import OracleError, ParameterError
 from verifier.oracles.base import ClassifierOracle, OracleInfo
 from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
 from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from verifier.oracles.language import LanguageModelOracle
-from verifier.scoring.classifier import ScoreSpec
-from verifier.scoring.encoder import EncoderSpec
-from verifier.scoring.image_text import ImageTextSpec
-from verifier.scoring.language import LanguageSpec
 from verifier.windows import QueryBatch, scorer_for
 
 INFO = OracleInfo("broken", "digest", ("classify",), "probabilities", 10, 8)

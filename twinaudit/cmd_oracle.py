@@ -192,6 +192,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="most images per request and per forward pass (default 256)",
     )
+    serve.add_argument(
+        "--defence",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="classifier: answer through an output defence, reported in Describe's framework "
+        "(repeatable, the first innermost): topk:K, memguard[:BUDGET[,TARGET]], "
+        "pairdetect[:EPS], pairdetect-features[:EPS] (verifier.oracles.defences); what an "
+        "evading host looks like to an arbiter",
+    )
     serve.add_argument("--name", help="model name reported by Describe (default: file name)")
     serve.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
     serve.add_argument("--tls-cert", type=Path, metavar="PEM", help="server certificate")
@@ -329,13 +339,20 @@ def make_oracle(args: argparse.Namespace) -> Any:
         loaded = _loaded_model(args)
         if args.n_classes is None and args.input_shape is None and loaded.input_shape is None:
             raise InputError("give --n-classes, or --input-shape to probe it")
-        return TorchClassifierOracle(
-            loaded,
-            n_classes=args.n_classes,
-            probe_shape=args.input_shape,
-            label_only=args.label_only,
-            **_image_model_options(args),
+        from verifier.oracles.defences import wrap
+
+        return wrap(
+            TorchClassifierOracle(
+                loaded,
+                n_classes=args.n_classes,
+                probe_shape=args.input_shape,
+                label_only=args.label_only,
+                **_image_model_options(args),
+            ),
+            getattr(args, "defence", []),
         )
+    if getattr(args, "defence", None):
+        raise InputError("--defence applies to --kind classifier")
     if args.kind == "encoder":
         from verifier.oracles.torch_encoder import TorchEncoderOracle
 
@@ -374,6 +391,13 @@ def run_serve(args: argparse.Namespace) -> int:
         raise InputError("give --n-classes, or --input-shape to probe it")
     if args.trust_pickle and args.model is None:
         raise InputError("--trust-pickle goes with --model")
+    if args.defence:  # a bad --defence is refused before any loading
+        from verifier.oracles.defences import parse_defence
+
+        if args.kind != "classifier":
+            raise InputError("--defence applies to --kind classifier")
+        for text in args.defence:
+            parse_defence(text)
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)  # before any loading
     tls = _tls(args)
     if args.threads is not None and args.threads < 1:

@@ -17,10 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from protocol.errors import InputError
 from protocol.keys import load_public_key
-from verifier.scoring.augment import FAMILIES as PERTURBATIONS
-from verifier.scoring.registry import FUNCTIONS as SCORE_FUNCTIONS
 from wire.transport import TlsFiles, make_channel
 
 from .cmd_estimate import register as register_estimate
@@ -362,7 +361,13 @@ def _register_claim(sub: Any) -> None:
     )
     claim.add_argument("vault", type=Path, help="vault directory (escrowed)")
     _arbiter_args(claim)
-    claim.add_argument("--oracle", required=True, help="HOST:PORT of the model's oracle")
+    claim.add_argument(
+        "--oracle",
+        required=True,
+        help="the model's oracle: HOST:PORT (oracle serve), or a model on an Open Inference "
+        "Protocol server, oip+http://HOST:PORT/v2/models/NAME or oip+grpc://HOST:PORT/NAME "
+        "(docs/practitioner.md)",
+    )
     claim.add_argument(
         "--model-name",
         default="model",
@@ -378,20 +383,18 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument(
         "--score",
         choices=list(SCORE_FUNCTIONS),
-        help="the score function (default: image-classifier for an image vault, "
-        "language-model for a text vault, image-text for a captioned-image vault; "
-        "image-encoder audits a self-supervised encoder of images)",
+        help=_score_help(),
     )
     claim.add_argument(
         "--k",
         type=int,
-        help="image-classifier, image-encoder: perturbed copies per version (default 1; 32 "
-        "with a --perturbation other than none or dither; 64 for image-encoder)",
+        help=f"{_takers('k')}: perturbed copies per version (default {_defaults('k')}; "
+        "for the image-classifier 32 with a --perturbation other than none or dither)",
     )
     claim.add_argument(
         "--perturbation",
-        help="image-classifier, image-encoder: the perturbation family, one of "
-        f"{' | '.join(PERTURBATIONS)} (default dither and random-resized-crop-flip). "
+        help=f"{_takers('perturbation')}: the perturbation family, one of "
+        f"{' | '.join(_choices('perturbation'))} (default {_defaults('perturbation')}). "
         "dither is the image with every intensity moved by at most one level: none sends "
         "the published file itself, which tells the model's host which twin is published, "
         "and is refused without --allow-published-queries",
@@ -405,7 +408,7 @@ def _register_claim(sub: Any) -> None:
     )
     claim.add_argument(
         "--statistic",
-        choices=["entropy", "logit"],
+        choices=list(_choices("statistic")),
         help="image-classifier with probabilities (C1, C2): entropy of the averaged answers "
         "(default, the paper's) or logit, the mean log-odds of the label per copy",
     )
@@ -479,6 +482,42 @@ def _register_claim(sub: Any) -> None:
     )
     _tls_args(claim)
     claim.set_defaults(handler=_claim)
+
+
+def _score_help() -> str:
+    """Return ``--score``'s help: each function of the table and the defaults by item kind."""
+    functions = "; ".join(f"{f.name} audits {f.summary}" for f in SCORE_FUNCTIONS.values())
+    defaults = ", ".join(
+        f"{name} for a{'n' if kind[0] in 'aeiou' else ''} {kind} vault"
+        for kind, name in DEFAULT_FUNCTION.items()
+    )
+    return f"the score function: {functions} (default: {defaults})"
+
+
+def _takers(parameter: str) -> str:
+    """Return the score functions that take ``parameter``, comma-separated."""
+    return ", ".join(f.name for f in SCORE_FUNCTIONS.values() if parameter in f.parameter_names)
+
+
+def _defaults(parameter: str) -> str:
+    """Return ``parameter``'s default for each function that takes it (the table's)."""
+    defaults = [
+        f"{p.default} for {f.name}"
+        for f in SCORE_FUNCTIONS.values()
+        for p in f.parameters
+        if p.name == parameter
+    ]
+    return ", ".join(defaults)
+
+
+def _choices(parameter: str) -> tuple[str, ...]:
+    """Return every choice of ``parameter`` across the functions that take it, in order."""
+    choices: dict[str, None] = {}
+    for function in SCORE_FUNCTIONS.values():
+        for p in function.parameters:
+            if p.name == parameter:
+                choices.update(dict.fromkeys(p.choices))
+    return tuple(choices)
 
 
 def _image_config(args: argparse.Namespace, images: Any) -> Any:
@@ -801,9 +840,12 @@ def _json_default(value: object) -> object:
 
 
 def _claim(args: argparse.Namespace) -> int:
-    from owner.claim_client import ClaimRequest, choose_score, run_claim
+    from owner.claim_client import choose_score, run_claim
     from owner.vault import Vault
+    from protocol.claim.params import ClaimParams
+    from protocol.claim.schedule import DEFAULT_WINDOW
     from protocol.keys import key_id
+    from protocol.stats.base import TiePolicy
     from verifier.verdict import check_verdict
 
     _refuse_used_out(args.out)
@@ -839,24 +881,20 @@ def _claim(args: argparse.Namespace) -> int:
             "without that leak",
             file=sys.stderr,
         )
-    request = ClaimRequest(
+    assert score.spec is not None  # choose_score checked it
+    request = ClaimParams(
         record_index=receipt.entry.index,
         record_root=vault.root,
-        oracle_endpoint=args.oracle,
+        endpoint=args.oracle,
         model_name=args.model_name,
-        score_function=score.function,
-        k=score.k,
-        perturbation=score.perturbation,
-        knowledge=score.knowledge,
-        statistic=score.statistic,
-        margin=score.margin,
-        test=args.test,
+        score=score.spec,
+        test_name=args.test,
         p=args.p,
-        alpha=args.alpha,
-        tie_rule=args.tie_rule,
+        alpha=args.alpha or None,
+        tie_rule=TiePolicy(args.tie_rule),
         max_pairs=args.max_pairs,
         query_budget=args.query_budget,
-        window=args.window,
+        window=args.window or DEFAULT_WINDOW,
         window_max=args.window_max,
     )
     channel = make_channel(args.arbiter, tls=_tls(args))

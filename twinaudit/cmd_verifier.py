@@ -11,7 +11,9 @@ from typing import Any
 
 from protocol.errors import InputError, TwinauditError
 from protocol.keys import load_private_key, load_public_key, write_keypair
+from verifier.escrow.leases import DEFAULT_LEASE_S
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
+from verifier.escrow.store import MAX_LEASE_SECONDS
 from wire.transport import TlsFiles, parse_address
 
 from .results import print_json, verdict_figures
@@ -22,18 +24,24 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 CHECK_EXIT = (
     "exit status: 0 the verdict is valid (whatever its decision: read it in the output, "
     "or in the JSON's decision and detected); 1 it is not (signature, schema or spec "
-    "version); 2 bad usage or an unreadable file"
+    "version), and no --html report is written; 2 bad usage, an unreadable file or a "
+    "report that cannot be written"
 )
 REPLAY_EXIT = (
     "exit status: 0 the replay arrived at the verdict's decision and final figures "
-    "exactly; 1 it did not, or the transcript or signature is invalid; 2 bad usage or an "
-    "unreadable file"
+    "exactly; 1 it did not, or the transcript or signature is invalid, and no --html "
+    "report is written; 2 bad usage, an unreadable file or a report that cannot be written"
 )
 SERVE_EXIT = (
     "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage (an address without a host, "
     "a port in use, an unreadable key); 1 the store or the disk failed"
 )
 JSON_HELP = "print one JSON object on stdout (decision and figures) instead of the text line"
+HTML_HELP = (
+    "also write a self-contained HTML report of the verdict for people (the decision in "
+    "words, what it does and does not establish, plots, the opened pairs) to FILE, "
+    "only once the verdict has checked"
+)
 
 
 def register(commands: Any) -> None:
@@ -70,6 +78,15 @@ def register(commands: Any) -> None:
         default=DEFAULT_RATE_LIMIT.burst,
         help=f"escrow commits a client may make at once (default {DEFAULT_RATE_LIMIT.burst})",
     )
+    serve.add_argument(
+        "--claim-lease",
+        type=float,
+        default=DEFAULT_LEASE_S,
+        metavar="SECONDS",
+        help="how long a claim stays held by this process after its last renewal (renewed "
+        "every third of it while the claim runs); replicas on one database take over the "
+        f"claims of a process that died this long after it (default {DEFAULT_LEASE_S:g})",
+    )
     add_operations_args(serve)
     serve.set_defaults(handler=_serve)
 
@@ -79,6 +96,7 @@ def register(commands: Any) -> None:
     check.add_argument("verdict", type=Path, help="the verdict file (verdict.json)")
     check.add_argument("--pubkey", type=Path, required=True, help="the arbiter's public key (PEM)")
     check.add_argument("--json", action="store_true", help=JSON_HELP)
+    check.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP)
     check.set_defaults(handler=_check)
 
     replay = sub.add_parser(
@@ -90,6 +108,7 @@ def register(commands: Any) -> None:
     )
     replay.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
     replay.add_argument("--json", action="store_true", help=JSON_HELP)
+    replay.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP + " (needs --pubkey)")
     replay.set_defaults(handler=_replay)
 
 
@@ -123,6 +142,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     # A malformed --listen is refused before the store is opened (or created).
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)
+    if not 0 < args.claim_lease <= MAX_LEASE_SECONDS:
+        raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
     key = load_private_key(args.key)
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
@@ -140,6 +161,7 @@ def _serve(args: argparse.Namespace) -> int:
                 escrow_rate_limit=rate,
                 metrics=ops.metrics,
                 reflection=args.reflection,
+                claim_lease_s=args.claim_lease,
             )
         except BaseException:
             store.close()  # e.g. the port is in use: a one-line InputError, nothing left open
@@ -158,9 +180,46 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report_target(args: argparse.Namespace, *inputs: Path | None) -> None:
+    """Refuse an ``--html`` FILE that cannot be written, before any checking is done."""
+    target: Path | None = args.html
+    if target is None:
+        return
+    if not target.parent.is_dir():
+        raise InputError(f"--html: {target.parent} is not a folder: create it first (mkdir -p)")
+    if target.is_dir():
+        raise InputError(f"--html: {target} is a folder; name the report file")
+    if target.exists() and any(s is not None and s.exists() and target.samefile(s) for s in inputs):
+        raise InputError(f"--html: {target} is an input of this command, not a report")
+
+
+def _write_report(
+    args: argparse.Namespace, verdict: Any, data: bytes, transcript: bytes | None
+) -> None:
+    """Render the HTML report of a verdict that has checked (and replayed) and write it."""
+    import hashlib
+
+    from .cli import package_version
+    from .report_html import Checked, pairs_from_transcript, render_report, write_report
+
+    checked = Checked(
+        key_id=str(verdict["arbiter"]),
+        replayed=transcript is not None,
+        file_name=args.verdict.name,
+        file_sha256=hashlib.sha256(data).hexdigest(),
+    )
+    pairs = pairs_from_transcript(transcript) if transcript is not None else None
+    page = render_report(verdict, checked, pairs, generator=f"twinaudit {package_version()}")
+    try:
+        write_report(args.html, page)
+    except OSError as exc:
+        raise InputError(f"cannot write the report {args.html}: {exc.strerror or exc}") from None
+
+
 def _check(args: argparse.Namespace) -> int:
     from verifier.verdict import check_verdict
 
+    _report_target(args, args.verdict, args.pubkey)
     pubkey = load_public_key(args.pubkey)
     data = _read(args.verdict, "verdict")
     try:
@@ -170,8 +229,11 @@ def _check(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"valid": False, "error": exc.diagnostics()})
         return EXIT_INVALID
+    if args.html is not None:
+        _write_report(args, verdict, data, None)
     if args.json:
-        print_json({"valid": True, **verdict_figures(verdict)})
+        report = {"html": str(args.html)} if args.html is not None else {}
+        print_json({"valid": True, **verdict_figures(verdict), **report})
         return EXIT_OK
     final = verdict["final"]
     print(
@@ -180,6 +242,8 @@ def _check(args: argparse.Namespace) -> int:
         f"draws {final['draws']}, successes {final['successes']}, queries {verdict['queries']}, "
         f"test {verdict['claim']['test']['name']})"
     )
+    if args.html is not None:
+        print(f"wrote the HTML report {args.html}")
     return EXIT_OK
 
 
@@ -189,6 +253,12 @@ def _replay(args: argparse.Namespace) -> int:
     from verifier.replay import replay
     from verifier.verdict import check_verdict, parse_verdict
 
+    if args.html is not None and args.pubkey is None:
+        raise InputError(
+            "--html needs --pubkey: a report is written only for a verdict whose "
+            "signature was checked"
+        )
+    _report_target(args, args.verdict, args.transcript, args.pubkey)
     data = _read(args.verdict, "verdict")
     transcript = _read(args.transcript, "transcript")
     try:
@@ -202,14 +272,18 @@ def _replay(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"identical": False, "error": exc.diagnostics()})
         return EXIT_INVALID
+    if args.html is not None:
+        _write_report(args, verdict, data, transcript)
     if args.json:
         figures = verdict_figures(verdict)
+        report = {"html": str(args.html)} if args.html is not None else {}
         print_json(
             {
                 **figures,
                 "identical": True,
                 "pairs_replayed": result.pairs,
                 "signature_checked": args.pubkey is not None,
+                **report,
             }
         )
         return EXIT_OK
@@ -220,4 +294,6 @@ def _replay(args: argparse.Namespace) -> int:
         f"interval {final['interval']!r}, log e-value {final['log_statistic']!r}; "
         "identical to the verdict"
     )
+    if args.html is not None:
+        print(f"wrote the HTML report {args.html}")
     return EXIT_OK

@@ -49,6 +49,7 @@ from owner.claim_client import choose_score
 from owner.marking.proxy import BATCH as TRAIN_BATCH
 from owner.marking.proxy import square_images, train_proxy
 from owner.vault import Vault
+from protocol.claim.outcome import compare
 from protocol.encoding import Value
 from protocol.errors import InputError
 from protocol.prg import Prg
@@ -59,7 +60,6 @@ from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.augment import draw_copies, stream_label
 from verifier.scoring.classifier import ScoreSpec, score
-from verifier.scoring.outcome import compare
 
 from .estimate_config import EstimateConfig
 

@@ -15,35 +15,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from protocol import SPEC_VERSION, limits
+from protocol.claim.claim_map import ClaimMap
+from protocol.claim.functions import AnyScoreSpec, resolve_score
+from protocol.claim.outcome import check_test_fits_score, feed, outcome
+from protocol.claim.params import ClaimParams
+from protocol.claim.schedule import WindowSchedule
+from protocol.claim.transcript import TranscriptWriter
+from protocol.claim.verdict import stop_reason, verdict_payload
 from protocol.commitment import PairOpening, version_digest
 from protocol.encoding import Value, decode, encode
 from protocol.errors import InputError, ParameterError, RootMismatchError, StateError
 from protocol.items import Item, decode_pair
 from protocol.merkle import verify_inclusion
-from protocol.prg import Prg, bit_stream, without_replacement
+from protocol.prg import bit_stream, without_replacement
 from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
-from protocol.stats.base import Decision, SequentialTest, Step, TiePolicy
+from protocol.stats.base import Decision, SequentialTest, Step
 from protocol.stats.registry import make_test, test_from_state
 from verifier.oracles.base import Oracle
-from verifier.schedule import DEFAULT_WINDOW, MAX_WINDOW, WindowSchedule, default_window_max
-from verifier.scoring.outcome import TIE, WIN, compare, tie_margin
-from verifier.scoring.registry import AnyScoreSpec, ScoreRequest, resolve_score
 from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
-from .transcript import TranscriptWriter
-
 __all__ = [
-    "DEFAULT_WINDOW",
-    "MAX_WINDOW",
     "ClaimParams",
     "ClaimRecord",
     "ClaimSession",
     "PreparedWindow",
     "Progress",
 ]
-
-#: Outcome characters (spec §11): decided by scores, tie coin heads/tails, tie skipped.
-OUTCOME_CHARS = {"win": "1", "loss": "0", "tie-heads": "h", "tie-tails": "t", "tie-skip": "s"}
 
 
 @dataclass(frozen=True)
@@ -56,50 +53,6 @@ class ClaimRecord:
     item_kind: str
     rho: bytes
     time: str
-
-
-@dataclass(frozen=True)
-class ClaimParams:
-    """The owner's claim parameters (spec §10.1), validated on construction.
-
-    ``score`` is the score the owner asks for: an image-classifier score may name its
-    knowledge condition by a word (``labelled``, ``unlabelled``), which
-    :meth:`ClaimSession.start` resolves from the oracle's description into the
-    session's :attr:`ClaimSession.score`.
-    """
-
-    record_index: int
-    record_root: bytes
-    endpoint: str
-    model_name: str
-    score: ScoreRequest
-    test_name: str
-    p: float
-    alpha: float | None = None
-    tie_rule: TiePolicy = TiePolicy.SKIP
-    max_pairs: int = 0
-    query_budget: int = 0
-    window: int = DEFAULT_WINDOW
-    #: The cap on a request's size; 0 means :func:`~verifier.schedule.default_window_max`.
-    window_max: int = 0
-
-    def __post_init__(self) -> None:
-        """Check ranges and sizes."""
-        if len(self.record_root) != limits.HASH_BYTES:
-            raise InputError("record root must be 32 bytes")
-        for name in ("endpoint", "model_name"):
-            if len(getattr(self, name).encode("utf-8")) > 256:
-                raise InputError(f"{name} is longer than 256 bytes")
-        if not 0 <= self.max_pairs <= limits.MAX_PAIRS:
-            raise ParameterError(f"max_pairs must be in 0..{limits.MAX_PAIRS}")
-        if not 0 <= self.query_budget < (1 << 63):
-            raise ParameterError("query_budget must be a non-negative 63-bit integer")
-        if not 1 <= self.window <= MAX_WINDOW:
-            raise ParameterError(f"window must be in 1..{MAX_WINDOW}")
-        if self.window_max == 0:
-            object.__setattr__(self, "window_max", default_window_max(self.window))
-        if not self.window <= self.window_max <= MAX_WINDOW:
-            raise ParameterError(f"window_max must be in window..{MAX_WINDOW}")
 
 
 @dataclass
@@ -145,9 +98,8 @@ class ClaimSession:
     oracle: Oracle
     claim_nonce: bytes
     test: SequentialTest
-    claim_map: dict[str, Value]
-    #: The score function's parameters, knowledge resolved (what the claim map records).
-    score: AnyScoreSpec
+    #: The claim map (spec §10.1): the parameters, knowledge resolved, as recorded.
+    claim: ClaimMap
     opened: list[int] = field(default_factory=list)
     indicators: str = ""
     queries: int = 0
@@ -203,28 +155,42 @@ class ClaimSession:
         scorer = scorer_for(score)
         scorer.check_oracle(oracle, info)
         test = make_test(params.test_name, record.n_pairs, params.p, params.alpha)
-        claim_map: dict[str, Value] = {
-            "record": {"index": record.index, "root": record.root, "n_pairs": record.n_pairs},
-            "model": {
-                "endpoint": params.endpoint,
-                "name": params.model_name,
-                "oracle": oracle.describe(),
-            },
-            "score": score.to_value(),
-            "test": {"name": test.name, "params": test.parameters()},
-            "tie_rule": params.tie_rule.value,
-            "max_pairs": params.max_pairs,
-            "query_budget": params.query_budget,
-            "window": params.window,
-            "window_max": params.window_max,
-            "claim_nonce": claim_nonce,
-        }
-        session = cls(claim_id, record, params, oracle, claim_nonce, test, claim_map, score)
+        check_test_fits_score(test, score.tie_margin)
+        claim = ClaimMap(
+            record_index=record.index,
+            record_root=record.root,
+            n_pairs=record.n_pairs,
+            endpoint=params.endpoint,
+            model_name=params.model_name,
+            oracle=oracle.describe(),
+            score=score,
+            test_name=test.name,
+            test_params=test.parameters(),
+            tie_rule=params.tie_rule,
+            max_pairs=params.max_pairs,
+            query_budget=params.query_budget,
+            window=params.window,
+            window_max=params.window_max,
+            claim_nonce=claim_nonce,
+        )
+        session = cls(claim_id, record, params, oracle, claim_nonce, test, claim)
         session._scorer = scorer
-        session.transcript.append({"type": "header", "spec": SPEC_VERSION, "claim": claim_map})
+        session.transcript.append(
+            {"type": "header", "spec": SPEC_VERSION, "claim": claim.to_value()}
+        )
         return session
 
     # -- derived values --------------------------------------------------------------
+
+    @property
+    def score(self) -> AnyScoreSpec:
+        """The score function's parameters, knowledge resolved (what the claim map records)."""
+        return self.claim.score
+
+    @property
+    def claim_map(self) -> dict[str, Value]:
+        """The claim map as the transcript's header and the verdict carry it."""
+        return self.claim.to_value()
 
     @property
     def seed(self) -> bytes:
@@ -241,13 +207,12 @@ class ClaimSession:
     @property
     def queries_per_pair(self) -> int:
         """Oracle queries per pair: both versions' copies (2K, or 2)."""
-        return 2 * self.score.queries_per_version
+        return self.claim.queries_per_pair
 
     @property
     def limit(self) -> int:
         """How many pairs this claim may open at most."""
-        n = self.record.n_pairs
-        return n if self.params.max_pairs == 0 else min(self.params.max_pairs, n)
+        return self.claim.limit
 
     def _next_in_order(self, count: int) -> list[int]:
         """Return the next ``count`` pairs of the audit order (one lazy pass per claim)."""
@@ -273,13 +238,7 @@ class ClaimSession:
     @property
     def schedule(self) -> WindowSchedule:
         """The claim's window schedule (spec §10.2 step 3)."""
-        return WindowSchedule(
-            self.params.window,
-            self.params.window_max,
-            self.limit,
-            self.queries_per_pair,
-            self.params.query_budget,
-        )
+        return self.claim.schedule
 
     def _plan_window(self, number: int, opened: int) -> list[int]:
         """Return window ``number``, which follows ``opened`` pairs (may be empty)."""
@@ -412,37 +371,42 @@ class ClaimSession:
             results.append(_PairResult(index, bit, record, pair.scores))
         return results
 
-    def _outcome(self, index: int, published: int, scores: tuple[float, float]) -> str:
-        s_pub, s_hid = scores[published], scores[1 - published]
-        outcome = compare(s_pub, s_hid, tie_margin(self.score))
-        if outcome != TIE:
-            return "win" if outcome == WIN else "loss"
-        if self.params.tie_rule is TiePolicy.SKIP:
-            return "tie-skip"
-        return "tie-heads" if Prg(self.seed, f"tie/{index}").coin() else "tie-tails"
-
     def _feed(self, results: list[_PairResult]) -> None:
         """Feed the window's pairs to the test in order, stopping at a decision."""
         for result in results:
-            outcome = ""
+            char = ""
             if self.test.decision is Decision.CONTINUE:
-                kind = self._outcome(result.index, result.published, result.scores)
-                outcome = OUTCOME_CHARS[kind]
-                if kind != "tie-skip":
-                    self.last_step = self.test.update(outcome in "1h")
-                self.indicators += outcome
-            result.record["outcome"] = outcome
+                char = outcome(
+                    result.scores,
+                    result.published,
+                    margin=self.score.tie_margin,
+                    tie_rule=self.claim.tie_rule,
+                    seed=self.seed,
+                    index=result.index,
+                )
+                step = feed(self.test, char, result.scores, result.published, self.score.tie_margin)
+                if step is not None:
+                    self.last_step = step
+                self.indicators += char
+            result.record["outcome"] = char
             self.transcript.append(result.record)
         self.queries += self.queries_per_pair * len(results)
         self.opened += self._requested.pop(0)
         self._prepared -= 1
         self.windows += 1
-        if self.test.decision is Decision.DETECTED:
-            self.stop = "detected"
-        elif self.test.decision is Decision.EXHAUSTED or len(self.opened) == self.record.n_pairs:
-            self.stop = "exhausted"
-        elif len(self.opened) >= self.limit:
-            self.stop = "budget"
+        decision = self.test.decision
+        opened = len(self.opened)
+        if (
+            decision is not Decision.CONTINUE
+            or opened == self.record.n_pairs
+            or opened >= self.limit
+        ):
+            self.stop = stop_reason(
+                decision is Decision.DETECTED,
+                decision is Decision.EXHAUSTED,
+                opened,
+                self.record.n_pairs,
+            )
         if self.stop is not None:
             # A window requested ahead of a stop is discarded unscored (spec §10.2).
             self._requested.clear()
@@ -472,30 +436,22 @@ class ClaimSession:
             raise StateError("the claim has not stopped; no verdict can be made")
         if earlier_claims < 0:
             raise InputError("earlier_claims cannot be negative")
-        step = self._current_step()
-        return {
-            "spec": SPEC_VERSION,
-            "arbiter": arbiter,
-            "claim_id": self.claim_id,
-            "time": time,
-            "claim": self.claim_map,
-            "audit_seed": self.seed,
-            "receipt_time": self.record.time,
-            "earlier_claims": earlier_claims,
-            "opened": list(self.opened),
-            "indicators": self.indicators,
-            "final": {
-                "draws": step.draws,
-                "successes": step.successes,
-                "interval": list(step.interval) if step.interval is not None else None,
-                "log_statistic": step.log_statistic,
-            },
-            "decision": "detected" if self.stop == "detected" else "not-detected",
-            "stop": self.stop,
-            "queries": self.queries,
-            "transcript": {"hash": self.transcript.head, "records": self.transcript.count},
-            "environment": environment,
-        }
+        return verdict_payload(
+            arbiter=arbiter,
+            claim_id=self.claim_id,
+            time=time,
+            claim=self.claim,
+            audit_seed=self.seed,
+            receipt_time=self.record.time,
+            earlier_claims=earlier_claims,
+            opened=self.opened,
+            indicators=self.indicators,
+            final=self._current_step(),
+            stop=self.stop,
+            queries=self.queries,
+            transcript=(self.transcript.head, self.transcript.count),
+            environment=environment,
+        )
 
     # -- persistence -----------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from verifier.escrow.leases import DEFAULT_LEASE_S
 from verifier.escrow.metered_store import MeteredStore
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
@@ -32,6 +33,7 @@ def serve_arbiter(
     escrow_rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
     metrics: Metrics = NO_METRICS,
     reflection: bool = False,
+    claim_lease_s: float = DEFAULT_LEASE_S,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
@@ -44,6 +46,10 @@ def serve_arbiter(
     oracle and store times are counted in ``metrics``. The health service answers
     ``NOT_SERVING`` while the store does not answer a query (its size). ``reflection``
     serves gRPC reflection.
+
+    Each claim runs under a lease in the store of ``claim_lease_s`` seconds, renewed
+    while it runs: several arbiter processes may serve one database (replicas), and
+    a claim is run by one of them at a time.
     """
     factory = oracle_factory or grpc_oracle_factory(oracle_tls)
     if metrics is not NO_METRICS:
@@ -53,7 +59,14 @@ def serve_arbiter(
         add_escrow_service(server, store, rate_limit=escrow_rate_limit, metrics=metrics)
         add_verifier_service(
             server,
-            VerifierService(store, signing_key, factory, entropy=entropy, metrics=metrics),
+            VerifierService(
+                store,
+                signing_key,
+                factory,
+                entropy=entropy,
+                metrics=metrics,
+                lease_s=claim_lease_s,
+            ),
         )
 
     return make_server(

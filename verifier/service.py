@@ -3,13 +3,21 @@
 ``FileClaim`` runs one :class:`~verifier.claim.ClaimSession` over a bidirectional
 stream. The claim's state is persisted in the escrow store after every window. A claim
 whose stream is interrupted (the owner disconnects, the verifier restarts) stays
-open and is resumed by its id (``resume_claim_id``); a claim that fails a check is
-marked failed and is never signed. The verdict is signed only once the claim has
-stopped, over the payload of spec §11, and stored with its transcript.
+open and is resumed by its id (``resume_claim_id``), on this verifier process or on
+any other one that shares its database; a claim that fails a check is marked failed
+and is never signed. The verdict is signed only once the claim has stopped, over the
+payload of spec §11, and stored with its transcript.
+
+Each run of a claim holds the claim's lease in the store (:mod:`verifier.escrow.leases`),
+so no two runs, on one process or several, ever process one claim at once: a resume
+of a claim that another run holds is refused with ``ABORTED`` (``claim-busy``,
+spec §10.2 step 8), and once that run stops, or its process dies and its lease
+lapses, the claim can be resumed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import secrets
 import time
@@ -29,20 +37,17 @@ from protocol.envelope import payload_type, sign_envelope
 from protocol.errors import InputError, NotFoundError, StateError, TwinauditError
 from protocol.escrow_messages import format_time
 from protocol.keys import key_id, public_key_pem
-from protocol.stats.base import TiePolicy
-from protocol.versioning import require_supported
-from verifier.escrow.store import EscrowStore, check_claim_id
+from verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
+from verifier.escrow.store import ClaimBusyError, ClaimLease, EscrowStore, check_claim_id
 from verifier.oracles.base import Oracle
-from verifier.oracles.grpc_client import GrpcOracle
-from verifier.scoring.registry import score_request_from_fields
+from verifier.oracles.dial import dial_oracle
 from wire import transport
+from wire.claim_start import params_from_claim_start as params_from_proto
 from wire.observe import NO_METRICS, Metrics, annotate
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 from .claim import (
-    DEFAULT_WINDOW,
-    ClaimParams,
     ClaimRecord,
     ClaimSession,
     PreparedWindow,
@@ -59,13 +64,15 @@ OracleFactory = Callable[[str], Oracle]
 
 
 def grpc_oracle_factory(tls: transport.TlsFiles | None = None) -> OracleFactory:
-    """Return a factory that reaches ``host:port`` oracles over gRPC (TLS if given)."""
+    """Return a factory that reaches ``host:port`` oracles over gRPC (TLS if given).
+
+    It also reaches models on Open Inference Protocol servers (``oip+http://``,
+    ``oip+https://``, ``oip+grpc://``; :mod:`verifier.oracles.dial`).
+    """
 
     def connect(endpoint: str) -> Oracle:
-        # A malformed endpoint is the claimant's error (INVALID_ARGUMENT), never a
-        # failed lookup of whatever text she sent.
-        transport.parse_address(endpoint, what="the oracle endpoint")
-        return GrpcOracle(transport.make_channel(endpoint, tls=tls), ORACLE_DEADLINE_S)
+        # HOST:PORT, or an Open Inference Protocol model (oip+http://…, oip+grpc://…).
+        return dial_oracle(endpoint, tls=tls, timeout_s=ORACLE_DEADLINE_S)
 
     return connect
 
@@ -78,41 +85,6 @@ def environment() -> dict[str, Value]:
         "numpy": np.__version__,
         "platform": platform.platform(),
     }
-
-
-def params_from_proto(start: pb.ClaimStart) -> ClaimParams:
-    """Validate a ClaimStart and return the claim parameters.
-
-    A knowledge word in the score fields stays a word here; the claim resolves it when
-    it starts, from the oracle's description (:meth:`ClaimSession.start`).
-    """
-    require_supported(start.spec_version, "claim")
-    if start.tie_rule not in ("coin", "skip"):
-        raise InputError(f"unknown tie rule {start.tie_rule!r}")
-    if not start.model.oracle_endpoint:
-        raise InputError("the claim names no oracle endpoint")
-    return ClaimParams(
-        record_index=start.record_index,
-        record_root=bytes(start.record_root),
-        endpoint=start.model.oracle_endpoint,
-        model_name=start.model.name,
-        score=score_request_from_fields(
-            start.score.function,
-            start.score.k,
-            start.score.perturbation,
-            start.score.knowledge,
-            start.score.statistic,
-            margin=start.score.margin,
-        ),
-        test_name=start.test.name,
-        p=start.test.p,
-        alpha=start.test.alpha or None,
-        tie_rule=TiePolicy(start.tie_rule),
-        max_pairs=start.max_pairs,
-        query_budget=start.query_budget,
-        window=start.window or DEFAULT_WINDOW,
-        window_max=start.window_max,
-    )
 
 
 def _progress(progress: Progress) -> pb.Progress:
@@ -156,14 +128,17 @@ class VerifierService(pb_grpc.VerifierServicer):
         entropy: Callable[[int], bytes] | None = None,
         *,
         metrics: Metrics = NO_METRICS,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
         """Serve claims on ``store``, signing with ``signing_key``.
 
         ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
         injects a seeded source to make a run reproducible. Claims running, claims
         ended (by decision) and the oracle's time per window are reported to ``metrics``.
+        Each claim runs under a lease of ``lease_s`` seconds, renewed while it runs.
         """
         self._metrics = metrics
+        self._leases = LeaseKeeper(store, lease_s)
         self._store = store
         self._key = signing_key
         self._key_id = key_id(signing_key.public_key())
@@ -178,12 +153,17 @@ class VerifierService(pb_grpc.VerifierServicer):
     ) -> Iterator[pb.VerifierMessage]:
         """Run a claim: accept, then request openings and report progress until a verdict."""
         claim_id = ""
+        lease = self._leases.new_lease()  # this run's, whether it starts or resumes the claim
+        # Given up as soon as the call ends, however it ends: a cancelled call (the owner
+        # gone, the server stopping) frees the claim at once, even while this thread still
+        # waits on the oracle; a later save of this run is then refused.
+        context.add_callback(lambda: self._leases.release(lease))
         self._metrics.claim_started()
         try:
             first = next(request_iterator, None)
             if first is None or first.WhichOneof("kind") != "start":
                 raise InputError("a claim stream starts with a ClaimStart message")
-            session = self._open(first.start)
+            session = self._open(first.start, lease)
             claim_id = session.claim_id
             annotate(claim=claim_id, record=session.record.index)
             yield pb.VerifierMessage(
@@ -193,9 +173,9 @@ class VerifierService(pb_grpc.VerifierServicer):
                     resumed_pairs=len(session.opened),
                 )
             )
-            yield from self._run_windows(session, request_iterator, context)
+            yield from self._run_windows(session, request_iterator, context, lease)
             verdict = self._sign(session)
-            self._store.finish_claim(claim_id, verdict, session.transcript.to_bytes())
+            self._store.finish_claim(claim_id, verdict, session.transcript.to_bytes(), lease=lease)
             decision = "detected" if session.stop == "detected" else "not-detected"
             annotate(decision=decision)
             self._metrics.claim_finished(decision)
@@ -204,12 +184,16 @@ class VerifierService(pb_grpc.VerifierServicer):
                     claim_id=claim_id, verdict=verdict, transcript_hash=session.transcript.head
                 )
             )
+        except ClaimBusyError as exc:
+            # Another run has the claim (or took it over from this one): it stays open.
+            context.abort(grpc.StatusCode.ABORTED, exc.diagnostics())
         except TwinauditError as exc:
             # A protocol violation or failed check ends the claim for good; nothing is signed.
-            self._mark_failed(claim_id)
+            self._mark_failed(claim_id, lease)
             self._metrics.claim_finished("failed")
             context.abort(transport.status_for(exc), exc.diagnostics())
         finally:
+            self._leases.release(lease)
             self._metrics.claim_ended()
 
     def _run_windows(
@@ -217,6 +201,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         session: ClaimSession,
         request_iterator: Iterator[pb.ClaimMessage],
         context: grpc.ServicerContext,
+        lease: ClaimLease,
     ) -> Iterator[pb.VerifierMessage]:
         """Request, check, score and persist windows until the claim stops.
 
@@ -261,7 +246,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                 prepared = ahead if session.stop is None else None
                 # The next window's queries go out before this window's state is saved.
                 answer = worker.submit(self._query, session, prepared) if prepared else None
-                self._save(session)
+                self._save(session, lease)
                 yield pb.VerifierMessage(progress=_progress(progress))
 
     def _query(self, session: ClaimSession, prepared: PreparedWindow) -> object:
@@ -275,32 +260,40 @@ class VerifierService(pb_grpc.VerifierServicer):
         finally:
             self._metrics.oracle_query(time.monotonic() - start, outcome)
 
-    def _open(self, start: pb.ClaimStart) -> ClaimSession:
+    def _open(self, start: pb.ClaimStart, lease: ClaimLease) -> ClaimSession:
+        """Start a new claim, or resume one, held by ``lease`` (renewed until released)."""
         params = params_from_proto(start)
-        entry, rho = self._store.entry(params.record_index)
+        stored_entry = self._store.entry(params.record_index)
+        entry = stored_entry.entry
         record = ClaimRecord(
-            entry.index, entry.root, entry.n_pairs, entry.item_kind, rho, entry.time
+            entry.index, entry.root, entry.n_pairs, entry.item_kind, stored_entry.rho, entry.time
         )
         oracle = self._oracles(params.endpoint)
         if start.resume_claim_id:
-            stored = self._store.load_claim(start.resume_claim_id)
+            resumed = start.resume_claim_id
+            # Taken before its state is read: no other run can save it while this one runs.
+            stored = self._store.acquire_claim(check_claim_id(resumed), lease)
             if stored is None:
-                raise InputError(f"no claim {start.resume_claim_id!r} to resume")
-            index, status, snapshot = stored
-            if status != "open" or index != record.index:
-                raise StateError(f"claim {start.resume_claim_id!r} is {status}; it cannot resume")
-            transcript = self._store.load_transcript(start.resume_claim_id) or b""
-            return ClaimSession.resume(snapshot, transcript, record, params, oracle)
+                raise InputError(f"no claim {resumed!r} to resume")
+            if not stored.finished:
+                self._leases.hold(resumed, lease)  # released when this run ends, however
+            if stored.status != "open" or stored.record_index != record.index:
+                raise StateError(f"claim {resumed!r} is {stored.status}; it cannot resume")
+            transcript = self._store.load_transcript(resumed) or b""
+            return ClaimSession.resume(stored.state, transcript, record, params, oracle)
         session = ClaimSession.start(
             self._entropy(16).hex(), record, params, oracle, self._entropy(32)
         )
-        self._save(session)
+        self._save(session, lease)  # creates the claim, held by this run
+        self._leases.hold(session.claim_id, lease)
         return session
 
-    def _save(self, session: ClaimSession) -> None:
+    def _save(self, session: ClaimSession, lease: ClaimLease) -> None:
         """Persist the claim's state with the transcript records made since the last save."""
         state, part = session.checkpoint()
-        self._store.save_claim(session.claim_id, session.record.index, "open", state, part)
+        self._store.save_claim(
+            session.claim_id, session.record.index, "open", state, part, lease=lease
+        )
 
     def _sign(self, session: ClaimSession) -> bytes:
         filed = [c.claim_id for c in self._store.claims_for_record(session.record.index)]
@@ -312,12 +305,15 @@ class VerifierService(pb_grpc.VerifierServicer):
         )
         return sign_envelope(encode(payload), payload_type(VERDICT_KIND), self._key).to_json()
 
-    def _mark_failed(self, claim_id: str) -> None:
+    def _mark_failed(self, claim_id: str, lease: ClaimLease) -> None:
         if not claim_id:
             return
         stored = self._store.load_claim(claim_id)
-        if stored is not None and stored[1] == "open":
-            self._store.save_claim(claim_id, stored[0], "failed", stored[2])
+        if stored is not None and stored.status == "open":
+            with contextlib.suppress(ClaimBusyError):  # another run has it: not ours to fail
+                self._store.save_claim(
+                    claim_id, stored.record_index, "failed", stored.state, lease=lease
+                )
 
     # -- unary calls -----------------------------------------------------------------
 
@@ -336,7 +332,7 @@ class VerifierService(pb_grpc.VerifierServicer):
             found = self._store.get_verdict(claim_id)
             if found is None:
                 raise NotFoundError(f"no verdict for claim {claim_id!r}")
-            return pb.GetVerdictResponse(verdict=found[0], transcript=found[1])
+            return pb.GetVerdictResponse(verdict=found.verdict, transcript=found.transcript)
 
         return transport.abort_on_error(context, find)
 

@@ -1,184 +1,32 @@
-"""Verdict payloads: building, strict parsing and offline checking (spec §11).
+"""Verdicts checked with the verifier's Describe-map parser (spec §11).
 
-A verdict is a canonical map signed by the arbiter in an envelope of kind
-``verdict``. :func:`check_verdict` is what anyone holding the arbiter's public key
-runs offline: it verifies the signature, decodes the payload strictly, checks the
-schema and the spec version, and returns the parsed verdict.
+The verdict payload and its checks are the claim protocol's
+(:mod:`protocol.claim.verdict`); a claim map inside names the oracle's description,
+which the verifier parses with :meth:`~verifier.oracles.base.OracleInfo.from_value`.
+:func:`check_verdict` and :func:`parse_verdict` bind that parser, so a caller needs
+only the envelope and the arbiter's key.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Any
-
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from protocol.claim import verdict as _verdict
+from protocol.claim.verdict import VERDICT_KIND, Verdict, is_int
 from protocol.encoding import Value
-from protocol.envelope import Envelope, open_envelope
-from protocol.errors import InputError, SignatureError
-from protocol.keys import key_id
-from protocol.versioning import require_supported
+from verifier.oracles.base import OracleInfo
 
-from .claim_map import check_claim_map
-
-#: Envelope kind of a verdict.
-VERDICT_KIND = "verdict"
-#: Characters of the indicator string: score decided 0/1, tie coin heads/tails, tie skipped.
-INDICATOR_CHARS = frozenset("01hts")
-_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-
-_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "spec": str,
-    "arbiter": str,
-    "claim_id": str,
-    "time": str,
-    "claim": dict,
-    "audit_seed": bytes,
-    "receipt_time": str,
-    "earlier_claims": int,
-    "opened": list,
-    "indicators": str,
-    "final": dict,
-    "decision": str,
-    "stop": str,
-    "queries": int,
-    "transcript": dict,
-    "environment": dict,
-}
-#: Longest claim id a verdict may carry (UTF-8 bytes).
-MAX_CLAIM_ID_BYTES = 128
-_DECISIONS = {"detected", "not-detected"}
-_STOPS = {"detected", "exhausted", "budget"}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A parsed, schema-checked verdict payload; ``value`` is the whole canonical map."""
-
-    value: dict[str, Value]
-
-    def __getitem__(self, key: str) -> Any:
-        """Return a top-level field."""
-        return self.value[key]
-
-    @property
-    def detected(self) -> bool:
-        """Whether the verdict says data use was detected."""
-        return self.value["decision"] == "detected"
-
-    def fed_bits(self) -> list[int]:
-        """Return the indicator bits fed to the test (ties skipped are left out)."""
-        bits = {"1": 1, "h": 1, "0": 0, "t": 0}
-        return [bits[c] for c in str(self.value["indicators"]) if c in bits]
-
-
-def _require(value: dict[str, Value], name: str, kind: type | tuple[type, ...]) -> Any:
-    if name not in value:
-        raise InputError(f"verdict field {name!r} is missing")
-    field = value[name]
-    if isinstance(field, bool) or not isinstance(field, kind):
-        raise InputError(f"verdict field {name!r} has the wrong type")
-    return field
+__all__ = ["VERDICT_KIND", "Verdict", "check_verdict", "is_int", "parse_verdict"]
 
 
 def parse_verdict(value: Value) -> Verdict:
     """Check a decoded payload against the verdict schema of spec §11."""
-    if not isinstance(value, dict):
-        raise InputError("a verdict payload must be a map")
-    if set(value) != set(_FIELDS):
-        missing, extra = set(_FIELDS) - set(value), set(value) - set(_FIELDS)
-        raise InputError(f"verdict fields: missing {sorted(missing)}, unknown {sorted(extra)}")
-    require_supported(value.get("spec"), "verdict")
-    for name, kind in _FIELDS.items():
-        _require(value, name, kind)
-    for name in ("time", "receipt_time"):
-        if not _TIME.match(str(value[name])):
-            raise InputError(f"verdict field {name!r} is not an RFC 3339 UTC time")
-    check_claim_map(value["claim"])
-    claim_id = str(value["claim_id"])
-    if not 1 <= len(claim_id.encode()) <= MAX_CLAIM_ID_BYTES:
-        raise InputError(f"claim_id must be 1 to {MAX_CLAIM_ID_BYTES} bytes of text")
-    environment = value["environment"]
-    assert isinstance(environment, dict)
-    if not all(isinstance(v, str) for v in environment.values()):
-        raise InputError("environment must map text to text")
-    if value["decision"] not in _DECISIONS or value["stop"] not in _STOPS:
-        raise InputError("unknown decision or stop reason")
-    if (value["decision"] == "detected") != (value["stop"] == "detected"):
-        raise InputError("decision and stop reason disagree")
-    if value["earlier_claims"] < 0:  # type: ignore[operator]
-        raise InputError("earlier_claims cannot be negative")
-    if len(value["audit_seed"]) != 32:  # type: ignore[arg-type]
-        raise InputError("audit_seed must be 32 bytes")
-    if value["queries"] < 0:  # type: ignore[operator]
-        raise InputError("queries cannot be negative")
-    opened = value["opened"]
-    assert isinstance(opened, list)
-    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in opened):
-        raise InputError("opened must list non-negative pair indices")
-    if len(set(opened)) != len(opened):
-        raise InputError("a pair is listed as opened twice")
-    indicators = str(value["indicators"])
-    if set(indicators) - INDICATOR_CHARS or len(indicators) > len(opened):
-        raise InputError("indicators must be one of 0 1 h t s per processed pair")
-    transcript = value["transcript"]
-    assert isinstance(transcript, dict)
-    if (
-        set(transcript) != {"hash", "records"}
-        or not isinstance(transcript["hash"], bytes)
-        or len(transcript["hash"]) != 32
-        or not isinstance(transcript["records"], int)
-    ):
-        raise InputError("transcript must be {hash: 32 bytes, records: int}")
-    _check_final(value["final"], len(opened))
-    return Verdict(value)
-
-
-def _check_final(final: Value, opened: int) -> None:
-    """Check ``final``: counts 0 ≤ successes ≤ draws ≤ opened; interval; log statistic."""
-    if not isinstance(final, dict) or set(final) != {
-        "draws",
-        "successes",
-        "interval",
-        "log_statistic",
-    }:
-        raise InputError("final must have exactly draws, successes, interval, log_statistic")
-    draws, successes = final["draws"], final["successes"]
-    if not (is_int(draws) and is_int(successes) and 0 <= successes <= draws <= opened):  # type: ignore[operator]
-        raise InputError(
-            "final.draws and final.successes must be 0 <= successes <= draws <= opened"
-        )
-    interval = final["interval"]
-    if interval is not None and not (
-        isinstance(interval, list) and len(interval) == 2 and all(is_int(x) for x in interval)
-    ):
-        raise InputError("final.interval must be nil or two integers")
-    if final["log_statistic"] is not None and not isinstance(final["log_statistic"], float):
-        raise InputError("final.log_statistic must be nil or a float")
-
-
-def is_int(value: object) -> bool:
-    """Return whether ``value`` is an integer of the data model (a boolean is not one)."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    return _verdict.parse_verdict(value, OracleInfo.from_value)
 
 
 def check_verdict(envelope_json: bytes, arbiter_key: Ed25519PublicKey) -> Verdict:
     """Verify a verdict envelope offline and return the parsed verdict (spec §11).
 
-    Steps: (1) parse the envelope strictly; (2) it carries exactly one signature, whose
-    key id names the arbiter's key (so no byte of the file can change unnoticed — the
-    id is still only a label: step 3 decides); (3) verify the arbiter's signature over
-    the PAE with payload type ``verdict``; (4) decode the payload canonically; (5)
-    check the schema and the spec version; (6) the payload's ``arbiter`` is that key.
+    The steps are :func:`protocol.claim.verdict.check_verdict`'s.
     """
-    envelope = Envelope.from_json(envelope_json)
-    expected_id = key_id(arbiter_key)
-    if len(envelope.signatures) != 1 or envelope.signatures[0].keyid != expected_id:
-        raise SignatureError(
-            "a verdict carries exactly one signature labelled with the arbiter's key id"
-        )
-    verdict = parse_verdict(open_envelope(envelope, arbiter_key, VERDICT_KIND))
-    if verdict["arbiter"] != expected_id:
-        raise SignatureError("the verdict names another arbiter than the key that signed it")
-    return verdict
+    return _verdict.check_verdict(envelope_json, arbiter_key, OracleInfo.from_value)

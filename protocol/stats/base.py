@@ -40,19 +40,6 @@ class TiePolicy(enum.Enum):
     SKIP = "skip"
 
 
-def indicator(score_published: float, score_hidden: float, tie_coin: bool) -> bool:
-    """Return the indicator bit of one pair under the COIN tie rule.
-
-    ``tie_coin`` is the pair's coin from the spec's PRG; it is used only on an exact
-    tie. Scores must be finite float64 values.
-    """
-    if not (math.isfinite(score_published) and math.isfinite(score_hidden)):
-        raise InputError("scores must be finite")
-    if score_published == score_hidden:
-        return tie_coin
-    return score_published > score_hidden
-
-
 def check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:
     """Return ``value`` as float if ``low < value < high``, else raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -74,6 +61,8 @@ class Step:
     interval: tuple[int, int] | None
     #: The test statistic in natural-log units (log of the e-value), where it has one.
     log_statistic: float | None
+    #: A graded test's per-grade counts ``[S_1, F_1, S_2, F_2, S_3, F_3]`` (spec §7.5.4).
+    grades: tuple[int, ...] | None = None
 
 
 class SequentialTest(abc.ABC):
@@ -81,6 +70,8 @@ class SequentialTest(abc.ABC):
 
     #: Registered name, recorded in claims and verdicts (e.g. ``"pprm-chernoff"``).
     name: ClassVar[str]
+    #: Whether :meth:`update` also takes each bit's grade (spec §7.5).
+    graded: ClassVar[bool] = False
 
     def __init__(self, n_pairs: int) -> None:
         """Start a test over a population of ``n_pairs`` pairs."""
@@ -91,8 +82,13 @@ class SequentialTest(abc.ABC):
         self.successes = 0
         self.decision = Decision.CONTINUE
 
-    def update(self, bit: bool | int) -> Step:
-        """Consume one indicator bit and return the new step record."""
+    def update(self, bit: bool | int, grade: int | None = None) -> Step:
+        """Consume one indicator bit and return the new step record.
+
+        ``grade`` is for graded tests (spec §7.5) only; the others refuse one.
+        """
+        if grade is not None and not self.graded:
+            raise InputError(f"test {self.name} takes no grades")
         if self.decision is not Decision.CONTINUE:
             raise StateError(f"test already ended with {self.decision.value}")
         if bit not in (0, 1) or isinstance(bit, float):

@@ -7,6 +7,7 @@ from typing import Final
 from ..encoding import Value
 from ..errors import InputError, ParameterError
 from .base import SequentialTest
+from .graded import GradedMixtureTest
 from .mixture import MixtureTest
 from .paper_test import PaperTest
 
@@ -14,6 +15,7 @@ from .paper_test import PaperTest
 TESTS: Final[dict[str, type[SequentialTest]]] = {
     PaperTest.name: PaperTest,
     MixtureTest.name: MixtureTest,
+    GradedMixtureTest.name: GradedMixtureTest,
 }
 
 
@@ -21,13 +23,15 @@ def make_test(name: str, n_pairs: int, p: float, alpha: float | None = None) -> 
     """Build the test ``name`` over ``n_pairs`` pairs at false-detection bound ``p``.
 
     ``alpha`` is the PPRM confidence of ``pprm-chernoff`` (default ``p/2``); the
-    mixture test has no such parameter and refuses one.
+    mixture tests have no such parameter and refuse one.
     """
     if name == PaperTest.name:
         return PaperTest(n_pairs, p, alpha)
-    if name == MixtureTest.name:
+    if name in (MixtureTest.name, GradedMixtureTest.name):
         if alpha is not None:
             raise ParameterError(f"test {name!r} takes no alpha")
+        if name == GradedMixtureTest.name:
+            return GradedMixtureTest(n_pairs, p)
         return MixtureTest(n_pairs, p)
     raise ParameterError(f"unknown test {name!r}; known: {sorted(TESTS)}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     vectors_claims,
     vectors_core,
+    vectors_graded,
     vectors_merkle,
     vectors_mixture,
     vectors_pprm,
@@ -23,6 +24,7 @@ def main() -> None:
         vectors_merkle,
         vectors_pprm,
         vectors_mixture,
+        vectors_graded,
         vectors_scoring,
         vectors_claims,
         vectors_verdicts,

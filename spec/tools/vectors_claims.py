@@ -17,6 +17,12 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.functions import score_spec_from_value
+from protocol.claim.schedule import WindowSchedule
+from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.scores.encoder import EncoderSpec
+from protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
+from protocol.claim.transcript import iter_records
 from protocol.commitment import PairOpening, commit_pair
 from protocol.encoding import Value, encode
 from protocol.errors import TwinauditError
@@ -30,13 +36,6 @@ from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
 from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
-from verifier.schedule import WindowSchedule
-from verifier.scoring.classifier import ScoreSpec
-from verifier.scoring.encoder import EncoderSpec
-from verifier.scoring.image_text import ImageTextSpec
-from verifier.scoring.language import LanguageSpec
-from verifier.scoring.registry import score_spec_from_value
-from verifier.transcript import iter_records
 
 from .typed_json import from_typed, to_typed
 from .vectors_core import TEST_KEY_SEED, case, render
@@ -609,6 +608,31 @@ def _claim_cases() -> dict[str, dict[str, Any]]:
             },
         ),
         (
+            _GRADED,
+            labelled,
+            StandIn("classify", "probabilities", _memorised(labelled)),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1", margin=0.01),
+                "test_name": "mixture-graded",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 4,
+            },
+        ),
+        (
+            "image-classifier C1, dither K=1, margin 0.2, mixture-graded, coin, max_pairs 8",
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1", margin=0.2),
+                "test_name": "mixture-graded",
+                "p": 0.05,
+                "tie_rule": coin,
+                "max_pairs": 8,
+                "window": 3,
+            },
+        ),
+        (
             "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pairs 8",
             image,
             StandIn("embed-images"),
@@ -725,6 +749,7 @@ def _take_next(opening: dict[str, Any], following: dict[str, Any]) -> None:
 
 
 _SHORT = "image-classifier C1, dither K=1, mixture-e, skip, max_pairs 4"
+_GRADED = "a memorising classifier, C1 none K=1, margin 0.01, mixture-graded, skip: detected"
 _ENCODER = "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pairs 8"
 _LANGUAGE = "language-model, pprm-chernoff, coin"
 _IMAGE_TEXT = "image-text, mixture-e, coin, query budget 12"
@@ -861,6 +886,12 @@ BROKEN: list[tuple[str, str, int, Edit]] = [
         _answer(0, "texts", lambda rows: [r.append((1.0).hex()) for r in rows]),
     ),
     (_IMAGE_TEXT, "one image embedding too few", 1, _answer(1, "images", lambda rows: rows.pop())),
+    (
+        _SHORT,
+        "the graded test with a score that has no tie margin",
+        -1,
+        _claim_entry("test", "name", value={"str": "mixture-graded"}),
+    ),
     (
         _DESCRIBED,
         "a Describe map whose input_shape has two sides",

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from protocol import SPEC_VERSION
+from protocol.claim.outcome import LOSS, TIE, WIN, compare
 from protocol.prg import Prg
 from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.embedding import EmbeddingAnswer
@@ -23,7 +24,6 @@ from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, bilinear_axis, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
-from verifier.scoring.outcome import LOSS, TIE, WIN, compare
 
 from .typed_json import from_typed
 from .vectors_core import case, render

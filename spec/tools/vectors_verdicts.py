@@ -34,6 +34,8 @@ import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.commitment import PairOpening, commit_pair
 from protocol.encoding import Value, decode, encode
 from protocol.envelope import Envelope, payload_type, sign_envelope
@@ -44,8 +46,6 @@ from protocol.seeds import publication_bits
 from protocol.stats.base import TiePolicy
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
-from verifier.scoring.classifier import ScoreSpec
-from verifier.transcript import TranscriptWriter, iter_records
 
 from .vectors_core import TEST_KEY_SEED, render
 

@@ -6,6 +6,7 @@ import os
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from protocol.claim.scores.classifier import ScoreSpec
 from protocol.encoding import encode
 from protocol.envelope import payload_type, sign_envelope
 from protocol.items import encode_item
@@ -14,7 +15,6 @@ from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
 from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.scoring.classifier import ScoreSpec
 
 
 def make_pairset(n=40, seed=3, epsilon=16):

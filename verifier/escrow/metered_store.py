@@ -14,10 +14,18 @@ from typing import TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
+from protocol.escrow_messages import EscrowRequest
 from wire.observe import Metrics
 
-from .store import ClaimSummary, EscrowStore
+from .store import (
+    ClaimLease,
+    ClaimSummary,
+    EscrowStore,
+    SignedCheckpoint,
+    StoredClaim,
+    StoredEntry,
+    StoredVerdict,
+)
 
 T = TypeVar("T")
 
@@ -46,7 +54,7 @@ class MeteredStore(EscrowStore):
         """Escrow ``request`` (timed as ``commit``)."""
         return self._timed("commit", lambda: self.inner.commit(request))
 
-    def entry(self, index: int) -> tuple[LogEntry, bytes]:
+    def entry(self, index: int) -> StoredEntry:
         """Return entry ``index`` and its rho (timed as ``entry``)."""
         return self._timed("entry", lambda: self.inner.entry(index))
 
@@ -54,7 +62,7 @@ class MeteredStore(EscrowStore):
         """Return the log size (timed as ``size``)."""
         return self._timed("size", self.inner.size)
 
-    def latest_checkpoint(self) -> tuple[Checkpoint, bytes]:
+    def latest_checkpoint(self) -> SignedCheckpoint:
         """Return the current signed checkpoint (timed as ``checkpoint``)."""
         return self._timed("checkpoint", self.inner.latest_checkpoint)
 
@@ -79,14 +87,18 @@ class MeteredStore(EscrowStore):
         status: str,
         state: bytes,
         transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease | None = None,
     ) -> None:
         """Save an unfinished claim (timed as ``save_claim``)."""
         self._timed(
             "save_claim",
-            lambda: self.inner.save_claim(claim_id, record_index, status, state, transcript_part),
+            lambda: self.inner.save_claim(
+                claim_id, record_index, status, state, transcript_part, lease=lease
+            ),
         )
 
-    def load_claim(self, claim_id: str) -> tuple[int, str, bytes] | None:
+    def load_claim(self, claim_id: str) -> StoredClaim | None:
         """Load a claim (timed as ``load_claim``)."""
         return self._timed("load_claim", lambda: self.inner.load_claim(claim_id))
 
@@ -94,11 +106,28 @@ class MeteredStore(EscrowStore):
         """Load an unfinished claim's transcript (timed as ``load_transcript``)."""
         return self._timed("load_transcript", lambda: self.inner.load_transcript(claim_id))
 
-    def finish_claim(self, claim_id: str, verdict: bytes, transcript: bytes) -> None:
-        """Store a verdict and finish its claim (timed as ``finish_claim``)."""
-        self._timed("finish_claim", lambda: self.inner.finish_claim(claim_id, verdict, transcript))
+    def acquire_claim(self, claim_id: str, lease: ClaimLease) -> StoredClaim | None:
+        """Take a claim's lease (timed as ``acquire_claim``)."""
+        return self._timed("acquire_claim", lambda: self.inner.acquire_claim(claim_id, lease))
 
-    def get_verdict(self, claim_id: str) -> tuple[bytes, bytes] | None:
+    def renew_lease(self, claim_id: str, lease: ClaimLease) -> bool:
+        """Renew a claim's lease (timed as ``renew_lease``)."""
+        return self._timed("renew_lease", lambda: self.inner.renew_lease(claim_id, lease))
+
+    def release_claim(self, claim_id: str, lease: ClaimLease) -> None:
+        """Give up a claim's lease (timed as ``release_claim``)."""
+        self._timed("release_claim", lambda: self.inner.release_claim(claim_id, lease))
+
+    def finish_claim(
+        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+    ) -> None:
+        """Store a verdict and finish its claim (timed as ``finish_claim``)."""
+        self._timed(
+            "finish_claim",
+            lambda: self.inner.finish_claim(claim_id, verdict, transcript, lease=lease),
+        )
+
+    def get_verdict(self, claim_id: str) -> StoredVerdict | None:
         """Return a finished claim's verdict (timed as ``get_verdict``)."""
         return self._timed("get_verdict", lambda: self.inner.get_verdict(claim_id))
 

@@ -25,7 +25,8 @@ from psycopg import sql
 
 from protocol.errors import InputError, StateError
 
-from .sql_store import Cursor, SqlEscrowStore
+from .sql import Cursor, SqlDatabase
+from .sql_store import SqlEscrowStore
 
 #: Seconds to wait for the server when connecting.
 DEFAULT_CONNECT_TIMEOUT_S: Final = 10
@@ -45,7 +46,7 @@ def _query(text: str) -> LiteralString:
 
 
 class _PgCursor:
-    """A psycopg cursor speaking the core's :class:`~.sql_store.Cursor` protocol."""
+    """A psycopg cursor speaking the core's :class:`~.sql.Cursor` protocol."""
 
     def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
         self._cursor = cursor
@@ -64,34 +65,24 @@ class _PgCursor:
         return self._cursor.fetchall()
 
 
-class PostgresEscrowStore(SqlEscrowStore):
-    """An :class:`~verifier.escrow.store.EscrowStore` in a PostgreSQL database."""
+class PostgresDatabase(SqlDatabase):
+    """The PostgreSQL dialect and connection of a :class:`PostgresEscrowStore`."""
 
     BEGIN_READ: ClassVar[str] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     BEGIN_WRITE: ClassVar[str] = "BEGIN ISOLATION LEVEL READ COMMITTED"
     LOCK_HEAD_SUFFIX: ClassVar[str] = " FOR UPDATE"
     SCHEMA_LOCK: ClassVar[str | None] = f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"
+    NOW_QUERY: ClassVar[str] = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
     TYPES: ClassVar[dict[str, str]] = {
         "int": "BIGINT",
+        "real": "DOUBLE PRECISION",
         "blob": "BYTEA",
         "serial": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     }
 
-    def __init__(
-        self,
-        dsn: str,
-        signing_key: Ed25519PrivateKey,
-        *,
-        schema: str | None = None,
-        clock: Callable[[], datetime] | None = None,
-        entropy: Callable[[int], bytes] | None = None,
-        connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
-    ) -> None:
-        """Open (creating tables if needed) the store in database ``dsn``.
-
-        ``schema`` names a PostgreSQL schema to keep the tables in (created if
-        missing); by default they go where the connection's ``search_path`` says.
-        """
+    def __init__(self, dsn: str, schema: str | None, connect_timeout_s: int) -> None:
+        """Name the database (``dsn``) and the PostgreSQL schema to keep the tables in."""
+        super().__init__()
         if schema is not None and (
             not schema.isascii()
             or not schema.replace("_", "a").isalnum()
@@ -103,7 +94,6 @@ class PostgresEscrowStore(SqlEscrowStore):
         self._schema = schema
         self._connect_timeout_s = connect_timeout_s
         self._conn: psycopg.Connection[Any] | None = None
-        super().__init__(signing_key, clock=clock, entropy=entropy)
 
     def _connect(self) -> Cursor:
         conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._connect_timeout_s)
@@ -140,3 +130,29 @@ class PostgresEscrowStore(SqlEscrowStore):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class PostgresEscrowStore(SqlEscrowStore):
+    """An :class:`~verifier.escrow.store.EscrowStore` in a PostgreSQL database."""
+
+    def __init__(
+        self,
+        dsn: str,
+        signing_key: Ed25519PrivateKey,
+        *,
+        schema: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        entropy: Callable[[int], bytes] | None = None,
+        connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> None:
+        """Open (creating tables if needed) the store in database ``dsn``.
+
+        ``schema`` names a PostgreSQL schema to keep the tables in (created if
+        missing); by default they go where the connection's ``search_path`` says.
+        """
+        super().__init__(
+            PostgresDatabase(dsn, schema, connect_timeout_s),
+            signing_key,
+            clock=clock,
+            entropy=entropy,
+        )

@@ -1,4 +1,4 @@
-"""The ``twinaudit.escrow.v1.Escrow`` gRPC service over an :class:`~.store.EscrowStore`.
+"""The ``twinaudit.escrow.v1.Escrow`` gRPC service over an :class:`~.store.EscrowLog`.
 
 Every request field is validated before the store is touched, with the spec's error
 families mapped by :func:`wire.transport.status_for`: a malformed field is
@@ -25,7 +25,7 @@ from wire.observe import NO_METRICS, Metrics, annotate
 from wire.transport import TlsFiles, make_server, status_for
 
 from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
-from .store import EscrowStore
+from .store import EscrowLog
 
 #: Full name of the service, as the health service reports it.
 SERVICE_NAME: Final = "twinaudit.escrow.v1.Escrow"
@@ -46,11 +46,11 @@ def request_from_proto(message: escrow_pb2.CommitRequest) -> EscrowRequest:
 
 
 class EscrowService(escrow_pb2_grpc.EscrowServicer):
-    """Serves one :class:`EscrowStore`: commits, records, checkpoints and proofs."""
+    """Serves one :class:`EscrowLog`: commits, records, checkpoints and proofs."""
 
     def __init__(
         self,
-        store: EscrowStore,
+        store: EscrowLog,
         *,
         rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
         metrics: Metrics = NO_METRICS,
@@ -93,14 +93,15 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
 
         def run() -> escrow_pb2.GetRecordResponse:
             annotate(record=request.index)
-            entry, _ = self._store.entry(request.index)
-            checkpoint, signed = self._store.latest_checkpoint()
-            proof = self._store.inclusion_proof(entry.index, checkpoint.size)
+            entry = self._store.entry(request.index).entry  # never its rho
+            latest = self._store.latest_checkpoint()
+            size = latest.checkpoint.size
+            proof = self._store.inclusion_proof(entry.index, size)
             return escrow_pb2.GetRecordResponse(
                 entry=entry.encode(),
-                log_size=checkpoint.size,
+                log_size=size,
                 inclusion_proof=proof,
-                checkpoint=signed,
+                checkpoint=latest.envelope,
             )
 
         return _serve(context, run)
@@ -157,7 +158,7 @@ def _serve(context: Any, fn: Callable[[], T]) -> T:
 
 def add_escrow_service(
     server: grpc.Server,
-    store: EscrowStore,
+    store: EscrowLog,
     *,
     rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
     metrics: Metrics = NO_METRICS,
@@ -169,7 +170,7 @@ def add_escrow_service(
 
 
 def serve_escrow(
-    store: EscrowStore,
+    store: EscrowLog,
     listen: str,
     *,
     tls: TlsFiles | None = None,

@@ -21,40 +21,36 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol.errors import InputError, StateError
 
-from .sql_store import Cursor, SqlEscrowStore
+from .sql import Cursor, SqlDatabase
+from .sql_store import SqlEscrowStore
 
 #: How long a writer waits for another process's write lock, in seconds.
 DEFAULT_BUSY_TIMEOUT_S: Final = 30.0
 _SYNCHRONOUS_FULL: Final = 2  # PRAGMA synchronous reports FULL as 2
 
 
-class SqliteEscrowStore(SqlEscrowStore):
-    """An :class:`~verifier.escrow.store.EscrowStore` in one SQLite database file."""
+class SqliteDatabase(SqlDatabase):
+    """The SQLite dialect and connection of a :class:`SqliteEscrowStore`."""
 
     BEGIN_READ: ClassVar[str] = "BEGIN DEFERRED"
     BEGIN_WRITE: ClassVar[str] = "BEGIN IMMEDIATE"
+    # julianday() counts days from noon, 24 November 4714 BC; the epoch is day 2440587.5.
+    NOW_QUERY: ClassVar[str] = "SELECT (julianday('now') - 2440587.5) * 86400.0"
     TYPES: ClassVar[dict[str, str]] = {
         "int": "INTEGER",
+        "real": "REAL",
         "blob": "BLOB",
         "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
     }
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        signing_key: Ed25519PrivateKey,
-        *,
-        clock: Callable[[], datetime] | None = None,
-        entropy: Callable[[int], bytes] | None = None,
-        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
-    ) -> None:
-        """Open (creating if needed) the store in the database file ``path``."""
-        self._path = Path(path)
+    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float) -> None:
+        """Name the database file (a plain path; it is created with mode 0600)."""
+        super().__init__()
         if str(path) == ":memory:" or str(path).startswith("file:"):
             raise InputError("an escrow store needs a plain database file path")
+        self._path = Path(path)
         self._busy_timeout_s = busy_timeout_s
         self._conn: sqlite3.Connection | None = None
-        super().__init__(signing_key, clock=clock, entropy=entropy)
 
     def _connect(self) -> Cursor:
         _create_private_file(self._path)
@@ -62,7 +58,7 @@ class SqliteEscrowStore(SqlEscrowStore):
             self._path,
             timeout=self._busy_timeout_s,
             isolation_level=None,  # transactions are explicit (BEGIN ... COMMIT)
-            check_same_thread=False,  # the store's lock serialises all use
+            check_same_thread=False,  # the database's lock serialises all use
         )
         try:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -81,6 +77,24 @@ class SqliteEscrowStore(SqlEscrowStore):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class SqliteEscrowStore(SqlEscrowStore):
+    """An :class:`~verifier.escrow.store.EscrowStore` in one SQLite database file."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        signing_key: Ed25519PrivateKey,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        entropy: Callable[[int], bytes] | None = None,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    ) -> None:
+        """Open (creating if needed) the store in the database file ``path``."""
+        super().__init__(
+            SqliteDatabase(path, busy_timeout_s), signing_key, clock=clock, entropy=entropy
+        )
 
 
 def _create_private_file(path: Path) -> None:

@@ -1,17 +1,27 @@
-"""The arbiter's escrow store: the interface every backend implements (spec draft §9, §10).
+"""The arbiter's escrow store: the interfaces every backend implements (spec draft §9, §10).
 
-An :class:`EscrowStore` holds the arbiter's append-only escrow log (one entry per
-escrowed root, §9.2), the secret ``rho`` of each entry, the signed checkpoints it has
-issued (§9.4), and the state of the claims filed against its records (§10). The
-arbiter's services use only this interface; :mod:`verifier.escrow.sqlite_store` and
-:mod:`verifier.escrow.postgres_store` implement it on one shared SQL core.
+Two interfaces, one per role, and the records they return:
+
+- an :class:`EscrowLog` holds the arbiter's append-only escrow log (one entry per
+  escrowed root, §9.2), the secret ``rho`` of each entry (:class:`StoredEntry`) and the
+  signed checkpoints it has issued (§9.4, :class:`SignedCheckpoint`);
+- a :class:`ClaimStore` holds the claims filed against the log's records (§10): their
+  state (:class:`StoredClaim`), transcripts, verdicts (:class:`StoredVerdict`), and the
+  lease that lets one verifier process at a time run each claim (:class:`ClaimLease`).
+
+An :class:`EscrowStore` is both, on one database; the arbiter's services use only
+these interfaces. :mod:`verifier.escrow.sqlite_store` and
+:mod:`verifier.escrow.postgres_store` implement them on one shared SQL core
+(:mod:`.sql`, :mod:`.escrow_log`, :mod:`.claim_store`).
 
 Guarantees every implementation gives:
 
-- :meth:`EscrowStore.commit` makes the new entry durable before it signs and returns
+- :meth:`EscrowLog.commit` makes the new entry durable before it signs and returns
   the receipt (§9.3); a receipt that was returned survives a crash.
 - Log indices are assigned without gaps or duplicates, even with several threads or
   several arbiter processes on one database.
+- A claim's lease is held by at most one holder at a time, across every process on
+  the database; a write that names a lease it no longer holds changes nothing.
 - A bad argument raises a typed error from :mod:`protocol.errors` and changes nothing.
 """
 
@@ -21,7 +31,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final
+from typing import Final, Self
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -46,6 +56,11 @@ MAX_CLAIM_STATE_BYTES: Final = 16 * 1024 * 1024
 MAX_VERDICT_BYTES: Final = 32 * 1024 * 1024
 #: Largest stored transcript (spec §12).
 MAX_TRANSCRIPT_BYTES: Final = 256 * 1024 * 1024
+
+#: Longest lease holder name, in bytes (ASCII).
+MAX_LEASE_HOLDER_BYTES: Final = 128
+#: Longest a lease may run without renewal, in seconds (one day).
+MAX_LEASE_SECONDS: Final = 86_400.0
 
 _CLAIM_ID_RE: Final = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _STATUS_RE: Final = re.compile(r"\A[a-z][a-z0-9-]*\Z")
@@ -74,6 +89,83 @@ class RootAlreadyEscrowedError(StateError):
         )
         self.root = root
         self.index = index
+
+
+class ClaimBusyError(StateError):
+    """Another holder runs the claim under an unexpired lease; gRPC ``ABORTED``.
+
+    Raised when a claim is taken (:meth:`ClaimStore.acquire_claim`) while another
+    verifier process holds it, and when a write names a lease that was taken over (the
+    writer lost the claim and must stop). Nothing is changed; the claim can be taken
+    once its holder releases it or its lease expires (``retry_after_s``, 0 if unknown).
+    """
+
+    code = "claim-busy"
+
+    def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
+        """Say why, and after how many seconds at most the lease lapses."""
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """One log entry and its secret ``rho``, as :meth:`EscrowLog.entry` returns them."""
+
+    entry: LogEntry
+    rho: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SignedCheckpoint:
+    """A checkpoint of the log and its signed envelope (DSSE JSON, ``log-checkpoint``)."""
+
+    checkpoint: Checkpoint
+    envelope: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StoredClaim:
+    """A claim's saved state, as :meth:`ClaimStore.load_claim` returns it."""
+
+    record_index: int
+    status: str
+    state: bytes
+    finished: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVerdict:
+    """A finished claim's signed verdict and its transcript (§11, §12)."""
+
+    verdict: bytes
+    transcript: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimLease:
+    """The right to run one claim: who holds it, and how long each renewal lasts.
+
+    ``holder`` names one run of a claim (one process, one stream) and is unique to it;
+    the store keeps the lease until the holder releases it or ``duration_s`` seconds
+    after its last renewal, measured by the database's clock (so replicas on several
+    hosts need not agree on the time).
+    """
+
+    holder: str
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        """Check the holder's name and the duration."""
+        if not isinstance(self.holder, str) or not 1 <= len(self.holder) <= MAX_LEASE_HOLDER_BYTES:
+            raise InputError(f"a lease holder is 1 to {MAX_LEASE_HOLDER_BYTES} characters")
+        if not self.holder.isascii() or not self.holder.isprintable():
+            raise InputError("a lease holder is printable ASCII")
+        duration = self.duration_s
+        if isinstance(duration, bool) or not isinstance(duration, int | float):
+            raise InputError("a lease duration is a number of seconds")
+        if not 0 < duration <= MAX_LEASE_SECONDS:
+            raise ParameterError(f"a lease lasts more than 0 and at most {MAX_LEASE_SECONDS:g} s")
 
 
 @dataclass(frozen=True)
@@ -130,10 +222,10 @@ def check_index(value: object, what: str) -> int:
     return value
 
 
-class EscrowStore(ABC):
-    """The arbiter's durable escrow log, record secrets, checkpoints and claims.
+class EscrowLog(ABC):
+    """The arbiter's durable escrow log, its records' secrets, and its checkpoints.
 
-    Implementations are thread-safe. Use as a context manager, or call :meth:`close`.
+    Implementations are thread-safe.
     """
 
     @property
@@ -153,7 +245,7 @@ class EscrowStore(ABC):
         """
 
     @abstractmethod
-    def entry(self, index: int) -> tuple[LogEntry, bytes]:
+    def entry(self, index: int) -> StoredEntry:
         """Return log entry ``index`` and its secret ``rho`` (for the verifier only).
 
         Raises :class:`UnknownRecordError` unless ``0 <= index < size()``.
@@ -164,8 +256,8 @@ class EscrowStore(ABC):
         """Return the number of entries in the log."""
 
     @abstractmethod
-    def latest_checkpoint(self) -> tuple[Checkpoint, bytes]:
-        """Return a signed checkpoint of the log at its current size, and its payload.
+    def latest_checkpoint(self) -> SignedCheckpoint:
+        """Return a signed checkpoint of the log at its current size.
 
         The store signs at most one checkpoint per log size and returns that one for
         every later call at the same size.
@@ -173,7 +265,7 @@ class EscrowStore(ABC):
 
     def checkpoint(self) -> bytes:
         """Return the signed checkpoint (DSSE JSON, ``log-checkpoint``) of the current log."""
-        return self.latest_checkpoint()[1]
+        return self.latest_checkpoint().envelope
 
     @abstractmethod
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
@@ -191,6 +283,17 @@ class EscrowStore(ABC):
         :class:`~protocol.errors.ParameterError` unless ``0 <= old_size <= new_size``.
         """
 
+
+class ClaimStore(ABC):
+    """The claims filed against the log's records: state, transcript, verdict, lease.
+
+    Every write may name the :class:`ClaimLease` its caller runs the claim under. A
+    write that names a lease checks, in its transaction, that the lease is still the
+    caller's and renews it; one that names none is refused while another holder's
+    lease runs. Either way a refused write raises :class:`ClaimBusyError` and changes
+    nothing. Implementations are thread-safe.
+    """
+
     @abstractmethod
     def save_claim(
         self,
@@ -199,22 +302,25 @@ class EscrowStore(ABC):
         status: str,
         state: bytes,
         transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease | None = None,
     ) -> None:
         """Create or update an unfinished claim on record ``record_index``.
 
         ``transcript_part`` (the transcript records made since the last save) is
         appended to the claim's saved transcript in the same transaction as the state,
         so state and transcript never disagree and no save rewrites what is stored
-        (the total is capped at :data:`MAX_TRANSCRIPT_BYTES`).
+        (the total is capped at :data:`MAX_TRANSCRIPT_BYTES`). A new claim saved with a
+        ``lease`` is created held by it; an existing one must be held by it.
 
-        Raises :class:`UnknownRecordError` for a record not in the log, and
+        Raises :class:`UnknownRecordError` for a record not in the log,
         :class:`~protocol.errors.StateError` when the claim is finished or was saved
-        against another record.
+        against another record, and :class:`ClaimBusyError` when another holder has it.
         """
 
     @abstractmethod
-    def load_claim(self, claim_id: str) -> tuple[int, str, bytes] | None:
-        """Return ``(record_index, status, state)`` of a claim, or None if never saved."""
+    def load_claim(self, claim_id: str) -> StoredClaim | None:
+        """Return a claim's record index, status and state, or None if never saved."""
 
     @abstractmethod
     def load_transcript(self, claim_id: str) -> bytes | None:
@@ -224,27 +330,55 @@ class EscrowStore(ABC):
         """
 
     @abstractmethod
-    def finish_claim(self, claim_id: str, verdict: bytes, transcript: bytes) -> None:
-        """Store a claim's verdict and transcript and set its status to ``finished``.
+    def acquire_claim(self, claim_id: str, lease: ClaimLease) -> StoredClaim | None:
+        """Take ``lease`` on an unfinished claim and return the claim; None if never saved.
 
-        All three change in one transaction. Raises :class:`UnknownClaimError` for a
-        claim never saved and :class:`~protocol.errors.StateError` when it is
-        already finished.
+        The lease is taken when no one holds the claim, when its last holder's lease
+        has expired (a holder that died), or when ``lease`` holds it already (a
+        renewal). A finished claim is returned without a lease. Raises
+        :class:`ClaimBusyError` while another holder's lease runs.
         """
 
     @abstractmethod
-    def get_verdict(self, claim_id: str) -> tuple[bytes, bytes] | None:
-        """Return ``(verdict, transcript)`` of a finished claim, or None."""
+    def renew_lease(self, claim_id: str, lease: ClaimLease) -> bool:
+        """Extend ``lease`` by its duration from now; False if it is no longer held."""
+
+    @abstractmethod
+    def release_claim(self, claim_id: str, lease: ClaimLease) -> None:
+        """Give up ``lease`` (nothing happens when it is no longer held)."""
+
+    @abstractmethod
+    def finish_claim(
+        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+    ) -> None:
+        """Store a claim's verdict and transcript and set its status to ``finished``.
+
+        All three change in one transaction, and the claim's lease ends with it.
+        Raises :class:`UnknownClaimError` for a claim never saved,
+        :class:`~protocol.errors.StateError` when it is already finished, and
+        :class:`ClaimBusyError` when another holder has it.
+        """
+
+    @abstractmethod
+    def get_verdict(self, claim_id: str) -> StoredVerdict | None:
+        """Return the verdict and transcript of a finished claim, or None."""
 
     @abstractmethod
     def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
         """Return every claim saved against ``record_index``, oldest first."""
 
+
+class EscrowStore(EscrowLog, ClaimStore):
+    """An escrow log and the claims against its records, on one database.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
     @abstractmethod
     def close(self) -> None:
         """Release the store's resources; later calls raise StateError."""
 
-    def __enter__(self) -> EscrowStore:
+    def __enter__(self) -> Self:
         """Return the store itself."""
         return self
 

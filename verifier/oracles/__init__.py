@@ -14,6 +14,10 @@
 - :mod:`verifier.oracles.openai_lm` — an OpenAI-compatible completions endpoint;
 - :mod:`verifier.oracles.grpc_server` / :mod:`verifier.oracles.grpc_client` — any
   oracle served as, or reached through, ``twinaudit.oracle.v1.Oracle``.
+- :mod:`verifier.oracles.oip_oracle` (with :mod:`.oip_address`, :mod:`.oip_tensors`,
+  :mod:`.oip_transport`) — a classifier or encoder on an Open Inference Protocol
+  (KServe v2) server, REST or gRPC; :mod:`verifier.oracles.dial` reaches whichever
+  oracle an address names.
 """
 
 from .base import ClassifierOracle, ClassifyAnswer, Oracle, OracleInfo, check_images

@@ -87,23 +87,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from protocol.claim.scores.perturbations import FAMILIES, MAX_COPIES
 from protocol.encoding import Value
 from protocol.errors import InputError, ParameterError
 from protocol.items import MAX_IMAGE_SIDE
 from protocol.prg import Prg, bit_stream
-
-#: The perturbation families, by their claim names.
-FAMILIES: Final = (
-    "none",
-    "random-resized-crop",
-    "pad-shift-flip",
-    "random-resized-crop-flip",
-    "simclr-crop-flip",
-    "dither",
-    "pad-shift-flip-dither",
-)
-#: Most perturbed copies per version (the claim parameter K).
-MAX_COPIES: Final = 256
 
 #: Area fraction range of ``random-resized-crop``.
 SCALE: Final = (0.8, 1.0)

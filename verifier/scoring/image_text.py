@@ -9,43 +9,17 @@ the model places nearer to it. The image is sent unperturbed (float32 ``p/255``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Final
-
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import ParameterError
+from protocol.claim.scores.function_only import ImageTextSpec
 from protocol.items import CaptionedImageItem
 
 from .augment import to_unit
 from .cosine import cosine
-from .function_only import FunctionOnlySpec
 
-#: The score function's claim name.
-FUNCTION: Final = "image-text"
-#: The oracle capability it needs.
-CAPABILITY: Final = "embed-image-text"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImageTextSpec(FunctionOnlySpec):
-    """The score part of a claim: ``{"function": "image-text"}``.
-
-    One query per version: its image; the pair's caption is asked once.
-    """
-
-    FUNCTION: ClassVar[str] = FUNCTION
-    CAPABILITY: ClassVar[str] = CAPABILITY
-    item_kind: ClassVar[str] = "captioned-image"
-
-    function: str = FUNCTION
-
-    def check_item(self, item: object) -> CaptionedImageItem:
-        """Return ``item`` if it is a captioned-image item, else raise ``ParameterError``."""
-        if not isinstance(item, CaptionedImageItem):
-            raise ParameterError("the image-text score scores captioned-image items")
-        return item
+#: The spec class is the claim protocol's; it is re-exported for the scoring code's callers.
+__all__ = ["ImageTextSpec", "make_query", "score"]
 
 
 def make_query(item: CaptionedImageItem) -> npt.NDArray[np.float32]:

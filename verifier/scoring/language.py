@@ -13,36 +13,11 @@ paraphrases that may differ in length — are compared on one scale.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Final
-
-from protocol.errors import ParameterError
-from protocol.items import TextItem
+from protocol.claim.scores.function_only import LanguageSpec
 from verifier.oracles.language import F64Vector, mean_logprob
 
-from .function_only import FunctionOnlySpec
-
-#: The score function's claim name.
-FUNCTION: Final = "language-model"
-#: The oracle capability it needs.
-CAPABILITY: Final = "token-logprobs"
-
-
-@dataclass(frozen=True, kw_only=True)
-class LanguageSpec(FunctionOnlySpec):
-    """The score part of a claim: ``{"function": "language-model"}``."""
-
-    FUNCTION: ClassVar[str] = FUNCTION
-    CAPABILITY: ClassVar[str] = CAPABILITY
-    item_kind: ClassVar[str] = "text"
-
-    function: str = FUNCTION
-
-    def check_item(self, item: object) -> TextItem:
-        """Return ``item`` if it is a text item, else raise ``ParameterError``."""
-        if not isinstance(item, TextItem):
-            raise ParameterError("the language-model score scores text items")
-        return item
+#: The spec class is the claim protocol's; it is re-exported for the scoring code's callers.
+__all__ = ["LanguageSpec", "score"]
 
 
 def score(logprobs: F64Vector) -> float:

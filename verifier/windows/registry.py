@@ -1,13 +1,18 @@
-"""The window logic of each score function, by spec type."""
+"""The window logic of each score function, attached to its name in the table of scores.
+
+:data:`~protocol.claim.functions.SCORE_FUNCTIONS` names every score function and its
+claim parameters; :data:`WINDOW_SCORERS` adds how the verifier builds and scores its
+windows. A function of the table without window logic here fails at import.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from protocol.claim.functions import SCORE_FUNCTIONS, AnyScoreSpec, score_function
 from protocol.errors import ParameterError
-from verifier.scoring.classifier import ScoreSpec
-from verifier.scoring.encoder import EncoderSpec
-from verifier.scoring.image_text import ImageTextSpec
-from verifier.scoring.language import LanguageSpec
-from verifier.scoring.registry import AnyScoreSpec
 
 from .base import AnyWindowScorer
 from .classifier import ClassifierWindows
@@ -15,15 +20,24 @@ from .encoder import EncoderWindows
 from .image_text import ImageTextWindows
 from .language import LanguageWindows
 
+#: Each score function's window logic, by the function's claim name.
+WINDOW_SCORERS: Final[Mapping[str, Callable[[Any], AnyWindowScorer]]] = MappingProxyType(
+    {
+        "image-classifier": ClassifierWindows,
+        "image-encoder": EncoderWindows,
+        "language-model": LanguageWindows,
+        "image-text": ImageTextWindows,
+    }
+)
+if set(WINDOW_SCORERS) != set(SCORE_FUNCTIONS):
+    raise ImportError(
+        f"window logic for {sorted(WINDOW_SCORERS)}, score functions {sorted(SCORE_FUNCTIONS)}"
+    )
+
 
 def scorer_for(spec: AnyScoreSpec) -> AnyWindowScorer:
     """Return the window logic of ``spec``'s score function."""
-    if isinstance(spec, ScoreSpec):
-        return ClassifierWindows(spec)
-    if isinstance(spec, EncoderSpec):
-        return EncoderWindows(spec)
-    if isinstance(spec, LanguageSpec):
-        return LanguageWindows(spec)
-    if isinstance(spec, ImageTextSpec):
-        return ImageTextWindows(spec)
-    raise ParameterError(f"no score function for {type(spec).__name__}")
+    entry = score_function(spec.function)
+    if not isinstance(spec, entry.spec_type):
+        raise ParameterError(f"a {type(spec).__name__} is not the {entry.name} score's spec")
+    return WINDOW_SCORERS[entry.name](spec)

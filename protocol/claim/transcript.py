@@ -1,4 +1,4 @@
-"""Hash-chained claim transcripts (spec §12).
+"""Hash-chained claim transcripts and their records (spec §12).
 
 A transcript is the header record followed by one record per opened pair, each a
 canonical map. On disk and on the wire it is the concatenation of frames
@@ -8,7 +8,10 @@ canonical map. On disk and on the wire it is the concatenation of frames
     h_j = tagged_hash("transcript-link", [h_{j-1}, record_j])
 
 over the records' canonical bytes; the verdict carries the last link, so changing,
-dropping, reordering or appending a record changes the hash.
+dropping, reordering or appending a record changes the hash. The header record is
+``{"type": "header", "spec", "claim"}``; each pair record has :data:`PAIR_KEYS` and the
+keys its score function adds (:attr:`~protocol.claim.functions.ScoreFunction.record_keys`),
+checked by :func:`check_pair_record`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from dataclasses import dataclass, field
 from protocol.encoding import Value, decode, encode
 from protocol.errors import EncodingError, InputError, LimitExceededError
 from protocol.hashing import TAG_PREFIX
+from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+from protocol.limits import HASH_BYTES
+
+from .functions import score_function
+from .outcome import OUTCOME_CHARS
 
 #: Largest transcript accepted when reading (the escrow store's cap, too).
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
@@ -135,3 +143,64 @@ def chain_head(data: bytes) -> tuple[bytes, int]:
         head = link(head, raw)
         count += 1
     return head, count
+
+
+#: Keys of the header record and of every pair record (spec §12).
+HEADER_KEYS = frozenset({"type", "spec", "claim"})
+PAIR_KEYS = frozenset({"type", "window", "index", "published", "digests", "scores", "outcome"})
+#: The outcome characters a pair record may carry ("" for a pair opened after the decision).
+RECORD_OUTCOMES = OUTCOME_CHARS | {""}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _digest_pair(value: Value) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(d, bytes) and len(d) == HASH_BYTES for d in value)
+    )
+
+
+def check_pair_record(record: dict[str, Value], function: str) -> str | None:
+    """Check a pair record's key set and the types of its shared fields (spec §12).
+
+    Returns None when the record is well formed, else what is wrong with it (replay
+    turns that into its verification error).
+    """
+    index = record.get("index")
+    keys = PAIR_KEYS | score_function(function).record_keys
+    if set(record) != keys:
+        missing, extra = sorted(keys - set(record)), sorted(set(record) - keys)
+        return f"pair record {index!r}: missing {missing}, unknown {extra}"
+    window, published, scores = record["window"], record["published"], record["scores"]
+    if (
+        record["type"] != "pair"
+        or not _is_int(index)
+        or not _is_int(window)
+        or window < 0  # type: ignore[operator]
+        or published not in (0, 1)
+        or isinstance(published, bool)
+        or not _digest_pair(record["digests"])
+        or not (isinstance(scores, list) and len(scores) == 2)
+        or not all(isinstance(s, float) for s in scores)
+        or not isinstance(record["outcome"], str)
+        or record["outcome"] not in RECORD_OUTCOMES
+    ):
+        return f"pair record {index!r}: a field has the wrong type or value"
+    if "query_digests" in record and not _digest_pair(record["query_digests"]):
+        return f"pair record {index!r}: query_digests must be two SHA-256 digests"
+    shape = record.get("shape", [1, 1, 1])
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 3
+        and all(_is_int(d) and 1 <= d <= MAX_IMAGE_SIDE for d in shape)  # type: ignore[operator]
+        and shape[2] in (1, 3)
+    ):
+        return f"pair record {index!r}: shape must be [H, W, C], H, W in 1..4096, C 1 or 3"
+    label = record.get("label")
+    if label is not None and not (_is_int(label) and 0 <= label < MAX_LABEL):  # type: ignore[operator]
+        return f"pair record {index!r}: label must be nil or a class index"
+    return None

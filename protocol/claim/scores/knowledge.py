@@ -1,4 +1,4 @@
-"""Knowledge words: an image-classifier claim may leave its condition to the oracle (spec §10.1).
+"""Knowledge words: a classifier claim may leave its condition to the oracle (spec §10.1, §10.3).
 
 Instead of C1–C4 a claim's ``knowledge`` field may hold one of two words, which the
 verifier resolves when the claim starts, from the ``classify_output`` of the oracle's
@@ -22,7 +22,7 @@ regime ladder, 5/5 against 3/5 for C1 on the same models and the same claims
 the other wrong, and those pairs carry the signal, where the confidence the model has
 in two twins it labels alike is mostly noise. C1 stays available by name. Only the
 resolved condition enters the claim map, so transcripts, verdicts and replay never
-see a word, and :class:`~verifier.scoring.classifier.ScoreSpec` holds C1–C4 only.
+see a word, and :class:`~protocol.claim.scores.classifier.ScoreSpec` holds C1–C4 only.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from protocol.errors import ParameterError
-from verifier.oracles.base import OracleInfo
 
 from .classifier import KNOWLEDGE_CONDITIONS, PROBABILITY_CONDITIONS, ScoreSpec
+from .oracle_view import OracleDescription
 
 #: The words, each with its condition for an oracle answering probabilities and for one
 #: answering labels only.
@@ -47,7 +47,7 @@ KNOWLEDGE_WORDS: Final[Mapping[str, tuple[str, str]]] = {
 KNOWLEDGE_CHOICES: Final = (*KNOWLEDGE_CONDITIONS, *KNOWLEDGE_WORDS)
 
 
-def resolve_knowledge(knowledge: str, info: OracleInfo) -> str:
+def resolve_knowledge(knowledge: str, info: OracleDescription) -> str:
     """Return the condition ``knowledge`` names against an oracle described by ``info``.
 
     A condition C1–C4 is returned as it is (whether the oracle can serve it is
@@ -103,7 +103,31 @@ class PendingScoreSpec:
         """The item kind the score reads."""
         return self.template.item_kind
 
-    def resolve(self, info: OracleInfo) -> ScoreSpec:
+    @property
+    def knowledge(self) -> str:
+        """The knowledge field as asked: the word."""
+        return self.word
+
+    @property
+    def k(self) -> int:
+        """Copies per version."""
+        return self.template.k
+
+    @property
+    def perturbation(self) -> str:
+        """The perturbation family of the copies."""
+        return self.template.perturbation
+
+    @property
+    def queries_per_version(self) -> int:
+        """Oracle queries per version (K)."""
+        return self.template.k
+
+    def to_fields(self) -> dict[str, int | str | float]:
+        """Return the fields of the claim's ``ScoreSpec`` message, the word as ``knowledge``."""
+        return {**self.template.to_fields(), "knowledge": self.word}
+
+    def resolve(self, info: OracleDescription) -> ScoreSpec:
         """Return the score with the condition the word names for this oracle.
 
         A tie margin is kept where the condition reads probabilities (C1, C2) and dropped

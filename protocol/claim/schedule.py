@@ -1,4 +1,4 @@
-"""The window schedule of a claim (spec §10.1, §10.2 step 3).
+"""The window schedule of a claim (spec §10.2 step 3; its parameters §10.1).
 
 A claim opens pairs in requests ("windows"). Request ``j`` (counting from 0) asks for
 up to ``min(W · 2^j, W_max)`` pairs: small at first, so a claim that detects early

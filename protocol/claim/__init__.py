@@ -1,0 +1,23 @@
+"""The claim protocol (spec §7.1, §10–§12), torch-free: one module per spec section.
+
+=================  ===========================================================
+spec section       module
+=================  ===========================================================
+§7.1               :mod:`.outcome` — a pair's outcome from its two scores, the one
+                   rule the claim engine and replay share
+§10.1              :mod:`.params` — the owner's claim parameters (:class:`ClaimParams`)
+§10.1              :mod:`.claim_map` — the claim map a transcript and a verdict carry
+§10.1, §10.3–10.6  :mod:`.functions` — the table of score functions
+§10.2 step 3       :mod:`.schedule` — the window schedule
+§10.3              :mod:`.scores.classifier`, :mod:`.scores.knowledge`
+§10.3, §10.4       :mod:`.scores.perturbations` — the perturbation families' names
+§10.4              :mod:`.scores.encoder`
+§10.5, §10.6       :mod:`.scores.function_only`
+§11                :mod:`.verdict` — the verdict payload, built and checked
+§12                :mod:`.transcript` — transcript records and their hash chain
+=================  ===========================================================
+
+What needs the model's answers or numpy's image code — drawing the copies, scoring,
+asking the oracle, the claim session — is the verifier's (``verifier.claim``,
+``verifier.scoring``, ``verifier.windows``, ``verifier.replay``).
+"""

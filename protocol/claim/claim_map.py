@@ -1,0 +1,212 @@
+"""The claim map of spec §10.1: typed, and checked strictly wherever it is read back.
+
+A :class:`ClaimMap` is what a claim's transcript header and its verdict carry: the
+record, the model and the oracle's description, the score with its knowledge
+condition resolved, the test and its parameters, the tie rule, the limits, the window
+schedule's parameters and the claim nonce. The claim engine builds it from
+parameters it has already validated; a verdict or a transcript is input from anyone,
+so :meth:`ClaimMap.from_value` re-checks every key, type and range before any field
+is used. Every failure is ``invalid-input`` (:class:`~protocol.errors.InputError`),
+naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import limits
+from protocol.encoding import Value, encode
+from protocol.errors import InputError, OracleError, ParameterError
+from protocol.stats.base import SequentialTest, TiePolicy
+from protocol.stats.registry import make_test
+
+from .functions import AnyScoreSpec, score_spec_from_value
+from .outcome import check_test_fits_score
+from .params import MAX_NAME_BYTES
+from .schedule import MAX_WINDOW, WindowSchedule
+from .scores.oracle_view import DescribeParser
+
+#: Keys of the claim map and of its three sub-maps (spec §10.1).
+CLAIM_KEYS = frozenset(
+    {
+        "record",
+        "model",
+        "score",
+        "test",
+        "tie_rule",
+        "max_pairs",
+        "query_budget",
+        "window",
+        "window_max",
+        "claim_nonce",
+    }
+)
+RECORD_KEYS = frozenset({"index", "root", "n_pairs"})
+MODEL_KEYS = frozenset({"endpoint", "name", "oracle"})
+TEST_KEYS = frozenset({"name", "params"})
+TIE_RULES = frozenset(rule.value for rule in TiePolicy)
+
+
+@dataclass(frozen=True)
+class ClaimMap:
+    """A claim as its transcript and verdict record it (spec §10.1)."""
+
+    record_index: int
+    record_root: bytes
+    n_pairs: int
+    endpoint: str
+    model_name: str
+    #: The oracle's Describe map, as recorded.
+    oracle: dict[str, Value]
+    #: The score, its knowledge condition resolved.
+    score: AnyScoreSpec
+    test_name: str
+    #: The test's parameters over ``n_pairs`` pairs (§7), as the test reports them.
+    test_params: dict[str, Value]
+    tie_rule: TiePolicy
+    max_pairs: int
+    query_budget: int
+    window: int
+    window_max: int
+    claim_nonce: bytes
+
+    @property
+    def limit(self) -> int:
+        """How many pairs the claim may open at most (``max_pairs`` or the record's size)."""
+        return self.n_pairs if self.max_pairs == 0 else min(self.max_pairs, self.n_pairs)
+
+    @property
+    def queries_per_pair(self) -> int:
+        """Oracle queries per pair: both versions' copies (2K, or 2)."""
+        return 2 * self.score.queries_per_version
+
+    @property
+    def schedule(self) -> WindowSchedule:
+        """The claim's window schedule (spec §10.2 step 3)."""
+        return WindowSchedule(
+            self.window, self.window_max, self.limit, self.queries_per_pair, self.query_budget
+        )
+
+    def make_test(self) -> SequentialTest:
+        """Return a fresh sequential test with the claim's name and parameters (§7)."""
+        alpha = self.test_params.get("alpha")
+        p = self.test_params["p"]
+        assert isinstance(p, float)
+        assert alpha is None or isinstance(alpha, float)
+        return make_test(self.test_name, self.n_pairs, p, alpha)
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the canonical claim map."""
+        return {
+            "record": {
+                "index": self.record_index,
+                "root": self.record_root,
+                "n_pairs": self.n_pairs,
+            },
+            "model": {"endpoint": self.endpoint, "name": self.model_name, "oracle": self.oracle},
+            "score": self.score.to_value(),
+            "test": {"name": self.test_name, "params": self.test_params},
+            "tie_rule": self.tie_rule.value,
+            "max_pairs": self.max_pairs,
+            "query_budget": self.query_budget,
+            "window": self.window,
+            "window_max": self.window_max,
+            "claim_nonce": self.claim_nonce,
+        }
+
+    @classmethod
+    def from_value(cls, value: Value, describe: DescribeParser) -> ClaimMap:
+        """Check a claim map against spec §10.1 and return it; raise ``InputError`` otherwise.
+
+        Checked: exact key sets (claim, ``record``, ``model``, ``test``); ``record.index``
+        ≥ 0, ``record.root`` and ``claim_nonce`` 32 bytes, ``record.n_pairs`` in
+        1..MAX_PAIRS; ``model.endpoint`` and ``model.name`` text, ``model.oracle`` a
+        valid Describe map (``describe`` parses it); the score map valid for its
+        function with a resolved knowledge condition, served by that oracle; the test
+        registered, its ``params`` exactly those the test takes for ``n_pairs`` (§7);
+        ``tie_rule`` ``coin`` or ``skip``; ``max_pairs`` and ``query_budget`` ≥ 0;
+        ``window`` in 1..256 and ``window_max`` in ``window``..256.
+        """
+        claim = _map(value, CLAIM_KEYS, "the claim")
+        record = _map(claim["record"], RECORD_KEYS, "claim.record")
+        index = _int(record["index"], "claim.record.index", 0, 2**63 - 1)
+        root = _hash(record["root"], "claim.record.root")
+        n_pairs = _int(record["n_pairs"], "claim.record.n_pairs", 1, limits.MAX_PAIRS)
+        model = _map(claim["model"], MODEL_KEYS, "claim.model")
+        endpoint = _text(model["endpoint"], "claim.model.endpoint")
+        name = _text(model["name"], "claim.model.name")
+        try:
+            info = describe(model["oracle"])
+            score = score_spec_from_value(claim["score"])
+            score.check_oracle(info)
+        except (OracleError, ParameterError) as exc:
+            raise InputError(f"claim.model.oracle or claim.score: {exc}") from None
+        test = _map(claim["test"], TEST_KEYS, "claim.test")
+        params = test["params"]
+        if not isinstance(test["name"], str) or not isinstance(params, dict):
+            raise InputError("claim.test must name a test and carry a parameter map")
+        p, alpha = params.get("p"), params.get("alpha")
+        if not isinstance(p, float) or (alpha is not None and not isinstance(alpha, float)):
+            raise InputError("claim.test.params.p (and alpha) must be floats")
+        try:
+            built = make_test(test["name"], n_pairs, p, alpha)
+        except ParameterError as exc:
+            raise InputError(f"claim.test: {exc}") from None
+        try:
+            check_test_fits_score(built, score.tie_margin)
+        except ParameterError as exc:
+            raise InputError(f"claim.test: {exc}") from None
+        if encode(built.parameters()) != encode(params):
+            raise InputError(
+                f"claim.test.params must be exactly the parameters of {test['name']!r} "
+                f"over {n_pairs} pairs at p = {p}"
+            )
+        if not isinstance(claim["tie_rule"], str) or claim["tie_rule"] not in TIE_RULES:
+            raise InputError(f"claim.tie_rule must be one of {sorted(TIE_RULES)}")
+        max_pairs = _int(claim["max_pairs"], "claim.max_pairs", 0, limits.MAX_PAIRS)
+        budget = _int(claim["query_budget"], "claim.query_budget", 0, 2**63 - 1)
+        window = _int(claim["window"], "claim.window", 1, MAX_WINDOW)
+        window_max = _int(claim["window_max"], "claim.window_max", window, MAX_WINDOW)
+        nonce = _hash(claim["claim_nonce"], "claim.claim_nonce")
+        return cls(
+            record_index=index,
+            record_root=root,
+            n_pairs=n_pairs,
+            endpoint=endpoint,
+            model_name=name,
+            oracle=model["oracle"],
+            score=score,
+            test_name=test["name"],
+            test_params=params,
+            tie_rule=TiePolicy(claim["tie_rule"]),
+            max_pairs=max_pairs,
+            query_budget=budget,
+            window=window,
+            window_max=window_max,
+            claim_nonce=nonce,
+        )
+
+
+def _map(value: object, keys: frozenset[str], what: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) != keys:
+        raise InputError(f"{what} must be a map with exactly the keys {sorted(keys)}")
+    return value
+
+
+def _int(value: object, what: str, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InputError(f"{what} must be an integer in {low}..{high}")
+    return value
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or len(value.encode()) > MAX_NAME_BYTES:
+        raise InputError(f"{what} must be text of at most {MAX_NAME_BYTES} bytes")
+    return value
+
+
+def _hash(value: object, what: str) -> bytes:
+    if not isinstance(value, bytes) or len(value) != limits.HASH_BYTES:
+        raise InputError(f"{what} must be {limits.HASH_BYTES} bytes")
+    return value

@@ -1,0 +1,31 @@
+"""What a claim's score needs to know of the oracle's Describe answer (spec §10.1).
+
+The Describe map itself is parsed by the verifier (``verifier.oracles.base.OracleInfo``);
+the score specs only ask whether a capability is offered and what ``Classify``
+answers, through this structural type, so they stay free of the oracle code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from protocol.encoding import Value
+
+
+class OracleDescription(Protocol):
+    """An oracle's self-description, as far as a score spec reads it."""
+
+    @property
+    def classify_output(self) -> str:
+        """What ``Classify`` answers: ``probabilities``, ``label``, or "" without it."""
+        ...
+
+    def check_offers(self, capability: str) -> None:
+        """Raise ``ParameterError`` unless the oracle offers ``capability``."""
+        ...
+
+
+#: Parses a claim map's ``model.oracle`` (a Describe map) strictly, raising
+#: ``OracleError`` for one that breaks spec §10.1.
+DescribeParser = Callable[[Value], OracleDescription]

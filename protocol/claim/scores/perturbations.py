@@ -1,0 +1,23 @@
+"""The perturbation families an image score may name, and the cap on K (spec §10.3, §10.4).
+
+Only the names live here, so that a claim's score parameters can be checked without
+numpy's image code; how each family draws and applies a copy is the verifier's
+(:mod:`verifier.scoring.augment`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: The perturbation families, by their claim names.
+FAMILIES: Final = (
+    "none",
+    "random-resized-crop",
+    "pad-shift-flip",
+    "random-resized-crop-flip",
+    "simclr-crop-flip",
+    "dither",
+    "pad-shift-flip-dither",
+)
+#: Most perturbed copies per version (the claim parameter K).
+MAX_COPIES: Final = 256

@@ -1,0 +1,290 @@
+"""The claim store on SQL (spec §10.2 step 8, §11, §12): state, transcript, verdict, lease.
+
+:class:`SqlClaimStore` runs on the :class:`~.sql.SqlDatabase` of an escrow log (a
+claim names one of the log's records); the tables are described in :mod:`.sql`.
+
+**Writes.** Every write transaction locks the log's head row first, as the log's
+appends do, so the writes of every process on the database are serialised: a claim
+is created once, its transcript parts are numbered once, and a lease is checked and
+changed by one writer at a time.
+
+**Leases.** Several verifier processes (replicas) may share one database; a claim is
+run by one of them at a time. The one that runs it holds its lease, a row of
+``escrow_claim_leases`` naming the holder and the time it expires by the database's
+clock (so the replicas' clocks need not agree). The holder renews it while it works
+and releases it when it stops; a holder that dies stops renewing, and once the lease
+has expired another process may take the claim over and resume it from its last
+save. A write that names a lease checks in its transaction that the lease is still
+the caller's, so a process that lost its claim (it stalled past the lease and another
+took over) can store nothing more for it.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import InputError, LimitExceededError, StateError
+
+from .sql import Cursor, SqlDatabase
+from .store import (
+    FINISHED_STATUS,
+    MAX_CLAIM_STATE_BYTES,
+    MAX_TRANSCRIPT_BYTES,
+    MAX_VERDICT_BYTES,
+    ClaimBusyError,
+    ClaimLease,
+    ClaimStore,
+    ClaimSummary,
+    StoredClaim,
+    StoredVerdict,
+    UnknownClaimError,
+    UnknownRecordError,
+    check_blob,
+    check_claim_id,
+    check_index,
+    check_status,
+)
+
+
+class SqlClaimStore(ClaimStore):
+    """A :class:`~.store.ClaimStore` in a SQL database (see the module's notes)."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        """Store claims in ``db`` (open, its schema made)."""
+        self._db = db
+
+    # --- Leases --------------------------------------------------------------------------
+
+    def _check_lease(self, cur: Cursor, claim_id: str, lease: ClaimLease | None) -> None:
+        """Refuse a write to a claim that another holder runs; renew ``lease`` if it is ours.
+
+        With ``lease`` the claim must be held by it (expired or not: no one took it
+        over). Without, the claim must not be held under a lease that still runs.
+        """
+        now = self._db.now(cur)
+        cur.execute(
+            "SELECT holder, expires FROM escrow_claim_leases WHERE claim_id = ?", (claim_id,)
+        )
+        row = cur.fetchone()
+        if lease is None:
+            if row is not None and float(row[1]) > now:
+                raise _busy(claim_id, float(row[1]) - now)
+            return
+        if row is None or str(row[0]) != lease.holder:
+            raise ClaimBusyError(
+                f"claim {claim_id} is no longer held by this verifier process: its lease"
+                " lapsed and another process took the claim over; this run stops"
+            )
+        self._put_lease(cur, claim_id, lease, now)
+
+    @staticmethod
+    def _put_lease(cur: Cursor, claim_id: str, lease: ClaimLease, now: float) -> None:
+        cur.execute(
+            "INSERT INTO escrow_claim_leases (claim_id, holder, expires) VALUES (?, ?, ?)"
+            " ON CONFLICT (claim_id) DO UPDATE SET holder = excluded.holder,"
+            " expires = excluded.expires",
+            (claim_id, lease.holder, now + float(lease.duration_s)),
+        )
+
+    def acquire_claim(self, claim_id: str, lease: ClaimLease) -> StoredClaim | None:
+        """Take ``lease`` on an unfinished claim and return it (see :class:`ClaimStore`)."""
+        claim_id = check_claim_id(claim_id)
+        _check_lease_type(lease)
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            self._db.head(cur, lock=True)  # serialise with every other write
+            claim = self._select_claim(cur, claim_id)
+            if claim is None or claim.finished:
+                return claim
+            now = self._db.now(cur)
+            cur.execute(
+                "SELECT holder, expires FROM escrow_claim_leases WHERE claim_id = ?", (claim_id,)
+            )
+            row = cur.fetchone()
+            if row is not None and str(row[0]) != lease.holder and float(row[1]) > now:
+                raise _busy(claim_id, float(row[1]) - now)
+            self._put_lease(cur, claim_id, lease, now)
+            return claim
+
+    def renew_lease(self, claim_id: str, lease: ClaimLease) -> bool:
+        """Extend ``lease`` by its duration from now; False if it is no longer held."""
+        claim_id = check_claim_id(claim_id)
+        _check_lease_type(lease)
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            self._db.head(cur, lock=True)
+            cur.execute("SELECT holder FROM escrow_claim_leases WHERE claim_id = ?", (claim_id,))
+            row = cur.fetchone()
+            if row is None or str(row[0]) != lease.holder:
+                return False
+            self._put_lease(cur, claim_id, lease, self._db.now(cur))
+            return True
+
+    def release_claim(self, claim_id: str, lease: ClaimLease) -> None:
+        """Give up ``lease`` (nothing happens when it is no longer held)."""
+        claim_id = check_claim_id(claim_id)
+        _check_lease_type(lease)
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            cur.execute(
+                "DELETE FROM escrow_claim_leases WHERE claim_id = ? AND holder = ?",
+                (claim_id, lease.holder),
+            )
+
+    # --- Claims --------------------------------------------------------------------------
+
+    def save_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease | None = None,
+    ) -> None:
+        """Create or update an unfinished claim, appending ``transcript_part`` to its transcript."""
+        claim_id = check_claim_id(claim_id)
+        record_index = check_index(record_index, "record index")
+        status = check_status(status)
+        state = check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES)
+        part = check_blob(transcript_part, "transcript part", MAX_TRANSCRIPT_BYTES)
+        if lease is not None:
+            _check_lease_type(lease)
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            size, _ = self._db.head(cur, lock=True)
+            if record_index >= size:
+                raise UnknownRecordError(f"the log has no record {record_index}")
+            cur.execute(
+                "SELECT record_index, finished FROM escrow_claims WHERE claim_id = ?",
+                (claim_id,),
+            )
+            row = cur.fetchone()
+            if row is None:
+                cur.execute(
+                    "INSERT INTO escrow_claims (claim_id, record_index, status, state)"
+                    " VALUES (?, ?, ?, ?)",
+                    (claim_id, record_index, status, state),
+                )
+                if lease is not None:  # a new claim is created held
+                    self._put_lease(cur, claim_id, lease, self._db.now(cur))
+            else:
+                if int(row[1]):
+                    raise StateError(f"claim {claim_id} is finished")
+                if int(row[0]) != record_index:
+                    raise StateError(f"claim {claim_id} is against record {row[0]}")
+                self._check_lease(cur, claim_id, lease)
+                cur.execute(
+                    "UPDATE escrow_claims SET status = ?, state = ? WHERE claim_id = ?",
+                    (status, state, claim_id),
+                )
+            if part:
+                self._append_part(cur, claim_id, part)
+
+    def _append_part(self, cur: Cursor, claim_id: str, part: bytes) -> None:
+        cur.execute(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM escrow_claim_parts"
+            " WHERE claim_id = ?",
+            (claim_id,),
+        )
+        row = cur.fetchone()
+        assert row is not None  # an aggregate always returns one row
+        parts, total = int(row[0]), int(row[1])
+        if total + len(part) > MAX_TRANSCRIPT_BYTES:
+            raise LimitExceededError("transcript size", total + len(part), MAX_TRANSCRIPT_BYTES)
+        cur.execute(
+            "INSERT INTO escrow_claim_parts (claim_id, part, data) VALUES (?, ?, ?)",
+            (claim_id, parts, part),
+        )
+
+    def load_transcript(self, claim_id: str) -> bytes | None:
+        """Return the transcript parts saved for an unfinished claim, joined; None if unknown."""
+        claim_id = check_claim_id(claim_id)
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            cur.execute("SELECT 1 FROM escrow_claims WHERE claim_id = ?", (claim_id,))
+            if cur.fetchone() is None:
+                return None
+            cur.execute(
+                "SELECT data FROM escrow_claim_parts WHERE claim_id = ? ORDER BY part",
+                (claim_id,),
+            )
+            rows = cur.fetchall()
+        return b"".join(bytes(row[0]) for row in rows)
+
+    def load_claim(self, claim_id: str) -> StoredClaim | None:
+        """Return a claim's record index, status and state, or None."""
+        claim_id = check_claim_id(claim_id)
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            return self._select_claim(cur, claim_id)
+
+    @staticmethod
+    def _select_claim(cur: Cursor, claim_id: str) -> StoredClaim | None:
+        cur.execute(
+            "SELECT record_index, status, state, finished FROM escrow_claims WHERE claim_id = ?",
+            (claim_id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return StoredClaim(int(row[0]), str(row[1]), bytes(row[2]), bool(int(row[3])))
+
+    def finish_claim(
+        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+    ) -> None:
+        """Store the verdict and transcript and mark the claim finished, atomically."""
+        claim_id = check_claim_id(claim_id)
+        verdict = check_blob(verdict, "verdict", MAX_VERDICT_BYTES)
+        transcript = check_blob(transcript, "transcript", MAX_TRANSCRIPT_BYTES)
+        if lease is not None:
+            _check_lease_type(lease)
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            self._db.head(cur, lock=True)  # serialise with every other write
+            cur.execute("SELECT finished FROM escrow_claims WHERE claim_id = ?", (claim_id,))
+            row = cur.fetchone()
+            if row is None:
+                raise UnknownClaimError(f"no claim {claim_id}")
+            if int(row[0]):
+                raise StateError(f"claim {claim_id} is already finished")
+            self._check_lease(cur, claim_id, lease)
+            cur.execute(
+                "UPDATE escrow_claims SET status = ?, finished = 1, verdict = ?,"
+                " transcript = ? WHERE claim_id = ?",
+                (FINISHED_STATUS, verdict, transcript, claim_id),
+            )
+            cur.execute("DELETE FROM escrow_claim_parts WHERE claim_id = ?", (claim_id,))
+            cur.execute("DELETE FROM escrow_claim_leases WHERE claim_id = ?", (claim_id,))
+
+    def get_verdict(self, claim_id: str) -> StoredVerdict | None:
+        """Return a finished claim's verdict and transcript, or None."""
+        claim_id = check_claim_id(claim_id)
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            cur.execute(
+                "SELECT verdict, transcript FROM escrow_claims WHERE claim_id = ? AND finished = 1",
+                (claim_id,),
+            )
+            row = cur.fetchone()
+        return None if row is None else StoredVerdict(bytes(row[0]), bytes(row[1]))
+
+    def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
+        """Return the claims against a record, oldest first."""
+        record_index = check_index(record_index, "record index")
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            cur.execute(
+                "SELECT claim_id, status, finished FROM escrow_claims"
+                " WHERE record_index = ? ORDER BY seq",
+                (record_index,),
+            )
+            rows = cur.fetchall()
+        return [
+            ClaimSummary(str(claim_id), record_index, str(status), bool(finished))
+            for claim_id, status, finished in rows
+        ]
+
+
+def _busy(claim_id: str, remaining_s: float) -> ClaimBusyError:
+    remaining_s = max(0.0, remaining_s)
+    return ClaimBusyError(
+        f"claim {claim_id} is being run by another verifier process (its lease runs"
+        f" {remaining_s:.1f} s more unless renewed); resume it once that run has stopped",
+        retry_after_s=remaining_s,
+    )
+
+
+def _check_lease_type(lease: object) -> None:
+    if not isinstance(lease, ClaimLease):
+        raise InputError(f"expected a ClaimLease, got {type(lease).__name__}")

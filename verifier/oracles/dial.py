@@ -1,0 +1,38 @@
+"""Reach the oracle an address names: ``HOST:PORT`` or an Open Inference Protocol model.
+
+The arbiter dials the oracle address a claim gives (``owner claim --oracle``):
+
+- ``HOST:PORT`` — a ``twinaudit.oracle.v1`` oracle (``oracle serve``), over gRPC
+  (:class:`~verifier.oracles.grpc_client.GrpcOracle`);
+- ``oip+http://HOST:PORT/v2/models/NAME…``, ``oip+https://…`` or
+  ``oip+grpc://HOST:PORT/NAME…`` — a model on an Open Inference Protocol server
+  (:class:`~verifier.oracles.oip_oracle.OipOracle`, :mod:`.oip_address`).
+
+A malformed address is the claimant's error (:class:`~protocol.errors.InputError`,
+one line), found before anything is contacted.
+"""
+
+from __future__ import annotations
+
+from wire import transport
+
+from .base import Oracle
+from .grpc_client import GrpcOracle
+from .oip_address import is_oip_address
+from .oip_oracle import dial_oip
+
+
+def dial_oracle(
+    endpoint: str, *, tls: transport.TlsFiles | None = None, timeout_s: float
+) -> Oracle:
+    """Return the oracle ``endpoint`` names; ``timeout_s`` is a ``HOST:PORT`` oracle's deadline.
+
+    An OIP address carries its own deadline (``timeout=``). ``tls`` are the arbiter's
+    oracle TLS files (``verifier serve --oracle-ca``).
+    """
+    if is_oip_address(endpoint):
+        return dial_oip(endpoint, tls=tls)
+    # A malformed endpoint is the claimant's error (INVALID_ARGUMENT), never a
+    # failed lookup of whatever text she sent.
+    transport.parse_address(endpoint, what="the oracle endpoint")
+    return GrpcOracle(transport.make_channel(endpoint, tls=tls), timeout_s)
