@@ -19,6 +19,7 @@ seed whose used model is in the work directory, with the clean models there.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,11 +161,11 @@ def signed_gaps(
                     for i in range(len(versions))
                     for v in (0, 1)
                 ]
-                batches = [
-                    oracle.classify(np.concatenate(copies[i : i + 512])).probabilities
-                    for i in range(0, len(copies), 512)
-                ]
-                assert all(rows is not None for rows in batches)
+                batches: list[np.ndarray] = []
+                for start in range(0, len(copies), 512):
+                    answer = oracle.classify(np.concatenate(copies[start : start + 512]))
+                    assert answer.probabilities is not None
+                    batches.append(answer.probabilities)
                 rows = np.concatenate(batches)
                 gaps = []
                 for i, bit in enumerate(bits):
@@ -229,17 +230,21 @@ class RuleRow:
     mean_opened: float
 
 
+def _run_rule(rule: Rule, gaps: Sequence[float], order: Sequence[int]) -> int | None:
+    return mixture_opened(gaps, rule, order)
+
+
+def _run_graded(margin: float, gaps: Sequence[float], order: Sequence[int]) -> int | None:
+    return graded_opened(gaps, margin, order)
+
+
 def compare(lists: Sequence[Gaps]) -> list[RuleRow]:
     """Return per rule (the margin rules, then the graded test): its :class:`RuleRow`."""
-    runners: dict[str, Callable[[Sequence[float], Sequence[int]], int | None]] = {
-        name: (lambda g, o, rule=rule: mixture_opened(g, rule, o)) for name, rule in RULES.items()
-    }
-    runners.update(
-        {
-            name: (lambda g, o, m=margin: graded_opened(g, m, o))
-            for name, margin in GRADED_MARGINS.items()
-        }
-    )
+    runners: dict[str, Callable[[Sequence[float], Sequence[int]], int | None]] = {}
+    for name, rule in RULES.items():
+        runners[name] = functools.partial(_run_rule, rule)
+    for name, margin in GRADED_MARGINS.items():
+        runners[name] = functools.partial(_run_graded, margin)
     table = []
     for name, run in runners.items():
         counts = {True: [0, 0], False: [0, 0]}
