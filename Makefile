@@ -4,13 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench vectors clean demo fuzz
+.PHONY: test test-fast lint typecheck pytest bench vectors clean demo fuzz
 
 # Create the virtual environment and install the project with exact pins.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats,oip]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats,oip,completion]'
 	touch $(STAMP)
 
 test: $(STAMP) lint typecheck pytest
@@ -27,12 +27,16 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Everyday work: the suite without the tests marked slow (CI runs everything: make test).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # The fuzz suite at length: 50 times the examples `make pytest` runs (docs/development.md).
 fuzz: $(STAMP)
-	TWINAUDIT_FUZZ=long $(BIN)/python -m pytest -q tests/test_fuzz_decoders.py tests/test_fuzz_grpc.py
+	TWINAUDIT_FUZZ=long $(BIN)/python -m pytest -q tests/fuzz/test_fuzz_decoders.py tests/fuzz/test_fuzz_grpc.py
 
 # The end-to-end Fashion-MNIST dispute (python -m demo --help; DEMO_ARGS=--quick for a smoke run).
 demo: $(STAMP)

@@ -94,12 +94,18 @@ def _repeat(unit: bytes, items_per_unit: int, size: int = SIZE) -> bytes:
     return _array(times * items_per_unit, unit * times)
 
 
-def _uint16s(size: int = SIZE) -> bytes:
-    """Distinct uint16 values (256..65535, then again): each decodes to a new int."""
+def _uint16s(size: int = SIZE, signed: bool = False) -> bytes:
+    """Distinct uint16 values (256..65535, then again), or int16 (-32768..-129).
+
+    Each would decode to a new int of 28 bytes; the decoder shares one per value.
+    """
     count = size // 3
-    values = np.arange(count, dtype=np.int64) % (65536 - 256) + 256
+    if signed:
+        values = np.arange(count, dtype=np.int64) % (32768 - 128) - 32768 + (1 << 16)
+    else:
+        values = np.arange(count, dtype=np.int64) % (65536 - 256) + 256
     body = np.empty((count, 3), np.uint8)
-    body[:, 0] = 0xCD
+    body[:, 0] = 0xD1 if signed else 0xCD
     body[:, 1] = values >> 8
     body[:, 2] = values & 0xFF
     return _array(count, body.tobytes())
@@ -135,10 +141,12 @@ def canonical_cases() -> Iterator[Case]:
     yield name, "array of negative fixints -32", _repeat(b"\xe0", 1), decode
     yield name, "array of int8 -33", _repeat(b"\xd0\xdf", 1), decode
     yield name, "array of distinct uint16", _uint16s(), decode
+    yield name, "array of distinct int16", _uint16s(signed=True), decode
     yield name, "array of uint32", _repeat(b"\xce\x00\x01\x00\x00", 1), decode
     yield name, "array of float64", _repeat(b"\xcb" + struct.pack(">d", 1.5), 1), decode
     yield name, "nil and uint8 alternating", _repeat(b"\xc0\xcc\x80", 2), decode
     yield name, "nil and uint16 alternating", _repeat(b"\xc0\xcd\x01\x01", 2), decode
+    yield name, "nil and int16 alternating", _repeat(b"\xc0\xd1\xff\x00", 2), decode
     yield name, "empty maps at the sized cap, nil between", _sized_at_cap(b"\x80", 1, 1), decode
     yield (
         name,

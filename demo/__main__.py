@@ -36,11 +36,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="tiny sizes: exercise every stage in under a minute"
     )
+    parser.add_argument(
+        "--reliability",
+        action="store_true",
+        help="print the full run's false- and missed-detection probabilities, computed "
+        "exactly (protocol.stats.power), and exit",
+    )
     parser.add_argument("--epochs", type=int, help="override the training epochs")
     parser.add_argument("--n-train", type=int, help="override the training-set size")
     parser.add_argument("--epsilon", type=int, help="override the marks' bound")
     parser.add_argument("--seed", type=int, help="override the data/training seed")
     args = parser.parse_args(argv)
+    if args.reliability:
+        from .reliability import main as reliability_main  # noqa: PLC0415
+
+        return reliability_main([])
     settings = with_overrides(
         QUICK if args.quick else FULL,
         epochs=args.epochs,

@@ -234,11 +234,12 @@ def load(folder: Path) -> FashionMnist:
 class Split:
     """Where :func:`write_split` put each part of the experiment (all relative to one folder).
 
-    ``owner_images`` (M images, .npy) with ``owner_labels`` (JSON list) are the owner's
-    raw photos, 10% of a practitioner's training set. ``shared_images``/``shared_labels``
-    (.npy) are the other 90%, which both practitioners have. ``clean_images``/
-    ``clean_labels`` are M further images the clean practitioner has in place of the
-    owner's. ``test_images``/``test_labels`` (.npy) measure accuracy.
+    ``owner_images`` (N images, .npy) with ``owner_labels`` (JSON list) are the owner's
+    raw photos, a share of a practitioner's training set (10% unless told).
+    ``shared_images``/``shared_labels`` (.npy) are the rest of it, which both
+    practitioners have. ``clean_images``/``clean_labels`` are N further images the clean
+    practitioner has in place of the owner's. ``test_images``/``test_labels`` (.npy)
+    measure accuracy.
     """
 
     owner_images: Path
@@ -253,7 +254,7 @@ class Split:
     n_owner: int
 
 
-def split_in(folder: Path, n_train: int) -> Split:
+def split_in(folder: Path, n_train: int, owner_percent: int = 10) -> Split:
     """Return the :class:`Split` whose files :func:`write_split` writes into ``folder``."""
     return Split(
         owner_images=folder / "owner-photos.npy",
@@ -265,28 +266,39 @@ def split_in(folder: Path, n_train: int) -> Split:
         test_images=folder / "test-images.npy",
         test_labels=folder / "test-labels.npy",
         n_train=n_train,
-        n_owner=n_train // 10,
+        n_owner=n_train * owner_percent // 100,
     )
 
 
 def write_split(
-    data: FashionMnist, out: Path, *, n_train: int, seed: int, n_test: int = 2000
+    data: FashionMnist,
+    out: Path,
+    *,
+    n_train: int,
+    seed: int,
+    n_test: int = 2000,
+    owner_percent: int = 10,
 ) -> Split:
     """Draw disjoint random subsets of the training images and save them under ``out``.
 
     A practitioner's training set has ``n_train`` images; the owner's share is
-    ``n_train // 10`` of them (``n_owner``). Subsets are drawn with numpy's PCG64 seeded
-    by ``seed`` (the demo's data split is not part of the protocol).
+    ``n_train · owner_percent // 100`` of them (``n_owner``). Subsets are drawn with
+    numpy's PCG64 seeded by ``seed`` (the demo's data split is not part of the protocol).
     """
-    n_owner = n_train // 10
+    if not 1 <= owner_percent <= 50:
+        raise ValueError(f"owner_percent must be in 1..50, got {owner_percent}")
+    n_owner = n_train * owner_percent // 100
     if n_owner < 1 or n_train + n_owner > len(data.train_images):
-        raise ValueError(f"n_train must be in 10..{len(data.train_images) * 10 // 11}")
+        raise ValueError(
+            f"{n_train} training images with an owner's share of {owner_percent}% do not fit "
+            f"in {len(data.train_images)} (the owner's share must be at least one image)"
+        )
     order = np.random.default_rng(seed).permutation(len(data.train_images))
     owner = np.sort(order[:n_owner])
     shared = np.sort(order[n_owner:n_train])
     clean = np.sort(order[n_train : n_train + n_owner])
     out.mkdir(parents=True, exist_ok=True)
-    split = split_in(out, n_train)
+    split = split_in(out, n_train, owner_percent)
     np.save(split.owner_images, data.train_images[owner])
     split.owner_labels.write_text(json.dumps([int(y) for y in data.train_labels[owner]]))
     np.save(split.shared_images, data.train_images[shared])

@@ -86,11 +86,13 @@ def write_report(
     timings: Sequence[tuple[str, float]],
     problems: Sequence[str],
     decisions_checked: bool = True,
+    meaning: Sequence[str] = (),
 ) -> Path:
     """Write ``run_dir/report.md`` and one SVG plot per claim; return the report's path.
 
     ``decisions_checked`` False (the quick run) says so in the outcome line, and every
     decision that differs from the expected one is marked unmet instead of passing as met.
+    ``meaning`` (paragraphs) says what the bound p means for the verdicts, after them.
     """
     lines = ["# twinaudit demo: a data-use dispute on Fashion-MNIST", ""]
     unmet = [o for o in outcomes if summary(o)["decision"] != o.expected]
@@ -191,6 +193,11 @@ def write_report(
             outcome.replay_output.strip(),
             "```",
         ]
+    if meaning:
+        lines += ["", "## What p means for these verdicts", ""]
+        for paragraph in meaning:
+            lines += [paragraph, ""]
+        lines.pop()
     lines += ["", "## Timings", ""]
     total = sum(t for _, t in timings)
     lines += _table(

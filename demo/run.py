@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,7 +55,7 @@ STOP_TIMEOUT_S = 20.0
 class Settings:
     """Everything the demo chooses; :data:`FULL` is ``make demo``, :data:`QUICK` a smoke run."""
 
-    #: Images in each practitioner's training set (the owner's share is a tenth).
+    #: Images in each practitioner's training set, M.
     n_train: int
     #: The owner's L∞ bound on 0..255.
     epsilon: int
@@ -80,10 +81,21 @@ class Settings:
     threads: int = 1
     #: Fail unless used → DETECTED and clean → NOT-DETECTED (off for the quick run).
     check_decisions: bool = True
+    #: The owner's share of a practitioner's training set, in percent (N = M·share/100).
+    owner_percent: int = 10
+
+    @property
+    def n_owner(self) -> int:
+        """N: the owner's photos, all marked, escrowed, published and in the used set."""
+        return self.n_train * self.owner_percent // 100
 
 
-#: The settings of ``make demo`` (see the README for why).
-FULL = Settings(n_train=2000, epsilon=32, marker="bernoulli", epochs=500, k=32)
+#: The settings of ``make demo`` (docs/demo.md says why). p = 0.005 and N = 400 pairs make
+#: both chance failures, a false and a missed detection, less likely than 0.5% per run
+#: (:mod:`demo.reliability` computes them).
+FULL = Settings(
+    n_train=2000, epsilon=32, marker="bernoulli", epochs=500, k=32, p=0.005, owner_percent=20
+)
 #: Tiny sizes that exercise every stage in well under a minute (decisions not checked).
 QUICK = Settings(n_train=200, epsilon=24, marker="bernoulli", epochs=2, k=4, check_decisions=False)
 
@@ -312,7 +324,11 @@ def stage_data(d: Dispute, data_path: Path | None) -> None:
     d.runner.say(f"   Fashion-MNIST from {folder}")
     s = d.settings
     d.split = demo_data.write_split(
-        demo_data.load(folder), d.run_dir / "data", n_train=s.n_train, seed=s.seed
+        demo_data.load(folder),
+        d.run_dir / "data",
+        n_train=s.n_train,
+        seed=s.seed,
+        owner_percent=s.owner_percent,
     )
 
 
@@ -361,7 +377,7 @@ def stage_escrow_publish(d: Dispute) -> Path:
     d.runner.say("   " + result.stdout.strip().splitlines()[-1])
     published = owner / "published"
     d.runner.cli("owner-publish", "owner", "publish", str(d.vault), "--out", str(published))
-    d.runner.say(f"   published {d.settings.n_train // 10} images in {published}")
+    d.runner.say(f"   published {d.settings.n_owner} images in {published}")
     return published
 
 
@@ -407,7 +423,7 @@ def stage_serve(d: Dispute, name: str) -> None:
 
 
 def stage_claim(d: Dispute, name: str) -> None:
-    """File the owner's claim against one model; keep the decision (the first word printed)."""
+    """File the owner's claim against one model; keep the decision it printed first."""
     s = d.settings
     result = d.runner.cli(
         f"claim-{name}",
@@ -418,8 +434,25 @@ def stage_claim(d: Dispute, name: str) -> None:
         *("--p", str(s.p), "--out", str(d.run_dir / "claims" / name)),
         echo=True,
     )
-    d.decisions[name] = result.stdout.split(":", 1)[0].strip()
+    d.decisions[name] = decision_of(result.stdout)
     d.runner.say(f"   {result.stdout.strip()}")
+
+
+#: The decision that starts ``owner claim``'s summary line ("DETECTED (stop: ...): ...").
+_DECISION: Final = re.compile(r"\s*(NOT-DETECTED|DETECTED)\b")
+
+
+def decision_of(claim_stdout: str) -> str:
+    """Return the decision ``owner claim`` printed first, or what it printed instead.
+
+    The word alone: whatever follows it (the stop reason, the claim id) may change
+    without changing the decision the demo checks.
+    """
+    match = _DECISION.match(claim_stdout)
+    if match:
+        return match.group(1)
+    first = claim_stdout.strip().splitlines()[:1]
+    return f"no decision (the claim printed {first[0]!r})" if first else "no decision"
 
 
 def stage_verify(d: Dispute, name: str) -> None:
@@ -493,7 +526,7 @@ def run_demo(
     runner.say(f"run directory {run_dir}")
     runner.say(
         f"settings: {s.n_train} training images per practitioner, owner share "
-        f"{s.n_train // 10}, {s.marker} marks eps={s.epsilon}, {s.epochs} epochs with "
+        f"{s.n_owner}, {s.marker} marks eps={s.epsilon}, {s.epochs} epochs with "
         f"crop/flip, audit K={s.k} {s.perturbation} {s.knowledge} {s.test}"
     )
     (run_dir / "settings.json").write_text(json.dumps(asdict(s), indent=2))
@@ -535,6 +568,7 @@ def run_demo(
                 timings=runner.timings,
                 problems=problems,
                 decisions_checked=s.check_decisions,
+                meaning=p_meaning(s),
             )
     except demo_data.DataNotFoundError as exc:
         runner.say(f"FAILED: {exc}")
@@ -552,8 +586,13 @@ def run_demo(
         print(f"{name:>5} model: " + ", ".join(f"{k} {v}" for k, v in info.items()), file=out)
     print(f"report: {report}", file=out)
     print(f"total {total:.0f} s ({total / 60:.1f} min)", file=out)
+    print(p_meaning(s)[0], file=out)
     if not s.check_decisions:
-        print("quick run: decisions not checked (the models are far too small)", file=out)
+        print(
+            "quick run: decisions NOT checked at this size (the models are far too small); "
+            "a decision that differs from the expected one is reported as unmet",
+            file=out,
+        )
     for problem in problems:
         print(f"FAILED: {problem}", file=out)
     if problems:
@@ -562,12 +601,46 @@ def run_demo(
     return 0
 
 
+def p_meaning(s: Settings) -> list[str]:
+    """Return what the bound p means for the clean model's verdict (and the used one's).
+
+    The first paragraph is also the terminal's; the figures are exact
+    (:mod:`demo.reliability`).
+    """
+    from .reliability import reliability  # noqa: PLC0415 - it imports this module
+
+    r = reliability(s)
+    first = (
+        f"p = {s.p} is a bound fixed before the claim: a model that never saw the published "
+        f"twins is DETECTED with probability at most {s.p:g} per claim (here at most "
+        f"{r.false_detection:.2%}: the exact probability that {s.n_owner} fair coins, one per "
+        "pair, cross the test's boundary). The clean model's "
+        "NOT-DETECTED is what such a model gets; it is not a finding that the model did not "
+        "use the data."
+    )
+    second = (
+        "A DETECTED verdict means: had the model not seen the published twins, a result at "
+        f"least this strong would have had probability below p = {s.p:g}. NOT-DETECTED "
+        "means only that the owner's pairs did not show it; a model trained on the data "
+        "can go undetected too"
+    )
+    if s.check_decisions:
+        second += (
+            f" (this demo's chance of that: {r.missed_detection:.2%} per run, at a success "
+            f"rate q = {r.q} on the {r.untied:.0%} of pairs that do not tie, below what "
+            "the demo's used models measured; `python -m demo --reliability`)."
+        )
+    else:
+        second += " (the quick run's models are far too small to show anything)."
+    return [first, second]
+
+
 def _settings_table(s: Settings, source: str, *, quick: bool) -> dict[str, object]:
     table: dict[str, object] = {
         "run": "QUICK (tiny sizes; decisions not checked)" if quick else "full",
         "data": f"Fashion-MNIST from `{source}`",
         "practitioner training set": f"M = {s.n_train} images",
-        "owner's share": f"N = {s.n_train // 10} images = published pairs (10% of M)",
+        "owner's share": f"N = {s.n_owner} images = published pairs ({s.owner_percent}% of M)",
         "marks": f"{s.marker}, ε = {s.epsilon}/255",
         "model": "`demo.models:make_net`: conv 16, conv 32, fc 1024, fc 10 (1.62M weights)",
         "training": f"{s.epochs} epochs, Adam lr {s.lr} with cosine decay, batch "

@@ -9,6 +9,10 @@ accuracy) and ``scale`` (rung c: ResNet-18 on 54,000 images, for ``--device cuda
 ``attacks`` (issue #25: the paper's countermeasures at rung (a) — output defences a
 host serves, :mod:`verifier.oracles.defences`, and training-time attacks,
 :mod:`evaluation.attack_training`; table :mod:`evaluation.attacks`);
+``baselines`` and ``owners`` (issue #25: RData and UBW-C beside ours, and several
+owners auditing one model; :mod:`evaluation.baselines`);
+``unlearning`` (issue #25: audit, unlearn, audit again on fresh pairs;
+:mod:`evaluation.unlearning`);
 ``all`` runs them in that order;
 ``report`` only rewrites ``docs/results.md``. Everything is cached in the work
 directory (default ``runs/evaluation``): rerunning a command resumes it, and a
@@ -40,6 +44,7 @@ from protocol.errors import TwinauditError
 
 from .ablation import SCALE_VARIANTS, VARIANTS, run_ablation
 from .audit import AuditLog, run_missing, without_weights
+from .baselines import RUNNERS, extra_models
 from .build import Workspace, describe_machine, device_name
 from .estimates import run_estimates
 from .evasion import run_evasion
@@ -48,6 +53,8 @@ from .foundation.specs import KINDS
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, with_sizes
+from .unlearning import extra_models as unlearned_models
+from .unlearning import run_unlearning
 
 #: Tables of the regime ladder (issue #19): after their claims, the ablation of score
 #: variants over all pairs (:mod:`evaluation.ablation`) and, for rung (a), the evasion
@@ -235,6 +242,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{plan.table}: {len(missing)} models to train (~{hours:.1f} h), "
                 f"{len(todo)} audits{left_out}"
             )
+            if plan.table in RUNNERS:  # models of its own, trained by its extra step
+                extra = [m for m in extra_models(plan) if workspace.model_info(m) is None]
+                hours = len(extra) * SECONDS_PER_MODEL_PAIR / args.jobs / 3600
+                say(f"{plan.table}: and {len(extra)} models of its own (~{hours:.1f} h)")
+            if plan.table == "unlearning":  # derived from the used models: seconds each
+                derived = [
+                    u
+                    for u in unlearned_models(plan)
+                    if not (workspace.root / "models" / u.name / "model.json").exists()
+                ]
+                say(f"{plan.table}: and {len(derived)} unlearned models of its own")
         return 0
     if args.table != "report" and args.table not in foundation.COMMANDS:
         again: dict[str, list[ModelSpec]] = {}
@@ -263,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
                     run_estimates(workspace, plan, say)
                 if plan.table == "ladder":
                     run_evasion(workspace, plan, say)
+            if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
+                RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
+            if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
+                run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
             record_run(
                 args.work,
                 {

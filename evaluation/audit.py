@@ -60,17 +60,24 @@ def run_claim(
     p: float,
     oracle: Oracle,
     rho_draw: int = 0,
+    record_index: int = 0,
+    excluded: Sequence[int] = (),
+    keep_opened: bool = False,
 ) -> dict[str, object]:
     """File one claim with ``vault``'s pairs against ``oracle``; return what its verdict says.
 
     The arbiter randomness is :func:`~evaluation.build.rho_of` the vault (its
     ``rho_draw``-th fresh draw when not 0) and the claim nonce is derived from ``key``
-    (the result's key), so a rerun is the same claim.
+    (the result's key), so a rerun is the same claim. ``record_index`` is the vault's
+    escrow record on the arbiter (several owners' records on one arbiter: the owners
+    table). ``excluded`` are pairs earlier claims opened, which this claim skips (spec
+    §10.2 step 2: a second claim on fresh pairs, the unlearning rows); with
+    ``keep_opened`` the result's ``opened`` lists the pairs the claim opened.
     """
     rho = rho_of(vault, rho_draw)
-    record = ClaimRecord(0, vault.root, len(vault), vault.item_kind, rho, RECORD_TIME)
+    record = ClaimRecord(record_index, vault.root, len(vault), vault.item_kind, rho, RECORD_TIME)
     params = ClaimParams(
-        record_index=0,
+        record_index=record_index,
         record_root=vault.root,
         endpoint="in-process",
         model_name=model_name,
@@ -84,7 +91,7 @@ def run_claim(
     )
     nonce = nonce_of(key)
     began = time.monotonic()
-    session = ClaimSession.start("evaluation", record, params, oracle, nonce)
+    session = ClaimSession.start("evaluation", record, params, oracle, nonce, excluded=excluded)
     while indices := session.next_request():
         progress = session.submit(
             [(i, vault.pair_opening(i), vault.inclusion_proof(i)) for i in indices]
@@ -102,6 +109,7 @@ def run_claim(
         "log_statistic": step.log_statistic,
         "indicators": session.indicators,
         "seconds": round(time.monotonic() - began, 2),
+        **({"opened": list(session.opened)} if keep_opened else {}),
     }
 
 

@@ -63,6 +63,22 @@ def rho_of(vault: Vault, draw: int = 0) -> bytes:
     ).digest()
 
 
+def published_versions(vault: Vault) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Return what the owner of ``vault`` published: version b_i of pair i, and the labels.
+
+    The publication bits are those of :func:`rho_of` the vault (the evaluation's arbiter
+    randomness); a pair without a label has label −1.
+    """
+    bits = np.array(publication_bits(vault.root, rho_of(vault), len(vault)), dtype=bool)
+    images: list[npt.NDArray[np.uint8]] = []
+    labels: list[int] = []
+    for start, v0, v1, chunk_labels, _ in vault.chunks():
+        chosen = bits[start : start + len(v0)]
+        images.append(np.where(chosen[:, None, None, None], v1, v0))
+        labels.extend(int(y) if y is not None else -1 for y in chunk_labels)
+    return np.concatenate(images)[..., 0], np.array(labels, dtype=np.int64)
+
+
 def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:
     """Run ``build(tmp)`` and rename ``tmp`` to ``target``; return ``target``."""
     if target.exists():
@@ -178,15 +194,7 @@ class Workspace:
 
     def published(self, spec: VaultSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Return what the owner published from ``spec``'s vault (version b_i of pair i)."""
-        vault = self.vault(spec)
-        bits = np.array(publication_bits(vault.root, rho_of(vault), len(vault)), dtype=bool)
-        images: list[npt.NDArray[np.uint8]] = []
-        labels: list[int] = []
-        for start, v0, v1, chunk_labels, _ in vault.chunks():
-            chosen = bits[start : start + len(v0)]
-            images.append(np.where(chosen[:, None, None, None], v1, v0))
-            labels.extend(int(y) if y is not None else -1 for y in chunk_labels)
-        return np.concatenate(images)[..., 0], np.array(labels, dtype=np.int64)
+        return published_versions(self.vault(spec))
 
     def used_mask(self, spec: ModelSpec) -> npt.NDArray[np.bool_]:
         """Return which of the owner's items ``spec`` trained on (a seeded random subset)."""
@@ -302,7 +310,6 @@ class Workspace:
                     f"{info['train_accuracy']}, test accuracy {info['test_accuracy']}, "
                     f"{info['train_seconds']} s ({elapsed:.1f} min so far)"
                 )
-
 
     def attack_options(self, spec: ModelSpec) -> dict[str, object]:
         """Return what ``spec``'s training attack needs besides its training set (or nothing).

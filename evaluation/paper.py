@@ -169,3 +169,32 @@ ROBUSTNESS_CIFAR100: Final[dict[str, tuple[str, _Cell, _Cell, _Cell, _Cell]]] = 
         ("20/20", "3.29%"),
     ),
 }
+
+#: Table ``classifier:baselines`` (L1619–1666): per method, (DSR, accuracy %) at the
+#: owner's shares 1%, 2%, 5%, 10% of the training set, R = 20. Keys: ``ours`` (its C4),
+#: ``rdata-class`` (RData with labels), ``rdata-super``, ``rdata-one``, ``ubwc-tau0.25``,
+#: ``ubwc-tau0.2``. CIFAR-10 has no superclass row.
+_Shares = tuple[tuple[str, str], tuple[str, str], tuple[str, str], tuple[str, str]]
+BASELINES_CIFAR10: Final[dict[str, _Shares]] = {
+    "ours": (("8/20", "93.79"), ("11/20", "93.71"), ("19/20", "93.70"), ("20/20", "93.64")),
+    "rdata-class": (("1/20", "93.65"), ("2/20", "93.56"), ("2/20", "93.29"), ("4/20", "93.26")),
+    "rdata-one": (("0/20", "93.75"), ("0/20", "93.60"), ("0/20", "93.42"), ("0/20", "93.25")),
+    "ubwc-tau0.25": (("0/20", "93.50"), ("0/20", "93.14"), ("0/20", "92.67"), ("2/20", "92.73")),
+    "ubwc-tau0.2": (("1/20", "93.50"), ("8/20", "93.15"), ("7/20", "92.46"), ("15/20", "92.52")),
+}
+BASELINES_CIFAR100: Final[dict[str, _Shares]] = {
+    "ours": (("20/20", "75.01"), ("20/20", "74.94"), ("20/20", "74.60"), ("20/20", "74.29")),
+    "rdata-class": (("5/20", "74.66"), ("14/20", "74.57"), ("20/20", "73.81"), ("20/20", "73.53")),
+    "rdata-super": (("4/20", "74.76"), ("10/20", "74.46"), ("14/20", "73.99"), ("19/20", "73.42")),
+    "rdata-one": (("0/20", "74.70"), ("0/20", "74.51"), ("1/20", "74.05"), ("0/20", "73.51")),
+    "ubwc-tau0.25": (("0/20", "74.60"), ("0/20", "74.16"), ("16/20", "73.30"), ("20/20", "72.32")),
+    "ubwc-tau0.2": (("19/20", "74.60"), ("20/20", "74.33"), ("20/20", "73.21"), ("20/20", "72.47")),
+}
+
+#: Table ``classifier:multiple_users`` (L1683–1705), CIFAR-100, each owner 10% of the
+#: training set: total detections over all owners' attempts in 20 experiments, for 1, 2,
+#: 5 and 10 owners (``ours``: its C4; ``rdata``: RData with labels).
+MULTIPLE_OWNERS_CIFAR100: Final[dict[str, tuple[str, str, str, str]]] = {
+    "ours": ("20/20", "40/40", "100/100", "200/200"),
+    "rdata": ("20/20", "38/40", "64/100", "90/200"),
+}

@@ -48,7 +48,15 @@ def devices_of(summaries: Iterable[Mapping[str, object]]) -> list[str]:
 #: The keyed JSON-lines files (``audits.jsonl``, the ladder's ``ablation.jsonl``,
 #: ``evasion.jsonl`` and ``estimates.jsonl``) and ``runs.json`` are merged entry by
 #: entry; the others are copied whole.
-KEYED: Final = ("audits.jsonl", "ablation.jsonl", "evasion.jsonl", "estimates.jsonl")
+KEYED: Final = (
+    "audits.jsonl",
+    "ablation.jsonl",
+    "evasion.jsonl",
+    "estimates.jsonl",
+    "baselines.jsonl",  # evaluation.baselines: the baselines' tests
+    "owners.jsonl",  # and the several owners' claims
+    "unlearning.jsonl",  # evaluation.unlearning: claims before and after unlearning
+)
 PATTERNS: Final = (
     "runs.json",
     *KEYED,

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
-from . import ablation, attacks, estimates, evasion, tables
+from . import ablation, attacks, baselines, estimates, evasion, tables, unlearning
 from .foundation.report import INTRO as FOUNDATION_INTRO
 from .records import devices_of
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
@@ -212,6 +212,10 @@ def _section(
         lines += tables.recipe_table(plan, results, infos, repeats)
     elif plan.table == "attacks":
         lines += [attacks.INTRO, "", *attacks.attacks_table(plan, results, infos, repeats)]
+    elif plan.table in ("baselines", "owners"):
+        lines += baselines.section(plan, results, work, repeats)
+    elif plan.table == "unlearning":
+        lines += unlearning.section(plan, results, work, repeats)
     elif plan.table in RUNG_INTRO:
         lines += [RUNG_INTRO[plan.table], ""]
         lines += tables.ladder_table(plan, results, infos, repeats)

@@ -324,6 +324,12 @@ MARGIN_AUDITS: Final = tuple(
     for margin in MARGINS
     for knowledge in ("C1", "C2")
 )
+#: The graded test (spec §7.5) on the probability conditions at the default margin:
+#: bets sized by each pair's gap over the margin.
+GRADED_AUDITS: Final = tuple(
+    AuditSpec(knowledge=knowledge, k=1, perturbation="dither", margin=0.01, test="mixture-graded")
+    for knowledge in ("C1", "C2")
+)
 #: The marks rung (a) compares: the CLI's default, PGD on the owner's proxy trained on
 #: public data, and PGD on a proxy trained on her own items.
 LADDER_MARKERS: Final = (CLI_MARKER, PROXY_MARKER, OWN_PROXY_MARKER)
@@ -340,6 +346,7 @@ def _ladder_audits() -> list[AuditSpec]:
         AuditSpec(knowledge="C1", statistic="logit"),
         AuditSpec(knowledge="C3", perturbation="pad-shift-flip-dither"),
         *MARGIN_AUDITS,
+        *GRADED_AUDITS,
     ]
 
 
@@ -356,6 +363,7 @@ def _clean_audits() -> list[AuditSpec]:
         *_ladder_audits(),
         *_null_audits(),
         *_null_audits(audits=MARGIN_AUDITS),
+        *_null_audits(audits=GRADED_AUDITS),
     ]
 
 
@@ -558,11 +566,11 @@ ATTACK_NOISE: Final = (10, 20, 30)
 #: false detections): one, to keep the table a CPU's night.
 ATTACK_CLEAN_SEEDS: Final = (0,)
 #: The claims of the attacks table: the CLI's default in C1–C3 (K = 1 ``dither``, margin
-#: 0.01 with probabilities), and the training family at K = 32 in C4 (one label per
-#: version ties every pair at K = 1: the verifier refuses it), C1 and C3.
+#: 0.01 and the graded test with probabilities), and the training family at K = 32 in
+#: C4 (one label per version ties every pair at K = 1: the verifier refuses it), C1 and C3.
 ATTACK_AUDITS: Final = (
-    AuditSpec(knowledge="C1", k=1, perturbation="dither", margin=0.01),
-    AuditSpec(knowledge="C2", k=1, perturbation="dither", margin=0.01),
+    AuditSpec(knowledge="C1", k=1, perturbation="dither", margin=0.01, test="mixture-graded"),
+    AuditSpec(knowledge="C2", k=1, perturbation="dither", margin=0.01, test="mixture-graded"),
     AuditSpec(knowledge="C3", k=1, perturbation="dither"),
     AuditSpec(knowledge="C4"),
     AuditSpec(knowledge="C1"),
@@ -624,6 +632,84 @@ def plan_attacks(seeds: Sequence[int]) -> Plan:
     return plan
 
 
+#: The baselines table (issue #25, the paper's table ``classifier:baselines``): rung (a)
+#: with the owner's 10% marked by each baseline (:mod:`evaluation.baselines`); our
+#: method's row is the ladder's ``pgdown`` model and its clean model with the attacks
+#: table's claims (the same results).
+BASELINE_AUDITS: Final = ATTACK_AUDITS
+#: The several-owners table (the paper's ``classifier:multiple_users``): owners per
+#: training set, each 10% of it, and the most owners an experiment has.
+OWNER_COUNTS: Final = (1, 2, 5, 10)
+MAX_OWNERS: Final = 10
+#: Each owner's claims: the CLI's default in C1 (margin 0.01) and C3, and the paper's
+#: column, C4 with the training family at K = 32.
+OWNER_AUDITS: Final = (ATTACK_AUDITS[0], ATTACK_AUDITS[2], ATTACK_AUDITS[3])
+
+
+def plan_baselines(seeds: Sequence[int]) -> Plan:
+    """Plan the baselines beside ours at rung (a) (issue #25 item 2).
+
+    The plan holds our side (the ladder's ``pgdown`` model and clean model ``-t1``, the
+    attacks table's claims); the baselines' models and tests are
+    :func:`evaluation.baselines.run_baselines`'s.
+    """
+    plan = Plan(
+        "baselines", "Baselines: RData and UBW-C (the paper's table `classifier:baselines`)"
+    )
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), BASELINE_AUDITS)
+        plan.add(
+            ModelSpec(seed, fraction=0.0, training=1),
+            BASELINE_AUDITS,
+            epsilon=CLI_EPSILON,
+            marker=OWN_PROXY_MARKER,
+        )
+    return plan
+
+
+def plan_owners(seeds: Sequence[int]) -> Plan:
+    """Plan several owners auditing one model (issue #25 item 3).
+
+    The plan holds owner 0 of k = 1 (the ladder's ``pgdown`` model and her claims);
+    the other owners, the k ≥ 2 models and RData beside them are
+    :func:`evaluation.baselines.run_owners`'s.
+    """
+    plan = Plan("owners", "Several owners (the paper's table `classifier:multiple_users`)")
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), OWNER_AUDITS)
+    return plan
+
+
+#: The unlearning table (issue #25 item 4): the claims filed before and after the
+#: practitioner unlearns, the CLI's default claim for a labelled vault (C3, K = 1
+#: ``dither``) and C1 on the same queries with the probability defaults (margin 0.01,
+#: the graded test): the attacks table's.
+UNLEARNING_AUDITS: Final = (ATTACK_AUDITS[2], ATTACK_AUDITS[0])
+
+
+def plan_unlearning(seeds: Sequence[int]) -> Plan:
+    """Plan auditing again after unlearning (issue #25 item 4), at rung (a) with ``pgdown``.
+
+    The plan holds claim 1 of each experiment: :data:`UNLEARNING_AUDITS` against the
+    ladder's used model, and against its clean model ``-t1`` (false detections; the
+    same model is the "exact retraining" state). The unlearned models and the claims
+    on fresh pairs after are :func:`evaluation.unlearning.run_unlearning`'s.
+    """
+    plan = Plan(
+        "unlearning",
+        "Auditing again after unlearning (the paper's `discussion:machine_unlearning`)",
+    )
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), UNLEARNING_AUDITS)
+        plan.add(
+            ModelSpec(seed, fraction=0.0, training=1),
+            UNLEARNING_AUDITS,
+            epsilon=CLI_EPSILON,
+            marker=OWN_PROXY_MARKER,
+        )
+    return plan
+
+
 PLANNERS: Final = {
     "main": plan_main,
     "null": plan_null,
@@ -637,6 +723,9 @@ PLANNERS: Final = {
     "converged": plan_converged,
     "scale": plan_scale,
     "attacks": plan_attacks,
+    "baselines": plan_baselines,
+    "owners": plan_owners,
+    "unlearning": plan_unlearning,
 }
 
 

@@ -24,6 +24,7 @@ from .specs import (
     KS,
     NULL_DRAWS,
     RECIPES,
+    TEST,
     AuditSpec,
     Job,
     Plan,
@@ -380,6 +381,7 @@ def ladder_table(
             hit, miss = cell(plan, results, r, pick(False)), cell(plan, results, r, pick(True))
             statistic = "" if audit.statistic == "entropy" else f", {audit.statistic}"
             statistic += f", margin {audit.margin:g}" if audit.margin else ""
+            statistic += f", `{audit.test}`" if audit.test != TEST else ""
             rows.append(
                 [
                     f"`{marker}` ε = {plan.jobs[0].vault.epsilon}",
@@ -406,7 +408,8 @@ def ladder_table(
         lines += [
             "",
             f"Null check, {audit.knowledge} `{audit.perturbation}` K = {audit.k}"
-            f"{f', margin {audit.margin:g}' if audit.margin else ''}: the clean "
+            f"{f', margin {audit.margin:g}' if audit.margin else ''}"
+            f"{f', `{audit.test}`' if audit.test != TEST else ''}: the clean "
             f"models under fresh publication bits (with every vault of their seed), "
             f"{null.dsr()} claims detected{share} (q̂ {null.q_hat()}); each claim's bound "
             f"is p = {audit.p:g}.",

@@ -51,7 +51,7 @@ class Opening:
 DEFAULT_SCORE: Final[Mapping[str, str]] = DEFAULT_FUNCTION
 #: The parameters each score function takes, with the owner's defaults (spec §10.3–10.6),
 #: from the table of score functions: the image-encoder's K = 64 and
-#: ``random-resized-crop-flip`` are sent as they are. The classifier's knowledge defaults
+#: ``random-resized-crop-flip-v2`` are sent as they are. The classifier's knowledge defaults
 #: to a word the verifier resolves from the oracle's description (spec §10.1):
 #: ``unlabelled`` (C2 or C4) here, ``labelled`` (C3) from :func:`choose_score` for a
 #: labelled vault.
@@ -218,7 +218,7 @@ class ClaimRequest:
     #: C1–C4, or a word the verifier resolves from the oracle's description (spec
     #: §10.1): ``labelled`` (C3, with any oracle) or ``unlabelled`` (C2, or C4 for labels).
     knowledge: str = "unlabelled"
-    test: str = "mixture-e"
+    test: str = "mixture-graded"
     p: float = 0.05
     alpha: float = 0.0
     tie_rule: str = "skip"
@@ -226,6 +226,8 @@ class ClaimRequest:
     query_budget: int = 0
     window: int = 0
     window_max: int = 0
+    #: Open only pairs that no earlier claim on the record opened (spec §10.2 step 2).
+    fresh_pairs: bool = False
 
     def to_proto(self, resume_claim_id: str = "") -> pb.ClaimStart:
         """Return the ClaimStart message."""
@@ -249,6 +251,7 @@ class ClaimRequest:
             resume_claim_id=resume_claim_id,
             window=self.window,
             window_max=self.window_max,
+            fresh_pairs=self.fresh_pairs,
         )
 
 

@@ -213,16 +213,22 @@ def _train_own_proxy(
     return replace(config, extractor_weights=digest), proxy_extractor(model, side)
 
 
-def _channel_counts(images: ImageSource) -> set[int]:
-    """Return the channel counts among ``images``' shapes (from :meth:`describe`)."""
-    counts = set()
+def source_shapes(images: ImageSource) -> list[tuple[int, int, int]]:
+    """Return the (height, width, channels) of each shape among ``images`` (:meth:`describe`)."""
+    shapes = []
     for entry in images.describe()["shapes"]:  # type: ignore[union-attr]
         assert isinstance(entry, dict)
-        assert isinstance(entry["shape"], list)
-        channels = entry["shape"][2]
-        assert isinstance(channels, int)
-        counts.add(channels)
-    return counts
+        shape = entry["shape"]
+        assert isinstance(shape, list)
+        assert all(isinstance(side, int) for side in shape)
+        height, width, channels = shape
+        shapes.append((int(height), int(width), int(channels)))  # type: ignore[arg-type]
+    return shapes
+
+
+def _channel_counts(images: ImageSource) -> set[int]:
+    """Return the channel counts among ``images``' shapes."""
+    return {channels for _, _, channels in source_shapes(images)}
 
 
 def mark_path(

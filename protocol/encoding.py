@@ -22,6 +22,7 @@ its input. :func:`check` runs the same pass and builds nothing.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -134,11 +135,32 @@ _SMALL_VALUES: Final[tuple[Value, ...]] = tuple(
 #: int8 values (only -128..-33 are canonical), shared like the one-byte values.
 _INT8_VALUES: Final[tuple[int, ...]] = tuple(b - 0x100 if b >= 0x80 else b for b in range(256))
 
+
+@functools.cache
+def _sixteen_bit() -> tuple[int, ...]:
+    """Return the shared integers -2**15..2**16-1, a 16-bit value ``v`` at ``v + 2**15``.
+
+    A uint16 ``u`` is at ``u + 2**15``; an int16 whose 16 bits are ``b`` at
+    ``b ^ 0x8000``. A uint16 or int16 takes 3 bytes of input, and a new Python ``int``
+    for it 28 bytes plus its slot in the list: 12 times the input. Sharing one object
+    per value keeps an array of them to the slot (spec §3.3: memory a small multiple of
+    the input). The table is built once per process, on the first 16-bit integer
+    decoded: about 3.7 MiB, a constant.
+    """
+    return tuple(range(-(1 << 15), 1 << 16))
+
+
 #: Runs of array elements that the decoder takes in one step: one-byte values, uint8
 #: (128..255), int8 (-128..-33) and finite float64 (the exponent is not all ones).
 _SMALL_RUN = re.compile(rb"[\x00-\x7f\xc0\xc2\xc3\xe0-\xff]++")
 _UINT8_RUN = re.compile(rb"(?:\xcc[\x80-\xff])++")
 _INT8_RUN = re.compile(rb"(?:\xd0[\x80-\xdf])++")
+#: ... and runs of canonical uint16 (256..65535) and int16 (-32768..-129).
+_UINT16_RUN = re.compile(rb"(?:\xcd[\x01-\xff][\x00-\xff])++")
+_INT16_RUN = re.compile(rb"(?:\xd1(?:[\x80-\xfe][\x00-\xff]|\xff[\x00-\x7f]))++")
+_SIXTEEN_ITEM = np.dtype([("tag", "u1"), ("value", ">u2")])
+#: Elements of a 16-bit run converted at a time (the transient list of new ints).
+_RUN_CHUNK: Final = 4096
 _FLOAT_RUN = re.compile(rb"(?:\xcb(?![\x7f\xff][\xf0-\xff])[\x00-\xff]{8})++")
 _FLOAT_ITEM = np.dtype([("tag", "u1"), ("value", ">f8")])
 
@@ -325,15 +347,23 @@ def _walk(data: bytes, start: int, n: int, build: bool, sized_limit: int) -> tup
                 pattern = _UINT8_RUN if byte == 0xCC else _INT8_RUN
                 if data[pos + 2] == byte:  # a run of two at least
                     run = pattern.match(data, pos, min(n, pos + 2 * left))
-            if run is not None and run.end() - pos > 2:
+            elif byte in (0xCD, 0xD1) and left > 1 and not is_map and pos + 3 < n:
+                pattern = _UINT16_RUN if byte == 0xCD else _INT16_RUN
+                if data[pos + 3] == byte:
+                    run = pattern.match(data, pos, min(n, pos + 3 * left))
+            width = 2 if byte in (0xCC, 0xD0) else 3
+            if run is not None and run.end() - pos > width:
                 stop = run.end()
-                if build:
+                count = (stop - pos) // width
+                if build and width == 3:
+                    _extend_sixteen(container, data, pos, count, byte == 0xD1)
+                elif build:
                     payload = view[pos + 1 : stop : 2]
                     if byte == 0xCC:
                         container.extend(payload.tolist())
                     else:
                         container.extend(map(_INT8_VALUES.__getitem__, payload))
-                left -= (stop - pos) // 2
+                left -= count
                 pos = stop
                 continue
             value, pos = _integer(data, pos, byte, n)
@@ -346,6 +376,18 @@ def _walk(data: bytes, start: int, n: int, build: bool, sized_limit: int) -> tup
     if pos != n:
         raise EncodingError(f"{n - pos} trailing bytes after the encoded value")
     return (result[0] if build else None), values
+
+
+def _extend_sixteen(
+    container: list[Value], data: bytes, pos: int, count: int, signed: bool
+) -> None:
+    """Append the ``count`` uint16 (or int16) elements at ``pos`` as shared ints."""
+    table = _sixteen_bit().__getitem__
+    bits = np.frombuffer(data, _SIXTEEN_ITEM, count, pos)["value"]
+    for first in range(0, count, _RUN_CHUNK):
+        chunk = bits[first : first + _RUN_CHUNK].astype(np.int32)
+        indices = np.bitwise_xor(chunk, 0x8000) if signed else chunk + 0x8000
+        container.extend(map(table, indices.tolist()))
 
 
 def _length(data: bytes, pos: int, byte: int, end: int) -> tuple[int, int]:
@@ -370,6 +412,10 @@ def _integer(data: bytes, pos: int, byte: int, limit: int) -> tuple[int, int]:
         raise _truncated()
     if byte == 0xD0:
         value = _INT8_VALUES[data[pos + 1]]
+    elif byte == 0xCD:  # shared objects: a new int would cost 12 times the 3 bytes
+        value = _sixteen_bit()[((data[pos + 1] << 8) | data[pos + 2]) + 0x8000]
+    elif byte == 0xD1:
+        value = _sixteen_bit()[((data[pos + 1] << 8) | data[pos + 2]) ^ 0x8000]
     else:
         value = int.from_bytes(data[pos + 1 : end], "big", signed=byte >= 0xD0)
     if byte <= 0xCF:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure headless Chromium is there for the test that renders the HTML verdict
-# report and checks its screenshot (tests/test_report_html.py): installs the Debian
+# report and checks its screenshot (tests/cli/test_report_html.py): installs the Debian
 # packages chromium and fonts-dejavu-core (so the page's text has a font) with apt-get
 # when chromium is missing and this is root. Not root and missing: says so, and that
 # test skips (exit 0). A failing apt-get fails CI.

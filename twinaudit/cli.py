@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: this script answers completion requests)
 """The ``twinaudit`` console script: one entry point, one sub-command per task.
 
 Exit codes: 0 success, 1 a check failed (invalid verdict, failed verification),
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
@@ -16,7 +18,8 @@ import grpc
 from protocol import SPEC_VERSION
 from protocol.errors import InputError, TwinauditError
 
-from . import cmd_oracle, cmd_owner, cmd_plan, cmd_verifier
+from . import cmd_completion, cmd_oracle, cmd_owner, cmd_plan, cmd_verifier, conventions
+from .threads import passive_wait
 
 #: Exit status for a check that ran and failed.
 EXIT_FAILED = 1
@@ -36,6 +39,7 @@ EXTRAS: dict[str, str] = {
     "psycopg": "postgres",
     "prometheus_client": "ops",
     "grpc_reflection": "ops",
+    "argcomplete": "completion",
 }
 
 
@@ -69,19 +73,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package and protocol-spec versions and exit",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (cmd_plan, cmd_owner, cmd_verifier, cmd_oracle):
+    for module in (cmd_plan, cmd_owner, cmd_verifier, cmd_oracle, cmd_completion):
         module.register(commands)
+    conventions.apply(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit status."""
+    passive_wait()  # before any command imports torch (OpenMP reads it once)
     parser = build_parser()
+    cmd_completion.autocomplete(parser)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
+    verbose = conventions.verbosity(args) > 0
     try:
         return handler(args)
     except ModuleNotFoundError as exc:
+        _trace(verbose)
         extra = missing_extra(exc.name or "")
         if extra is None:
             raise
@@ -92,12 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_USAGE
     except InputError as exc:
+        _trace(verbose)
         print(f"twinaudit: error: {exc.diagnostics()}", file=sys.stderr)
         return EXIT_USAGE
     except TwinauditError as exc:
+        _trace(verbose)
         print(f"twinaudit: {exc.diagnostics()}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
+        _trace(verbose)
         # The disk or the file system refused (full, read-only, permissions); whatever
         # was being written was removed or left resumable by the command itself.
         print(
@@ -105,12 +117,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_FAILED
     except grpc.RpcError as exc:
+        _trace(verbose)
         # A remote call failed (unreachable, past its deadline, or refused): no traceback.
         code = exc.code() if isinstance(exc, grpc.Call) else None
         details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
         name = code.name if code is not None else "UNKNOWN"
         print(f"twinaudit: remote call failed: {name}: {details}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _trace(verbose: bool) -> None:
+    """With -v, print the traceback of the exception being handled (the line follows)."""
+    if verbose:
+        traceback.print_exc()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,21 @@ output not (N, classes), another class count than ``--n-classes``, a fixed batch
 wrong dtype). The server prints ``listening on HOST:PORT`` (the bound port, useful
 with port 0), then a line describing the model, and serves until SIGINT or SIGTERM.
 
+``--hf DIR`` serves a Hugging Face model directory (``save_pretrained``) with
+``transformers`` (:mod:`verifier.oracles.hf`): ``--kind classifier`` an
+``AutoModelForImageClassification`` with its own image processor (its ``logits``,
+probed at start on the size the processor makes), ``--kind lm`` an
+``AutoModelForCausalLM`` with its tokenizer, ``--kind clip`` a CLIP-style model with
+its processor and tokenizer. The directory brings its own configuration, tokenizer and
+image processor, so ``--format``, ``--arch``, ``--tokenizer``, ``--input-shape``,
+``--mean`` and ``--std`` are refused with it, as is ``--kind encoder``.
+
+``--deterministic`` (a classifier or encoder file) runs torch with
+``torch.use_deterministic_algorithms(True)`` (one thread unless ``--threads`` says
+otherwise) and appends ``"; deterministic, N thread(s), cpu CAPABILITY"`` to the
+framework Describe reports: how the verifier runs an arbiter-held model
+(:mod:`verifier.oracles.held`), so that ``verifier reexecute`` can recompute its answers.
+
 torch is imported only when the command runs, so ``twinaudit --help`` stays fast.
 """
 
@@ -87,8 +102,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Serve a model file on the CPU until SIGINT/SIGTERM: TorchScript, a torch.export "
             "archive (.pt2), a state dict or .safetensors weights loaded into --arch "
             "MODULE:CALLABLE, a pickled module (torch.save(model); only with --trust-pickle) "
-            "or an ONNX model (.onnx, run by onnxruntime); or, for --kind lm, a Hugging Face "
-            "model directory (--hf) or an OpenAI-compatible endpoint (--openai-url). With "
+            "or an ONNX model (.onnx, run by onnxruntime); a Hugging Face model directory (--hf: "
+            "classifier, lm or clip); or, for --kind lm, an OpenAI-compatible endpoint "
+            "(--openai-url). With "
             "--input-shape (or the shape an ONNX or torch.export file declares) the model is "
             "probed once on zero images before serving. Prints 'listening on HOST:PORT' once "
             "bound."
@@ -128,7 +144,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="for lm/clip torch modules: 'bytes' (UTF-8 bytes, BOS 256), 'bytes-no-bos', "
         "or MODULE:CALLABLE returning a tokenizer (encode(text) -> ids, bos_id)",
     )
-    serve.add_argument("--hf", type=Path, metavar="DIR", help="lm: a Hugging Face model directory")
+    serve.add_argument(
+        "--hf",
+        type=Path,
+        metavar="DIR",
+        help="a Hugging Face model directory (save_pretrained) for --kind classifier (with its "
+        "image processor), lm or clip (with its tokenizer); read with local files only",
+    )
     serve.add_argument(
         "--openai-url", metavar="URL", help="lm: an OpenAI-compatible base URL (http://host/v1)"
     )
@@ -204,6 +226,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     serve.add_argument("--name", help="model name reported by Describe (default: file name)")
     serve.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    serve.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="run torch with torch.use_deterministic_algorithms(True) and report the torch "
+        "version, CPU capability and thread count in Describe's framework (what an "
+        "arbiter-held model runs under, for verifier reexecute)",
+    )
+    serve.add_argument(
+        "--stop-with-parent", type=int, metavar="PID", help=argparse.SUPPRESS
+    )  # a held model's child stops when the verifier that started it is gone
     serve.add_argument("--tls-cert", type=Path, metavar="PEM", help="server certificate")
     serve.add_argument("--tls-key", type=Path, metavar="PEM", help="server private key")
     serve.add_argument(
@@ -277,7 +309,27 @@ def _tokenizer(name: str | None) -> Any:
 def _loaded_model(args: argparse.Namespace) -> LoadedModel:
     if args.model is None:
         raise InputError(f"--kind {args.kind} needs --model")
-    return load_model(args)
+    loaded = load_model(args)
+    if getattr(args, "deterministic", False):
+        import dataclasses
+
+        loaded = dataclasses.replace(
+            loaded, framework=loaded.framework + determinism_note(args.threads or 1)
+        )
+    return loaded
+
+
+def determinism_note(threads: int) -> str:
+    """Return what ``--deterministic`` adds to the framework text Describe reports.
+
+    ``"; deterministic, 1 thread, cpu AVX2"``: torch's deterministic algorithms, the
+    CPU threads, and the CPU capability torch dispatches its kernels to (the conditions
+    under which ``verifier reexecute`` recomputes the answers bit for bit).
+    """
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"; deterministic, {threads} thread{'s' if threads != 1 else ''}, cpu {capability}"
 
 
 def _torch_model(args: argparse.Namespace) -> torch.nn.Module:
@@ -289,7 +341,7 @@ def _torch_model(args: argparse.Namespace) -> torch.nn.Module:
 
 
 def _language_model(args: argparse.Namespace) -> Any:
-    from verifier.oracles.hf_lm import load_hf_language_model
+    from verifier.oracles.hf import load_hf_language_model
     from verifier.oracles.openai_lm import OpenAICompletionsOracle
     from verifier.oracles.torch_lm import TorchLanguageModelOracle
 
@@ -311,7 +363,10 @@ def _language_model(args: argparse.Namespace) -> Any:
             max_batch=min(args.max_batch, 4096),
         )
     if args.hf is not None:
-        return load_hf_language_model(args.hf, model_name=args.name, max_batch=args.max_batch)
+        _check_hf(args)
+        return load_hf_language_model(
+            args.hf, model_name=args.name, max_batch=args.max_batch, max_tokens=args.max_tokens
+        )
     return TorchLanguageModelOracle(
         _torch_model(args),
         _tokenizer(args.tokenizer),
@@ -333,6 +388,8 @@ def _image_model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def make_oracle(args: argparse.Namespace) -> Any:
     """Build the oracle that ``--kind`` and the model options describe."""
+    if getattr(args, "hf", None) is not None and args.kind != "lm":
+        return _hf_oracle(args)
     if args.kind == "classifier":
         from verifier.oracles.torch_oracle import TorchClassifierOracle
 
@@ -371,6 +428,52 @@ def make_oracle(args: argparse.Namespace) -> Any:
     return _language_model(args)
 
 
+def _check_hf(args: argparse.Namespace) -> None:
+    """Refuse what ``--hf`` does not go with (the directory brings its own)."""
+    if args.kind == "encoder":
+        raise InputError("--hf serves --kind classifier, lm or clip; an encoder needs --model")
+    if args.kind != "lm" and args.model is not None:
+        raise InputError(f"--kind {args.kind} needs exactly one of --model, --hf")
+    options = {
+        "--format": args.model_format,
+        "--arch": args.arch,
+        "--tokenizer": args.tokenizer,
+        "--input-shape": args.input_shape,
+        "--mean": args.mean,
+        "--std": args.std,
+    }
+    given = [flag for flag, value in options.items() if value is not None]
+    if given:
+        raise InputError(
+            f"{', '.join(given)} cannot go with --hf: the model directory brings its own "
+            "configuration, tokenizer and image processor"
+        )
+
+
+def _hf_oracle(args: argparse.Namespace) -> Any:
+    """Build the oracle of a Hugging Face classifier or CLIP-style model (``--hf``)."""
+    _check_hf(args)
+    if args.kind == "classifier":
+        from verifier.oracles.defences import wrap
+        from verifier.oracles.hf import load_hf_classifier
+
+        oracle = load_hf_classifier(
+            args.hf,
+            model_name=args.name,
+            n_classes=args.n_classes,
+            label_only=args.label_only,
+            max_batch=args.max_batch,
+        )
+        return wrap(oracle, getattr(args, "defence", []))
+    if getattr(args, "defence", None):
+        raise InputError("--defence applies to --kind classifier")
+    from verifier.oracles.hf import load_hf_image_text
+
+    return load_hf_image_text(
+        args.hf, model_name=args.name, max_batch=args.max_batch, max_tokens=args.max_tokens
+    )
+
+
 def _may_declare_shape(args: argparse.Namespace) -> bool:
     """Tell whether ``--model`` may declare its input shape (ONNX, torch.export)."""
     if args.model is None:
@@ -384,6 +487,7 @@ def run_serve(args: argparse.Namespace) -> int:
     """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
     if (
         args.kind == "classifier"
+        and args.hf is None
         and args.n_classes is None
         and args.input_shape is None
         and not _may_declare_shape(args)
@@ -417,6 +521,12 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.deterministic:
+        if args.kind not in ("classifier", "encoder") or args.model is None:
+            raise InputError("--deterministic serves a --model of --kind classifier or encoder")
+        torch.use_deterministic_algorithms(True)
+        if args.threads is None:
+            torch.set_num_threads(1)
     oracle = make_oracle(args)
     stop = threading.Event()
     previous = {
@@ -440,7 +550,8 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
                 flush=True,
             )
         while not stop.wait(0.5):
-            pass
+            if args.stop_with_parent is not None and os.getppid() != args.stop_with_parent:
+                break  # the verifier that started this held model is gone
         server.stop(STOP_GRACE_S).wait()
     finally:
         for sig, handler in previous.items():

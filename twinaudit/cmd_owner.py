@@ -13,17 +13,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from protocol.errors import InputError
 from protocol.keys import load_public_key
+from protocol.stats.registry import TESTS
 from wire.transport import TlsFiles, make_channel
 
 from .cmd_estimate import register as register_estimate
-from .results import EXIT_NOT_DETECTED, print_json, verdict_figures
+from .cmd_openings import register_openings
+from .results import EXIT_NOT_DETECTED, pairs_left_line, print_json, verdict_figures
 from .threads import threads_arg, use_threads
 
 EXIT_OK = 0
@@ -89,6 +90,7 @@ def register(commands: Any) -> None:
     _register_publish(sub)
     _register_inspect(sub)
     _register_claim(sub)
+    register_openings(sub)
 
 
 def _register_mark(sub: Any) -> None:
@@ -198,13 +200,21 @@ def _register_mark(sub: Any) -> None:
         f"{defaults.input_size}, and for proxy-own the images' own side when all are "
         f"square and at most {OWN_MAX_SIDE}, else {OWN_OTHER_SIDE})",
     )
+    mark.add_argument(
+        "--work-scale",
+        type=int,
+        help="pgd: optimise an image larger than this many times the extractor's side at "
+        "that size and carry the mark back to full size (fast on large photos; default "
+        f"{defaults.work_scale}); 0 always at full size, which resumes a vault marked "
+        "before this option existed",
+    )
     mark.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     mark.add_argument(
         "--seed",
         help="derive the vault secret from this text (reproducible runs, tests and demos "
         "only: the secret protects the salts and the hidden versions)",
     )
-    mark.add_argument("--quiet", action="store_true", help="no progress line")
+    mark.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     threads_arg(mark)
     mark.set_defaults(handler=_mark)
 
@@ -277,7 +287,7 @@ def _proxy(args: argparse.Namespace) -> int:
     print(f"training a proxy on {len(images)} images at {side}x{side}, {args.epochs} epochs")
 
     def progress(epoch: int, loss: float, accuracy: float) -> None:
-        if epoch == args.epochs or epoch % 10 == 0:
+        if not args.quiet and (epoch == args.epochs or epoch % 10 == 0):
             print(f"  epoch {epoch}: loss {loss:.3f}, accuracy {accuracy:.3f}", flush=True)
 
     model = train_proxy(images, labels, epochs=args.epochs, seed=args.seed, progress=progress)
@@ -324,7 +334,7 @@ def _register_publish(sub: Any) -> None:
         "against the hash the vault recorded); the publication then keeps each record's "
         "other fields, under the file's own name, with the published text in its field",
     )
-    publish.add_argument("--quiet", action="store_true", help="no progress line")
+    publish.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     publish.set_defaults(handler=_publish)
 
 
@@ -375,8 +385,11 @@ def _register_claim(sub: Any) -> None:
     )
     claim.add_argument(
         "--test",
-        default="mixture-e",
-        help="mixture-e (default: far fewer pairs) | pprm-chernoff (the paper's)",
+        default="mixture-graded",
+        choices=list(TESTS),
+        help="mixture-graded (default: the mixture test with each bet sized by the pair's "
+        "score gap over the tie margin; with no margin it decides as mixture-e) | "
+        "mixture-e (whole bets) | pprm-chernoff (the paper's). docs/owner.md, Which test",
     )
     claim.add_argument("--p", type=float, default=0.05, help="false-detection bound")
     claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
@@ -397,7 +410,8 @@ def _register_claim(sub: Any) -> None:
         f"{' | '.join(_choices('perturbation'))} (default {_defaults('perturbation')}). "
         "dither is the image with every intensity moved by at most one level: none sends "
         "the published file itself, which tells the model's host which twin is published, "
-        "and is refused without --allow-published-queries",
+        "and is refused without --allow-published-queries. The crop families without -v2 "
+        "are kept so that older claims replay; a new claim should name the -v2 family",
     )
     claim.add_argument(
         "--allow-published-queries",
@@ -463,6 +477,14 @@ def _register_claim(sub: Any) -> None:
         "but more pairs opened past an early decision",
     )
     claim.add_argument(
+        "--fresh-pairs",
+        action="store_true",
+        help="open only pairs that no earlier claim on this record opened (the verdict "
+        "lists the others as excluded and its test runs over the pairs left); for a "
+        "second audit of the same practitioner, such as after unlearning "
+        "(docs/unlearning.md)",
+    )
+    claim.add_argument(
         "--out",
         type=Path,
         required=True,
@@ -520,101 +542,47 @@ def _choices(parameter: str) -> tuple[str, ...]:
     return tuple(choices)
 
 
-def _image_config(args: argparse.Namespace, images: Any) -> Any:
-    """Return the marking config of ``args`` for the image source ``images``.
-
-    Without ``--extractor``, PGD marks in the features of a proxy trained on the
-    images themselves when they have labels (``proxy-own``, at the side
-    :func:`~owner.marking.config.own_proxy_side` picks), else in EfficientNet-Lite0's.
-    """
-    from owner.marking import MarkingConfig
-    from owner.marking.config import OWN_PROXY, own_proxy_side, pgd_defaults
-
-    defaults = MarkingConfig()
-    marker = args.marker or defaults.marker
-    extractor = args.extractor
-    if extractor is None:
-        extractor = OWN_PROXY if marker == "pgd" and images.has_labels else defaults.extractor
-    input_size = args.input_size
-    if input_size is None and extractor == OWN_PROXY:
-        input_size = own_proxy_side(_image_sides(images))
-    pgd = pgd_defaults(extractor, args.epsilon)
-    return MarkingConfig(
-        marker=marker,
-        epsilon=args.epsilon,
-        extractor=extractor,
-        extractor_weights=args.extractor_weights,
-        steps=args.steps if args.steps is not None else int(pgd["steps"]),
-        step_size=args.step_size if args.step_size is not None else float(pgd["step_size"]),
-        batch_size=args.batch_size if args.batch_size is not None else int(pgd["batch_size"]),
-        input_size=input_size if input_size is not None else defaults.input_size,
-    )
-
-
-def _image_sides(images: Any) -> list[tuple[int, int]]:
-    """Return the (height, width) of each shape among ``images`` (from its description)."""
-    return [(entry["shape"][0], entry["shape"][1]) for entry in images.describe()["shapes"]]
-
-
-def _refuse_options(args: argparse.Namespace, kind: str, names: Mapping[str, object]) -> None:
-    """Refuse options that do not apply to ``kind`` (each name: its default)."""
-    for name, default in names.items():
-        if getattr(args, name) != default:
-            flag = "--" + name.replace("_", "-")
-            raise InputError(f"{flag} does not apply to --kind {kind}")
-
-
-_TEXT_ONLY: Mapping[str, object] = {
-    "field": None,
-    "text_format": None,
-    "min_similarity": 0.85,
-    "max_candidates": 4,
-    "thesaurus": None,
-    "drop_unmarkable": False,
-    "paraphrase_model": None,
-    "endpoint": None,
-}
-
-
-#: Input suffixes that hold texts: ``owner mark`` reads them as ``--kind text`` unless told.
-TEXT_SUFFIXES = (".jsonl", ".csv", ".txt")
-
-
 def _mark(args: argparse.Namespace) -> int:
-    from owner.images.sources import open_source
-    from owner.mark import mark
+    from owner.kinds import ImageOptions, MarkOptions, TextOptions, item_kind, kind_of_input
 
     use_threads(args.threads)
-    if args.kind is None:
-        args.kind = "text" if args.input.suffix.lower() in TEXT_SUFFIXES else "image"
-    if args.kind != "captioned-image":
-        _refuse_options(args, args.kind, {"captions": None})
-    if args.kind == "text":
-        return _mark_text(args)
-    _refuse_options(args, args.kind, _TEXT_ONLY)
-    if args.kind == "captioned-image":
-        return _mark_captioned(args)
-    source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
-    result = mark(
-        source,
-        args.out,
-        _image_config(args, source),
-        secret=_seeded_secret(args),
+    kind = item_kind(args.kind or kind_of_input(args.input))
+    kind.check_mark_options(vars(args))
+    options = MarkOptions(
+        input=args.input,
+        out=args.out,
+        marker=args.marker,
+        batch_size=args.batch_size,
+        captions=args.captions,
         device=args.device,
+        secret=_seeded_secret(args),
         show_progress=not args.quiet,
+        image=ImageOptions(
+            labels=args.labels,
+            npz_key=args.npz_key,
+            epsilon=args.epsilon,
+            extractor=args.extractor,
+            extractor_weights=args.extractor_weights,
+            steps=args.steps,
+            step_size=args.step_size,
+            input_size=args.input_size,
+            work_scale=args.work_scale,
+        ),
+        text=TextOptions(
+            field=args.field,
+            text_format=args.text_format,
+            min_similarity=args.min_similarity,
+            max_candidates=args.max_candidates,
+            thesaurus=args.thesaurus,
+            drop_unmarkable=args.drop_unmarkable,
+            paraphrase_model=args.paraphrase_model,
+            endpoint=args.endpoint,
+            api_key_env=args.api_key_env,
+        ),
     )
-    print(_marked(result, "pairs"))
+    for line in kind.mark(options):
+        print(line)
     return EXIT_OK
-
-
-def _marked(result: Any, pairs: str, timing: str = "") -> str:
-    """Return the line that reports a finished marking run (``pairs`` names what was marked)."""
-    vault = result.vault
-    resumed = f" (resumed after {result.resumed_from})" if result.resumed_from else ""
-    return (
-        f"marked {vault.n_pairs} {pairs} into {vault.path}{resumed}{timing}; "
-        f"root {vault.root.hex()}; next: twinaudit owner escrow"
-    )
 
 
 def _seeded_secret(args: argparse.Namespace) -> bytes | None:
@@ -628,84 +596,6 @@ def _seeded_secret(args: argparse.Namespace) -> bytes | None:
         file=sys.stderr,
     )
     return secret_from_seed(args.seed)
-
-
-def _mark_text(args: argparse.Namespace) -> int:
-    from owner.text.config import TextMarkingConfig
-    from owner.text.marking import mark_texts
-    from owner.text.paraphrasers import ChatParaphraser, Paraphraser, Seq2SeqParaphraser
-    from owner.text.sources import open_text_source
-    from owner.text.thesaurus import load_thesaurus
-
-    image_only = {
-        "labels": None,
-        "npz_key": None,
-        "extractor_weights": None,
-        "steps": None,
-        "step_size": None,
-    }
-    _refuse_options(args, "text", image_only)
-    marker = args.marker or "thesaurus"
-    config = TextMarkingConfig(
-        marker=marker,
-        min_similarity=args.min_similarity,
-        max_candidates=args.max_candidates,
-        batch_size=args.batch_size if args.batch_size is not None else 256,
-        drop_unmarkable=args.drop_unmarkable,
-        model=args.paraphrase_model,
-        endpoint=args.endpoint,
-    )
-    if marker != "thesaurus" and args.thesaurus is not None:
-        raise InputError("--thesaurus applies to the thesaurus marker only")
-    source = open_text_source(args.input, text_format=args.text_format, field=args.field)
-    thesaurus = load_thesaurus(args.thesaurus) if marker == "thesaurus" else None
-    paraphraser: Paraphraser | None = None
-    if marker == "seq2seq":
-        paraphraser = Seq2SeqParaphraser.load(args.paraphrase_model, device=args.device or "cpu")
-    elif marker == "chat":
-        paraphraser = ChatParaphraser(
-            args.endpoint, args.paraphrase_model, api_key_env=args.api_key_env
-        )
-    result = mark_texts(
-        source,
-        args.out,
-        config,
-        secret=_seeded_secret(args),
-        thesaurus=thesaurus,
-        paraphraser=paraphraser,
-        show_progress=not args.quiet,
-    )
-    if result.dropped:
-        shown = ", ".join(result.dropped[:10])
-        more = f" and {len(result.dropped) - 10} more" if len(result.dropped) > 10 else ""
-        print(
-            f"left out {len(result.dropped)} unmarkable text(s) (not vaulted, never "
-            f"published): {shown}{more}"
-        )
-    rate = f", {result.marked_now / result.seconds:.1f} texts/s" if result.marked_now else ""
-    print(_marked(result, "text pairs", f" in {result.seconds:.1f} s{rate}"))
-    return EXIT_OK
-
-
-def _mark_captioned(args: argparse.Namespace) -> int:
-    from owner.captioned.sources import open_captioned_source
-    from owner.mark import mark
-
-    if args.captions is None:
-        raise InputError("--kind captioned-image needs --captions (a CSV or JSON file)")
-    source = open_captioned_source(
-        args.input, args.captions, labels=args.labels, npz_key=args.npz_key
-    )
-    result = mark(
-        source,
-        args.out,
-        _image_config(args, source.images),
-        secret=_seeded_secret(args),
-        device=args.device,
-        show_progress=not args.quiet,
-    )
-    print(_marked(result, "captioned-image pairs"))
-    return EXIT_OK
 
 
 def _escrow(args: argparse.Namespace) -> int:
@@ -756,81 +646,41 @@ def _escrow(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from owner.publish import publish
+    from owner.kinds import item_kind
     from owner.vault import Vault
 
     vault = Vault.open(args.vault)
-    if vault.item_kind == "text":
-        from owner.text.publication import publish_texts
-
-        files = publish_texts(vault, args.out, original=args.input, show_progress=not args.quiet)
-        print(f"published {vault.n_pairs} texts in {files[0]}")
-        return EXIT_OK
-    if args.input is not None:
-        raise InputError("--input applies to a text vault marked from a JSON Lines file")
-    files = publish(vault, args.out, show_progress=not args.quiet)
-    what = "captioned images" if vault.item_kind == "captioned-image" else "images"
-    print(f"published {vault.n_pairs} {what} in {len(files)} files under {args.out}")
+    kind = item_kind(vault.item_kind)
+    print(kind.publish(vault, args.out, original=args.input, show=not args.quiet))
     return EXIT_OK
 
 
 def _inspect(args: argparse.Namespace) -> int:
     import json
 
-    from owner.images.sources import open_source
-    from owner.inspect import inspect_vault
+    from owner.kinds import InspectOptions, item_kind
     from owner.vault import Vault
 
     vault = Vault.open(args.vault)
-    if vault.item_kind == "text":
-        return _inspect_text(args, vault)
-    source = None
-    if args.input is not None and vault.item_kind == "captioned-image":
-        from owner.captioned.sources import open_captioned_source
-
-        if args.captions is None:
-            raise InputError("inspecting a captioned-image vault with --input needs --captions")
-        source = open_captioned_source(
-            args.input, args.captions, labels=args.labels, npz_key=args.npz_key
-        ).images
-    elif args.input is not None:
-        source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
-    report = inspect_vault(
+    inspection = item_kind(vault.item_kind).inspect(
         vault,
-        source=source,
-        distance_pairs=args.distance_pairs,
-        extractor=args.extractor,
-        sheet=args.sheet,
-        sheet_pairs=args.sheet_pairs,
+        InspectOptions(
+            input=args.input,
+            labels=args.labels,
+            npz_key=args.npz_key,
+            captions=args.captions,
+            distance_pairs=args.distance_pairs,
+            extractor=args.extractor,
+            sheet=args.sheet,
+            sheet_pairs=args.sheet_pairs,
+        ),
     )
+    report = inspection.report
     if args.json:
         print(json.dumps(report.to_value(), indent=2, sort_keys=True, default=_json_default))
     else:
         print(report.to_text())
-    failed = report.epsilon is not None and not report.epsilon.holds
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-def _inspect_text(args: argparse.Namespace, vault: Any) -> int:
-    import json
-
-    from owner.text.report import inspect_text_vault
-
-    for flag, value in (
-        ("--input", args.input),
-        ("--sheet", args.sheet),
-        ("--extractor", args.extractor),
-        ("--captions", args.captions),
-    ):
-        if value is not None:
-            raise InputError(f"{flag} does not apply to a text vault (its originals are inside)")
-    pairs = None if args.distance_pairs < 0 else args.distance_pairs
-    report = inspect_text_vault(vault, pairs=pairs)
-    if args.json:
-        print(json.dumps(report.to_value(), indent=2, sort_keys=True, default=_json_default))
-    else:
-        print(report.to_text())
-    return EXIT_OK if report.holds else EXIT_FAILED
+    return EXIT_OK if inspection.holds else EXIT_FAILED
 
 
 def _json_default(value: object) -> object:
@@ -896,10 +746,13 @@ def _claim(args: argparse.Namespace) -> int:
         query_budget=args.query_budget,
         window=args.window or DEFAULT_WINDOW,
         window_max=args.window_max,
+        fresh_pairs=args.fresh_pairs,
     )
     channel = make_channel(args.arbiter, tls=_tls(args))
 
     def show(progress: Any) -> None:
+        if args.quiet:
+            return
         interval = (
             f" interval [{progress.interval_low}, {progress.interval_high}]"
             if progress.has_interval
@@ -939,6 +792,7 @@ def _claim(args: argparse.Namespace) -> int:
         f"{len(verdict['opened'])} pairs opened, {verdict['queries']} queries"
         f"{_knowledge_note(verdict, score.knowledge)}; verdict and transcript in {args.out}"
     )
+    print(pairs_left_line(verdict))
     return status
 
 

@@ -1,4 +1,4 @@
-"""``twinaudit verifier …``: the arbiter's commands (keygen, serve, check, replay)."""
+"""``twinaudit verifier …``: the arbiter's commands (keygen, serve, model, check, replay…)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from verifier.escrow.store import MAX_LEASE_SECONDS
 from wire.transport import TlsFiles, parse_address
 
-from .results import print_json, verdict_figures
+from .results import print_json, verdict_figures, verdict_reading
 from .serve_options import add_operations_args, start_operations
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -31,6 +31,19 @@ REPLAY_EXIT = (
     "exit status: 0 the replay arrived at the verdict's decision and final figures "
     "exactly; 1 it did not, or the transcript or signature is invalid, and no --html "
     "report is written; 2 bad usage, an unreadable file or a report that cannot be written"
+)
+REEXECUTE_EXIT = (
+    "exit status: 0 the verdict checked and replayed, the model file is the artefact it "
+    "records, and the model answered every recorded query exactly as recorded; 1 it did "
+    "not (an invalid verdict or transcript, another artefact's digest, an opening not in "
+    "the transcript, an answer that differs: one line names the first difference); 2 bad "
+    "usage, an unreadable file, or a model that does not start (a missing --arch, a "
+    "pickle without --trust-pickle)"
+)
+MODEL_ADD_EXIT = (
+    "exit status: 0 the artefact is stored and its address printed; 2 bad usage, an "
+    "unreadable file, or a model that does not load or fails the probe at start "
+    "([model-mismatch]); nothing is stored then"
 )
 SERVE_EXIT = (
     "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage (an address without a host, "
@@ -87,8 +100,16 @@ def register(commands: Any) -> None:
         "every third of it while the claim runs); replicas on one database take over the "
         f"claims of a process that died this long after it (default {DEFAULT_LEASE_S:g})",
     )
+    serve.add_argument(
+        "--models",
+        type=Path,
+        metavar="DIR",
+        help="the store of model artefacts this arbiter holds (verifier model add): claims "
+        "name one as held:sha256:<hex>, and the verifier runs it in a child process",
+    )
     add_operations_args(serve)
     serve.set_defaults(handler=_serve)
+    _register_model(sub)
 
     check = sub.add_parser(
         "check", help="verify a verdict offline (exit 0 valid, 1 invalid)", epilog=CHECK_EXIT
@@ -110,6 +131,163 @@ def register(commands: Any) -> None:
     replay.add_argument("--json", action="store_true", help=JSON_HELP)
     replay.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP + " (needs --pubkey)")
     replay.set_defaults(handler=_replay)
+
+    reexecute = sub.add_parser(
+        "reexecute",
+        help="run an arbiter-held model again on a verdict's queries; compare every answer",
+        description="Check the verdict and replay its transcript, check that the model file "
+        "is the artefact whose SHA-256 the verdict records, rebuild every query from the "
+        "openings of its pairs, run the model as the arbiter ran it (a child process, one "
+        "CPU thread, deterministic algorithms, the same batches) and confirm every answer "
+        "equals the recorded one bit for bit.",
+        epilog=REEXECUTE_EXIT,
+    )
+    reexecute.add_argument("verdict", type=Path, help="the verdict file (verdict.json)")
+    reexecute.add_argument(
+        "--transcript", type=Path, required=True, help="its transcript (transcript.bin)"
+    )
+    reexecute.add_argument(
+        "--openings",
+        type=Path,
+        required=True,
+        help="the openings of its pairs (owner openings writes them from the vault)",
+    )
+    reexecute.add_argument(
+        "--model", type=Path, required=True, help="the model artefact the verdict names"
+    )
+    reexecute.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
+    _serving_args(reexecute, recorded=True)
+    reexecute.add_argument("--json", action="store_true", help=JSON_HELP)
+    reexecute.set_defaults(handler=_reexecute)
+
+
+def _serving_args(parser: argparse.ArgumentParser, *, recorded: bool) -> None:
+    """Add the options of ``oracle serve`` that say how a held model's file is served."""
+    from .cmd_oracle import MODEL_FORMATS
+
+    parser.add_argument(
+        "--format",
+        dest="model_format",
+        choices=MODEL_FORMATS,
+        help="the model file's format (default: "
+        + ("the one the verdict records)" if recorded else "found from its name and content)"),
+    )
+    parser.add_argument(
+        "--arch",
+        metavar="MODULE:CALLABLE",
+        help="callable returning the nn.Module a state dict or safetensors file is loaded "
+        "into (imported from the current folder)",
+    )
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load a module pickled by torch.save(model); unpickling runs any code the file names",
+    )
+    parser.add_argument(
+        "--mean", type=float, nargs="+", metavar="M", help="per-channel mean of the inputs"
+    )
+    parser.add_argument(
+        "--std", type=float, nargs="+", metavar="S", help="per-channel standard deviation"
+    )
+
+
+def _register_model(sub: Any) -> None:
+    """Add ``verifier model add`` and ``verifier model list``."""
+    model = sub.add_parser("model", help="the model artefacts this arbiter holds")
+    commands = model.add_subparsers(dest="model_command", metavar="COMMAND", required=True)
+    add = commands.add_parser(
+        "add",
+        help="store a model artefact under its SHA-256, probed as oracle serve probes it",
+        description="Copy a model file (any format oracle serve loads) into the store under "
+        "its SHA-256, with the options it is served with, after starting it once as a held "
+        "model (a child oracle serve process: loaded and probed on blank images). Prints "
+        "the address claims name it by, held:sha256:<hex>.",
+        epilog=MODEL_ADD_EXIT,
+    )
+    add.add_argument("file", type=Path, help="the model file")
+    add.add_argument("--models", type=Path, required=True, metavar="DIR", help="the store")
+    add.add_argument(
+        "--kind", choices=("classifier", "encoder"), default="classifier", help="what it is"
+    )
+    _serving_args(add, recorded=False)
+    add.add_argument(
+        "--input-shape",
+        metavar="H,W,C",
+        help="the image shape it takes, probed at start (needed unless the file declares it)",
+    )
+    add.add_argument("--n-classes", type=int, metavar="N", help="classes the probe must find")
+    add.add_argument(
+        "--max-batch",
+        type=int,
+        default=256,
+        metavar="N",
+        help="most images per request and forward pass (default 256)",
+    )
+    add.add_argument("--name", help="the model name claims record (default: the file name)")
+    add.add_argument("--json", action="store_true", help="print the artefact as one JSON object")
+    add.set_defaults(handler=_model_add)
+    listing = commands.add_parser("list", help="list the stored artefacts")
+    listing.add_argument("--models", type=Path, required=True, metavar="DIR", help="the store")
+    listing.set_defaults(handler=_model_list)
+
+
+def _shape(text: str | None) -> tuple[int, int, int] | None:
+    if text is None:
+        return None
+    try:
+        parts = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3 or min(parts) < 1:
+        raise InputError(f"--input-shape must be three positive integers H,W,C, got {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def _model_add(args: argparse.Namespace) -> int:
+    from verifier.oracles.held import ArtefactStore, ServeOptions
+
+    options = ServeOptions(
+        name=args.name or args.file.name,
+        kind=args.kind,
+        model_format=args.model_format,
+        arch=args.arch,
+        trust_pickle=args.trust_pickle,
+        input_shape=_shape(args.input_shape),
+        n_classes=args.n_classes,
+        mean=tuple(args.mean) if args.mean else None,
+        std=tuple(args.std) if args.std else None,
+        max_batch=args.max_batch,
+    )
+    if args.trust_pickle:
+        print(
+            "twinaudit: warning: --trust-pickle: the held model's process unpickles the file, "
+            "which runs any code it names",
+            file=sys.stderr,
+        )
+    try:
+        artefact, info = ArtefactStore(args.models).add(args.file, options)
+    except TwinauditError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(str(exc)) from None
+    if args.json:
+        print_json({"address": artefact.address, "path": str(artefact.path), **info.to_value()})
+        return EXIT_OK
+    print(
+        f"stored {artefact.address} ({info.model_format or 'model'}, {info.framework}, "
+        f"input {','.join(map(str, info.input_shape))}, "
+        + (f"{info.n_classes} classes" if info.n_classes else ",".join(info.capabilities))
+        + ")"
+    )
+    return EXIT_OK
+
+
+def _model_list(args: argparse.Namespace) -> int:
+    from verifier.oracles.held import ArtefactStore
+
+    for artefact in ArtefactStore(args.models).list():
+        print(f"{artefact.address} {artefact.options.name} {artefact.options.kind}")
+    return EXIT_OK
 
 
 def _keygen(args: argparse.Namespace) -> int:
@@ -162,6 +340,7 @@ def _serve(args: argparse.Namespace) -> int:
                 metrics=ops.metrics,
                 reflection=args.reflection,
                 claim_lease_s=args.claim_lease,
+                held_models=args.models,
             )
         except BaseException:
             store.close()  # e.g. the port is in use: a one-line InputError, nothing left open
@@ -242,6 +421,8 @@ def _check(args: argparse.Namespace) -> int:
         f"draws {final['draws']}, successes {final['successes']}, queries {verdict['queries']}, "
         f"test {verdict['claim']['test']['name']})"
     )
+    for line in verdict_reading(verdict):
+        print(f"  {line}")
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
     return EXIT_OK
@@ -296,4 +477,58 @@ def _replay(args: argparse.Namespace) -> int:
     )
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
+    return EXIT_OK
+
+
+def _reexecute(args: argparse.Namespace) -> int:
+    from protocol.encoding import decode
+    from protocol.envelope import Envelope
+    from verifier.reexecute import ModelOptions, reexecute
+    from verifier.verdict import check_verdict, parse_verdict
+
+    data = _read(args.verdict, "verdict")
+    transcript = _read(args.transcript, "transcript")
+    openings = _read(args.openings, "openings")
+    if not args.model.is_file():
+        raise InputError(f"model file {str(args.model)!r} does not exist")
+    options = ModelOptions(
+        model_format=args.model_format,
+        arch=args.arch,
+        trust_pickle=args.trust_pickle,
+        mean=tuple(args.mean) if args.mean else None,
+        std=tuple(args.std) if args.std else None,
+    )
+    try:
+        if args.pubkey is not None:
+            verdict = check_verdict(data, load_public_key(args.pubkey))
+        else:
+            verdict = parse_verdict(decode(Envelope.from_json(data).payload))
+        result = reexecute(verdict, transcript, openings, args.model, options)
+    except InputError:
+        raise
+    except TwinauditError as exc:
+        print(f"REEXECUTE FAILED: {exc.diagnostics()}", file=sys.stderr)
+        if args.json:
+            print_json({"identical": False, "error": exc.diagnostics()})
+        return EXIT_INVALID
+    if args.json:
+        print_json(
+            {
+                **verdict_figures(verdict),
+                "identical": True,
+                "pairs_reexecuted": result.pairs,
+                "windows": result.windows,
+                "answers": result.answers,
+                "model_digest": result.model_digest,
+                "framework_recorded": result.framework_recorded,
+                "framework_here": result.framework_here,
+                "signature_checked": args.pubkey is not None,
+            }
+        )
+        return EXIT_OK
+    print(
+        f"REEXECUTED {result.pairs} pairs in {result.windows} windows: the model "
+        f"sha256:{result.model_digest} answered all {result.answers} queries exactly as "
+        "the transcript records"
+    )
     return EXIT_OK

@@ -30,8 +30,16 @@ from typing import Any, Final
 
 from protocol.claim.transcript import iter_records
 from protocol.errors import InputError
+from protocol.stats.graded import grade_of
 
-from .verdict_plots import Trajectory, VerdictView, bound_trajectory, svg_plot, trajectory
+from .verdict_plots import (
+    GradesNeededError,
+    Trajectory,
+    VerdictView,
+    bound_trajectory,
+    svg_plot,
+    trajectory,
+)
 
 #: Most rows of the opened-pairs table (the rest are counted, not listed).
 MAX_TABLE_ROWS: Final = 2000
@@ -70,6 +78,9 @@ _KNOWLEDGE_WORDS: Final = {
 _TEST_WORDS: Final = {
     "mixture-e": "a mixture e-value test (spec §7.3): the evidence (the e-value) grows as the "
     "published versions win more pairs than chance; the test detects when it reaches 1/p",
+    "mixture-graded": "a graded mixture e-value test (spec §7.5): like the mixture test, "
+    "but each pair's bet grows with how far apart its two scores are, so the pairs the "
+    "model tells apart clearly count most; the test detects when the evidence reaches 1/p",
     "pprm-chernoff": "the paper's test (spec §7.2): a PPRM confidence sequence for how many of "
     "the record's pairs the published version wins; it detects when the sequence's lower end "
     "reaches the threshold T",
@@ -318,7 +329,11 @@ def _meaning(verdict: VerdictView) -> str:
             "well, a score that does not match how the model was trained, or too few pairs "
             "can all leave use undetected.",
             oracle,
-            f"Earlier claims on this record: {earlier}.",
+            "After unlearning, NOT DETECTED is not proof that the owner's data was removed: "
+            "it says only that this test did not reach its threshold on the pairs it opened. "
+            "A model that still holds the data, or an oracle that answers with another model, "
+            "can leave it undetected.",
+            _earlier_words(verdict, p),
         ]
     return (
         "<h2>What this verdict establishes</h2>"
@@ -326,6 +341,25 @@ def _meaning(verdict: VerdictView) -> str:
         + "<h2>What it does not establish</h2>"
         + _bullets(_e(s) for s in does_not)
     )
+
+
+def _earlier_words(verdict: VerdictView, p: float) -> str:
+    """Say how the earlier claims on the record weigh on this verdict (spec §10.2, §11)."""
+    earlier = int(verdict["earlier_claims"])
+    excluded = len(verdict["claim"].get("excluded", []))
+    words = (
+        f"Earlier claims on this record: {earlier}; across all {earlier + 1} claims on it, "
+        f"the chance of a false detection is at most (earlier claims + 1) × p = "
+        f"{_number(min(1.0, (earlier + 1) * p))}."
+    )
+    if excluded:
+        words += (
+            f" This claim opened none of the {excluded} pairs that earlier claims opened: "
+            "its pairs had never been shown to anyone."
+        )
+    elif earlier:
+        words += " This claim did not exclude the pairs earlier claims opened."
+    return words
 
 
 def _score_words(score: Mapping[str, Any]) -> str:
@@ -414,10 +448,38 @@ def _figure(path: Trajectory, title: str, caption: str) -> str:
     return f"<figure>{svg_plot(path, title)}<figcaption>{_e(caption)}</figcaption></figure>"
 
 
-def _plots(verdict: VerdictView) -> str:
+def fed_grades(verdict: VerdictView, pairs: Sequence[OpenedPair]) -> list[int]:
+    """Return the grade of each bit fed to a graded test (spec §7.5.1), from the transcript.
+
+    ``pairs`` must come from :func:`pairs_from_transcript`: a decided pair's grade is its
+    gap's over the score's margin, a coin tie's is 1; skipped ties feed nothing.
+    """
+    margin = float(verdict["claim"]["score"].get("margin", 0.0))
+    grades = []
+    for pair in pairs:
+        if pair.outcome in ("h", "t"):
+            grades.append(1)
+        elif pair.outcome in ("1", "0") and pair.scores is not None and pair.published in (0, 1):
+            b = int(pair.published)
+            grades.append(grade_of(pair.scores[b] - pair.scores[1 - b], margin))
+    return grades
+
+
+def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
     out = ["<h2>The test, pair by pair</h2>"]
     try:
-        path = trajectory(verdict)
+        graded = str(verdict["claim"]["test"]["name"]) == "mixture-graded"
+        path = trajectory(verdict, fed_grades(verdict, pairs) if graded and pairs else None)
+    except GradesNeededError:
+        final = verdict["final"].get("log_statistic")
+        threshold = -math.log(float(verdict["claim"]["test"]["params"]["p"]))
+        return out[0] + (
+            "<p>The graded test sizes each pair's bet by how far apart its two scores are "
+            "(spec §7.5); the scores are in the transcript, not in the verdict, so its path "
+            "is drawn by <code>twinaudit verifier replay … --html</code>. Its final log "
+            f"e-value is {_e(_number(final) if isinstance(final, float) else final)}, "
+            f"against log(1/p) = {_e(_number(threshold))}.</p>"
+        )
     except ValueError as exc:
         return (
             out[0] + '<div class="warn">The verdict\'s signed indicators do not lead to its '
@@ -425,7 +487,18 @@ def _plots(verdict: VerdictView) -> str:
             "<code>twinaudit verifier replay</code> with its transcript succeeds.</div>"
         )
     fed = "Horizontal axis: pairs processed, in the order the arbiter opened them."
-    if path.mixture is not None:
+    if path.test == "mixture-graded":
+        out.append(
+            _figure(
+                path,
+                "Evidence: log e-value against log(1/p)",
+                "The test statistic: the log of the graded mixture e-value, whose bets grow "
+                "with the gap between a pair's two scores. Under no data use it exceeds "
+                f"log(1/p) with probability at most p, ever; the test detects the first "
+                f"time it does. {fed}",
+            )
+        )
+    elif path.mixture is not None:
         out.append(
             _figure(
                 bound_trajectory(path),
@@ -522,7 +595,7 @@ def render_report(
         _checks(checked),
         _meaning(verdict),
         _audit(verdict, checked),
-        _plots(verdict),
+        _plots(verdict, pairs),
         _table(
             pairs if pairs is not None else pairs_from_verdict(verdict),
             pairs is not None,

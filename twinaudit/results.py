@@ -50,8 +50,77 @@ def verdict_figures(verdict: Any) -> dict[str, Any]:
         "test_params": claim["test"]["params"],
         "score": claim["score"],
         "earlier_claims": verdict["earlier_claims"],
+        "false_detection_bound": false_detection_bound(verdict),
+        "excluded_pairs": len(claim.get("excluded", [])),
+        "unopened_pairs": unopened_pairs(verdict),
         "model": claim["model"]["name"],
         "oracle": claim["model"]["oracle"],
         "arbiter": verdict["arbiter"],
         "time": verdict["time"],
     }
+
+
+def false_detection_bound(verdict: Any) -> float:
+    """Return ``(earlier_claims + 1)·p`` (at most 1): the bound across the record's claims.
+
+    Each claim on a record has its own chance ``p`` of a false detection, whether or
+    not it excludes the pairs earlier claims opened (spec §11, §13).
+    """
+    p = float(verdict["claim"]["test"]["params"]["p"])
+    return min(1.0, (int(verdict["earlier_claims"]) + 1) * p)
+
+
+def unopened_pairs(verdict: Any) -> int | None:
+    """Return how many of the record's pairs neither this claim nor an earlier one opened.
+
+    Exact when the verdict knows every earlier claim's pairs: it is the record's first
+    claim, or its claim map lists the pairs earlier claims disclosed (``excluded``,
+    spec §10.1). None for a later claim that did not exclude them. A next claim with
+    fresh pairs opens only these (fewer if claims were filed in between).
+    """
+    claim = verdict["claim"]
+    excluded = claim.get("excluded", [])
+    if int(verdict["earlier_claims"]) and not excluded:
+        return None
+    return int(claim["record"]["n_pairs"]) - len(excluded) - len(verdict["opened"])
+
+
+def verdict_reading(verdict: Any) -> list[str]:
+    """Return the lines that say how to read a verdict (``verifier check``, ``owner claim``).
+
+    The false-detection bound across the record's claims, what NOT DETECTED does not
+    establish (after unlearning too), and the pairs still unopened.
+    """
+    earlier = int(verdict["earlier_claims"])
+    p = float(verdict["claim"]["test"]["params"]["p"])
+    lines = [
+        f"false-detection bound: p = {p:g} for this claim; (earlier claims + 1)·p = "
+        f"({earlier} + 1)·{p:g} = {false_detection_bound(verdict):g} across the record's claims"
+    ]
+    if verdict["decision"] != "detected":
+        lines.append(
+            "NOT DETECTED is not proof that the model does not use the data, nor, after "
+            "unlearning, that the data was removed: the test did not reach its threshold "
+            f"within the {len(verdict['opened'])} pairs opened"
+        )
+    lines.append(pairs_left_line(verdict))
+    return lines
+
+
+def pairs_left_line(verdict: Any) -> str:
+    """Return one line saying how many of the record's pairs no claim has opened yet."""
+    claim = verdict["claim"]
+    n_pairs = int(claim["record"]["n_pairs"])
+    excluded = len(claim.get("excluded", []))
+    left = unopened_pairs(verdict)
+    if left is None:
+        return (
+            f"pairs left: unknown from this verdict (it did not exclude the pairs of the "
+            f"{verdict['earlier_claims']} earlier claims on record {claim['record']['index']}); "
+            "a claim with --fresh-pairs lists them as excluded"
+        )
+    return (
+        f"pairs left: {left} of record {claim['record']['index']}'s {n_pairs} never opened "
+        f"(this claim opened {len(verdict['opened'])}, earlier claims {excluded}); "
+        "a claim with --fresh-pairs opens only those"
+    )

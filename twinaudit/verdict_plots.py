@@ -6,7 +6,9 @@ the path must end in the verdict's final state. For ``mixture-e`` the statistic 
 log e-value against log(1/p), and :func:`bound_trajectory` gives the lower end of the
 confidence sequence for the success rate against ½; for ``pprm-chernoff`` it is the
 PPRM confidence sequence for the population count of wins against the Chernoff
-threshold T. Used by the demo's report and by the HTML verdict report
+threshold T. ``mixture-graded`` (spec §7.5) needs each fed bit's grade, which only
+the transcript holds (its scores): its path is the log e-value, and it has no bound
+plot. Used by the demo's report and by the HTML verdict report
 (:mod:`twinaudit.report_html`); no plotting library is needed.
 """
 
@@ -26,6 +28,10 @@ from protocol.stats.registry import make_test
 
 #: Indicator characters fed to the test as a success / a failure (``s`` = skipped tie).
 _SUCCESS, _FAILURE = frozenset("1h"), frozenset("0t")
+
+
+class GradesNeededError(ValueError):
+    """A graded test's path needs each fed bit's grade, which the verdict does not hold."""
 
 
 class VerdictView(Protocol):
@@ -67,10 +73,12 @@ class Trajectory:
     upper_start: float = 0.0
 
 
-def trajectory(verdict: VerdictView) -> Trajectory:
+def trajectory(verdict: VerdictView, grades: Sequence[int] | None = None) -> Trajectory:
     """Recompute the test's path from ``verdict``'s indicators; raise if it disagrees.
 
-    Raises :class:`ValueError` when the recomputed final draws, successes, interval or
+    ``grades``: a graded test's grade of each fed bit, in order (from the transcript).
+    Raises :class:`GradesNeededError` for a graded test without them, and
+    :class:`ValueError` when the recomputed final draws, successes, interval, grades or
     decision differ from the verdict's (the log statistic must agree to 1e-9 relative).
     """
     claim = verdict["claim"]
@@ -78,7 +86,10 @@ def trajectory(verdict: VerdictView) -> Trajectory:
     params = claim["test"]["params"]
     n_pairs = int(claim["record"]["n_pairs"])
     test = make_test(name, n_pairs, params["p"], params.get("alpha"))
-    mixture = name == "mixture-e"
+    if test.graded and grades is None:
+        raise GradesNeededError("the graded test's path needs the transcript's scores")
+    fed_grades = iter(grades or ())
+    mixture = name in ("mixture-e", "mixture-graded")
     if mixture:
         label, threshold_label = "log e-value", "log(1/p)"
         threshold, start = math.log(1.0 / float(params["p"])), 0.0
@@ -93,7 +104,10 @@ def trajectory(verdict: VerdictView) -> Trajectory:
     step = None
     for position, char in enumerate(str(verdict["indicators"]), start=1):
         if char in _SUCCESS or char in _FAILURE:
-            step = test.update(char in _SUCCESS)
+            grade = next(fed_grades, None) if test.graded else None
+            if test.graded and grade is None:
+                raise ValueError("fewer grades than fed bits")
+            step = test.update(char in _SUCCESS, grade)
             if mixture:
                 assert step.log_statistic is not None
                 current = step.log_statistic
@@ -115,7 +129,9 @@ def trajectory(verdict: VerdictView) -> Trajectory:
             "interval": list(step.interval) if step.interval is not None else None,
             "log_statistic": step.log_statistic,
         }
-    for key in ("draws", "successes", "interval"):
+    if test.graded and step is not None:
+        recomputed["grades"] = list(step.grades or ())
+    for key in ("draws", "successes", "interval", "grades"):
         if key in recomputed and recomputed[key] != final.get(key):
             raise ValueError(f"recomputed {key} {recomputed[key]!r} != verdict's {final[key]!r}")
     mine, theirs = recomputed.get("log_statistic"), final.get("log_statistic")
@@ -127,7 +143,8 @@ def trajectory(verdict: VerdictView) -> Trajectory:
     decision = "detected" if test.decision is Decision.DETECTED else "not-detected"
     if decision != verdict["decision"]:
         raise ValueError(f"recomputed decision {decision} != verdict's {verdict['decision']}")
-    mixture_params = (float(params["p"]), str(params["prior"])) if mixture else None
+    plain = mixture and not test.graded  # the bound plot reads counts alone
+    mixture_params = (float(params["p"]), str(params["prior"])) if plain else None
     return Trajectory(
         name,
         label,

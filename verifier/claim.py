@@ -11,13 +11,13 @@ has stopped it produces the verdict payload (never before).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from protocol import SPEC_VERSION, limits
 from protocol.claim.claim_map import ClaimMap
 from protocol.claim.functions import AnyScoreSpec, resolve_score
-from protocol.claim.outcome import check_test_fits_score, feed, outcome
+from protocol.claim.outcome import feed, outcome
 from protocol.claim.params import ClaimParams
 from protocol.claim.schedule import WindowSchedule
 from protocol.claim.transcript import TranscriptWriter
@@ -27,11 +27,11 @@ from protocol.encoding import Value, decode, encode
 from protocol.errors import InputError, ParameterError, RootMismatchError, StateError
 from protocol.items import Item, decode_pair
 from protocol.merkle import verify_inclusion
-from protocol.prg import bit_stream, without_replacement
+from protocol.prg import bit_stream
 from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
 from protocol.stats.base import Decision, SequentialTest, Step
 from protocol.stats.registry import make_test, test_from_state
-from verifier.oracles.base import Oracle
+from verifier.oracles.base import Oracle, OracleInfo
 from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "ClaimSession",
     "PreparedWindow",
     "Progress",
+    "disclosed_pairs",
 ]
 
 
@@ -129,6 +130,8 @@ class ClaimSession:
         params: ClaimParams,
         oracle: Oracle,
         claim_nonce: bytes,
+        *,
+        excluded: Iterable[int] = (),
     ) -> ClaimSession:
         """Open a claim: check it against the record and the oracle, write the header.
 
@@ -137,6 +140,11 @@ class ClaimSession:
         images) and the oracle must offer the queries it needs. A knowledge word of the
         image-classifier score is resolved here, from the oracle's description (spec
         §10.2 step 1); the claim map records the resolved condition.
+
+        ``excluded`` are pairs the claim must not open (those earlier claims on the
+        record opened, spec §10.2 step 2): the claim map records them, the order skips
+        them and the test runs over the pairs left. A claim that would have no pair
+        left is ``invalid-state``.
         """
         if params.record_index != record.index:
             raise InputError(f"claim names record {params.record_index}, not {record.index}")
@@ -154,8 +162,15 @@ class ClaimSession:
         score.check_oracle(info)
         scorer = scorer_for(score)
         scorer.check_oracle(oracle, info)
-        test = make_test(params.test_name, record.n_pairs, params.p, params.alpha)
-        check_test_fits_score(test, score.tie_margin)
+        skipped = tuple(sorted(set(excluded)))
+        if skipped and not 0 <= skipped[0] <= skipped[-1] < record.n_pairs:
+            raise InputError(f"excluded pairs must be indices of the record's {record.n_pairs}")
+        if len(skipped) >= record.n_pairs:
+            raise StateError(
+                f"earlier claims opened every one of record {record.index}'s {record.n_pairs}"
+                " pairs: no fresh pair is left for this claim; escrow a new record"
+            )
+        test = make_test(params.test_name, record.n_pairs - len(skipped), params.p, params.alpha)
         claim = ClaimMap(
             record_index=record.index,
             record_root=record.root,
@@ -172,6 +187,7 @@ class ClaimSession:
             window=params.window,
             window_max=params.window_max,
             claim_nonce=claim_nonce,
+            excluded=skipped,
         )
         session = cls(claim_id, record, params, oracle, claim_nonce, test, claim)
         session._scorer = scorer
@@ -217,7 +233,7 @@ class ClaimSession:
     def _next_in_order(self, count: int) -> list[int]:
         """Return the next ``count`` pairs of the audit order (one lazy pass per claim)."""
         if self._order is None:
-            self._order = without_replacement(self.seed, self.record.n_pairs)
+            self._order = self.claim.order(self.seed)
             for _ in self.opened:
                 next(self._order)
         return [next(self._order) for _ in range(count)]
@@ -252,7 +268,7 @@ class ClaimSession:
         if not self._requested:
             window = self._plan_window(self.windows, len(self.opened))
             if not window:
-                exhausted = len(self.opened) >= self.limit and self.limit == self.record.n_pairs
+                exhausted = len(self.opened) >= self.limit and self.limit == self.claim.population
                 self.stop = "exhausted" if exhausted else "budget"
                 return []
             self._requested.append(window)
@@ -398,14 +414,14 @@ class ClaimSession:
         opened = len(self.opened)
         if (
             decision is not Decision.CONTINUE
-            or opened == self.record.n_pairs
+            or opened == self.claim.population
             or opened >= self.limit
         ):
             self.stop = stop_reason(
                 decision is Decision.DETECTED,
                 decision is Decision.EXHAUSTED,
                 opened,
-                self.record.n_pairs,
+                self.claim.population,
             )
         if self.stop is not None:
             # A window requested ahead of a stop is discarded unscored (spec §10.2).
@@ -415,7 +431,7 @@ class ClaimSession:
     def _current_step(self) -> Step:
         if self.last_step is not None:
             return self.last_step
-        return Step(0, 0, Decision.CONTINUE, None, None)
+        return self.test.initial_step()
 
     # -- results ---------------------------------------------------------------------
 
@@ -506,9 +522,18 @@ class ClaimSession:
         claim = state["claim"]
         if not isinstance(claim, dict) or not isinstance(claim.get("claim_nonce"), bytes):
             raise InputError("claim snapshot has no claim map")
-        nonce = claim["claim_nonce"]
+        nonce, excluded = claim["claim_nonce"], claim.get("excluded", [])
         assert isinstance(nonce, bytes)
-        session = cls.start(str(state["claim_id"]), record, params, oracle, nonce)
+        if not isinstance(excluded, list) or not all(isinstance(i, int) for i in excluded):
+            raise InputError("claim snapshot's excluded pairs must be a list of indices")
+        session = cls.start(
+            str(state["claim_id"]),
+            record,
+            params,
+            oracle,
+            nonce,
+            excluded=[i for i in excluded if isinstance(i, int)],
+        )
         if encode(session.claim_map) != encode(claim):
             raise InputError("the resumed claim differs from the stored one (model or parameters)")
         session.test = test_from_state(state["test_state"])
@@ -538,3 +563,27 @@ class ClaimSession:
         if session.test.draws:
             session.last_step = session.test._evaluate()
         return session
+
+
+def disclosed_pairs(snapshot: bytes, record: ClaimRecord) -> list[int]:
+    """Return the pairs an unfinished claim may have disclosed (spec §10.2 step 2).
+
+    ``snapshot`` is the claim's last saved state (:meth:`ClaimSession.snapshot`): the
+    pairs it records as opened and those of the two requests that follow in its order
+    and schedule, the most that can have reached the oracle, or the verifier, before a
+    save (§10.2 steps 8 and 9). A claim that has stopped discloses its opened pairs
+    only: a window requested ahead of a stop is never queried.
+    """
+    state = decode(snapshot)
+    if not isinstance(state, dict):
+        raise InputError("claim snapshot must be a map")
+    claim = ClaimMap.from_value(state.get("claim"), OracleInfo.from_value)
+    opened, windows = state.get("opened"), state.get("windows")
+    if not isinstance(opened, list) or not isinstance(windows, int) or windows < 0:
+        raise InputError("malformed claim snapshot")
+    count = len(opened)
+    if state.get("stop") is None:
+        first = claim.schedule.size(windows, count)
+        count += first + claim.schedule.size(windows + 1, count + first)
+    order = claim.order(audit_seed(record.root, record.rho, claim.claim_nonce))
+    return [next(order) for _ in range(min(count, claim.population))]

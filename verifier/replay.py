@@ -21,8 +21,7 @@ from protocol.claim.transcript import HEADER_KEYS, chain_head, check_pair_record
 from protocol.claim.verdict import Verdict, final_state, stop_reason
 from protocol.encoding import Value, encode
 from protocol.errors import InputError, OracleError, ParameterError, VerificationError
-from protocol.prg import without_replacement
-from protocol.stats.base import Decision, Step
+from protocol.stats.base import Decision
 from verifier.oracles.base import OracleInfo
 from verifier.windows import AnyWindowScorer, scorer_for
 
@@ -46,7 +45,8 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
 
     Steps: (1) the transcript's chain head and record count equal the verdict's; (2)
     its header carries the verdict's claim; (3) its pairs are the verdict's opened
-    pairs, in the audit order of the verdict's seed, in the claim's windows; (4) per
+    pairs, in the audit order of the verdict's seed (without the pairs the claim map
+    excludes), in the claim's windows; (4) per
     pair, the augmentation parameters are the PRG's, the scores follow from the
     recorded answers, and the outcome from the scores (and the tie coin); (5) the test
     fed these outcomes ends in the verdict's final state and decision; (6) the stop
@@ -69,8 +69,9 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         raise _fail("the transcript header does not carry the verdict's claim")
     seed: bytes = verdict["audit_seed"]
     opened = [int(i) for i in verdict["opened"]]
-    order = without_replacement(seed, claim.n_pairs)
-    if [next(order) for _ in opened] != opened:
+    # The order of §5.3 without the pairs the claim map excludes (§10.2 step 2).
+    order = claim.order(seed)
+    if [next(order, None) for _ in opened] != opened:
         raise _fail("the opened pairs do not follow the audit seed's order")
     if [p.get("index") for p in pairs] != opened:
         raise _fail("the transcript's pairs are not the opened pairs")
@@ -84,7 +85,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     info = OracleInfo.from_value(claim.oracle)
     test = claim.make_test()
     indicators = ""
-    last = Step(0, 0, Decision.CONTINUE, None, None)
+    last = test.initial_step()
     for record in pairs:
         char = _replay_pair(record, seed, scorer, info, claim)
         fed = test.decision is Decision.CONTINUE
@@ -105,7 +106,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         test.decision is Decision.DETECTED,
         test.decision is Decision.EXHAUSTED,
         len(pairs),
-        claim.n_pairs,
+        claim.population,
     )
     if verdict["stop"] != stop:
         raise _fail("the verdict's stop reason is not the one its pairs and test give")
@@ -123,14 +124,14 @@ def _windows(claim: ClaimMap, count: int) -> list[int]:
 
 
 def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
-    """Compare final states: counts and interval exactly, the log statistic loosely.
+    """Compare final states: counts, interval and grades exactly, the log statistic loosely.
 
     The log e-value is informative only (the decision is made exactly, spec §7.3);
     it comes from the C library's log and lgamma, which may differ in the last bits
     between platforms, so it must agree to 1e-9 relative, not bit for bit.
     """
-    exact = ("draws", "successes", "interval")
-    if encode([replayed[k] for k in exact]) != encode([recorded.get(k) for k in exact]):
+    exact = ("draws", "successes", "interval", "grades")
+    if encode([replayed.get(k) for k in exact]) != encode([recorded.get(k) for k in exact]):
         return False
     mine, theirs = replayed["log_statistic"], recorded.get("log_statistic")
     if mine is None or theirs is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -34,13 +35,16 @@ def serve_arbiter(
     metrics: Metrics = NO_METRICS,
     reflection: bool = False,
     claim_lease_s: float = DEFAULT_LEASE_S,
+    held_models: Path | None = None,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
     ``entropy`` is for reproducible tests only (claim ids and nonces; default: the OS
     CSPRNG). ``escrow_rate_limit`` bounds each client's escrow commits (None: no limit).
     Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
-    over TLS when ``oracle_tls`` is given). Concurrent claims run on separate threads.
+    over TLS when ``oracle_tls`` is given), and run the model artefacts of the store
+    ``held_models`` (``held:sha256:<hex>``, :mod:`verifier.oracles.held`) in child
+    processes. Concurrent claims run on separate threads.
 
     Every RPC is logged (:mod:`wire.observe`); RPCs, claims, escrow commits,
     oracle and store times are counted in ``metrics``. The health service answers
@@ -51,7 +55,7 @@ def serve_arbiter(
     while it runs: several arbiter processes may serve one database (replicas), and
     a claim is run by one of them at a time.
     """
-    factory = oracle_factory or grpc_oracle_factory(oracle_tls)
+    factory = oracle_factory or grpc_oracle_factory(oracle_tls, held_models)
     if metrics is not NO_METRICS:
         store = MeteredStore(store, metrics)  # the caller still closes the store it gave
 

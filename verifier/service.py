@@ -20,10 +20,12 @@ from __future__ import annotations
 import contextlib
 import platform
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -32,8 +34,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
 from protocol.commitment import PairOpening
-from protocol.encoding import Value, encode
-from protocol.envelope import payload_type, sign_envelope
+from protocol.encoding import Value, decode, encode
+from protocol.envelope import Envelope, payload_type, sign_envelope
 from protocol.errors import InputError, NotFoundError, StateError, TwinauditError
 from protocol.escrow_messages import format_time
 from protocol.keys import key_id, public_key_pem
@@ -52,27 +54,34 @@ from .claim import (
     ClaimSession,
     PreparedWindow,
     Progress,
+    disclosed_pairs,
 )
 from .verdict import VERDICT_KIND
 
 #: Name of this service for the health service.
 SERVICE_NAME = "twinaudit.verifier.v1.Verifier"
+#: Status of a claim left open and then superseded by a claim with exclusions (§10.2).
+ABANDONED_STATUS = "abandoned"
 #: Deadline of each oracle call made on behalf of a claim.
 ORACLE_DEADLINE_S = 60.0
 
 OracleFactory = Callable[[str], Oracle]
 
 
-def grpc_oracle_factory(tls: transport.TlsFiles | None = None) -> OracleFactory:
+def grpc_oracle_factory(
+    tls: transport.TlsFiles | None = None, held_models: Path | None = None
+) -> OracleFactory:
     """Return a factory that reaches ``host:port`` oracles over gRPC (TLS if given).
 
     It also reaches models on Open Inference Protocol servers (``oip+http://``,
-    ``oip+https://``, ``oip+grpc://``; :mod:`verifier.oracles.dial`).
+    ``oip+https://``, ``oip+grpc://``) and the artefacts of ``held_models``
+    (``held:sha256:<hex>``, run in a child process; :mod:`verifier.oracles.dial`).
     """
 
     def connect(endpoint: str) -> Oracle:
-        # HOST:PORT, or an Open Inference Protocol model (oip+http://…, oip+grpc://…).
-        return dial_oracle(endpoint, tls=tls, timeout_s=ORACLE_DEADLINE_S)
+        # HOST:PORT, an Open Inference Protocol model (oip+http://…, oip+grpc://…), or
+        # an arbiter-held artefact (held:sha256:…).
+        return dial_oracle(endpoint, tls=tls, timeout_s=ORACLE_DEADLINE_S, held_models=held_models)
 
     return connect
 
@@ -145,6 +154,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         self._oracles = oracle_factory
         self._clock = clock or (lambda: datetime.now(UTC))
         self._entropy = entropy or secrets.token_bytes
+        self._fresh_lock = threading.Lock()
 
     # -- FileClaim -------------------------------------------------------------------
 
@@ -153,6 +163,7 @@ class VerifierService(pb_grpc.VerifierServicer):
     ) -> Iterator[pb.VerifierMessage]:
         """Run a claim: accept, then request openings and report progress until a verdict."""
         claim_id = ""
+        session: ClaimSession | None = None
         lease = self._leases.new_lease()  # this run's, whether it starts or resumes the claim
         # Given up as soon as the call ends, however it ends: a cancelled call (the owner
         # gone, the server stopping) frees the claim at once, even while this thread still
@@ -195,6 +206,10 @@ class VerifierService(pb_grpc.VerifierServicer):
         finally:
             self._leases.release(lease)
             self._metrics.claim_ended()
+            # An arbiter-held model's child process lives as long as the claim's run.
+            close = getattr(session.oracle, "close", None) if session is not None else None
+            if callable(close):
+                close()
 
     def _run_windows(
         self,
@@ -281,12 +296,59 @@ class VerifierService(pb_grpc.VerifierServicer):
                 raise StateError(f"claim {resumed!r} is {stored.status}; it cannot resume")
             transcript = self._store.load_transcript(resumed) or b""
             return ClaimSession.resume(stored.state, transcript, record, params, oracle)
-        session = ClaimSession.start(
-            self._entropy(16).hex(), record, params, oracle, self._entropy(32)
-        )
-        self._save(session, lease)  # creates the claim, held by this run
+        with self._fresh_lock:  # one claim with exclusions starts at a time (spec §10.2)
+            excluded = self._excluded_pairs(record, lease) if params.fresh_pairs else []
+            session = ClaimSession.start(
+                self._entropy(16).hex(),
+                record,
+                params,
+                oracle,
+                self._entropy(32),
+                excluded=excluded,
+            )
+            self._save(session, lease)  # creates the claim, held by this run
         self._leases.hold(session.claim_id, lease)
         return session
+
+    def _excluded_pairs(self, record: ClaimRecord, lease: ClaimLease) -> list[int]:
+        """Return the pairs earlier claims on ``record`` disclosed (spec §10.2 step 2).
+
+        Every claim filed on the record counts, whatever became of it: a finished
+        claim's opened pairs (its verdict's ``opened``); for one that failed or was left
+        open, what its last saved state may have disclosed
+        (:func:`~verifier.claim.disclosed_pairs`). A claim left open is abandoned here,
+        so that it can never resume and open pairs the new claim opens; one that
+        another run is processing makes the new claim ``claim-busy``.
+        """
+        pairs: set[int] = set()
+        for earlier in self._store.claims_for_record(record.index):
+            if earlier.finished:
+                pairs.update(self._verdict_opened(earlier.claim_id))
+                continue
+            stored = self._store.acquire_claim(earlier.claim_id, lease)  # claim-busy if run
+            if stored is None:
+                continue
+            try:
+                if stored.finished:
+                    pairs.update(self._verdict_opened(earlier.claim_id))
+                    continue
+                if stored.status == "open":
+                    self._store.save_claim(
+                        earlier.claim_id, record.index, ABANDONED_STATUS, stored.state, lease=lease
+                    )
+                pairs.update(disclosed_pairs(stored.state, record))
+            finally:
+                self._store.release_claim(earlier.claim_id, lease)
+        return sorted(pairs)
+
+    def _verdict_opened(self, claim_id: str) -> list[int]:
+        """Return the opened pairs of a finished claim's stored verdict."""
+        found = self._store.get_verdict(claim_id)
+        if found is None:
+            return []
+        payload = decode(Envelope.from_json(found.verdict).payload)
+        opened = payload.get("opened") if isinstance(payload, dict) else None
+        return [i for i in opened if isinstance(i, int)] if isinstance(opened, list) else []
 
     def _save(self, session: ClaimSession, lease: ClaimLease) -> None:
         """Persist the claim's state with the transcript records made since the last save."""

@@ -6,6 +6,9 @@
 - :mod:`wire.transport`: message-size limits, deadlines, TLS credentials, the health
   service and the mapping from the protocol's errors to gRPC status codes.
 - :mod:`wire.observe`: one log event per RPC and the servers' metrics.
+- :mod:`wire.torchvision_shim`: imports torchvision (and so ``transformers``) on the CPU
+  torch, for the owner's extractors and text models and the verifier's Hugging Face
+  oracles alike; the only module here that imports torch, and only when imported.
 
 It stands on ``protocol`` alone; ``owner``, ``verifier`` and the CLI ``twinaudit``
 stand on it (``docs/architecture.md``).

@@ -39,6 +39,7 @@ def to_claim_start(params: ClaimParams, resume_claim_id: str = "") -> pb.ClaimSt
         resume_claim_id=resume_claim_id,
         window=params.window,
         window_max=params.window_max,
+        fresh_pairs=params.fresh_pairs,
     )
 
 
@@ -75,4 +76,5 @@ def params_from_claim_start(start: pb.ClaimStart) -> ClaimParams:
         query_budget=start.query_budget,
         window=start.window or DEFAULT_WINDOW,
         window_max=start.window_max,
+        fresh_pairs=start.fresh_pairs,
     )

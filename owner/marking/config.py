@@ -36,6 +36,11 @@ MIN_INPUT_SIZE: Final = 8
 MAX_INPUT_SIZE: Final = 1024
 #: Longest extractor reference or weights path accepted, in characters.
 MAX_NAME_CHARS: Final = 4096
+#: Largest working-resolution factor accepted (see :attr:`MarkingConfig.work_scale`).
+MAX_WORK_SCALE: Final = 64
+#: The working-resolution factor of a record that does not name one (made before it
+#: existed): PGD at every image's full size, which is what such a vault was marked with.
+LEGACY_WORK_SCALE: Final = 0
 
 #: How errors about a recorded configuration name it.
 _WHAT: Final = "marking config"
@@ -100,6 +105,15 @@ class MarkingConfig:
         batch_size: images optimised together (and the unit a resumed run restarts at).
         input_size: side of the square input the extractor sees; images are resized to
             it bilinearly and differentiably.
+        work_scale: PGD's working resolution, as a multiple of the side the extractor
+            sees: an image whose longer side exceeds ``work_scale × side`` has its δ
+            optimised on a bilinear (antialiased) copy of that longer side, aspect kept,
+            and carried back to full size by bilinear upsampling (which keeps |δ| ≤ ε)
+            before rounding. The extractor resizes its input to ``side`` anyway, so the
+            search sees nearly what it would at full size, at a cost that no longer
+            grows with the photo's megapixels (``python -m bench photos``). Smaller
+            images are marked at full size, bit for bit as before. 0: always at full
+            size (what a vault recorded without this field was marked with).
 
     """
 
@@ -111,6 +125,7 @@ class MarkingConfig:
     step_size: float = 6.0
     batch_size: int = 8
     input_size: int = 96
+    work_scale: int = 2
 
     def __post_init__(self) -> None:
         """Check every field; raise ParameterError on the first one out of its domain."""
@@ -135,6 +150,7 @@ class MarkingConfig:
         check_int("steps", self.steps, 0, MAX_STEPS)
         check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
         check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
+        check_int("work_scale", self.work_scale, 0, MAX_WORK_SCALE)
         step = self.step_size
         if isinstance(step, bool) or not isinstance(step, int | float):
             raise ParameterError(f"step_size must be a number, got {type(step).__name__}")
@@ -144,22 +160,41 @@ class MarkingConfig:
         object.__setattr__(self, "step_size", float(step))
 
     def to_value(self) -> dict[str, Value]:
-        """Return the canonical-encodable record of this configuration (every field)."""
-        return fields_value(self)
+        """Return the canonical-encodable record of this configuration.
+
+        Every field, except ``work_scale`` when it is :data:`LEGACY_WORK_SCALE`: such a
+        configuration records exactly as it did before the field existed.
+        """
+        value = fields_value(self)
+        if self.work_scale == LEGACY_WORK_SCALE:
+            del value["work_scale"]
+        return value
 
     @classmethod
     def from_value(cls, value: Value) -> MarkingConfig:
         """Rebuild a configuration from :meth:`to_value`'s output, strictly.
 
         Raises:
-            InputError: ``value`` is not a map with exactly the recorded fields, or a
-                field has the wrong type.
+            InputError: ``value`` is not a map with exactly the recorded fields, a field
+                has the wrong type, or ``work_scale`` is written out as 0.
             ParameterError: a field is of the right type but outside its domain.
 
         """
         if not isinstance(value, dict):
             raise InputError("a marking config must be a map")
-        check_field_names(value, [f.name for f in fields(cls)], _WHAT)
+        names = [f.name for f in fields(cls)]
+        if "work_scale" not in value:
+            names.remove("work_scale")  # a record from before the field: full size
+        check_field_names(value, names, _WHAT)
+        work_scale = (
+            typed_field(value, "work_scale", int, _WHAT)
+            if "work_scale" in value
+            else LEGACY_WORK_SCALE
+        )
+        if "work_scale" in value and work_scale == LEGACY_WORK_SCALE:
+            # One record per configuration: to_value leaves 0 out, so a 0 written out is
+            # not a record this code made (and would not compare equal to one it makes).
+            raise InputError(f"a {_WHAT} records work_scale {LEGACY_WORK_SCALE} by omitting it")
         return cls(
             marker=typed_field(value, "marker", str, _WHAT),
             epsilon=typed_field(value, "epsilon", int, _WHAT),
@@ -169,6 +204,7 @@ class MarkingConfig:
             step_size=typed_field(value, "step_size", float, _WHAT),
             batch_size=typed_field(value, "batch_size", int, _WHAT),
             input_size=typed_field(value, "input_size", int, _WHAT),
+            work_scale=work_scale,
         )
 
 

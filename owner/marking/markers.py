@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 import numpy.typing as npt
 import torch
+from torch.nn import functional
 
 from protocol import limits
 from protocol.errors import InputError, ParameterError
@@ -133,9 +134,16 @@ class PgdMarker(Marker):
             out[start : start + size] = self._chunk_deltas(chunk, first_index + start)
         return out
 
-    def random_start(self, pixels: Pixels, first_index: int) -> npt.NDArray[np.float32]:
-        """Return the uniform start δ₀ ∈ [−ε, ε) per image, channel-first (B, C, H, W)."""
+    def random_start(
+        self, pixels: Pixels, first_index: int, shape: tuple[int, int] | None = None
+    ) -> npt.NDArray[np.float32]:
+        """Return the uniform start δ₀ ∈ [−ε, ε) per image, channel-first (B, C, H, W).
+
+        ``shape`` (height, width) is the working resolution when it is not the images'.
+        """
         batch, height, width, channels = pixels.shape
+        if shape is not None:
+            height, width = shape
         size = channels * height * width
         eps = float(self.config.epsilon)
         start = np.empty((batch, channels, height, width), dtype=np.float32)
@@ -144,11 +152,33 @@ class PgdMarker(Marker):
             start[k] = ((2.0 * u - 1.0) * eps).reshape(channels, height, width)
         return start
 
+    def work_shape(self, height: int, width: int) -> tuple[int, int]:
+        """Return the (height, width) PGD optimises an image of this size at.
+
+        The image's own size unless its longer side exceeds ``work_scale`` times the side
+        the extractor sees; then that longer side, the other scaled in proportion (at
+        least 1). See :attr:`MarkingConfig.work_scale`.
+        """
+        side = self.extractor.input_size
+        scale = self.config.work_scale
+        if side is None or scale == 0 or max(height, width) <= scale * side:
+            return height, width
+        limit = scale * side
+        factor = limit / max(height, width)
+        return max(1, round(height * factor)), max(1, round(width * factor))
+
     def _chunk_deltas(self, pixels: Pixels, first_index: int) -> Deltas:
         device = self.extractor.device
         x = torch.from_numpy(np.ascontiguousarray(pixels)).to(device)
         x = x.permute(0, 3, 1, 2).float()
-        delta = torch.from_numpy(self.random_start(pixels, first_index)).to(device)
+        full = (pixels.shape[1], pixels.shape[2])
+        work = self.work_shape(*full)
+        if work != full:
+            # Optimise on a working-resolution copy; δ comes back to full size below.
+            x = functional.interpolate(
+                x, size=work, mode="bilinear", align_corners=False, antialias=True
+            )
+        delta = torch.from_numpy(self.random_start(pixels, first_index, work)).to(device)
         cfg = self.config
         delta = pgd_ascent(
             self.extractor,
@@ -158,6 +188,9 @@ class PgdMarker(Marker):
             steps=cfg.steps,
             step_size=cfg.step_size,
         )
+        if work != full:
+            # Bilinear weights are a convex combination: the upsampled δ stays in [−ε, ε].
+            delta = functional.interpolate(delta, size=full, mode="bilinear", align_corners=False)
         rounded = delta.round().to(torch.int16).permute(0, 2, 3, 1).cpu()
         return np.ascontiguousarray(rounded.numpy())
 

@@ -8,6 +8,7 @@ spec section       module
 §10.1              :mod:`.params` — the owner's claim parameters (:class:`ClaimParams`)
 §10.1              :mod:`.claim_map` — the claim map a transcript and a verdict carry
 §10.1, §10.3–10.6  :mod:`.functions` — the table of score functions
+§10.2 step 2       :mod:`.order` — the opening order, pairs of earlier claims excluded
 §10.2 step 3       :mod:`.schedule` — the window schedule
 §10.3              :mod:`.scores.classifier`, :mod:`.scores.knowledge`
 §10.3, §10.4       :mod:`.scores.perturbations` — the perturbation families' names

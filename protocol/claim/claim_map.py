@@ -3,7 +3,8 @@
 A :class:`ClaimMap` is what a claim's transcript header and its verdict carry: the
 record, the model and the oracle's description, the score with its knowledge
 condition resolved, the test and its parameters, the tie rule, the limits, the window
-schedule's parameters and the claim nonce. The claim engine builds it from
+schedule's parameters, the claim nonce and, where the claim excludes the pairs earlier
+claims on the record opened, those pairs (``excluded``). The claim engine builds it from
 parameters it has already validated; a verdict or a transcript is input from anyone,
 so :meth:`ClaimMap.from_value` re-checks every key, type and range before any field
 is used. Every failure is ``invalid-input`` (:class:`~protocol.errors.InputError`),
@@ -12,6 +13,8 @@ naming the field.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +25,7 @@ from protocol.stats.base import SequentialTest, TiePolicy
 from protocol.stats.registry import make_test
 
 from .functions import AnyScoreSpec, score_spec_from_value
-from .outcome import check_test_fits_score
+from .order import check_excluded, claim_order
 from .params import MAX_NAME_BYTES
 from .schedule import MAX_WINDOW, WindowSchedule
 from .scores.oracle_view import DescribeParser
@@ -42,6 +45,8 @@ CLAIM_KEYS = frozenset(
         "claim_nonce",
     }
 )
+#: The optional key of a claim that excludes pairs opened by earlier claims (spec §10.1).
+EXCLUDED_KEY = "excluded"
 RECORD_KEYS = frozenset({"index", "root", "n_pairs"})
 MODEL_KEYS = frozenset({"endpoint", "name", "oracle"})
 TEST_KEYS = frozenset({"name", "params"})
@@ -70,11 +75,23 @@ class ClaimMap:
     window: int
     window_max: int
     claim_nonce: bytes
+    #: Pairs opened by earlier claims on the record, which this claim never opens:
+    #: strictly increasing, at most ``n_pairs − 1`` of them; empty when none (§10.1).
+    excluded: tuple[int, ...] = ()
+
+    @property
+    def population(self) -> int:
+        """The pairs the claim can open: the record's, less the excluded (its test's ``N``)."""
+        return self.n_pairs - len(self.excluded)
 
     @property
     def limit(self) -> int:
-        """How many pairs the claim may open at most (``max_pairs`` or the record's size)."""
-        return self.n_pairs if self.max_pairs == 0 else min(self.max_pairs, self.n_pairs)
+        """How many pairs the claim may open at most (``max_pairs`` or its population)."""
+        return self.population if self.max_pairs == 0 else min(self.max_pairs, self.population)
+
+    def order(self, seed: bytes) -> Iterator[int]:
+        """Return the claim's opening order under ``seed`` (§10.2 step 2), excluded skipped."""
+        return claim_order(seed, self.n_pairs, self.excluded)
 
     @property
     def queries_per_pair(self) -> int:
@@ -94,11 +111,11 @@ class ClaimMap:
         p = self.test_params["p"]
         assert isinstance(p, float)
         assert alpha is None or isinstance(alpha, float)
-        return make_test(self.test_name, self.n_pairs, p, alpha)
+        return make_test(self.test_name, self.population, p, alpha)
 
     def to_value(self) -> dict[str, Value]:
-        """Return the canonical claim map."""
-        return {
+        """Return the canonical claim map (``excluded`` only when the claim excludes pairs)."""
+        value: dict[str, Value] = {
             "record": {
                 "index": self.record_index,
                 "root": self.record_root,
@@ -114,6 +131,10 @@ class ClaimMap:
             "window_max": self.window_max,
             "claim_nonce": self.claim_nonce,
         }
+        if self.excluded:
+            excluded: list[Value] = list(self.excluded)
+            value[EXCLUDED_KEY] = excluded
+        return value
 
     @classmethod
     def from_value(cls, value: Value, describe: DescribeParser) -> ClaimMap:
@@ -122,17 +143,27 @@ class ClaimMap:
         Checked: exact key sets (claim, ``record``, ``model``, ``test``); ``record.index``
         ≥ 0, ``record.root`` and ``claim_nonce`` 32 bytes, ``record.n_pairs`` in
         1..MAX_PAIRS; ``model.endpoint`` and ``model.name`` text, ``model.oracle`` a
-        valid Describe map (``describe`` parses it); the score map valid for its
+        valid Describe map (``describe`` parses it), whose ``model_digest`` is the hex
+        a ``held:sha256:<hex>`` endpoint names (an arbiter-held model); the score map valid for its
         function with a resolved knowledge condition, served by that oracle; the test
         registered, its ``params`` exactly those the test takes for ``n_pairs`` (§7);
         ``tie_rule`` ``coin`` or ``skip``; ``max_pairs`` and ``query_budget`` ≥ 0;
-        ``window`` in 1..256 and ``window_max`` in ``window``..256.
+        ``window`` in 1..256 and ``window_max`` in ``window``..256; ``excluded``, where
+        present, strictly increasing pair indices that leave at least one pair, the
+        test's parameters then being those over the pairs left.
         """
-        claim = _map(value, CLAIM_KEYS, "the claim")
+        if isinstance(value, dict) and EXCLUDED_KEY in value:
+            claim = _map(value, CLAIM_KEYS | {EXCLUDED_KEY}, "the claim")
+        else:
+            claim = _map(value, CLAIM_KEYS, "the claim")
         record = _map(claim["record"], RECORD_KEYS, "claim.record")
         index = _int(record["index"], "claim.record.index", 0, 2**63 - 1)
         root = _hash(record["root"], "claim.record.root")
         n_pairs = _int(record["n_pairs"], "claim.record.n_pairs", 1, limits.MAX_PAIRS)
+        excluded: tuple[int, ...] = ()
+        if EXCLUDED_KEY in claim:
+            excluded = tuple(check_excluded(claim[EXCLUDED_KEY], n_pairs))
+        population = n_pairs - len(excluded)
         model = _map(claim["model"], MODEL_KEYS, "claim.model")
         endpoint = _text(model["endpoint"], "claim.model.endpoint")
         name = _text(model["name"], "claim.model.name")
@@ -142,6 +173,7 @@ class ClaimMap:
             score.check_oracle(info)
         except (OracleError, ParameterError) as exc:
             raise InputError(f"claim.model.oracle or claim.score: {exc}") from None
+        _check_held(endpoint, model["oracle"])
         test = _map(claim["test"], TEST_KEYS, "claim.test")
         params = test["params"]
         if not isinstance(test["name"], str) or not isinstance(params, dict):
@@ -150,17 +182,13 @@ class ClaimMap:
         if not isinstance(p, float) or (alpha is not None and not isinstance(alpha, float)):
             raise InputError("claim.test.params.p (and alpha) must be floats")
         try:
-            built = make_test(test["name"], n_pairs, p, alpha)
-        except ParameterError as exc:
-            raise InputError(f"claim.test: {exc}") from None
-        try:
-            check_test_fits_score(built, score.tie_margin)
+            built = make_test(test["name"], population, p, alpha)
         except ParameterError as exc:
             raise InputError(f"claim.test: {exc}") from None
         if encode(built.parameters()) != encode(params):
             raise InputError(
                 f"claim.test.params must be exactly the parameters of {test['name']!r} "
-                f"over {n_pairs} pairs at p = {p}"
+                f"over {population} pairs at p = {p}"
             )
         if not isinstance(claim["tie_rule"], str) or claim["tie_rule"] not in TIE_RULES:
             raise InputError(f"claim.tie_rule must be one of {sorted(TIE_RULES)}")
@@ -185,6 +213,7 @@ class ClaimMap:
             window=window,
             window_max=window_max,
             claim_nonce=nonce,
+            excluded=excluded,
         )
 
 
@@ -198,6 +227,24 @@ def _int(value: object, what: str, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InputError(f"{what} must be an integer in {low}..{high}")
     return value
+
+
+#: An arbiter-held model's endpoint (spec §10.1): ``held:sha256:<64 lowercase hex>``.
+HELD_ENDPOINT = re.compile(r"held:sha256:([0-9a-f]{64})")
+
+
+def _check_held(endpoint: str, oracle: Value) -> None:
+    """Refuse a ``held:…`` endpoint other than ``held:sha256:<hex>`` of the model digest (§10.1)."""
+    if not endpoint.startswith("held:"):
+        return
+    match = HELD_ENDPOINT.fullmatch(endpoint)
+    if match is None:
+        raise InputError("claim.model.endpoint held:… must be held:sha256:<64 lowercase hex>")
+    assert isinstance(oracle, dict)  # the Describe map has been parsed
+    if oracle.get("model_digest") != match.group(1):
+        raise InputError(
+            "claim.model.oracle.model_digest must be the SHA-256 its held:sha256: endpoint names"
+        )
 
 
 def _text(value: object, what: str) -> str:

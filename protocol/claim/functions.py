@@ -226,7 +226,7 @@ def score_spec_from_fields(
 
     Fields a function does not take must be unset (0 or empty); an unset field of a
     parameter that :attr:`Parameter.fills_unset` takes its default (for ``image-encoder``
-    K = 64 and ``random-resized-crop-flip``; the classifier's statistic ``entropy``).
+    K = 64 and ``random-resized-crop-flip-v2``; the classifier's statistic ``entropy``).
     """
     entry = score_function(function)
     fields: dict[str, ParameterValue] = {

@@ -86,15 +86,6 @@ def outcome(
     return HEADS if Prg(seed, f"tie/{index}").coin() else TAILS
 
 
-def check_test_fits_score(test: SequentialTest, margin: float) -> None:
-    """Refuse a graded test (spec §7.5) for a score without a tie margin (ParameterError)."""
-    if test.graded and not margin > 0.0:
-        raise ParameterError(
-            f"test {test.name!r} grades pairs by their gap over the tie margin (spec §7.5): "
-            "it needs a score with a margin above 0 (image-classifier C1 or C2, --margin)"
-        )
-
-
 def feed(
     test: SequentialTest, char: str, scores: Sequence[float], published: int, margin: float
 ) -> Step | None:

@@ -30,6 +30,8 @@ class ClaimParams:
     knowledge condition by a word (``labelled``, ``unlabelled``), which the claim
     resolves from the oracle's description when it starts (§10.2 step 1). ``alpha``
     None is the test's default; ``window_max`` 0 is :func:`default_window_max`.
+    ``fresh_pairs`` asks the verifier to exclude every pair that earlier claims on the
+    record opened (the claim map's ``excluded``, §10.1).
     """
 
     record_index: int
@@ -46,6 +48,8 @@ class ClaimParams:
     window: int = DEFAULT_WINDOW
     #: The cap on a request's size; 0 means :func:`~.schedule.default_window_max`.
     window_max: int = 0
+    #: Open only pairs that no earlier claim on the record opened (spec §10.2 step 2).
+    fresh_pairs: bool = False
 
     def __post_init__(self) -> None:
         """Check ranges and sizes."""

@@ -133,6 +133,8 @@ def parse_verdict(value: Value, describe: DescribeParser) -> Verdict:
         raise InputError("opened must list non-negative pair indices")
     if len(set(opened)) != len(opened):
         raise InputError("a pair is listed as opened twice")
+    if claim.excluded and not set(claim.excluded).isdisjoint(opened):
+        raise InputError("opened lists a pair the claim map excludes")
     indicators = str(value["indicators"])
     if set(indicators) - INDICATOR_CHARS or len(indicators) > len(opened):
         raise InputError("indicators must be one of 0 1 h t s per processed pair")
@@ -237,8 +239,9 @@ def stop_reason(detected: bool, exhausted: bool, opened: int, n_pairs: int) -> s
     """Return the stop of spec §10.2 step 7 of a claim that stopped after ``opened`` pairs.
 
     ``detected`` and ``exhausted`` are the test's decision: ``detected`` when it detected,
-    ``exhausted`` when it can no longer detect or every pair of the record is opened,
-    else ``budget`` (the claim's ``max_pairs`` or query budget ran out).
+    ``exhausted`` when it can no longer detect or every pair the claim may open is opened
+    (``n_pairs``: the record's pairs less those the claim excludes), else ``budget``
+    (the claim's ``max_pairs`` or query budget ran out).
     """
     if detected:
         return "detected"

@@ -99,6 +99,10 @@ class SequentialTest(abc.ABC):
         self.decision = step.decision
         return step
 
+    def initial_step(self) -> Step:
+        """Return the step before any observation: no draws, no statistic yet (spec §11)."""
+        return Step(0, 0, Decision.CONTINUE, None, None)
+
     @abc.abstractmethod
     def _evaluate(self) -> Step:
         """Decide after ``self.draws`` observations with ``self.successes`` ones."""

@@ -22,7 +22,8 @@ where ``S_g``/``F_g`` count the ones and zeros fed at grade ``g``. With ``θ_k =
 every factor is ``(4R ± (2a_k − R)·j_g) / (4R)``, so ``M_t`` is again a ratio of
 integers and the decision ``M_t ≥ 1/p`` is made exactly. At grade 3 the factor is the
 mixture test's ``2θ_k`` or ``2(1 − θ_k)``; a claim whose pairs all reach grade 3 is the
-mixture test.
+mixture test, and so is every claim whose score has no margin (``m = 0``: every untied
+pair has grade 3), except that a tie decided by the coin is a half bet.
 
 Validity. The grade depends on ``|s_pub − s_hid|`` alone, which is the same whichever
 twin is published, and under H0 the publication bit is independent of both scores:
@@ -79,10 +80,11 @@ def grade_of(difference: float, margin: float) -> int:
     """Return the grade of a pair whose scores differ by ``difference`` (0: a tie).
 
     ``difference`` is ``s_pub − s_hid`` rounded to binary64 and ``margin`` the score's
-    tie margin ``m > 0``; the bounds ``10·m`` and ``100·m`` are binary64 products.
+    tie margin ``m ≥ 0``; the bounds ``10·m`` and ``100·m`` are binary64 products. With
+    ``m = 0`` every untied pair has grade 3, so the test is ``mixture-e``'s.
     """
-    if not (isinstance(margin, float) and math.isfinite(margin) and margin > 0.0):
-        raise ParameterError(f"grades need a tie margin above 0, got {margin!r}")
+    if not (isinstance(margin, float) and math.isfinite(margin) and margin >= 0.0):
+        raise ParameterError(f"a tie margin is a finite float >= 0, got {margin!r}")
     if not math.isfinite(difference):
         raise InputError("score differences must be finite")
     gap = abs(difference)
@@ -236,6 +238,10 @@ class GradedMixtureTest(SequentialTest):
             raise InputError(f"indicator must be 0 or 1, got {bit!r}")
         self.counts[grade - 1][0 if bit else 1] += 1
         return super().update(bit, grade)
+
+    def initial_step(self) -> Step:
+        """Return the step before any observation, with its six grade counts at zero."""
+        return Step(0, 0, Decision.CONTINUE, None, None, (0,) * (2 * GRADES))
 
     def _evaluate(self) -> Step:
         counts = self.grade_counts

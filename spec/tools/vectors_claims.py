@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
 from protocol.claim.functions import score_spec_from_value
+from protocol.claim.order import check_excluded
 from protocol.claim.schedule import WindowSchedule
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.claim.scores.encoder import EncoderSpec
@@ -268,10 +269,16 @@ class StandIn(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageTextOra
 
     def embed_image_text(self, images: Any, texts: list[str]) -> ImageTextAnswer:
         """One vector per image and per text, from its digest."""
-        image_rows = np.stack([self._vector(image) for image in images])
-        text_rows = np.stack([self._vector(text) for text in texts])
+        # A window of several shapes sends its captions alone, then each shape's images
+        # alone (spec §10.2 step 5): either part may be empty.
+        images = [] if images is None else images
+        image_rows = np.stack([self._vector(image) for image in images] or [np.zeros((0,))])
+        text_rows = np.stack([self._vector(text) for text in texts] or [np.zeros((0,))])
+        image_rows, text_rows = (
+            rows.reshape(0, DIM) if rows.size == 0 else rows for rows in (image_rows, text_rows)
+        )
         answer = {"images": _hexes(image_rows), "texts": _hexes(text_rows)}
-        self.calls.append((_digests(images), _text_digests(texts), answer))
+        self.calls.append((_digests(images) if len(images) else [], _text_digests(texts), answer))
         return ImageTextAnswer(image_rows, text_rows)
 
 
@@ -306,14 +313,24 @@ def _openings(record: _Record, opened: list[int]) -> list[dict[str, Any]]:
 def _claim_case(
     name: str, record: _Record, oracle: StandIn, params: dict[str, Any]
 ) -> dict[str, Any]:
-    """Run one claim through the claim engine; return its vector case."""
+    """Run one claim through the claim engine; return its vector case.
+
+    ``params`` may hold ``excluded``: the pairs of earlier claims the claim skips (spec
+    §10.2 step 2); such a claim's verdict counts one earlier claim.
+    """
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
+    params = dict(params)
+    excluded: list[int] = params.pop("excluded", [])
     claim = ClaimParams(0, record.tree.root(), "vector-oracle:0", "vector-model", **params)
     nonce = hashlib.sha256(f"twinaudit claim vector nonce {name}".encode()).digest()
     claim_id = f"vector-claim-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
-    session = ClaimSession.start(claim_id, record.claim_record, claim, oracle, nonce)
+    session = ClaimSession.start(
+        claim_id, record.claim_record, claim, oracle, nonce, excluded=excluded
+    )
+    earlier = 1 if excluded else 0
     requests = []
     while indices := session.next_request():
+        before = len(oracle.calls)
         session.submit(
             [
                 (
@@ -324,11 +341,16 @@ def _claim_case(
                 for i in indices
             ]
         )
-        images, texts, _ = oracle.calls[-1]
+        # Every oracle call of the window, in order (one per shape, §10.2 step 5).
+        images = [d for call in oracle.calls[before:] for d in call[0]]
+        texts = [d for call in oracle.calls[before:] for d in call[1]]
         requests.append({"pairs": indices, "images": images, "texts": texts})
     verdict = {"arbiter": key_id(key.public_key()), "claim_id": claim_id, "time": TIME}
     payload = session.verdict_payload(
-        arbiter=verdict["arbiter"], time=TIME, environment=dict(ENVIRONMENT)
+        arbiter=verdict["arbiter"],
+        time=TIME,
+        environment=dict(ENVIRONMENT),
+        earlier_claims=earlier,
     )
     return {
         "name": f"claim: {name}",
@@ -344,7 +366,7 @@ def _claim_case(
                 "time": RECEIPT_TIME,
             },
             "claim": to_typed(session.claim_map),
-            "verdict": {**verdict, "earlier_claims": 0, "environment": dict(ENVIRONMENT)},
+            "verdict": {**verdict, "earlier_claims": earlier, "environment": dict(ENVIRONMENT)},
             "openings": _openings(record, session.opened),
             "answers": [answer for _, _, answer in oracle.calls],
         },
@@ -472,12 +494,18 @@ def run_claim(inp: dict[str, Any]) -> dict[str, Any]:
     )
     oracle = VectorOracle(OracleInfo.from_value(claim["model"]["oracle"]), inp["answers"])
     verdict = inp["verdict"]
-    session = ClaimSession.start(verdict["claim_id"], record, params, oracle, claim["claim_nonce"])
+    excluded = claim.get("excluded", [])
+    if "excluded" in claim:  # pairs of earlier claims, checked as a claim map read back
+        check_excluded(excluded, rec["n_pairs"])
+    session = ClaimSession.start(
+        verdict["claim_id"], record, params, oracle, claim["claim_nonce"], excluded=excluded
+    )
     if encode(session.claim_map) != encode(claim):
         raise AssertionError("the claim engine made another claim map than the vector's")
     openings = {o["index"]: o for o in inp["openings"]}
     requests = []
     while indices := session.next_request():
+        before = len(oracle.sent)
         session.submit(
             [
                 (
@@ -492,7 +520,8 @@ def run_claim(inp: dict[str, Any]) -> dict[str, Any]:
                 for i in indices
             ]
         )
-        images, texts = oracle.sent[-1]
+        images = [d for call in oracle.sent[before:] for d in call[0]]
+        texts = [d for call in oracle.sent[before:] for d in call[1]]
         requests.append({"pairs": indices, "images": images, "texts": texts})
     payload = session.verdict_payload(
         arbiter=verdict["arbiter"],
@@ -596,7 +625,7 @@ def _claim_cases() -> dict[str, dict[str, Any]]:
             },
         ),
         (
-            "a memorising classifier, C1 none K=1, mixture-e, skip: detected",
+            _MEMORISED,
             labelled,
             StandIn("classify", "probabilities", _memorised(labelled)),
             {
@@ -657,7 +686,7 @@ def _claim_cases() -> dict[str, dict[str, Any]]:
             },
         ),
         (
-            "a memorising language model, mixture-e, skip: detected",
+            _MEMORISED_LANGUAGE,
             text,
             StandIn("token-logprobs", known=_memorised(text)),
             {"score": LanguageSpec(), "test_name": "mixture-e", "p": 0.05, "window": 4},
@@ -691,6 +720,168 @@ def _claim_cases() -> dict[str, dict[str, Any]]:
                 "p": 0.05,
                 "max_pairs": 4,
                 "window": 4,
+            },
+        ),
+    ]
+    cases = {
+        name: _claim_case(name, record, oracle, params) for name, record, oracle, params in rows
+    }
+    # Second claims on the same records that skip the pairs the first claims opened
+    # (spec §10.1 "excluded", §10.2 step 2): the order skips them, the test runs over
+    # the pairs left, and `exhausted` means every pair left was opened.
+    after_classifier = sorted(cases[_MEMORISED]["expected"]["opened"])
+    after_language = sorted(cases[_MEMORISED_LANGUAGE]["expected"]["opened"])
+    fresh: list[tuple[str, _Record, StandIn, dict[str, Any]]] = [
+        (
+            _UNLEARNED,
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 4,
+                "excluded": after_classifier,
+            },
+        ),
+        (
+            "a memorising classifier, C1 none K=1, mixture-e, skip, the pairs of an earlier "
+            "claim excluded: detected on the pairs left",
+            labelled,
+            StandIn("classify", "probabilities", _memorised(labelled)),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 2,
+                "excluded": after_classifier,
+            },
+        ),
+        (
+            "language-model, mixture-e over the pairs left, coin, the pairs of an earlier "
+            "claim excluded, max_pairs 6",
+            text,
+            StandIn("token-logprobs"),
+            {
+                "score": LanguageSpec(),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "tie_rule": coin,
+                "max_pairs": 6,
+                "window": 2,
+                "excluded": after_language,
+            },
+        ),
+    ]
+    for name, record, oracle, params in fresh:
+        cases[name] = _claim_case(name, record, oracle, params)
+    return cases
+
+
+# --- Claims over records whose images have several sizes (spec §10.2 step 5) ---------------
+#
+# A window's queries of several shapes go to the oracle as one request per shape; these
+# claims pin that split (the order of the requests, the queries in each) with grey and
+# RGB images of four sizes, and the -v2 crops (§10.3) on each size.
+
+#: The (height, width, channels) of the mixed records' pairs, in turn.
+_MIXED_SHAPES: tuple[tuple[int, int, int], ...] = ((4, 4, 1), (3, 5, 1), (4, 4, 3), (5, 2, 3))
+
+
+def _mixed_images(seed: int, *, labelled: bool) -> list[tuple[ImageItem, ImageItem]]:
+    """Pairs of grey and RGB images of four sizes, a ±16 sign pattern apart."""
+    rng = np.random.default_rng([seed, N_PAIRS, 4])
+    pairs = []
+    for i in range(N_PAIRS):
+        shape = _MIXED_SHAPES[i % len(_MIXED_SHAPES)]
+        base = rng.integers(32, 224, shape)
+        signs = np.where(rng.random(shape) < 0.5, -16, 16)
+        label = int(rng.integers(0, N_CLASSES)) if labelled else None
+        v0 = np.clip(base + signs, 0, 255).astype(np.uint8)
+        v1 = np.clip(base - signs, 0, 255).astype(np.uint8)
+        pairs.append((ImageItem(v0, label), ImageItem(v1, label)))
+    return pairs
+
+
+def _mixed_captioned() -> list[tuple[CaptionedImageItem, CaptionedImageItem]]:
+    """The mixed sizes with one caption per pair."""
+    captions = [f"{WORDS[(i + 4) % len(WORDS)]} size {i}" for i in range(N_PAIRS)]
+    return [
+        (CaptionedImageItem(v0, captions[i]), CaptionedImageItem(v1, captions[i]))
+        for i, (v0, v1) in enumerate(_mixed_images(13, labelled=False))
+    ]
+
+
+def _mixed_size_cases() -> dict[str, dict[str, Any]]:
+    """Valid claims over records of grey and RGB images of four sizes."""
+    labelled = _Record.of("image", _mixed_images(17, labelled=True))
+    unlabelled = _Record.of("image", _mixed_images(19, labelled=False))
+    captioned = _Record.of("captioned-image", _mixed_captioned())
+    rows: list[tuple[str, _Record, StandIn, dict[str, Any]]] = [
+        (
+            _MIXED,
+            labelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=2, perturbation="random-resized-crop-flip-v2", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "tie_rule": TiePolicy.COIN,
+                "max_pairs": 10,
+                "window": 4,
+            },
+        ),
+        (
+            "mixed sizes: a memorising classifier, C3 label answers, none K=1, mixture-e, "
+            "skip: detected",
+            labelled,
+            StandIn("classify", "label", _memorised(labelled)),
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C3"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "window": 4,
+                "window_max": 8,
+            },
+        ),
+        (
+            "mixed sizes: image-encoder K=2, simclr-crop-flip-v2, mixture-e, skip, max_pairs 8",
+            unlabelled,
+            StandIn("embed-images"),
+            {
+                "score": EncoderSpec(k=2, perturbation="simclr-crop-flip-v2"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 8,
+                "window": 8,
+            },
+        ),
+        (
+            "mixed sizes: image-classifier C2, pad-shift-flip-dither K=2, mixture-e, skip, "
+            "max_pairs 8",
+            unlabelled,
+            StandIn("classify", "probabilities"),
+            {
+                "score": ScoreSpec(k=2, perturbation="pad-shift-flip-dither", knowledge="C2"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 8,
+                "window": 8,
+            },
+        ),
+        (
+            "mixed sizes: image-text, pprm-chernoff, coin, max_pairs 8",
+            captioned,
+            StandIn("embed-image-text"),
+            {
+                "score": ImageTextSpec(),
+                "test_name": "pprm-chernoff",
+                "p": 0.05,
+                "tie_rule": TiePolicy.COIN,
+                "max_pairs": 8,
+                "window": 8,
             },
         ),
     ]
@@ -734,6 +925,13 @@ def _claim_entry(*path: str, value: dict[str, Any]) -> Edit:
     return apply
 
 
+def _excluded(inp: dict[str, Any]) -> list[Any]:
+    """The claim map's ``excluded`` list (typed JSON), to change in place."""
+    entry = next(e for e in inp["claim"]["map"] if e[0] == "excluded")
+    values: list[Any] = entry[1]["array"]
+    return values
+
+
 def _labels_for_probabilities(inp: dict[str, Any], _: list[int]) -> None:
     answer = inp["answers"][0]
     answer["labels"] = [0] * len(answer.pop("probabilities"))
@@ -749,7 +947,17 @@ def _take_next(opening: dict[str, Any], following: dict[str, Any]) -> None:
 
 
 _SHORT = "image-classifier C1, dither K=1, mixture-e, skip, max_pairs 4"
+_MEMORISED = "a memorising classifier, C1 none K=1, mixture-e, skip: detected"
+_MEMORISED_LANGUAGE = "a memorising language model, mixture-e, skip: detected"
+_UNLEARNED = (
+    "image-classifier C1, none K=1, mixture-e, skip, the pairs of an earlier claim "
+    "excluded, after unlearning (a model that recalls nothing): exhausted"
+)
 _GRADED = "a memorising classifier, C1 none K=1, margin 0.01, mixture-graded, skip: detected"
+_MIXED = (
+    "mixed sizes: image-classifier C1, random-resized-crop-flip-v2 K=2, mixture-e, coin, "
+    "max_pairs 10"
+)
 _ENCODER = "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pairs 8"
 _LANGUAGE = "language-model, pprm-chernoff, coin"
 _IMAGE_TEXT = "image-text, mixture-e, coin, query budget 12"
@@ -887,10 +1095,40 @@ BROKEN: list[tuple[str, str, int, Edit]] = [
     ),
     (_IMAGE_TEXT, "one image embedding too few", 1, _answer(1, "images", lambda rows: rows.pop())),
     (
-        _SHORT,
-        "the graded test with a score that has no tie margin",
+        _MIXED,
+        "the first shape's request of the first window answered with one row too few",
+        0,
+        _answer(0, "probabilities", lambda rows: rows.pop()),
+    ),
+    (
+        _UNLEARNED,
+        "excluded pairs out of order",
         -1,
-        _claim_entry("test", "name", value={"str": "mixture-graded"}),
+        lambda inp, _: _excluded(inp).reverse(),
+    ),
+    (
+        _UNLEARNED,
+        "an excluded pair listed twice",
+        -1,
+        lambda inp, _: _excluded(inp).append(_excluded(inp)[-1]),
+    ),
+    (
+        _UNLEARNED,
+        "an excluded pair beyond the record",
+        -1,
+        lambda inp, _: _excluded(inp).append({"int": str(N_PAIRS)}),
+    ),
+    (
+        _UNLEARNED,
+        "every pair excluded",
+        -1,
+        _claim_entry("excluded", value={"array": [{"int": str(i)} for i in range(N_PAIRS)]}),
+    ),
+    (
+        _UNLEARNED,
+        "an empty exclusion list (a claim without exclusions has no such key)",
+        -1,
+        _claim_entry("excluded", value={"array": []}),
     ),
     (
         _DESCRIBED,
@@ -954,7 +1192,7 @@ def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
-    claims = _claim_cases()
+    claims = _claim_cases() | _mixed_size_cases()
     for name, made in claims.items():
         assert run_claim(made["input"]) == made["expected"], name
     return {
@@ -968,15 +1206,20 @@ def build() -> dict[str, Any]:
             "that decides early makes only a prefix of them). 'claim': a whole claim run by "
             "the verifier (§10.2). Input: the escrow 'record' (its root, size, item kind, "
             "rho and receipt time), the 'claim' map of §10.1 as typed JSON (appendix A; the "
-            "transcript's header), the verdict's own fields ('verdict': arbiter key id, "
+            "transcript's header; a claim map with 'excluded' skips the pairs earlier claims "
+            "opened, §10.2 step 2), the verdict's own fields ('verdict': arbiter key id, "
             "claim_id, time, earlier_claims, environment), the owner's 'openings' of the pairs "
             "the claim opens (salt, both versions' bytes, inclusion proof), and the oracle's "
             "'answers', "
-            "one per request in the order the requests are made, each answering the "
-            "request's queries in the order they are sent: 'probabilities' rows or 'labels' "
+            "one per request to the oracle in the order they are made, each answering the "
+            "request's queries in the order they are sent (one oracle request per window, "
+            "except that a window whose image queries have several shapes makes one per "
+            "shape, in the order §10.2 step 5 gives, image-text's captions first in a request "
+            "of their own): 'probabilities' rows or 'labels' "
             "(classify), 'embeddings' rows (embed-images), 'logprobs' lists, one per text "
             "(token-logprobs), 'images' and 'texts' rows (embed-image-text). Expected: per "
-            "request, the pairs it opens and the SHA-256 of every query in the order sent "
+            "request (window), the pairs it opens and the SHA-256 of every query in the order "
+            "sent, over all its oracle requests "
             "('images': the float32 bytes, H, W, C row-major, little-endian; 'texts': the "
             "UTF-8 bytes); the verdict's opened pairs, indicators, final state, decision, "
             "stop and queries; both scores of every opened pair ('scores', as its transcript "

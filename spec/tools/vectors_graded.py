@@ -62,7 +62,8 @@ def _grade_cases() -> list[dict[str, Any]]:
         _grade("margin 0.3: at the product 10m", 0.3 * 10.0, 0.3),
         _grade("margin 0.3: just above the product 10m", math.nextafter(0.3 * 10.0, 4.0), 0.3),
         _grade("margin 0.3: at the product 100m", 0.3 * 100.0, 0.3),
-        _grade("invalid: margin 0", 0.5, 0.0),
+        _grade("margin 0: every untied pair is grade 3", 1e-300, 0.0),
+        _grade("margin 0: a tie", -0.0, 0.0),
         _grade("invalid: negative margin", 0.5, -0.01),
         _grade("invalid: infinite difference", math.inf, 0.01),
     ]

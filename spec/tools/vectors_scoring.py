@@ -8,6 +8,7 @@ strings (``float.hex()``; ``nan`` and ``inf`` for the invalid cases), which are 
 from __future__ import annotations
 
 import hashlib
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,23 @@ import numpy as np
 
 from protocol import SPEC_VERSION
 from protocol.claim.outcome import LOSS, TIE, WIN, compare
+from protocol.errors import ParameterError
+from protocol.items import MAX_IMAGE_SIDE
 from protocol.prg import Prg
 from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.embedding import EmbeddingAnswer
 from verifier.oracles.image_text import ImageTextAnswer
 from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
-from verifier.scoring.augment import apply, bilinear_axis, draw_params, resize_bilinear, to_unit
+from verifier.scoring.augment import (
+    CROP_FAMILIES,
+    apply,
+    bilinear_axis,
+    crop_size,
+    draw_params,
+    resize_bilinear,
+    to_unit,
+)
 from verifier.scoring.cosine import cosine
 
 from .typed_json import from_typed
@@ -527,6 +538,226 @@ def _order_copy_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def crop_attempt(inp: dict[str, Any]) -> dict[str, Any]:
+    """One attempt of a ``-v2`` crop family (§10.3) whose two uniforms are given by their
+    53-bit integers: its width and height, and whether the image holds it."""
+    height, width = inp["height"], inp["width"]
+    for name, side in (("height", height), ("width", width)):
+        if isinstance(side, bool) or not isinstance(side, int) or not 1 <= side <= MAX_IMAGE_SIDE:
+            raise ParameterError(f"image {name} {side!r} outside 1..{MAX_IMAGE_SIDE}")
+    uniforms = []
+    for name in ("scale_bits", "aspect_bits"):
+        bits = inp[name]
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits < 1 << 53:
+            raise ParameterError(f"{name} {bits!r} outside 0..2^53-1")
+        uniforms.append(bits * 2.0**-53)
+    w, h = crop_size(inp["family"], height * width, uniforms[0], uniforms[1])
+    return {"width": w, "height": h, "accepted": 1 <= w <= width and 1 <= h <= height}
+
+
+def _half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def _crop_terms(inp: dict[str, Any]) -> tuple[float, float, float, float, float, float]:
+    """(area, u_scale, s, t, lo, hi) of a crop-size case, as §10.3 computes them."""
+    low, high = CROP_FAMILIES[inp["family"]].scale
+    u_scale, u_aspect = inp["scale_bits"] * 2.0**-53, inp["aspect_bits"] * 2.0**-53
+    s = low + (high - low) * u_scale
+    t = -1.0 + 2.0 * u_aspect
+    return float(inp["height"] * inp["width"]), u_scale, s, t, low, high
+
+
+def _sides(target: float, a: float, b: float) -> tuple[int, int]:
+    return round(math.sqrt((target * a) / b)), round(math.sqrt((target * b) / a))
+
+
+#: Evaluations of a ``-v2`` crop attempt that §10.3 does not allow, each returning the
+#: ``(w, h)`` it draws for a crop-size case: every valid crop-size vector of a row named
+#: after one of them gives another ``(w, h)`` under it.
+OTHER_CROP_SIZES: dict[str, Any] = {
+    "the aspect a/b first": lambda area, u, s, t, lo, hi: (
+        round(math.sqrt((area * s) * ((7.0 + t) / (7.0 - t)))),
+        round(math.sqrt((area * s) / ((7.0 + t) / (7.0 - t)))),
+    ),
+    "square roots apart": lambda area, u, s, t, lo, hi: (
+        round(math.sqrt((area * s) * (7.0 + t)) / math.sqrt(7.0 - t)),
+        round(math.sqrt((area * s) * (7.0 - t)) / math.sqrt(7.0 + t)),
+    ),
+    "s times the aspect first": lambda area, u, s, t, lo, hi: (
+        round(math.sqrt(area * ((s * (7.0 + t)) / (7.0 - t)))),
+        round(math.sqrt(area * ((s * (7.0 - t)) / (7.0 + t)))),
+    ),
+    "x = t/7 and (1 + x)/(1 - x)": lambda area, u, s, t, lo, hi: _sides(
+        area * s, 1.0 + t / 7.0, 1.0 - t / 7.0
+    ),
+    "s as lo·(1 - u) + hi·u": lambda area, u, s, t, lo, hi: _sides(
+        area * (lo * (1.0 - u) + hi * u), 7.0 + t, 7.0 - t
+    ),
+    "round half up": lambda area, u, s, t, lo, hi: (
+        _half_up(math.sqrt(((area * s) * (7.0 + t)) / (7.0 - t))),
+        _half_up(math.sqrt(((area * s) * (7.0 - t)) / (7.0 + t))),
+    ),
+}
+
+
+def other_crop_sizes(inp: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """The ``(w, h)`` of a crop-size case under each evaluation §10.3 does not allow."""
+    terms = _crop_terms(inp)
+    return {name: f(*terms) for name, f in OTHER_CROP_SIZES.items()}
+
+
+def _crop_v2_cases() -> list[dict[str, Any]]:
+    """Draws and copies of the ``-v2`` crops, and single attempts that pin their arithmetic."""
+    cases = []
+    for family, height, width, k in [
+        ("random-resized-crop-v2", 28, 28, 4),
+        ("random-resized-crop-flip-v2", 28, 28, 4),
+        ("simclr-crop-flip-v2", 32, 24, 6),
+        ("random-resized-crop-flip-v2", 224, 224, 8),
+        # Every attempt fails on these: the centred crop (wide, tall, moderate).
+        ("random-resized-crop-v2", 1, 64, 2),
+        ("simclr-crop-flip-v2", 64, 1, 2),
+        ("random-resized-crop-flip-v2", 3, 10, 4),
+        # Some copies take an attempt, some the centred crop.
+        ("simclr-crop-flip-v2", 2, 7, 6),
+    ]:
+        inp = {
+            "family": family,
+            "seed": SEED.hex(),
+            "label": "augment/7/1",
+            "height": height,
+            "width": width,
+            "k": k,
+        }
+        cases.append(
+            case(f"{family} {height}x{width}, k={k}", "draws", inp, lambda i=inp: draws(i))
+        )
+    rng = np.random.default_rng(7)
+    pixels = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    base = {"height": 6, "width": 5, "channels": 3, "pixels": pixels.tobytes().hex()}
+    box = {"top": 1, "left": 1, "height": 4, "width": 3}
+    for name, params in [
+        ("random-resized-crop-v2", {"family": "random-resized-crop-v2", **box}),
+        (
+            "random-resized-crop-flip-v2, flip",
+            {"family": "random-resized-crop-flip-v2", **box, "flip": True},
+        ),
+        (
+            "simclr-crop-flip-v2, no flip",
+            {"family": "simclr-crop-flip-v2", **box, "top": 0, "height": 2, "flip": False},
+        ),
+        (
+            "invalid: random-resized-crop-v2 with a flip",
+            {"family": "random-resized-crop-v2", **box, "flip": False},
+        ),
+        (
+            "invalid: simclr-crop-flip-v2 wider than the image",
+            {"family": "simclr-crop-flip-v2", **box, "width": 6, "flip": False},
+        ),
+    ]:
+        inp = {**base, "params": params}
+        cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))
+    height, width = 103, 109
+    for name, params, seed in [
+        (
+            "random-resized-crop-v2 pins the resize order",
+            {"family": "random-resized-crop-v2", "top": 6, "left": 2, "height": 91, "width": 97},
+            3,
+        ),
+        (
+            "simclr-crop-flip-v2 pins the resize order",
+            {
+                "family": "simclr-crop-flip-v2",
+                "top": 5,
+                "left": 4,
+                "height": 94,
+                "width": 101,
+                "flip": True,
+            },
+            4,
+        ),
+    ]:
+        crop = (params["top"], params["left"], params["height"], params["width"])
+        trap = trap_image(height, width, crop, seed)
+        inp = {
+            "height": height,
+            "width": width,
+            "channels": 1,
+            "pixels": trap.tobytes().hex(),
+            "params": params,
+        }
+        made = case(name, "copy", inp, lambda i=inp: copy_digest(i))
+        for other in other_resizes(np.zeros((1, 1, 1)), 1, 1):
+            copy = _alternative_copy(to_unit(trap), params, other)
+            assert hashlib.sha256(copy).hexdigest() != made["expected"]["sha256"], (name, other)
+        cases.append(made)
+    # Single attempts (§10.3), most of them found by search for square roots that land
+    # next to a half-integer; each name lists the other evaluations that draw another
+    # (w, h) there.
+    attempts: list[tuple[str, str, int, int, int, int]] = [
+        ("t = 0, a square", "random-resized-crop-v2", 28, 28, 1 << 52, 1 << 52),
+        ("u = 0 twice: s = lo, t = -1", "simclr-crop-flip-v2", 224, 224, 0, 0),
+        (
+            "the largest uniforms",
+            "random-resized-crop-flip-v2",
+            96,
+            96,
+            (1 << 53) - 1,
+            (1 << 53) - 1,
+        ),
+        ("refused: wider than the image", "random-resized-crop-v2", 10, 6, 1 << 52, (1 << 53) - 1),
+        ("w near 41.5", "simclr-crop-flip-v2", 96, 96, 643736599485393, 8401224285448675),
+        ("h = rint(54.5)", "simclr-crop-flip-v2", 64, 48, 6561845721462431, 526059172303387),
+        (
+            "w = rint(3744.5)",
+            "random-resized-crop-v2",
+            4096,
+            4096,
+            1136833878997956,
+            4702711253662718,
+        ),
+        ("h near 51.5", "simclr-crop-flip-v2", 96, 96, 1357844814188376, 202759712429262),
+        ("h near 26.5", "random-resized-crop-v2", 28, 28, 3555773140095144, 4205646000771390),
+        ("w near 26.5", "random-resized-crop-flip-v2", 28, 28, 6527641864254897, 3660680684558086),
+        ("w near 500.5", "simclr-crop-flip-v2", 480, 640, 5555381415917672, 8124085130751555),
+    ]
+    for name, family, height, width, scale_bits, aspect_bits in attempts:
+        inp = {
+            "family": family,
+            "height": height,
+            "width": width,
+            "scale_bits": scale_bits,
+            "aspect_bits": aspect_bits,
+        }
+        made = case(f"attempt: {name}", "crop-size", inp, lambda i=inp: crop_attempt(i))
+        drawn = (made["expected"]["width"], made["expected"]["height"])
+        others = [o for o, size in other_crop_sizes(inp).items() if size != drawn]
+        if others:
+            made["name"] += f"; another (w, h) under: {', '.join(others)}"
+        cases.append(made)
+    valid = [c for c in cases if c["kind"] == "crop-size"]
+    for other in OTHER_CROP_SIZES:  # each other evaluation fails a case at least
+        assert any(
+            other_crop_sizes(c["input"])[other] != (c["expected"]["width"], c["expected"]["height"])
+            for c in valid
+        ), other
+    good = {"family": "random-resized-crop-v2", "height": 28, "width": 28}
+    good |= {"scale_bits": 1, "aspect_bits": 2}
+    for name, change in [
+        ("a family that draws with exp", {"family": "random-resized-crop-flip"}),
+        ("an unknown family", {"family": "random-resized-crop-v3"}),
+        ("scale_bits 2^53", {"scale_bits": 1 << 53}),
+        ("aspect_bits -1", {"aspect_bits": -1}),
+        ("height 0", {"height": 0}),
+    ]:
+        inp = {**good, **change}
+        cases.append(
+            case(f"invalid attempt: {name}", "crop-size", inp, lambda i=inp: crop_attempt(i))
+        )
+    return cases
+
+
 def _classifier_cases() -> list[dict[str, Any]]:
     rng = np.random.default_rng(13)
     soft = rng.dirichlet(np.ones(4), size=3)
@@ -890,7 +1121,12 @@ def build() -> dict[str, Any]:
             "crop 103x109 images whose float32 copy no other evaluation of the resize tried "
             "gives (rows first, a + (b - a)·λ either way, four products of weights, or the "
             "coordinate computed as ((d + 0.5)·n)/m): on small images they all give the same "
-            "copy. 'resize': the binary64 output, row-major, "
+            "copy. 'crop-size': one attempt of a -v2 crop family (§10.3) on a height x width "
+            "image whose two uniform() draws are scale_bits·2^-53 and aspect_bits·2^-53: the "
+            "width and height it draws and whether 1 <= w <= width and 1 <= h <= height; the "
+            "attempts named after another evaluation (the aspect a/b first, square roots "
+            "apart, s times the aspect first, x = t/7, s as lo·(1 - u) + hi·u, round half "
+            "up) draw another side under it. 'resize': the binary64 output, row-major, "
             "of the bilinear resize of §10.3 of an image of binary64 values; each valid case's "
             "output differs from each of those other evaluations. "
             "'classifier-score': the image-classifier "
@@ -909,6 +1145,7 @@ def build() -> dict[str, Any]:
             *_draw_cases(),
             *_copy_cases(),
             *_order_copy_cases(),
+            *_crop_v2_cases(),
             *_resize_cases(),
             *_classifier_cases(),
             *_outcome_cases(),

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
-from protocol.claim.scores.classifier import ScoreSpec
+from protocol.claim.scores.classifier import MAX_MARGIN, ScoreSpec
 from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.commitment import PairOpening, commit_pair
 from protocol.encoding import Value, decode, encode
@@ -77,12 +77,20 @@ def _pairs() -> tuple[list[tuple[bytes, bytes]], list[int]]:
 class HashOracle(ClassifierOracle):
     """Probabilities from SHA-256 of the image bytes; optionally memorising some images."""
 
-    def __init__(self, label_only: bool = False, known: dict[bytes, int] | None = None) -> None:
-        """Answer labels instead of probabilities when ``label_only``; ``known``: bytes → label."""
+    def __init__(
+        self,
+        label_only: bool = False,
+        known: dict[bytes, int] | None = None,
+        digest: str | None = None,
+    ) -> None:
+        """Answer labels instead of probabilities when ``label_only``; ``known``: bytes → label.
+
+        ``digest`` is the model digest it reports (an arbiter-held artefact's SHA-256).
+        """
         self.known = known or {}
         self._info = OracleInfo(
             "vector-oracle",
-            "memoriser" if known else "sha256",
+            digest or ("memoriser" if known else "sha256"),
             ("classify",),
             "label" if label_only else "probabilities",
             N_CLASSES,
@@ -122,20 +130,41 @@ def _committed() -> tuple[list[tuple[bytes, bytes]], list[bytes], MerkleTree]:
     return versions, salts, MerkleTree(commitments)
 
 
-def _run(name: str, params: dict[str, Any], oracle: ClassifierOracle) -> tuple[bytes, bytes]:
-    """Run one claim to its end; return its signed verdict envelope (JSON) and transcript."""
+#: The SHA-256 of the arbiter-held artefact of the held claim (spec §10.1: ``held:sha256:``).
+HELD_DIGEST = hashlib.sha256(b"twinaudit vectors held artefact").hexdigest()
+
+
+def _run(
+    name: str,
+    params: dict[str, Any],
+    oracle: ClassifierOracle,
+    endpoint: str = "vector-oracle:0",
+    *,
+    excluded: tuple[int, ...] = (),
+    earlier_claims: int = 0,
+) -> tuple[bytes, bytes]:
+    """Run one claim to its end; return its signed verdict envelope (JSON) and transcript.
+
+    ``excluded`` are the pairs earlier claims opened (§10.2 step 2), ``earlier_claims``
+    how many claims came before on the record (§11).
+    """
     versions, salts, tree = _committed()
     record = ClaimRecord(0, tree.root(), N_PAIRS, "image", RHO, RECEIPT_TIME)
-    claim = ClaimParams(0, tree.root(), "vector-oracle:0", "vector-model", **params)
+    claim = ClaimParams(0, tree.root(), endpoint, "vector-model", **params)
     nonce = hashlib.sha256(f"twinaudit vectors nonce {name}".encode()).digest()
-    session = ClaimSession.start(f"vector-{name}", record, claim, oracle, nonce)
+    session = ClaimSession.start(
+        f"vector-{name}", record, claim, oracle, nonce, excluded=excluded
+    )
     while indices := session.next_request():
         session.submit(
             [(i, PairOpening(salts[i], *versions[i]), tree.inclusion_proof(i)) for i in indices]
         )
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     payload = session.verdict_payload(
-        arbiter=key_id(key.public_key()), time=TIME, environment={"implementation": "vectors"}
+        arbiter=key_id(key.public_key()),
+        time=TIME,
+        environment={"implementation": "vectors"},
+        earlier_claims=earlier_claims,
     )
     return _sign(payload), session.transcript.to_bytes()
 
@@ -211,6 +240,40 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
             },
             HashOracle(),
         ),
+        _GRADED: _run(
+            "g",
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1", margin=0.01),
+                "test_name": "mixture-graded",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 2,
+            },
+            _memoriser(),
+        ),
+        _GRADED_NO_DRAW: _run(
+            "j",
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1", margin=MAX_MARGIN),
+                "test_name": "mixture-graded",
+                "p": 0.05,
+                "max_pairs": 4,
+                "window": 4,
+            },
+            HashOracle(),
+        ),
+        "mixture-e, skip, C1 dither K=1, an arbiter-held model (held:sha256:)": _run(
+            "h",
+            {
+                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 4,
+                "window": 4,
+            },
+            HashOracle(digest=HELD_DIGEST),
+            endpoint=f"held:sha256:{HELD_DIGEST}",
+        ),
         "mixture-e, skip, a memorising model is detected": _run(
             "d",
             {
@@ -221,6 +284,19 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
                 "window_max": 2,
             },
             _memoriser(),
+        ),
+        _FRESH: _run(
+            "i",
+            {
+                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "window": 2,
+                "window_max": 2,
+            },
+            _memoriser(),
+            excluded=FRESH_EXCLUDED,
+            earlier_claims=1,
         ),
     }
 
@@ -287,6 +363,7 @@ def drop_field(path: str) -> Edit:
 CHECK_CASES: dict[str, Edit] = {
     "claim.model is a number": set_field("claim.model", 5),
     "claim.test is a number": set_field("claim.test", 5),
+    "final.grades on a mixture-e verdict": set_field("final.grades", [0, 0, 0, 0, 0, 0]),
     "claim.record without n_pairs": drop_field("claim.record.n_pairs"),
     "claim.record.root of 31 bytes": set_field("claim.record.root", bytes(31)),
     "claim.score names a knowledge word": set_field("claim.score.knowledge", "labelled"),
@@ -312,6 +389,12 @@ CHECK_CASES: dict[str, Edit] = {
         "claim.model.oracle.model_format", ""
     ),
     "claim.model.oracle with an unknown key": set_field("claim.model.oracle.hardware", "gpu"),
+    "claim.model.endpoint held:sha256: of another digest than the model's": set_field(
+        "claim.model.endpoint", "held:sha256:" + "0" * 64
+    ),
+    "claim.model.endpoint held: without a SHA-256": set_field(
+        "claim.model.endpoint", "held:court-exhibit-7"
+    ),
 }
 
 
@@ -362,6 +445,19 @@ def _flip_first_indicator(payload: dict[str, Any]) -> None:
     payload["indicators"] = {"1": "0", "0": "1"}.get(first, "1") + payload["indicators"][1:]
 
 
+def _grades_moved_down(payload: dict[str, Any]) -> None:
+    grades = payload["final"]["grades"]
+    grades[0], grades[4] = grades[0] + grades[4], 0
+
+
+def _grades_short(payload: dict[str, Any]) -> None:
+    payload["final"]["grades"][4] -= 1
+
+
+def _grades_five(payload: dict[str, Any]) -> None:
+    payload["final"]["grades"].pop()
+
+
 def _one_success_less(payload: dict[str, Any]) -> None:
     payload["final"]["successes"] -= 1
 
@@ -379,12 +475,28 @@ def _two_queries_more(payload: dict[str, Any]) -> None:
     payload["queries"] += 2
 
 
+def _drop_excluded(payload: dict[str, Any]) -> None:
+    del payload["claim"]["excluded"]
+    payload["claim"]["test"]["params"]["n_pairs"] = N_PAIRS
+
+
 def _one_pair_fewer(payload: dict[str, Any]) -> None:
     payload["queries"] -= payload["queries"] // len(payload["opened"])
 
 
 _SHORT_CLAIM = "mixture-e, skip, C1 dither K=1, max_pairs 4"
+_GRADED = "mixture-graded, skip, C1 none K=1 margin 0.01, a memorising model is detected"
 _DETECTION = "mixture-e, skip, a memorising model is detected"
+_GRADED_NO_DRAW = (
+    "mixture-graded, skip, every pair within the largest tie margin: no bit fed, "
+    "final.grades six zeros"
+)
+_FRESH = (
+    "mixture-e, skip, C1 none K=1, the pairs an earlier claim opened excluded, "
+    "a memorising model is detected over the pairs left"
+)
+#: The pairs the excluding claim's map lists (as if one earlier claim had opened them).
+FRESH_EXCLUDED: tuple[int, ...] = (1, 4, 5, 9, 16, 23)
 
 #: Verdict fields changed (signed again) so that the verdict still checks (§11) but is
 #: not what its unchanged transcript replays to (§12): (claim, change, edit). Replay must
@@ -407,7 +519,48 @@ VERDICT_REPLAY_CASES: list[tuple[str, str, Edit]] = [
     (_SHORT_CLAIM, "two queries more than the pairs sent", _two_queries_more),
     (_SHORT_CLAIM, "a budget stop that says exhausted", lambda p: p.update(stop="exhausted")),
     (_DETECTION, "a detection whose queries say one pair fewer", _one_pair_fewer),
+    (_GRADED, "a graded verdict whose ones are moved to grade 1", _grades_moved_down),
+    (_FRESH, "the excluded list emptied, the claim map no longer the header's", _drop_excluded),
 ]
+
+#: Changes to the excluding claim's verdict that checking refuses (§11).
+FRESH_CHECK_CASES: dict[str, Edit] = {
+    "opened lists a pair the claim map excludes": lambda p: p["opened"].__setitem__(
+        0, p["claim"]["excluded"][0]
+    ),
+    "claim.excluded not increasing": lambda p: p["claim"]["excluded"].reverse(),
+    "claim.excluded lists every pair": set_field("claim.excluded", list(range(N_PAIRS))),
+    "claim.excluded empty (the key is left out instead)": set_field("claim.excluded", []),
+    "claim.excluded lists a pair past n_pairs": set_field("claim.excluded", [N_PAIRS]),
+    "claim.test.params for n_pairs before the exclusion": set_field(
+        "claim.test.params.n_pairs", N_PAIRS
+    ),
+}
+
+#: Changes to the graded claim's verdict that checking refuses (§11: ``final.grades``).
+GRADED_CHECK_CASES: dict[str, Edit] = {
+    "final.grades that do not add up to draws": _grades_short,
+    "final.grades missing from a graded verdict": drop_field("final.grades"),
+    "final.grades of five counts": _grades_five,
+}
+
+
+def _check_cases(envelope: bytes, edits: dict[str, Edit]) -> list[dict[str, Any]]:
+    """One case per row of ``edits`` applied to the verdict: checking fails (invalid-input)."""
+    cases = []
+    for name, edit in edits.items():
+        broken = copy.deepcopy(_payload(envelope))
+        edit(broken)
+        cases.append(
+            {
+                "name": f"check: {name}",
+                "kind": "check",
+                "valid": False,
+                "input": {"envelope": _sign(broken).decode()},
+                "error": "invalid-input",
+            }
+        )
+    return cases
 
 
 def _verdict_replay_cases(claims: dict[str, tuple[bytes, bytes]]) -> list[dict[str, Any]]:
@@ -473,6 +626,8 @@ def build() -> dict[str, Any]:
     cases = [_valid(name, *made) for name, made in claims.items()]
     # The broken cases change the short claim (four pairs): small files, every check hit.
     cases += _broken(*claims[_SHORT_CLAIM])
+    cases += _check_cases(claims[_GRADED][0], GRADED_CHECK_CASES)
+    cases += _check_cases(claims[_FRESH][0], FRESH_CHECK_CASES)
     cases += _verdict_replay_cases(claims)
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     return {

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: The repository root (the processes' working directory).
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

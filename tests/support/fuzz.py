@@ -1,6 +1,6 @@
 """The fuzz suite's Hypothesis profiles, mutation strategies and seeds (issue #22 item 8).
 
-Every fuzz target (``tests/test_fuzz_*.py``) takes its settings from :func:`fuzz`: in
+Every fuzz target (``tests/fuzz/test_fuzz_*.py``) takes its settings from :func:`fuzz`: in
 the normal test run a few dozen examples each, derandomized (the same examples on
 every run, so the suite cannot flake) and with a deadline per example, which a hang
 fails; with ``TWINAUDIT_FUZZ=long`` in the environment, fifty times as many random

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 #: The repository root (on the MLServer process's import path, for the runtime).
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: How long MLServer may take to start and load its models, in seconds.
 START_TIMEOUT_S = 120.0
 

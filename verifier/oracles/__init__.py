@@ -8,7 +8,8 @@
 - :mod:`verifier.oracles.torch_oracle`, :mod:`verifier.oracles.torch_encoder`,
   :mod:`verifier.oracles.torch_lm` — in-process adapters for torch modules (import
   torch; import them explicitly), with :mod:`verifier.oracles.tokenizer` and
-  :mod:`verifier.oracles.hf_lm` (Hugging Face ``transformers``, optional), and
+  :mod:`verifier.oracles.hf` (Hugging Face ``transformers`` classifiers, causal LMs
+  and CLIP-style models, optional), and
   :mod:`verifier.oracles.formats`, which loads a model file in any format ``oracle
   serve`` takes (TorchScript, ``torch.export``, state dict, safetensors, pickle, ONNX);
 - :mod:`verifier.oracles.openai_lm` — an OpenAI-compatible completions endpoint;

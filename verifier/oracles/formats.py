@@ -55,6 +55,7 @@ import numpy as np
 import torch
 
 from protocol.errors import InputError
+from wire.torchvision_shim import prepare_torchvision
 
 from .torch_images import ModelMismatchError
 
@@ -101,13 +102,16 @@ def first_line(exc: BaseException) -> str:
 def resolve_callable(spec: str, what: str = "--arch") -> Any:
     """Import ``MODULE:CALLABLE`` (attributes may be dotted) and return the callable.
 
-    The current directory is put on ``sys.path`` so a project's own module imports.
+    The current directory is put on ``sys.path`` so a project's own module imports, and
+    torchvision (which the module, or ``transformers``, may import) is made importable
+    first (:func:`wire.torchvision_shim.prepare_torchvision`).
     """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise InputError(f"{what} must be MODULE:CALLABLE, got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
+    prepare_torchvision()
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
@@ -356,6 +360,7 @@ def _pickle(path: Path, trust_pickle: bool) -> LoadedModel:
         )
     if os.getcwd() not in sys.path:  # the module's classes are found as --arch finds them
         sys.path.append(os.getcwd())
+    prepare_torchvision()  # the classes may be torchvision's or transformers'
     try:
         model = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # unpickling can raise anything

@@ -4,7 +4,7 @@ A :class:`Tokenizer` turns a text into token ids (``encode``) and may name a
 beginning-of-sequence id (``bos_id``) that a language model conditions the first
 token on. :class:`ByteTokenizer` is the simplest one: the text's UTF-8 bytes as ids
 0–255, with 256 as BOS if asked for — enough for small models trained from scratch;
-real models bring their own (see :mod:`verifier.oracles.hf_lm`).
+real models bring their own (see :mod:`verifier.oracles.hf`).
 """
 
 from __future__ import annotations

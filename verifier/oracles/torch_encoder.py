@@ -7,8 +7,10 @@ module with ``encode_image(NCHW batch) → (N, D)`` and ``encode_text(token ids
 (1, T) int64) → (1, D)``, and a :class:`~verifier.oracles.tokenizer.Tokenizer` for
 its texts. Embeddings are returned in float64 as the model computed them (no
 normalisation: the score's cosine normalises). The model digest is
-:func:`~verifier.oracles.torch_oracle.state_dict_digest`. Calls are serialised by a
-lock, so one oracle may back a multi-threaded server.
+:func:`~verifier.oracles.torch_oracle.state_dict_digest`. Either model may come as a
+:class:`~verifier.oracles.formats.LoadedModel`, whose digest, format and framework the
+description then reports. Calls are serialised by a lock, so one oracle may back a
+multi-threaded server.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ class TorchImageTextOracle(ImageTextOracle):
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: torch.nn.Module | LoadedModel,
         tokenizer: Tokenizer,
         *,
         model_name: str = "torch-image-text",
@@ -163,16 +165,20 @@ class TorchImageTextOracle(ImageTextOracle):
         max_tokens: int | None = None,
     ) -> None:
         """Wrap ``model`` and ``tokenizer``; texts longer than ``max_tokens`` are refused."""
+        loaded = model if isinstance(model, LoadedModel) else None
+        module = model.module if isinstance(model, LoadedModel) else model
         for method in ("encode_image", "encode_text"):
-            if not callable(getattr(model, method, None)):
+            if not callable(getattr(module, method, None)):
                 raise ParameterError(f"an image-text model needs a {method}() method")
-        self._model = _eval(model)
+        self._model = _eval(module)
         self._tokenizer = tokenizer
         self._max_tokens = max_tokens
         self._input = ImageInput(mean, std)
         self._max_batch = check_max_batch(max_batch)
         self._lock = threading.Lock()
-        self._info = _describe(self._model, model_name, "embed-image-text", max_batch)
+        self._info = _describe(
+            self._model, model_name, "embed-image-text", max_batch, loaded=loaded
+        )
 
     @property
     def info(self) -> OracleInfo:

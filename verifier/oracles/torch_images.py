@@ -148,6 +148,11 @@ def _output_shape(out: object) -> str:
     """Describe what a model returned: a tensor's shape, or the type of anything else."""
     if isinstance(out, torch.Tensor):
         return f"a tensor of shape {tuple(out.shape)}"
+    if hasattr(out, "logits"):  # a transformers ModelOutput
+        return (
+            f"{type(out).__name__} (not a tensor; a Hugging Face model: serve the directory "
+            "save_pretrained wrote with --hf)"
+        )
     return f"{type(out).__name__} (not a tensor)"
 
 

@@ -8,6 +8,10 @@ float64 of the logits at positions ``0..T−2`` taken at the ids ``1..T−1`` �
 log-probability of every token after the first, so of every text token when a BOS
 leads. A text longer than ``max_tokens`` (BOS included) is refused, never
 truncated. Calls are serialised by a lock.
+
+The model is a module, or a :class:`~verifier.oracles.formats.LoadedModel` whose
+format, framework and digest the description reports (a Hugging Face model,
+:mod:`verifier.oracles.hf`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 from protocol.errors import OracleError, ParameterError
 
 from .base import OracleInfo
+from .formats import LoadedModel
 from .language import LanguageModelOracle, LogprobAnswer, check_logprobs, check_texts
 from .tokenizer import Tokenizer, encode_checked
 from .torch_images import check_max_batch, run_model
@@ -33,7 +38,7 @@ class TorchLanguageModelOracle(LanguageModelOracle):
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: torch.nn.Module | LoadedModel,
         tokenizer: Tokenizer,
         *,
         model_name: str = "torch-lm",
@@ -41,6 +46,8 @@ class TorchLanguageModelOracle(LanguageModelOracle):
         max_tokens: int | None = None,
     ) -> None:
         """Wrap ``model`` (eval mode) and ``tokenizer``; compute the model's digest."""
+        loaded = model if isinstance(model, LoadedModel) else None
+        model = model.module if isinstance(model, LoadedModel) else model
         if not isinstance(model, torch.nn.Module):
             raise ParameterError("the model must be a torch.nn.Module")
         if not isinstance(tokenizer, Tokenizer):
@@ -56,11 +63,15 @@ class TorchLanguageModelOracle(LanguageModelOracle):
         try:
             self._info = OracleInfo(
                 model_name,
-                state_dict_digest(self._model),
+                loaded.digest
+                if loaded is not None and loaded.digest is not None
+                else state_dict_digest(self._model),
                 ("token-logprobs",),
                 "",
                 0,
                 check_max_batch(max_batch),
+                framework=loaded.framework if loaded is not None else "",
+                model_format=loaded.model_format if loaded is not None else "",
             )
         except OracleError as exc:
             raise ParameterError(f"invalid oracle description: {exc}") from None

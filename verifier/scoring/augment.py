@@ -49,6 +49,19 @@ Families, and their draws per copy in this order (``prg`` is the stream):
     "left", "height", "width", "flip"}``. The crop is resized back to ``H×W`` and
     mirrored left–right when ``flip`` is true.
 
+``random-resized-crop-v2``, ``random-resized-crop-flip-v2``, ``simclr-crop-flip-v2``
+(the same crops, drawn without libm)
+    As the family without ``-v2``, but each attempt draws ``s`` as in step 1, then
+    ``t = prg.uniform_range(-1.0, 1.0)``, and with ``T = A·s``, ``a = 7 + t`` and
+    ``b = 7 − t`` (so that ``a/b`` lies in [3/4, 4/3)) takes
+    ``w = rint(sqrt((T·a)/b))`` and ``h = rint(sqrt((T·b)/a))`` (:func:`crop_size`):
+    every operation is one of IEEE 754's correctly rounded ``+ − × ÷ sqrt``, so every
+    conforming platform draws the same integers, where ``exp`` in step 3 of the
+    families without ``-v2`` is the C library's. The aspect ratio ``a/b`` is not
+    log-uniform, but its logarithm ``2·artanh(t/7)`` has a density within 2.1 % of
+    uniform over the same range. Parameters as the family without ``-v2``, with the
+    family's own name.
+
 ``dither`` (the image itself, each intensity moved by at most one level)
     ``key = prg.read(32)``. Parameters ``{"family": "dither", "key": <32 bytes>}``.
     With ``β_m`` bit ``m`` of the bit stream (spec §5.4) of the PRG stream named by
@@ -82,6 +95,9 @@ float32 rounded to nearest, clipped to [0, 1].
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -97,12 +113,40 @@ from protocol.prg import Prg, bit_stream
 SCALE: Final = (0.8, 1.0)
 #: Area fraction range of ``simclr-crop-flip`` (SimCLR's crops).
 SIMCLR_SCALE: Final = (0.08, 1.0)
-#: Crop families that also draw a flip, with their area fraction ranges.
-_CROP_FLIP: Final = {"random-resized-crop-flip": SCALE, "simclr-crop-flip": SIMCLR_SCALE}
-#: Aspect-ratio (width / height) range of both crop families.
+#: Aspect-ratio (width / height) range of the crop families.
 RATIO: Final = (3.0 / 4.0, 4.0 / 3.0)
-#: ``ln`` of :data:`RATIO`; the log-aspect is drawn uniformly between them.
+#: ``ln`` of :data:`RATIO`; the log-aspect is drawn uniformly between them (the crop
+#: families without ``-v2``).
 LOG_RATIO: Final = (math.log(RATIO[0]), math.log(RATIO[1]))
+#: The ``-v2`` crops' aspect is ``(ASPECT_CENTRE + t)/(ASPECT_CENTRE − t)`` for ``t`` in
+#: [−1, 1): (7 − 1)/(7 + 1) = 3/4 and (7 + 1)/(7 − 1) = 4/3, :data:`RATIO`'s bounds.
+ASPECT_CENTRE: Final = 7.0
+
+
+@dataclass(frozen=True)
+class CropFamily:
+    """How a crop family draws: its area range, whether it flips, how it draws the aspect.
+
+    ``exact``: the aspect is libm-free (the ``-v2`` families, :func:`crop_size`); else it
+    is ``exp`` of a uniform log-ratio (the paper's code, which depends on libm).
+    """
+
+    scale: tuple[float, float]
+    flip: bool
+    exact: bool
+
+
+#: The crop families, by name.
+CROP_FAMILIES: Final[Mapping[str, CropFamily]] = MappingProxyType(
+    {
+        "random-resized-crop": CropFamily(SCALE, flip=False, exact=False),
+        "random-resized-crop-flip": CropFamily(SCALE, flip=True, exact=False),
+        "simclr-crop-flip": CropFamily(SIMCLR_SCALE, flip=True, exact=False),
+        "random-resized-crop-v2": CropFamily(SCALE, flip=False, exact=True),
+        "random-resized-crop-flip-v2": CropFamily(SCALE, flip=True, exact=True),
+        "simclr-crop-flip-v2": CropFamily(SIMCLR_SCALE, flip=True, exact=True),
+    }
+)
 #: Attempts before the centre-crop fallback.
 CROP_ATTEMPTS: Final = 10
 #: Zero padding of ``pad-shift-flip`` on each side, in pixels.
@@ -144,25 +188,51 @@ def _check_size(height: int, width: int) -> None:
             raise ParameterError(f"image {name} {side} outside 1..{MAX_IMAGE_SIDE}")
 
 
-def _crop_box(
-    prg: Prg, height: int, width: int, scale: tuple[float, float] = SCALE
-) -> dict[str, Value]:
-    area = float(height * width)
+def crop_size(family: str, area: int, u_scale: float, u_aspect: float) -> tuple[int, int]:
+    """Return the ``(width, height)`` one attempt of a ``-v2`` crop family draws.
+
+    ``area`` is the image's ``H·W`` and ``u_scale``, ``u_aspect`` are the attempt's two
+    ``uniform()`` draws (spec §10.3): ``s = lo + (hi − lo)·u_scale`` over the family's
+    area range, ``t = −1 + 2·u_aspect``, ``T = A·s``, ``a = 7 + t``, ``b = 7 − t``,
+    ``w = rint(sqrt((T·a)/b))`` and ``h = rint(sqrt((T·b)/a))``, each operation rounded
+    to nearest binary64 in that order and ``rint`` to the nearest integer, half to even
+    (Python's ``round``). Any other family raises ``ParameterError``: the families
+    without ``-v2`` draw their aspect with ``exp``.
+    """
+    crop = CROP_FAMILIES.get(family)
+    if crop is None or not crop.exact:
+        raise ParameterError(f"{family!r} is not a -v2 crop family")
+    _check_int(area, "area")
+    if not 1 <= area <= MAX_IMAGE_SIDE * MAX_IMAGE_SIDE:
+        raise ParameterError(f"image area {area} outside 1..{MAX_IMAGE_SIDE**2}")
+    for name, u in (("u_scale", u_scale), ("u_aspect", u_aspect)):
+        if not (isinstance(u, float) and 0.0 <= u < 1.0):
+            raise ParameterError(f"{name} must be a float in [0, 1), got {u!r}")
+    low, high = crop.scale
+    s = low + (high - low) * u_scale  # Prg.uniform_range(low, high)
+    t = -1.0 + 2.0 * u_aspect  # Prg.uniform_range(-1.0, 1.0)
+    target = float(area) * s
+    a = ASPECT_CENTRE + t
+    b = ASPECT_CENTRE - t
+    return round(math.sqrt((target * a) / b)), round(math.sqrt((target * b) / a))
+
+
+def _crop_box(prg: Prg, family: str, crop: CropFamily, height: int, width: int) -> dict[str, Value]:
+    """Draw one copy's crop box (spec §10.3): up to 10 attempts, else the centred crop."""
+    area = height * width
     for _ in range(CROP_ATTEMPTS):
-        target = area * prg.uniform_range(*scale)
-        aspect = math.exp(prg.uniform_range(*LOG_RATIO))
-        w = round(math.sqrt(target * aspect))
-        h = round(math.sqrt(target / aspect))
+        if crop.exact:
+            u_scale = prg.uniform()
+            w, h = crop_size(family, area, u_scale, prg.uniform())
+        else:
+            target = float(area) * prg.uniform_range(*crop.scale)
+            aspect = math.exp(prg.uniform_range(*LOG_RATIO))  # libm's exp
+            w = round(math.sqrt(target * aspect))
+            h = round(math.sqrt(target / aspect))
         if 0 < w <= width and 0 < h <= height:
             top = prg.randint(0, height - h)
             left = prg.randint(0, width - w)
-            return {
-                "family": "random-resized-crop",
-                "top": top,
-                "left": left,
-                "height": h,
-                "width": w,
-            }
+            return {"family": family, "top": top, "left": left, "height": h, "width": w}
     in_ratio = width / height
     if in_ratio < RATIO[0]:
         w, h = width, round(width / RATIO[0])
@@ -171,7 +241,7 @@ def _crop_box(
     else:
         h, w = height, width
     return {
-        "family": "random-resized-crop",
+        "family": family,
         "top": (height - h) // 2,
         "left": (width - w) // 2,
         "height": h,
@@ -198,15 +268,14 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
     for _ in range(k):
         if family == "none":
             params.append({"family": "none"})
-        elif family == "random-resized-crop":
-            params.append(_crop_box(prg, height, width))
+        elif family in CROP_FAMILIES:
+            crop = CROP_FAMILIES[family]
+            box = _crop_box(prg, family, crop, height, width)
+            if crop.flip:
+                box["flip"] = prg.coin()
+            params.append(box)
         elif family == "dither":
             params.append({"family": "dither", "key": prg.read(DITHER_KEY_BYTES)})
-        elif family in _CROP_FLIP:
-            box = _crop_box(prg, height, width, _CROP_FLIP[family])
-            box["family"] = family
-            box["flip"] = prg.coin()
-            params.append(box)
         else:  # pad-shift-flip, and pad-shift-flip-dither
             top = prg.randint(0, 2 * PAD)
             left = prg.randint(0, 2 * PAD)
@@ -323,16 +392,17 @@ def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
         return _finish(image)
     if family == "dither":
         return _finish(_dither(image, params))
-    if family == "random-resized-crop" or family in _CROP_FLIP:
+    if isinstance(family, str) and family in CROP_FAMILIES:
+        flips = CROP_FAMILIES[family].flip
         keys = {"family", "top", "left", "height", "width"}
-        _check_keys(params, keys if family == "random-resized-crop" else keys | {"flip"})
+        _check_keys(params, keys | {"flip"} if flips else keys)
         h = _field(params, "height", 1, height)
         w = _field(params, "width", 1, width)
         top = _field(params, "top", 0, height - h)
         left = _field(params, "left", 0, width - w)
         crop = image[top : top + h, left : left + w]
         resized = resize_bilinear(np.ascontiguousarray(crop), height, width)
-        if family in _CROP_FLIP and _flip(params):
+        if flips and _flip(params):
             resized = resized[:, ::-1]
         return _finish(resized)
     if family in ("pad-shift-flip", "pad-shift-flip-dither"):

@@ -24,8 +24,9 @@ FUNCTION: Final = "image-encoder"
 CAPABILITY: Final = "embed-images"
 #: Copies per version unless the claim says otherwise (the paper's K).
 DEFAULT_K: Final = 64
-#: Perturbation family unless the claim says otherwise (crops and flips).
-DEFAULT_PERTURBATION: Final = "random-resized-crop-flip"
+#: Perturbation family unless the claim says otherwise (the paper's crops and flips, drawn
+#: without libm; claims before it named ``random-resized-crop-flip``, spec §10.3).
+DEFAULT_PERTURBATION: Final = "random-resized-crop-flip-v2"
 #: Families that move the view (``none`` and ``dither`` copies are the image, or all but
 #: the image, so every pair would score alike).
 PERTURBING_FAMILIES: Final = tuple(f for f in FAMILIES if f not in ("none", "dither"))

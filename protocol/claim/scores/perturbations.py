@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Final
 
-#: The perturbation families, by their claim names.
+#: The perturbation families, by their claim names. The crops with ``-v2`` draw without
+#: libm (spec §10.3); those without it draw their aspect with ``exp``, so their draws
+#: depend on the platform's C library, and stay for claims and verdicts that name them.
 FAMILIES: Final = (
     "none",
     "random-resized-crop",
@@ -18,6 +20,9 @@ FAMILIES: Final = (
     "simclr-crop-flip",
     "dither",
     "pad-shift-flip-dither",
+    "random-resized-crop-v2",
+    "random-resized-crop-flip-v2",
+    "simclr-crop-flip-v2",
 )
 #: Most perturbed copies per version (the claim parameter K).
 MAX_COPIES: Final = 256

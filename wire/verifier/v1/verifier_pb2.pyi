@@ -15,7 +15,7 @@ class ClaimMessage(_message.Message):
     def __init__(self, start: _Optional[_Union[ClaimStart, _Mapping]] = ..., openings: _Optional[_Union[Openings, _Mapping]] = ...) -> None: ...
 
 class ClaimStart(_message.Message):
-    __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window", "window_max")
+    __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window", "window_max", "fresh_pairs")
     SPEC_VERSION_FIELD_NUMBER: _ClassVar[int]
     RECORD_INDEX_FIELD_NUMBER: _ClassVar[int]
     RECORD_ROOT_FIELD_NUMBER: _ClassVar[int]
@@ -28,6 +28,7 @@ class ClaimStart(_message.Message):
     RESUME_CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MAX_FIELD_NUMBER: _ClassVar[int]
+    FRESH_PAIRS_FIELD_NUMBER: _ClassVar[int]
     spec_version: str
     record_index: int
     record_root: bytes
@@ -40,7 +41,8 @@ class ClaimStart(_message.Message):
     resume_claim_id: str
     window: int
     window_max: int
-    def __init__(self, spec_version: _Optional[str] = ..., record_index: _Optional[int] = ..., record_root: _Optional[bytes] = ..., model: _Optional[_Union[ModelRef, _Mapping]] = ..., score: _Optional[_Union[ScoreSpec, _Mapping]] = ..., test: _Optional[_Union[TestSpec, _Mapping]] = ..., tie_rule: _Optional[str] = ..., max_pairs: _Optional[int] = ..., query_budget: _Optional[int] = ..., resume_claim_id: _Optional[str] = ..., window: _Optional[int] = ..., window_max: _Optional[int] = ...) -> None: ...
+    fresh_pairs: bool
+    def __init__(self, spec_version: _Optional[str] = ..., record_index: _Optional[int] = ..., record_root: _Optional[bytes] = ..., model: _Optional[_Union[ModelRef, _Mapping]] = ..., score: _Optional[_Union[ScoreSpec, _Mapping]] = ..., test: _Optional[_Union[TestSpec, _Mapping]] = ..., tie_rule: _Optional[str] = ..., max_pairs: _Optional[int] = ..., query_budget: _Optional[int] = ..., resume_claim_id: _Optional[str] = ..., window: _Optional[int] = ..., window_max: _Optional[int] = ..., fresh_pairs: _Optional[bool] = ...) -> None: ...
 
 class ModelRef(_message.Message):
     __slots__ = ("oracle_endpoint", "name")

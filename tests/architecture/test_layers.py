@@ -1,0 +1,139 @@
+"""The layer contracts of pyproject.toml hold, and a deliberate violation breaks them.
+
+`make lint` runs ``lint-imports`` with the contracts of ``[tool.importlinter]``
+(docs/architecture.md draws the layers). Here the same command runs on the repository,
+then on a copy of its Python files with one forbidden import added per contract.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+    "importlinter"
+]
+PACKAGES = CONFIG["root_packages"]
+CONTRACTS = {contract["id"]: contract["name"] for contract in CONFIG["contracts"]}
+
+#: One import per contract that only that contract's rule forbids.
+VIOLATIONS = {
+    "protocol-alone": ("protocol", "import wire.transport\n"),
+    "wire-below-roles": ("wire", "import verifier.claim\n"),
+    "cli-on-top": ("owner", "import twinaudit.cli\n"),
+    "owner-verifier-apart": ("verifier", "import owner.vault\n"),
+    "layers": ("twinaudit", "import demo.run\n"),
+}
+
+
+def _lint_imports(cwd):
+    command = Path(sys.executable).parent / "lint-imports"
+    return subprocess.run(
+        [str(command), "--no-cache", "--no-logo", "--config", str(ROOT / "pyproject.toml")],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+
+
+def _not_python(folder, names):
+    def skip(name):
+        if name == "__pycache__":
+            return True
+        return not name.endswith(".py") and not (Path(folder) / name).is_dir()
+
+    return [name for name in names if skip(name)]
+
+
+def _copy_python_files(target):
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, target / package, ignore=_not_python)
+
+
+def test_every_contract_is_kept():
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in CONTRACTS.values():
+        assert f"{name} KEPT" in result.stdout, result.stdout
+
+
+def test_every_contract_has_a_violation_case():
+    assert set(VIOLATIONS) == set(CONTRACTS)
+
+
+@pytest.mark.parametrize("contract", sorted(VIOLATIONS))
+def test_a_deliberate_violation_fails(tmp_path, contract):
+    _copy_python_files(tmp_path)
+    clean = _lint_imports(tmp_path)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    package, line = VIOLATIONS[contract]
+    (tmp_path / package / "deliberate_violation.py").write_text(line, encoding="utf-8")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert f"{CONTRACTS[contract]} BROKEN" in broken.stdout, broken.stdout
+    assert f"{package}.deliberate_violation" in broken.stdout
+
+
+def test_the_top_level_packages_import_one_another_without_a_cycle():
+    sys.path.insert(0, str(ROOT))
+    try:
+        graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    finally:
+        sys.path.remove(str(ROOT))
+    depends: dict[str, set[str]] = {package: set() for package in PACKAGES}
+    for module in graph.modules:
+        source = module.split(".")[0]
+        for imported in graph.find_modules_directly_imported_by(module):
+            target = imported.split(".")[0]
+            if target != source:
+                depends[source].add(target)
+    try:
+        order = list(TopologicalSorter(depends).static_order())
+    except CycleError as error:
+        pytest.fail(f"package-level cycle: {error.args[1]}")
+    assert order.index("protocol") < order.index("wire") < order.index("owner")
+    assert order.index("wire") < order.index("verifier") < order.index("twinaudit")
+
+
+def _ruff_on(filename, source):
+    """Run ``ruff check`` on ``source`` as if it were the repository file ``filename``."""
+    command = Path(sys.executable).parent / "ruff"
+    return subprocess.run(
+        [str(command), "check", "--output-format", "concise", "--stdin-filename", filename, "-"],
+        cwd=ROOT,
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+PRIVATE_USES = {
+    "an imported private name": '"""x."""\n\nfrom protocol.encoding import _walk\n\nprint(_walk)\n',
+    "a private attribute": (
+        '"""x."""\n\nimport protocol.encoding\n\nprint(protocol.encoding._walk)\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("package", ["bench", "evaluation"])
+@pytest.mark.parametrize("use", sorted(PRIVATE_USES))
+def test_bench_and_evaluation_use_public_names_only(package, use):
+    """`make lint` (ruff: PLC2701, SLF001) refuses a private name in bench/ and evaluation/."""
+    source = PRIVATE_USES[use]
+    broken = _ruff_on(f"{package}/deliberate_violation.py", source)
+    assert broken.returncode != 0
+    assert "_walk" in broken.stdout, broken.stdout
+    # The same lines elsewhere (the packages' own tests may reach inside) pass the rule.
+    assert _ruff_on("tests/deliberate_violation.py", source).returncode == 0

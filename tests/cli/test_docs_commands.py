@@ -1,0 +1,436 @@
+"""The commands of README.md and docs/*.md: every one parses, every link resolves.
+
+Every fenced ``sh``/``bash`` block of the README and of ``docs/*.md`` is read as a
+script: each command line (``\\``-continued lines joined, ``#`` comments dropped) is
+checked without running it, and so is every ``twinaudit`` command quoted in a table.
+A ``twinaudit`` command must parse with the console script's own parser
+(:func:`twinaudit.cli.build_parser`, environment variables set by the block's
+``export`` lines included); ``python -m demo``, ``demo.practitioner``,
+``evaluation`` and ``bench`` and the scripts under ``docs/examples/`` must parse with
+theirs (their ``parse_args`` is stopped before the command would run); ``make``
+targets must exist in the Makefile. A command of any other kind fails the test, so a
+new kind of command in the docs needs a check here. Every relative link and every
+repository path quoted in code must exist.
+
+The README's quick start is then run end to end, in its own order, on 12 random 8×8
+labelled images, with the proxy trained for 24 steps instead of thousands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import importlib
+import importlib.util
+import os
+import re
+import runpy
+import shlex
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import owner.marking.proxy as proxy_module
+from tests.support.cli_processes import ROOT, serve, stop
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
+from twinaudit.cli import build_parser
+from twinaudit.cli import main as cli_main
+
+#: The documents whose commands and links are checked.
+DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+#: Python modules whose command lines the docs may show (each parses with argparse).
+PYTHON_MODULES = ("demo", "demo.practitioner", "evaluation", "bench")
+#: Scripts the docs may run with ``python PATH``.
+PYTHON_SCRIPTS = ("docs/examples/stand_in_model.py",)
+#: Shell built-ins and helpers a block may use around the commands.
+SHELL_WORDS = (".", "source", "mkdir", "export", "kill", "cd")
+#: Top-level folders a path quoted in code (``like/this``) must exist under.
+TRACKED_TOPS = (
+    ".ci",
+    "bench",
+    "demo",
+    "docs",
+    "evaluation",
+    "owner",
+    "proto",
+    "protocol",
+    "scripts",
+    "spec",
+    "tests",
+    "twinaudit",
+    "verifier",
+    "wire",
+)
+#: The environment variables a block's ``export`` lines may set for later commands.
+ENV_PREFIX = "TWINAUDIT_"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command line of a fenced block: where it is and its words."""
+
+    path: Path
+    line: int
+    text: str
+    words: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        """Return ``file:line`` for messages."""
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(path: Path) -> list[list[Command]]:
+    """Return the commands of each ``sh``/``bash`` fenced block of ``path``, block by block."""
+    found: list[list[Command]] = []
+    inside = False  # within a fenced block of any language
+    pending: list[str] = []
+    start = 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fence = re.match(r"^\s*```(\w*)\s*$", line)
+        if fence:
+            inside = not inside
+            if inside and fence.group(1) in ("sh", "bash"):
+                found.append([])
+            elif inside:
+                found.append(_OTHER)
+            continue
+        if not inside or found[-1] is _OTHER:
+            continue
+        stripped = line.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        if not pending:
+            start = number
+        pending.append(stripped.removesuffix("\\").strip())
+        if not stripped.endswith("\\"):
+            text = " ".join(pending)
+            found[-1].append(Command(path, start, text, tuple(shlex.split(text, comments=True))))
+            pending = []
+    return [block for block in found if block is not _OTHER]
+
+
+#: Stands for a fenced block in another language (or none): its lines are not commands.
+_OTHER: list[Command] = []
+
+
+def table_commands(path: Path) -> list[Command]:
+    """Return the ``twinaudit`` commands quoted in the cells of ``path``'s tables.
+
+    A table row is a line starting with ``|`` outside fenced blocks; each inline code
+    span of it that starts with ``twinaudit `` and gives an option (``--…``) is a command
+    (one without, such as ``twinaudit oracle serve``, names a command in prose).
+    """
+    found: list[Command] = []
+    inside = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            inside = not inside
+        elif not inside and line.lstrip().startswith("|"):
+            for text in re.findall(r"`(twinaudit [^`]*)`", line):
+                words = tuple(shlex.split(text))
+                if any(word.startswith("--") for word in words):
+                    found.append(Command(path, number, text, words))
+    return found
+
+
+def test_the_documents_have_commands_to_check():
+    readme = [c for block in blocks(ROOT / "README.md") for c in block]
+    assert any(c.words[:3] == ("twinaudit", "owner", "mark") for c in readme)
+    assert sum(len(block) for path in DOCUMENTS for block in blocks(path)) > 50
+
+
+class _ParsedError(Exception):
+    """Raised by the stopped ``parse_args``: the arguments parsed, nothing ran."""
+
+
+@contextlib.contextmanager
+def _parse_only(monkeypatch: pytest.MonkeyPatch, argv: list[str]):
+    """Let a module's ``main`` parse ``argv`` and stop it there (raising :class:`_ParsedError`)."""
+    original = argparse.ArgumentParser.parse_args
+
+    def parse(self, args=None, namespace=None):
+        original(self, args, namespace)
+        raise _ParsedError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "parse_args", parse)
+        patch.setattr(sys, "argv", argv)
+        yield
+
+
+def _run_parse_only(monkeypatch, command: Command, argv: list[str], run) -> None:
+    with _parse_only(monkeypatch, argv):
+        try:
+            run()
+        except _ParsedError:
+            return
+        except SystemExit as exc:
+            code = exc.code
+        else:
+            pytest.fail(f"{command.where}: {command.text!r} ran without parsing its arguments")
+    assert code in (0, None), f"{command.where}: {command.text!r} does not parse"
+
+
+def _check_twinaudit(command: Command, args: list[str], env: dict[str, str], monkeypatch) -> None:
+    with monkeypatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
+            patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        parser = build_parser()  # reads the environment (defaults of --arbiter, …)
+        code: object = 0
+        try:
+            parser.parse_args(args)
+        except SystemExit as exc:  # --help exits 0; a usage error exits 2
+            code = exc.code
+        assert code == 0, f"{command.where}: {command.text!r} does not parse"
+
+
+def _check_python(command: Command, words: list[str], env, monkeypatch) -> None:
+    if words[:2] == ["-m", "twinaudit"]:
+        _check_twinaudit(command, words[2:], env, monkeypatch)
+    elif words[0] == "-m":
+        module = words[1]
+        assert module in PYTHON_MODULES, f"{command.where}: no check for python -m {module}"
+        _run_parse_only(monkeypatch, command, [module, *words[2:]], _main_of(module, words[2:]))
+    else:
+        script = words[0]
+        assert script in PYTHON_SCRIPTS, f"{command.where}: no check for python {script}"
+        _run_parse_only(
+            monkeypatch,
+            command,
+            [script, *words[1:]],
+            lambda: runpy.run_path(str(ROOT / script), run_name="__main__"),
+        )
+
+
+def _main_of(module: str, argv: list[str]):
+    """Return a call of ``module``'s ``main`` (its ``__main__``'s for a package) on ``argv``."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None, f"no module {module}"
+    entry = importlib.import_module(
+        f"{module}.__main__" if spec.submodule_search_locations else module
+    )
+    return lambda: entry.main(argv)
+
+
+def _make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([A-Za-z][\w-]*):", text, flags=re.MULTILINE))
+
+
+def _check_make(command: Command, words: list[str], monkeypatch) -> None:
+    targets = [w for w in words if "=" not in w]
+    assert targets, f"{command.where}: make without a target"
+    for target in targets:
+        assert target in _make_targets(), f"{command.where}: no make target {target!r}"
+    for word in words:
+        name, _, value = word.partition("=")
+        if name == "DEMO_ARGS":
+            argv = shlex.split(value)
+            _run_parse_only(monkeypatch, command, ["demo", *argv], _main_of("demo", argv))
+
+
+def _check(command: Command, env: dict[str, str], monkeypatch) -> None:
+    words = [w for w in command.words if w != "&"]
+    program, rest = words[0], words[1:]
+    if program == "twinaudit":
+        _check_twinaudit(command, rest, env, monkeypatch)
+    elif program in ("python", ".venv/bin/python"):
+        _check_python(command, rest, env, monkeypatch)
+    elif program == "make":
+        _check_make(command, rest, monkeypatch)
+    elif program == "export":
+        for assignment in rest:
+            name, _, value = assignment.partition("=")
+            env[name] = value
+    elif program in (".", "source"):
+        assert rest == [".venv/bin/activate"], f"{command.where}: no check for {command.text!r}"
+    else:
+        assert program in SHELL_WORDS, f"{command.where}: no check for {program!r}"
+
+
+@pytest.mark.parametrize(
+    ("path", "index"),
+    [(p, i) for p in DOCUMENTS for i, b in enumerate(blocks(p)) if b],
+    ids=lambda v: v.name if isinstance(v, Path) else str(v),
+)
+def test_every_command_of_the_block_parses(path, index, monkeypatch, capsys):
+    env: dict[str, str] = {}
+    for command in blocks(path)[index]:
+        _check(command, env, monkeypatch)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if table_commands(p)], ids=lambda p: p.name)
+def test_every_command_of_a_table_parses(path, monkeypatch, capsys):
+    for command in table_commands(path):
+        _check(command, {}, monkeypatch)
+    capsys.readouterr()
+
+
+def test_the_practitioner_table_serves_every_format():
+    """One row per format of ``--format`` (torch.export twice: dynamic and fixed batch).
+
+    One per kind of Hugging Face model ``--hf`` serves (classifier, lm, clip). And one
+    for a model on an Open Inference Protocol server, which the owner's claim
+    names by its ``oip+`` address (the OIP options table has no commands), and one for a
+    file handed to the arbiter, which it stores (``verifier model add``) and a claim
+    names by its SHA-256 (``held:sha256:``).
+    """
+    commands = [c.words for c in table_commands(ROOT / "docs" / "practitioner.md")]
+    served = [words for words in commands if words[:3] == ("twinaudit", "oracle", "serve")]
+    claims = [words for words in commands if words[:3] == ("twinaudit", "owner", "claim")]
+    held = [words for words in commands if words[:4] == ("twinaudit", "verifier", "model", "add")]
+    assert len(served) + len(claims) + len(held) == len(commands) and len(held) == 1
+    oracles = [words[words.index("--oracle") + 1][:9] for words in claims]
+    assert oracles == ["held:sha2", "oip+http:"]
+    hf = [words for words in served if "--hf" in words]
+    files = [words for words in served if "--hf" not in words]
+    suffixes = {Path(words[words.index("--model") + 1]).suffix for words in files}
+    assert suffixes == {".ts", ".pt2", ".pt", ".safetensors", ".onnx"}
+    assert sum("--trust-pickle" in words for words in files) == 1
+    assert sum("--arch" in words for words in files) == 2
+    assert len(files) == 7
+    kinds = [
+        words[words.index("--kind") + 1] if "--kind" in words else "classifier" for words in hf
+    ]
+    assert sorted(kinds) == ["classifier", "clip", "lm"]
+
+
+def _slug(heading: str) -> str:
+    """Return GitHub's anchor for a heading: lower case, punctuation dropped, spaces to -."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    """Return the anchors of ``path``'s headings (lines in fenced blocks are not headings)."""
+    anchors, inside = set(), False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            inside = not inside
+        elif not inside and (heading := re.match(r"^#+\s+(.*)$", line)):
+            anchors.add(_slug(heading.group(1)))
+    return anchors
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+def test_every_link_and_quoted_path_exists(path):
+    text = path.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue  # a URL
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        assert linked.exists(), f"{path.name}: the link {target!r} points nowhere"
+        if anchor and linked.suffix == ".md":
+            assert anchor in _anchors(linked), f"{path.name}: no heading for {target!r}"
+    tops = "|".join(re.escape(t) for t in TRACKED_TOPS)
+    for quoted in re.findall(r"`([^`\s]+)`", text):
+        if re.fullmatch(rf"(?:{tops})/[\w.*/-]*", quoted):
+            assert list(ROOT.glob(quoted.rstrip("/"))), f"{path.name}: `{quoted}` does not exist"
+
+
+# -- The README's quick start, run end to end ---------------------------------------------
+
+#: The README's quick-start heading (its first shell block is the quick start).
+QUICK_START = "## Quick start"
+
+
+def _quick_start() -> list[Command]:
+    """Return the commands of the README's first shell block under its quick-start heading."""
+    readme = ROOT / "README.md"
+    lines = readme.read_text(encoding="utf-8").splitlines()
+    heading = next(n for n, line in enumerate(lines, start=1) if line.startswith(QUICK_START))
+    return next(block for block in blocks(readme) if block[0].line > heading)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _photos(folder: Path, labels: Path, n: int = 12) -> None:
+    from PIL import Image
+
+    folder.mkdir()
+    rng = np.random.default_rng(24)
+    with labels.open("w", newline="") as stream:
+        rows = csv.writer(stream)
+        rows.writerow(["filename", "label"])
+        for index in range(n):
+            name = f"photo-{index:02d}.png"
+            pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+            Image.fromarray(pixels, "RGB").save(folder / name)
+            rows.writerow([name, index % 3])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_the_readme_quick_start_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
+    _photos(tmp_path / "photos", tmp_path / "photos.csv")
+    names = {
+        "~/photos.csv": str(tmp_path / "photos.csv"),
+        "~/photos": str(tmp_path / "photos"),
+        "runs/try": str(tmp_path / "try"),
+        "127.0.0.1:7443": f"127.0.0.1:{_free_port()}",
+        "127.0.0.1:7500": f"127.0.0.1:{_free_port()}",
+    }
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)))
+    servers = []
+    ran = []
+    try:
+        for command in _quick_start():
+            words = [pattern.sub(lambda m: names[m.group()], w) for w in command.words]
+            program, rest = words[0], words[1:]
+            if program == ".":
+                continue  # the virtual environment: this test runs in it
+            if program == "mkdir":
+                for folder in (w for w in rest if not w.startswith("-")):
+                    Path(folder).mkdir(parents=True, exist_ok=True)
+            elif program == "export":
+                for assignment in rest:
+                    name, _, value = assignment.partition("=")
+                    monkeypatch.setenv(name, value)
+            elif program == "twinaudit" and rest[-1] == "&":
+                ready = "serving on" if rest[0] == "verifier" else "listening on"
+                process, _ = serve(*rest[:-1], ready=ready)
+                servers.append(process)
+            elif program == "twinaudit":
+                assert cli_main(rest) == 0, f"{command.where}: {command.text}"
+            elif program == "python":
+                _run_script(monkeypatch, rest)
+            elif program == "kill":
+                while servers:
+                    stop(servers.pop())
+            else:
+                pytest.fail(f"{command.where}: the test cannot run {command.text!r}")
+            ran.append(" ".join(command.words[:3]))
+    finally:
+        for process in servers:
+            stop(process)
+    out = capsys.readouterr().out
+    assert ran[-2:] == ["twinaudit verifier check", "kill %1 %2"]
+    assert "VALID verdict" in out
+    assert (tmp_path / "try" / "claim" / "transcript.bin").is_file()
+
+
+def _run_script(monkeypatch, words: list[str]) -> None:
+    script, *args = words
+    assert script in PYTHON_SCRIPTS
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "argv", [script, *args])
+        with pytest.raises(SystemExit) as stopped:
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+    assert stopped.value.code == 0

@@ -1,0 +1,440 @@
+"""The owner's commands end to end on small inputs: mark, escrow, publish, inspect.
+
+Resumability (an interrupted run, including a process killed mid-write, finishes with
+exactly the bytes of an uninterrupted one), determinism, and the bad inputs of the
+owner-side issue, each with its typed error and nothing written.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from owner.escrow_client import escrow_root
+from owner.images.sources import open_source
+from owner.inspect import inspect_vault
+from owner.mark import mark, mark_path, secret_from_seed
+from owner.marking import MarkingConfig
+from owner.publish import publish
+from owner.vault import Vault, VaultStorageError
+from protocol.errors import InputError, ParameterError, StateError, VerificationError
+from protocol.keys import public_key_pem
+from protocol.seeds import publication_bits
+from tests.support.arbiter import sqlite_arbiter
+from tests.support.data import synthetic_images
+from tests.support.fake_oracle import LinearOracle
+from tests.support.keys import KEY
+from twinaudit.cli import main
+from verifier.oracles.grpc_server import serve_oracle
+from verifier.verdict import check_verdict
+from wire.transport import make_channel
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = secret_from_seed("owner tests")
+PGD = MarkingConfig(
+    marker="pgd",
+    epsilon=10,
+    extractor="tests.support.extractors:tiny_extractor",
+    steps=2,
+    step_size=4.0,
+    batch_size=8,
+    input_size=32,
+)
+GAUSSIAN = MarkingConfig(marker="gaussian", epsilon=10, batch_size=8)
+
+
+def _files(vault: Path) -> dict[str, bytes]:
+    """Every file of a vault, by relative name, with its SHA-256."""
+    return {
+        str(p.relative_to(vault)): hashlib.sha256(p.read_bytes()).digest()
+        for p in sorted(vault.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def photos(tmp_path: Path) -> tuple[Path, Path, np.ndarray, np.ndarray]:
+    raw, labels = synthetic_images(44, seed=7)
+    np.save(tmp_path / "photos.npy", raw)
+    (tmp_path / "labels.json").write_text(json.dumps([int(y) for y in labels]))
+    return tmp_path / "photos.npy", tmp_path / "labels.json", raw, labels
+
+
+# --- mark: determinism and resumability ---------------------------------------------------
+
+
+def test_same_seed_same_vault_bytes(photos, tmp_path):
+    images, labels, raw, _ = photos
+    first = mark_path(images, tmp_path / "a", PGD, labels=labels, secret=SEED, show_progress=False)
+    mark_path(images, tmp_path / "b", PGD, labels=labels, secret=SEED, show_progress=False)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    mark_path(images, tmp_path / "c", PGD, labels=labels, show_progress=False)  # fresh secret
+    assert _files(tmp_path / "c")["journal"] != _files(tmp_path / "a")["journal"]
+    vault = first.vault
+    assert vault.n_pairs == 44
+    assert vault.labels() == json.loads(labels.read_text())
+    for _, v0, v1, _, _ in vault.chunks():
+        assert not np.array_equal(v0, v1)
+    assert first.marked_now == 44 and first.resumed_from == 0
+    assert raw.shape == (44, 28, 28, 1)
+
+
+def test_interrupted_mark_resumes_to_identical_bytes(photos, tmp_path, monkeypatch):
+    images, labels, _, _ = photos
+    mark_path(images, tmp_path / "whole", PGD, labels=labels, secret=SEED, show_progress=False)
+    calls = {"n": 0}
+    source = open_source(images, labels=labels)
+    marker_cls = type(_marker(PGD))
+    original = marker_cls.mark
+
+    def failing(self, pixels, first_index):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # the owner presses Ctrl-C during the third batch
+        return original(self, pixels, first_index)
+
+    monkeypatch.setattr(marker_cls, "mark", failing)
+    with pytest.raises(KeyboardInterrupt):
+        mark(source, tmp_path / "cut", PGD, secret=SEED, show_progress=False)
+    monkeypatch.undo()
+    with pytest.raises(StateError):
+        Vault.open(tmp_path / "cut")  # unfinished: no vault to use yet
+    result = mark(source, tmp_path / "cut", PGD, secret=SEED, show_progress=False)
+    assert result.resumed_from == 16 and result.marked_now == 28
+    assert _files(tmp_path / "cut") == _files(tmp_path / "whole")
+
+
+def _marker(config: MarkingConfig):
+    from owner.marking import make_marker
+
+    return make_marker(config, SEED)
+
+
+def test_killed_mark_process_resumes_to_identical_bytes(tmp_path):
+    """SIGKILL at an arbitrary moment, then the same command again: the same vault."""
+    raw, _ = synthetic_images(400, seed=8)
+    np.save(tmp_path / "photos.npy", raw)
+    command = [
+        sys.executable,
+        "-m",
+        "twinaudit",
+        "owner",
+        "mark",
+        str(tmp_path / "photos.npy"),
+        "--marker",
+        "gaussian",
+        "--batch-size",
+        "4",
+        "--seed",
+        "killed",
+        "--quiet",
+    ]
+    subprocess.run([*command, "--out", str(tmp_path / "whole")], cwd=ROOT, check=True)
+    process = subprocess.Popen([*command, "--out", str(tmp_path / "cut")], cwd=ROOT)
+    chunks = tmp_path / "cut" / "chunks"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(chunks.glob("*.npy"))) < 5:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    written = len(list(chunks.glob("*.npy")))
+    assert 5 <= written < 100, "the run was not killed mid-way"
+    subprocess.run([*command, "--out", str(tmp_path / "cut")], cwd=ROOT, check=True)
+    assert _files(tmp_path / "cut") == _files(tmp_path / "whole")
+
+
+def test_mark_again_on_a_finished_vault(photos, tmp_path):
+    images, labels, _, _ = photos
+    mark_path(images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
+    again = mark_path(
+        images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False
+    )
+    assert again.marked_now == 0 and again.resumed_from == 44
+    other = MarkingConfig(marker="gaussian", epsilon=11, batch_size=8)
+    with pytest.raises(ParameterError, match="another config"):
+        mark_path(images, tmp_path / "v", other, labels=labels, show_progress=False)
+
+
+def test_disk_full_during_mark_is_resumable(photos, tmp_path, monkeypatch):
+    images, labels, _, _ = photos
+    mark_path(images, tmp_path / "whole", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
+    from owner.vault import files as vault_files
+
+    real = vault_files.write_all
+    written = {"n": 0}
+
+    def full_after_three(fd, data):
+        written["n"] += 1
+        if written["n"] > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, data)
+
+    monkeypatch.setattr(vault_files, "write_all", full_after_three)
+    with pytest.raises(VaultStorageError, match="disk is full"):
+        mark_path(images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
+    monkeypatch.undo()
+    mark_path(images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
+    assert _files(tmp_path / "v") == _files(tmp_path / "whole")
+
+
+# --- bad input through the console script -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--epsilon", "0"], "epsilon"),
+        (["--epsilon", "256"], "epsilon"),
+        (["--extractor", "no.such.module:f"], "no.such.module"),
+        (["--steps", "-1"], "steps"),
+        (["--marker", "pgd", "--extractor-weights", "/nonexistent.pt"], "nonexistent"),
+    ],
+)
+def test_bad_marking_options_write_nothing(photos, tmp_path, capsys, args, message):
+    images, _, _, _ = photos
+    code = main(["owner", "mark", str(images), "--out", str(tmp_path / "v"), "--quiet", *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "v").exists()
+
+
+def test_bad_inputs_are_named_and_write_nothing(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage")
+    cases = [
+        (tmp_path / "missing.npy", "missing.npy"),
+        (empty, "empty"),
+        (folder, "a.png"),
+    ]
+    for path, name in cases:
+        code = main(["owner", "mark", str(path), "--out", str(tmp_path / "v"), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and name in err, err
+        assert not (tmp_path / "v").exists()
+
+
+# --- escrow, publish, inspect -------------------------------------------------------------
+
+
+@pytest.fixture
+def arbiter(tmp_path):
+    with sqlite_arbiter(tmp_path, KEY) as address:
+        yield address
+
+
+def _escrowed(photos, tmp_path, address) -> Vault:
+    images, labels, _, _ = photos
+    vault = mark_path(
+        images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False
+    ).vault
+    escrowed = escrow_root(
+        make_channel(address),
+        root=vault.root,
+        n_pairs=vault.n_pairs,
+        item_kind="image",
+        owner="",
+        arbiter_public_key=KEY.public_key(),
+    )
+    vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
+    return Vault.open(tmp_path / "v")
+
+
+def test_publish_writes_exactly_the_published_versions(photos, tmp_path, arbiter):
+    vault = _escrowed(photos, tmp_path, arbiter)
+    files = publish(vault, tmp_path / "pub", show_progress=False)
+    # The published pixels and the labels (the same for both versions), nothing else.
+    assert sorted(f.name for f in files) == ["labels.csv", "photos.npy"]
+    assert sorted(p.name for p in (tmp_path / "pub").iterdir()) == ["labels.csv", "photos.npy"]
+    published = np.load(tmp_path / "pub" / "photos.npy")
+    bits = publication_bits(vault.root, vault.receipt.rho, vault.n_pairs)
+    for index, bit in enumerate(bits):
+        versions = vault.pair(index)
+        assert np.array_equal(published[index], versions[int(bit)].pixels)
+    with pytest.raises(InputError):
+        publish(vault, tmp_path / "pub", show_progress=False)  # never overwrites
+
+
+def test_inspect_checks_epsilon_against_the_original(photos, tmp_path, arbiter):
+    images, labels, raw, _ = photos
+    vault = _escrowed(photos, tmp_path, arbiter)
+    report = inspect_vault(
+        vault,
+        source=open_source(images, labels=labels),
+        distance_pairs=8,
+        extractor="tests.support.extractors:tiny_extractor",
+        sheet=tmp_path / "sheet.png",
+        sheet_pairs=4,
+    )
+    assert report.epsilon is not None and report.epsilon.holds
+    assert report.epsilon.pixels_checked == 2 * raw.size
+    assert 0 < report.epsilon.max_deviation <= 10
+    assert report.feature_distance is not None and report.feature_distance.pairs == 8
+    assert report.receipt is not None and report.receipt.record == 0
+    assert "holds" in report.to_text() and report.to_value()["n_pairs"] == 44
+    assert os.stat(tmp_path / "sheet.png").st_mode & 0o077 == 0
+    other = tmp_path / "other.npy"
+    np.save(other, np.clip(raw.astype(int) + 1, 0, 255).astype(np.uint8))
+    with pytest.raises(InputError, match="not the input"):
+        inspect_vault(vault, source=open_source(other), distance_pairs=0)
+
+
+def test_escrow_with_the_wrong_arbiter_key_stores_nothing(photos, tmp_path, arbiter, capsys):
+    images, labels, _, _ = photos
+    mark_path(images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
+    before = _files(tmp_path / "v")
+    other = Ed25519PrivateKey.generate()
+    (tmp_path / "other.key.pub").write_bytes(public_key_pem(other.public_key()))
+    code = main(
+        [
+            "owner",
+            "escrow",
+            str(tmp_path / "v"),
+            "--arbiter",
+            arbiter,
+            "--arbiter-key",
+            str(tmp_path / "other.key.pub"),
+        ]
+    )
+    assert code == 1 and "signature" in capsys.readouterr().err.lower()
+    assert _files(tmp_path / "v") == before
+
+
+def test_escrow_to_an_unreachable_arbiter_stores_nothing(photos, tmp_path, capsys):
+    images, labels, _, _ = photos
+    mark_path(images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
+    before = _files(tmp_path / "v")
+    (tmp_path / "arbiter.key.pub").write_bytes(public_key_pem(KEY.public_key()))
+    code = main(
+        [
+            "owner",
+            "escrow",
+            str(tmp_path / "v"),
+            "--arbiter",
+            "127.0.0.1:9",
+            "--arbiter-key",
+            str(tmp_path / "arbiter.key.pub"),
+        ]
+    )
+    assert code == 1 and "UNAVAILABLE" in capsys.readouterr().err
+    assert _files(tmp_path / "v") == before
+    assert not any(p.name == "receipt.json" for p in (tmp_path / "v").iterdir())
+
+
+def test_modified_vault_is_refused_by_every_command(photos, tmp_path, arbiter, capsys):
+    vault = _escrowed(photos, tmp_path, arbiter)
+    chunk = vault.path / "chunks" / "000001.npy"
+    data = bytearray(chunk.read_bytes())
+    data[-1] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    for command in (
+        ["owner", "publish", str(vault.path), "--out", str(tmp_path / "pub")],
+        ["owner", "inspect", str(vault.path), "--distance-pairs", "0"],
+        [
+            "owner",
+            "escrow",
+            str(vault.path),
+            "--arbiter",
+            arbiter,
+            "--arbiter-key",
+            str(tmp_path / "arbiter.key.pub"),
+        ],
+    ):
+        assert main(command) == 1
+        assert "chunks/000001.npy" in capsys.readouterr().err
+    assert not (tmp_path / "pub").exists()
+    with pytest.raises(VerificationError):
+        Vault.open(vault.path)
+
+
+# --- claim: the default knowledge condition -------------------------------------------------
+
+
+def _escrowed_vault(photos, tmp_path, address, *, with_labels: bool) -> Path:
+    images, labels, _, _ = photos
+    vault = mark_path(
+        images,
+        tmp_path / "v",
+        GAUSSIAN,
+        labels=labels if with_labels else None,
+        secret=SEED,
+        show_progress=False,
+    ).vault
+    escrowed = escrow_root(
+        make_channel(address),
+        root=vault.root,
+        n_pairs=vault.n_pairs,
+        item_kind="image",
+        owner="",
+        arbiter_public_key=KEY.public_key(),
+    )
+    vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
+    return tmp_path / "v"
+
+
+def _owner_claim(vault: Path, arbiter: str, oracle: str, *options: str) -> int:
+    return main(
+        [
+            "owner",
+            "claim",
+            str(vault),
+            "--arbiter",
+            arbiter,
+            "--arbiter-key",
+            str(vault.parent / "arbiter.key.pub"),
+            "--oracle",
+            oracle,
+            "--max-pairs",
+            "8",
+            "--out",
+            str(vault.parent / "verdict"),
+            *options,
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("with_labels", "label_only", "condition", "word"),
+    [
+        (True, True, "C3", "labelled"),
+        (True, False, "C3", "labelled"),
+        (False, False, "C2", "unlabelled"),
+    ],
+)
+def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supports(
+    photos, tmp_path, arbiter, capsys, with_labels, label_only, condition, word
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=with_labels)
+    oracle, port = serve_oracle(LinearOracle(label_only=label_only), "127.0.0.1:0")
+    try:
+        code = _owner_claim(vault, arbiter, f"127.0.0.1:{port}")
+    finally:
+        oracle.stop(None)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"knowledge {condition} (asked: {word})" in out
+    verdict = check_verdict((tmp_path / "verdict" / "verdict.json").read_bytes(), KEY.public_key())
+    assert verdict["claim"]["score"]["knowledge"] == condition
+
+
+def test_claim_with_c1_on_an_unlabelled_vault_is_refused_before_the_arbiter(
+    photos, tmp_path, arbiter, capsys
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=False)
+    for knowledge in ("C1", "labelled"):
+        assert _owner_claim(vault, arbiter, "127.0.0.1:9", "--knowledge", knowledge) == 2
+        assert "not every item of this vault carries one" in capsys.readouterr().err
+    assert not (tmp_path / "verdict").exists()

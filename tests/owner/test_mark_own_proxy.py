@@ -1,0 +1,193 @@
+"""``proxy-own``: PGD in the features of a proxy trained on the images being marked."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import owner.marking.proxy as proxy_module
+from owner.images.sources import open_source
+from owner.mark import mark
+from owner.marking import MarkingConfig
+from owner.marking.config import OWN_OTHER_SIDE, OWN_PROXY, own_proxy_side, pgd_defaults
+from owner.marking.extractors import load_extractor
+from owner.marking.proxy import SmallCNN, own_proxy_epochs, train_own_proxy, weights_digest
+from owner.vault import Vault
+from protocol.errors import InputError, ParameterError
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
+from twinaudit.cli import main as cli_main
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SECRET = bytes(range(32))
+
+
+@pytest.fixture(autouse=True)
+def few_steps(monkeypatch):
+    """Train the proxy 24 steps instead of thousands: the rules, not the proxy, are tested."""
+    monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
+
+
+def _photos(tmp_path, n=24, side=8, channels=1, labels=True):
+    rng = np.random.default_rng(3)
+    images = rng.integers(0, 256, (n, side, side, channels), dtype=np.uint8)
+    np.save(tmp_path / "photos.npy", images)
+    if labels:
+        (tmp_path / "labels.json").write_text(json.dumps([int(i % 3) * 7 for i in range(n)]))
+    return open_source(tmp_path / "photos.npy", labels=tmp_path / "labels.json" if labels else None)
+
+
+def _config(side=8, **changes):
+    pgd = pgd_defaults(OWN_PROXY, 10)
+    settings = {
+        "extractor": OWN_PROXY,
+        "steps": 2,
+        "step_size": float(pgd["step_size"]),
+        "batch_size": 8,
+        "input_size": side,
+        **changes,
+    }
+    return MarkingConfig(**settings)
+
+
+def test_the_side_is_the_images_own_when_small_and_square():
+    assert own_proxy_side([(28, 28)]) == 28
+    assert own_proxy_side([(32, 32), (32, 32)]) == 32
+    for shapes in ([(30, 30)], [(28, 32)], [(28, 28), (32, 32)], [(512, 512)], [(4, 4)]):
+        assert own_proxy_side(shapes) == OWN_OTHER_SIDE
+
+
+def test_steps_are_fixed_whatever_the_number_of_images():
+    proxy_module.OWN_STEPS = 3160  # the fixture restores it
+    assert own_proxy_epochs(200) == 1580  # two batches an epoch
+    assert own_proxy_epochs(10_000) == 40  # the public proxy's recipe
+    with pytest.raises(InputError):
+        own_proxy_epochs(0)
+
+
+def test_the_digest_sees_every_weight():
+    torch.manual_seed(0)
+    model = SmallCNN(side=8, hidden=16)
+    digest = weights_digest(model)
+    assert digest.startswith("sha256:") and len(digest) == 7 + 64
+    assert weights_digest(model) == digest
+    with torch.no_grad():
+        model.classifier[3].bias[0] += 1e-7
+    assert weights_digest(model) != digest
+
+
+def test_training_ignores_the_callers_threads_and_restores_them():
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (12, 8, 8, 1), dtype=np.uint8)
+    labels = np.arange(12) % 2
+    torch.set_num_threads(2)
+    first = train_own_proxy(images, labels)
+    assert torch.get_num_threads() == 2
+    torch.set_num_threads(1)
+    assert weights_digest(train_own_proxy(images, labels)) == weights_digest(first)
+
+
+def test_marking_records_the_proxy_and_reproduces_the_vault(tmp_path):
+    source = _photos(tmp_path)
+    vault = mark(source, tmp_path / "a", _config(), secret=SECRET, show_progress=False).vault
+    recorded = MarkingConfig.from_value(vault.config)
+    assert recorded.extractor == OWN_PROXY
+    assert recorded.extractor_weights is not None
+    assert recorded.extractor_weights.startswith("sha256:")
+    again = mark(source, tmp_path / "b", _config(), secret=SECRET, show_progress=False).vault
+    assert again.root == vault.root
+    # A finished vault opens again with the user's config, without its digest.
+    same = mark(source, tmp_path / "a", _config(), secret=SECRET, show_progress=False)
+    assert same.marked_now == 0 and same.vault.root == vault.root
+    for index in range(vault.n_pairs):
+        first, second = vault.pair(index)
+        assert not np.array_equal(first.pixels, second.pixels)
+
+
+def test_grey_and_colour_photos_train_one_colour_proxy(tmp_path):
+    from PIL import Image
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    rows = ["filename,label"]
+    for index in range(12):
+        mode, shape = ("L", (12, 12)) if index % 2 else ("RGB", (12, 12, 3))
+        name = f"p{index:02d}.png"
+        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode).save(folder / name)
+        rows.append(f"{name},{index % 3}")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    source = open_source(folder, labels=tmp_path / "labels.csv")
+    config = _config(side=own_proxy_side([(12, 12)]))
+    assert config.input_size == 12
+    vault = mark(source, tmp_path / "v", config, secret=SECRET, show_progress=False).vault
+    assert vault.n_pairs == 12
+    for index in (0, 1):
+        first, second = vault.pair(index)
+        assert first.pixels.shape == second.pixels.shape  # each keeps its own channels
+
+
+def test_no_labels_is_refused_before_anything_is_written(tmp_path):
+    source = _photos(tmp_path, labels=False)
+    with pytest.raises(InputError, match="--labels"):
+        mark(source, tmp_path / "v", _config(), secret=SECRET, show_progress=False)
+    assert not (tmp_path / "v").exists()
+
+
+def test_a_file_is_not_the_own_proxys_weights():
+    with pytest.raises(ParameterError, match="proxy-own"):
+        _config(extractor_weights="proxy.pt")
+    _config(extractor_weights="sha256:" + "ab" * 32)
+    with pytest.raises(ParameterError, match="trained while marking"):
+        load_extractor(OWN_PROXY)
+
+
+def test_a_recorded_digest_that_does_not_retrain_is_refused(tmp_path):
+    source = _photos(tmp_path)
+    other = _config(extractor_weights="sha256:" + "00" * 32)
+    with pytest.raises(ParameterError, match="bit for bit"):
+        mark(source, tmp_path / "v", other, secret=SECRET, show_progress=False)
+    assert not (tmp_path / "v").exists()
+
+
+def test_the_cli_marks_with_its_own_proxy_when_given_labels(tmp_path, capsys):
+    _photos(tmp_path)
+    base = ["owner", "mark", str(tmp_path / "photos.npy"), "--seed", "t", "--quiet"]
+    labelled = [*base, "--labels", str(tmp_path / "labels.json"), "--out", str(tmp_path / "l")]
+    assert cli_main([*labelled, "--steps", "1"]) == 0
+    config = MarkingConfig.from_value(Vault.open(tmp_path / "l").config)
+    assert (config.extractor, config.input_size, config.steps) == (OWN_PROXY, 8, 1)
+    assert config.step_size == pgd_defaults(OWN_PROXY, 10)["step_size"]
+    assert cli_main([*base, "--marker", "bernoulli", "--out", str(tmp_path / "n")]) == 0
+    config = MarkingConfig.from_value(Vault.open(tmp_path / "n").config)
+    assert config.extractor == "efficientnet-lite0"
+    capsys.readouterr()
+
+
+def test_without_labels_the_default_extractor_stays_efficientnet(tmp_path):
+    from owner.kinds import ImageOptions, MarkOptions, marking_config
+
+    source = _photos(tmp_path, labels=False)
+    options = MarkOptions(input=tmp_path, out=tmp_path / "v", image=ImageOptions(epsilon=10))
+    config = marking_config(options, source)
+    assert (config.extractor, config.input_size) == ("efficientnet-lite0", 96)
+    labelled = _photos(tmp_path)
+    assert marking_config(options, labelled).extractor == OWN_PROXY
+    chosen = MarkOptions(
+        input=tmp_path, out=tmp_path / "v", image=ImageOptions(epsilon=10, extractor="resnet18")
+    )
+    assert marking_config(chosen, labelled).extractor == "resnet18"
+
+
+def test_inspect_measures_an_own_proxy_vault_in_the_default_extractor(tmp_path):
+    from owner.inspect import inspect_vault
+
+    source = _photos(tmp_path)
+    vault = mark(source, tmp_path / "v", _config(), secret=SECRET, show_progress=False).vault
+    report = inspect_vault(vault, source=source, distance_pairs=4)
+    assert report.feature_distance is not None
+    assert report.feature_distance.extractor == "efficientnet-lite0"
+    assert report.feature_distance.mean > 0

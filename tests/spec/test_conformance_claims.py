@@ -1,0 +1,208 @@
+"""Run every case of spec/vectors/claims.json: window schedules and whole claims (spec §10–§11).
+
+Each case is read from its JSON alone, as a second implementation would: a schedule
+from its parameters, a claim from its escrow record, claim map, openings and oracle
+answers (:func:`spec.tools.vectors_claims.run_claim` feeds them to the claim engine).
+The last test checks that the committed file is what spec/tools/vectors_claims.py
+builds today.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.claim.schedule import WindowSchedule
+from protocol.encoding import decode, encode
+from protocol.errors import TwinauditError
+from spec.tools import vectors_claims
+from spec.tools.typed_json import from_typed
+from spec.tools.vectors_claims import run_claim
+from spec.tools.vectors_core import render
+from verifier.verdict import parse_verdict
+
+VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "claims.json"
+DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
+SCHEDULES = [c for c in DOC["cases"] if c["kind"] == "schedule"]
+CLAIMS = [c for c in DOC["cases"] if c["kind"] == "claim"]
+
+
+def test_the_document_is_the_claims_topic() -> None:
+    assert DOC["topic"] == "claims"
+    assert {case["kind"] for case in DOC["cases"]} == {"schedule", "claim"}
+    assert len({case["name"] for case in DOC["cases"]}) == len(DOC["cases"])
+    for kind in ("schedule", "claim"):
+        assert {c["valid"] for c in DOC["cases"] if c["kind"] == kind} == {True, False}
+
+
+def test_the_claims_cover_every_test_both_tie_rules_every_stop_and_every_function() -> None:
+    valid = [c for c in CLAIMS if c["valid"]]
+    claims = [from_typed(c["input"]["claim"]) for c in valid]
+    combinations = {(claim["test"]["name"], claim["tie_rule"]) for claim in claims}
+    assert combinations == {
+        (test, rule)
+        for test in ("mixture-e", "pprm-chernoff", "mixture-graded")
+        for rule in ("coin", "skip")
+    }
+    assert {c["expected"]["stop"] for c in valid} == {"detected", "exhausted", "budget"}
+    functions = {claim["score"]["function"] for claim in claims}
+    assert functions == {"image-classifier", "image-encoder", "language-model", "image-text"}
+    conditions = {
+        (claim["score"]["knowledge"], claim["model"]["oracle"]["classify_output"])
+        for claim in claims
+        if claim["score"]["function"] == "image-classifier"
+    }
+    assert {knowledge for knowledge, _ in conditions} == {"C1", "C2", "C3", "C4"}
+    assert {output for _, output in conditions} == {"probabilities", "label"}
+    budget_stops = [c for c in valid if c["expected"]["stop"] == "budget"]
+    assert any(from_typed(c["input"]["claim"])["query_budget"] for c in budget_stops)
+    assert any(from_typed(c["input"]["claim"])["max_pairs"] for c in budget_stops)
+    broken = {
+        c["name"].removeprefix("claim: ").removeprefix("mixed sizes: ")
+        for c in CLAIMS
+        if not c["valid"]
+    }
+    assert {name.split(",")[0].split(" ")[0] for name in broken} == {
+        "image-classifier",
+        "image-encoder",
+        "language-model",
+        "image-text",
+    }
+
+
+def test_claims_that_exclude_earlier_pairs_are_covered() -> None:
+    """Second claims skip the pairs a first claim opened (spec §10.2 step 2), every stop."""
+    fresh = [c for c in CLAIMS if c["valid"] and "excluded" in from_typed(c["input"]["claim"])]
+    assert {c["expected"]["stop"] for c in fresh} == {"detected", "exhausted", "budget"}
+    for case in fresh:
+        claim = from_typed(case["input"]["claim"])
+        assert set(claim["excluded"]).isdisjoint(case["expected"]["opened"])
+        # The test runs over the pairs left (spec §10.1).
+        assert claim["test"]["params"]["n_pairs"] == claim["record"]["n_pairs"] - len(
+            claim["excluded"]
+        )
+        assert case["input"]["verdict"]["earlier_claims"] == 1
+        if case["expected"]["stop"] == "exhausted":
+            left = claim["record"]["n_pairs"] - len(claim["excluded"])
+            assert len(case["expected"]["opened"]) == left
+    broken = {c["error"] for c in CLAIMS if not c["valid"] and "excluded" in c["name"]}
+    assert broken == {"invalid-input"}
+
+
+def _shapes(case: dict[str, Any]) -> set[tuple[int, ...]]:
+    """The (height, width, channels) of every opened image of a claim case."""
+    shapes = set()
+    for opening in case["input"]["openings"]:
+        item = decode(bytes.fromhex(opening["version0"]))
+        assert isinstance(item, dict)
+        item = item.get("image", item)  # a captioned image's image
+        assert isinstance(item, dict)
+        shapes.add((item["height"], item["width"], item["channels"]))
+    return shapes
+
+
+def test_claims_over_images_of_several_sizes_are_covered() -> None:
+    """Grey and RGB images of three sizes or more in one record (spec §10.2 step 5): the
+    queries of a window go as one request per shape, so a window gets several answers."""
+    image_kinds = ("image", "captioned-image")
+    mixed = [
+        c
+        for c in CLAIMS
+        if c["valid"] and c["input"]["record"]["item_kind"] in image_kinds and len(_shapes(c)) >= 3
+    ]
+    functions = {from_typed(c["input"]["claim"])["score"]["function"] for c in mixed}
+    assert functions == {"image-classifier", "image-encoder", "image-text"}
+    for case in mixed:
+        shapes = _shapes(case)
+        assert {channels for _, _, channels in shapes} == {1, 3}
+        # More oracle answers than requests: some windows were split by shape.
+        assert len(case["input"]["answers"]) > len(case["expected"]["requests"])
+    perturbations = {from_typed(c["input"]["claim"])["score"].get("perturbation") for c in mixed}
+    assert {"random-resized-crop-flip-v2", "simclr-crop-flip-v2"} <= perturbations
+    assert {c["expected"]["stop"] for c in mixed} >= {"detected", "budget"}
+    # A window's first shape answered with a row too few fails the claim (§10.2 step 5).
+    broken = [c for c in CLAIMS if not c["valid"] and c["name"].startswith("claim: mixed sizes")]
+    assert [c["error"] for c in broken] == ["oracle-failed"]
+    assert len(broken[0]["input"]["answers"]) == 1
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in SCHEDULES])
+def test_schedule(case: dict[str, Any]) -> None:
+    inp = case["input"]
+
+    def build() -> WindowSchedule:
+        return WindowSchedule(
+            inp["window"],
+            inp["window_max"],
+            inp["limit"],
+            inp["queries_per_pair"],
+            inp["query_budget"],
+        )
+
+    if not case["valid"]:
+        with pytest.raises(TwinauditError) as info:
+            build()
+        assert info.value.code == case["error"]
+        return
+    schedule = build()
+    assert schedule.sizes() == case["expected"]["sizes"]
+    total = sum(case["expected"]["sizes"])
+    numbers = schedule.windows_of(total)
+    assert [numbers.count(j) for j in range(len(case["expected"]["sizes"]))] == case["expected"][
+        "sizes"
+    ]
+
+
+def _same_payload(mine: str, expected: str) -> bool:
+    """Equal payload bytes, but final.log_statistic only to a relative 1e-9 (spec §12)."""
+    ours, theirs = decode(bytes.fromhex(mine)), decode(bytes.fromhex(expected))
+    assert isinstance(ours, dict) and isinstance(theirs, dict)
+    a, b = ours["final"]["log_statistic"], theirs["final"]["log_statistic"]  # type: ignore[index]
+    if (a is None) != (b is None) or (a is not None and not math.isclose(a, b, rel_tol=1e-9)):
+        return False
+    ours["final"]["log_statistic"] = b  # type: ignore[index]
+    return encode(ours) == encode(theirs)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in CLAIMS])
+def test_claim(case: dict[str, Any]) -> None:
+    if not case["valid"]:
+        with pytest.raises(TwinauditError) as info:
+            run_claim(case["input"])
+        assert info.value.code == case["error"]
+        return
+    result = run_claim(case["input"])
+    expected = case["expected"]
+    assert _same_payload(result.pop("payload"), expected["payload"])
+    assert result == {k: v for k, v in expected.items() if k != "payload"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in CLAIMS if c["valid"]])
+def test_a_claim_payload_is_the_verdict_it_lists(case: dict[str, Any]) -> None:
+    """The payload is a verdict (§11) whose fields are the case's other expected values."""
+    expected = case["expected"]
+    verdict = parse_verdict(decode(bytes.fromhex(expected["payload"])))
+    for key in ("opened", "indicators", "decision", "stop", "queries"):
+        assert verdict[key] == expected[key], key
+    final = dict(verdict["final"])
+    statistic = final.pop("log_statistic")
+    assert {**final, "log_statistic": None if statistic is None else statistic.hex()} == (
+        expected["final"]
+    )
+    assert verdict["transcript"] == {
+        "hash": bytes.fromhex(expected["transcript"]["hash"]),
+        "records": expected["transcript"]["records"],
+    }
+    assert verdict["claim"] == from_typed(case["input"]["claim"])
+    assert [p for r in expected["requests"] for p in r["pairs"]] == verdict["opened"]
+    assert (
+        len(expected["scores"]) == len(verdict["opened"]) == expected["transcript"]["records"] - 1
+    )
+
+
+def test_the_committed_file_is_what_the_builder_makes() -> None:
+    assert VECTOR_FILE.read_text(encoding="utf-8") == render(vectors_claims.build())

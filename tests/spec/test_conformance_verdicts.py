@@ -1,0 +1,74 @@
+"""Run every case of spec/vectors/verdicts.json: whole claims checked (§11) and replayed (§12).
+
+Each case is read from its JSON alone, as a second implementation would: the public
+key is appendix B's, the envelope and transcript are the file's. The last test checks
+that the committed file is what spec/tools/vectors_verdicts.py builds today.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.errors import TwinauditError
+from protocol.keys import public_key_from_raw
+from spec.tools import vectors_verdicts
+from spec.tools.vectors_core import render
+from verifier.replay import replay
+from verifier.verdict import check_verdict
+
+VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "verdicts.json"
+DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
+KEY = public_key_from_raw(bytes.fromhex(DOC["description"].split("public key ")[1][:64]))
+
+
+def test_the_document_covers_every_test_both_tie_rules_a_budget_stop_and_a_detection() -> None:
+    assert DOC["topic"] == "verdicts"
+    valid = [c for c in DOC["cases"] if c["valid"]]
+    envelopes = [check_verdict(c["input"]["envelope"].encode(), KEY) for c in valid]
+    tests = {v["claim"]["test"]["name"] for v in envelopes}
+    assert tests == {"mixture-e", "pprm-chernoff", "mixture-graded"}
+    assert {v["claim"]["tie_rule"] for v in envelopes} == {"coin", "skip"}
+    assert {v["stop"] for v in envelopes} == {"detected", "exhausted", "budget"}
+    assert any("excluded" in v["claim"] and v["earlier_claims"] > 0 for v in envelopes)
+    assert {c["kind"] for c in DOC["cases"] if not c["valid"]} == {"check", "replay"}
+    assert len({c["name"] for c in DOC["cases"]}) == len(DOC["cases"])
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in DOC["cases"]])
+def test_case(case: dict[str, Any]) -> None:
+    envelope = case["input"]["envelope"].encode()
+    if case["kind"] == "check":
+        with pytest.raises(TwinauditError) as info:
+            check_verdict(envelope, KEY)
+        assert info.value.code == case["error"]
+        return
+    verdict = check_verdict(envelope, KEY)
+    transcript = bytes.fromhex(case["input"]["transcript"])
+    if not case["valid"]:
+        with pytest.raises(TwinauditError) as info:
+            replay(verdict, transcript)
+        assert info.value.code == case["error"]
+        return
+    result = replay(verdict, transcript)
+    expected = case["expected"]
+    assert result.decision == expected["decision"] == verdict["decision"]
+    assert verdict["stop"] == expected["stop"] and verdict["opened"] == expected["opened"]
+    assert result.indicators == expected["indicators"]
+    final = result.final
+    assert (final["draws"], final["successes"]) == (expected["draws"], expected["successes"])
+    assert final["interval"] == expected["interval"]
+    if expected["log_statistic"] is None:
+        assert final["log_statistic"] is None
+    else:
+        assert math.isclose(
+            final["log_statistic"], float.fromhex(expected["log_statistic"]), rel_tol=1e-9
+        )
+
+
+def test_the_committed_file_is_what_the_builder_makes() -> None:
+    assert VECTOR_FILE.read_text(encoding="utf-8") == render(vectors_verdicts.build())

@@ -1,0 +1,430 @@
+"""Arbiter-held models: artefacts the arbiter stores by SHA-256 and runs in a child process.
+
+A court-ordered audit can hand the model itself to the arbiter. The arbiter registers
+the file (:meth:`ArtefactStore.add`, ``twinaudit verifier model add``): it is copied
+into the store under its SHA-256, ``MODELS/<hex>/artefact<suffix>``, beside
+``serve.json``, the options it is served with (:class:`ServeOptions`: kind, format,
+``--arch``, input shape, normalisation, batch). A claim names it by the address
+``held:sha256:<hex>`` (:func:`parse_held_address`), and the verifier then runs it
+itself (:func:`dial_held`), never reaching the practitioner:
+
+- in a **child process** it starts for the claim and stops when the claim ends:
+  ``python -m twinaudit oracle serve`` on the stored file, on a free port of
+  127.0.0.1, queried over ``twinaudit.oracle.v1`` by
+  :class:`~verifier.oracles.grpc_client.GrpcOracle`. The child is the very command a
+  practitioner runs, so it loads every format ``oracle serve`` loads and runs the
+  same probe forward pass at start (a model that does not fit never answers a
+  query); the model's code (a pickle's, an ``--arch`` callable's) runs outside the
+  process that holds the signing key and the store; and the child's torch settings
+  are its own;
+- under the **CPU-determinism conditions** that ``verifier reexecute`` needs
+  (:data:`HELD_THREADS` thread, ``--deterministic``: the child calls
+  ``torch.use_deterministic_algorithms(True)`` and reports the torch version, the
+  CPU capability torch dispatches to and the thread count in its framework text);
+- with the **artefact's SHA-256** as the model digest of its Describe map
+  (:class:`HeldOracle`), checked against the stored file each time it is started.
+
+:func:`start_held` is what ``verifier reexecute`` uses to run a model file the
+same way. Errors: a malformed address is an :class:`~protocol.errors.InputError`, an
+artefact the store does not hold a :class:`~protocol.errors.NotFoundError`, a model
+that does not start an :class:`~protocol.errors.OracleError` naming the child's
+one-line error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Final
+
+from protocol.errors import InputError, NotFoundError, OracleError
+from wire import transport
+
+from .base import OracleInfo
+from .grpc_client import GrpcOracle
+
+#: How an address names an arbiter-held artefact: ``held:sha256:<64 lowercase hex>``.
+HELD_PREFIX: Final = "held:"
+_HELD_ADDRESS: Final = re.compile(r"held:sha256:([0-9a-f]{64})")
+#: CPU threads the child's torch (and onnxruntime) runs on; reexecute uses the same.
+HELD_THREADS: Final = 1
+#: Kinds of model an arbiter holds (the image oracles of ``oracle serve``).
+HELD_KINDS: Final = ("classifier", "encoder")
+#: Seconds a child has to load, probe and bind its port.
+START_TIMEOUT_S: Final = 300.0
+#: Seconds a child gets to stop after SIGTERM before it is killed.
+STOP_TIMEOUT_S: Final = 10.0
+#: The options file beside each artefact.
+OPTIONS_FILE: Final = "serve.json"
+
+
+def is_held_address(endpoint: str) -> bool:
+    """Tell whether ``endpoint`` is meant as an arbiter-held artefact (``held:…``)."""
+    return endpoint.startswith(HELD_PREFIX)
+
+
+def parse_held_address(endpoint: str) -> str:
+    """Return the hex SHA-256 that a ``held:sha256:<hex>`` address names (else ``InputError``)."""
+    match = _HELD_ADDRESS.fullmatch(endpoint)
+    if match is None:
+        raise InputError(
+            f"an arbiter-held model is named held:sha256:<64 lowercase hex digits>, "
+            f"not {endpoint[:100]!r}"
+        )
+    return match.group(1)
+
+
+def held_address(digest: str) -> str:
+    """Return the address that names the artefact of SHA-256 ``digest`` (hex)."""
+    return f"{HELD_PREFIX}sha256:{digest}"
+
+
+def file_sha256(path: Path) -> str:
+    """Return the hex SHA-256 of a file's bytes."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How an artefact is served: the options of ``oracle serve`` that an arbiter sets.
+
+    ``kind`` is ``classifier`` or ``encoder``; ``model_format``, ``arch`` and
+    ``trust_pickle`` say how the file loads (:mod:`verifier.oracles.formats`);
+    ``input_shape`` (H, W, C) is probed at start (None: the shape the file declares);
+    ``n_classes`` is checked by the probe; ``mean``/``std`` normalise the inputs;
+    ``max_batch`` bounds a request and a forward pass; ``name`` is the model name the
+    oracle reports.
+    """
+
+    name: str
+    kind: str = "classifier"
+    model_format: str | None = None
+    arch: str | None = None
+    trust_pickle: bool = False
+    input_shape: tuple[int, int, int] | None = None
+    n_classes: int | None = None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    max_batch: int = 256
+
+    def __post_init__(self) -> None:
+        """Refuse a kind the arbiter does not hold and out-of-range numbers."""
+        if self.kind not in HELD_KINDS:
+            raise InputError(f"an arbiter holds {' or '.join(HELD_KINDS)} models, not {self.kind}")
+        if not 1 <= self.max_batch <= 4096:
+            raise InputError(f"max batch {self.max_batch} outside 1..4096")
+        if not self.name or len(self.name.encode()) > 256:
+            raise InputError("a held model's name is 1..256 bytes of text")
+
+    def serve_args(self, model: Path) -> list[str]:
+        """Return the ``oracle serve`` arguments that serve ``model`` with these options."""
+        args = ["--kind", self.kind, "--model", str(model), "--name", self.name]
+        args += ["--max-batch", str(self.max_batch)]
+        if self.model_format is not None:
+            args += ["--format", self.model_format]
+        if self.arch is not None:
+            args += ["--arch", self.arch]
+        if self.trust_pickle:
+            args.append("--trust-pickle")
+        if self.input_shape is not None:
+            args += ["--input-shape", ",".join(map(str, self.input_shape))]
+        if self.n_classes is not None:
+            args += ["--n-classes", str(self.n_classes)]
+        if self.mean is not None:
+            args += ["--mean", *map(repr, self.mean)]
+        if self.std is not None:
+            args += ["--std", *map(repr, self.std)]
+        return args
+
+    def to_json(self) -> str:
+        """Return the options as the JSON text of ``serve.json``."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeOptions:
+        """Read ``serve.json`` (``InputError`` if it is not what :meth:`to_json` writes)."""
+        try:
+            value = json.loads(text)
+            fields = {f.name for f in dataclasses.fields(cls)}
+            if not isinstance(value, dict) or not set(value) <= fields:
+                raise ValueError("unexpected keys")
+            for key in ("input_shape", "mean", "std"):
+                if value.get(key) is not None:
+                    value[key] = tuple(value[key])
+            return cls(**value)
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"unreadable held-model options: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """A stored artefact: its SHA-256 (hex), its file and how it is served."""
+
+    digest: str
+    path: Path
+    options: ServeOptions
+
+    @property
+    def address(self) -> str:
+        """Return the address a claim names it by (``held:sha256:<hex>``)."""
+        return held_address(self.digest)
+
+
+class ArtefactStore:
+    """The arbiter's model artefacts, one folder per SHA-256 under ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        """Use the folder ``root`` (created by :meth:`add` when missing)."""
+        self.root = Path(root)
+
+    def add(self, file: Path, options: ServeOptions) -> tuple[Artefact, OracleInfo]:
+        """Copy ``file`` into the store, start it once (the probe), and return it.
+
+        The model must start as a held child would, with an input shape to probe (given
+        or declared by the file); otherwise nothing is stored. Adding a file already
+        stored replaces its options. Returns the artefact and the child's description.
+        """
+        if not file.is_file():
+            raise InputError(f"model file {str(file)!r} does not exist")
+        digest = file_sha256(file)
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".adding-", dir=self.root))
+        try:
+            stored = staging / f"artefact{file.suffix.lower()}"
+            shutil.copyfile(file, stored)
+            if file_sha256(stored) != digest:
+                raise InputError(f"{str(file)!r} changed while it was copied")
+            (staging / OPTIONS_FILE).write_text(options.to_json(), encoding="utf-8")
+            oracle = start_held(stored, options, digest=digest)
+            try:
+                info = oracle.info
+            finally:
+                oracle.close()
+            if not info.input_shape:
+                raise InputError(
+                    "an arbiter-held model is probed at start: give --input-shape H,W,C "
+                    "(or a file that declares its input shape)"
+                )
+            target = self.root / digest
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging)
+        return self.get(digest), info
+
+    def get(self, digest: str) -> Artefact:
+        """Return the stored artefact of SHA-256 ``digest``, its file checked against it."""
+        folder = self.root / digest
+        files = sorted(folder.glob("artefact*")) if folder.is_dir() else []
+        if len(files) != 1 or not (folder / OPTIONS_FILE).is_file():
+            raise NotFoundError(f"the arbiter holds no model artefact sha256:{digest}")
+        if file_sha256(files[0]) != digest:
+            raise OracleError(
+                "unreachable", f"the stored artefact sha256:{digest} no longer has that digest"
+            )
+        options = ServeOptions.from_json((folder / OPTIONS_FILE).read_text(encoding="utf-8"))
+        return Artefact(digest, files[0], options)
+
+    def list(self) -> list[Artefact]:
+        """Return every stored artefact (by digest)."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for folder in sorted(self.root.iterdir()):
+            if re.fullmatch(r"[0-9a-f]{64}", folder.name):
+                found.append(self.get(folder.name))
+        return found
+
+
+class _Child:
+    """A running ``oracle serve`` child: its process, its address and its stderr file."""
+
+    def __init__(self, model: Path, options: ServeOptions, threads: int, timeout_s: float) -> None:
+        """Start the child and wait until it says where it listens and what it serves."""
+        command = [
+            sys.executable,
+            "-m",
+            "twinaudit",
+            "oracle",
+            "serve",
+            *options.serve_args(model),
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            str(threads),
+            "--deterministic",
+            "--log-level",
+            "warning",
+            "--stop-with-parent",
+            str(os.getpid()),
+        ]
+        env = dict(os.environ)
+        # CPU only, one thread pool of the size asked for, whatever the host sets.
+        env.update(
+            CUDA_VISIBLE_DEVICES="",
+            OMP_NUM_THREADS=str(threads),
+            MKL_NUM_THREADS=str(threads),
+        )
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            text=True,
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
+        self.address = ""
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=timeout_s)
+                except queue.Empty:
+                    raise OracleError(
+                        "unreachable", f"the held model did not start within {timeout_s:g} s"
+                    ) from None
+                if line is None:
+                    raise OracleError(
+                        "unreachable", f"the held model did not start: {self._error_line()}"
+                    )
+                if line.startswith("listening on "):
+                    self.address = line.split()[-1]
+                elif line.startswith("model ") and self.address:
+                    return
+        except BaseException:
+            self.stop()
+            raise
+
+    def _read(self, lines: queue.Queue[str | None]) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            lines.put(line.strip())
+        lines.put(None)
+
+    def _error_line(self) -> str:
+        """Return the child's last ``twinaudit`` line on stderr (or its exit status)."""
+        self.process.wait(timeout=STOP_TIMEOUT_S)
+        self._stderr.seek(0)
+        text = self._stderr.read().decode("utf-8", "replace")
+        found = [line.strip() for line in text.splitlines() if line.startswith("twinaudit:")]
+        return found[-1] if found else f"exit status {self.process.returncode}"
+
+    def stop(self) -> None:
+        """Stop the child (SIGTERM, then SIGKILL) and release its files."""
+        _stop_process(self.process, self._stderr)
+
+
+def _stop_process(process: subprocess.Popen[str], stderr: IO[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+    stderr.close()
+
+
+class HeldOracle(GrpcOracle):
+    """A model the arbiter runs in a child process, described by its artefact's SHA-256.
+
+    Its description is the child's ``Describe`` answer with ``model_digest`` set to
+    the artefact's hex SHA-256. :meth:`close` stops the child (also done when the
+    oracle is garbage-collected, and when this process exits: the child watches it).
+    """
+
+    def __init__(
+        self,
+        model: Path,
+        options: ServeOptions,
+        *,
+        digest: str,
+        threads: int = HELD_THREADS,
+        timeout_s: float = 60.0,
+        start_timeout_s: float = START_TIMEOUT_S,
+    ) -> None:
+        """Start the child on ``model`` with ``options``; query it with ``timeout_s`` deadlines."""
+        self._child = _Child(model, options, threads, start_timeout_s)
+        self._channel = transport.make_channel(self._child.address)
+        super().__init__(self._channel, timeout_s)
+        self._digest = digest
+        self._held_info: OracleInfo | None = None
+        self._finalizer = weakref.finalize(
+            self, _stop_process, self._child.process, self._child._stderr
+        )
+
+    @property
+    def info(self) -> OracleInfo:
+        """Return the child's description with the artefact's SHA-256 as the model digest."""
+        if self._held_info is None:
+            self._held_info = dataclasses.replace(super().info, model_digest=self._digest)
+        return self._held_info
+
+    def close(self) -> None:
+        """Stop the child process and close the channel (idempotent)."""
+        self._channel.close()
+        self._finalizer()
+
+
+def start_held(
+    model: Path, options: ServeOptions, *, digest: str, threads: int = HELD_THREADS
+) -> HeldOracle:
+    """Run ``model`` as a held child with ``options``; return its oracle (close it after use).
+
+    The description is asked for at once, so a child that starts but does not answer
+    ``Describe`` fails here.
+    """
+    oracle = HeldOracle(model, options, digest=digest, threads=threads)
+    try:
+        oracle.info  # noqa: B018 - asked once, now
+    except BaseException:
+        oracle.close()
+        raise
+    return oracle
+
+
+def dial_held(endpoint: str, models: Path | None) -> HeldOracle:
+    """Return the held model ``endpoint`` (``held:sha256:<hex>``) names, started from ``models``."""
+    digest = parse_held_address(endpoint)
+    if models is None:
+        raise NotFoundError(
+            "this arbiter holds no model artefacts (verifier serve --models DIR names its store)"
+        )
+    artefact = ArtefactStore(models).get(digest)
+    return start_held(artefact.path, artefact.options, digest=artefact.digest)
+
+
+__all__ = [
+    "HELD_KINDS",
+    "HELD_THREADS",
+    "Artefact",
+    "ArtefactStore",
+    "HeldOracle",
+    "ServeOptions",
+    "dial_held",
+    "file_sha256",
+    "held_address",
+    "is_held_address",
+    "parse_held_address",
+    "start_held",
+]

@@ -1,0 +1,286 @@
+"""Re-execute a verdict's queries on the model artefact and compare every answer (spec §12.1).
+
+Replay (:mod:`verifier.replay`) recomputes the decision from the answers a transcript
+records; it cannot tell whether the model gave them. When the verdict's model is an
+artefact the arbiter held (``held:sha256:<hex>``, :mod:`verifier.oracles.held`), and
+its digest is the SHA-256 of a file, anyone holding the verdict, its transcript, the
+openings of its pairs (:mod:`protocol.claim.openings`) and that file can run the
+model again on the very queries the claim sent and confirm it answers what the
+transcript records:
+
+1. the verdict replays (:func:`~verifier.replay.replay`);
+2. the file's SHA-256 is the model digest the verdict records (:func:`reexecute`);
+3. each opened pair's opening is under the verdict's root, and its versions have the
+   digests its transcript record lists;
+4. each window of pairs is rebuilt as the claim built it — the same copies from the
+   PRG, shuffled by the same stream — and checked against the recorded query
+   digests (the score functions that record them);
+5. the model, run in a child process exactly as the arbiter ran it (same options,
+   same thread count, deterministic algorithms, the same requests: a window's
+   shuffled queries split into the same batches), answers each window; the answers
+   must equal the recorded ones **bit for bit** (their canonical encodings are
+   compared).
+
+Bit-for-bit equality needs the conditions spec §12.1 states (CPU float32, the same
+torch version and CPU capability, one thread, deterministic algorithms, the same
+batches); the recorded framework text names what the arbiter ran, and a mismatch
+message says when this host differs. Every failure is a
+:class:`~protocol.errors.VerificationError` with one line naming the first pair that
+differs. Image classifiers (probabilities) and image encoders are re-executed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from protocol.claim.claim_map import ClaimMap
+from protocol.claim.functions import score_function
+from protocol.claim.openings import OpenedPair, decode_openings
+from protocol.claim.transcript import iter_records
+from protocol.claim.verdict import Verdict
+from protocol.commitment import version_digest
+from protocol.encoding import Value, encode
+from protocol.errors import InputError, OracleError, TwinauditError, VerificationError
+from protocol.items import Item, decode_pair
+from protocol.merkle import verify_inclusion
+from verifier.oracles.base import Oracle, OracleInfo
+from verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start_held
+from verifier.replay import replay
+from verifier.windows import scorer_for
+
+#: Score functions whose answers can be re-executed (image models a held child serves).
+REEXECUTED_FUNCTIONS = ("image-classifier", "image-encoder")
+#: Describe fields the local model must report as the verdict records them.
+_SAME_FIELDS = ("capabilities", "classify_output", "n_classes", "max_batch", "input_shape")
+
+
+@dataclass(frozen=True)
+class ReexecuteResult:
+    """What was re-executed: pairs, windows and answers, all equal to the recorded ones."""
+
+    pairs: int
+    windows: int
+    answers: int
+    model_digest: str
+    framework_recorded: str
+    framework_here: str
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What the verdict cannot say about serving the file: how it loads and normalises."""
+
+    model_format: str | None = None
+    arch: str | None = None
+    trust_pickle: bool = False
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+
+
+def _fail(message: str) -> VerificationError:
+    return VerificationError(f"reexecute: {message}")
+
+
+def reexecute(
+    verdict: Verdict,
+    transcript: bytes,
+    openings: bytes,
+    model: Path,
+    options: ModelOptions = ModelOptions(),
+) -> ReexecuteResult:
+    """Check ``model``'s SHA-256 against the verdict, run it, and compare every answer.
+
+    ``model`` is started as a held child (:func:`~verifier.oracles.held.start_held`)
+    with the verdict's recorded Describe fields (name, kind, input shape, classes,
+    batch) and ``options``. A file whose digest is not the recorded one is refused
+    before it runs; a model that does not start is an ``InputError``.
+    """
+    replay(verdict, transcript)
+    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
+    info = OracleInfo.from_value(claim.oracle)
+    _check_function(claim)
+    digest = file_sha256(model)
+    if digest != info.model_digest:
+        raise _fail(
+            f"the model file's SHA-256 {digest} is not the model digest the verdict records "
+            f"({info.model_digest[:80]}): a different artefact"
+        )
+    serve = ServeOptions(
+        name=info.model_name,
+        kind="encoder" if claim.score.function == "image-encoder" else "classifier",
+        model_format=options.model_format or info.model_format or None,
+        arch=options.arch,
+        trust_pickle=options.trust_pickle,
+        input_shape=tuple(info.input_shape) if info.input_shape else None,  # type: ignore[arg-type]
+        n_classes=info.n_classes or None,
+        mean=options.mean,
+        std=options.std,
+        max_batch=info.max_batch,
+    )
+    try:
+        oracle = start_held(model, serve, digest=digest, threads=HELD_THREADS)
+    except OracleError as exc:
+        raise InputError(f"the model does not run: {exc}") from None
+    try:
+        return recompute_answers(verdict, transcript, openings, oracle)
+    finally:
+        oracle.close()
+
+
+def recompute_answers(
+    verdict: Verdict, transcript: bytes, openings: bytes, oracle: Oracle
+) -> ReexecuteResult:
+    """Rebuild every window's queries, ask ``oracle``, and compare with the recorded answers.
+
+    Checks steps 3–5 of the module docstring (not the file's digest: :func:`reexecute`
+    does). ``verdict`` and ``transcript`` must have replayed.
+    """
+    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
+    recorded = OracleInfo.from_value(claim.oracle)
+    _check_function(claim)
+    here = oracle.info
+    for name in _SAME_FIELDS:
+        if getattr(here, name) != getattr(recorded, name):
+            raise _fail(
+                f"the model here reports {name} {getattr(here, name)!r}, the verdict "
+                f"{getattr(recorded, name)!r}"
+            )
+    root, opened = decode_openings(openings)
+    if root != claim.record_root:
+        raise _fail("the openings are not under the verdict's escrowed root")
+    records = list(iter_records(transcript))[1:]
+    kind = score_function(claim.score.function).item_kind
+    scorer = scorer_for(claim.score)
+    seed: bytes = verdict["audit_seed"]
+    windows = answers = 0
+    note = _framework_note(recorded.framework, here.framework)
+    for number, window in _windows(records):
+        indices = [_int(record["index"]) for record in window]
+        items = [
+            _items(record, opened.get(index), claim, kind)
+            for record, index in zip(window, indices, strict=True)
+        ]
+        for first, second in items:
+            scorer.check_item(first)
+            scorer.check_item(second)
+        batch = scorer.build(seed, number, indices, items)
+        try:
+            answer = scorer.ask(oracle, recorded, batch)
+        except (OracleError, InputError) as exc:
+            raise _fail(f"window {number}: the model did not answer: {exc}{note}") from None
+        scored = scorer.score(recorded, batch, answer, items)
+        for record, result in zip(window, scored, strict=True):
+            _compare(record, result.fields, note)
+            answers += claim.queries_per_pair
+        windows += 1
+    return ReexecuteResult(
+        pairs=len(records),
+        windows=windows,
+        answers=answers,
+        model_digest=recorded.model_digest,
+        framework_recorded=recorded.framework,
+        framework_here=here.framework,
+    )
+
+
+def _check_function(claim: ClaimMap) -> None:
+    function = claim.score.function
+    if function not in REEXECUTED_FUNCTIONS:
+        raise InputError(
+            f"reexecute runs image classifiers and encoders, not a {function} score's model"
+        )
+    info = OracleInfo.from_value(claim.oracle)
+    if "classify" in info.capabilities and info.classify_output != "probabilities":
+        raise InputError("reexecute runs classifiers that answer probabilities, not labels")
+
+
+def _windows(records: list[dict[str, Value]]) -> Iterator[tuple[int, list[dict[str, Value]]]]:
+    """Yield each window's number and its pair records, in order (replay checked them)."""
+    current: list[dict[str, Value]] = []
+    for record in records:
+        if current and record["window"] != current[0]["window"]:
+            yield _int(current[0]["window"]), current
+            current = []
+        current.append(record)
+    if current:
+        yield _int(current[0]["window"]), current
+
+
+def _int(value: Value) -> int:
+    """Return a record's integer field (replay has checked its type)."""
+    assert isinstance(value, int)
+    return value
+
+
+def _items(
+    record: dict[str, Value], pair: OpenedPair | None, claim: ClaimMap, kind: str
+) -> tuple[Item, Item]:
+    """Check a pair's opening against the root and its record's digests; decode its items."""
+    index = record["index"]
+    if pair is None:
+        raise _fail(f"the openings file has no opening of pair {index!r}")
+    try:
+        verify_inclusion(
+            leaf_data=pair.opening.commitment(),
+            index=pair.index,
+            size=claim.n_pairs,
+            proof=pair.proof,
+            root=claim.record_root,
+        )
+    except TwinauditError as exc:
+        raise _fail(f"pair {index!r}: the opening is not under the verdict's root: {exc}") from None
+    digests = [version_digest(pair.opening.version0), version_digest(pair.opening.version1)]
+    if encode(list[Value](digests)) != encode(record["digests"]):
+        raise _fail(f"pair {index!r}: the opened versions are not the ones the transcript records")
+    return decode_pair(pair.opening.version0, pair.opening.version1, kind)
+
+
+def _compare(record: dict[str, Value], fields: dict[str, Value], note: str) -> None:
+    """Compare a rebuilt pair's queries and answers with its record, bit for bit."""
+    index = record["index"]
+    for key in ("shape", "params", "query_digests"):
+        if key in record and encode(record[key]) != encode(fields.get(key)):
+            raise _fail(f"pair {index!r}: the rebuilt queries differ from the recorded ({key})")
+    if encode(record["answers"]) != encode(fields["answers"]):
+        gap = _largest_difference(record["answers"], fields["answers"])
+        raise _fail(
+            f"pair {index!r}: the model's answers differ from the recorded ones "
+            f"(largest difference {gap:.3g}){note}"
+        )
+
+
+def _largest_difference(recorded: Value, computed: Value) -> float:
+    """Return the largest absolute difference between two answers of one form (inf if unlike)."""
+    try:
+        a, b = _floats(recorded), _floats(computed)
+    except (TypeError, ValueError):
+        return float("inf")
+    if a.shape != b.shape:
+        return float("inf")
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def _floats(value: Value) -> np.ndarray:
+    """Flatten recorded answers to float64: lists of floats, or embeddings' ``values`` bytes."""
+    if isinstance(value, dict):
+        raw = value.get("values")
+        if not isinstance(raw, bytes):
+            raise TypeError("no values")
+        return np.frombuffer(raw, dtype="<f8")
+    if isinstance(value, list):
+        parts = [_floats(v) for v in value] if value and isinstance(value[0], list | dict) else []
+        if parts:
+            return np.concatenate(parts)
+        return np.array(value, dtype=np.float64)
+    raise TypeError("not an answer")
+
+
+def _framework_note(recorded: str, here: str) -> str:
+    """Return a note when this host runs the model under another framework text."""
+    if recorded == here:
+        return ""
+    return f"; the verdict's model ran under {recorded!r}, here {here!r} (spec §12.1)"
