@@ -469,11 +469,16 @@ def _replay(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     final = result.final
+    interval = final["interval"]
+    log_e = final["log_statistic"]
+    shown = [
+        f"final {final['successes']!r}/{final['draws']!r}",
+        *([f"interval [{interval[0]!r}, {interval[1]!r}]"] if isinstance(interval, list) else []),
+        *([f"log e-value {log_e!r}"] if log_e is not None else []),
+    ]
     print(
         f"REPLAYED {result.pairs} pairs: decision {result.decision.upper()}, "
-        f"final {final['successes']!r}/{final['draws']!r}, "
-        f"interval {final['interval']!r}, log e-value {final['log_statistic']!r}; "
-        "identical to the verdict"
+        f"{', '.join(shown)}; identical to the verdict"
     )
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
