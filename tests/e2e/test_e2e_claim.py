@@ -11,24 +11,15 @@ import json
 import time
 
 import grpc
-import numpy as np
 import pytest
-import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.claim_client import ClaimRequest, run_claim
 from owner.escrow_client import escrow_root
 from protocol.claim.transcript import chain_head
 from protocol.errors import SignatureError, TwinauditError, VerificationError
-from protocol.items import encode_item
-from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy, fixed_salts
-from tests.support.data import synthetic_pairs
-from tests.support.models import train_classifier
-from tests.support.pairset import PairSet
+from tests.support.dispute import N_PAIRS, served_dispute
 from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
@@ -36,54 +27,18 @@ from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
-N_PAIRS = 200
 # ε = 32 on 0-255, a width-16 tiny CNN and knowledge condition C1 (committed labels)
 # gave success rates q ≈ 0.76-0.79 over three data seeds (measured), where both tests
 # detect with probability ≥ 0.997 at N = 200 (twinaudit plan). Every random input is
 # seeded, so the run is reproducible and the clean model's verdict cannot flip by chance.
-EPSILON = 32
 
 
 @pytest.fixture(scope="module")
 def dispute(tmp_path_factory):
     """An arbiter, an owner's escrowed pairs, and two served models (trained on them / not)."""
-    torch.set_num_threads(2)
-    tmp = tmp_path_factory.mktemp("arbiter")
-    key = Ed25519PrivateKey.generate()
-    entropy = SeededEntropy(b"e2e arbiter")
-    store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=entropy)
-    arbiter, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=entropy)
-    channel = make_channel(f"127.0.0.1:{port}")
-
-    pairs = synthetic_pairs(N_PAIRS, seed=11, epsilon=EPSILON)
-    versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(N_PAIRS)]
-    owner_set = PairSet("image", versions, fixed_salts(N_PAIRS))
-    receipt = owner_set.escrow(channel, key.public_key(), "e2e owner")
-    bits = np.array(publication_bits(owner_set.root, receipt.rho, N_PAIRS), dtype=int)
-    published = pairs.version(bits)
-
-    other = synthetic_pairs(N_PAIRS, seed=12, epsilon=EPSILON)
-    used = train_classifier(published, pairs.labels, epochs=40, seed=0, width=16)
-    clean = train_classifier(other.version0, other.labels, epochs=40, seed=0, width=16)
-    servers, endpoints = [], {}
-    for name, model in (("used", used), ("clean", clean)):
-        server, oracle_port = serve_oracle(
-            TorchClassifierOracle(model, n_classes=10, model_name=name), "127.0.0.1:0"
-        )
-        servers.append(server)
-        endpoints[name] = f"127.0.0.1:{oracle_port}"
-    yield {
-        "key": key,
-        "channel": channel,
-        "pairs": owner_set,
-        "receipt": receipt,
-        "endpoints": endpoints,
-        "store": store,
-    }
-    for server in [*servers, arbiter]:
-        server.stop(None)
-    channel.close()
-    store.close()
+    tmp = tmp_path_factory.mktemp("dispute")
+    with served_dispute(tmp, "e2e", ("used", "clean")) as served:
+        yield served
 
 
 def _claim(dispute, model, test="mixture-e", **overrides):

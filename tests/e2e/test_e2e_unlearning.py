@@ -14,74 +14,25 @@ from __future__ import annotations
 import time
 
 import grpc
-import numpy as np
 import pytest
-import torch
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.claim_client import ClaimRequest, run_claim
 from protocol.encoding import decode
 from protocol.envelope import Envelope
-from protocol.items import encode_item
-from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy, fixed_salts
-from tests.support.data import synthetic_pairs
-from tests.support.models import train_classifier
-from tests.support.pairset import PairSet
+from tests.support.dispute import N_PAIRS, served_dispute
 from twinaudit.results import false_detection_bound, unopened_pairs
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.replay import replay
-from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
-from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
-
-N_PAIRS = 200
-EPSILON = 32  # as tests/e2e/test_e2e_claim.py: q ≈ 0.77 for a width-16 CNN, detected at N = 200
 
 
 @pytest.fixture(scope="module")
 def practice(tmp_path_factory):
     """An arbiter, an owner's escrowed pairs, the memorising model and the retrained one."""
-    torch.set_num_threads(2)
-    tmp = tmp_path_factory.mktemp("unlearning")
-    key = Ed25519PrivateKey.generate()
-    entropy = SeededEntropy(b"unlearning arbiter")
-    store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=entropy)
-    arbiter, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=entropy)
-    channel = make_channel(f"127.0.0.1:{port}")
-    pairs = synthetic_pairs(N_PAIRS, seed=11, epsilon=EPSILON)
-    versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(N_PAIRS)]
-    owner_set = PairSet("image", versions, fixed_salts(N_PAIRS))
-    receipt = owner_set.escrow(channel, key.public_key(), "unlearning owner")
-    bits = np.array(publication_bits(owner_set.root, receipt.rho, N_PAIRS), dtype=int)
-    # Before: trained on her published versions. After: retrained without them (on
-    # other items of the same distribution), which is what exact unlearning yields.
-    before = train_classifier(pairs.version(bits), pairs.labels, epochs=40, seed=0, width=16)
-    other = synthetic_pairs(N_PAIRS, seed=12, epsilon=EPSILON)
-    after = train_classifier(other.version0, other.labels, epochs=40, seed=0, width=16)
-    servers, endpoints = [], {}
-    for name, model in (("before", before), ("after", after)):
-        server, oracle_port = serve_oracle(
-            TorchClassifierOracle(model, n_classes=10, model_name=name), "127.0.0.1:0"
-        )
-        servers.append(server)
-        endpoints[name] = f"127.0.0.1:{oracle_port}"
-    yield {
-        "key": key,
-        "channel": channel,
-        "pairs": owner_set,
-        "receipt": receipt,
-        "endpoints": endpoints,
-        "store": store,
-    }
-    for server in [*servers, arbiter]:
-        server.stop(None)
-    channel.close()
-    store.close()
+    tmp = tmp_path_factory.mktemp("practice")
+    with served_dispute(tmp, "unlearning", ("before", "after")) as served:
+        yield served
 
 
 def _request(practice, model, **fields):
