@@ -347,17 +347,7 @@ def _draw_cases() -> list[dict[str, Any]]:
         # Some copies take an attempt, some the centred crop.
         ("simclr-crop-flip", 2, 7, 6),
     ]:
-        inp = {
-            "family": family,
-            "seed": SEED.hex(),
-            "label": "augment/7/1",
-            "height": height,
-            "width": width,
-            "k": k,
-        }
-        cases.append(
-            case(f"{family} {height}x{width}, k={k}", "draws", inp, lambda i=inp: draws(i))
-        )
+        cases.append(_draw_case(family, height, width, k))
     bad = {"family": "rotate", "seed": SEED.hex(), "label": "x", "height": 4, "width": 4, "k": 1}
     cases.append(case("invalid: unknown family", "draws", bad, lambda: draws(bad)))
     for name, change in [
@@ -607,6 +597,19 @@ def other_crop_sizes(inp: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return {name: f(*terms) for name, f in OTHER_CROP_SIZES.items()}
 
 
+def _draw_case(family: str, height: int, width: int, k: int) -> dict[str, Any]:
+    """One ``draws`` case: ``k`` copies' parameters of ``family`` on a ``height×width`` image."""
+    inp = {
+        "family": family,
+        "seed": SEED.hex(),
+        "label": "augment/7/1",
+        "height": height,
+        "width": width,
+        "k": k,
+    }
+    return case(f"{family} {height}x{width}, k={k}", "draws", inp, lambda: draws(inp))
+
+
 def _crop_v2_cases() -> list[dict[str, Any]]:
     """Draws and copies of the ``-v2`` crops, and single attempts that pin their arithmetic."""
     cases = []
@@ -622,17 +625,7 @@ def _crop_v2_cases() -> list[dict[str, Any]]:
         # Some copies take an attempt, some the centred crop.
         ("simclr-crop-flip-v2", 2, 7, 6),
     ]:
-        inp = {
-            "family": family,
-            "seed": SEED.hex(),
-            "label": "augment/7/1",
-            "height": height,
-            "width": width,
-            "k": k,
-        }
-        cases.append(
-            case(f"{family} {height}x{width}, k={k}", "draws", inp, lambda i=inp: draws(i))
-        )
+        cases.append(_draw_case(family, height, width, k))
     rng = np.random.default_rng(7)
     pixels = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
     base = {"height": 6, "width": 5, "channels": 3, "pixels": pixels.tobytes().hex()}
