@@ -52,6 +52,7 @@ from verifier.oracles.hf import HF_FORMAT, import_transformers, load_hf_language
 from verifier.oracles.torch_oracle import state_dict_digest  # noqa: E402
 from verifier.replay import replay  # noqa: E402
 from verifier.verdict import check_verdict  # noqa: E402
+from wire.observe import configure_logging  # noqa: E402
 from wire.transport import make_channel  # noqa: E402
 from wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
@@ -351,6 +352,16 @@ def test_what_does_not_fit_is_refused_at_serve_time(dirs, tmp_path, capsys, monk
     broken = tmp_path / "broken-weights"
     shutil.copytree(dirs["classifier"], broken)
     (broken / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{broken}")
+    # The ViT body without its classifier head: transformers would draw the head at random.
+    headless = tmp_path / "headless"
+    transformers = import_transformers()
+    transformers.ViTModel.from_pretrained(classifier, local_files_only=True).save_pretrained(
+        headless
+    )
+    shutil.copy(dirs["classifier"] / "preprocessor_config.json", headless)
+    # A server's log handler on the root logger, as a served command has: transformers'
+    # own loading report must not reach it (the refusal stays one line).
+    restore = configure_logging("info")
     cases: list[tuple[tuple[str, ...], str]] = [
         (("--kind", "encoder", "--hf", classifier), "--hf serves --kind classifier, lm or clip"),
         (("--hf", classifier, "--model", "m.pt"), "needs exactly one of --model, --hf"),
@@ -373,13 +384,18 @@ def test_what_does_not_fit_is_refused_at_serve_time(dirs, tmp_path, capsys, monk
         (("--hf", str(no_processor)), "has no image processor"),
         (("--hf", str(broken)), "cannot load an image classifier"),
         (("--hf", classifier, "--n-classes", "7"), "[model-mismatch] class-count: "),
+        (("--hf", str(headless)), "the checkpoint lacks 2 of its weights (classifier.bias"),
     ]
-    for args, message in cases:
-        status = cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", *args])
-        err = capsys.readouterr().err
-        assert status == 2, (args, err)
-        assert err.count("\n") == 1 and err.startswith("twinaudit: error: ["), (args, err)
-        assert message in err, (args, err)
+    capsys.readouterr()
+    try:
+        for args, message in cases:
+            status = cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", *args])
+            err = capsys.readouterr().err
+            assert status == 2, (args, err)
+            assert err.count("\n") == 1 and err.startswith("twinaudit: error: ["), (args, err)
+            assert message in err, (args, err)
+    finally:
+        restore()
 
 
 def test_loaders_in_process(dirs):

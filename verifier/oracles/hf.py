@@ -33,8 +33,11 @@ runs in float32 on the CPU in eval mode.
 Describe reports ``framework`` ``"transformers <version> on torch <version>"``,
 ``model_format`` :data:`HF_FORMAT`, and as digest
 :func:`~verifier.oracles.torch_oracle.state_dict_digest` of the model's float32
-weights. A directory that is not a Hugging Face model, or holds another kind of model
-than the one asked for, is an :class:`~protocol.errors.InputError` with one line.
+weights. A directory that is not a Hugging Face model, holds another kind of model
+than the one asked for, or lacks weights the model needs (which ``transformers``
+would fill with random values, so the oracle would not answer as the trained model
+does), is an :class:`~protocol.errors.InputError` with one line. ``transformers``'
+own loading report is kept off the server's log: what it says is in that error.
 
 ``transformers`` imports torchvision whenever it is installed, so it is imported only
 through :func:`import_transformers`, after :func:`wire.torchvision_shim.import_torchvision`
@@ -47,7 +50,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -124,6 +128,49 @@ def _pretrained(loader: Any, directory: Path, what: str) -> Any:
         return loader.from_pretrained(str(directory), local_files_only=True)
     except Exception as exc:  # transformers, safetensors and torch raise many types
         raise InputError(f"cannot load {what} from {str(directory)!r}: {first_line(exc)}") from None
+
+
+@contextmanager
+def _quiet(transformers: ModuleType) -> Iterator[None]:
+    """Keep ``transformers``' warnings (its loading report) off the log while loading."""
+    verbosity = transformers.utils.logging.get_verbosity()
+    transformers.utils.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers.utils.logging.set_verbosity(verbosity)
+
+
+def _pretrained_model(
+    loader: Any, directory: Path, what: str, transformers: ModuleType
+) -> tuple[torch.nn.Module, list[str]]:
+    """Load a model; return it in float32 eval mode and the weights the checkpoint lacks.
+
+    The lacking weights are those ``transformers`` reports missing or of a mismatched
+    shape: it would initialise them at random.
+    """
+    with _quiet(transformers):
+        try:
+            model, info = loader.from_pretrained(
+                str(directory), local_files_only=True, output_loading_info=True
+            )
+        except Exception as exc:  # transformers, safetensors and torch raise many types
+            raise InputError(
+                f"cannot load {what} from {str(directory)!r}: {first_line(exc)}"
+            ) from None
+    lacking = set(info.get("missing_keys", ())) | {k[0] for k in info.get("mismatched_keys", ())}
+    return _float_eval(model), sorted(lacking)
+
+
+def _refuse_lacking(lacking: list[str], directory: Path, what: str) -> None:
+    """Raise InputError when the checkpoint lacks weights the model needs."""
+    if lacking:
+        shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+        raise InputError(
+            f"cannot load {what} from {str(directory)!r}: the checkpoint lacks "
+            f"{len(lacking)} of its weights ({shown}), which would be drawn at random; "
+            "save the whole trained model with save_pretrained"
+        )
 
 
 def _float_eval(model: Any) -> torch.nn.Module:
@@ -331,7 +378,8 @@ def load_hf_classifier(
     directory = _directory(path, "an image classifier")
     transformers = import_transformers()
     auto = _auto(transformers, "AutoModelForImageClassification")
-    model = _float_eval(_pretrained(auto, directory, "an image classifier"))
+    model, lacking = _pretrained_model(auto, directory, "an image classifier", transformers)
+    _refuse_lacking(lacking, directory, "an image classifier")
     pixels = HfPixels(_image_processor(transformers, directory), _channels(model.config))
     shape = _processed_shape(pixels, model.config)
     return TorchClassifierOracle(
@@ -355,7 +403,8 @@ def load_hf_language_model(
     directory = _directory(path, "a causal LM")
     transformers = import_transformers()
     auto = _auto(transformers, "AutoModelForCausalLM")
-    model = _float_eval(_pretrained(auto, directory, "a causal LM"))
+    model, lacking = _pretrained_model(auto, directory, "a causal LM", transformers)
+    _refuse_lacking(lacking, directory, "a causal LM")
     tokenizer = _pretrained(_auto(transformers, "AutoTokenizer"), directory, "a tokenizer")
     oracle = TorchLanguageModelOracle(
         _loaded(model, LogitsOnly(model), transformers),
@@ -379,7 +428,7 @@ def load_hf_image_text(
     directory = _directory(path, "a CLIP-style model")
     transformers = import_transformers()
     auto = _auto(transformers, "AutoModel")
-    model = _float_eval(_pretrained(auto, directory, "a CLIP-style model"))
+    model, lacking = _pretrained_model(auto, directory, "a CLIP-style model", transformers)
     missing = [
         name
         for name in ("get_image_features", "get_text_features")
@@ -390,6 +439,7 @@ def load_hf_image_text(
             f"{str(directory)!r} holds a {type(model).__name__}, not a CLIP-style model "
             f"(it has no {' or '.join(missing)})"
         )
+    _refuse_lacking(lacking, directory, "a CLIP-style model")
     pixels = HfPixels(_image_processor(transformers, directory), _channels(model.config))
     tokenizer = _pretrained(_auto(transformers, "AutoTokenizer"), directory, "a tokenizer")
     text_config = getattr(model.config, "text_config", model.config)
