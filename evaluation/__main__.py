@@ -160,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
         "an archive) and whose claims are still to run; only on the machine kind the "
         "summary names, where it gives the same model back",
     )
+    parser.add_argument(
+        "--audit-only",
+        action="store_true",
+        help="train nothing: run the table's claims on the models already trained here "
+        "and stop (no ablation, estimates or steps of the table's own); the claims of "
+        "untrained models are left for a later run without this option",
+    )
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
     parser.add_argument(
@@ -262,9 +269,19 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:
                 print(f"evaluation: {exc}", file=sys.stderr)
                 return 2
-        started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
         for plan in plans:
+            started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
             say(f"== {plan.table}: {plan.title}")
+            if args.audit_only:
+                trained = [j for j in plan.jobs if workspace.model_info(j.model) is not None]
+                untrained = {j.model.name for j in plan.jobs} - {j.model.name for j in trained}
+                say(
+                    f"--audit-only: {len(plan.jobs) - len(trained)} claims left for later, "
+                    f"on {len(untrained)} models not trained here"
+                )
+                run_missing(workspace, trained, log, say, workers=args.jobs, device=args.device)
+                _record(args, argv, plan.table, started, began)
+                continue
             workspace.train_missing(
                 plan.models,
                 jobs=args.jobs,
@@ -285,17 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                 RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
             if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
                 run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
-            record_run(
-                args.work,
-                {
-                    "command": "python -m evaluation " + shlex.join(argv or sys.argv[1:]),
-                    "tables": [plan.table],
-                    "started": started,
-                    "wall_seconds": round(time.monotonic() - began, 1),
-                    "machine": describe_machine(args.device),
-                },
-            )
-            started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
+            _record(args, argv, plan.table, started, began)
     every = _plans(list(PLANNERS), args.repeats, args.n_train, args.epochs)
     infos = {m.name: info for p in every for m in p.models if (info := workspace.model_info(m))}
     # A command rewrites its own part of the results; `report` rewrites both.
@@ -324,3 +331,19 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _record(
+    args: argparse.Namespace, argv: list[str] | None, table: str, started: str, began: float
+) -> None:
+    """Record one table's run in the work folder's list of runs (command, start, machine)."""
+    record_run(
+        args.work,
+        {
+            "command": "python -m evaluation " + shlex.join(argv or sys.argv[1:]),
+            "tables": [table],
+            "started": started,
+            "wall_seconds": round(time.monotonic() - began, 1),
+            "machine": describe_machine(args.device),
+        },
+    )

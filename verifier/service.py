@@ -107,7 +107,9 @@ def _progress(progress: Progress) -> pb.Progress:
         interval_low=lo,
         interval_high=hi,
         log_statistic=step.log_statistic or 0.0,
-        decision=step.decision.value,
+        # The claim's stop once it stopped (a last window can exhaust the pairs while
+        # the test alone would continue), else the test's decision.
+        decision=progress.stop or step.decision.value,
         queries=progress.queries,
     )
 

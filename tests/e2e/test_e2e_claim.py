@@ -68,6 +68,10 @@ def test_used_model_detected_clean_model_not(dispute, test):
         result = replay(verdict, stored.transcript)
         assert result.decision == verdict["decision"] and result.indicators == verdict["indicators"]
         assert outcome.progress and outcome.progress[-1].draws == verdict["final"]["draws"]
+        # The last progress line says how the claim stopped (the clean model's last
+        # window exhausts the pairs while its test alone would go on); none before it.
+        assert outcome.progress[-1].decision == verdict["stop"]
+        assert {p.decision for p in outcome.progress[:-1]} <= {"continue"}
         results[model] = verdict
     assert results["used"]["decision"] == "detected"
     assert results["clean"]["decision"] == "not-detected"
@@ -75,6 +79,14 @@ def test_used_model_detected_clean_model_not(dispute, test):
     assert results["used"]["claim"]["test"]["name"] == test
     # Every verdict counts the claims filed against the record before it.
     assert results["clean"]["earlier_claims"] == results["used"]["earlier_claims"] + 1
+
+
+def test_the_last_progress_says_how_a_claim_stopped(dispute):
+    """A claim stopped by its max_pairs while its test would go on ends on ``budget``."""
+    outcome = _claim(dispute, "clean", max_pairs=16)
+    verdict = check_verdict(outcome.verdict, dispute["key"].public_key())
+    assert verdict["stop"] == "budget" and len(verdict["opened"]) == 16
+    assert [p.decision for p in outcome.progress] == ["continue", "budget"]
 
 
 def test_dither_and_logit_claims_detect_check_and_replay(dispute):

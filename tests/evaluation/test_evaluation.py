@@ -165,6 +165,14 @@ def test_training_set_holds_the_asked_share_of_the_publication(tmp_path):
 def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     args = ["main", "--n-train", "300", "--epochs", "1", "--repeats", "1"]
     args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
+    # --audit-only trains nothing: with no model here, every claim is left for later.
+    assert evaluation_main([*args, "--audit-only"]) == 0
+    assert "--audit-only: 16 claims left for later, on 2 models not trained here" in (
+        capsys.readouterr().out
+    )
+    assert not (tmp_path / "work" / "models").exists() or not any(
+        (tmp_path / "work" / "models").rglob("model.pt")
+    )
     assert evaluation_main(args) == 0
     lines = (tmp_path / "work" / "audits.jsonl").read_text().splitlines()
     assert len(lines) == len(plan_main([0]).jobs) == 16
@@ -179,6 +187,12 @@ def test_a_tiny_main_table_runs_resumes_and_reports(tmp_path, capsys):
     assert evaluation_main(args) == 0
     assert "training" not in capsys.readouterr().out
     assert (tmp_path / "work" / "audits.jsonl").read_text().splitlines() == lines
+    # With the models trained, --audit-only runs their claims (here: those not on record).
+    (tmp_path / "work" / "audits.jsonl").write_text("\n".join(lines[:10]) + "\n")
+    assert evaluation_main([*args, "--audit-only"]) == 0
+    printed = capsys.readouterr().out
+    assert "0 claims left for later" in printed and "auditing: 6 claims" in printed
+    assert len((tmp_path / "work" / "audits.jsonl").read_text().splitlines()) == 16
     # The archived records (no weights) write the same document, with no images at hand.
     archived = tmp_path / "records"
     archiving = ["archive", "--work", str(tmp_path / "work"), "--to", str(archived)]
