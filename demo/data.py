@@ -313,7 +313,7 @@ def write_split(
 def read_published(folder: Path, name: str = "owner-photos.npy") -> tuple[np.ndarray, np.ndarray]:
     """Read what ``owner publish`` wrote for an ``.npy`` input: images and ``labels.csv``.
 
-    The CSV has a header and rows ``name,label`` with names ``<file>#<index>``; rows
+    The CSV has a ``filename,label`` header and rows with names ``<file>#<index>``; rows
     are returned in index order.
     """
     images = np.load(folder / name)

@@ -2,15 +2,23 @@
 
 The report gives the counts, the marking configuration, the escrow receipt (verified
 again when the vault is opened), the ε bound checked over every pixel against the
-original images, the mean feature-space distance between the two versions of the pairs,
-and optionally a contact sheet (rows: raw, published, hidden, amplified difference, as
-in the paper's figures 6-8). The contact sheet shows hidden versions: it is private,
-written with mode 0600, and must not be published.
+original images, the mean feature-space distance between the two versions of the first
+pairs (whatever their sizes: the extractor resizes every image to its input side), and
+optionally a contact sheet of the first pairs (rows: raw, published, hidden, amplified
+difference, as in the paper's figures 6-8; images of several sizes are fitted to one
+cell for display). The contact sheet shows hidden versions: it is private, written with
+mode 0600, and must not be published.
+
+The distance is measured in the marking extractor unless another is asked for. Marks
+made with ``proxy-own`` are the exception: that proxy is trained while marking and the
+vault keeps only its weights' digest, so the distance is measured in the default
+ImageNet extractor instead, and the report says so.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +30,7 @@ from protocol.errors import InputError, ParameterError
 from protocol.keys import key_id
 
 from . import marking  # its torch-dependent names load on first use
-from .images.sheet import write_contact_sheet
+from .images.sheet import write_fitted_contact_sheet
 from .images.sources import ImageSource
 from .marking import MarkingConfig
 from .marking.config import OWN_PROXY
@@ -61,13 +69,30 @@ class EpsilonCheck:
 
 @dataclass(frozen=True)
 class FeatureDistance(FieldsRecord):
-    """Mean and median ‖h(x⁰) − h(x¹)‖₂ over the first pairs of a vault."""
+    """Mean and median ‖h(x⁰) − h(x¹)‖₂ over the first pairs of a vault.
+
+    ``pairs`` is the number of pairs measured and ``sizes`` the number of distinct
+    image sizes (H×W) among them. ``fallback`` is None when the distance is measured
+    in the extractor asked for (by default the marking one), else why it is not.
+    """
 
     extractor: str
     input_size: int
     pairs: int
+    sizes: int
     mean: float
     median: float
+    fallback: str | None = None
+
+    def text(self) -> str:
+        """Return the report's lines on the distance."""
+        sizes = f" of {self.sizes} sizes" if self.sizes > 1 else ""
+        line = (
+            f"  feature distance ||h(x^0) - h(x^1)||: mean {self.mean:.4f},"
+            f" median {self.median:.4f} over {self.pairs} pairs{sizes} ({self.extractor},"
+            f" input {self.input_size}px)"
+        )
+        return line if self.fallback is None else f"{line}\n    {self.fallback}"
 
 
 @dataclass(frozen=True)
@@ -103,6 +128,7 @@ class InspectReport:
     epsilon: EpsilonCheck | None = None
     feature_distance: FeatureDistance | None = None
     sheet: Path | None = None
+    sheet_pairs: int = 0
     notes: list[str] = field(default_factory=list)
 
     def to_value(self) -> dict[str, Value]:
@@ -128,6 +154,7 @@ class InspectReport:
                 None if self.feature_distance is None else self.feature_distance.to_value()
             ),
             "contact_sheet": None if self.sheet is None else str(self.sheet),
+            "contact_sheet_pairs": self.sheet_pairs,
             "notes": list[Value](self.notes),
         }
 
@@ -149,14 +176,12 @@ class InspectReport:
                 f" ({e.pixels_checked} pixels checked)"
             )
         if self.feature_distance is not None:
-            d = self.feature_distance
-            lines.append(
-                f"  feature distance ||h(x^0) - h(x^1)||: mean {d.mean:.4f},"
-                f" median {d.median:.4f} over {d.pairs} pairs ({d.extractor},"
-                f" input {d.input_size}px)"
-            )
+            lines.append(self.feature_distance.text())
         if self.sheet is not None:
-            lines.append(f"  contact sheet (private: shows hidden versions): {self.sheet}")
+            lines.append(
+                f"  contact sheet of {self.sheet_pairs} pairs (private: shows hidden versions):"
+                f" {self.sheet}"
+            )
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -203,14 +228,19 @@ def inspect_vault(
 
     ``source`` (the original images the vault was marked from) enables the ε check
     over every pixel and the raw row of the contact sheet; it must be the recorded
-    input (same images, same hashes). ``distance_pairs`` pairs (the first ones; 0 to
-    skip) are embedded with ``extractor`` (default: the marking extractor) to report
-    the feature distance. ``sheet`` writes a contact sheet of the first ``sheet_pairs``.
+    input (same images, same hashes). The first ``distance_pairs`` pairs, whatever
+    their sizes (0 to skip), are embedded with ``extractor`` to report the feature
+    distance; by default the marking extractor, except for marks made with
+    ``proxy-own``, which the vault does not keep: then the default ImageNet extractor,
+    and the report says so. ``sheet`` writes a contact sheet of the first
+    ``sheet_pairs`` pairs, images of several sizes fitted to one cell for display.
     """
     if vault.item_kind == "text":
         raise ParameterError(
             f"{vault.path} holds texts: inspect it with owner.text.report.inspect_text_vault"
         )
+    if sheet is not None and sheet_pairs < 1:
+        raise ParameterError(f"the contact sheet needs at least 1 pair, got {sheet_pairs}")
     config = MarkingConfig.from_value(vault.config)
     report = InspectReport(
         vault.path, vault.n_pairs, vault.item_kind, config, vault.source, receipt_summary(vault)
@@ -221,7 +251,8 @@ def inspect_vault(
     if distance_pairs > 0:
         report.feature_distance = _feature_distance(vault, config, distance_pairs, extractor)
     if sheet is not None:
-        report.sheet = _contact_sheet(vault, source, config, sheet, sheet_pairs)
+        report.sheet_pairs = _contact_sheet(vault, source, config, sheet, sheet_pairs)
+        report.sheet = sheet
         if vault.receipt is None:
             report.notes.append("no receipt yet: the sheet shows version 0 and version 1")
     return report
@@ -257,68 +288,93 @@ def _check_epsilon(vault: Vault, source: ImageSource, config: MarkingConfig) -> 
     return check
 
 
-def _first_pairs(vault: Vault, count: int) -> tuple[Pixels, Pixels] | None:
-    """Return the first ``count`` pairs that share the first pair's shape."""
-    firsts: list[Pixels] = []
-    seconds: list[Pixels] = []
+def _pair_chunks(vault: Vault, count: int) -> Iterator[tuple[Pixels, Pixels]]:
+    """Yield both versions of the first ``count`` pairs, chunk by chunk (one shape each)."""
+    left = count
     for _, version0, version1, _, _ in vault.chunks():
-        if firsts and version0.shape[1:] != firsts[0].shape[1:]:
-            break
-        firsts.append(version0[: count - sum(len(a) for a in firsts)])
-        seconds.append(version1[: len(firsts[-1])])
-        if sum(len(a) for a in firsts) >= count:
-            break
-    if not firsts:
-        return None
-    return np.concatenate(firsts), np.concatenate(seconds)
+        if left <= 0:
+            return
+        take = min(left, len(version0))
+        yield version0[:take], version1[:take]
+        left -= take
 
 
 def _feature_distance(
     vault: Vault, config: MarkingConfig, pairs: int, extractor_name: str | None
 ) -> FeatureDistance:
-    first = _first_pairs(vault, pairs)
-    assert first is not None  # a finished vault has at least one pair
     name = extractor_name or config.extractor
     weights = config.extractor_weights if extractor_name is None else None
     input_size = config.input_size
+    fallback = None
     if name == OWN_PROXY:
+        if config.extractor != OWN_PROXY:
+            raise ParameterError(
+                f"{OWN_PROXY} exists only while marking, and these marks were not made with"
+                " it: give another extractor for the distance"
+            )
         # That proxy was trained while marking and kept only as its digest: the
         # distance is measured in the default ImageNet extractor's features instead.
         name, weights, input_size = MarkingConfig().extractor, None, MarkingConfig().input_size
+        fallback = (
+            f"measured in {name}, not in {OWN_PROXY} (the extractor of the marks), because"
+            " the marking proxy is not kept in the vault, only its weights' digest"
+        )
     extractor = marking.load_extractor(name, weights=weights, input_size=input_size)
-    distances = marking.feature_distances(extractor, first[0], first[1])
+    measured: list[npt.NDArray[np.float64]] = []
+    sizes: set[tuple[int, ...]] = set()
+    for version0, version1 in _pair_chunks(vault, pairs):  # the extractor resizes each
+        measured.append(marking.feature_distances(extractor, version0, version1))
+        sizes.add(version0.shape[1:3])
+    distances = np.concatenate(measured)  # a finished vault has at least one pair
     return FeatureDistance(
         name,
         input_size,
         len(distances),
+        len(sizes),
         float(distances.mean()),
         float(np.median(distances)),
+        fallback,
     )
+
+
+def _first_images(source: ImageSource, count: int) -> list[Pixels]:
+    """Return the source's first ``count`` images (its batches never mix shapes)."""
+    images: list[Pixels] = []
+    for batch in source.batches(count):
+        images.extend(batch.pixels[: count - len(images)])
+        if len(images) == count:
+            break
+    return images
 
 
 def _contact_sheet(
     vault: Vault, source: ImageSource | None, config: MarkingConfig, path: Path, count: int
-) -> Path:
-    first = _first_pairs(vault, count)
-    assert first is not None
-    version0, version1 = first
-    rows: list[tuple[str, Pixels]] = []
+) -> int:
+    """Write the sheet of the first ``count`` pairs, whatever their sizes; return how many."""
+    version0: list[Pixels] = []
+    version1: list[Pixels] = []
+    for first, second in _pair_chunks(vault, count):
+        version0.extend(first)
+        version1.extend(second)
+    shown = len(version0)
+    rows: list[tuple[str, list[Pixels]]] = []
     if source is not None:
-        raw = next(source.batches(len(version0)))
-        rows.append(("raw", raw.pixels[: len(version0)]))
+        rows.append(("raw", _first_images(source, shown)))
     if vault.receipt is not None:
-        bits = np.asarray(vault.publication_bits()[: len(version0)], dtype=bool)
-        mask = bits.reshape(-1, *([1] * (version0.ndim - 1)))
-        published = np.where(mask, version1, version0)
-        hidden = np.where(mask, version0, version1)
+        bits = vault.publication_bits()[:shown]
+        published = [b if bit else a for a, b, bit in zip(version0, version1, bits, strict=True)]
+        hidden = [a if bit else b for a, b, bit in zip(version0, version1, bits, strict=True)]
         rows += [("published", published), ("hidden", hidden)]
     else:
         rows += [("version 0", version0), ("version 1", version1)]
     gain = 127.0 / (2 * config.epsilon)
-    difference = np.clip(
-        128.0 + gain * (version0.astype(np.float64) - version1.astype(np.float64)), 0, 255
-    ).astype(np.uint8)
+    difference = [
+        np.clip(128.0 + gain * (a.astype(np.float64) - b.astype(np.float64)), 0, 255).astype(
+            np.uint8
+        )
+        for a, b in zip(version0, version1, strict=True)
+    ]
     rows.append((f"difference x{gain:.1f}", difference))
-    write_contact_sheet(path, rows)
+    write_fitted_contact_sheet(path, rows)
     os.chmod(path, 0o600)
-    return path
+    return shown

@@ -186,7 +186,7 @@ def _train_own_proxy(
     classes = {label: index for index, label in enumerate(sorted(set(labels)))}  # type: ignore[type-var]
     targets = np.array([classes[label] for label in labels], dtype=np.int64)
     epochs = own_proxy_epochs(len(targets))
-    progress = Progress("training the proxy (epochs)", epochs) if show_progress else None
+    progress = Progress("training the proxy", epochs, unit="epochs") if show_progress else None
     done = [0]
 
     def advance(epoch: int, _loss: float, _accuracy: float) -> None:

@@ -15,6 +15,9 @@ from typing import TextIO
 #: Seconds between redraws on a terminal, and between lines elsewhere.
 TTY_INTERVAL_S = 0.2
 LOG_INTERVAL_S = 5.0
+#: Seconds of work before the time left is estimated: the first units carry the
+#: start-up (imports, the first batch), and a forecast from them alone is far too long.
+ESTIMATE_AFTER_S = 3.0
 
 
 def format_duration(seconds: float) -> str:
@@ -26,7 +29,11 @@ def format_duration(seconds: float) -> str:
 
 
 class Progress:
-    """Reports ``done`` of ``total`` units of work with the rate since the start."""
+    """Reports ``done`` of ``total`` units of work with the rate since the start.
+
+    The time left is ``?`` until :data:`ESTIMATE_AFTER_S` seconds have passed, and 0
+    once everything is done.
+    """
 
     def __init__(
         self,
@@ -62,7 +69,12 @@ class Progress:
         fresh = self.done - self._resumed_at
         rate = fresh / elapsed if elapsed > 0 else 0.0
         percent = 100.0 * self.done / self.total if self.total else 100.0
-        eta = format_duration((self.total - self.done) / rate) if rate > 0 else "?"
+        if self.done >= self.total:
+            eta = format_duration(0)
+        elif rate > 0 and elapsed >= ESTIMATE_AFTER_S:
+            eta = format_duration((self.total - self.done) / rate)
+        else:
+            eta = "?"
         return (
             f"{self.label}: {self.done}/{self.total} {self.unit} ({percent:5.1f}%)"
             f"  {rate:.1f} {self.unit}/s  elapsed {format_duration(elapsed)}  left {eta}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -269,9 +270,13 @@ def _proxy(args: argparse.Namespace) -> int:
         raise InputError(f"{args.input} has no labels: give --labels (a proxy learns them)")
     batches = list(source.batches(1024))
     shapes = {b.pixels.shape[1:3] for b in batches}
-    channels = {b.pixels.shape[3] for b in batches}
-    if len(channels) > 1:
-        raise InputError("the images mix grey and colour; convert them to one kind first")
+    if len({b.pixels.shape[3] for b in batches}) > 1:
+        # A colour proxy sees grey images repeated to three channels, as marking does.
+        print("the images mix grey and colour: the proxy sees the grey ones as colour")
+        batches = [
+            replace(b, pixels=np.repeat(b.pixels, 3, axis=3)) if b.pixels.shape[3] == 1 else b
+            for b in batches
+        ]
     side = args.side
     if side is None:
         (height, width), *rest = shapes
@@ -293,8 +298,10 @@ def _proxy(args: argparse.Namespace) -> int:
     model = train_proxy(images, labels, epochs=args.epochs, seed=args.seed, progress=progress)
     write_proxy(model, args.out)
     print(
-        f"wrote {args.out}; next: twinaudit owner mark IMAGES --extractor proxy-cnn "
-        f"--extractor-weights {args.out} --out VAULT"
+        f"wrote {args.out}; next: mark in its features (twinaudit owner mark IMAGES "
+        f"--extractor proxy-cnn --extractor-weights {args.out} --out VAULT), or serve it "
+        f"as a stand-in model (python docs/examples/stand_in_model.py {args.out} --out "
+        "MODEL.pt)"
     )
     return EXIT_OK
 
@@ -339,6 +346,10 @@ def _register_publish(sub: Any) -> None:
 
 
 def _register_inspect(sub: Any) -> None:
+    from owner.marking import MarkingConfig
+    from owner.marking.config import OWN_PROXY
+
+    defaults = MarkingConfig()
     inspect = sub.add_parser("inspect", help="report on a vault (checks, distances, sheet)")
     inspect.add_argument("vault", type=Path, help="vault directory")
     inspect.add_argument(
@@ -351,13 +362,23 @@ def _register_inspect(sub: Any) -> None:
         "--distance-pairs",
         type=int,
         default=512,
-        help="pairs embedded for the feature distance, or for a text vault the pairs "
-        "measured (similarity, word distance); 0: skip, -1 (text): all",
+        help="the first pairs (whatever their sizes) embedded for the feature distance, or "
+        "for a text vault the pairs measured (similarity, word distance); 0: skip, "
+        "-1 (text): all",
     )
-    inspect.add_argument("--extractor", help="extractor for the distance (default: marking's)")
+    inspect.add_argument(
+        "--extractor",
+        help="extractor for the feature distance (default: the one the marks were made in; "
+        f"for marks made with {OWN_PROXY}, which the vault does not keep, "
+        f"{defaults.extractor} at {defaults.input_size} px)",
+    )
     inspect.add_argument("--sheet", type=Path, help="write a contact sheet PNG here (private)")
     inspect.add_argument(
-        "--sheet-pairs", type=int, default=8, help="pairs shown on the contact sheet (default 8)"
+        "--sheet-pairs",
+        type=int,
+        default=8,
+        help="the first pairs shown on the contact sheet, whatever their sizes (default 8; "
+        "images of several sizes are fitted to one cell for display)",
     )
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(handler=_inspect)

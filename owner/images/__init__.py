@@ -4,10 +4,11 @@
   an idx(.gz) file as :class:`ImageBatch` objects, in bounded memory.
 - :func:`open_writer` publishes one version of each image in the input's format,
   atomically.
-- :func:`write_contact_sheet` draws rows of images (raw, published, hidden…) into a PNG.
+- :func:`write_contact_sheet` draws rows of images (raw, published, hidden…) into a PNG;
+  :func:`write_fitted_contact_sheet` does so for images of any sizes.
 """
 
-from .sheet import amplified_difference, write_contact_sheet
+from .sheet import amplified_difference, write_contact_sheet, write_fitted_contact_sheet
 from .sources import ImageBatch, ImageSource, open_source
 from .writers import PublicationWriter, open_writer, published_name
 
@@ -20,4 +21,5 @@ __all__ = [
     "open_writer",
     "published_name",
     "write_contact_sheet",
+    "write_fitted_contact_sheet",
 ]

@@ -7,6 +7,10 @@ grayscale images are shown as RGB. Layout, in pixels: a margin of :data:`GAP`
 around the grid and between cells; above each row a title band of
 :data:`TITLE_HEIGHT`; every cell is as wide as the widest image; the sheet is at
 least as wide as the longest title.
+
+:func:`write_fitted_contact_sheet` takes rows of images of any sizes (a folder of
+photos): for display only, each image is resized by nearest neighbour to fit one
+common cell, its aspect ratio kept, and centred on the background.
 """
 
 from __future__ import annotations
@@ -31,11 +35,17 @@ GAP: Final = 4
 MAX_SCALE: Final = 16
 #: Largest sheet side, in pixels.
 MAX_SHEET_SIDE: Final = 16384
+#: Largest cell side of :func:`write_fitted_contact_sheet`, in sheet pixels.
+CELL_SIDE: Final = 256
+#: Largest enlargement of :func:`write_fitted_contact_sheet` (the default ``scale``).
+FITTED_SCALE: Final = 3
 
 _BACKGROUND: Final = (255, 255, 255)
 _INK: Final = (0, 0, 0)
 
 Row = tuple[str, npt.NDArray[np.uint8]]
+#: A title and images of any sizes, one (H, W, C) array each.
+ImagesRow = tuple[str, Sequence[npt.NDArray[np.uint8]]]
 
 
 def write_contact_sheet(path: Path, rows: Sequence[Row], *, scale: int = 3) -> None:
@@ -60,6 +70,84 @@ def write_contact_sheet(path: Path, rows: Sequence[Row], *, scale: int = 3) -> N
     if not path.parent.is_dir():
         raise NotFoundError(f"{path.parent}: no such folder for the contact sheet {path.name}")
     _save_atomically(_draw_sheet(rows, scale), path)
+
+
+def write_fitted_contact_sheet(
+    path: Path, rows: Sequence[ImagesRow], *, cell_side: int = CELL_SIDE
+) -> tuple[int, int]:
+    """Write a contact sheet of images of any sizes, each fitted to one common cell.
+
+    For display only (the images themselves are not changed): the cell is as tall as
+    the tallest image and as wide as the widest, shrunk (aspect kept) until its longer
+    side is at most ``cell_side``. Each image is resized by nearest neighbour (no pixel
+    values blended, so a mark's pattern shows as it is) to the largest size that fits
+    the cell with its aspect ratio kept, and centred on the white background; a row
+    that mixes grey and colour is shown in colour. The cells are then enlarged by the
+    largest integer factor up to :data:`FITTED_SCALE` that keeps them within
+    ``cell_side``. Images that all share one shape, sides up to ``cell_side //
+    FITTED_SCALE``, give exactly ``write_contact_sheet(path, rows)``.
+
+    Args:
+        path: The PNG to write; its folder must exist.
+        rows: Titles and lists of uint8 images (H, W, C), C in {1, 3}, the same number
+            in every row; column j of every row shares one cell.
+        cell_side: Largest cell side on the sheet, in pixels (at least 1).
+
+    Returns:
+        The cell's (height, width) in image pixels, before the enlargement.
+
+    Raises:
+        ParameterError: ``cell_side`` is not a positive integer.
+        InputError: No rows, an empty row, an image of the wrong type or shape, or
+            unequal numbers of images.
+        LimitExceededError: The sheet would be larger than ``MAX_SHEET_SIDE``.
+        NotFoundError: The folder of ``path`` does not exist.
+
+    """
+    if isinstance(cell_side, bool) or not isinstance(cell_side, int) or cell_side < 1:
+        raise ParameterError(f"cell_side must be a positive integer, got {cell_side!r}")
+    if not rows:
+        raise InputError("a contact sheet needs at least one row")
+    for title, images in rows:
+        if len(images) < 1:
+            raise InputError(f"row {title!r}: no images")
+        for image in images:
+            if (
+                not isinstance(image, np.ndarray)
+                or image.dtype != np.uint8
+                or image.ndim != 3
+                or min(image.shape[:2]) < 1
+                or image.shape[2] not in (1, 3)
+            ):
+                raise InputError(f"row {title!r}: each image must be uint8 (H, W, C), C in 1, 3")
+    height = max(image.shape[0] for _, images in rows for image in images)
+    width = max(image.shape[1] for _, images in rows for image in images)
+    longest = max(height, width)
+    if longest > cell_side:
+        height = max(1, round(height * cell_side / longest))
+        width = max(1, round(width * cell_side / longest))
+    scale = max(1, min(FITTED_SCALE, cell_side // max(height, width)))
+    fitted = [(title, _fitted_row(images, height, width)) for title, images in rows]
+    write_contact_sheet(path, fitted, scale=scale)
+    return height, width
+
+
+def _fitted_row(
+    images: Sequence[npt.NDArray[np.uint8]], height: int, width: int
+) -> npt.NDArray[np.uint8]:
+    channels = 3 if any(image.shape[2] == 3 for image in images) else 1
+    cells = np.full((len(images), height, width, channels), _BACKGROUND[0], dtype=np.uint8)
+    for cell, image in zip(cells, images, strict=True):
+        rows, cols = image.shape[:2]
+        factor = min(height / rows, width / cols)
+        new_rows = min(height, max(1, round(rows * factor)))
+        new_cols = min(width, max(1, round(cols * factor)))
+        pick_rows = np.minimum((np.arange(new_rows) + 0.5) * rows / new_rows, rows - 1)
+        pick_cols = np.minimum((np.arange(new_cols) + 0.5) * cols / new_cols, cols - 1)
+        resized = image[pick_rows.astype(np.intp)][:, pick_cols.astype(np.intp)]
+        top, left = (height - new_rows) // 2, (width - new_cols) // 2
+        cell[top : top + new_rows, left : left + new_cols] = resized  # grey broadcasts to RGB
+    return cells
 
 
 def amplified_difference(

@@ -5,7 +5,8 @@ entry of the input and returns a :class:`PublicationWriter` for the same format:
 
 - ``image-dir`` → one PNG per image under the same relative name. JPEG inputs are
   written as ``.png`` (see :func:`published_name`): JPEG is lossy and would destroy
-  a ±10 mark. Labels, when published, go to ``labels.csv`` (``name,label``).
+  a ±10 mark. Labels, when published, go to ``labels.csv`` (a ``filename,label`` header, the
+  labels files' convention).
 - ``npy`` → one ``.npy`` of the input's name and array shape (3-D or 4-D), written
   through a memory map. Labels, when published, go to ``labels.csv``.
 - ``npz`` → one ``.npz`` of the input's name holding the image array under the same
@@ -468,12 +469,12 @@ def open_writer(
 
 
 class _LabelCsv:
-    """A ``name,label`` CSV file written row by row."""
+    """A labels CSV file (``filename,label`` header) written row by row."""
 
     def __init__(self, path: Path) -> None:
         self._stream = path.open("x", newline="", encoding="utf-8")
         self._rows = csv.writer(self._stream, lineterminator="\n")
-        self._rows.writerow(["name", "label"])
+        self._rows.writerow(["filename", "label"])
 
     def write(self, name: str, label: int | None) -> None:
         self._rows.writerow([name, label])

@@ -237,8 +237,27 @@ def _check_make(command: Command, words: list[str], monkeypatch) -> None:
             _run_parse_only(monkeypatch, command, ["demo", *argv], _main_of("demo", argv))
 
 
+#: Shell redirections of a stream to a file (``2> FILE``, ``> FILE``), and of one stream
+#: to another (``2>&1``): not arguments of the command.
+_TO_FILE = (">", "2>", ">>", "2>>")
+
+
+def command_words(words: tuple[str, ...] | list[str]) -> list[str]:
+    """Return ``words`` without ``&`` and without redirections (a redirection's file too)."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _TO_FILE:
+            skip = True
+        elif word not in ("&", "2>&1"):
+            kept.append(word)
+    return kept
+
+
 def _check(command: Command, env: dict[str, str], monkeypatch) -> None:
-    words = [w for w in command.words if w != "&"]
+    words = command_words(command.words)
     program, rest = words[0], words[1:]
     if program == "twinaudit":
         _check_twinaudit(command, rest, env, monkeypatch)
@@ -405,7 +424,9 @@ def test_the_readme_quick_start_runs(tmp_path, monkeypatch, capsys):
                     monkeypatch.setenv(name, value)
             elif program == "twinaudit" and rest[-1] == "&":
                 ready = "serving on" if rest[0] == "verifier" else "listening on"
-                process, _ = serve(*rest[:-1], ready=ready)
+                # Its log goes to the test's pipe (serve waits for the ready line there),
+                # not to the file the README redirects it to.
+                process, _ = serve(*command_words(rest), ready=ready)
                 servers.append(process)
             elif program == "twinaudit":
                 assert cli_main(rest) == 0, f"{command.where}: {command.text}"

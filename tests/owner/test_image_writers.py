@@ -20,6 +20,7 @@ from owner.images import (
     open_writer,
     published_name,
     write_contact_sheet,
+    write_fitted_contact_sheet,
 )
 from owner.images.sheet import GAP, TITLE_HEIGHT
 from protocol.encoding import Value
@@ -164,6 +165,8 @@ def test_publication_round_trips_pixels_names_and_labels(
 
     assert sorted(files) == sorted(p for p in out_dir.rglob("*") if p.is_file())
     labels = out_dir / label_file if with_labels and label_file else None
+    if labels is not None and labels.suffix == ".csv":  # the labels files' one convention
+        assert labels.read_text().splitlines()[0] == "filename,label"
     again = open_source(out_dir / published, labels=labels, npz_key=options.get("npz_key"))  # type: ignore[arg-type]
     pixels, names, got_labels = _everything(again)
     expected_pixels, expected_names, expected_labels = _everything(source)
@@ -407,6 +410,58 @@ def test_contact_sheet_has_the_expected_size(tmp_path: Path) -> None:
         first_cell = np.asarray(sheet)[GAP + TITLE_HEIGHT :][: 8 * 3, GAP : GAP + 6 * 3]
     np.testing.assert_array_equal(first_cell[::3, ::3], raw[0])
     assert [p.name for p in tmp_path.iterdir()] == ["sheet.png"]
+
+
+def test_a_fitted_sheet_of_one_size_is_the_plain_sheet(tmp_path: Path) -> None:
+    raw, gray = _images(3, 8, 6, 3), _images(3, 8, 6, 1, seed=1)
+    write_contact_sheet(tmp_path / "plain.png", [("raw", raw), ("gray", gray)])
+    cell = write_fitted_contact_sheet(tmp_path / "fitted.png", [("raw", [*raw]), ("gray", [*gray])])
+    assert cell == (8, 6)
+    with Image.open(tmp_path / "plain.png") as plain, Image.open(tmp_path / "fitted.png") as fitted:
+        np.testing.assert_array_equal(np.asarray(plain), np.asarray(fitted))
+
+
+def test_a_fitted_sheet_puts_every_size_in_one_cell(tmp_path: Path) -> None:
+    wide = _images(1, 2, 4, 3)[0]
+    tall = _images(1, 8, 2, 1, seed=1)[0]
+    path = tmp_path / "sheet.png"
+    # The cell is 8x4 (the tallest, the widest); both fit it as they are, centred; the
+    # row mixes grey and colour, so it is shown in colour; enlarged 3 times.
+    assert write_fitted_contact_sheet(path, [("mixed", [wide, tall])]) == (8, 4)
+    with Image.open(path) as sheet:
+        pixels = np.asarray(sheet)
+    top = GAP + TITLE_HEIGHT
+    first = pixels[top::3, GAP::3][:8, :4]
+    np.testing.assert_array_equal(first[3:5], wide)
+    assert (first[:3] == 255).all() and (first[5:] == 255).all()
+    second = pixels[top::3, GAP + 4 * 3 + GAP :: 3][:8, :4]
+    np.testing.assert_array_equal(second[:, 1:3], np.repeat(tall, 3, axis=2))
+    assert (second[:, 0] == 255).all() and (second[:, 3] == 255).all()
+    # A cell larger than cell_side is shrunk by nearest neighbour, aspect kept.
+    big = _images(1, 40, 20, 3, seed=2)[0]
+    assert write_fitted_contact_sheet(path, [("big", [big])], cell_side=10) == (10, 5)
+    with Image.open(path) as sheet:
+        assert sheet.size[1] == GAP + TITLE_HEIGHT + 10 + GAP  # scale 1
+        shown = np.asarray(sheet)[GAP + TITLE_HEIGHT :][:10, GAP : GAP + 5]
+    np.testing.assert_array_equal(shown, big[2::4, 2::4])
+
+
+@pytest.mark.parametrize(
+    ("rows", "cell_side", "error"),
+    [
+        ([], 256, InputError),
+        ([("a", [])], 256, InputError),
+        ([("a", [_images(1, 4, 4, 3)])], 256, InputError),  # (1, H, W, C): not one image
+        ([("a", [_images(1, 4, 4, 3)[0]]), ("b", [])], 256, InputError),
+        ([("a", [_images(1, 4, 4, 3)[0]])], 0, ParameterError),
+    ],
+)
+def test_a_fitted_sheet_refuses_bad_rows(
+    tmp_path: Path, rows: list[tuple[str, list[Pixels]]], cell_side: int, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        write_fitted_contact_sheet(tmp_path / "sheet.png", rows, cell_side=cell_side)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_amplified_difference_is_mid_grey_where_equal() -> None:

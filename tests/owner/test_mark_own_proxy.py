@@ -191,3 +191,14 @@ def test_inspect_measures_an_own_proxy_vault_in_the_default_extractor(tmp_path):
     assert report.feature_distance is not None
     assert report.feature_distance.extractor == "efficientnet-lite0"
     assert report.feature_distance.mean > 0
+    # ... and says so, in the text and in the JSON, with the reason.
+    reason = "the marking proxy is not kept in the vault"
+    fallback = report.to_value()["feature_distance"]["fallback"]
+    assert isinstance(fallback, str) and reason in fallback
+    assert "measured in efficientnet-lite0, not in proxy-own" in fallback
+    assert reason in report.to_text()
+    chosen = inspect_vault(
+        vault, distance_pairs=4, extractor="tests.support.extractors:tiny_extractor"
+    )
+    assert chosen.feature_distance is not None and chosen.feature_distance.fallback is None
+    assert reason not in chosen.to_text()

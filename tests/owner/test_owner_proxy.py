@@ -104,7 +104,9 @@ def test_the_cli_trains_a_proxy_and_refuses_what_it_cannot_use(tmp_path, capsys)
     labels_file = tmp_path / "labels.json"
     labels_file.write_text("[" + ", ".join(str(int(y)) for y in labels) + "]")
     assert cli_main([*args, "--labels", str(labels_file), "--out", str(out), "--epochs", "1"]) == 0
-    assert "next: twinaudit owner mark" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "next: mark in its features (twinaudit owner mark" in printed
+    assert "docs/examples/stand_in_model.py" in printed
     assert load_proxy_state(str(out))[1] == 16
     # A second run would overwrite it: refused, the file kept.
     before = out.read_bytes()
@@ -123,3 +125,25 @@ def test_the_cli_trains_a_proxy_and_refuses_what_it_cannot_use(tmp_path, capsys)
     bad_side = [*args, "--labels", str(labels_file), "--out", str(tmp_path / "s.pt")]
     assert cli_main([*bad_side, "--side", "30"]) != 0
     assert "multiple of 4" in capsys.readouterr().err
+
+
+def test_a_folder_of_grey_and_colour_images_trains_a_colour_proxy(tmp_path, capsys):
+    """Mixed photos (some grey): the grey ones are seen as colour, as marking sees them."""
+    from PIL import Image
+
+    images, labels = _data(12, 16, channels=3)
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    rows = ["filename,label"]
+    for i, (image, label) in enumerate(zip(images, labels, strict=True)):
+        name = f"p{i:02d}.png"
+        picture = Image.fromarray(image[..., 0]) if i % 2 else Image.fromarray(image)
+        picture.save(folder / name)
+        rows.append(f"{name},{label}")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "proxy.pt"
+    args = ["owner", "proxy", str(folder), "--labels", str(tmp_path / "labels.csv")]
+    assert cli_main([*args, "--out", str(out), "--epochs", "1"]) == 0
+    assert "the proxy sees the grey ones as colour" in capsys.readouterr().out
+    model, side = load_proxy_state(str(out))
+    assert side == 16 and model.features[0].in_channels == 3
