@@ -329,10 +329,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _record(
     args: argparse.Namespace, argv: list[str] | None, table: str, started: str, began: float
 ) -> None:
@@ -347,3 +343,7 @@ def _record(
             "machine": describe_machine(args.device),
         },
     )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -814,6 +814,11 @@ def _claim(args: argparse.Namespace) -> int:
         f"{_knowledge_note(verdict, score.knowledge)}; verdict and transcript in {args.out}"
     )
     print(pairs_left_line(verdict))
+    from .report_html import identical_answers_note, pairs_from_transcript
+
+    note = identical_answers_note(verdict, pairs_from_transcript(stored.transcript))
+    if note is not None:
+        print(f"note: {note}")
     return status
 
 

@@ -455,6 +455,11 @@ def _replay(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if args.html is not None:
         _write_report(args, verdict, data, transcript)
+    from .report_html import identical_answers, identical_answers_note, pairs_from_transcript
+
+    pairs = pairs_from_transcript(transcript)
+    alike, scored = identical_answers(pairs)
+    note = identical_answers_note(verdict, pairs)
     if args.json:
         figures = verdict_figures(verdict)
         report = {"html": str(args.html)} if args.html is not None else {}
@@ -463,6 +468,9 @@ def _replay(args: argparse.Namespace) -> int:
                 **figures,
                 "identical": True,
                 "pairs_replayed": result.pairs,
+                "pairs_scored_alike": alike,
+                "pairs_scored": scored,
+                "scored_alike_note": note,
                 "signature_checked": args.pubkey is not None,
                 **report,
             }
@@ -480,6 +488,8 @@ def _replay(args: argparse.Namespace) -> int:
         f"REPLAYED {result.pairs} pairs: decision {result.decision.upper()}, "
         f"{', '.join(shown)}; identical to the verdict"
     )
+    if note is not None:
+        print(f"note: {note}")
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
     return EXIT_OK

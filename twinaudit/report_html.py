@@ -183,6 +183,46 @@ def pairs_from_transcript(transcript: bytes) -> list[OpenedPair]:
     return pairs
 
 
+#: The share of opened pairs with identical scores from which the report remarks on
+#: it: honest models answering probabilities gave none in the evaluation (docs/results.md,
+#: the ladders' ablation rows without a margin: 0% tied), a PairDetect host all of them.
+IDENTICAL_SHARE: Final = 0.1
+
+
+def identical_answers(pairs: Sequence[OpenedPair]) -> tuple[int, int]:
+    """Return (pairs whose two versions scored exactly alike, pairs with scores)."""
+    scored = [pair.scores for pair in pairs if pair.scores is not None]
+    return sum(1 for first, second in scored if first == second), len(scored)
+
+
+def identical_answers_note(verdict: VerdictView, pairs: Sequence[OpenedPair]) -> str | None:
+    """Return a remark when many pairs scored exactly alike from continuous answers.
+
+    A score read from probabilities, embeddings or log-probabilities (not from labels
+    alone: the classifier in C3 and C4) almost never gives two different items exactly
+    the same value, unless the model's host recognises the two versions of a pair and
+    answers both alike (the paper's PairDetect). None when the score reads labels, the
+    pairs carry no scores (a verdict without its transcript), or fewer than
+    :data:`IDENTICAL_SHARE` of them scored alike.
+    """
+    score = verdict["claim"]["score"]
+    if score.get("function") == "image-classifier" and score.get("knowledge") in ("C3", "C4"):
+        return None
+    identical, scored = identical_answers(pairs)
+    if not scored or identical < IDENTICAL_SHARE * scored:
+        return None
+    return (
+        f"{identical} of the {scored} opened pairs got exactly the same score for both "
+        "versions. A model answering with numbers (here probabilities, embeddings or "
+        "log-probabilities) almost never does that for two different items: in the "
+        "project's evaluation, honest models did it for none of their pairs, and a host "
+        "that recognises the two versions of a pair and answers both alike (PairDetect) "
+        "for all of them (docs/results.md, the ladders' ablation rows without a margin and "
+        "the attacks table's pairdetect rows). The verdict stands as signed; an arbiter "
+        "who holds the model can query it directly (twinaudit verifier reexecute)."
+    )
+
+
 def _e(value: object) -> str:
     """Return ``value`` as escaped HTML text (byte strings as hex)."""
     if isinstance(value, bytes | bytearray):
@@ -259,6 +299,11 @@ def _headline(verdict: VerdictView) -> str:
         f"threshold: {_e(_STOP_WORDS.get(str(verdict['stop']), verdict['stop']))}. "
         f"{_e(tally)} This is not a finding that the data was not used.</p></div>"
     )
+
+
+def _identical_warning(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
+    note = None if pairs is None else identical_answers_note(verdict, pairs)
+    return "" if note is None else f'<div class="warn"><p>{_e(note)}</p></div>'
 
 
 def _checks(checked: Checked) -> str:
@@ -592,6 +637,7 @@ def render_report(
         f"the model “{_e(verdict['claim']['model']['name'])}”, signed {_e(verdict['time'])}"
         "</p>",
         _headline(verdict),
+        _identical_warning(verdict, pairs),
         _checks(checked),
         _meaning(verdict),
         _audit(verdict, checked),

@@ -231,6 +231,55 @@ def test_a_claim_whose_pairs_all_tied_says_so():
     assert "no pair was fed to the test" in text and "NOT DETECTED" in text
 
 
+def test_a_host_that_answers_both_versions_alike_is_remarked(tmp_path, capsys):
+    """PairDetect around the model: every pair scored alike, and replay says so.
+
+    The same claim against the model itself (a model of random weights, answering
+    probabilities) scores no pair alike and gets no remark.
+    """
+    from protocol.claim.scores.classifier import ScoreSpec
+    from tests.support.claims import make_pairset, run_session, signed_verdict
+    from tests.support.fake_oracle import LinearOracle
+    from verifier.oracles.defences import wrap
+
+    key = Ed25519PrivateKey.generate()
+    pairs = make_pairset(n=24, epsilon=16)
+    score = ScoreSpec(k=1, perturbation="dither", knowledge="C1")
+    hosts = {"honest": LinearOracle(), "pairdetect": wrap(LinearOracle(), ["pairdetect:16"])}
+    remark = "got exactly the same score for both versions"
+    for name, oracle in hosts.items():
+        session = run_session(pairs, oracle, score=score)
+        files = _files(
+            tmp_path / name,
+            signed_verdict(session, key),
+            session.transcript.to_bytes(),
+            public_key_pem(key.public_key()),
+        )
+        page = tmp_path / name / "verdict.html"
+        assert _replay(files, "--html", str(page)) == 0
+        printed = capsys.readouterr().out
+        assert (remark in printed) == (name == "pairdetect"), printed
+        assert (remark in _text(page.read_text())) == (name == "pairdetect")
+        assert _replay(files, "--json") == 0
+        figures = json.loads(capsys.readouterr().out)
+        alike = figures["pairs_scored"] if name == "pairdetect" else 0
+        assert figures["pairs_scored"] == 24 and figures["pairs_scored_alike"] == alike
+        assert (figures["scored_alike_note"] is not None) == (name == "pairdetect")
+
+
+def test_label_only_scores_tie_without_a_remark():
+    """C3 compares labels: equal labels are the rule, so identical scores say nothing."""
+    verdict: Any = {"claim": {"score": {"function": "image-classifier", "knowledge": "C3"}}}
+    alike = [report_html.OpenedPair(i, "s", 0, 1, (1.0, 1.0)) for i in range(10)]
+    assert report_html.identical_answers(alike) == (10, 10)
+    assert report_html.identical_answers_note(verdict, alike) is None
+    verdict["claim"]["score"]["knowledge"] = "C1"
+    assert report_html.identical_answers_note(verdict, alike) is not None
+    # Under a tenth of the pairs alike: no remark.
+    mixed = alike[:1] + [report_html.OpenedPair(i, "1", 0, 1, (0.2, 0.9)) for i in range(10)]
+    assert report_html.identical_answers_note(verdict, mixed) is None
+
+
 # --- escaping and refusals -----------------------------------------------------------------
 
 EVIL = '<script>alert("x")</script>&amp;'
