@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from owner.escrow_client import escrow_root
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.items import encode_item
@@ -140,20 +140,7 @@ def main() -> None:
             grpc_times, local_times = [], []
             for run in range(REPEATS + 1):  # run 0 warms both paths up and is not counted
                 pairs_now = 16 if run == 0 else N_PAIRS
-                request = ClaimRequest(
-                    record_index=entry.index,
-                    record_root=owner_set.root,
-                    oracle_endpoint=endpoint,
-                    model_name="bench",
-                    k=K,
-                    perturbation=PERTURBATION,
-                    knowledge="C2",
-                    test="pprm-chernoff",
-                    tie_rule="coin",
-                    max_pairs=pairs_now,
-                    window=window,
-                    window_max=window_max,
-                )
+                # One claim, filed through gRPC and started in-process.
                 params = ClaimParams(
                     entry.index,
                     entry.root,
@@ -169,7 +156,7 @@ def main() -> None:
                 )
                 nonces(16)
                 nonce = nonces(32)
-                grpc_s, head = _grpc_claim(channel, request, owner_set)
+                grpc_s, head = _grpc_claim(channel, params, owner_set)
                 local_s, session = _local_claim(record, params, local, nonce, owner_set)
                 same = same and session.transcript.head == head
                 if run:

@@ -14,15 +14,17 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from owner.escrow_client import escrow_root
 from protocol.claim.transcript import chain_head
 from protocol.errors import SignatureError, TwinauditError, VerificationError
+from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
+from wire.claim_start import to_claim_start
 from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -43,12 +45,12 @@ def dispute(tmp_path_factory):
 
 def _claim(dispute, model, test="mixture-e", **overrides):
     score = {"k": 1, "perturbation": "none", "knowledge": "C1", **overrides}
-    request = ClaimRequest(
-        record_index=dispute["receipt"].entry.index,
-        record_root=dispute["pairs"].root,
-        oracle_endpoint=dispute["endpoints"][model],
-        model_name=model,
-        test=test,
+    request = claim_params(
+        dispute["receipt"].entry.index,
+        dispute["pairs"].root,
+        dispute["endpoints"][model],
+        model,
+        test_name=test,
         **score,
     )
     return run_claim(dispute["channel"], request, dispute["pairs"].opening, timeout_s=300)
@@ -143,11 +145,8 @@ def _raw_claim(dispute, mutate_opening):
         return mutate_opening(owner_set.opening(index))
 
     with pytest.raises(grpc.RpcError) as info:
-        request = ClaimRequest(
-            record_index=dispute["receipt"].entry.index,
-            record_root=owner_set.root,
-            oracle_endpoint=dispute["endpoints"]["used"],
-            model_name="used",
+        request = claim_params(
+            dispute["receipt"].entry.index, owner_set.root, dispute["endpoints"]["used"], "used"
         )
         run_claim(dispute["channel"], request, opening, timeout_s=60)
     return info.value
@@ -180,12 +179,7 @@ def test_unknown_record_and_wrong_root(dispute):
         (10_000, owner_set.root, grpc.StatusCode.NOT_FOUND),
         (dispute["receipt"].entry.index, bytes(32), grpc.StatusCode.INVALID_ARGUMENT),
     ]:
-        request = ClaimRequest(
-            record_index=index,
-            record_root=root,
-            oracle_endpoint=dispute["endpoints"]["used"],
-            model_name="used",
-        )
+        request = claim_params(index, root, dispute["endpoints"]["used"], "used")
         with pytest.raises(grpc.RpcError) as info:
             run_claim(dispute["channel"], request, owner_set.opening, timeout_s=30)
         assert info.value.code() == code, info.value.details()
@@ -193,12 +187,7 @@ def test_unknown_record_and_wrong_root(dispute):
 
 def test_unreachable_oracle(dispute):
     owner_set = dispute["pairs"]
-    request = ClaimRequest(
-        record_index=dispute["receipt"].entry.index,
-        record_root=owner_set.root,
-        oracle_endpoint="127.0.0.1:1",
-        model_name="gone",
-    )
+    request = claim_params(dispute["receipt"].entry.index, owner_set.root, "127.0.0.1:1", "gone")
     with pytest.raises(grpc.RpcError) as info:
         run_claim(dispute["channel"], request, owner_set.opening, timeout_s=120)
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -216,12 +205,11 @@ def test_replay_needs_the_verdicts_own_transcript(dispute):
 def _raw_stream(dispute, reorder):
     """Answer the first opening request with ``reorder(openings)``, bypassing the client."""
     owner_set = dispute["pairs"]
-    start = ClaimRequest(
-        record_index=dispute["receipt"].entry.index,
-        record_root=owner_set.root,
-        oracle_endpoint=dispute["endpoints"]["used"],
-        model_name="used",
-    ).to_proto()
+    start = to_claim_start(
+        claim_params(
+            dispute["receipt"].entry.index, owner_set.root, dispute["endpoints"]["used"], "used"
+        )
+    )
     stub = pb_grpc.VerifierStub(dispute["channel"])
     sent = [pb.ClaimMessage(start=start)]
     responses = []
@@ -285,12 +273,11 @@ def test_concurrent_claims(dispute):
 
 def test_unknown_spec_version_is_refused(dispute):
     owner_set = dispute["pairs"]
-    start = ClaimRequest(
-        record_index=dispute["receipt"].entry.index,
-        record_root=owner_set.root,
-        oracle_endpoint=dispute["endpoints"]["used"],
-        model_name="used",
-    ).to_proto()
+    start = to_claim_start(
+        claim_params(
+            dispute["receipt"].entry.index, owner_set.root, dispute["endpoints"]["used"], "used"
+        )
+    )
     start.spec_version = "9.9"
     stub = pb_grpc.VerifierStub(dispute["channel"])
     with pytest.raises(grpc.RpcError) as info:
@@ -314,13 +301,13 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
         owner="restart",
         arbiter_public_key=key.public_key(),
     ).receipt
-    request = ClaimRequest(
-        record_index=receipt.entry.index,
-        record_root=owner_set.root,
-        oracle_endpoint=dispute["endpoints"]["clean"],
-        model_name="clean",
+    request = claim_params(
+        receipt.entry.index,
+        owner_set.root,
+        dispute["endpoints"]["clean"],
+        "clean",
         knowledge="C1",
-        test="pprm-chernoff",
+        test_name="pprm-chernoff",
         max_pairs=40,
         window=8,
     )
@@ -367,11 +354,11 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
 def test_owner_disconnect_leaves_the_claim_resumable(dispute):
     owner_set = dispute["pairs"]
     store = dispute["store"]
-    request = ClaimRequest(
-        record_index=dispute["receipt"].entry.index,
-        record_root=owner_set.root,
-        oracle_endpoint=dispute["endpoints"]["clean"],
-        model_name="clean",
+    request = claim_params(
+        dispute["receipt"].entry.index,
+        owner_set.root,
+        dispute["endpoints"]["clean"],
+        "clean",
         max_pairs=24,
         window=8,
     )

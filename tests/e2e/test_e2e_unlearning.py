@@ -16,9 +16,10 @@ import time
 import grpc
 import pytest
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from protocol.encoding import decode
 from protocol.envelope import Envelope
+from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
 from twinaudit.results import false_detection_bound, unopened_pairs
 from verifier.replay import replay
@@ -36,11 +37,11 @@ def practice(tmp_path_factory):
 
 
 def _request(practice, model, **fields):
-    return ClaimRequest(
-        record_index=practice["receipt"].entry.index,
-        record_root=practice["pairs"].root,
-        oracle_endpoint=practice["endpoints"][model],
-        model_name=model,
+    return claim_params(
+        practice["receipt"].entry.index,
+        practice["pairs"].root,
+        practice["endpoints"][model],
+        model,
         k=1,
         perturbation="none",
         knowledge="C1",

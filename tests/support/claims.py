@@ -3,18 +3,76 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from protocol.claim.functions import SCORE_FUNCTIONS, ScoreRequest, score_request_from_fields
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.encoding import encode
 from protocol.envelope import payload_type, sign_envelope
 from protocol.items import encode_item
 from protocol.keys import key_id
+from protocol.stats.base import TiePolicy
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
 from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+
+#: The fields of a claim's score (the ``ScoreSpec`` message), unset as the message leaves them.
+SCORE_FIELDS = {"k": 0, "perturbation": "", "knowledge": "", "statistic": "", "margin": 0.0}
+
+
+def score_request(function: str = "image-classifier", **fields: Any) -> ScoreRequest:
+    """The score ``function`` asks for: its table defaults but for ``fields``, checked.
+
+    The defaults are :data:`~protocol.claim.functions.SCORE_FUNCTIONS`' (the
+    image-classifier's K = 1, ``dither``, ``unlabelled``, the entropy, no margin: what
+    ``ClaimRequest`` fills in), not :func:`~owner.claim_client.choose_score`'s choices.
+    A knowledge word stays a word, for the verifier to resolve against the oracle's
+    description; a field the function does not take stays unset.
+    """
+    values: dict[str, Any] = {**SCORE_FIELDS, **SCORE_FUNCTIONS[function].defaults(), **fields}
+    return score_request_from_fields(
+        function,
+        values["k"],
+        values["perturbation"],
+        values["knowledge"],
+        values["statistic"],
+        margin=values["margin"],
+    )
+
+
+def claim_params(
+    record_index: int,
+    record_root: bytes,
+    endpoint: str,
+    model_name: str,
+    *,
+    function: str = "image-classifier",
+    test_name: str = "mixture-graded",
+    p: float = 0.05,
+    tie_rule: TiePolicy = TiePolicy.SKIP,
+    **fields: Any,
+) -> ClaimParams:
+    """A claim's typed parameters, the form ``twinaudit owner claim`` files, checked here.
+
+    ``fields`` holds the score's fields (:data:`SCORE_FIELDS`, for :func:`score_request`)
+    and any other of :class:`ClaimParams` (``max_pairs``, ``window``, ...); the test and
+    p default to ``ClaimRequest``'s (mixture-graded at 0.05).
+    """
+    score = {name: fields.pop(name) for name in SCORE_FIELDS if name in fields}
+    return ClaimParams(
+        record_index=record_index,
+        record_root=record_root,
+        endpoint=endpoint,
+        model_name=model_name,
+        score=score_request(function, **score),
+        test_name=test_name,
+        p=p,
+        tie_rule=tie_rule,
+        **fields,
+    )
 
 
 def make_pairset(n=40, seed=3, epsilon=16):

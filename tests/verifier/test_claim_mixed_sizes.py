@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from protocol.errors import OracleError
 from protocol.items import ImageItem, encode_item
 from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy, fixed_salts
+from tests.support.claims import SeededEntropy, claim_params, fixed_salts
 from tests.support.pairset import PairSet
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
@@ -124,11 +124,11 @@ def mixed(tmp_path_factory):
 
 @pytest.mark.parametrize(("model", "decision"), [("used", "detected"), ("clean", "not-detected")])
 def test_a_mixed_size_record_is_audited_one_shape_per_request(mixed, model, decision):
-    request = ClaimRequest(
-        record_index=mixed["receipt"].entry.index,
-        record_root=mixed["pairs"].root,
-        oracle_endpoint=mixed["endpoints"][model],
-        model_name=model,
+    request = claim_params(
+        mixed["receipt"].entry.index,
+        mixed["pairs"].root,
+        mixed["endpoints"][model],
+        model,
         k=1,
         perturbation="none",
         knowledge="C1",

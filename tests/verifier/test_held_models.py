@@ -21,13 +21,13 @@ import pytest
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from protocol.claim.claim_map import ClaimMap
 from protocol.claim.openings import OpenedPair, decode_openings, encode_openings
 from protocol.errors import InputError, NotFoundError, OracleError, VerificationError
 from protocol.items import encode_item
 from protocol.keys import public_key_pem
-from tests.support.claims import SeededEntropy, fixed_salts
+from tests.support.claims import SeededEntropy, claim_params, fixed_salts
 from tests.support.cli_processes import cli
 from tests.support.data import synthetic_pairs
 from tests.support.format_models import tiny_cnn
@@ -77,11 +77,11 @@ def held(tmp_path_factory):
     versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(N_PAIRS)]
     owner_set = PairSet("image", versions, fixed_salts(N_PAIRS))
     receipt = owner_set.escrow(channel, key.public_key(), "held owner")
-    request = ClaimRequest(
-        record_index=receipt.entry.index,
-        record_root=owner_set.root,
-        oracle_endpoint=artefact.address,
-        model_name="court exhibit 7",
+    request = claim_params(
+        receipt.entry.index,
+        owner_set.root,
+        artefact.address,
+        "court exhibit 7",
         k=2,
         perturbation="pad-shift-flip-dither",
         knowledge="C1",

@@ -36,13 +36,14 @@ pytest.importorskip("tokenizers")
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-from owner.claim_client import ClaimRequest, run_claim  # noqa: E402
+from owner.claim_client import run_claim  # noqa: E402
 from protocol.errors import InputError, ParameterError  # noqa: E402
 from protocol.seeds import publication_bits  # noqa: E402
 from tests.cli.test_cmd_oracle import ROOT, _serve  # noqa: E402
 from tests.support import foundation as fm  # noqa: E402
 from tests.support import hf_models as hm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
+from tests.support.claims import claim_params  # noqa: E402
 from twinaudit import cmd_oracle  # noqa: E402
 from twinaudit.cli import build_parser  # noqa: E402
 from twinaudit.cli import main as cli_main  # noqa: E402
@@ -245,11 +246,11 @@ def _claim(
     arbiter: dict[str, Any], owner: Any, receipt: Any, endpoint: str, **fields: Any
 ) -> dict[str, Any]:
     """File a claim, check the signed verdict and replay it; return the verdict."""
-    request = ClaimRequest(
-        record_index=receipt.entry.index,
-        record_root=owner.root,
-        oracle_endpoint=endpoint,
-        model_name="hf",
+    request = claim_params(
+        receipt.entry.index,
+        owner.root,
+        endpoint,
+        "hf",
         **fields,
     )
     outcome = run_claim(arbiter["channel"], request, owner.opening, timeout_s=300)
@@ -267,10 +268,6 @@ def _check_model_section(verdict: dict[str, Any], directory: Path) -> dict[str, 
     assert oracle["framework"].startswith("transformers ")
     assert oracle["model_name"] == directory.name
     return oracle
-
-
-#: The score functions' fields for the foundation-model claims.
-FOUNDATION = {"k": 0, "perturbation": "", "knowledge": ""}
 
 
 @pytest.mark.slow
@@ -301,9 +298,8 @@ def test_a_claim_against_an_hf_clip_model(dirs, arbiter):
             owner,
             receipt,
             endpoint,
-            score_function="image-text",
+            function="image-text",
             max_pairs=8,
-            **FOUNDATION,
         )
     finally:
         server.stop(None)
@@ -324,9 +320,7 @@ def test_an_hf_lm_fine_tuned_on_the_published_texts_is_detected(dirs, arbiter, t
     for name, directory in (("trained", trained), ("untrained", dirs["lm"])):
         server, endpoint = _served("--kind", "lm", "--hf", str(directory))
         try:
-            verdict = _claim(
-                arbiter, owner, receipt, endpoint, score_function="language-model", **FOUNDATION
-            )
+            verdict = _claim(arbiter, owner, receipt, endpoint, function="language-model")
         finally:
             server.stop(None)
         oracle = _check_model_section(verdict, directory)

@@ -26,7 +26,7 @@ from protocol.claim.scores.knowledge import PendingScoreSpec, resolve_knowledge
 from protocol.encoding import encode
 from protocol.errors import InputError, ParameterError
 from protocol.items import ImageItem, encode_item
-from tests.support.claims import SeededEntropy, make_pairset
+from tests.support.claims import SeededEntropy, claim_params, make_pairset
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
 from tests.support.pairset import PairSet
@@ -205,15 +205,12 @@ def arbiter(tmp_path_factory):
     store.close()
 
 
-def _claim(arbiter, oracle, **score):
-    request = ClaimRequest(
-        record_index=arbiter["index"],
-        record_root=arbiter["pairs"].root,
-        oracle_endpoint=oracle,
-        model_name=oracle,
-        max_pairs=8,
-        **score,
-    )
+def _claim(arbiter, oracle, *, raw=False, **score):
+    fields = {"max_pairs": 8, **score}
+    where = (arbiter["index"], arbiter["pairs"].root, oracle, oracle)
+    # ``raw``: the unchecked field form, for a claim the owner's client refuses to build
+    # (an unknown knowledge word), so that the verifier's refusal is what is tested.
+    request = ClaimRequest(*where, **fields) if raw else claim_params(*where, **fields)
     outcome = run_claim(arbiter["channel"], request, arbiter["pairs"].opening, timeout_s=60)
     return check_verdict(outcome.verdict, arbiter["key"].public_key())
 
@@ -250,6 +247,7 @@ def test_c4_with_one_copy_is_refused_with_the_reason(arbiter):
 
 
 def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):
+    # The raw field form's own default (no claim is sent): the word reaches the verifier.
     assert ClaimRequest(0, bytes(32), "o", "m").knowledge == "unlabelled"
     start = ClaimRequest(0, bytes(32), "o", "m").to_proto()
     assert isinstance(params_from_proto(start).score, PendingScoreSpec)
@@ -258,7 +256,7 @@ def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbit
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "knowledge condition C2 needs probability vectors" in info.value.details()
     with pytest.raises(grpc.RpcError) as info:
-        _claim(arbiter, "labels", knowledge="somewhat")
+        _claim(arbiter, "labels", knowledge="somewhat", raw=True)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "unknown knowledge condition" in info.value.details()
 
@@ -304,6 +302,7 @@ def test_a_word_keeps_its_margin_for_probabilities_and_drops_it_for_labels():
     # The owner's side: a margin without --knowledge asks for a probability condition.
     assert choose_score("image", margin=0.1, has_labels=True).knowledge == "C1"
     assert choose_score("image", margin=0.1, has_labels=False).knowledge == "C2"
+    # The verifier's reading of raw message fields (not the typed form read back).
     start = ClaimRequest(0, b"r" * 32, "o", "m", knowledge="C1", margin=0.1).to_proto()
     assert params_from_proto(start).score == ScoreSpec(
         k=1, perturbation="dither", knowledge="C1", margin=0.1

@@ -24,12 +24,12 @@ if importlib.util.find_spec("mlserver") is None:  # not imported: see oip_runtim
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from protocol.errors import OracleError
 from protocol.items import encode_item
 from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
-from tests.support.claims import fixed_salts
+from tests.support.claims import claim_params, fixed_salts
 from tests.support.data import synthetic_pairs
 from tests.support.oip_server import OipModel, memoriser_logits, mlserver_process
 from tests.support.pairset import PairSet
@@ -86,11 +86,11 @@ def dispute(tmp_path_factory):
 
 def _claim(dispute, endpoint, **overrides):
     score = {"perturbation": "none", "knowledge": "C1", **overrides}
-    request = ClaimRequest(
-        record_index=dispute["receipt"].entry.index,
-        record_root=dispute["owner"].root,
-        oracle_endpoint=endpoint,
-        model_name="deployed",
+    request = claim_params(
+        dispute["receipt"].entry.index,
+        dispute["owner"].root,
+        endpoint,
+        "deployed",
         **score,
     )
     return run_claim(dispute["channel"], request, dispute["owner"].opening, timeout_s=300)

@@ -28,9 +28,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from owner.claim_client import ClaimRequest, run_claim
+from owner.claim_client import run_claim
 from protocol.errors import InputError
-from tests.support.claims import SeededEntropy, make_pairset
+from tests.support.claims import SeededEntropy, claim_params, make_pairset
 from tests.support.cli_processes import ROOT, cli, stop
 from tests.support.fake_oracle import LinearOracle
 from twinaudit.serve_options import serve_metrics
@@ -87,11 +87,11 @@ def _scrape(port: int) -> dict[str, float]:
 def _claim(
     channel: grpc.Channel, oracle_endpoint: str, record: int, open_pair: Any = PAIRS.opening
 ) -> Any:
-    request = ClaimRequest(
-        record_index=record,
-        record_root=PAIRS.root,
-        oracle_endpoint=oracle_endpoint,
-        model_name="linear",
+    request = claim_params(
+        record,
+        PAIRS.root,
+        oracle_endpoint,
+        "linear",
         k=1,
         perturbation="none",
         knowledge="C1",

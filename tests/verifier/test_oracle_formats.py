@@ -27,13 +27,13 @@ pytest.importorskip("safetensors")
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-from owner.claim_client import ClaimRequest, run_claim  # noqa: E402
+from owner.claim_client import run_claim  # noqa: E402
 from protocol.errors import OracleError  # noqa: E402
 from protocol.items import encode_item  # noqa: E402
 from tests.cli.test_cmd_oracle import _serve  # noqa: E402
 from tests.support import format_models as fm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
-from tests.support.claims import fixed_salts  # noqa: E402
+from tests.support.claims import claim_params, fixed_salts  # noqa: E402
 from tests.support.data import synthetic_pairs  # noqa: E402
 from tests.support.pairset import PairSet  # noqa: E402
 from twinaudit import cmd_oracle  # noqa: E402
@@ -209,11 +209,11 @@ def test_a_claim_against_an_onnx_model_records_what_it_is(files, tmp_path):
         with sqlite_arbiter(tmp_path, key) as address:
             channel = make_channel(address)
             receipt = owner.escrow(channel, key.public_key(), "formats owner")
-            request = ClaimRequest(
-                record_index=receipt.entry.index,
-                record_root=owner.root,
-                oracle_endpoint=f"127.0.0.1:{port}",
-                model_name="m",
+            request = claim_params(
+                receipt.entry.index,
+                owner.root,
+                f"127.0.0.1:{port}",
+                "m",
                 perturbation="dither",
                 knowledge="C2",
                 max_pairs=8,

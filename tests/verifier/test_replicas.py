@@ -23,9 +23,10 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimOutcome, ClaimRequest, run_claim
+from owner.claim_client import ClaimOutcome, run_claim
+from protocol.claim.params import ClaimParams
 from protocol.keys import load_public_key
-from tests.support.claims import make_pairset
+from tests.support.claims import claim_params, make_pairset
 from tests.support.cli_processes import ROOT, cli, stop
 from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema, with_search_path
@@ -33,6 +34,7 @@ from verifier.oracles.grpc_server import serve_oracle
 from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
+from wire.claim_start import to_claim_start
 from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -51,12 +53,12 @@ def oracle() -> Iterator[str]:
         server.stop(None)
 
 
-def _request(record: int, oracle: str) -> ClaimRequest:
-    return ClaimRequest(
-        record_index=record,
-        record_root=PAIRS.root,
-        oracle_endpoint=oracle,
-        model_name="linear",
+def _request(record: int, oracle: str) -> ClaimParams:
+    return claim_params(
+        record,
+        PAIRS.root,
+        oracle,
+        "linear",
         k=1,
         perturbation="none",
         knowledge="C1",
@@ -94,9 +96,9 @@ def _replicas(dsn: str, schema: str, count: int, lease_s: float) -> Iterator[lis
 class _StalledClaim:
     """A claim stream that starts a claim, reads its first request, and answers nothing."""
 
-    def __init__(self, channel: grpc.Channel, request: ClaimRequest) -> None:
+    def __init__(self, channel: grpc.Channel, request: ClaimParams) -> None:
         self._outbox: queue.Queue[pb.ClaimMessage | None] = queue.Queue()
-        self._outbox.put(pb.ClaimMessage(start=request.to_proto()))
+        self._outbox.put(pb.ClaimMessage(start=to_claim_start(request)))
         stub = pb_grpc.VerifierStub(channel)
         self.call = stub.FileClaim(self._messages(), timeout=120)
         accepted = next(self.call)
@@ -117,7 +119,7 @@ class _StalledClaim:
         return ended.value.code()
 
 
-def _resume(address: str, request: ClaimRequest, claim_id: str) -> ClaimOutcome:
+def _resume(address: str, request: ClaimParams, claim_id: str) -> ClaimOutcome:
     channel = make_channel(address)
     try:
         return run_claim(channel, request, PAIRS.opening, resume_claim_id=claim_id, timeout_s=120)
@@ -203,7 +205,7 @@ def test_a_claim_is_never_run_by_two_replicas_at_once(oracle):
         assert finished.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
-def _resume_when_free(address: str, request: ClaimRequest, claim_id: str) -> ClaimOutcome:
+def _resume_when_free(address: str, request: ClaimParams, claim_id: str) -> ClaimOutcome:
     """Resume the claim on ``address``, retrying while another run still holds it (≤ 10 s)."""
     deadline = time.monotonic() + 10
     while True:
