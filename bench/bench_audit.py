@@ -37,6 +37,7 @@ from tests.support.models import TinyCNN
 from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
+from verifier.oracles.formats import load_model
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.server import serve_arbiter
 from wire.transport import make_channel
@@ -131,7 +132,13 @@ def main() -> None:
         record = ClaimRecord(
             entry.index, entry.root, entry.n_pairs, entry.item_kind, stored.rho, entry.time
         )
-        local = TorchClassifierOracle(_model(), n_classes=10, model_name="bench")
+        # Loaded from the same file by the same loader as the served one, so both
+        # describe the model alike (framework, format) and record the same transcript.
+        local = TorchClassifierOracle(
+            load_model(weights, arch="tests.support.models:TinyCNN"),
+            n_classes=10,
+            model_name="bench",
+        )
         # The arbiter draws (claim id, nonce) from its entropy for every claim; the
         # in-process runs replay the same nonces, so both make the same queries.
         nonces = SeededEntropy(b"claims")
