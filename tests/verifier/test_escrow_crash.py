@@ -16,6 +16,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -38,7 +39,9 @@ REPO = Path(__file__).resolve().parents[2]
 PG_DSN_VAR = "TWINAUDIT_TEST_PG_DSN"
 SEED = 20261121
 CHILD_THREADS = 4
-STARTUP_TIMEOUT_S = 30.0
+#: How long the first commit may take: imports and opening the store, on a loaded
+#: 2-core machine (the whole suite beside other work) more than 30 s.
+STARTUP_TIMEOUT_S = 120.0
 
 CHILD = r"""
 import sys, threading
@@ -91,25 +94,30 @@ class _Reader(threading.Thread):
 
 def _run_and_kill(argv: list[str], rng: random.Random, wait_first: bool) -> list[bytes]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, *argv, str(CHILD_THREADS)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    reader = _Reader(proc)
-    reader.start()
-    try:
-        if wait_first:
-            assert reader.first.wait(STARTUP_TIMEOUT_S), "the child never committed"
-            time.sleep(rng.uniform(0.0, 0.3))
-        else:  # anywhere, including while the store is being opened
-            time.sleep(rng.uniform(0.0, 0.6))
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        reader.join(10)
+    with tempfile.TemporaryFile() as child_stderr:  # its traceback, should it fail
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, *argv, str(CHILD_THREADS)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=child_stderr,
+        )
+        reader = _Reader(proc)
+        reader.start()
+        try:
+            if wait_first and not reader.first.wait(STARTUP_TIMEOUT_S):
+                child_stderr.seek(0)
+                told = child_stderr.read().decode(errors="replace")[-2000:]
+                state = "running" if proc.poll() is None else f"exited {proc.returncode}"
+                raise AssertionError(f"the child never committed ({state}): {told}")
+            if wait_first:
+                time.sleep(rng.uniform(0.0, 0.3))
+            else:  # anywhere, including while the store is being opened
+                time.sleep(rng.uniform(0.0, 0.6))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            reader.join(10)
     return reader.lines
 
 
