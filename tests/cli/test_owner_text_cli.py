@@ -65,6 +65,7 @@ def _mark(reviews, thesaurus, vault, *extra):
     )
 
 
+@pytest.mark.slow
 def test_text_mark_inspect_escrow_publish(tmp_path, inputs, arbiter, capsys):
     reviews, thesaurus = inputs
     vault_path = tmp_path / "vault"

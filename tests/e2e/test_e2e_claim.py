@@ -29,6 +29,9 @@ from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
+#: Whole disputes over gRPC with trained models: run by CI, left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 # ε = 32 on 0-255, a width-16 tiny CNN and knowledge condition C1 (committed labels)
 # gave success rates q ≈ 0.76-0.79 over three data seeds (measured), where both tests
 # detect with probability ≥ 0.997 at N = 200 (twinaudit plan). Every random input is

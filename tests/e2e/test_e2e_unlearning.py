@@ -27,6 +27,9 @@ from verifier.verdict import check_verdict
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
+#: Whole disputes over gRPC with trained models: run by CI, left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def practice(tmp_path_factory):

@@ -137,6 +137,7 @@ def test_a_table_row_reads_its_cells_and_the_papers_figures():
     assert len(ATTACK_AUDITS) == 6
 
 
+@pytest.mark.slow
 @needs_data
 def test_a_tiny_attacks_table_trains_audits_and_reports(tmp_path, monkeypatch):
     monkeypatch.setattr(specs, "ATTACK_DP_SIGMAS", (1.0,))

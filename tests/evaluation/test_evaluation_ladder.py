@@ -254,6 +254,7 @@ def test_a_shared_variant_draws_both_twins_from_one_stream():
 # --- a tiny run of rung (a), end to end --------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_data
 def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_path):
     args = ["ladder", "--n-train", "200", "--epochs", "1", "--repeats", "1"]

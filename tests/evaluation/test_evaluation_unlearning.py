@@ -143,6 +143,7 @@ def test_fine_tuning_trains_on_the_retained_set_only(monkeypatch: pytest.MonkeyP
 # -- a tiny run of the table -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_data
 def test_tiny_unlearning_run_unlearns_claims_again_on_fresh_pairs_and_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -162,6 +162,7 @@ def _crash_rounds(open_store, argv, rounds: int) -> None:
     assert len(set(indices)) == len(indices)
 
 
+@pytest.mark.slow
 def test_sigkill_during_sqlite_commits_loses_no_receipt(tmp_path):
     from verifier.escrow.sqlite_store import SqliteEscrowStore
 

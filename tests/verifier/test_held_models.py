@@ -223,6 +223,7 @@ def test_openings_must_be_the_transcripts_items(held):
         reexecute(held["verdict"], held["transcript"], encode_openings(root, fewer), held["model"])
 
 
+@pytest.mark.slow
 def test_determinism_two_children_answer_bit_identically(held):
     """Two fresh children (one thread, deterministic) answer one batch with equal bits."""
     images = np.random.default_rng(0).random((11, 28, 28, 1)).astype(np.float32)
