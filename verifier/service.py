@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import grpc
 import numpy as np
@@ -40,7 +40,13 @@ from protocol.errors import InputError, NotFoundError, StateError, TwinauditErro
 from protocol.escrow_messages import format_time
 from protocol.keys import key_id, public_key_pem
 from verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
-from verifier.escrow.store import ClaimBusyError, ClaimLease, EscrowStore, check_claim_id
+from verifier.escrow.store import (
+    ClaimBusyError,
+    ClaimLease,
+    ClaimsChangedError,
+    EscrowStore,
+    check_claim_id,
+)
 from verifier.oracles.base import Oracle
 from verifier.oracles.dial import dial_oracle
 from wire import transport
@@ -50,6 +56,7 @@ from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 from .claim import (
+    ClaimParams,
     ClaimRecord,
     ClaimSession,
     PreparedWindow,
@@ -64,6 +71,9 @@ SERVICE_NAME = "twinaudit.verifier.v1.Verifier"
 ABANDONED_STATUS = "abandoned"
 #: Deadline of each oracle call made on behalf of a claim.
 ORACLE_DEADLINE_S = 60.0
+#: How many times a claim on fresh pairs computes its exclusions and tries to file
+#: itself when other claims keep being filed on its record meanwhile; then claim-busy.
+FRESH_START_ATTEMPTS: Final = 3
 
 OracleFactory = Callable[[str], Oracle]
 
@@ -298,32 +308,78 @@ class VerifierService(pb_grpc.VerifierServicer):
                 raise StateError(f"claim {resumed!r} is {stored.status}; it cannot resume")
             transcript = self._store.load_transcript(resumed) or b""
             return ClaimSession.resume(stored.state, transcript, record, params, oracle)
-        with self._fresh_lock:  # one claim with exclusions starts at a time (spec §10.2)
-            excluded = self._excluded_pairs(record, lease) if params.fresh_pairs else []
-            session = ClaimSession.start(
-                self._entropy(16).hex(),
-                record,
-                params,
-                oracle,
-                self._entropy(32),
-                excluded=excluded,
-            )
-            self._save(session, lease)  # creates the claim, held by this run
+        claim_id, claim_nonce = self._entropy(16).hex(), self._entropy(32)
+        if not params.fresh_pairs:
+            session = ClaimSession.start(claim_id, record, params, oracle, claim_nonce)
+            self._create(session, lease)
+        else:
+            # The in-process lock only spares this process's own streams the retries
+            # below; across replicas the store's check does the work.
+            with self._fresh_lock:
+                session = self._start_fresh(
+                    record, params, oracle, lease, claim_id=claim_id, claim_nonce=claim_nonce
+                )
         self._leases.hold(session.claim_id, lease)
         return session
 
-    def _excluded_pairs(self, record: ClaimRecord, lease: ClaimLease) -> list[int]:
-        """Return the pairs earlier claims on ``record`` disclosed (spec §10.2 step 2).
+    def _start_fresh(
+        self,
+        record: ClaimRecord,
+        params: ClaimParams,
+        oracle: Oracle,
+        lease: ClaimLease,
+        *,
+        claim_id: str,
+        claim_nonce: bytes,
+    ) -> ClaimSession:
+        """Start a claim on fresh pairs and file it, held by ``lease`` (spec §10.2 step 2).
+
+        Invariant: the claims its exclusions are computed from are exactly the claims
+        filed on the record before it, those its verdict's ``earlier_claims`` counts,
+        and each of them has finished, failed or been abandoned (here or by an earlier
+        claim on fresh pairs), so none opens a pair after ``excluded`` is fixed. A
+        claim filed after this one is not earlier and needs nothing: an ordinary one
+        may reopen its pairs (§13), one on fresh pairs excludes them. What would break
+        the invariant is a claim filed by another run (on another replica of the
+        database, say) between reading the record's claims and filing this one, on
+        fresh pairs or not: it would count as earlier without being excluded or
+        abandoned. So the store files this claim only if the record's claims are still
+        those read, in one write transaction serialised with every other write
+        (:meth:`~verifier.escrow.store.ClaimStore.create_claim`). If one came in
+        between, the exclusions are computed again with it, as if the owner had asked
+        a moment later: it is excluded if it has stopped, and makes this claim
+        ``claim-busy`` if it is being run, like any earlier claim being run.
+        """
+        for attempt in range(1, FRESH_START_ATTEMPTS + 1):
+            earlier, excluded = self._excluded_pairs(record, lease)
+            session = ClaimSession.start(
+                claim_id, record, params, oracle, claim_nonce, excluded=excluded
+            )
+            try:
+                self._create(session, lease, earlier=earlier)
+            except ClaimsChangedError:
+                if attempt == FRESH_START_ATTEMPTS:
+                    raise  # claim-busy: the owner may start it again
+                continue
+            return session
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _excluded_pairs(
+        self, record: ClaimRecord, lease: ClaimLease
+    ) -> tuple[list[str], list[int]]:
+        """Return the claims filed on ``record`` and the pairs they disclosed (§10.2 step 2).
 
         Every claim filed on the record counts, whatever became of it: a finished
         claim's opened pairs (its verdict's ``opened``); for one that failed or was left
         open, what its last saved state may have disclosed
         (:func:`~verifier.claim.disclosed_pairs`). A claim left open is abandoned here,
         so that it can never resume and open pairs the new claim opens; one that
-        another run is processing makes the new claim ``claim-busy``.
+        another run is processing makes the new claim ``claim-busy``. The claim ids
+        come first, oldest first: the new claim is filed only after exactly those.
         """
         pairs: set[int] = set()
-        for earlier in self._store.claims_for_record(record.index):
+        filed = self._store.claims_for_record(record.index)
+        for earlier in filed:
             if earlier.finished:
                 pairs.update(self._verdict_opened(earlier.claim_id))
                 continue
@@ -341,7 +397,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                 pairs.update(disclosed_pairs(stored.state, record))
             finally:
                 self._store.release_claim(earlier.claim_id, lease)
-        return sorted(pairs)
+        return [claim.claim_id for claim in filed], sorted(pairs)
 
     def _verdict_opened(self, claim_id: str) -> list[int]:
         """Return the opened pairs of a finished claim's stored verdict."""
@@ -351,6 +407,21 @@ class VerifierService(pb_grpc.VerifierServicer):
         payload = decode(Envelope.from_json(found.verdict).payload)
         opened = payload.get("opened") if isinstance(payload, dict) else None
         return [i for i in opened if isinstance(i, int)] if isinstance(opened, list) else []
+
+    def _create(
+        self, session: ClaimSession, lease: ClaimLease, earlier: list[str] | None = None
+    ) -> None:
+        """File the new claim with its first state, held by ``lease`` (see ``create_claim``)."""
+        state, part = session.checkpoint()
+        self._store.create_claim(
+            session.claim_id,
+            session.record.index,
+            "open",
+            state,
+            part,
+            lease=lease,
+            earlier=earlier,
+        )
 
     def _save(self, session: ClaimSession, lease: ClaimLease) -> None:
         """Persist the claim's state with the transcript records made since the last save."""

@@ -8,6 +8,12 @@ appends do, so the writes of every process on the database are serialised: a cla
 is created once, its transcript parts are numbered once, and a lease is checked and
 changed by one writer at a time.
 
+**Claim starts.** :meth:`SqlClaimStore.create_claim` can file a claim only if the
+record's claims are still those its caller read: the check and the insert are one
+write transaction, serialised with every other, so a claim on fresh pairs (spec §10.2
+step 2) never misses a claim that another replica filed while it computed what to
+exclude.
+
 **Leases.** Several verifier processes (replicas) may share one database; a claim is
 run by one of them at a time. The one that runs it holds its lease, a row of
 ``escrow_claim_leases`` naming the holder and the time it expires by the database's
@@ -21,6 +27,8 @@ took over) can store nothing more for it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from protocol.errors import InputError, LimitExceededError, StateError
 
 from .sql import Cursor, SqlDatabase
@@ -31,6 +39,7 @@ from .store import (
     MAX_VERDICT_BYTES,
     ClaimBusyError,
     ClaimLease,
+    ClaimsChangedError,
     ClaimStore,
     ClaimSummary,
     StoredClaim,
@@ -156,13 +165,9 @@ class SqlClaimStore(ClaimStore):
             )
             row = cur.fetchone()
             if row is None:
-                cur.execute(
-                    "INSERT INTO escrow_claims (claim_id, record_index, status, state)"
-                    " VALUES (?, ?, ?, ?)",
-                    (claim_id, record_index, status, state),
+                self._insert_claim(
+                    cur, claim_id, record_index, status=status, state=state, lease=lease
                 )
-                if lease is not None:  # a new claim is created held
-                    self._put_lease(cur, claim_id, lease, self._db.now(cur))
             else:
                 if int(row[1]):
                     raise StateError(f"claim {claim_id} is finished")
@@ -175,6 +180,64 @@ class SqlClaimStore(ClaimStore):
                 )
             if part:
                 self._append_part(cur, claim_id, part)
+
+    def create_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease,
+        earlier: Sequence[str] | None = None,
+    ) -> None:
+        """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
+        claim_id = check_claim_id(claim_id)
+        record_index = check_index(record_index, "record index")
+        status = check_status(status)
+        state = check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES)
+        part = check_blob(transcript_part, "transcript part", MAX_TRANSCRIPT_BYTES)
+        _check_lease_type(lease)
+        if isinstance(earlier, str):
+            raise InputError("earlier claims are a sequence of claim ids, not one string")
+        expected = None if earlier is None else [check_claim_id(c) for c in earlier]
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            # The head row's lock serialises this with every other write on the
+            # database: no claim can be filed between the check below and the insert.
+            size, _ = self._db.head(cur, lock=True)
+            if record_index >= size:
+                raise UnknownRecordError(f"the log has no record {record_index}")
+            cur.execute("SELECT 1 FROM escrow_claims WHERE claim_id = ?", (claim_id,))
+            if cur.fetchone() is not None:
+                raise StateError(f"claim {claim_id} already exists")
+            if expected is not None:
+                filed = self._filed(cur, record_index)
+                if [summary.claim_id for summary in filed] != expected:
+                    raise ClaimsChangedError(
+                        f"another claim was filed on record {record_index} while this one"
+                        f" started ({len(filed)} filed, not {len(expected)}); start it again"
+                    )
+            self._insert_claim(cur, claim_id, record_index, status=status, state=state, lease=lease)
+            if part:
+                self._append_part(cur, claim_id, part)
+
+    def _insert_claim(
+        self,
+        cur: Cursor,
+        claim_id: str,
+        record_index: int,
+        *,
+        status: str,
+        state: bytes,
+        lease: ClaimLease | None,
+    ) -> None:
+        cur.execute(
+            "INSERT INTO escrow_claims (claim_id, record_index, status, state) VALUES (?, ?, ?, ?)",
+            (claim_id, record_index, status, state),
+        )
+        if lease is not None:  # a new claim is created held
+            self._put_lease(cur, claim_id, lease, self._db.now(cur))
 
     def _append_part(self, cur: Cursor, claim_id: str, part: bytes) -> None:
         cur.execute(
@@ -264,15 +327,19 @@ class SqlClaimStore(ClaimStore):
         """Return the claims against a record, oldest first."""
         record_index = check_index(record_index, "record index")
         with self._db.lock, self._db.transaction(write=False) as cur:
-            cur.execute(
-                "SELECT claim_id, status, finished FROM escrow_claims"
-                " WHERE record_index = ? ORDER BY seq",
-                (record_index,),
-            )
-            rows = cur.fetchall()
+            return self._filed(cur, record_index)
+
+    @staticmethod
+    def _filed(cur: Cursor, record_index: int) -> list[ClaimSummary]:
+        """Return the claims filed on ``record_index``, in the order they were filed."""
+        cur.execute(
+            "SELECT claim_id, status, finished FROM escrow_claims"
+            " WHERE record_index = ? ORDER BY seq",
+            (record_index,),
+        )
         return [
             ClaimSummary(str(claim_id), record_index, str(status), bool(finished))
-            for claim_id, status, finished in rows
+            for claim_id, status, finished in cur.fetchall()
         ]
 
 

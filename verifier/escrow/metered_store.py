@@ -9,7 +9,7 @@ The wrapper owns nothing: closing it closes the store it wraps.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -95,6 +95,25 @@ class MeteredStore(EscrowStore):
             "save_claim",
             lambda: self.inner.save_claim(
                 claim_id, record_index, status, state, transcript_part, lease=lease
+            ),
+        )
+
+    def create_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease,
+        earlier: Sequence[str] | None = None,
+    ) -> None:
+        """File a new claim (timed as ``create_claim``)."""
+        self._timed(
+            "create_claim",
+            lambda: self.inner.create_claim(
+                claim_id, record_index, status, state, transcript_part, lease=lease, earlier=earlier
             ),
         )
 

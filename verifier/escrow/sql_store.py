@@ -10,7 +10,7 @@ the claims are also reachable on their own, as :attr:`SqlEscrowStore.log` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -105,6 +105,22 @@ class SqlEscrowStore(EscrowStore):
     ) -> None:
         """Create or update an unfinished claim, appending ``transcript_part`` to its transcript."""
         self.claims.save_claim(claim_id, record_index, status, state, transcript_part, lease=lease)
+
+    def create_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease,
+        earlier: Sequence[str] | None = None,
+    ) -> None:
+        """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
+        self.claims.create_claim(
+            claim_id, record_index, status, state, transcript_part, lease=lease, earlier=earlier
+        )
 
     def load_claim(self, claim_id: str) -> StoredClaim | None:
         """Return a claim's record index, status and state, or None."""

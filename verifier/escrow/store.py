@@ -22,6 +22,9 @@ Guarantees every implementation gives:
   several arbiter processes on one database.
 - A claim's lease is held by at most one holder at a time, across every process on
   the database; a write that names a lease it no longer holds changes nothing.
+- :meth:`ClaimStore.create_claim` with ``earlier`` files a claim only if the claims
+  filed on its record are exactly those, as one atomic step across every process on
+  the database.
 - A bad argument raises a typed error from :mod:`protocol.errors` and changes nothing.
 """
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self
@@ -98,6 +102,7 @@ class ClaimBusyError(StateError):
     verifier process holds it, and when a write names a lease that was taken over (the
     writer lost the claim and must stop). Nothing is changed; the claim can be taken
     once its holder releases it or its lease expires (``retry_after_s``, 0 if unknown).
+    Its subclass :class:`ClaimsChangedError` refuses a claim start that raced another.
     """
 
     code = "claim-busy"
@@ -106,6 +111,17 @@ class ClaimBusyError(StateError):
         """Say why, and after how many seconds at most the lease lapses."""
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class ClaimsChangedError(ClaimBusyError):
+    """A claim was filed on the record since the caller read its claims; gRPC ``ABORTED``.
+
+    Raised by :meth:`ClaimStore.create_claim` when the claims filed on the record are
+    no longer those the caller names (another run, in this process or another on the
+    database, filed one meanwhile). Nothing is created; the caller may read the
+    record's claims again and retry. Its code is ``claim-busy``, as another run's
+    claim is what got in the way.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +332,34 @@ class ClaimStore(ABC):
         Raises :class:`UnknownRecordError` for a record not in the log,
         :class:`~protocol.errors.StateError` when the claim is finished or was saved
         against another record, and :class:`ClaimBusyError` when another holder has it.
+        """
+
+    @abstractmethod
+    def create_claim(
+        self,
+        claim_id: str,
+        record_index: int,
+        status: str,
+        state: bytes,
+        transcript_part: bytes = b"",
+        *,
+        lease: ClaimLease,
+        earlier: Sequence[str] | None = None,
+    ) -> None:
+        """Create a new claim on record ``record_index``, held by ``lease``.
+
+        As :meth:`save_claim` does for a claim it creates, but a claim id already saved
+        is refused. With ``earlier`` (claim ids, oldest first, as
+        :meth:`claims_for_record` lists them) the claim is created only if the claims
+        filed on the record are exactly those, checked in the transaction that files
+        it, so what the caller computed from them (the pairs a claim on fresh pairs
+        excludes, spec §10.2 step 2) covers every claim filed before the new one, by
+        any process on the database.
+
+        Raises :class:`ClaimsChangedError` when another claim was filed on the record
+        meanwhile, :class:`UnknownRecordError` for a record not in the log and
+        :class:`~protocol.errors.StateError` when the claim id is taken; each changes
+        nothing.
         """
 
     @abstractmethod
