@@ -148,11 +148,9 @@ class SqlClaimStore(ClaimStore):
         lease: ClaimLease | None = None,
     ) -> None:
         """Create or update an unfinished claim, appending ``transcript_part`` to its transcript."""
-        claim_id = check_claim_id(claim_id)
-        record_index = check_index(record_index, "record index")
-        status = check_status(status)
-        state = check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES)
-        part = check_blob(transcript_part, "transcript part", MAX_TRANSCRIPT_BYTES)
+        claim_id, record_index, status, state, part = _checked_claim(
+            claim_id, record_index, status, state, transcript_part
+        )
         if lease is not None:
             _check_lease_type(lease)
         with self._db.lock, self._db.transaction(write=True) as cur:
@@ -193,11 +191,9 @@ class SqlClaimStore(ClaimStore):
         earlier: Sequence[str] | None = None,
     ) -> None:
         """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
-        claim_id = check_claim_id(claim_id)
-        record_index = check_index(record_index, "record index")
-        status = check_status(status)
-        state = check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES)
-        part = check_blob(transcript_part, "transcript part", MAX_TRANSCRIPT_BYTES)
+        claim_id, record_index, status, state, part = _checked_claim(
+            claim_id, record_index, status, state, transcript_part
+        )
         _check_lease_type(lease)
         if isinstance(earlier, str):
             raise InputError("earlier claims are a sequence of claim ids, not one string")
@@ -355,3 +351,16 @@ def _busy(claim_id: str, remaining_s: float) -> ClaimBusyError:
 def _check_lease_type(lease: object) -> None:
     if not isinstance(lease, ClaimLease):
         raise InputError(f"expected a ClaimLease, got {type(lease).__name__}")
+
+
+def _checked_claim(
+    claim_id: str, record_index: int, status: str, state: bytes, transcript_part: bytes
+) -> tuple[str, int, str, bytes, bytes]:
+    """Return a claim write's fields, each checked (type, form, size)."""
+    return (
+        check_claim_id(claim_id),
+        check_index(record_index, "record index"),
+        check_status(status),
+        check_blob(state, "claim state", MAX_CLAIM_STATE_BYTES),
+        check_blob(transcript_part, "transcript part", MAX_TRANSCRIPT_BYTES),
+    )
