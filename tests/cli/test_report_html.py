@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import struct
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ from protocol.encoding import decode, encode
 from protocol.envelope import Envelope, payload_type, sign_envelope
 from protocol.errors import InputError
 from protocol.keys import key_id, public_key_from_raw, public_key_pem
+from tests.support.chromium import needs_chromium, png_size, screenshot
 from twinaudit import report_html
 from twinaudit.cli import main
 from twinaudit.report_html import Checked, render_report, write_report
@@ -34,12 +32,6 @@ from verifier.verdict import check_verdict
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = json.loads((ROOT / "spec" / "vectors" / "verdicts.json").read_text(encoding="utf-8"))
 VECTOR_KEY = public_key_from_raw(bytes.fromhex(VECTORS["description"].split("public key ")[1][:64]))
-CHROMIUM = next(
-    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
-)
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (Debian package chromium)"
-)
 #: Window of the screenshots: a page width a reader uses, tall enough for the plots.
 WINDOW = (1100, 2600)
 
@@ -398,39 +390,6 @@ def test_write_report_leaves_nothing_half_written(tmp_path, monkeypatch):
 # --- rendered in headless Chromium ---------------------------------------------------------
 
 
-def _png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
-
-
-def screenshot(page: Path, png: Path, window: tuple[int, int] = WINDOW) -> bytes:
-    """Render ``page`` in headless Chromium and return the PNG screenshot's bytes."""
-    assert CHROMIUM is not None
-    result = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--hide-scrollbars",
-            "--no-first-run",
-            "--disable-extensions",
-            "--disable-dev-shm-usage",
-            f"--user-data-dir={png.parent / 'chromium-profile'}",
-            f"--screenshot={png}",
-            f"--window-size={window[0]},{window[1]}",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0 and png.is_file(), result.stderr[-2000:]
-    return png.read_bytes()
-
-
 def _colour_share(png: Path, colour: tuple[int, int, int], box: tuple[int, ...]) -> float:
     """Return the share of pixels within 24 of ``colour`` (each channel) inside ``box``."""
     import numpy as np
@@ -457,8 +416,8 @@ def test_the_report_renders_in_headless_chromium(fixture, command, banner, tmp_p
     report = tmp_path / f"{fixture}.html"
     assert (_replay if command == "replay" else _check)(files, "--html", str(report)) == 0
     png = tmp_path / f"{fixture}.png"
-    data = screenshot(report, png)
-    assert _png_size(data) == WINDOW
+    data = screenshot(report, png, WINDOW)
+    assert png_size(data) == WINDOW
     pytest.importorskip("PIL")
     from PIL import Image
 

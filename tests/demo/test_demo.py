@@ -24,6 +24,7 @@ from demo.run import QUICK, problems_of, run_demo, with_overrides
 from protocol.stats.mixture import log_e_value
 from protocol.stats.paper_test import PaperTest
 from protocol.stats.registry import make_test
+from tests.support.chromium import CHROMIUM, png_size, screenshot
 from twinaudit.verdict_plots import mixture_lower_bounds, svg_plot, trajectory
 from verifier.replay import replay
 from verifier.verdict import Verdict
@@ -263,8 +264,12 @@ def test_quick_demo_runs_every_stage(tmp_path):
     for name in ("used", "clean"):
         ET.parse(run_dir / f"plot-{name}.svg")
         folder = run_dir / "claims" / name
-        # The verdict's report for people, written by `verifier replay --html`.
+        # The verdict's report for people, written by `verifier replay --html`, and
+        # rendered as a reader's browser would (where Chromium is installed).
         assert "Data-use audit verdict" in (folder / "verdict.html").read_text()
+        if CHROMIUM is not None:
+            shot = screenshot(folder / "verdict.html", tmp_path / f"{name}.png", (1100, 1600))
+            assert png_size(shot) == (1100, 1600) and len(shot) > 20_000  # not a blank page
         verdict = json.loads((folder / "verdict.json").read_text())
         assert verdict  # an envelope
         from protocol.keys import load_public_key
