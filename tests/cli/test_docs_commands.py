@@ -145,6 +145,12 @@ def test_the_documents_have_commands_to_check():
     assert sum(len(block) for path in DOCUMENTS for block in blocks(path)) > 50
 
 
+def test_the_readme_stays_an_entry_point():
+    """At most 150 lines (issue #24): what does not fit goes to docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; move some to docs/"
+
+
 class _ParsedError(Exception):
     """Raised by the stopped ``parse_args``: the arguments parsed, nothing ran."""
 
