@@ -83,7 +83,9 @@ def register(sub: Any) -> None:
         help=f"your twins' share of its training set (default {SHARE}, the paper's): the "
         "public images it learns are a random subset of --public of that size",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the whole estimate")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the whole estimate (default %(default)s)"
+    )
     parser.add_argument(
         "--control-share",
         type=float,

@@ -129,7 +129,10 @@ def _register_mark(sub: Any) -> None:
         "seq2seq | chat",
     )
     mark.add_argument(
-        "--epsilon", type=int, default=defaults.epsilon, help="max change per pixel, 1..255"
+        "--epsilon",
+        type=int,
+        default=defaults.epsilon,
+        help="max change per pixel, 1..255 (default %(default)s)",
     )
     mark.add_argument(
         "--extractor",
@@ -163,9 +166,15 @@ def _register_mark(sub: Any) -> None:
         "--min-similarity",
         type=float,
         default=0.85,
-        help="utility bound: MiniLM cosine similarity of each version to the original",
+        help="utility bound: MiniLM cosine similarity of each version to the original "
+        "(default %(default)s)",
     )
-    text.add_argument("--max-candidates", type=int, default=4, help="synonyms tried per word")
+    text.add_argument(
+        "--max-candidates",
+        type=int,
+        default=4,
+        help="synonyms tried per word (default %(default)s)",
+    )
     text.add_argument(
         "--thesaurus",
         type=Path,
@@ -185,7 +194,7 @@ def _register_mark(sub: Any) -> None:
     text.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
-        help="chat: environment variable holding the API key (never stored)",
+        help="chat: environment variable holding the API key, never stored (default %(default)s)",
     )
     captioned = mark.add_argument_group("captioned images (--kind captioned-image)")
     captioned.add_argument(
@@ -363,8 +372,8 @@ def _register_inspect(sub: Any) -> None:
         type=int,
         default=512,
         help="the first pairs (whatever their sizes) embedded for the feature distance, or "
-        "for a text vault the pairs measured (similarity, word distance); 0: skip, "
-        "-1 (text): all",
+        "for a text vault the pairs measured (similarity, word distance); default %(default)s, "
+        "0: skip, -1 (text): all",
     )
     inspect.add_argument(
         "--extractor",
@@ -412,7 +421,9 @@ def _register_claim(sub: Any) -> None:
         "score gap over the tie margin; with no margin it decides as mixture-e) | "
         "mixture-e (whole bets) | pprm-chernoff (the paper's). docs/owner.md, Which test",
     )
-    claim.add_argument("--p", type=float, default=0.05, help="false-detection bound")
+    claim.add_argument(
+        "--p", type=float, default=0.05, help="false-detection bound (default %(default)s)"
+    )
     claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
     claim.add_argument(
         "--score",

@@ -58,7 +58,8 @@ def register(commands: Any) -> None:
         dest="fdr",
         type=float,
         default=0.05,
-        help="false-detection bound p (owner claim's --p; --fdr is the older name)",
+        help="false-detection bound p, owner claim's --p (default %(default)s; --fdr is the "
+        "older name)",
     )
     parser.add_argument(
         "--alpha", type=float, default=None, help="PPRM level of the paper's test (default p/2)"
@@ -68,13 +69,13 @@ def register(commands: Any) -> None:
         type=float,
         nargs="+",
         default=list(DEFAULT_RATES),
-        help="success rates q to report",
+        help=f"success rates q to report (default {' '.join(map(str, DEFAULT_RATES))})",
     )
     parser.add_argument(
         "--ties",
         type=float,
         default=0.0,
-        help="fraction of pairs that tie (label-only outputs: about 2/3)",
+        help="fraction of pairs that tie (default %(default)s; label-only outputs: about 2/3)",
     )
     parser.add_argument(
         "--tie-rule",

@@ -207,7 +207,10 @@ def _register_model(sub: Any) -> None:
     add.add_argument("file", type=Path, help="the model file")
     add.add_argument("--models", type=Path, required=True, metavar="DIR", help="the store")
     add.add_argument(
-        "--kind", choices=("classifier", "encoder"), default="classifier", help="what it is"
+        "--kind",
+        choices=("classifier", "encoder"),
+        default="classifier",
+        help="what it is (default %(default)s)",
     )
     _serving_args(add, recorded=False)
     add.add_argument(

@@ -155,6 +155,42 @@ def test_every_option_of_every_command_has_help():
     assert lacking == []
 
 
+def test_every_option_with_a_default_states_it(monkeypatch):
+    """Help on every option that has a default says what it is (issue #24 item 4).
+
+    A default that means "not given" is exempt: None, False, an empty string or list,
+    and the 0 of a counter such as -v. Defaults from the environment are left unset.
+    """
+    import argparse
+
+    from twinaudit import conventions
+    from twinaudit.cli import build_parser
+
+    for variable in set(conventions.ENVIRONMENT.values()):
+        monkeypatch.delenv(variable, raising=False)
+    silent = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+                continue
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                continue
+            default = action.default
+            if default is None or default is False or default is argparse.SUPPRESS:
+                continue
+            if default in ("", []) or isinstance(action, argparse._CountAction):
+                continue
+            text = parser._get_formatter()._expand_help(action)  # %(default)s filled in
+            if "default" not in text.lower():
+                silent.append(f"{' '.join(path)} {'/'.join(action.option_strings)}")
+
+    walk(build_parser(), ["twinaudit"])
+    assert silent == [], f"options whose help does not state their default: {silent}"
+
+
 def test_plan_help_is_plain_text_with_an_example(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
