@@ -23,13 +23,15 @@ CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["t
 PACKAGES = CONFIG["root_packages"]
 CONTRACTS = {contract["id"]: contract["name"] for contract in CONFIG["contracts"]}
 
-#: One import per contract that only that contract's rule forbids.
+#: One import per contract that only that contract's rule forbids, and the package
+#: (dotted) whose new module ``deliberate_violation`` makes it.
 VIOLATIONS = {
     "protocol-alone": ("protocol", "import wire.transport\n"),
     "wire-below-roles": ("wire", "import verifier.claim\n"),
     "cli-on-top": ("owner", "import twinaudit.cli\n"),
     "owner-verifier-apart": ("verifier", "import owner.vault\n"),
     "layers": ("twinaudit", "import demo.run\n"),
+    "arbiter-apart-from-serving": ("verifier.escrow", "import verifier.oracles.torch_oracle\n"),
 }
 
 
@@ -71,13 +73,29 @@ def test_every_contract_has_a_violation_case():
     assert set(VIOLATIONS) == set(CONTRACTS)
 
 
+def test_every_oracle_module_is_on_one_side():
+    """Each module of verifier/oracles/ is the arbiter's or the practitioner's, not both."""
+    (contract,) = [c for c in CONFIG["contracts"] if c["id"] == "arbiter-apart-from-serving"]
+    prefix = "verifier.oracles."
+    arbiter = {name for name in contract["source_modules"] if name.startswith(prefix)}
+    serving = {name for name in contract["forbidden_modules"] if name.startswith(prefix)}
+    modules = {
+        prefix + path.stem
+        for path in (ROOT / "verifier" / "oracles").glob("*.py")
+        if path.stem != "__init__"
+    }
+    assert not arbiter & serving
+    assert arbiter | serving == modules
+
+
 @pytest.mark.parametrize("contract", sorted(VIOLATIONS))
 def test_a_deliberate_violation_fails(tmp_path, contract):
     _copy_python_files(tmp_path)
     clean = _lint_imports(tmp_path)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     package, line = VIOLATIONS[contract]
-    (tmp_path / package / "deliberate_violation.py").write_text(line, encoding="utf-8")
+    module = tmp_path.joinpath(*package.split("."), "deliberate_violation.py")
+    module.write_text(line, encoding="utf-8")
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert f"{CONTRACTS[contract]} BROKEN" in broken.stdout, broken.stdout
