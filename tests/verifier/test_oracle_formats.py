@@ -192,17 +192,27 @@ def test_formats_are_detected(files, tmp_path):
     assert cmd_oracle.MODEL_FORMATS == formats.FORMATS
 
 
+#: The formats a whole claim runs against: the exchange format, a ``torch.export``
+#: program and weights with their architecture.
+CLAIMED = [s for s in SERVED if s[0] in ("onnx", "torch-export", "safetensors")]
+
+
 @pytest.mark.slow
-def test_a_claim_against_an_onnx_model_records_what_it_is(files, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "extra", "reported", "onnx"), CLAIMED, ids=[c[0] for c in CLAIMED]
+)
+def test_a_claim_against_a_saved_model_records_what_it_is(
+    files, tmp_path, name, extra, reported, onnx
+):
     """A claim through a real arbiter: the verdict's model section carries the description."""
     n_pairs = 16
     pairs = synthetic_pairs(n_pairs, seed=21, epsilon=16)
     versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(n_pairs)]
     owner = PairSet("image", versions, fixed_salts(n_pairs))
     key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
-    path = files["paths"]["onnx"]
+    path = files["paths"][name]
     args = build_parser().parse_args(
-        ["oracle", "serve", "--listen", "127.0.0.1:0", "--model", str(path), "--name", "m"]
+        ["oracle", "serve", "--listen", "127.0.0.1:0", "--model", str(path), "--name", "m", *extra]
     )
     server, port = serve_oracle(cmd_oracle.make_oracle(args), "127.0.0.1:0")
     try:
@@ -227,11 +237,12 @@ def test_a_claim_against_an_onnx_model_records_what_it_is(files, tmp_path):
         server.stop(None)
     verdict = check_verdict(outcome.verdict, key.public_key())
     oracle = verdict["claim"]["model"]["oracle"]
-    assert oracle["framework"] == f"onnxruntime {formats_version('onnxruntime')}"
-    assert oracle["model_format"] == "onnx"
+    framework = f"onnxruntime {formats_version('onnxruntime')}" if onnx else TORCH
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if onnx else files["digest"]
+    assert oracle["framework"] == framework and oracle["model_format"] == reported
     assert oracle["input_shape"] == [28, 28, 1]
     assert oracle["n_classes"] == 10 and oracle["classify_output"] == "probabilities"
-    assert oracle["model_digest"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert oracle["model_digest"] == digest
     assert verdict_figures(verdict)["oracle"] == oracle
     # Replay reads the description from the transcript's claim map, checked strictly.
     assert replay(verdict, stored.transcript).decision == verdict["decision"]
