@@ -95,6 +95,7 @@ def register(commands: Any) -> None:
 
 
 def _register_mark(sub: Any) -> None:
+    from owner.kinds import KINDS
     from owner.marking import MarkingConfig
     from owner.marking.config import OWN_MAX_SIDE, OWN_OTHER_SIDE
 
@@ -118,7 +119,7 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument("--out", type=Path, required=True, help="vault directory (new or unfinished)")
     mark.add_argument(
         "--kind",
-        choices=["image", "text", "captioned-image"],
+        choices=list(KINDS),
         help="what the input holds (default: text for a .jsonl, .csv or .txt file, else image)",
     )
     mark.add_argument("--labels", type=Path, help="labels file (CSV or JSON), kept for claims")

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
 from tests.support.fake_oracle import LinearOracle
+from tests.support.keys import KEY
 from twinaudit.cli import main
 from twinaudit.results import EXIT_NOT_DETECTED
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -32,7 +32,6 @@ from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, 
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.verdict import check_verdict
 
-KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(2, 34)))
 N_IMAGES = 44
 
 

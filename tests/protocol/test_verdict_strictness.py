@@ -15,7 +15,6 @@ import copy
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.encoding import decode, encode
@@ -29,11 +28,10 @@ from spec.tools.vectors_verdicts import (
     set_field,
 )
 from tests.support.claims import make_pairset, run_session
+from tests.support.keys import KEY
 from twinaudit.cli import main as cli_main
 from verifier.replay import replay
 from verifier.verdict import check_verdict, parse_verdict
-
-KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
 
 @pytest.fixture(scope="module")

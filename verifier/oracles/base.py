@@ -27,8 +27,6 @@ from protocol.encoding import Value
 from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
 from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
 
-#: The queries an oracle may offer (spec §10.1), by capability name.
-CAPABILITIES: Final = ("classify", "embed-images", "token-logprobs", "embed-image-text")
 #: What ``Classify`` may answer.
 CLASSIFY_OUTPUTS: Final = ("probabilities", "label")
 #: Largest ``max_batch`` an oracle may announce.
