@@ -771,6 +771,17 @@ def _classifier_cases() -> list[dict[str, Any]]:
     above = float(np.nextafter(edge, 2.0))
     edge_rest, above_rest = 1.0 - edge, 1.0 - above
 
+    def copies(*counts: int) -> list[int]:
+        """K label answers, ``counts[c]`` of them class ``c``, in class order."""
+        return [c for c, n in enumerate(counts) for _ in range(n)]
+
+    # Scores whose ln or log1p terms the platform's libm (glibc's) rounds a unit off:
+    # log1p(-6/32), log1p(-7/32), log1p(-21/32) (label-only K = 32, as in the demo),
+    # ln(9163/16384) and ln(9211/16384). Correctly rounded terms (spec §10.3) give these
+    # scores; glibc's give scores a unit in the last place away.
+    def two_classes(k: int) -> list[list[float]]:
+        return [[k / 16384, (16384 - k) / 16384, 0.0, 0.0]]
+
     def score_map(
         k: int, knowledge: str, statistic: str | None = None, margin: Any = None
     ) -> dict[str, Any]:
@@ -924,6 +935,31 @@ def _classifier_cases() -> list[dict[str, Any]]:
                 "probabilities": _hex([[0.5, 0.25, 0.25, 0.0], [0.25, 0.5, 0.25, 0.0]]),
                 "label": None,
             },
+        ),
+        (
+            "C3 entropy, K=32 labels: log1p(-6/32) correctly rounded",
+            score_map(32, "C3"),
+            {"labels": copies(24, 6, 1, 1), "label": 0},
+        ),
+        (
+            "C3 entropy, K=32 labels: log1p(-7/32) correctly rounded",
+            score_map(32, "C3"),
+            {"labels": copies(20, 7, 2, 3), "label": 0},
+        ),
+        (
+            "C3 entropy, K=32 labels: log1p(-21/32) correctly rounded",
+            score_map(32, "C3"),
+            {"labels": copies(2, 21, 1, 8), "label": 0},
+        ),
+        (
+            "C1 logit: ln(9163/16384) correctly rounded",
+            score_map(1, "C1", "logit"),
+            {"probabilities": _hex(two_classes(9163)), "label": 0},
+        ),
+        (
+            "C2 entropy: ln(9211/16384) correctly rounded",
+            score_map(1, "C2"),
+            {"probabilities": _hex(two_classes(9211)), "label": None},
         ),
         (
             "invalid: C4 with K=1",

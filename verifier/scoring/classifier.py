@@ -47,13 +47,14 @@ read from the other classes' probabilities, which binary64 holds to full relativ
 precision, not from ``1 − P_k[y]``. The paper's statistic (above) is ``entropy``, the
 default, and its claim map has no ``statistic`` key.
 
-``ln`` and ``log1p`` are the C library's (Python's :mod:`math`), never numpy's
-vectorised versions, whose last bit can depend on the CPU's instruction set.
+``ln`` and ``log1p`` are correctly rounded (:mod:`protocol.numeric`), as the spec
+defines them: never the platform's (Python's :mod:`math` and numpy call the C library,
+whose ``log1p`` is a unit in the last place off for a few percent of arguments, and
+numpy's vectorised versions can also depend on the CPU's instruction set).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 import numpy as np
@@ -63,6 +64,7 @@ from protocol.claim.scores.classifier import ScoreSpec
 from protocol.encoding import Value
 from protocol.errors import OracleError, ParameterError
 from protocol.items import ImageItem
+from protocol.numeric import ln, log1p
 from protocol.prg import Prg
 from verifier.oracles.base import ClassifyAnswer
 
@@ -90,7 +92,7 @@ LOG_EPSILON: Final = 1e-12
 LOGIT_FLOOR: Final = 2.2250738585072014e-308
 
 _ONE_MINUS_EPSILON: Final = 1.0 - LOG_EPSILON
-_LN_EPSILON: Final = math.log(LOG_EPSILON)
+_LN_EPSILON: Final = ln(LOG_EPSILON)
 
 F64Vector = npt.NDArray[np.float64]
 
@@ -141,12 +143,12 @@ def negative_entropy(p: F64Vector) -> float:
     total = 0.0
     for value in p.tolist():
         if value > 0.0:
-            total += value * math.log(value)
+            total += value * ln(value)
     return total
 
 
 def _log_one_minus(q: float) -> float:
-    return math.log1p(-q) if q <= _ONE_MINUS_EPSILON else _LN_EPSILON
+    return log1p(-q) if q <= _ONE_MINUS_EPSILON else _LN_EPSILON
 
 
 def negative_modified_entropy(p: F64Vector, label: int) -> float:
@@ -157,7 +159,7 @@ def negative_modified_entropy(p: F64Vector, label: int) -> float:
     total = 0.0
     for c, value in enumerate(values):
         if c == label:
-            total += (1.0 - value) * math.log(max(value, LOG_EPSILON))
+            total += (1.0 - value) * ln(max(value, LOG_EPSILON))
         else:
             total += value * _log_one_minus(value)
     return total
@@ -183,7 +185,7 @@ def mean_log_odds(probabilities: npt.NDArray[np.float64], label: int | None) -> 
         for c, value in enumerate(row):
             if c != label:
                 rest += value
-        total += math.log(max(row[label], LOGIT_FLOOR)) - math.log(max(rest, LOGIT_FLOOR))
+        total += ln(max(row[label], LOGIT_FLOOR)) - ln(max(rest, LOGIT_FLOOR))
     return total / float(len(rows))
 
 
