@@ -254,8 +254,11 @@ def test_a_host_that_answers_both_versions_alike_is_remarked(tmp_path, capsys):
         assert (remark in _text(page.read_text())) == (name == "pairdetect")
         assert _replay(files, "--json") == 0
         figures = json.loads(capsys.readouterr().out)
-        alike = figures["pairs_scored"] if name == "pairdetect" else 0
-        assert figures["pairs_scored"] == 24 and figures["pairs_scored_alike"] == alike
+        # Every pair the claim opened was scored (the honest claim may stop early: the
+        # arbiter's randomness is fresh in each run); PairDetect's are all alike.
+        scored = figures["pairs_scored"]
+        assert scored == figures["pairs_replayed"] and scored >= 1
+        assert figures["pairs_scored_alike"] == (scored if name == "pairdetect" else 0)
         assert (figures["scored_alike_note"] is not None) == (name == "pairdetect")
 
 
