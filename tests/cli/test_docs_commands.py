@@ -1,19 +1,48 @@
-"""The commands of README.md and docs/*.md: every one parses, every link resolves.
+"""The commands of README.md and docs/*.md: every one parses, the cheap ones run.
 
-Every fenced ``sh``/``bash`` block of the README and of ``docs/*.md`` is read as a
-script: each command line (``\\``-continued lines joined, ``#`` comments dropped) is
-checked without running it, and so is every ``twinaudit`` command quoted in a table.
-A ``twinaudit`` command must parse with the console script's own parser
+**Parsed.** Every fenced ``sh``/``bash`` block of the README and of ``docs/*.md`` is
+read as a script: each command line (``\\``-continued lines joined, ``#`` comments
+dropped) is checked without running it, and so is every ``twinaudit`` command quoted in
+a table. A ``twinaudit`` command must parse with the console script's own parser
 (:func:`twinaudit.cli.build_parser`, environment variables set by the block's
 ``export`` lines included); ``python -m demo``, ``demo.practitioner``,
 ``evaluation`` and ``bench`` and the scripts under ``docs/examples/`` must parse with
-theirs (their ``parse_args`` is stopped before the command would run); ``make``
-targets must exist in the Makefile. A command of any other kind fails the test, so a
-new kind of command in the docs needs a check here. Every relative link and every
-repository path quoted in code must exist.
+theirs (their ``parse_args`` is stopped before the command would run; ``--help`` is
+all it does); ``make`` targets must exist in the Makefile. A command of any other kind
+fails the test, so a new kind of command in the docs needs a check here. Every
+relative link and every repository path quoted in code must exist.
+
+**Run.** These commands are also executed, in-process through
+:func:`twinaudit.cli.main`, each in its own ``tmp_path`` (its working directory), with
+only the ``TWINAUDIT_`` variables its document exported above it (a document's blocks
+are one shell session), and must exit 0, or with the status a ``# exit N`` comment
+states:
+
+- every ``twinaudit plan`` command (pure computation; it must print its figures);
+- every ``twinaudit verifier check`` and ``verifier replay`` command (README, verdicts,
+  unlearning, demo, walkthrough), against a real signed verdict: the spec vectors'
+  first valid whole claim (spec/vectors/verdicts.json, signed with the test key of
+  appendix B) and its transcript. A name ending ``verdict.json``, ``transcript.bin`` or
+  ``.pub`` is that verdict's file, wherever the document put it; ``check`` must print
+  VALID, ``replay`` identical, ``--json`` JSON saying so, ``--html`` must write a page;
+- every ``twinaudit verifier keygen --key …`` (the key 0600, the ``.pub`` a PEM key)
+  and ``verifier model list --models …`` (on an empty folder), the path moved into
+  ``tmp_path``;
+- ``twinaudit --version``, ``-V`` and ``--help``, and the ``twinaudit completion
+  bash|zsh`` quoted in owner.md's prose.
 
 The README's quick start is then run end to end, in its own order, on 12 random 8×8
-labelled images, with the proxy trained for 24 steps instead of thousands.
+labelled images, with the proxy trained for 24 steps instead of thousands (slow).
+
+Everything else, outside the quick start, is only parsed, because running it needs
+what a test cannot afford or does not have: a server that runs until stopped
+(``verifier serve``, ``oracle serve``), an arbiter and an oracle to talk to (``owner
+escrow``, ``claim``, ``openings``), the owner's photos and a marking or training run
+(``owner mark``, ``proxy``, ``estimate``, ``inspect``, ``publish``, ``python -m
+demo.practitioner``, ``make demo``, ``python -m evaluation``, ``make bench``), a model
+file or an external model (``verifier model add``, ``reexecute``, ``--hf``,
+``--openai-url``, ``oip+`` addresses), PostgreSQL, TLS certificates, or the whole
+tool chain (``make test``, ``lint``, ``fuzz``…).
 """
 
 from __future__ import annotations
@@ -23,6 +52,7 @@ import contextlib
 import csv
 import importlib
 import importlib.util
+import json
 import os
 import re
 import runpy
@@ -461,3 +491,190 @@ def _run_script(monkeypatch, words: list[str]) -> None:
         with pytest.raises(SystemExit) as stopped:
             runpy.run_path(str(ROOT / script), run_name="__main__")
     assert stopped.value.code == 0
+
+
+# -- The commands run on their own, in tmp_path -------------------------------------------
+
+#: The verdict of the commands that check or replay one: the spec vectors' first valid
+#: whole claim, signed with the test key of appendix B, and its transcript.
+VECTORS = ROOT / "spec" / "vectors" / "verdicts.json"
+
+
+def _signed_verdict(folder: Path) -> dict[str, Path]:
+    """Write a real signed verdict, its transcript and the key that signed it into ``folder``."""
+    from protocol.keys import public_key_from_raw, public_key_pem
+
+    vectors = json.loads(VECTORS.read_text(encoding="utf-8"))
+    key = public_key_from_raw(bytes.fromhex(vectors["description"].split("public key ")[1][:64]))
+    case = next(c for c in vectors["cases"] if c["valid"] and c["kind"] == "claim")
+    files = {
+        "verdict.json": folder / "verdict.json",
+        "transcript.bin": folder / "transcript.bin",
+        ".pub": folder / "arbiter.key.pub",
+    }
+    files["verdict.json"].write_bytes(case["input"]["envelope"].encode())
+    files["transcript.bin"].write_bytes(bytes.fromhex(case["input"]["transcript"]))
+    files[".pub"].write_bytes(public_key_pem(key))
+    return files
+
+
+#: The options whose value names a file or folder that a run writes (or lists): mapped to
+#: the same name directly under tmp_path.
+_WRITTEN = ("--key", "--html", "--models")
+
+
+def _local(words: list[str], files: dict[str, Path], folder: Path) -> list[str]:
+    """Return ``words`` with the documents' paths mapped to files in ``folder``.
+
+    A verdict, a transcript and a public key (by how the name ends) become the signed
+    vector verdict's files; the value of ``--key``, ``--html`` or ``--models`` becomes
+    the same name in ``folder`` (``models/`` an empty folder there).
+    """
+    out: list[str] = []
+    for index, word in enumerate(words):
+        ending = next((e for e in files if word.endswith(e)), None)
+        if ending is not None:
+            out.append(str(files[ending]))
+        elif index and words[index - 1] in _WRITTEN:
+            local = folder / Path(word).name
+            if words[index - 1] == "--models":
+                local.mkdir(exist_ok=True)
+            out.append(str(local))
+        else:
+            out.append(word)
+    return out
+
+
+#: What each command the tests run is recognised by (its first words).
+RUN = {
+    "plan": ("twinaudit", "plan"),
+    "check": ("twinaudit", "verifier", "check"),
+    "replay": ("twinaudit", "verifier", "replay"),
+    "keygen": ("twinaudit", "verifier", "keygen"),
+    "model list": ("twinaudit", "verifier", "model", "list"),
+}
+#: The commands about the tool itself that run too (kind ``about``).
+ABOUT = (("twinaudit", "--version"), ("twinaudit", "-V"), ("twinaudit", "--help"))
+
+
+def _kind(words: list[str]) -> str | None:
+    """Return what ``words`` are (a key of :data:`RUN`, or ``about``); None: only parsed."""
+    if tuple(words) in ABOUT:
+        return "about"
+    return next((k for k, start in RUN.items() if tuple(words[: len(start)]) == start), None)
+
+
+def run_commands() -> list[tuple[Command, dict[str, str]]]:
+    """Return every command the tests run, each with the exports in force before it.
+
+    A document's blocks are one shell session, so a command sees the ``export`` lines of
+    the blocks above it too (walkthrough step 8 replays with the key step 4 exported);
+    a table's commands see none.
+    """
+    found: list[tuple[Command, dict[str, str]]] = []
+    for path in DOCUMENTS:
+        env: dict[str, str] = {}
+        for block in blocks(path):
+            for command in block:
+                words = command_words(command.words)
+                if words[0] == "export":
+                    for assignment in words[1:]:
+                        name, _, value = assignment.partition("=")
+                        env[name] = value
+                elif _kind(words):
+                    found.append((command, dict(env)))
+        found += [(c, {}) for c in table_commands(path) if _kind(command_words(c.words))]
+    return found
+
+
+def completion_commands() -> list[Command]:
+    """Return the ``twinaudit completion SHELL`` commands quoted in the documents' prose.
+
+    ``eval "$(twinaudit completion bash)"`` quotes one too; fenced blocks are skipped
+    (their commands are :func:`blocks`').
+    """
+    found: list[Command] = []
+    for path in DOCUMENTS:
+        inside = False
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.lstrip().startswith("```"):
+                inside = not inside
+            elif not inside:
+                for span in re.findall(r"`([^`]*)`", line):
+                    for text in re.findall(r"twinaudit completion \w+", span):
+                        found.append(Command(path, number, text, tuple(text.split())))
+    return found
+
+
+def _documented_status(command: Command) -> int:
+    """Return the exit status the command's comment states (``# exit 1 …``), else 0."""
+    stated = re.search(r"#\s*exits?\s+(\d+)", command.text)
+    return int(stated.group(1)) if stated else 0
+
+
+def _run_cli(args: list[str], env: dict[str, str], monkeypatch) -> int:
+    """Run ``twinaudit args`` in-process with only ``env``'s TWINAUDIT_ variables set."""
+    with monkeypatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
+            patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        try:
+            return cli_main(args)
+        except SystemExit as exc:  # --version and --help exit from the parser
+            return 0 if exc.code is None else int(exc.code)
+
+
+def test_the_documents_have_commands_to_run():
+    """Guards the extraction: each document's runnable commands are found, by kind."""
+    kinds: dict[tuple[str, str], int] = {}
+    for command, _ in run_commands():
+        key = (command.path.name, str(_kind(command_words(command.words))))
+        kinds[key] = kinds.get(key, 0) + 1
+    assert kinds[("README.md", "plan")] >= 1 and kinds[("owner.md", "plan")] >= 2
+    assert kinds[("demo.md", "plan")] >= 2
+    assert kinds[("README.md", "check")] >= 1 and kinds[("README.md", "replay")] >= 1
+    assert kinds[("verdicts.md", "check")] >= 2 and kinds[("verdicts.md", "replay")] >= 3
+    assert kinds[("README.md", "keygen")] >= 1 and kinds[("arbiter.md", "keygen")] >= 1
+    assert kinds[("walkthrough.md", "about")] == 3
+    assert {c.words[2] for c in completion_commands()} == {"bash", "zsh"}
+
+
+@pytest.mark.parametrize(
+    ("command", "env"), run_commands(), ids=[c.where for c, _ in run_commands()]
+)
+def test_a_documented_command_runs(command, env, tmp_path, monkeypatch, capsys):
+    """Each command runs in tmp_path, its paths there; it exits as documented (0 unless said)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "signed").mkdir()  # apart from what the command writes (keygen's .pub)
+    files = _signed_verdict(tmp_path / "signed")
+    words = _local(command_words(command.words), files, tmp_path)
+    env = {name: _local([value], files, tmp_path)[0] for name, value in env.items()}
+    code = _run_cli(words[1:], env, monkeypatch)
+    out = capsys.readouterr().out
+    assert code == _documented_status(command), f"{command.where}: {command.text!r} exit {code}"
+    kind = _kind(words)
+    if kind in ("plan", "about"):
+        assert out.strip(), f"{command.where}: {command.text!r} printed nothing"
+    if kind == "about" and words[1] != "--help":
+        assert re.fullmatch(r"twinaudit \S+ \(spec \S+\)\n", out)
+    if kind == "check" and "--json" not in words:
+        assert out.startswith("VALID verdict")
+    if kind == "replay" and "--json" not in words:
+        assert out.startswith("REPLAYED") and "identical to the verdict" in out
+    if "--json" in words:
+        assert json.loads(out)["valid" if kind == "check" else "identical"] is True
+    if "--html" in words:
+        page = Path(words[words.index("--html") + 1])
+        assert page.is_file() and "</html>" in page.read_text(encoding="utf-8").lower()
+    if kind == "keygen":
+        key = Path(words[words.index("--key") + 1])
+        assert key.stat().st_mode & 0o777 == 0o600
+        assert Path(f"{key}.pub").read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
+
+
+@pytest.mark.parametrize("command", completion_commands(), ids=lambda c: c.where)
+def test_a_documented_completion_command_runs(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert _run_cli(list(command.words[1:]), {}, monkeypatch) == 0, command.where
+    assert "twinaudit" in capsys.readouterr().out
