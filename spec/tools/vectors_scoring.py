@@ -510,22 +510,28 @@ def _order_copy_cases() -> list[dict[str, Any]]:
             2,
         ),
     ]
-    for name, params, seed in rows:
-        box = (params["top"], params["left"], params["height"], params["width"])
-        pixels = trap_image(height, width, box, seed)
-        inp = {
-            "height": height,
-            "width": width,
-            "channels": 1,
-            "pixels": pixels.tobytes().hex(),
-            "params": params,
-        }
-        made = case(name, "copy", inp, lambda i=inp: copy_digest(i))
-        for other in other_resizes(np.zeros((1, 1, 1)), 1, 1):
-            copy = _alternative_copy(to_unit(pixels), params, other)
-            assert hashlib.sha256(copy).hexdigest() != made["expected"]["sha256"], (name, other)
-        cases.append(made)
+    cases += [_pinned_copy(name, params, seed, height, width) for name, params, seed in rows]
     return cases
+
+
+def _pinned_copy(
+    name: str, params: dict[str, Any], seed: int, height: int, width: int
+) -> dict[str, Any]:
+    """A ``copy`` case on a trap image whose digest every other resize order misses."""
+    box = (params["top"], params["left"], params["height"], params["width"])
+    pixels = trap_image(height, width, box, seed)
+    inp = {
+        "height": height,
+        "width": width,
+        "channels": 1,
+        "pixels": pixels.tobytes().hex(),
+        "params": params,
+    }
+    made = case(name, "copy", inp, lambda i=inp: copy_digest(i))
+    for other in other_resizes(np.zeros((1, 1, 1)), 1, 1):
+        copy = _alternative_copy(to_unit(pixels), params, other)
+        assert hashlib.sha256(copy).hexdigest() != made["expected"]["sha256"], (name, other)
+    return made
 
 
 def crop_attempt(inp: dict[str, Any]) -> dict[str, Any]:
@@ -671,20 +677,7 @@ def _crop_v2_cases() -> list[dict[str, Any]]:
             4,
         ),
     ]:
-        crop = (params["top"], params["left"], params["height"], params["width"])
-        trap = trap_image(height, width, crop, seed)
-        inp = {
-            "height": height,
-            "width": width,
-            "channels": 1,
-            "pixels": trap.tobytes().hex(),
-            "params": params,
-        }
-        made = case(name, "copy", inp, lambda i=inp: copy_digest(i))
-        for other in other_resizes(np.zeros((1, 1, 1)), 1, 1):
-            copy = _alternative_copy(to_unit(trap), params, other)
-            assert hashlib.sha256(copy).hexdigest() != made["expected"]["sha256"], (name, other)
-        cases.append(made)
+        cases.append(_pinned_copy(name, params, seed, height, width))
     # Single attempts (§10.3), most of them found by search for square roots that land
     # next to a half-integer; each name lists the other evaluations that draw another
     # (w, h) there.
