@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from protocol.claim.outcome import LOSS, TIE, WIN, compare
-from protocol.errors import ParameterError, TwinauditError
+from protocol.errors import ParameterError
 from protocol.prg import Prg
 from spec.tools import vectors_scoring
 from spec.tools.vectors_core import render
+from tests.support.vectors import raises_its_error
 from verifier.oracles.base import ClassifyAnswer
 from verifier.oracles.embedding import EmbeddingAnswer, check_embeddings
 from verifier.oracles.language import LogprobAnswer
@@ -123,9 +124,7 @@ def _crop_size(inp):
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in DOC["cases"]])
 def test_case(case):
     if not case["valid"]:
-        with pytest.raises(TwinauditError) as info:
-            _run(case)
-        assert info.value.code == case["error"], info.value.diagnostics()
+        raises_its_error(case, lambda: _run(case))
         return
     assert _run(case) == case["expected"]
 

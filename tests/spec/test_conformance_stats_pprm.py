@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import StateError, TwinauditError
+from protocol.errors import StateError
 from protocol.stats.base import Decision
 from protocol.stats.paper_test import PaperTest
 from protocol.stats.pprm import pprm_interval
 from spec.tools import vectors_pprm
 from spec.tools.vectors_core import render
+from tests.support.vectors import raises_its_error
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "pprm.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
@@ -37,9 +38,7 @@ def _outcome(case: dict[str, Any], call: Any) -> Any:
     """Return ``call()``'s result for a valid case; check the error code of an invalid one."""
     if case["valid"]:
         return call()
-    with pytest.raises(TwinauditError) as info:
-        call()
-    assert info.value.code == case["error"], info.value.diagnostics()
+    raises_its_error(case, call)
     return None
 
 
