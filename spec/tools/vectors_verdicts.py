@@ -152,9 +152,7 @@ def _run(
     record = ClaimRecord(0, tree.root(), N_PAIRS, "image", RHO, RECEIPT_TIME)
     claim = ClaimParams(0, tree.root(), endpoint, "vector-model", **params)
     nonce = hashlib.sha256(f"twinaudit vectors nonce {name}".encode()).digest()
-    session = ClaimSession.start(
-        f"vector-{name}", record, claim, oracle, nonce, excluded=excluded
-    )
+    session = ClaimSession.start(f"vector-{name}", record, claim, oracle, nonce, excluded=excluded)
     while indices := session.next_request():
         session.submit(
             [(i, PairOpening(salts[i], *versions[i]), tree.inclusion_proof(i)) for i in indices]
