@@ -357,6 +357,11 @@ def _null_audits(
     return [replace(audit, rho_draw=draw) for audit in audits for draw in range(1, draws + 1)]
 
 
+#: The candidate default claim with labels against hosts that read the queries (the
+#: evasion and attacks tables): C3 with the training family and a dither, K = 32.
+FAMILY_AUDITS: Final = (AuditSpec(knowledge="C3", perturbation="pad-shift-flip-dither"),)
+
+
 def _clean_audits() -> list[AuditSpec]:
     """Return a clean model's claims at rungs (a) and (b): the table's, then the null checks."""
     return [
@@ -364,6 +369,7 @@ def _clean_audits() -> list[AuditSpec]:
         *_null_audits(),
         *_null_audits(audits=MARGIN_AUDITS),
         *_null_audits(audits=GRADED_AUDITS),
+        *_null_audits(audits=FAMILY_AUDITS),
     ]
 
 

@@ -17,6 +17,7 @@ from evaluation.__main__ import main as evaluation_main
 from evaluation.build import architecture
 from evaluation.specs import (
     CLI_AUDITS,
+    FAMILY_AUDITS,
     GRADED_AUDITS,
     LADDER_NULL_DRAWS,
     MARGIN_AUDITS,
@@ -59,9 +60,9 @@ def test_rung_a_audits_three_marks_and_the_cli_claims_with_clean_models_of_their
         assert {j.vault.marker for j in plan.jobs if j.model == model} == markers
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean for j in redrawn)
-    null_claims = len(CLI_AUDITS) + len(MARGIN_AUDITS) + len(GRADED_AUDITS)
+    null_claims = len(CLI_AUDITS) + len(MARGIN_AUDITS) + len(GRADED_AUDITS) + len(FAMILY_AUDITS)
     assert len(redrawn) == 2 * 3 * null_claims * LADDER_NULL_DRAWS
-    assert {j.audit.perturbation for j in redrawn} == {"dither"}
+    assert {j.audit.perturbation for j in redrawn} == {"dither", "pad-shift-flip-dither"}
 
 
 def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
