@@ -612,6 +612,20 @@ def defence_audits(defence: str) -> list[AuditSpec]:
     return audits
 
 
+def _add_used_and_clean(plan: Plan, seed: int, audits: Sequence[AuditSpec]) -> None:
+    """Add rung (a)'s ``pgdown`` model of ``seed`` and its clean model ``-t1``.
+
+    Both are audited with ``audits``, the clean one with the same vault.
+    """
+    plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), audits)
+    plan.add(
+        ModelSpec(seed, fraction=0.0, training=1),
+        audits,
+        epsilon=CLI_EPSILON,
+        marker=OWN_PROXY_MARKER,
+    )
+
+
 def plan_attacks(seeds: Sequence[int]) -> Plan:
     """Plan the adaptive attacks at rung (a) with ``pgdown`` marks (issue #25).
 
@@ -623,13 +637,7 @@ def plan_attacks(seeds: Sequence[int]) -> Plan:
     plan = Plan("attacks", "Adaptive attacks (the paper's table `classifier:robustness`)")
     audits = [*ATTACK_AUDITS, *(a for d in ATTACK_DEFENCES for a in defence_audits(d))]
     for seed in seeds:
-        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), audits)
-        plan.add(
-            ModelSpec(seed, fraction=0.0, training=1),
-            audits,
-            epsilon=CLI_EPSILON,
-            marker=OWN_PROXY_MARKER,
-        )
+        _add_used_and_clean(plan, seed, audits)
         for _, model in attack_models(seed):
             plan.add(model, list(ATTACK_AUDITS))
         if seed in ATTACK_CLEAN_SEEDS:
@@ -663,13 +671,7 @@ def plan_baselines(seeds: Sequence[int]) -> Plan:
         "baselines", "Baselines: RData and UBW-C (the paper's table `classifier:baselines`)"
     )
     for seed in seeds:
-        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), BASELINE_AUDITS)
-        plan.add(
-            ModelSpec(seed, fraction=0.0, training=1),
-            BASELINE_AUDITS,
-            epsilon=CLI_EPSILON,
-            marker=OWN_PROXY_MARKER,
-        )
+        _add_used_and_clean(plan, seed, BASELINE_AUDITS)
     return plan
 
 
@@ -706,13 +708,7 @@ def plan_unlearning(seeds: Sequence[int]) -> Plan:
         "Auditing again after unlearning (the paper's `discussion:machine_unlearning`)",
     )
     for seed in seeds:
-        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER), UNLEARNING_AUDITS)
-        plan.add(
-            ModelSpec(seed, fraction=0.0, training=1),
-            UNLEARNING_AUDITS,
-            epsilon=CLI_EPSILON,
-            marker=OWN_PROXY_MARKER,
-        )
+        _add_used_and_clean(plan, seed, UNLEARNING_AUDITS)
     return plan
 
 
