@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats,oip,completion]'
+	# A plain `import transformers` in .venv then works too (wire/torchvision_hook.py).
+	$(BIN)/python -m wire.torchvision_hook install
 	touch $(STAMP)
 
 test: $(STAMP) lint typecheck pytest

@@ -9,6 +9,8 @@
 - :mod:`wire.torchvision_shim`: imports torchvision (and so ``transformers``) on the CPU
   torch, for the owner's extractors and text models and the verifier's Hugging Face
   oracles alike; the only module here that imports torch, and only when imported.
+- :mod:`wire.torchvision_hook`: the same fix for code outside the project (a user's
+  ``from transformers import …``), installed into an environment as a ``.pth`` file.
 
 It stands on ``protocol`` alone; ``owner``, ``verifier`` and the CLI ``twinaudit``
 stand on it (``docs/architecture.md``).
