@@ -52,7 +52,7 @@ from .foundation import run as foundation
 from .foundation.specs import KINDS
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
-from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, with_sizes
+from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, only_attack_rows, with_sizes
 from .unlearning import extra_models as unlearned_models
 from .unlearning import run_unlearning
 
@@ -167,6 +167,13 @@ def main(argv: list[str] | None = None) -> int:
         "and stop (no ablation, estimates or steps of the table's own); the claims of "
         "untrained models are left for a later run without this option",
     )
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        metavar="ROW",
+        help="attacks: train and audit only these training-time rows (e.g. noaug es125; "
+        "the output defences and the unattacked models stay in)",
+    )
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
     parser.add_argument(
@@ -225,6 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds is not None and min(args.seeds) < 0:
         parser.error("--seeds must be 0 or more")
     plans = _plans(names, args.repeats, args.n_train, args.epochs, args.seeds)
+    if args.rows is not None:
+        if args.table != "attacks":
+            parser.error("--rows applies to the attacks table")
+        seeds = args.seeds if args.seeds is not None else list(range(args.repeats))
+        try:
+            plans = [only_attack_rows(p, args.rows, seeds) for p in plans]
+        except ValueError as exc:
+            parser.error(f"--rows: {exc}")
     try:
         # Writing the results reads no images: only the classifier tables need them here.
         reads_images = args.table not in (*foundation.COMMANDS, "report")

@@ -603,6 +603,37 @@ def attack_models(seed: int, clean: bool = False) -> list[tuple[str, ModelSpec]]
     ]
 
 
+def attack_rows() -> tuple[str, ...]:
+    """Return the names of the training-time attack rows (``noaug``, ``dp0.1``, …)."""
+    return tuple(row for row, _ in attack_models(0))
+
+
+def only_attack_rows(plan: Plan, rows: Sequence[str], seeds: Sequence[int]) -> Plan:
+    """Return ``plan`` (the attacks table's) without the training-time rows not in ``rows``.
+
+    The unattacked models and their output defences stay; a row's models are its used
+    model of every seed and, in :data:`ATTACK_CLEAN_SEEDS`, its clean one.
+
+    Raises:
+        ValueError: a name that is not a training-time row.
+
+    """
+    unknown = sorted(set(rows) - set(attack_rows()))
+    if unknown:
+        raise ValueError(f"no training-time attack row {', '.join(unknown)}; rows: {attack_rows()}")
+    dropped = {
+        model
+        for seed in seeds
+        for clean in (False, True)
+        for row, model in attack_models(seed, clean=clean)
+        if row not in rows
+    }
+    kept = Plan(plan.table, plan.title)
+    kept.models = [m for m in plan.models if m not in dropped]
+    kept.jobs = [j for j in plan.jobs if j.model not in dropped]
+    return kept
+
+
 def defence_audits(defence: str) -> list[AuditSpec]:
     """Return the attacks table's claims through ``defence`` (see :data:`ATTACK_DEFENCES`)."""
     name = defence.partition(":")[0]

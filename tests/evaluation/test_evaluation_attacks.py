@@ -43,6 +43,33 @@ def test_the_plan_reuses_the_ladder_models_and_adds_one_model_per_training_attac
     assert all(j.vault.name == f"s{j.model.seed}-n2000-pgdown10" for j in plan.jobs)
 
 
+def test_rows_keep_the_unattacked_models_and_only_the_named_training_rows(tmp_path):
+    whole = plan_attacks([0, 1])
+    plan = specs.only_attack_rows(whole, ["noaug"], [0, 1])
+    names = {m.name for m in plan.models}
+    assert names == {
+        "s0-n2000-pad-crop-flip-e500-pgdown10-f1.0",
+        "s0-n2000-pad-crop-flip-e500-clean-t1",
+        "s1-n2000-pad-crop-flip-e500-pgdown10-f1.0",
+        "s1-n2000-pad-crop-flip-e500-clean-t1",
+        "s0-n2000-none-e500-pgdown10-f1.0",
+        "s1-n2000-none-e500-pgdown10-f1.0",
+        "s0-n2000-none-e500-clean",  # seed 0 is the attacks' clean seed
+    }
+    assert {attacks.row_of(j) for j in plan.jobs} == {"none", "noaug", *specs.ATTACK_DEFENCES}
+    assert all(j in whole.jobs for j in plan.jobs)
+    assert [j for j in whole.jobs if j.model.name in names] == plan.jobs
+    with pytest.raises(ValueError, match="no training-time attack row nope"):
+        specs.only_attack_rows(whole, ["nope"], [0, 1])
+    assert evaluation_main(["attacks", "--rows", "noaug", "--plan", "--work", str(tmp_path)]) == 0
+
+
+def test_rows_apply_to_the_attacks_table_only(capsys):
+    with pytest.raises(SystemExit):
+        evaluation_main(["ladder", "--rows", "noaug", "--plan"])
+    assert "--rows applies to the attacks table" in capsys.readouterr().err
+
+
 def test_smoke_sizes_scale_early_stopping_and_keep_the_rows_apart():
     plan = with_sizes(plan_attacks([0]), n_train=200, epochs=4)
     epochs = sorted({m.epochs for m in plan.models})
