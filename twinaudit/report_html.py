@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from protocol.claim.functions import SCORE_FUNCTIONS
 from protocol.claim.transcript import iter_records
 from protocol.errors import InputError
 from protocol.stats.graded import grade_of
@@ -58,16 +59,6 @@ _STOP_WORDS: Final = {
     "exhausted": "every pair the claim could open was used, or the test could no longer "
     "reach its threshold",
     "budget": "the claim's query budget or pair limit ran out before the test could decide",
-}
-_FUNCTION_WORDS: Final = {
-    "image-classifier": "an image classifier's answers: each version of a pair is sent as K "
-    "copies, and the version the model is more confident about scores higher",
-    "image-encoder": "an image encoder's embeddings: each version is sent as K perturbed "
-    "copies, and the version whose embeddings agree more with each other scores higher",
-    "language-model": "a language model's token log-probabilities: the version of a text "
-    "the model finds more likely (lower mean token loss) scores higher",
-    "image-text": "an image-text model: the version of an image whose embedding is closer "
-    "to its caption's scores higher",
 }
 _KNOWLEDGE_WORDS: Final = {
     "C1": "C1: the model's probabilities and the item's label",
@@ -409,7 +400,8 @@ def _earlier_words(verdict: VerdictView, p: float) -> str:
 
 def _score_words(score: Mapping[str, Any]) -> str:
     function = str(score.get("function", ""))
-    parts = [_e(_FUNCTION_WORDS.get(function, function))]
+    known = SCORE_FUNCTIONS.get(function)
+    parts = [_e(known.explanation if known is not None else function)]
     if "k" in score:
         copies = "copy" if score["k"] == 1 else "copies"
         parts.append(f"K = {_e(score['k'])} {copies} per version")

@@ -34,11 +34,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 
 from protocol.claim.claim_map import ClaimMap
-from protocol.claim.functions import score_function
+from protocol.claim.functions import SCORE_FUNCTIONS, score_function
 from protocol.claim.openings import OpenedPair, decode_openings
 from protocol.claim.transcript import iter_records
 from protocol.claim.verdict import Verdict
@@ -52,8 +53,11 @@ from verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start
 from verifier.replay import replay
 from verifier.windows import scorer_for
 
-#: Score functions whose answers can be re-executed (image models a held child serves).
-REEXECUTED_FUNCTIONS = ("image-classifier", "image-encoder")
+#: Score functions whose answers can be re-executed: those of image models, which a held
+#: child serves (the table of score functions, by item kind).
+REEXECUTED_FUNCTIONS: Final = tuple(
+    f.name for f in SCORE_FUNCTIONS.values() if f.item_kind == "image"
+)
 #: Describe fields the local model must report as the verdict records them.
 _SAME_FIELDS = ("capabilities", "classify_output", "n_classes", "max_batch", "input_shape")
 

@@ -7,7 +7,9 @@ claim parameters (its score spec) and the keys it adds to a transcript's pair re
 Everything else is built from :data:`SCORE_FUNCTIONS`: parsing a claim's score map or
 the ``ScoreSpec`` message (:func:`score_spec_from_value`, :func:`score_request_from_fields`),
 the owner's defaults (``owner.claim_client``), the CLI's choices and help
-(``twinaudit owner claim``) and the check of a pair record (:mod:`.transcript`). The
+(``twinaudit owner claim``), the HTML verdict report's wording, the functions
+``verifier reexecute`` runs (those of image items) and the check of a pair record
+(:mod:`.transcript`). The
 verifier attaches each function's window logic to its name
 (``verifier.windows.registry``); a function added here without one fails there at import.
 
@@ -80,6 +82,8 @@ class ScoreFunction:
     record_keys: frozenset[str]
     #: What the function audits, in a few words (the CLI's help).
     summary: str
+    #: How it scores a pair, in a sentence for a person reading a verdict (the HTML report).
+    explanation: str
     #: Whether it is the score a claim on ``item_kind`` items names by default.
     default_for_kind: bool = False
 
@@ -140,6 +144,8 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                 ),
                 record_keys=frozenset({"label", "shape", "params", "query_digests", "answers"}),
                 summary="a classifier of images",
+                explanation="an image classifier's answers: each version of a pair is sent "
+                "as K copies, and the version the model is more confident about scores higher",
                 default_for_kind=True,
             ),
             ScoreFunction(
@@ -159,6 +165,9 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                 ),
                 record_keys=frozenset({"shape", "params", "query_digests", "answers"}),
                 summary="a self-supervised encoder of images",
+                explanation="an image encoder's embeddings: each version is sent as K "
+                "perturbed copies, and the version whose embeddings agree more with each "
+                "other scores higher",
             ),
             ScoreFunction(
                 name=LanguageSpec.FUNCTION,
@@ -168,6 +177,8 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                 parameters=(),
                 record_keys=frozenset({"answers"}),
                 summary="a language model",
+                explanation="a language model's token log-probabilities: the version of a "
+                "text the model finds more likely (lower mean token loss) scores higher",
                 default_for_kind=True,
             ),
             ScoreFunction(
@@ -178,6 +189,8 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                 parameters=(),
                 record_keys=frozenset({"shape", "query_digests", "answers"}),
                 summary="a CLIP-style model of images and captions",
+                explanation="an image-text model: the version of an image whose embedding "
+                "is closer to its caption's scores higher",
                 default_for_kind=True,
             ),
         )
