@@ -44,7 +44,9 @@ _SCHEMAS: Final = {
     "qnms": "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
 }
 
-_lock = threading.Lock()
+# Re-entrant: finding torchvision's spec under the lock may run the start-up hook's
+# finder (wire/torchvision_hook.py), which prepares the schemas through this lock again.
+_lock = threading.RLock()
 # The library that holds the definitions must stay alive: dropping it unregisters them.
 _library: torch.library.Library | None = None
 

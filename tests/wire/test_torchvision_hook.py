@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wire import torchvision_hook
-from wire.torchvision_hook import PTH_LINE, PTH_NAME, TorchvisionFinder
+from wire.torchvision_hook import PTH_NAME, TorchvisionFinder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,9 @@ def test_install_status_remove(tmp_path, capsys):
     torchvision_hook.main(["install", "--site-packages", str(tmp_path)])
     torchvision_hook.main(["install", "--site-packages", str(tmp_path)])  # replaces, no copy
     assert [p.name for p in tmp_path.iterdir()] == [PTH_NAME]
-    assert (tmp_path / PTH_NAME).read_text(encoding="utf-8") == PTH_LINE
+    line = (tmp_path / PTH_NAME).read_text(encoding="utf-8")
+    assert line == torchvision_hook.pth_line(Path(torchvision_hook.__file__).resolve())
+    assert line.startswith("import ") and line.count("\n") == 1  # one line that site runs
     torchvision_hook.main(["status", "--site-packages", str(tmp_path)])
     assert capsys.readouterr().out.startswith(f"installed {tmp_path / PTH_NAME}")
     assert torchvision_hook.remove(tmp_path)
@@ -44,7 +46,7 @@ def test_finder_is_installed_once_and_finds_nothing_else():
         sys.meta_path[:] = before
 
 
-def _run_without_site(code: str) -> subprocess.CompletedProcess[str]:
+def _run_without_site(code: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter that processed no path-configuration file.
 
     ``-S`` skips :mod:`site`, so neither the environment's copy of the hook nor the
@@ -56,11 +58,49 @@ def _run_without_site(code: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-S", "-c", code],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=ROOT,
         env={"PYTHONPATH": ":".join(path), "PATH": "/usr/bin:/bin"},
         check=False,
     )
+
+
+def test_the_hook_keeps_the_wire_package_out_of_a_fresh_interpreter(tmp_path):
+    """Loaded by its path, the hook leaves ``wire`` to be found where the process looks."""
+    torchvision_hook.install(tmp_path)
+    out = _run_without_site(
+        f"import site, sys; site.addsitedir({str(tmp_path)!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('wire', 'torch')))\n"
+        "print(sum(getattr(f, 'twinaudit_torchvision_hook', False) for f in sys.meta_path))\n"
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:2] == ["[]", "1"]
+
+
+def test_a_missing_hook_file_makes_the_line_do_nothing(tmp_path):
+    (tmp_path / PTH_NAME).write_text(
+        torchvision_hook.pth_line(tmp_path / "gone.py"), encoding="utf-8"
+    )
+    out = _run_without_site(
+        f"import site, sys; site.addsitedir({str(tmp_path)!r})\nprint('started')\n"
+    )
+    assert (out.returncode, out.stdout.strip(), out.stderr) == (0, "started", "")
+
+
+@pytest.mark.slow
+def test_preparing_the_shim_with_the_hook_installed_does_not_deadlock(tmp_path):
+    """The shim's own spec lookup runs the hook's finder, which re-enters the shim."""
+    pytest.importorskip("torchvision")
+    torchvision_hook.install(tmp_path)
+    out = _run_without_site(
+        f"import site; site.addsitedir({str(tmp_path)!r})\n"
+        "from wire.torchvision_shim import prepare_torchvision\n"
+        "prepare_torchvision(); prepare_torchvision()\n"
+        "import torchvision\nprint('prepared')\n",
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "prepared"
 
 
 @pytest.mark.slow
