@@ -26,15 +26,15 @@ from pathlib import Path
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.pairset import PairSet
+from demo.seeded import SeededEntropy
+from demo.synthetic import synthetic_pairs
+from demo.tiny_cnn import TinyCNN
 from owner.claim_client import run_claim
 from owner.escrow_client import escrow_root
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.items import encode_item
 from protocol.stats.base import TiePolicy
-from tests.support.claims import SeededEntropy
-from tests.support.data import synthetic_pairs
-from tests.support.models import TinyCNN
-from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.formats import load_model
@@ -45,6 +45,8 @@ from wire.transport import make_channel
 N_PAIRS = 400
 K = 16
 PERTURBATION = "random-resized-crop"
+#: The ``--arch`` entry point of the served model (and of the in-process one).
+ARCH = "demo.tiny_cnn:TinyCNN"
 
 
 def _model() -> TinyCNN:
@@ -63,7 +65,7 @@ def _serve_oracle(weights: Path) -> tuple[subprocess.Popen[str], str]:
         "--model",
         str(weights),
         "--arch",
-        "tests.support.models:TinyCNN",
+        ARCH,
         "--n-classes",
         "10",
         "--name",
@@ -135,7 +137,7 @@ def main() -> None:
         # Loaded from the same file by the same loader as the served one, so both
         # describe the model alike (framework, format) and record the same transcript.
         local = TorchClassifierOracle(
-            load_model(weights, arch="tests.support.models:TinyCNN"),
+            load_model(weights, arch=ARCH),
             n_classes=10,
             model_name="bench",
         )

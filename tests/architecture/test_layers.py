@@ -88,18 +88,30 @@ def test_every_oracle_module_is_on_one_side():
     assert arbiter | serving == modules
 
 
-@pytest.mark.parametrize("contract", sorted(VIOLATIONS))
-def test_a_deliberate_violation_fails(tmp_path, contract):
+def _assert_breaks(tmp_path, contract, package, line):
+    """A new module of ``package`` holding ``line`` breaks ``contract``; return the run."""
     _copy_python_files(tmp_path)
     clean = _lint_imports(tmp_path)
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    package, line = VIOLATIONS[contract]
     module = tmp_path.joinpath(*package.split("."), "deliberate_violation.py")
     module.write_text(line, encoding="utf-8")
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert f"{CONTRACTS[contract]} BROKEN" in broken.stdout, broken.stdout
     assert f"{package}.deliberate_violation" in broken.stdout
+    return broken
+
+
+@pytest.mark.parametrize("contract", sorted(VIOLATIONS))
+def test_a_deliberate_violation_fails(tmp_path, contract):
+    package, line = VIOLATIONS[contract]
+    _assert_breaks(tmp_path, contract, package, line)
+
+
+def test_bench_does_not_import_the_test_package(tmp_path):
+    """bench/ uses public modules only (issue #21): ``tests`` is its sibling, not below it."""
+    broken = _assert_breaks(tmp_path, "layers", "bench", "import tests.support.data\n")
+    assert "bench is not allowed to import tests" in broken.stdout, broken.stdout
 
 
 def test_the_top_level_packages_import_one_another_without_a_cycle():

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from demo.seeded import SeededEntropy
 from owner.text.config import TextMarkingConfig
 from owner.text.marking import mark_texts
 from owner.text.publication import PUBLISHED_TEXTS, publish_texts, read_published_texts
@@ -18,7 +19,6 @@ from protocol.errors import InputError, ParameterError, StateError
 from protocol.escrow_messages import EscrowRequest, open_receipt
 from protocol.items import TextItem, decode_pair
 from tests.owner.test_owner_text_fixtures import SENTENCES, FakeEmbedder, write_thesaurus
-from tests.support.claims import SeededEntropy
 from tests.support.keys import KEY
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 

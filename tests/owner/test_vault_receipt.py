@@ -16,6 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import owner.vault.files as vault_files
+from demo.seeded import SeededEntropy
 from owner.vault import Vault, VaultIntegrityError, VaultStorageError, write_vault
 from protocol.encoding import decode, encode
 from protocol.errors import (
@@ -29,7 +30,6 @@ from protocol.errors import (
 from protocol.escrow_messages import EscrowRequest, open_receipt
 from protocol.keys import load_public_key
 from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy
 from tests.support.keys import KEY, OTHER
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import SeededEntropy
 from protocol.keys import public_key_pem
-from tests.support.claims import SeededEntropy
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.server import serve_arbiter
 

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from demo.synthetic import SyntheticPairs
 from protocol.prg import Prg
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer
 from verifier.scoring.augment import stream_label
 from verifier.scoring.classifier import ScoreSpec, make_queries, score
-
-from .data import SyntheticPairs
 
 
 @dataclass(frozen=True)

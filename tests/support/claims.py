@@ -7,6 +7,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.pairset import PairSet
+from demo.synthetic import synthetic_pairs
 from protocol.claim.functions import SCORE_FUNCTIONS, ScoreRequest, score_request_from_fields
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.encoding import encode
@@ -14,9 +16,7 @@ from protocol.envelope import payload_type, sign_envelope
 from protocol.items import encode_item
 from protocol.keys import key_id
 from protocol.stats.base import TiePolicy
-from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
-from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 
 #: The fields of a claim's score (the ``ScoreSpec`` message), unset as the message leaves them.
@@ -100,24 +100,3 @@ def signed_verdict(session, key: Ed25519PrivateKey):
         environment={"python": "3.11"},
     )
     return sign_envelope(encode(payload), payload_type("verdict"), key).to_json()
-
-
-class SeededEntropy:
-    """A reproducible stand-in for the arbiter's CSPRNG (tests only): SHAKE-256 of a counter."""
-
-    def __init__(self, seed: bytes) -> None:
-        self._seed = seed
-        self._counter = 0
-
-    def __call__(self, n: int) -> bytes:
-        import hashlib
-
-        self._counter += 1
-        return hashlib.shake_256(self._seed + self._counter.to_bytes(8, "big")).digest(n)
-
-
-def fixed_salts(n: int, seed: bytes = b"salts") -> list[bytes]:
-    """Reproducible salts for tests (real owners use protocol.commitment.new_salt)."""
-    import hashlib
-
-    return [hashlib.sha256(seed + i.to_bytes(8, "big")).digest() for i in range(n)]

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.pairset import PairSet
+from demo.seeded import SeededEntropy, fixed_salts
+from demo.synthetic import synthetic_pairs
+from demo.tiny_cnn import train_classifier
 from protocol.items import encode_item
 from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy, fixed_salts
-from tests.support.data import synthetic_pairs
-from tests.support.models import train_classifier
-from tests.support.pairset import PairSet
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.oracles.torch_oracle import TorchClassifierOracle

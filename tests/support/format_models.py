@@ -1,6 +1,6 @@
 """Model files in every format ``oracle serve`` loads, and models that do not fit (tests only).
 
-:func:`write_formats` saves one seeded :class:`~tests.support.models.TinyCNN` as
+:func:`write_formats` saves one seeded :class:`~demo.tiny_cnn.TinyCNN` as
 TorchScript, ``torch.export`` archives (dynamic and fixed batch), a state dict,
 safetensors, a pickled whole module and ONNX (dynamic and fixed batch). The ONNX
 graphs are built with the ``onnx`` helper API from the same weights (Conv, Relu,
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .models import TinyCNN
+from demo.tiny_cnn import TinyCNN
 
 #: The input shape of :class:`TinyCNN`, as ``--input-shape`` spells it.
 SHAPE = "28,28,1"

@@ -20,10 +20,10 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from demo.pairset import PairSet
+from demo.seeded import fixed_salts
 from protocol.items import CaptionedImageItem, ImageItem, TextItem, encode_item
 from protocol.prg import Prg
-from tests.support.claims import fixed_salts
-from tests.support.pairset import PairSet
 from verifier.oracles.tokenizer import ByteTokenizer
 from verifier.scoring.augment import draw_params, perturb, to_unit
 

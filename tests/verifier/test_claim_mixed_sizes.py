@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import SeededEntropy, fixed_salts
 from owner.claim_client import run_claim
 from protocol.errors import OracleError
 from protocol.items import ImageItem, encode_item
 from protocol.seeds import publication_bits
-from tests.support.claims import SeededEntropy, claim_params, fixed_salts
+from tests.support.claims import claim_params
 from tests.support.pairset import PairSet
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images

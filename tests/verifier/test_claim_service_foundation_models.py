@@ -15,11 +15,12 @@ import pytest
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import SeededEntropy
 from owner.claim_client import ClaimRequest, run_claim
 from owner.escrow_client import escrow_root
 from protocol.seeds import publication_bits
 from tests.support import foundation as fm
-from tests.support.claims import SeededEntropy, claim_params
+from tests.support.claims import claim_params
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.oracles.tokenizer import ByteTokenizer

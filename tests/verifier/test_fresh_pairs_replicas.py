@@ -24,11 +24,12 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import SeededEntropy
 from owner.claim_client import ClaimOutcome, run_claim
 from protocol.claim.params import ClaimParams
 from protocol.errors import StateError
 from protocol.escrow_messages import EscrowRequest
-from tests.support.claims import SeededEntropy, claim_params, make_pairset
+from tests.support.claims import claim_params, make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema
 from verifier.escrow.sql_store import SqlEscrowStore

@@ -21,13 +21,14 @@ import pytest
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import SeededEntropy, fixed_salts
 from owner.claim_client import run_claim
 from protocol.claim.claim_map import ClaimMap
 from protocol.claim.openings import OpenedPair, decode_openings, encode_openings
 from protocol.errors import InputError, NotFoundError, OracleError, VerificationError
 from protocol.items import encode_item
 from protocol.keys import public_key_pem
-from tests.support.claims import SeededEntropy, claim_params, fixed_salts
+from tests.support.claims import claim_params
 from tests.support.cli_processes import cli
 from tests.support.data import synthetic_pairs
 from tests.support.format_models import tiny_cnn

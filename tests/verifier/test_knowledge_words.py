@@ -12,6 +12,7 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import SeededEntropy
 from owner.claim_client import (
     DEFAULT_MARGIN,
     ClaimRequest,
@@ -26,7 +27,7 @@ from protocol.claim.scores.knowledge import PendingScoreSpec, resolve_knowledge
 from protocol.encoding import encode
 from protocol.errors import InputError, ParameterError
 from protocol.items import ImageItem, encode_item
-from tests.support.claims import SeededEntropy, claim_params, make_pairset
+from tests.support.claims import claim_params, make_pairset
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
 from tests.support.pairset import PairSet

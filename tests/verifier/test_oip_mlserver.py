@@ -24,12 +24,13 @@ if importlib.util.find_spec("mlserver") is None:  # not imported: see oip_runtim
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from demo.seeded import fixed_salts
 from owner.claim_client import run_claim
 from protocol.errors import OracleError
 from protocol.items import encode_item
 from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
-from tests.support.claims import claim_params, fixed_salts
+from tests.support.claims import claim_params
 from tests.support.data import synthetic_pairs
 from tests.support.oip_server import OipModel, memoriser_logits, mlserver_process
 from tests.support.pairset import PairSet

@@ -28,9 +28,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from demo.seeded import SeededEntropy
 from owner.claim_client import run_claim
 from protocol.errors import InputError
-from tests.support.claims import SeededEntropy, claim_params, make_pairset
+from tests.support.claims import claim_params, make_pairset
 from tests.support.cli_processes import ROOT, cli, stop
 from tests.support.fake_oracle import LinearOracle
 from twinaudit.serve_options import serve_metrics

@@ -27,13 +27,14 @@ pytest.importorskip("safetensors")
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
+from demo.seeded import fixed_salts  # noqa: E402
 from owner.claim_client import run_claim  # noqa: E402
 from protocol.errors import OracleError  # noqa: E402
 from protocol.items import encode_item  # noqa: E402
 from tests.cli.test_cmd_oracle import _serve  # noqa: E402
 from tests.support import format_models as fm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
-from tests.support.claims import claim_params, fixed_salts  # noqa: E402
+from tests.support.claims import claim_params  # noqa: E402
 from tests.support.data import synthetic_pairs  # noqa: E402
 from tests.support.pairset import PairSet  # noqa: E402
 from twinaudit import cmd_oracle  # noqa: E402
