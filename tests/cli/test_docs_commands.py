@@ -34,15 +34,22 @@ states:
 The README's quick start is then run end to end, in its own order, on 12 random 8×8
 labelled images, with the proxy trained for 24 steps instead of thousands (slow).
 
-Everything else, outside the quick start, is only parsed, because running it needs
-what a test cannot afford or does not have: a server that runs until stopped
-(``verifier serve``, ``oracle serve``), an arbiter and an oracle to talk to (``owner
-escrow``, ``claim``, ``openings``), the owner's photos and a marking or training run
-(``owner mark``, ``proxy``, ``estimate``, ``inspect``, ``publish``, ``python -m
-demo.practitioner``, ``make demo``, ``python -m evaluation``, ``make bench``), a model
-file or an external model (``verifier model add``, ``reexecute``, ``--hf``,
-``--openai-url``, ``oip+`` addresses), PostgreSQL, TLS certificates, or the whole
-tool chain (``make test``, ``lint``, ``fuzz``…).
+**Sessions.** The rest runs too, block by block, in the documents' own order, as a
+shell would run it (:data:`SESSIONS`): each session in its own ``tmp_path``, against
+real ``verifier serve`` and ``oracle serve`` processes on free ports of 127.0.0.1 (the
+documents' own serve lines start them), an MLServer for the Open Inference Protocol
+claims, and a world of tiny inputs named as the documents name them
+(:data:`WORLD`: 28×28 grey photos, the tiny CNN in every format, tiny Hugging Face
+models, certificates, an escrowed vault). Only addresses, the run folders, a user's
+``--arch``, the printed ``held:sha256:`` address and the README table's ``FILE`` and
+``DIR`` are substituted (:data:`ADDRESSES`, :data:`NAMES`, :data:`PLACEHOLDERS`), and
+the trainings made tiny (:data:`FAST`). Each command must exit as
+documented and leave what it says (a vault, a receipt, a valid verdict, a report…).
+
+What cannot run here is listed in :data:`PARSE_ONLY` with the reason (Fashion-MNIST
+training, the whole tool chain, hours of evaluation, PostgreSQL, the walkthrough's
+console steps), and :func:`test_every_documented_command_runs_or_says_why_not` keeps
+that list honest: a new command in the docs either runs or gets a reason.
 """
 
 from __future__ import annotations
@@ -54,11 +61,15 @@ import importlib
 import importlib.util
 import json
 import os
+import queue
 import re
 import runpy
 import shlex
+import signal
 import socket
+import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +77,8 @@ import numpy as np
 import pytest
 
 import owner.marking.proxy as proxy_module
+from owner.vault.layout import MANIFEST_FILE
+from tests.support import docs_world
 from tests.support.cli_processes import ROOT, serve, stop
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.cli import build_parser
@@ -678,3 +691,625 @@ def test_a_documented_completion_command_runs(command, tmp_path, monkeypatch, ca
     monkeypatch.chdir(tmp_path)
     assert _run_cli(list(command.words[1:]), {}, monkeypatch) == 0, command.where
     assert "twinaudit" in capsys.readouterr().out
+
+
+# -- The documents' sessions: their blocks run in order, against real servers --------------
+#
+# A session is a document's blocks (or table) run in order as one shell session, in its
+# own tmp_path (the working directory, of the servers too), against real processes:
+# ``verifier serve`` and ``oracle serve`` lines start ``python -m twinaudit`` servers on
+# 127.0.0.1 (each must print its ready line; a server started on the address another
+# one holds stops that one first, as a foreground server is stopped before the next is
+# typed), and every other ``twinaudit`` command runs in-process through
+# :func:`twinaudit.cli.main` and must exit as documented and leave what it says it
+# leaves (:func:`_expect`). Only :data:`ADDRESSES` and :data:`NAMES` are substituted;
+# the world a session starts from (:data:`WORLD`: tiny photos, model files, certificates,
+# a running arbiter and oracle, an escrowed vault) is made with the names the document
+# gives those files, and :data:`FAST` makes the trainings tiny.
+
+#: The documents' addresses, each the role of a server on a free port of 127.0.0.1 (one
+#: per role and session). A role a ``--listen 127.0.0.1:0`` server took is the address it
+#: printed (demo.md quotes what its servers printed).
+ADDRESSES = {
+    "0.0.0.0:7443": "arbiter",
+    "127.0.0.1:7443": "arbiter",
+    "arbiter.example:7443": "arbiter",
+    "HOST:PORT": "arbiter",
+    "127.0.0.1:37327": "arbiter",
+    "0.0.0.0:7500": "oracle",
+    "127.0.0.1:7500": "oracle",
+    "MODEL_HOST:PORT": "oracle",
+    "127.0.0.1:40387": "oracle",
+    "127.0.0.1:9464": "metrics",
+    "10.0.0.5:8080": "oip http",
+    "HOST:8080": "oip http",
+    "10.0.0.5:8081": "oip grpc",
+}
+#: The documents' other stand-ins: a user's architecture, the address ``verifier model
+#: add`` printed (``{held}``), and the places of a run (under the session's folder).
+NAMES = {
+    "mypackage.models:make_net": "tests.support.docs_world:make_net",
+    "held:sha256:HEX": "{held}",
+    "/tmp/walk/": "walk/",
+    "RUN/": "run/",
+}
+#: Whole words the README's formats table leaves to the reader: its model file (the
+#: pickled module in the row with ``--trust-pickle``, else the ONNX file, which declares
+#: the input shape ``verifier model add`` needs) and a Hugging Face model folder.
+PLACEHOLDERS = {"FILE": "model.onnx", "DIR": "my-vit"}
+PICKLED_FILE = "whole.pt"
+#: The trainings a session runs, made tiny: (module, constant, value).
+FAST = (
+    ("owner.marking.proxy", "OWN_STEPS", 24),
+    ("owner.marking.proxy", "EPOCHS", 2),
+    ("twinaudit.cmd_estimate", "STEPS", 24),
+)
+
+
+@dataclass(frozen=True)
+class Session:
+    """Blocks of one document run in order (indices among its shell blocks; -1: its table)."""
+
+    document: str
+    blocks: tuple[int, ...]
+    world: tuple[str, ...] = ()
+    slow: bool = False
+
+
+#: The sessions run, by id. What a block has that no session runs is listed, with the
+#: reason, in :data:`PARSE_ONLY`.
+SESSIONS = {
+    "README owner": Session("README.md", (2,), ("photos", "public", "arbiter", "oracle"), True),
+    "README arbiter": Session("README.md", (3,), ("tls",)),
+    "README practitioner": Session("README.md", (4,), ("models",)),
+    "README formats": Session("README.md", (-1,), ("models", "hf"), True),
+    "arbiter keys": Session("docs/arbiter.md", (0,)),
+    "arbiter held": Session(
+        "docs/arbiter.md", (1, 2), ("models", "photos", "arbiter", "vault"), slow=True
+    ),
+    "arbiter tls": Session("docs/arbiter.md", (3,), ("tls", "photos", "arbiter key", "marked")),
+    "arbiter limits": Session("docs/arbiter.md", (6, 7), ("arbiter key",)),
+    "owner": Session("docs/owner.md", (0,), ("photos", "public", "arbiter", "oracle"), True),
+    "owner texts": Session("docs/owner.md", (1,), ("texts", "pictures", "arbiter"), True),
+    "owner paper": Session("docs/owner.md", (2,), ("photos", "arbiter", "oracle", "vault")),
+    "demo": Session("docs/demo.md", (0, 1)),
+    "evaluation plan": Session("docs/evaluation.md", (0,)),
+    # The practitioner (block 4) serves before the owner's claim (block 3) needs it.
+    "demo roles": Session("docs/demo.md", (2, 4, 3, 5), ("demo data",), True),
+    "practitioner": Session(
+        "docs/practitioner.md", (0, 1), ("models", "encoder", "hf", "api key"), True
+    ),
+    "practitioner formats": Session(
+        "docs/practitioner.md", (-1,), ("models", "pickle", "hf", "vault", "oip"), True
+    ),
+    "practitioner oip": Session("docs/practitioner.md", (2,), ("vault", "oip"), True),
+    "unlearning": Session(
+        "docs/unlearning.md", (0, 1, 2, 3), ("photos", "arbiter", "vault", "used oracle"), True
+    ),
+    "verdicts": Session("docs/verdicts.md", (2,), ("photos", "arbiter", "oracle", "vault")),
+}
+
+
+#: Seconds a session's server gets to print its ready line, and a command to finish.
+SERVER_READY_S = 60
+COMMAND_S = 120
+
+
+def _serve_here(folder: Path, args: list[str], env: dict[str, str]) -> tuple[object, str]:
+    """Start ``twinaudit args`` (a server) in ``folder``; return it and its ready line."""
+    ready = "serving on" if args[0] == "verifier" else "listening on"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "twinaudit", *args],
+        cwd=folder,
+        env=_process_env(env),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        while (line := lines.get(timeout=SERVER_READY_S)) is not None:
+            if ready in line:
+                return process, line.strip()
+    except queue.Empty:
+        process.kill()
+        process.wait()
+        raise AssertionError(
+            f"twinaudit {' '.join(args)} printed no {ready!r} line in {SERVER_READY_S} s"
+        ) from None
+    process.wait(timeout=30)
+    raise AssertionError(f"twinaudit {' '.join(args)} did not start (exit {process.returncode})")
+
+
+def _process_env(env: dict[str, str]) -> dict[str, str]:
+    """Return this process's environment with only ``env``'s TWINAUDIT_ variables.
+
+    The repository is on ``PYTHONPATH``: ``--arch tests.support.docs_world:make_net``.
+    """
+    kept = {name: value for name, value in os.environ.items() if not name.startswith(ENV_PREFIX)}
+    path = os.pathsep.join(p for p in (str(ROOT), kept.get("PYTHONPATH", "")) if p)
+    return {**kept, **env, "PYTHONPATH": path}
+
+
+class _Run:
+    """One session's state: its folder, exports, servers by address, and roles' addresses."""
+
+    def __init__(self, folder: Path, monkeypatch, capsys) -> None:
+        self.folder = folder
+        self.monkeypatch = monkeypatch
+        self.capsys = capsys
+        self.env: dict[str, str] = {}
+        self.servers: dict[str, object] = {}  # listen address -> process
+        self.roles: dict[str, str] = {}  # role -> 127.0.0.1:PORT
+        self.held = ""  # the address the session's first `verifier model add` printed
+        self.provided: set[str] = set()
+        self.stack = contextlib.ExitStack()  # servers started as context managers
+        self.ran: list[str] = []
+
+    # -- substitution ---------------------------------------------------------------------
+
+    def address(self, role: str) -> str:
+        if role not in self.roles:
+            self.roles[role] = f"127.0.0.1:{_free_port()}"
+        return self.roles[role]
+
+    def local(self, word: str) -> str:
+        """Return ``word`` with :data:`ADDRESSES` and :data:`NAMES` substituted."""
+        table = {**{k: ADDRESSES[k] for k in ADDRESSES}, **NAMES}
+        pattern = re.compile("|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)))
+
+        def one(match: re.Match[str]) -> str:
+            found = match.group()
+            if found in ADDRESSES:
+                return self.address(ADDRESSES[found])
+            return NAMES[found].format(held=self.held)
+
+        return pattern.sub(one, word)
+
+    # -- servers ----------------------------------------------------------------------------
+
+    def serve(self, args: list[str]) -> str:
+        """Start a server (after stopping one on its address); return its ready line."""
+        listen = args[args.index("--listen") + 1]
+        if listen in self.servers:
+            stop(self.servers.pop(listen))
+        process, line = _serve_here(self.folder, args, self.env)
+        printed = line.split()[-1]
+        if listen.endswith(":0"):  # a role's address is what the server printed
+            self.roles.setdefault("arbiter" if args[0] == "verifier" else "oracle", printed)
+        self.servers[printed if listen.endswith(":0") else listen] = process
+        return line
+
+    def stop_all(self) -> None:
+        while self.servers:
+            stop(self.servers.popitem()[1])
+        self.stack.close()
+
+    # -- in-process commands ----------------------------------------------------------------
+
+    def cli(self, args: list[str]) -> tuple[int, str, str]:
+        """Run ``twinaudit args``; return its status, stdout and stderr.
+
+        In-process, but for a command that imports a user's ``--arch``: that runs in a
+        ``python -m twinaudit`` process of its own (the import of code it does not know,
+        and torchvision's shim, are the console script's).
+        """
+        if "--arch" in args:
+            done = subprocess.run(
+                [sys.executable, "-m", "twinaudit", *args],
+                cwd=self.folder,
+                env=_process_env(self.env),
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_S,
+                check=False,
+            )
+            return done.returncode, done.stdout, done.stderr
+        self.capsys.readouterr()
+        code = _run_cli(args, self.env, self.monkeypatch)
+        captured = self.capsys.readouterr()
+        return code, captured.out, captured.err
+
+    # -- the world a session starts from ----------------------------------------------------
+
+    def provide(self, what: str) -> None:
+        """Make ``what`` (a key of :data:`WORLD`) exist in the folder, with what it needs."""
+        if what in self.provided:
+            return
+        self.provided.add(what)
+        folder = self.folder
+        if what == "photos":
+            docs_world.grey_photos(folder / "photos", folder / "labels.csv")
+        elif what == "public":
+            docs_world.grey_photos(folder / "public", folder / "public.csv", n=24, seed=25)
+        elif what == "models":
+            docs_world.model_files(folder)
+        elif what == "pickle":
+            docs_world.model_files(folder / "pickled", pickle_as_model_pt=True)
+            (folder / "pickled" / "model.pt").replace(folder / "model.pt")
+        elif what == "encoder":
+            docs_world.encoder_file(folder / "encoder.pt")
+        elif what == "hf":
+            from tests.support import hf_models
+
+            hf_models.image_classifier(folder / "my-vit")
+            hf_models.causal_lm(folder / "my-lm")
+            hf_models.causal_lm(folder / "models" / "my-lm")
+            hf_models.clip(folder / "my-clip")
+        elif what == "texts":
+            docs_world.reviews(folder / "reviews.jsonl")
+        elif what == "pictures":
+            docs_world.captioned_pictures(folder / "pictures", folder / "captions.csv")
+        elif what == "tls":
+            docs_world.tls_files(folder)
+        elif what == "arbiter key":
+            assert self.cli(["verifier", "keygen", "--key", "arbiter.key"])[0] == 0
+        elif what == "arbiter":
+            self.provide("arbiter key")
+            (folder / "models").mkdir(exist_ok=True)
+            listen = ["--listen", self.address("arbiter")]
+            self.serve(["verifier", "serve", *listen, "--db", "escrow.db", "--key", "arbiter.key",
+                        "--models", "models"])  # fmt: skip
+        elif what == "oracle":
+            self.provide("models")
+            self.serve(["oracle", "serve", "--model", "model.ts", "--input-shape", "28,28,1",
+                        "--threads", "1", "--listen", self.address("oracle")])  # fmt: skip
+        elif what == "used oracle":  # the oracle of a model trained on the vault's photos
+            self.provide("vault")
+            assert self.cli(["owner", "publish", "vault", "--out", "world-published"])[0] == 0
+            docs_world.used_model(self.folder / "world-published", self.folder / "used.ts")
+            self.serve(["oracle", "serve", "--model", "used.ts", "--input-shape", "28,28,1",
+                        "--threads", "1", "--listen", self.address("oracle")])  # fmt: skip
+        elif what == "demo data":  # the files make demo writes under RUN/data and RUN/practitioners
+            from tests.support.data import synthetic_images
+
+            data, used = folder / "run" / "data", folder / "run" / "practitioners" / "used"
+            for made in (data, used, folder / "run" / "arbiter"):
+                made.mkdir(parents=True)
+            for name, n, seed in (("owner", 40, 21), ("train", 40, 22), ("test", 20, 23)):
+                images, labels = synthetic_images(n, seed=seed)
+                if name == "owner":
+                    np.save(data / "owner-photos.npy", images)
+                    (data / "owner-labels.json").write_text(json.dumps(labels.tolist()))
+                else:
+                    into = used if name == "train" else data
+                    np.save(into / f"{name}-images.npy", images)
+                    np.save(into / f"{name}-labels.npy", labels)
+        elif what == "api key":  # the practitioner's key of an OpenAI-compatible endpoint
+            self.env["LM_API_KEY"] = "docs-test-key"
+        elif what == "oip":  # an MLServer serving memorisers of the photos: fashion, NAME
+            from PIL import Image
+
+            from tests.support.oip_server import OipModel, mlserver_process
+
+            self.provide("photos")
+            with (folder / "labels.csv").open(newline="") as stream:
+                rows = list(csv.reader(stream))[1:]
+            images = np.stack(
+                [np.asarray(Image.open(folder / "photos" / n))[..., None] for n, _ in rows]
+            )
+            labels = np.array([int(label) for _, label in rows])
+            models = [
+                OipModel("fashion", images, labels, version="3"),
+                OipModel("NAME", images, labels),
+            ]
+            server = self.stack.enter_context(mlserver_process(folder / "oip", models))
+            self.roles["oip http"], self.roles["oip grpc"] = server.http, server.grpc
+        elif what == "marked":
+            self.provide("photos")
+            mark = ["owner", "mark", "photos", "--labels", "labels.csv", "--out", "vault"]
+            fixed = ["--marker", "bernoulli", "--epsilon", "48", "--seed", "docs"]
+            assert self.cli([*mark, *fixed, "--quiet"])[0] == 0
+        elif what == "vault":
+            self.provide("marked")
+            self.provide("arbiter")
+            escrow = ["owner", "escrow", "vault", "--arbiter", self.address("arbiter")]
+            assert self.cli([*escrow, "--arbiter-key", "arbiter.key.pub", "--quiet"])[0] == 0
+        else:
+            pytest.fail(f"no world item {what!r}")
+
+    # -- the commands ----------------------------------------------------------------------
+
+    def run(self, command: Command) -> None:
+        """Run one documented command as the session's shell would; check what it did."""
+        if _why_not_run(command):
+            return
+        pickled = "--trust-pickle" in command.words
+        words = command_words(
+            [
+                PICKLED_FILE if pickled and word == "FILE" else PLACEHOLDERS.get(word, word)
+                for word in map(self.local, command.words)
+            ]
+        )
+        program, rest = words[0], words[1:]
+        if program == "twinaudit" and rest[1:2] == ["serve"]:
+            line = self.serve(rest)
+            assert re.search(r"(serving|listening) on 127\.0\.0\.1:\d+$", line), command.where
+        elif program == "twinaudit":
+            kind = _kind(words)
+            if kind in ("check", "replay") and not (self.folder / rest[2]).exists():
+                # A verdict this session did not make: test_a_documented_command_runs runs
+                # the command against a signed one.
+                self.ran.append(command.where)
+                return
+            self.set_aside(command, rest)
+            code, out, err = self.cli(rest)
+            _expect(self, command, rest, code, out, err)
+        elif program == "export":
+            for assignment in rest:
+                name, _, value = assignment.partition("=")
+                self.env[name] = value
+        elif program == "mkdir":
+            for path in (w for w in rest if not w.startswith("-")):
+                (self.folder / path).mkdir(parents=True, exist_ok=True)
+        elif program in ("python", ".venv/bin/python"):
+            self.python(command, rest)
+        elif program == "kill":
+            self.stop_all()
+        elif program not in (".", "source"):
+            pytest.fail(f"{command.where}: a session cannot run {command.text!r}")
+        self.ran.append(command.where)
+
+    def set_aside(self, command: Command, args: list[str]) -> None:
+        """Move aside the ``--out`` an earlier command of the session wrote.
+
+        Such a command is an alternative to the earlier one (owner.md's ``# or:``, the rows
+        of a table), not a second run into the same folder (a vault marked otherwise, or
+        a verdict, is refused there).
+        """
+        out = _option(args, "--out")
+        if out is not None and (self.folder / out).exists():
+            (self.folder / out).rename(self.folder / f"{out.name}.before-line-{command.line}")
+
+    def python(self, command: Command, words: list[str]) -> None:
+        """Run a documented script or module in-process; it must exit 0, print, write --out."""
+        self.capsys.readouterr()
+        with self.monkeypatch.context() as patch:
+            if words[0] == "-m":
+                patch.setattr(sys, "argv", [words[1], *words[2:]])
+                try:
+                    code = _main_of(words[1], words[2:])()
+                except SystemExit as exc:
+                    code = exc.code
+            else:
+                patch.setattr(sys, "argv", words)
+                with pytest.raises(SystemExit) as stopped:
+                    runpy.run_path(str(ROOT / words[0]), run_name="__main__")
+                code = stopped.value.code
+        assert code in (0, None), f"{command.where}: {command.text!r} exit {code}"
+        assert self.capsys.readouterr().out.strip(), f"{command.where}: printed nothing"
+        if "--out" in words:
+            assert (self.folder / words[words.index("--out") + 1]).exists(), command.where
+
+
+def _option(args: list[str], name: str) -> Path | None:
+    return Path(args[args.index(name) + 1]) if name in args else None
+
+
+def _expect(run: _Run, command: Command, args: list[str], code: int, out: str, err: str) -> None:
+    """Check a session's in-process command: its exit status and what it printed or wrote."""
+    where = f"{command.where}: {command.text!r}"
+    status = _documented_status(command)
+    if "--exit-code" in args:  # exit 3 for NOT-DETECTED (README)
+        status = 3 if json.loads(out)["decision"] == "not-detected" else 0
+    assert code == status, f"{where} exit {code}\n{out}{err}"
+    out_path = _option(args, "--out")
+    kind = " ".join(args[:2])
+    if kind == "owner mark":
+        assert re.search(r"^marked \d+ ", out, re.MULTILINE), where
+        assert (out_path / MANIFEST_FILE).is_file(), where
+    elif kind == "owner escrow":
+        assert re.search(r"^escrowed \d+ pairs as record \d+", out, re.MULTILINE), where
+    elif kind == "owner publish":
+        assert "published " in out and any(out_path.iterdir()), where
+    elif kind == "owner inspect":
+        assert "epsilon check: " in out and "holds" in out, where
+        assert _option(args, "--sheet").is_file(), where
+    elif kind == "owner estimate":
+        assert re.search(r"\bC1\b", out) and re.search(r"\bC3\b", out), where
+    elif kind == "owner proxy":
+        assert out_path.is_file() and f"wrote {out_path}" in out, where
+    elif kind == "owner claim":
+        if "--json" in args:
+            report = json.loads(out)
+            assert Path(report["verdict_file"]).resolve() == (out_path / "verdict.json").resolve()
+        else:
+            assert re.match(r"(NOT-)?DETECTED \(stop: ", out), f"{where}\n{out}"
+        pub = _option(args, "--arbiter-key") or Path(run.env[f"{ENV_PREFIX}ARBITER_KEY"])
+        check = ["verifier", "check", str(out_path / "verdict.json"), "--pubkey", str(pub)]
+        checked, printed, _ = run.cli(check)
+        assert checked == 0 and printed.startswith("VALID verdict"), f"{where}\n{printed}"
+    elif kind == "owner openings":
+        assert out_path.is_file() and out_path.stat().st_size > 0, where
+    elif kind == "verifier model" and args[2] == "add":
+        held = re.search(r"held:sha256:[0-9a-f]{64}", out)
+        assert held, f"{where}\n{out}"
+        run.held = run.held or held.group()
+    elif kind == "verifier model" and args[2] == "list":
+        assert run.held and run.held in out, f"{where}\n{out}"
+    elif kind == "verifier reexecute":
+        assert out.startswith("REEXECUTED "), f"{where}\n{out}"
+    elif kind == "verifier keygen":
+        key = _option(args, "--key")
+        assert key.stat().st_mode & 0o777 == 0o600 and Path(f"{key}.pub").is_file(), where
+    elif kind == "verifier check":
+        assert json.loads(out)["valid"] if "--json" in args else out.startswith("VALID"), where
+    elif kind == "verifier replay":
+        assert "identical to the verdict" in out, where
+    elif args[0] == "plan":
+        assert out.strip(), where
+    else:
+        pytest.fail(f"{where}: no check of what it did")
+
+
+#: What a session's world holds before its first command (made by :meth:`_Run.provide`).
+WORLD = {
+    "photos": "photos/: 40 random grey 28x28 PNGs; labels.csv: their labels",
+    "public": "public/: 24 other such photos; public.csv: their labels",
+    "models": "the tiny CNN (28x28x1) as model.ts, model.pt (TorchScript), model.pt2, "
+    "fixed.pt2, weights.pt, weights.safetensors, model.onnx",
+    "pickle": "model.pt: the tiny CNN pickled (the formats table's --trust-pickle row)",
+    "encoder": "encoder.pt: a TorchScript image encoder",
+    "hf": "tiny Hugging Face models, built offline: my-vit, my-lm, models/my-lm, my-clip",
+    "texts": "reviews.jsonl: six JSON Lines reviews",
+    "pictures": "pictures/: six RGB pictures; captions.csv: their captions",
+    "tls": "a CA (arbiter-ca.pem, clients.pem, oracles.pem), server.pem/.key, owner.pem/.key",
+    "arbiter key": "arbiter.key and arbiter.key.pub (verifier keygen)",
+    "arbiter": "verifier serve on the arbiter's address, --db escrow.db --models models/",
+    "oracle": "oracle serve --model model.ts on the oracle's address",
+    "used oracle": "instead, oracle serve of the tiny CNN trained on vault/'s published photos",
+    "demo data": "run/arbiter/, and what make demo downloads and splits: "
+    "run/data/owner-photos.npy, "
+    "owner-labels.json, test-images.npy, test-labels.npy and "
+    "run/practitioners/used/train-images.npy, train-labels.npy: synthetic 28x28 images",
+    "api key": "LM_API_KEY set (the key of an OpenAI-compatible endpoint)",
+    "oip": "an MLServer (tests/support/oip_server.py) on the OIP addresses serving "
+    "memorisers of the photos as fashion (version 3) and NAME",
+    "marked": "vault/: photos/ marked (bernoulli, no training), not escrowed",
+    "vault": "vault/ escrowed with the arbiter",
+}
+
+
+#: Seconds a whole session may take: a command that hangs fails its session instead.
+SESSION_S = 600
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int, what: str):
+    """Raise TimeoutError in the test's thread after ``seconds`` (a hung lock is interrupted)."""
+
+    def expired(*_: object) -> None:
+        raise TimeoutError(f"{what} took more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _session_commands(session: Session) -> list[Command]:
+    path = ROOT / session.document
+    found = blocks(path)
+    return [c for i in session.blocks for c in (table_commands(path) if i < 0 else found[i])]
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=[pytest.mark.slow] if s.slow else []) for n, s in SESSIONS.items()],
+)
+def test_a_documented_session_runs(name, tmp_path, monkeypatch, capsys):
+    session = SESSIONS[name]
+    monkeypatch.chdir(tmp_path)
+    for module, constant, value in FAST:
+        monkeypatch.setattr(importlib.import_module(module), constant, value)
+    run = _Run(tmp_path, monkeypatch, capsys)
+    try:
+        with _time_limit(SESSION_S, f"the session {name!r}"):
+            for what in session.world:
+                run.provide(what)
+            for command in _session_commands(session):
+                run.run(command)
+    finally:
+        run.stop_all()
+    runs = [c.where for c in _session_commands(session) if not _why_not_run(c)]
+    assert runs and run.ran == runs, name
+
+
+#: The documented commands no test runs, each with the reason: (document, how the command
+#: starts) -> why. Everything else in a shell block or table runs: in the quick start, in
+#: test_a_documented_command_runs or in a session (which skips what is listed here).
+PARSE_ONLY = {
+    ("README.md", "make demo"): "minutes of training on Fashion-MNIST (docs/demo.md)",
+    ("README.md", "make test"): "the whole tool chain and test suite (it runs this test)",
+    ("docs/demo.md", "make demo"): "minutes of training on Fashion-MNIST",
+    ("docs/development.md", "make test"): "the whole tool chain and test suite",
+    ("docs/development.md", "make lint"): "ruff and lint-imports over the whole repository",
+    ("docs/development.md", "make typecheck"): "mypy --strict over the whole repository",
+    ("docs/development.md", "make pytest"): "the whole test suite (it runs this test)",
+    ("docs/development.md", "make test-fast"): "the test suite (it runs this test)",
+    ("docs/development.md", "make vectors"): "rewrites the tracked spec/vectors",
+    ("docs/development.md", "make fuzz"): "the fuzz suite at length",
+    ("docs/development.md", "make clean"): "deletes .venv, the environment running the tests",
+    ("docs/benchmarks.md", "make bench"): "every benchmark: minutes of measurement",
+    ("docs/benchmarks.md", ".venv/bin/python -m bench"): "benchmarks: minutes of measurement",
+    ("docs/evaluation.md", ".venv/bin/python -m evaluation main"): "hours of training",
+    ("docs/evaluation.md", ".venv/bin/python -m evaluation encoder"): "hours of training",
+    ("docs/evaluation.md", ".venv/bin/python -m evaluation report"): (
+        "rewrites the tracked docs/results.md (--out's default) from the tracked records"
+    ),
+    ("docs/unlearning.md", "python -m evaluation"): "hours of training",
+    ("docs/arbiter.md", "twinaudit verifier serve --listen 0.0.0.0:7443 --db postgresql:"): (
+        "a PostgreSQL server (db.example); tests/support/postgres.py needs one configured"
+    ),
+    ("docs/arbiter.md", "twinaudit verifier serve --listen 127.0.0.1:7444 --db postgresql:"): (
+        "a PostgreSQL server (db.example)"
+    ),
+    ("docs/arbiter.md", "twinaudit verifier serve --listen 127.0.0.1:7445 --db postgresql:"): (
+        "a PostgreSQL server (db.example)"
+    ),
+}
+#: The walkthrough is one recorded session on the author's photos, with console steps
+#: between its commands (a cut-out flattened, a grey/colour copy made) that its commands'
+#: refusals call for; the README quick start test runs the same commands (its checks and
+#: replays run in test_a_documented_command_runs).
+_WALKTHROUGH = "a recorded session on the author's photos, with console steps between"
+PARSE_ONLY.update(
+    {
+        ("docs/walkthrough.md", start): _WALKTHROUGH
+        for start in (
+            "twinaudit owner ",
+            "twinaudit verifier serve ",
+            "twinaudit oracle serve ",
+            "python docs/examples/",
+            "export ",
+            "kill ",
+        )
+    }
+)
+
+
+def _why_not_run(command: Command) -> str | None:
+    """Return why ``command`` is only parsed (:data:`PARSE_ONLY`), or None: it runs."""
+    document = str(command.path.relative_to(ROOT))
+    return next(
+        (why for (doc, start), why in PARSE_ONLY.items() if doc == document
+         and command.text.startswith(start)),
+        None,
+    )  # fmt: skip
+
+
+def _documented_commands() -> list[Command]:
+    return [
+        command
+        for path in DOCUMENTS
+        for command in [*(c for block in blocks(path) for c in block), *table_commands(path)]
+    ]
+
+
+def test_every_documented_command_runs_or_says_why_not():
+    """Each command runs in some test, or :data:`PARSE_ONLY` says why it cannot."""
+    alone = {c.where for c, _ in run_commands()} | {c.where for c in _quick_start()}
+    in_sessions = {c.where for s in SESSIONS.values() for c in _session_commands(s)}
+    for command in _documented_commands():
+        why = _why_not_run(command)
+        assert not (why and command.where in alone), f"{command.where} runs: drop its reason"
+        assert why or command.where in alone | in_sessions, (
+            f"{command.where}: {command.text!r} neither runs nor says why (PARSE_ONLY)"
+        )
+    documented = _documented_commands()
+    for doc, start in PARSE_ONLY:
+        assert any(c.path == ROOT / doc and c.text.startswith(start) for c in documented), (
+            f"PARSE_ONLY: {doc} has no command {start!r} any more"
+        )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +10,7 @@ from typing import Any
 import grpc
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from owner.escrow_client import escrow_root, fetch_checkpoint
@@ -29,6 +25,7 @@ from protocol.escrow_messages import (
     verify_record,
 )
 from protocol.keys import key_id
+from tests.support import pki as certificates
 from tests.support.keys import KEY, OTHER
 from verifier.escrow.service import SERVICE_NAME, serve_escrow
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -368,63 +365,10 @@ def test_client_deadline(store):
 # --- TLS and mTLS -----------------------------------------------------------------------
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _cert(
-    subject: str,
-    key: ec.EllipticCurvePrivateKey,
-    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None,
-    *,
-    ca: bool = False,
-    server: bool = False,
-) -> x509.Certificate:
-    now = dt.datetime.now(dt.UTC)
-    issuer_name, issuer_key = issuer if issuer is not None else (_name(subject), key)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if ca:
-        builder = builder.add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )  # fmt: skip
-    elif server:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-    else:
-        builder = builder.add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
-        )
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
 def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey | None) -> None:
-    path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    path.with_suffix(".crt").write_bytes(certificates.certificate_pem(cert))
     if key is not None:
-        path.with_suffix(".key").write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
+        path.with_suffix(".key").write_bytes(certificates.key_pem(key))
 
 
 @pytest.fixture(scope="module")
@@ -432,11 +376,13 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A CA, a server certificate for 127.0.0.1/localhost and a client certificate."""
     root = tmp_path_factory.mktemp("pki")
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = _cert("twinaudit test CA", ca_key, None, ca=True)
+    ca = certificates.certificate("twinaudit test CA", ca_key, None, ca=True)
     _write(root / "ca", ca, None)
     for name, is_server in (("server", True), ("client", False)):
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = _cert(f"twinaudit test {name}", key, (ca.subject, ca_key), server=is_server)
+        cert = certificates.certificate(
+            f"twinaudit test {name}", key, (ca.subject, ca_key), server=is_server
+        )
         _write(root / name, cert, key)
     return root
 
