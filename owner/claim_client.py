@@ -28,6 +28,7 @@ from protocol.claim.functions import (
 from protocol.claim.params import ClaimParams
 from protocol.claim.scores.classifier import LABELLED
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
+from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, TwinauditError
 from wire.claim_start import to_claim_start
 from wire.transport import CLAIM_DEADLINE_S
@@ -65,8 +66,10 @@ SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, ParameterValue]]] = {
 #: on a model nearly certain of both twins of most pairs, a small claim keeps too few
 #: pairs at 0.1 (a 120-pair claim in the test suite kept 5 and could not decide, where
 #: 0.01 kept 25, all won), and 0.01 still took C1 from q̂ 0.54–0.55 to 0.64–0.82 over all
-#: pairs on every rung.
-DEFAULT_MARGIN: Final = 0.01
+#: pairs on every rung. The value is the table of score functions' (its ``chosen_default``).
+DEFAULT_MARGIN: Final = float(
+    SCORE_FUNCTIONS["image-classifier"].parameter("margin").chosen_default or 0.0
+)
 #: Knowledge choices that read probability vectors where the oracle answers them.
 MARGIN_CHOICES: Final = frozenset({"C1", "C2", "unlabelled"})
 #: Knowledge choices that score with the committed label (a word that resolves to one).
@@ -75,12 +78,11 @@ LABELLED_CHOICES: Final = frozenset(
 )
 
 
-#: Image-classifier perturbations whose one copy is the image itself, or within one level
-#: of it: K = 1 is their default. Any other family asked for without ``--k`` gets
-#: :data:`FAMILY_K` copies, the K the regime ladder measured them with
-#: (``docs/results.md``, "Regime ladder", ``pad-shift-flip`` K = 32).
-SINGLE_COPY: Final = ("none", "dither")
-FAMILY_K: Final = 32
+#: The image-classifier's K for a perturbation family whose copies differ (any but
+#: :data:`~protocol.claim.scores.perturbations.SINGLE_COPY`, whose K is 1) asked for
+#: without ``--k``: the K the regime ladder measured them with (``docs/results.md``,
+#: "Regime ladder", ``pad-shift-flip`` K = 32), from the table of score functions.
+FAMILY_K: Final = int(SCORE_FUNCTIONS["image-classifier"].parameter("k").chosen_default or 1)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def choose_score(
 
     ``function`` defaults to :data:`DEFAULT_SCORE` of the item kind; a parameter left
     None takes the function's default in :data:`SCORE_PARAMETERS` (the image-classifier's
-    K is :data:`FAMILY_K` when the perturbation named is not one of :data:`SINGLE_COPY`,
+    K is :data:`FAMILY_K` when the perturbation named is not a single-copy family,
     and its margin :data:`DEFAULT_MARGIN` for a probability condition with the entropy
     statistic), except the
     image-classifier's knowledge: ``labelled`` when every item of the vault carries a

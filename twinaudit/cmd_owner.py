@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
+from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError
 from protocol.keys import load_public_key
 from protocol.stats.registry import TESTS
@@ -43,6 +44,10 @@ CLAIM_EXIT = (
     "arbiter, an unreachable oracle, a verdict that does not check), nothing signed is "
     "saved; 2 bad usage, including an --out that already holds a verdict"
 )
+
+
+#: The image-classifier's record in the table of score functions (its owner defaults).
+_CLASSIFIER = SCORE_FUNCTIONS["image-classifier"]
 
 
 def _tls_args(parser: argparse.ArgumentParser) -> None:
@@ -435,7 +440,8 @@ def _register_claim(sub: Any) -> None:
         "--k",
         type=int,
         help=f"{_takers('k')}: perturbed copies per version (default {_defaults('k')}; "
-        "for the image-classifier 32 with a --perturbation other than none or dither)",
+        f"for the image-classifier {_CLASSIFIER.parameter('k').chosen_default} with a "
+        f"--perturbation other than {' or '.join(SINGLE_COPY)})",
     )
     claim.add_argument(
         "--perturbation",
@@ -465,7 +471,8 @@ def _register_claim(sub: Any) -> None:
         metavar="M",
         help="image-classifier with probabilities (C1, C2): a pair whose two scores differ "
         "by at most M ties and is skipped, so only pairs the model tells apart count "
-        "(default 0.01 for C1, C2 and unlabelled with the entropy statistic, else 0; "
+        f"(default {_CLASSIFIER.parameter('margin').chosen_default} for C1, C2 and "
+        "unlabelled with the entropy statistic, else 0; "
         "0 ties equal scores only; without --knowledge it asks for C1 with labels, else C2)",
     )
     claim.add_argument(

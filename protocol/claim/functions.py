@@ -58,7 +58,11 @@ class Parameter:
     ``default`` is what a claim asks for when the owner names nothing. Where
     ``fills_unset`` is true the verifier also reads an unset message field (0, "") as
     ``default``; elsewhere an unset field is an invalid value. ``choices`` lists the
-    values a text parameter may take (empty: any the spec accepts).
+    values a text parameter may take (empty: any the spec accepts). ``chosen_default``
+    is the owner's default where another of her choices calls for it, in place of
+    ``default`` (the image-classifier's K for a family of copies that differ, its margin
+    for a condition that reads probabilities with the entropy statistic;
+    ``owner.claim_client.choose_score`` applies them); None where there is none.
     """
 
     name: str
@@ -66,6 +70,7 @@ class Parameter:
     help: str
     choices: tuple[str, ...] = ()
     fills_unset: bool = False
+    chosen_default: ParameterValue | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,13 @@ class ScoreFunction:
     def parameter_names(self) -> tuple[str, ...]:
         """The names of the parameters, in order."""
         return tuple(p.name for p in self.parameters)
+
+    def parameter(self, name: str) -> Parameter:
+        """Return the parameter called ``name`` (KeyError if the function has none)."""
+        for parameter in self.parameters:
+            if parameter.name == name:
+                return parameter
+        raise KeyError(name)
 
     def defaults(self) -> dict[str, ParameterValue]:
         """Return each parameter's default (what a claim asks for when nothing is named)."""
@@ -125,7 +137,9 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                 capability=classifier.CAPABILITY,
                 spec_type=ScoreSpec,
                 parameters=(
-                    Parameter("k", 1, _K_HELP),
+                    # 32 copies for a family whose copies differ (a lone crop is noise):
+                    # the K the regime ladder measured the families with.
+                    Parameter("k", 1, _K_HELP, chosen_default=32),
                     Parameter("perturbation", "dither", _PERTURBATION_HELP, FAMILIES),
                     Parameter(
                         "knowledge",
@@ -140,7 +154,15 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                         classifier.STATISTICS,
                         fills_unset=True,
                     ),
-                    Parameter("margin", 0.0, "the tie margin (spec §7.1)", fills_unset=True),
+                    # 0.01 where the condition reads probabilities with the entropy:
+                    # owner.claim_client.DEFAULT_MARGIN says why this value.
+                    Parameter(
+                        "margin",
+                        0.0,
+                        "the tie margin (spec §7.1)",
+                        fills_unset=True,
+                        chosen_default=0.01,
+                    ),
                 ),
                 record_keys=frozenset({"label", "shape", "params", "query_digests", "answers"}),
                 summary="a classifier of images",

@@ -24,5 +24,8 @@ FAMILIES: Final = (
     "random-resized-crop-flip-v2",
     "simclr-crop-flip-v2",
 )
+#: Families whose one copy is the image itself (``none``) or within one intensity level
+#: of it (``dither``): K = 1 queries them fully, where the others draw copies that differ.
+SINGLE_COPY: Final = ("none", "dither")
 #: Most perturbed copies per version (the claim parameter K).
 MAX_COPIES: Final = 256
