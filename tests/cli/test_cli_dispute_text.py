@@ -23,7 +23,7 @@ from owner.text.publication import read_published_texts
 from protocol.errors import InputError, ParameterError
 from protocol.items import CaptionedImageItem, ImageItem
 from protocol.keys import load_public_key
-from tests.owner.test_owner_text_fixtures import ENTRIES, SENTENCES, write_thesaurus
+from tests.owner.test_owner_text_fixtures import ENTRIES, mark_text_args, write_text_inputs
 from tests.support import foundation as fm
 from tests.support.cli_processes import (
     arbiter_process,
@@ -198,31 +198,18 @@ def _score(out: Path, pub: Path) -> object:
 
 @pytest.mark.slow
 def test_text_dispute_through_the_cli(tmp_path, capsys):
-    reviews = tmp_path / "reviews.csv"
-    lines = ["id,text"] + [f'{k},"{s}"' for k, s in enumerate(SENTENCES)]
-    reviews.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (tmp_path / "thesaurus").mkdir()
-    thesaurus = write_thesaurus(tmp_path / "thesaurus", MORE_ENTRIES)
+    reviews, thesaurus = write_text_inputs(tmp_path, MORE_ENTRIES)
     with arbiter_process(tmp_path) as (address, pub):
         vault = tmp_path / "vault"
         result = cli(
-            "owner",
-            "mark",
-            str(reviews),
-            "--kind",
-            "text",
-            "--out",
-            str(vault),
-            "--thesaurus",
-            str(thesaurus),
-            "--min-similarity",
-            "0.8",
-            "--max-candidates",
-            "3",
-            "--drop-unmarkable",
-            "--seed",
-            "text dispute",
-            "--quiet",
+            *mark_text_args(
+                reviews,
+                thesaurus,
+                vault,
+                "--drop-unmarkable",
+                min_similarity="0.8",
+                seed="text dispute",
+            )
         )
         assert "text pairs" in result.stdout
         escrow = ("owner", "escrow", str(vault), "--arbiter", address, "--arbiter-key", str(pub))

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.escrow_client import escrow_root
 from owner.images.sources import open_source
@@ -34,7 +33,7 @@ from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
 from tests.support.fake_oracle import LinearOracle
-from tests.support.keys import KEY
+from tests.support.keys import KEY, OTHER
 from twinaudit.cli import main
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.verdict import check_verdict
@@ -296,8 +295,7 @@ def test_escrow_with_the_wrong_arbiter_key_stores_nothing(photos, tmp_path, arbi
     images, labels, _, _ = photos
     mark_path(images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
     before = _files(tmp_path / "v")
-    other = Ed25519PrivateKey.generate()
-    (tmp_path / "other.key.pub").write_bytes(public_key_pem(other.public_key()))
+    (tmp_path / "other.key.pub").write_bytes(public_key_pem(OTHER.public_key()))
     code = main(
         [
             "owner",

@@ -8,7 +8,7 @@ import pytest
 
 from owner.text.publication import read_published_texts
 from owner.vault import Vault
-from tests.owner.test_owner_text_fixtures import SENTENCES, write_thesaurus
+from tests.owner.test_owner_text_fixtures import SENTENCES, mark_text_args, write_text_inputs
 from tests.support.arbiter import sqlite_arbiter
 from twinaudit.cli import main
 
@@ -29,37 +29,15 @@ def arbiter(tmp_path, arbiter_key):
 
 @pytest.fixture
 def inputs(tmp_path):
-    reviews = tmp_path / "reviews.csv"
-    lines = ["id,text"] + [f'{k},"{s}"' for k, s in enumerate(SENTENCES)]
-    reviews.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    folder = tmp_path / "thesaurus"
-    folder.mkdir()
-    return reviews, write_thesaurus(folder)
+    return write_text_inputs(tmp_path)
 
 
 def _mark(reviews, thesaurus, vault, *extra):
+    args = ("--batch-size", "8", *extra)
     return main(
-        [
-            "owner",
-            "mark",
-            str(reviews),
-            "--kind",
-            "text",
-            "--out",
-            str(vault),
-            "--thesaurus",
-            str(thesaurus),
-            "--min-similarity",
-            "0.9",
-            "--max-candidates",
-            "3",
-            "--batch-size",
-            "8",
-            "--seed",
-            "text cli tests",
-            "--quiet",
-            *extra,
-        ]
+        mark_text_args(
+            reviews, thesaurus, vault, *args, min_similarity="0.9", seed="text cli tests"
+        )
     )
 
 

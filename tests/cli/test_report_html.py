@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol.encoding import decode, encode
 from protocol.envelope import Envelope, payload_type, sign_envelope
 from protocol.errors import InputError
 from protocol.keys import key_id, public_key_from_raw, public_key_pem
 from tests.support.chromium import needs_chromium, png_size, screenshot
+from tests.support.keys import KEY
 from twinaudit import report_html
 from twinaudit.cli import main
 from twinaudit.report_html import Checked, render_report, write_report
@@ -81,7 +81,7 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A 40-pair claim run in-process against a model that never saw the data."""
     from tests.support.claims import make_pairset, run_session, signed_verdict
 
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     session = run_session(make_pairset())
     folder = tmp_path_factory.mktemp("in-process")
     return _files(
@@ -195,7 +195,7 @@ def test_a_graded_verdict_is_plotted_from_its_transcript_only(graded, tmp_path):
 
 def test_earlier_claims_scale_the_bound():
     envelope, _ = _vector_claim("mixture-e", "detected")
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     payload: Any = decode(Envelope.from_json(envelope).payload)
     payload.update(arbiter=key_id(key.public_key()), earlier_claims=3)
     signed = sign_envelope(encode(payload), payload_type("verdict"), key).to_json()
@@ -207,7 +207,7 @@ def test_earlier_claims_scale_the_bound():
 def test_a_claim_whose_pairs_all_tied_says_so():
     """As the quick demo's tiny models do: every opened pair tied and was skipped."""
     envelope, _ = _vector_claim("mixture-e", "detected")
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     payload: Any = decode(Envelope.from_json(envelope).payload)
     payload.update(
         arbiter=key_id(key.public_key()),
@@ -234,7 +234,7 @@ def test_a_host_that_answers_both_versions_alike_is_remarked(tmp_path, capsys):
     from tests.support.fake_oracle import LinearOracle
     from verifier.oracles.defences import wrap
 
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     pairs = make_pairset(n=24, epsilon=16)
     score = ScoreSpec(k=1, perturbation="dither", knowledge="C1")
     hosts = {"honest": LinearOracle(), "pairdetect": wrap(LinearOracle(), ["pairdetect:16"])}
@@ -281,9 +281,9 @@ EVIL = '<script>alert("x")</script>&amp;'
 
 
 def _evil_verdict(tmp_path: Path) -> dict[str, Path]:
-    """A verdict whose every free text field holds markup, signed by a fresh key."""
+    """A verdict whose every free text field holds markup, signed again (by KEY)."""
     envelope, transcript = _vector_claim("mixture-e", "detected")
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     payload: Any = decode(Envelope.from_json(envelope).payload)
     payload["arbiter"] = key_id(key.public_key())
     payload["claim_id"] = "<b>claim</b>"

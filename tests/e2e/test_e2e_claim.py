@@ -12,7 +12,6 @@ import time
 
 import grpc
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.claim_client import run_claim
 from owner.escrow_client import escrow_root
@@ -20,6 +19,7 @@ from protocol.claim.transcript import chain_head
 from protocol.errors import SignatureError, TwinauditError, VerificationError
 from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
+from tests.support.keys import OTHER
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.replay import replay
 from verifier.server import serve_arbiter
@@ -125,7 +125,7 @@ def test_verdict_one_byte_change_rejected(dispute):
         rejected += 1
     assert rejected >= 50
     with pytest.raises(SignatureError):
-        check_verdict(outcome.verdict, Ed25519PrivateKey.generate().public_key())
+        check_verdict(outcome.verdict, OTHER.public_key())
     assert doc["payloadType"] == "application/vnd.twinaudit.verdict.v1+msgpack"
 
 

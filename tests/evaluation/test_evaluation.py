@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,9 +27,7 @@ from evaluation.specs import (
     plan_recipe,
 )
 from evaluation.tables import Cell, cell, pooled_false_detections
-
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
+from tests.support.fashion import DEBIAN, needs_data
 
 
 def test_a_clean_model_has_no_marks_and_names_are_unique():

@@ -1,7 +1,6 @@
 """The attacks table (issue #25): its plan, the training-time attacks, and a tiny run."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,10 +16,9 @@ from evaluation.attack_training import (
     train_attacked,
 )
 from evaluation.specs import ATTACK_AUDITS, ModelSpec, plan_attacks, with_sizes
+from tests.support.fashion import needs_data
 from tests.support.models import TinyCNN
 
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
 RNG = np.random.default_rng(0)
 
 

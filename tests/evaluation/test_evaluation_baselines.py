@@ -15,9 +15,8 @@ from evaluation.__main__ import main as evaluation_main
 from evaluation.build import Workspace
 from evaluation.specs import OWNER_AUDITS, ModelSpec, plan_baselines, plan_owners
 from owner.marking.proxy import SmallCNN
+from tests.support.fashion import DEBIAN, needs_data
 
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
 RNG = np.random.default_rng(0)
 
 

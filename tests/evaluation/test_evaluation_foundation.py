@@ -40,9 +40,9 @@ from evaluation.foundation.specs import (
 )
 from evaluation.foundation.train import train_clip, train_lm, train_simclr
 from protocol.errors import InputError, VerificationError
+from tests.support.fashion import DEBIAN
+from tests.support.fashion import needs_data as needs_images
 
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-needs_images = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
 TINY = ["--repeats", "1", "--n-train", "40", "--epochs", "2", "--jobs", "1"]
 
 torch.set_num_threads(1)

@@ -35,12 +35,9 @@ from evaluation.specs import (
 from evaluation.standard import SmallResNet, make_resnet18, train_standard
 from protocol.prg import Prg
 from protocol.stats.power import plan
+from tests.support.fashion import DEBIAN, needs_data
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 from verifier.scoring.augment import draw_copies, to_unit
-
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
-
 
 # --- plans -------------------------------------------------------------------------------------
 

@@ -18,9 +18,8 @@ from evaluation.audit import AuditLog
 from evaluation.build import Workspace
 from evaluation.specs import CLI_AUDITS, plan_unlearning, with_sizes
 from owner.marking.proxy import fit
+from tests.support.fashion import DEBIAN, needs_data
 
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-needs_data = pytest.mark.skipif(not DEBIAN.is_dir(), reason="needs the Debian Fashion-MNIST")
 RNG = np.random.default_rng(0)
 
 

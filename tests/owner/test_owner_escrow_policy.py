@@ -14,13 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.escrow_client import fetch_checkpoint
 from owner.vault import Vault, write_vault
 from protocol.keys import public_key_pem
 from tests.support.arbiter import sqlite_arbiter
-from tests.support.keys import KEY
+from tests.support.keys import KEY, OTHER
 from twinaudit.cli import main
 from wire.transport import make_channel
 
@@ -48,7 +47,7 @@ def _escrow(vault: Path, address: str, key: Path, capsys: pytest.CaptureFixture[
 
 def test_the_key_is_checked_before_anything_is_committed(tmp_path, capsys):
     vault = _vault(tmp_path / "v")
-    (tmp_path / "other.pub").write_bytes(public_key_pem(Ed25519PrivateKey.generate().public_key()))
+    (tmp_path / "other.pub").write_bytes(public_key_pem(OTHER.public_key()))
     with sqlite_arbiter(tmp_path, KEY) as address:
         code, err, _ = _escrow(vault, address, tmp_path / "other.pub", capsys)
         assert code == 1 and len(err) == 1 and "invalid-signature" in err[0]

@@ -95,6 +95,50 @@ def write_thesaurus(directory: Path, entries: Mapping[str, Sequence[str]] = ENTR
     return path
 
 
+def write_text_inputs(
+    directory: Path, entries: Mapping[str, Sequence[str]] = ENTRIES
+) -> tuple[Path, Path]:
+    """Write ``SENTENCES`` as ``reviews.csv`` (columns id, text) and ``entries`` as a thesaurus.
+
+    The thesaurus goes to a new folder ``thesaurus``; returns the CSV's and the ``.dat``'s
+    paths.
+    """
+    reviews = directory / "reviews.csv"
+    lines = ["id,text"] + [f'{k},"{s}"' for k, s in enumerate(SENTENCES)]
+    reviews.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    folder = directory / "thesaurus"
+    folder.mkdir()
+    return reviews, write_thesaurus(folder, entries)
+
+
+def mark_text_args(
+    reviews: Path, thesaurus: Path, vault: Path, *extra: str, min_similarity: str, seed: str
+) -> list[str]:
+    """The arguments of a quiet ``twinaudit owner mark`` of ``reviews`` as texts, then ``extra``.
+
+    At most 3 candidates a word, at cosine ``min_similarity`` or more.
+    """
+    return [
+        "owner",
+        "mark",
+        str(reviews),
+        "--kind",
+        "text",
+        "--out",
+        str(vault),
+        "--thesaurus",
+        str(thesaurus),
+        "--min-similarity",
+        min_similarity,
+        "--max-candidates",
+        "3",
+        "--seed",
+        seed,
+        "--quiet",
+        *extra,
+    ]
+
+
 class FakeEmbedder:
     """Hashed bag of lower-cased tokens: each swapped word moves the vector a fixed amount."""
 

@@ -28,6 +28,7 @@ from protocol.merkle import (
     verify_inclusion,
     verify_inclusion_hash,
 )
+from spec.tools.vectors_merkle import CT_LEAVES
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -110,20 +111,8 @@ def proof_shape(m: int, n: int) -> list[str]:
 
 # --- Test data ---------------------------------------------------------------------------
 
-# Certificate Transparency's reference leaves and the published roots for sizes 0..8.
-CT_LEAVES = [
-    bytes.fromhex(h)
-    for h in [
-        "",
-        "00",
-        "10",
-        "2021",
-        "3031",
-        "40414243",
-        "5051525354555657",
-        "606162636465666768696a6b6c6d6e6f",
-    ]
-]
+# Certificate Transparency's reference leaves (the vector builder's, spec/tools/vectors_merkle.py)
+# and the published roots for sizes 0..8.
 CT_ROOTS = [
     bytes.fromhex(h)
     for h in [

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.pairset import PairSet
 from demo.seeded import SeededEntropy, fixed_salts
@@ -24,6 +23,7 @@ from demo.synthetic import synthetic_pairs
 from demo.tiny_cnn import train_classifier
 from protocol.items import encode_item
 from protocol.seeds import publication_bits
+from tests.support.keys import KEY
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.oracles.torch_oracle import TorchClassifierOracle
@@ -46,7 +46,7 @@ def served_dispute(tmp: Path, label: str, names: tuple[str, str]) -> Iterator[di
     :class:`PairSet`), ``receipt``, ``endpoints`` (name → ``HOST:PORT``) and ``store``.
     """
     torch.set_num_threads(2)
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     entropy = SeededEntropy(f"{label} arbiter".encode())
     store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=entropy)
     arbiter, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=entropy)

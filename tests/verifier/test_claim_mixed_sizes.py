@@ -6,7 +6,6 @@ import hashlib
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy, fixed_salts
 from owner.claim_client import run_claim
@@ -14,6 +13,7 @@ from protocol.errors import OracleError
 from protocol.items import ImageItem, encode_item
 from protocol.seeds import publication_bits
 from tests.support.claims import claim_params
+from tests.support.keys import KEY
 from tests.support.pairset import PairSet
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
@@ -89,7 +89,7 @@ def _pairs(seed: int) -> tuple[list[tuple[ImageItem, ImageItem]], list[int]]:
 def mixed(tmp_path_factory):
     """An arbiter, a mixed-size record, a model that memorised its publication, one that did not."""
     tmp = tmp_path_factory.mktemp("mixed")
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     entropy = SeededEntropy(b"mixed sizes")
     store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=entropy)
     arbiter, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=entropy)

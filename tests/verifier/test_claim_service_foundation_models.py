@@ -13,7 +13,6 @@ from __future__ import annotations
 import grpc
 import pytest
 import torch
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
 from owner.claim_client import ClaimRequest, run_claim
@@ -21,6 +20,7 @@ from owner.escrow_client import escrow_root
 from protocol.seeds import publication_bits
 from tests.support import foundation as fm
 from tests.support.claims import claim_params
+from tests.support.keys import KEY
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.grpc_server import serve_oracle
 from verifier.oracles.tokenizer import ByteTokenizer
@@ -66,7 +66,7 @@ def _oracle(function, published):
 def arbiter(tmp_path_factory):
     torch.set_num_threads(1)
     tmp = tmp_path_factory.mktemp("arbiter")
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     entropy = SeededEntropy(b"new kinds")
     store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=entropy)
     server, port = serve_arbiter(store, key, "127.0.0.1:0", entropy=entropy)

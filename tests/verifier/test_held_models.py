@@ -19,7 +19,6 @@ import json
 import numpy as np
 import pytest
 import torch
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy, fixed_salts
 from owner.claim_client import run_claim
@@ -32,6 +31,7 @@ from tests.support.claims import claim_params
 from tests.support.cli_processes import cli
 from tests.support.data import synthetic_pairs
 from tests.support.format_models import tiny_cnn
+from tests.support.keys import KEY
 from tests.support.pairset import PairSet
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.base import OracleInfo
@@ -67,7 +67,7 @@ def held(tmp_path_factory):
     model = _script(tiny_cnn(seed=5), tmp / "tiny.ts")
     artefact, info = ArtefactStore(tmp / "models").add(model, OPTIONS)
 
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     entropy = SeededEntropy(b"held arbiter")
     store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=entropy)
     arbiter, port = serve_arbiter(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
 from owner.claim_client import (
@@ -30,6 +29,7 @@ from protocol.items import ImageItem, encode_item
 from tests.support.claims import claim_params, make_pairset
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
+from tests.support.keys import KEY
 from tests.support.pairset import PairSet
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -184,7 +184,7 @@ def test_labelled_on_unlabelled_items_is_refused_at_the_opening():
 @pytest.fixture(scope="module")
 def arbiter(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("arbiter")
-    key = Ed25519PrivateKey.generate()
+    key = KEY
     store = SqliteEscrowStore(tmp / "escrow.db", key, entropy=SeededEntropy(b"rho"))
     oracles = {"probabilities": LinearOracle(), "labels": LinearOracle(label_only=True)}
     server, port = serve_arbiter(

@@ -349,49 +349,27 @@ def test_broken_label_answers_are_invalid(serve, labels):
     assert error.value.reason == "invalid-answer"
 
 
+def _description(**change) -> oracle_pb2.DescribeResponse:
+    """A valid classifier's description with the fields of ``change`` replaced."""
+    fields = {
+        "model_name": "m",
+        "model_digest": "d",
+        "capabilities": ["classify"],
+        "classify_output": "probabilities",
+        "n_classes": 3,
+        "max_batch": 8,
+    }
+    return oracle_pb2.DescribeResponse(**(fields | change))
+
+
 @pytest.mark.parametrize(
     "description",
     [
-        oracle_pb2.DescribeResponse(
-            model_name="m",
-            model_digest="d",
-            capabilities=["classify"],
-            classify_output="probabilities",
-            n_classes=0,
-            max_batch=8,
-        ),
-        oracle_pb2.DescribeResponse(
-            model_name="m",
-            model_digest="d",
-            capabilities=["classify"],
-            classify_output="logits",
-            n_classes=3,
-            max_batch=8,
-        ),
-        oracle_pb2.DescribeResponse(
-            model_name="m",
-            model_digest="d",
-            capabilities=["embed-images"],
-            classify_output="probabilities",
-            n_classes=3,
-            max_batch=8,
-        ),
-        oracle_pb2.DescribeResponse(
-            model_name="m",
-            model_digest="d",
-            capabilities=["classify"],
-            classify_output="probabilities",
-            n_classes=3,
-            max_batch=0,
-        ),
-        oracle_pb2.DescribeResponse(
-            model_name="",
-            model_digest="d",
-            capabilities=["classify"],
-            classify_output="probabilities",
-            n_classes=3,
-            max_batch=8,
-        ),
+        _description(n_classes=0),
+        _description(classify_output="logits"),
+        _description(capabilities=["embed-images"]),
+        _description(max_batch=0),
+        _description(model_name=""),
     ],
 )
 def test_invalid_descriptions(serve, description):
