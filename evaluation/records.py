@@ -14,13 +14,15 @@ records under the same name that differ (an audit result with the same key, a mo
 summary of the same model) are a conflict: nothing is written and
 :class:`RecordConflictError` names them, because a result measured twice must not be
 silently replaced by the other measurement. A model summary that differs only in its
-training time (:data:`RUN_TIMES`) is the same model trained again, and an audit result
+training time (:data:`RUN_TIMES`), or in spec fields an older summary leaves out at their
+defaults, is the same model trained again, and an audit result
 that differs only in its time (:data:`CLAIM_TIMES`) the same claim run again: the
 archive's record stays.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any, Final
 from protocol.errors import StateError
 
 from .audit import AuditLog
+from .specs import ModelSpec
 
 
 def trained_on(summary: Mapping[str, object]) -> str:
@@ -118,10 +121,27 @@ def _copy_whole(source: Path, target: Path, name: Path) -> str | None:
         return text
     have, new = json.loads(target.read_text()), json.loads(text)
     if isinstance(have, dict) and isinstance(new, dict):  # a run's own times may differ
-        have, new = (_without(r, RUN_TIMES) for r in (have, new))
+        have, new = (_with_spec_defaults(_without(r, RUN_TIMES)) for r in (have, new))
     if have != new:
         raise RecordConflictError(f"{name}: the archive holds a different record")
     return None  # the same record (a model trained again): the archive's stays
+
+
+def _with_spec_defaults(record: dict[str, Any]) -> dict[str, Any]:
+    """Return a model summary whose ``spec`` names every field, the unnamed at its default.
+
+    A summary written before a :class:`~evaluation.specs.ModelSpec` field existed leaves
+    it out; the model it describes had the field's default value.
+    """
+    spec = record.get("spec")
+    if not isinstance(spec, dict):
+        return record
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(ModelSpec)
+        if f.default is not dataclasses.MISSING
+    }
+    return {**record, "spec": {**defaults, **spec}}
 
 
 def _without(record: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -99,6 +99,23 @@ def test_a_record_measured_again_differs_only_in_its_time(tmp_path: Path) -> Non
         archive(work, dest)
 
 
+def test_a_summary_naming_spec_fields_an_older_one_left_at_their_default_is_the_same(
+    tmp_path: Path,
+) -> None:
+    work, dest = _work(tmp_path / "work"), tmp_path / "archive"
+    older = {"accuracy": 0.9, "train_seconds": 12.0, "spec": {"seed": 0, "recipe": "none"}}
+    (work / "models" / "m0" / "model.json").write_text(json.dumps(older))
+    archive(work, dest)
+    newer = {**older, "train_seconds": 7.0, "spec": {**older["spec"], "attack": "", "training": 0}}
+    (work / "models" / "m0" / "model.json").write_text(json.dumps(newer))
+    assert archive(work, dest) == []  # the same model: the archive's summary stays
+    assert json.loads((dest / "models" / "m0" / "model.json").read_text()) == older
+    attacked = {**newer, "spec": {**newer["spec"], "attack": "dp1"}}
+    (work / "models" / "m0" / "model.json").write_text(json.dumps(attacked))
+    with pytest.raises(RecordConflictError, match=r"model\.json"):
+        archive(work, dest)
+
+
 def test_split_parts_finds_the_foundation_heading() -> None:
     document = "# Results\n\ntables\n\n" + FOUNDATION_HEADING + "\n\nencoder\n"
     parts = split_parts(document)
