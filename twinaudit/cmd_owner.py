@@ -26,7 +26,13 @@ from wire.transport import TlsFiles, make_channel
 
 from .cmd_estimate import register as register_estimate
 from .cmd_openings import register_openings
-from .results import EXIT_NOT_DETECTED, pairs_left_line, print_json, verdict_figures
+from .results import (
+    EXIT_NOT_DETECTED,
+    label_only_follow_up,
+    pairs_left_line,
+    print_json,
+    verdict_figures,
+)
 from .threads import threads_arg, use_threads
 
 EXIT_OK = 0
@@ -838,6 +844,9 @@ def _claim(args: argparse.Namespace) -> int:
     note = identical_answers_note(verdict, pairs_from_transcript(stored.transcript))
     if note is not None:
         print(f"note: {note}")
+    follow_up = label_only_follow_up(verdict)
+    if follow_up is not None:
+        print(f"note: {follow_up}")
     return status
 
 

@@ -124,3 +124,31 @@ def pairs_left_line(verdict: Any) -> str:
         f"(this claim opened {len(verdict['opened'])}, earlier claims {excluded}); "
         "a claim with --fresh-pairs opens only those"
     )
+
+
+def label_only_follow_up(verdict: Any) -> str | None:
+    """Return what an owner can do after a C3 claim that found nothing, or None.
+
+    Only for an image-classifier claim in C3 that ended NOT-DETECTED against an oracle
+    that answers probabilities: C3 reads the top label alone, and on a model that fits
+    its training images exactly it finds few pairs to count (the evaluation's attacks
+    table, row ``noaug``), where C2 reads the probabilities the oracle also answers.
+    """
+    claim = verdict["claim"]
+    score = claim["score"]
+    if (
+        verdict["decision"] == "detected"
+        or score.get("function") != "image-classifier"
+        or score.get("knowledge") != "C3"
+        or claim["model"]["oracle"].get("classify_output") != "probabilities"
+    ):
+        return None
+    claims = int(verdict["earlier_claims"]) + 2
+    return (
+        "C3 counts only pairs whose twins the model labels differently; on a model that fits "
+        "its training images exactly (trained without augmentation) it found 0/5 where C2 "
+        "found 5/5 (docs/results.md, Adaptive attacks, row noaug). This oracle answers "
+        "probabilities: a claim with --knowledge C2 on this record can read them, and a "
+        f"detection by it is weighed at {claims}p ({claims} claims on the record, times p) "
+        "(docs/owner.md, Knowledge conditions)"
+    )

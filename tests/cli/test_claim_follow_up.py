@@ -1,0 +1,56 @@
+"""The note ``owner claim`` prints after a C3 claim that found nothing on a probability oracle."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.claim.scores.classifier import ScoreSpec
+from tests.support.claims import make_pairset, run_session, signed_verdict
+from tests.support.fake_oracle import LinearOracle
+from tests.support.keys import KEY
+from twinaudit.results import label_only_follow_up
+from verifier.verdict import check_verdict
+
+RHO = bytes(range(32))  # fixed: the untrained oracle's claim ends NOT-DETECTED with it
+
+
+def _verdict(knowledge: str, *, label_only: bool = False):
+    score = ScoreSpec(k=1, perturbation="dither", knowledge=knowledge)
+    oracle = LinearOracle(label_only=label_only)
+    session = run_session(make_pairset(), oracle, score=score, rho=RHO)
+    return check_verdict(signed_verdict(session, KEY), KEY.public_key())
+
+
+def test_a_c3_claim_that_found_nothing_on_probabilities_names_the_c2_claim():
+    verdict = _verdict("C3")
+    assert verdict["decision"] == "not-detected"
+    note = label_only_follow_up(verdict)
+    assert note is not None
+    assert "--knowledge C2" in note and "weighed at 2p" in note and "noaug" in note
+
+
+@pytest.mark.parametrize(
+    ("knowledge", "label_only"),
+    [("C3", True), ("C1", False), ("C2", False)],
+    ids=["label-oracle", "C1", "C2"],
+)
+def test_no_note_where_c2_cannot_help_or_was_not_the_gap(knowledge, label_only):
+    verdict = _verdict(knowledge, label_only=label_only)
+    assert verdict["decision"] == "not-detected"
+    assert label_only_follow_up(verdict) is None
+
+
+class _Changed:
+    """A verdict read through with some top-level fields changed."""
+
+    def __init__(self, verdict, **changes):
+        self._verdict, self._changes = verdict, changes
+
+    def __getitem__(self, key):
+        return self._changes[key] if key in self._changes else self._verdict[key]
+
+
+def test_no_note_after_a_detection_and_the_bound_counts_earlier_claims():
+    verdict = _verdict("C3")
+    assert label_only_follow_up(_Changed(verdict, decision="detected")) is None
+    assert "weighed at 4p" in str(label_only_follow_up(_Changed(verdict, earlier_claims=2)))
