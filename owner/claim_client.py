@@ -26,7 +26,7 @@ from protocol.claim.functions import (
     score_request_from_fields,
 )
 from protocol.claim.params import ClaimParams
-from protocol.claim.scores.classifier import LABELLED
+from protocol.claim.scores.classifier import C4_ONE_COPY_REFUSAL, LABELLED
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, TwinauditError
@@ -83,6 +83,15 @@ LABELLED_CHOICES: Final = frozenset(
 #: without ``--k``: the K the regime ladder measured them with (``docs/results.md``,
 #: "Regime ladder", ``pad-shift-flip`` K = 32), from the table of score functions.
 FAMILY_K: Final = int(SCORE_FUNCTIONS["image-classifier"].parameter("k").chosen_default or 1)
+
+
+#: The perturbation family of an unlabelled vault's default claim when the oracle answers
+#: labels only. Without committed labels such an oracle supports C4 alone, and C4 cannot
+#: decide with one ``dither`` copy per version (one label scores every version alike), so
+#: the claim is filed again with this family at :data:`FAMILY_K` copies: the training
+#: family the adaptive-attacks table audits C4 with (``docs/results.md``, "Adaptive
+#: attacks", row ``none``: 5/5 at rung (a)).
+LABEL_ONLY_FAMILY: Final = "pad-shift-flip"
 
 
 @dataclass(frozen=True)
@@ -195,6 +204,30 @@ def choose_score(
             "vault carries one (use unlabelled, C2 or C4)"
         )
     return dataclasses.replace(choice, spec=spec)
+
+
+def label_only_claim(item_kind: str, function: str | None = None) -> ScoreChoice:
+    """Return the claim an unlabelled vault's default becomes against a label-only oracle.
+
+    C4 with :data:`LABEL_ONLY_FAMILY` at :data:`FAMILY_K` copies; :func:`choose_score`
+    checks it as for any claim.
+    """
+    return choose_score(item_kind, function, knowledge="C4", perturbation=LABEL_ONLY_FAMILY)
+
+
+def refused_as_one_copy_c4(error: grpc.RpcError) -> bool:
+    """Whether the verifier refused a claim because it came to C4 with one copy per version.
+
+    That is its ``invalid-parameter`` answer to the word ``unlabelled`` resolved against
+    an oracle that answers labels only with a single-copy family (spec §10.1, §10.3). A
+    claim refused when it starts is not filed: it opens no pair and no later verdict
+    counts it in ``earlier_claims``.
+    """
+    if not isinstance(error, grpc.Call):
+        return False
+    return error.code() == grpc.StatusCode.INVALID_ARGUMENT and C4_ONE_COPY_REFUSAL in (
+        error.details() or ""
+    )
 
 
 @dataclass(frozen=True)

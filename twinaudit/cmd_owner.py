@@ -487,7 +487,9 @@ def _register_claim(sub: Any) -> None:
         "recommended condition the oracle supports (labelled: C3, the top label, with any "
         "oracle; unlabelled: C2 for probabilities, C4 for labels, which needs --k 2 or "
         "more). Default: labelled when every item of the vault has a committed label, "
-        "else unlabelled; the arbiter resolves it and the verdict names it",
+        "else unlabelled; the arbiter resolves it and the verdict names it (left to its "
+        "defaults, an unlabelled claim the arbiter refuses as C4 with one copy is filed "
+        "again as C4 with pad-shift-flip, K 32)",
     )
     claim.add_argument(
         "--tie-rule",
@@ -736,7 +738,14 @@ def _json_default(value: object) -> object:
 
 
 def _claim(args: argparse.Namespace) -> int:
-    from owner.claim_client import choose_score, run_claim
+    import grpc
+
+    from owner.claim_client import (
+        choose_score,
+        label_only_claim,
+        refused_as_one_copy_c4,
+        run_claim,
+    )
     from owner.vault import Vault
     from protocol.claim.params import ClaimParams
     from protocol.claim.schedule import DEFAULT_WINDOW
@@ -811,7 +820,28 @@ def _claim(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    outcome = run_claim(channel, request, vault.opening, on_progress=show)
+    # The unlabelled default asks for a word the verifier resolves; against an oracle that
+    # answers labels only it comes to C4, which one dither copy per version cannot decide.
+    # That refusal files nothing, so the claim is filed once more as C4 with copies.
+    untouched = (args.knowledge, args.perturbation, args.k, args.margin, args.statistic)
+    fallback = score.knowledge == "unlabelled" and all(value is None for value in untouched)
+    try:
+        outcome = run_claim(channel, request, vault.opening, on_progress=show)
+    except grpc.RpcError as exc:
+        if not (fallback and refused_as_one_copy_c4(exc)):
+            raise
+        refused, score = score, label_only_claim(vault.item_kind, args.score)
+        assert score.spec is not None  # choose_score checked it
+        print(
+            "note: the oracle answers labels only, so without committed labels the claim "
+            f"is C4, which one {refused.perturbation} copy per version cannot decide "
+            f"(every pair ties); filing it as C4 with {score.perturbation} K = {score.k} "
+            '(docs/results.md, "Adaptive attacks", row none). The refused claim was not '
+            "filed: it opened no pair and does not count in earlier_claims",
+            file=sys.stderr,
+        )
+        request = replace(request, score=score.spec)
+        outcome = run_claim(channel, request, vault.opening, on_progress=show)
     verdict = check_verdict(outcome.verdict, arbiter_key)
     from wire.verifier.v1 import verifier_pb2 as pb
     from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc

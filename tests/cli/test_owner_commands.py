@@ -428,6 +428,37 @@ def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supp
     assert verdict["claim"]["score"]["knowledge"] == condition
 
 
+def test_unlabelled_default_against_a_label_only_oracle_is_filed_again_as_c4_with_copies(
+    photos, tmp_path, arbiter, capsys
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=False)
+    oracle, port = serve_oracle(LinearOracle(label_only=True), "127.0.0.1:0")
+    try:
+        code = _owner_claim(vault, arbiter, f"127.0.0.1:{port}")
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "the oracle answers labels only" in captured.err
+        assert "C4 with pad-shift-flip K = 32" in captured.err
+        verdict = check_verdict(
+            (tmp_path / "verdict" / "verdict.json").read_bytes(), KEY.public_key()
+        )
+        score = verdict["claim"]["score"]
+        assert (score["knowledge"], score["perturbation"], score["k"]) == (
+            "C4",
+            "pad-shift-flip",
+            32,
+        )
+        # The refused first claim was never filed: this verdict is the record's first.
+        assert verdict["earlier_claims"] == 0
+        # Named by the owner, the same word is not re-filed: the verifier's refusal stands.
+        options = ("--out", str(tmp_path / "named"), "--knowledge", "unlabelled")
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}", *options) == 1
+    finally:
+        oracle.stop(None)
+    assert "every pair would tie" in capsys.readouterr().err
+    assert not (tmp_path / "named").exists()
+
+
 def test_claim_with_c1_on_an_unlabelled_vault_is_refused_before_the_arbiter(
     photos, tmp_path, arbiter, capsys
 ):

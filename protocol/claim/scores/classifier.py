@@ -50,6 +50,10 @@ MAX_MARGIN: Final = 1.0e4
 #: Conditions that read probability vectors: the only ones the ``logit`` statistic and a
 #: tie margin serve (label-only scores move in steps of a label).
 PROBABILITY_CONDITIONS: Final = frozenset({"C1", "C2"})
+#: The opening words of the ``invalid-parameter`` message that refuses C4 with one copy
+#: per version; the owner's client recognises the refusal by them (a label-only oracle
+#: resolved ``unlabelled`` to C4, and its default ``dither`` K = 1 ties every pair).
+C4_ONE_COPY_REFUSAL: Final = "knowledge condition C4 with k = 1"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +99,7 @@ class ScoreSpec:
             )
         if self.knowledge == "C4" and self.k == 1:
             raise ParameterError(
-                "knowledge condition C4 with k = 1 scores every version alike (the entropy "
+                f"{C4_ONE_COPY_REFUSAL} scores every version alike (the entropy "
                 "of one label), so every pair would tie: use k >= 2 copies that perturb"
             )
         if self.statistic not in STATISTICS:
