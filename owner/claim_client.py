@@ -27,6 +27,7 @@ from protocol.claim.functions import (
 )
 from protocol.claim.params import ClaimParams
 from protocol.claim.scores.classifier import C4_ONE_COPY_REFUSAL, LABELLED
+from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, TwinauditError
@@ -67,9 +68,7 @@ SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, ParameterValue]]] = {
 #: pairs at 0.1 (a 120-pair claim in the test suite kept 5 and could not decide, where
 #: 0.01 kept 25, all won), and 0.01 still took C1 from q̂ 0.54–0.55 to 0.64–0.82 over all
 #: pairs on every rung. The value is the table of score functions' (its ``chosen_default``).
-DEFAULT_MARGIN: Final = float(
-    SCORE_FUNCTIONS["image-classifier"].parameter("margin").chosen_default or 0.0
-)
+DEFAULT_MARGIN: Final = float(SCORE_FUNCTIONS[CLASSIFIER].parameter("margin").chosen_default or 0.0)
 #: Knowledge choices that read probability vectors where the oracle answers them.
 MARGIN_CHOICES: Final = frozenset({"C1", "C2", "unlabelled"})
 #: Knowledge choices that score with the committed label (a word that resolves to one).
@@ -82,7 +81,7 @@ LABELLED_CHOICES: Final = frozenset(
 #: :data:`~protocol.claim.scores.perturbations.SINGLE_COPY`, whose K is 1) asked for
 #: without ``--k``: the K the regime ladder measured them with (``docs/results.md``,
 #: "Regime ladder", ``pad-shift-flip`` K = 32), from the table of score functions.
-FAMILY_K: Final = int(SCORE_FUNCTIONS["image-classifier"].parameter("k").chosen_default or 1)
+FAMILY_K: Final = int(SCORE_FUNCTIONS[CLASSIFIER].parameter("k").chosen_default or 1)
 
 
 #: The perturbation family of an unlabelled vault's default claim when the oracle answers
@@ -168,10 +167,10 @@ def choose_score(
             knowledge = "C1" if has_labels else "C2"
         else:
             knowledge = "labelled" if has_labels else str(takes["knowledge"])
-    if margin is None and function == "image-classifier":
+    if margin is None and function == CLASSIFIER:
         entropy = statistic in (None, "", "entropy")
         margin = DEFAULT_MARGIN if entropy and knowledge in MARGIN_CHOICES else 0.0
-    if k is None and function == "image-classifier" and perturbation not in (None, *SINGLE_COPY):
+    if k is None and function == CLASSIFIER and perturbation not in (None, *SINGLE_COPY):
         k = FAMILY_K  # copies that differ need several of them (a lone crop is noise)
     if statistic is None and "statistic" in takes:
         statistic = "" if takes["statistic"] == "entropy" else str(takes["statistic"])
@@ -243,7 +242,7 @@ class ClaimRequest:
     record_root: bytes
     oracle_endpoint: str
     model_name: str
-    score_function: str = "image-classifier"
+    score_function: str = CLASSIFIER
     k: int = 1
     perturbation: str = "dither"
     #: The classifier's statistic: "" (the paper's entropy) or ``logit`` (spec §10.3).

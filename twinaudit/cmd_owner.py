@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
+from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError
 from protocol.keys import load_public_key
@@ -53,7 +54,7 @@ CLAIM_EXIT = (
 
 
 #: The image-classifier's record in the table of score functions (its owner defaults).
-_CLASSIFIER = SCORE_FUNCTIONS["image-classifier"]
+_CLASSIFIER = SCORE_FUNCTIONS[CLASSIFIER]
 
 
 def _tls_args(parser: argparse.ArgumentParser) -> None:
@@ -772,7 +773,7 @@ def _claim(args: argparse.Namespace) -> int:
         margin=args.margin,
         has_labels=bool(labels) and all(label is not None for label in labels),
     )
-    if score.function == "image-classifier" and score.perturbation == "none":
+    if score.function == CLASSIFIER and score.perturbation == "none":
         if not args.allow_published_queries:
             raise InputError(
                 "--perturbation none queries each published version with the published "

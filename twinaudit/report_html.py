@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from protocol.claim.functions import SCORE_FUNCTIONS
+from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from protocol.claim.transcript import iter_records
 from protocol.errors import InputError
 from protocol.stats.graded import grade_of
@@ -197,7 +198,7 @@ def identical_answers_note(verdict: VerdictView, pairs: Sequence[OpenedPair]) ->
     :data:`IDENTICAL_SHARE` of them scored alike.
     """
     score = verdict["claim"]["score"]
-    if score.get("function") == "image-classifier" and score.get("knowledge") in ("C3", "C4"):
+    if score.get("function") == CLASSIFIER and score.get("knowledge") in ("C3", "C4"):
         return None
     identical, scored = identical_answers(pairs)
     if not scored or identical < IDENTICAL_SHARE * scored:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
+from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+
 #: Exit status of ``owner claim --exit-code`` for a verdict of NOT-DETECTED.
 EXIT_NOT_DETECTED: Final = 3
 
@@ -138,7 +140,7 @@ def label_only_follow_up(verdict: Any) -> str | None:
     score = claim["score"]
     if (
         verdict["decision"] == "detected"
-        or score.get("function") != "image-classifier"
+        or score.get("function") != CLASSIFIER
         or score.get("knowledge") != "C3"
         or claim["model"]["oracle"].get("classify_output") != "probabilities"
     ):
