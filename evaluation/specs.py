@@ -362,6 +362,10 @@ def _null_audits(
 #: default and not made one (it depends on the training recipe: evaluation/notes.md);
 #: its null checks stay in the plans, as for any documented claim.
 FAMILY_AUDITS: Final = (AuditSpec(knowledge="C3", perturbation="pad-shift-flip-dither"),)
+#: The claim ``owner claim`` files for an unlabelled vault when the oracle answers labels
+#: only (``owner.claim_client.label_only_claim``): C4 with the training family at K = 32,
+#: as the attacks table claims it; its null checks go with it.
+LABEL_ONLY_AUDITS: Final = (AuditSpec(knowledge="C4"),)
 
 
 def _clean_audits() -> list[AuditSpec]:
@@ -372,6 +376,7 @@ def _clean_audits() -> list[AuditSpec]:
         *_null_audits(audits=MARGIN_AUDITS),
         *_null_audits(audits=GRADED_AUDITS),
         *_null_audits(audits=FAMILY_AUDITS),
+        *_null_audits(audits=LABEL_ONLY_AUDITS),
     ]
 
 

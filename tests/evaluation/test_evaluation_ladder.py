@@ -19,6 +19,7 @@ from evaluation.specs import (
     CLI_AUDITS,
     FAMILY_AUDITS,
     GRADED_AUDITS,
+    LABEL_ONLY_AUDITS,
     LADDER_NULL_DRAWS,
     MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
@@ -33,6 +34,7 @@ from evaluation.specs import (
     plan_standard_own,
 )
 from evaluation.standard import SmallResNet, make_resnet18, train_standard
+from owner.claim_client import label_only_claim
 from protocol.prg import Prg
 from protocol.stats.power import plan
 from tests.support.fashion import DEBIAN, needs_data
@@ -58,8 +60,21 @@ def test_rung_a_audits_three_marks_and_the_cli_claims_with_clean_models_of_their
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean for j in redrawn)
     null_claims = len(CLI_AUDITS) + len(MARGIN_AUDITS) + len(GRADED_AUDITS) + len(FAMILY_AUDITS)
+    null_claims += len(LABEL_ONLY_AUDITS)
     assert len(redrawn) == 2 * 3 * null_claims * LADDER_NULL_DRAWS
-    assert {j.audit.perturbation for j in redrawn} == {"dither", "pad-shift-flip-dither"}
+    assert {j.audit.perturbation for j in redrawn} == {
+        "dither",
+        "pad-shift-flip-dither",
+        "pad-shift-flip",
+    }
+    # The label-only null check is the claim owner claim files for an unlabelled vault.
+    fallback = label_only_claim("image")
+    (audit,) = LABEL_ONLY_AUDITS
+    assert (audit.knowledge, audit.perturbation, audit.k) == (
+        fallback.knowledge,
+        fallback.perturbation,
+        fallback.k,
+    )
 
 
 def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
