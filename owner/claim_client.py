@@ -26,13 +26,13 @@ from protocol.claim.functions import (
     score_request_from_fields,
 )
 from protocol.claim.params import ClaimParams
-from protocol.claim.scores.classifier import C4_ONE_COPY_REFUSAL, LABELLED
+from protocol.claim.scores.classifier import C4_ONE_COPY_RULE, LABELLED
 from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, TwinauditError
 from wire.claim_start import to_claim_start
-from wire.transport import CLAIM_DEADLINE_S
+from wire.transport import CLAIM_DEADLINE_S, error_details
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
@@ -218,14 +218,17 @@ def refused_as_one_copy_c4(error: grpc.RpcError) -> bool:
     """Whether the verifier refused a claim because it came to C4 with one copy per version.
 
     That is its ``invalid-parameter`` answer to the word ``unlabelled`` resolved against
-    an oracle that answers labels only with a single-copy family (spec §10.1, §10.3). A
-    claim refused when it starts is not filed: it opens no pair and no later verdict
-    counts it in ``earlier_claims``.
+    an oracle that answers labels only with a single-copy family (spec §10.1, §10.3),
+    recognised by the refusal rule ``c4-one-copy`` its ErrorInfo names (spec §2.2;
+    :func:`wire.transport.error_details`), not by the message's words. A claim refused
+    when it starts is not filed: it opens no pair and no later verdict counts it in
+    ``earlier_claims``.
     """
-    if not isinstance(error, grpc.Call):
-        return False
-    return error.code() == grpc.StatusCode.INVALID_ARGUMENT and C4_ONE_COPY_REFUSAL in (
-        error.details() or ""
+    details = error_details(error)
+    return (
+        details is not None
+        and details.code == "invalid-parameter"
+        and details.rule == C4_ONE_COPY_RULE
     )
 
 

@@ -15,16 +15,34 @@ transport status codes and exit codes:
   detector that has already decided is given another observation).
 
 Each error carries a stable ``code`` string for machines and a ``diagnostics()``
-text for humans.
+text for humans; the few refusals spec §2.2 lists also carry a ``rule``, a token a
+client may act on (:data:`RULES`).
 """
 
 from __future__ import annotations
+
+from typing import Final, Self
+
+#: The refusal rules of spec §2.2: tokens naming which requirement an input broke, for
+#: the refusals a client may answer by changing its request. ``c4-one-copy``: an
+#: image-classifier claim whose knowledge condition is (or resolved to) C4 with one
+#: copy per version (spec §10.3), which would tie every pair.
+RULES: Final = frozenset({"c4-one-copy"})
 
 
 class TwinauditError(Exception):
     """Base class of every error raised by twinaudit."""
 
     code: str = "error"
+    #: The refusal rule of spec §2.2 this error reports (one of :data:`RULES`), or None.
+    rule: str | None = None
+
+    def with_rule(self, rule: str) -> Self:
+        """Return this error naming ``rule`` (one of :data:`RULES`), to be raised."""
+        if rule not in RULES:
+            raise ValueError(f"unknown refusal rule {rule!r}; known: {sorted(RULES)}")
+        self.rule = rule
+        return self
 
     def diagnostics(self) -> str:
         """Return a human-readable explanation, including the error's code."""

@@ -209,12 +209,12 @@ class VerifierService(pb_grpc.VerifierServicer):
             )
         except ClaimBusyError as exc:
             # Another run has the claim (or took it over from this one): it stays open.
-            context.abort(grpc.StatusCode.ABORTED, exc.diagnostics())
+            transport.abort_with_error(context, exc, grpc.StatusCode.ABORTED)
         except TwinauditError as exc:
             # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id, lease)
             self._metrics.claim_finished("failed")
-            context.abort(transport.status_for(exc), exc.diagnostics())
+            transport.abort_with_error(context, exc)
         finally:
             self._leases.release(lease)
             self._metrics.claim_ended()

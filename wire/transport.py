@@ -26,10 +26,13 @@ from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
 
 from protocol.errors import (
     InputError,
@@ -155,8 +158,11 @@ class _Undecodable:
 
 
 def _refuse_undecodable(context: grpc.ServicerContext, request: _Undecodable) -> None:
-    error = InputError(f"the request is not a valid message: {request.reason}")
-    context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.diagnostics())
+    abort_with_error(
+        context,
+        InputError(f"the request is not a valid message: {request.reason}"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+    )
 
 
 def _checked_stream(context: grpc.ServicerContext, requests: Iterator[Any]) -> Iterator[Any]:
@@ -232,13 +238,75 @@ def status_for(error: TwinauditError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+#: The ``domain`` of the ``google.rpc.ErrorInfo`` detail of a failed call (spec §2.2).
+ERROR_DOMAIN: Final = "twinaudit"
+
+
+def error_reason(code: str) -> str:
+    """Return the ErrorInfo ``reason`` of a spec error code (``INVALID_PARAMETER``, say)."""
+    return code.upper().replace("-", "_")
+
+
+def abort_with_error(
+    context: grpc.ServicerContext, error: TwinauditError, status: grpc.StatusCode | None = None
+) -> NoReturn:
+    """Abort the call with ``error``, as spec §2.2 says a failure travels over gRPC.
+
+    The status is ``status``, or :func:`status_for` the error's family; the message is
+    the error's :meth:`~protocol.errors.TwinauditError.diagnostics`; the details (the
+    ``grpc-status-details-bin`` trailer) hold one ``google.rpc.ErrorInfo`` whose
+    ``reason`` is the error's code (:func:`error_reason`), whose ``domain`` is
+    :data:`ERROR_DOMAIN`, and whose ``metadata`` has the refusal ``rule`` if it names one.
+    """
+    code = status if status is not None else status_for(error)
+    info = error_details_pb2.ErrorInfo(
+        reason=error_reason(error.code),
+        domain=ERROR_DOMAIN,
+        metadata={"rule": error.rule} if error.rule else {},
+    )
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    answer = status_pb2.Status(code=code.value[0], message=error.diagnostics(), details=[detail])
+    context.abort_with_status(rpc_status.to_status(answer))
+    raise AssertionError("unreachable: abort_with_status raises")
+
+
+@dataclass(frozen=True)
+class ErrorDetails:
+    """What a failed call's ErrorInfo says: the spec's error code and refusal rule."""
+
+    #: The error code of spec §2.2, such as ``invalid-parameter``.
+    code: str
+    #: The refusal rule (:data:`protocol.errors.RULES`), or None.
+    rule: str | None
+
+
+def error_details(error: grpc.RpcError) -> ErrorDetails | None:
+    """Return the twinaudit ErrorInfo of a failed call, or None where it carries none.
+
+    None too where the details trailer contradicts the call's status or message (a
+    relay that rewrote one but not the other): a client then acts on the status alone.
+    """
+    if not isinstance(error, grpc.Call):
+        return None
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:
+        return None
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
+            rule = info.metadata.get("rule")
+            return ErrorDetails(code=info.reason.lower().replace("_", "-"), rule=rule or None)
+    return None
+
+
 def abort_on_error(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn a protocol error into an aborted call with the right status."""
+    """Run ``fn``; turn a protocol error into an aborted call (:func:`abort_with_error`)."""
     try:
         return fn()
     except TwinauditError as exc:
-        context.abort(status_for(exc), exc.diagnostics())
-        raise  # unreachable: abort raises
+        abort_with_error(context, exc)
 
 
 class Health(health.HealthServicer):  # type: ignore[misc]
@@ -438,4 +506,4 @@ def iterate_with_errors(context: grpc.ServicerContext, items: Iterator[Any]) -> 
     try:
         yield from items
     except TwinauditError as exc:
-        context.abort(status_for(exc), exc.diagnostics())
+        abort_with_error(context, exc)

@@ -1175,7 +1175,7 @@ def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         try:
             run_claim(inp)
         except TwinauditError as exc:
-            error = exc.code
+            error, rule = exc.code, exc.rule
         else:  # pragma: no cover - every row breaks its claim
             raise AssertionError(f"{change}: the claim did not fail")
         cases.append(
@@ -1186,6 +1186,7 @@ def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                 "input": inp,
                 "error": error,
             }
+            | ({"rule": rule} if rule else {})
         )
     return cases
 

@@ -539,7 +539,8 @@ def case(name: str, kind: str, inp: dict[str, Any], compute: Any) -> dict[str, A
     try:
         expected = compute()
     except TwinauditError as exc:
-        return {"name": name, "kind": kind, "valid": False, "input": inp, "error": exc.code}
+        broken = {"name": name, "kind": kind, "valid": False, "input": inp, "error": exc.code}
+        return broken | ({"rule": exc.rule} if exc.rule else {})
     return {"name": name, "kind": kind, "valid": True, "input": inp, "expected": expected}
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import TwinauditError
 from protocol.keys import public_key_from_raw
 from spec.tools import vectors_verdicts
 from spec.tools.vectors_core import render
+from tests.support.vectors import raises_its_error
 from verifier.replay import replay
 from verifier.verdict import check_verdict
 
@@ -43,16 +43,12 @@ def test_the_document_covers_every_test_both_tie_rules_a_budget_stop_and_a_detec
 def test_case(case: dict[str, Any]) -> None:
     envelope = case["input"]["envelope"].encode()
     if case["kind"] == "check":
-        with pytest.raises(TwinauditError) as info:
-            check_verdict(envelope, KEY)
-        assert info.value.code == case["error"]
+        raises_its_error(case, lambda: check_verdict(envelope, KEY))
         return
     verdict = check_verdict(envelope, KEY)
     transcript = bytes.fromhex(case["input"]["transcript"])
     if not case["valid"]:
-        with pytest.raises(TwinauditError) as info:
-            replay(verdict, transcript)
-        assert info.value.code == case["error"]
+        raises_its_error(case, lambda: replay(verdict, transcript))
         return
     result = replay(verdict, transcript)
     expected = case["expected"]

@@ -12,10 +12,15 @@ from protocol.errors import TwinauditError
 
 
 def raises_its_error(case: dict[str, Any], call: Callable[[], object]) -> None:
-    """Assert that ``call()`` raises the typed error the invalid ``case`` names."""
+    """Assert that ``call()`` raises the typed error the invalid ``case`` names.
+
+    Its code, and its refusal rule (spec §2.2): the case's ``rule``, or none where the
+    case names none.
+    """
     with pytest.raises(TwinauditError) as info:
         call()
     assert info.value.code == case["error"], info.value.diagnostics()
+    assert info.value.rule == case.get("rule"), info.value.diagnostics()
 
 
 def check_test_case(case: dict[str, Any], run: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

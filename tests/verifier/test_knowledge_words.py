@@ -17,6 +17,7 @@ from owner.claim_client import (
     ClaimRequest,
     ScoreChoice,
     choose_score,
+    refused_as_one_copy_c4,
     run_claim,
 )
 from owner.escrow_client import escrow_root
@@ -38,7 +39,7 @@ from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.service import params_from_proto
 from verifier.verdict import check_verdict, parse_verdict
-from wire.transport import make_channel
+from wire.transport import ErrorDetails, error_details, make_channel
 
 PROBABILITIES = OracleInfo("m", "d", ("classify",), "probabilities", 10, 8)
 LABELS = OracleInfo("m", "d", ("classify",), "label", 10, 8)
@@ -245,6 +246,16 @@ def test_c4_with_one_copy_is_refused_with_the_reason(arbiter):
         _claim(arbiter, "labels", knowledge="unlabelled", k=1, perturbation="dither")
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "every pair would tie" in info.value.details()
+    # The machine-readable part (spec §2.2): the code and the rule, in an ErrorInfo.
+    assert error_details(info.value) == ErrorDetails("invalid-parameter", "c4-one-copy")
+    assert refused_as_one_copy_c4(info.value)
+
+
+def test_other_refusals_name_their_code_and_no_rule(arbiter):
+    with pytest.raises(grpc.RpcError) as info:
+        _claim(arbiter, "labels", knowledge="C2")
+    assert error_details(info.value) == ErrorDetails("invalid-parameter", None)
+    assert not refused_as_one_copy_c4(info.value)
 
 
 def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):

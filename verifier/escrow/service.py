@@ -22,7 +22,7 @@ from protocol.errors import TwinauditError
 from protocol.escrow_messages import EscrowRequest, decode_receipt
 from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from wire.observe import NO_METRICS, Metrics, annotate
-from wire.transport import TlsFiles, make_server, status_for
+from wire.transport import TlsFiles, abort_with_error, make_server
 
 from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
 from .store import EscrowLog
@@ -148,8 +148,7 @@ def _serve(context: Any, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except TwinauditError as exc:
-        context.abort(status_for(exc), exc.diagnostics())
-        raise  # unreachable: abort raises
+        abort_with_error(context, exc)
     except Exception:
         _log.exception("escrow call failed")
         context.abort(grpc.StatusCode.INTERNAL, "internal error in the escrow service")

@@ -161,11 +161,9 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
                 if exc.reason == "invalid-answer"
                 else transport.status_for(exc)
             )
-            context.abort(status, exc.diagnostics())
-            raise  # unreachable: abort raises
+            transport.abort_with_error(context, exc, status)
         except TwinauditError as exc:
-            context.abort(transport.status_for(exc), exc.diagnostics())
-            raise  # unreachable: abort raises
+            transport.abort_with_error(context, exc)
         except Exception:
             _log.exception("oracle failed on a %s request", capability)
             context.abort(grpc.StatusCode.INTERNAL, "internal error in the oracle")

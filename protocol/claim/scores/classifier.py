@@ -50,10 +50,10 @@ MAX_MARGIN: Final = 1.0e4
 #: Conditions that read probability vectors: the only ones the ``logit`` statistic and a
 #: tie margin serve (label-only scores move in steps of a label).
 PROBABILITY_CONDITIONS: Final = frozenset({"C1", "C2"})
-#: The opening words of the ``invalid-parameter`` message that refuses C4 with one copy
-#: per version; the owner's client recognises the refusal by them (a label-only oracle
-#: resolved ``unlabelled`` to C4, and its default ``dither`` K = 1 ties every pair).
-C4_ONE_COPY_REFUSAL: Final = "knowledge condition C4 with k = 1"
+#: The refusal rule (spec §2.2) of the ``invalid-parameter`` error that refuses C4 with
+#: one copy per version; the owner's client recognises the refusal by it (a label-only
+#: oracle resolved ``unlabelled`` to C4, and the default ``dither`` K = 1 ties every pair).
+C4_ONE_COPY_RULE: Final = "c4-one-copy"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,9 +99,10 @@ class ScoreSpec:
             )
         if self.knowledge == "C4" and self.k == 1:
             raise ParameterError(
-                f"{C4_ONE_COPY_REFUSAL} scores every version alike (the entropy "
-                "of one label), so every pair would tie: use k >= 2 copies that perturb"
-            )
+                "knowledge condition C4 with k = 1 scores every version alike (the "
+                "entropy of one label), so every pair would tie: use k >= 2 copies "
+                "that perturb"
+            ).with_rule(C4_ONE_COPY_RULE)
         if self.statistic not in STATISTICS:
             raise ParameterError(f"unknown statistic {self.statistic!r}; known: {STATISTICS}")
         if self.statistic == "logit" and self.knowledge not in PROBABILITY_CONDITIONS:
