@@ -14,6 +14,7 @@ complete, so nothing half-built is ever taken for finished.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -80,7 +81,15 @@ def published_versions(vault: Vault) -> tuple[npt.NDArray[np.uint8], npt.NDArray
 
 
 def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:
-    """Run ``build(tmp)`` and rename ``tmp`` to ``target``; return ``target``."""
+    """Run ``build(tmp)`` and rename ``tmp`` to ``target``; return ``target``.
+
+    A ``target`` already there is kept (another run published it), unless it is an
+    empty folder — what is left of a model whose files were removed by hand, which is
+    no result — and is then replaced.
+    """
+    if target.is_dir() and not any(target.iterdir()):
+        with contextlib.suppress(OSError):  # filled meanwhile by another run: kept below
+            target.rmdir()
     if target.exists():
         return target
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")

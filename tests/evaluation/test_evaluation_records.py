@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.__main__ import main as evaluation_main
+from evaluation.build import _publish_atomically
 from evaluation.records import RecordConflictError, archive, devices_of, trained_on
 from evaluation.report import FOUNDATION_HEADING, split_parts, write_results
 from evaluation.specs import plan_main, plan_recipe
@@ -180,3 +181,21 @@ def test_a_summary_without_a_device_is_of_a_cpu_model() -> None:
     assert trained_on({"train_seconds": 1.0}) == "cpu"  # written before devices were kept
     summaries = [{"device": "cuda (X)"}, {}, {"device": "cpu"}, {"device": "cuda (X)"}]
     assert devices_of(summaries) == ["cpu", "cuda (X)"]
+
+
+def test_an_empty_model_folder_is_replaced_and_a_published_one_kept(tmp_path: Path) -> None:
+    # A folder whose summary was removed by hand (to train it again) is no result: a
+    # model trained into it must land there, not be dropped as "already published".
+    def build(tmp: Path) -> None:
+        (tmp / "model.json").write_text("{}")
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _publish_atomically(build, empty) == empty
+    assert (empty / "model.json").read_text() == "{}"
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "model.json").write_text('{"first": 1}')
+    _publish_atomically(build, kept)
+    assert json.loads((kept / "model.json").read_text()) == {"first": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "kept"]  # no tmp left
