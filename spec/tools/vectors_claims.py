@@ -39,7 +39,7 @@ from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
 
 from .typed_json import from_typed, to_typed
-from .vectors_core import TEST_KEY_SEED, case, render
+from .vectors_core import TEST_KEY_SEED, case, error_fields, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "claims.json"
 
@@ -1175,18 +1175,12 @@ def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         try:
             run_claim(inp)
         except TwinauditError as exc:
-            error, rule = exc.code, exc.rule
+            error = error_fields(exc)
         else:  # pragma: no cover - every row breaks its claim
             raise AssertionError(f"{change}: the claim did not fail")
         cases.append(
-            {
-                "name": f"claim: {base}: {change}",
-                "kind": "claim",
-                "valid": False,
-                "input": inp,
-                "error": error,
-            }
-            | ({"rule": rule} if rule else {})
+            {"name": f"claim: {base}: {change}", "kind": "claim", "valid": False, "input": inp}
+            | error
         )
     return cases
 

@@ -533,14 +533,18 @@ BUILDERS = {
 }
 
 
+def error_fields(exc: TwinauditError) -> dict[str, str]:
+    """An invalid case's ``error`` (the code) and, where the error names one, ``rule``."""
+    return {"error": exc.code} | ({"rule": exc.rule} if exc.rule else {})
+
+
 def case(name: str, kind: str, inp: dict[str, Any], compute: Any) -> dict[str, Any]:
     """A valid case with ``compute()``'s result, or an invalid one with its error code."""
     name = f"{kind}: {name}"
     try:
         expected = compute()
     except TwinauditError as exc:
-        broken = {"name": name, "kind": kind, "valid": False, "input": inp, "error": exc.code}
-        return broken | ({"rule": exc.rule} if exc.rule else {})
+        return {"name": name, "kind": kind, "valid": False, "input": inp} | error_fields(exc)
     return {"name": name, "kind": kind, "valid": True, "input": inp, "expected": expected}
 
 
