@@ -24,7 +24,6 @@ from evaluation.specs import (
     MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
-    STANDARD_CLEAN_SEEDS,
     AuditSpec,
     ModelSpec,
     plan_converged,
@@ -97,16 +96,16 @@ def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
         ModelSpec(0, trainer="xgboost")
 
 
-def test_rung_b_on_the_owners_own_proxy_marks_reuses_the_clean_models_it_has():
+def test_rung_b_on_the_owners_own_proxy_marks_shares_the_standard_tables_clean_models():
     plan = plan_standard_own(range(5))
     used = [m for m in plan.models if not m.clean]
     assert [m.name for m in used][:1] == ["s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdown10-f1.0"]
     assert len(used) == 5 and {m.marker for m in used} == {"pgdown"}
     clean = [m for m in plan.models if m.clean]
-    assert [m.seed for m in clean] == list(STANDARD_CLEAN_SEEDS)
-    assert {m.name for m in clean} <= {m.name for m in plan_standard([0, 1]).models}
+    assert [m.seed for m in clean] == [0, 1, 2, 3, 4]
+    assert {m.name for m in clean} == {m.name for m in plan_standard(range(5)).models if m.clean}
     assert {j.vault.name for j in plan.jobs if j.model.clean} == {
-        f"s{s}-n10000-pgdown10" for s in STANDARD_CLEAN_SEEDS
+        f"s{s}-n10000-pgdown10" for s in range(5)
     }
     assert {j.audit for j in plan.jobs} == {j.audit for j in plan_standard([1]).jobs}
 
