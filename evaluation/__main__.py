@@ -59,7 +59,15 @@ from .unlearning import run_unlearning
 #: Tables of the regime ladder (issue #19): after their claims, the ablation of score
 #: variants over all pairs (:mod:`evaluation.ablation`) and, for rung (a), the evasion
 #: table (:mod:`evaluation.evasion`).
-LADDER = ("ladder", "standard", "standard-own", "converged", "scale")
+LADDER = (
+    "ladder",
+    "standard",
+    "standard-own",
+    "converged",
+    "scale",
+    "unlabelled",
+    "standard-clusters",
+)
 #: Ladder tables the owner's estimate runs on: rung (b) once (converged shares its vaults),
 #: not rung (c) (its proxy practitioner would take the lent accelerator's time).
 ESTIMATED = ("ladder", "standard")

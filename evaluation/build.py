@@ -42,12 +42,20 @@ from demo.practitioner import accuracy, train
 from owner.images.sources import open_source
 from owner.mark import mark, secret_from_seed
 from owner.marking import MarkingConfig
+from owner.marking.clusters import cluster_labels
 from owner.marking.config import PROXY_EPOCHS, pgd_defaults
-from owner.marking.proxy import OWN_STEPS, train_own_proxy, train_proxy, write_proxy
+from owner.marking.proxy import OWN_STEPS, SmallCNN, train_own_proxy, train_proxy, write_proxy
 from owner.vault import Vault
 from protocol.seeds import publication_bits
 
-from .specs import OWN_PROXY_MARKER, PROXY_MARKER, ModelSpec, VaultSpec
+from .specs import (
+    CLUSTERS_PROXY_MARKER,
+    OWN_PROXY_MARKER,
+    PROXY_MARKER,
+    RANDOM_PROXY_MARKER,
+    ModelSpec,
+    VaultSpec,
+)
 from .standard import SCALE_BATCH, SCALE_LR, make_resnet, make_resnet18, train_standard
 
 
@@ -103,6 +111,10 @@ def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:
     return target
 
 
+#: The marks made by PGD on a proxy's hidden layer.
+PROXY_MARKERS: Final = (PROXY_MARKER, OWN_PROXY_MARKER, CLUSTERS_PROXY_MARKER, RANDOM_PROXY_MARKER)
+
+
 class Workspace:
     """The evaluation's work directory and the Fashion-MNIST it draws from."""
 
@@ -151,7 +163,7 @@ class Workspace:
 
     def marking_config(self, spec: VaultSpec) -> MarkingConfig:
         """Return how ``spec``'s vault is marked: its marker, or PGD on the proxy (``pgdproxy``)."""
-        if spec.marker not in (PROXY_MARKER, OWN_PROXY_MARKER):
+        if spec.marker not in PROXY_MARKERS:
             return MarkingConfig(marker=spec.marker, epsilon=spec.epsilon)
         pgd = pgd_defaults("proxy-cnn", spec.epsilon)  # what owner mark uses for a proxy
         weights = self.proxy() if spec.marker == PROXY_MARKER else self.own_proxy(spec)
@@ -191,12 +203,24 @@ class Workspace:
         """
         steps = OWN_STEPS * self.proxy_epochs // PROXY_EPOCHS  # fewer in smoke runs
         smoke = "" if steps == OWN_STEPS else f"-t{steps}"
-        target = self.root / "proxy" / f"own-s{spec.seed}-n{spec.n_train}{smoke}.pt"
+        kind = {OWN_PROXY_MARKER: "own", CLUSTERS_PROXY_MARKER: "clusters"}.get(
+            spec.marker, "untrained"
+        )
+        target = self.root / "proxy" / f"{kind}-s{spec.seed}-n{spec.n_train}{smoke}.pt"
         if not target.exists():
             split = self.split(spec.seed, spec.n_train)
             images = np.load(split.owner_images)
+            if images.ndim == 3:
+                images = images[..., None]
             labels = np.array(json.loads(split.owner_labels.read_text()), dtype=np.int64)
-            model = train_own_proxy(images, labels, seed=0, steps=steps)
+            if spec.marker == CLUSTERS_PROXY_MARKER:
+                labels = cluster_labels(images)
+            if spec.marker == RANDOM_PROXY_MARKER:
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(0)
+                    model = SmallCNN()
+            else:
+                model = train_own_proxy(images, labels, seed=0, steps=steps)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_proxy(model, target)
         return target

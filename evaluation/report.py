@@ -144,6 +144,28 @@ RUNG_INTRO: Final = {
         "and 1 (a clean model is 21–41 minutes on the 2-core CPU), audited with this "
         "table's vaults."
     ),
+    "unlabelled": (
+        "Rung (a), the ladder's regime, for an owner who has no labels: the marks `twinaudit "
+        "owner mark` makes by default without `--labels` since this table (`pgdclusters`: "
+        "`--extractor proxy-clusters`, PGD in the hidden layer of the proxy CNN trained "
+        "3,160 steps on the owner's own 200 items, each item's class its cluster among ten "
+        "k-means clusters of the items' EfficientNet-Lite0 features; no labels and no "
+        "public data), to set against the ladder's `pgd` rows (EfficientNet-Lite0 itself, "
+        "the default without labels before) and `pgdown` rows (the same proxy trained on "
+        "her labels). Claims: the ones an owner without labels files by default (C2 from "
+        "probabilities, tie margin 0.01, `mixture-graded`; C4 with `pad-shift-flip` K = 32 "
+        "from labels), and the labelled owner's defaults (C1, C3) for comparison (the "
+        "evaluation's vaults commit the labels; the marks never read them). Clean models: "
+        "the ladder's (`-t1`), with the unlabelled claims under 20 fresh publication bits "
+        "each."
+    ),
+    "standard-clusters": (
+        "Rung (b) at 80 epochs with the unlabelled owner's marks (`pgdclusters`, the proxy "
+        "trained on the clusters of her own 1,000 items): the ResNet, recipe and vault "
+        "sizes of the `standard-own` table, the claims of the table above. Clean models: "
+        "the `standard` table's, audited with this table's vaults on their own publication "
+        "bits only."
+    ),
     "converged": (
         "Rung (b) as the issue defines it: the same network and recipe, 200 epochs instead "
         "of 80, which takes it past 99% train accuracy (the accuracy line). Trained on a "

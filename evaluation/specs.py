@@ -314,6 +314,12 @@ PROXY_MARKER: Final = "pgdproxy"
 #: PGD in the features of a proxy trained on the owner's own labelled items only
 #: (:func:`owner.marking.proxy.train_own_proxy`): no public data needed.
 OWN_PROXY_MARKER: Final = "pgdown"
+#: The same proxy trained on the owner's own items with pseudo-labels instead of labels:
+#: their k-means clusters in EfficientNet-Lite0's features (``--extractor proxy-clusters``).
+CLUSTERS_PROXY_MARKER: Final = "pgdclusters"
+#: The same proxy left untrained (its seeded initial weights): a control for what training
+#: the proxy adds.
+RANDOM_PROXY_MARKER: Final = "pgduntrained"
 #: Tie margins measured on the probability conditions (spec §7.1): 0.1 was the best of
 #: 0.01–0.3 on rung (a)'s models over all pairs, 0.01 keeps more pairs where a model is
 #: near-certain of both twins (``owner claim``'s default, ``owner.claim_client``).
@@ -368,6 +374,15 @@ FAMILY_AUDITS: Final = (AuditSpec(knowledge="C3", perturbation="pad-shift-flip-d
 LABEL_ONLY_AUDITS: Final = (AuditSpec(knowledge="C4"),)
 
 
+#: The claims an owner without labels files by default (``owner claim``, nothing committed
+#: to a label): C2 from probabilities (K = 1 ``dither``, tie margin 0.01, the graded test),
+#: and C4 where the oracle answers labels only (``LABEL_ONLY_AUDITS``).
+UNLABELLED_AUDITS: Final = (GRADED_AUDITS[1], *LABEL_ONLY_AUDITS)
+#: The labelled owner's default claims on the same marks, for comparison: C1 as
+#: ``owner claim`` files it from probabilities, and C3 from labels.
+LABELLED_DEFAULT_AUDITS: Final = (GRADED_AUDITS[0], CLI_AUDITS[1])
+
+
 def _clean_audits() -> list[AuditSpec]:
     """Return a clean model's claims at rungs (a) and (b): the table's, then the null checks."""
     return [
@@ -398,6 +413,33 @@ def plan_ladder(seeds: Sequence[int]) -> Plan:
         clean = ModelSpec(seed, fraction=0.0, training=1)
         for marker in LADDER_MARKERS:
             plan.add(clean, _clean_audits(), epsilon=CLI_EPSILON, marker=marker)
+    return plan
+
+
+def plan_unlabelled(seeds: Sequence[int]) -> Plan:
+    """Plan rung (a) for an owner without labels: PGD on a proxy of her images' clusters.
+
+    ``pgdclusters``: the proxy CNN trained on the owner's own 200 items, each item's class
+    its k-means cluster in EfficientNet-Lite0's features (``--extractor proxy-clusters``),
+    against the ladder's ``pgd`` (EfficientNet-Lite0 itself) and ``pgdown`` (the proxy
+    trained on her labels), whose rows are the ``ladder`` table's. The claims an owner
+    without labels files, and the labelled defaults for comparison; the clean models are
+    the ladder's (``-t1``), with the unlabelled claims under fresh publication bits.
+    """
+    plan = Plan(
+        "unlabelled",
+        "Regime ladder (a) for an owner without labels: marks on a proxy of her images' "
+        "clusters (`pgdclusters`)",
+    )
+    audits = [*UNLABELLED_AUDITS, *LABELLED_DEFAULT_AUDITS]
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=CLUSTERS_PROXY_MARKER), audits)
+        plan.add(
+            ModelSpec(seed, fraction=0.0, training=1),
+            [*audits, *_null_audits(audits=UNLABELLED_AUDITS)],
+            epsilon=CLI_EPSILON,
+            marker=CLUSTERS_PROXY_MARKER,
+        )
     return plan
 
 
@@ -433,6 +475,34 @@ def plan_standard_own(seeds: Sequence[int]) -> Plan:
         STANDARD_EPOCHS,
         markers=lambda _: (OWN_PROXY_MARKER,),
     )
+
+
+def plan_standard_clusters(seeds: Sequence[int]) -> Plan:
+    """Plan rung (b) at 80 epochs on the unlabelled owner's marks (``pgdclusters``).
+
+    The proxy learns the clusters of the owner's own 1,000 items; the practitioner is
+    rung (b)'s ResNet. Clean models: the ``standard`` table's, audited with this table's
+    vaults on the vault's own publication bits (no fresh-bit draws: a C4 claim at K = 32
+    over 1,000 pairs of a clean ResNet is the better part of an hour on the 2-core CPU).
+    """
+    plan = Plan(
+        "standard-clusters",
+        "Regime ladder (b): the unlabelled owner's marks (`pgdclusters`), 80 epochs",
+    )
+    audits = [*UNLABELLED_AUDITS, *LABELLED_DEFAULT_AUDITS]
+    for seed in seeds:
+        used = ModelSpec(
+            seed,
+            epsilon=CLI_EPSILON,
+            n_train=STANDARD_N_TRAIN,
+            epochs=STANDARD_EPOCHS,
+            trainer=STANDARD_TRAINER,
+            marker=CLUSTERS_PROXY_MARKER,
+        )
+        plan.add(used, audits)
+        clean = replace(used, fraction=0.0)
+        plan.add(clean, audits, epsilon=CLI_EPSILON, marker=CLUSTERS_PROXY_MARKER)
+    return plan
 
 
 def plan_standard(seeds: Sequence[int]) -> Plan:
@@ -749,8 +819,10 @@ PLANNERS: Final = {
     "epsilon": plan_epsilon,
     "fraction": plan_fraction,
     "ladder": plan_ladder,
+    "unlabelled": plan_unlabelled,
     "standard": plan_standard,
     "standard-own": plan_standard_own,
+    "standard-clusters": plan_standard_clusters,
     "converged": plan_converged,
     "scale": plan_scale,
     "attacks": plan_attacks,

@@ -10,9 +10,9 @@ cell for display). The contact sheet shows hidden versions: it is private, writt
 mode 0600, and must not be published.
 
 The distance is measured in the marking extractor unless another is asked for. Marks
-made with ``proxy-own`` are the exception: that proxy is trained while marking and the
-vault keeps only its weights' digest, so the distance is measured in the default
-ImageNet extractor instead, and the report says so.
+made with ``proxy-own`` or ``proxy-clusters`` are the exception: that proxy is trained
+while marking and the vault keeps only its weights' digest, so the distance is measured
+in the default ImageNet extractor instead, and the report says so.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from . import marking  # its torch-dependent names load on first use
 from .images.sheet import write_fitted_contact_sheet
 from .images.sources import ImageSource
 from .marking import MarkingConfig
-from .marking.config import OWN_PROXY
+from .marking.config import IMAGENET_EXTRACTOR, TRAINED_WHILE_MARKING
 from .plain_data import FieldsRecord
 from .vault import Vault
 
@@ -231,8 +231,8 @@ def inspect_vault(
     input (same images, same hashes). The first ``distance_pairs`` pairs, whatever
     their sizes (0 to skip), are embedded with ``extractor`` to report the feature
     distance; by default the marking extractor, except for marks made with
-    ``proxy-own``, which the vault does not keep: then the default ImageNet extractor,
-    and the report says so. ``sheet`` writes a contact sheet of the first
+    ``proxy-own`` or ``proxy-clusters``, which the vault does not keep: then the default
+    ImageNet extractor, and the report says so. ``sheet`` writes a contact sheet of the first
     ``sheet_pairs`` pairs, images of several sizes fitted to one cell for display.
     """
     if vault.item_kind == "text":
@@ -306,17 +306,18 @@ def _feature_distance(
     weights = config.extractor_weights if extractor_name is None else None
     input_size = config.input_size
     fallback = None
-    if name == OWN_PROXY:
-        if config.extractor != OWN_PROXY:
+    if name in TRAINED_WHILE_MARKING:
+        if config.extractor != name:
             raise ParameterError(
-                f"{OWN_PROXY} exists only while marking, and these marks were not made with"
+                f"{name} exists only while marking, and these marks were not made with"
                 " it: give another extractor for the distance"
             )
         # That proxy was trained while marking and kept only as its digest: the
         # distance is measured in the default ImageNet extractor's features instead.
-        name, weights, input_size = MarkingConfig().extractor, None, MarkingConfig().input_size
+        kept = name
+        name, weights, input_size = IMAGENET_EXTRACTOR, None, MarkingConfig().input_size
         fallback = (
-            f"measured in {name}, not in {OWN_PROXY} (the extractor of the marks), because"
+            f"measured in {name}, not in {kept} (the extractor of the marks), because"
             " the marking proxy is not kept in the vault, only its weights' digest"
         )
     extractor = marking.load_extractor(name, weights=weights, input_size=input_size)

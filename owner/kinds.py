@@ -190,21 +190,37 @@ def marking_config(options: MarkOptions, images: ImageSource) -> MarkingConfig:
     """Return the marking config of ``options`` for the image source ``images``.
 
     Without an extractor, PGD marks in the features of a proxy trained on the images
-    themselves when they have labels (``proxy-own``, at the side
-    :func:`~owner.marking.config.own_proxy_side` picks), else in EfficientNet-Lite0's.
+    themselves, at the side :func:`~owner.marking.config.own_proxy_side` picks: on their
+    labels when they have them (``proxy-own``), else on their clusters
+    (``proxy-clusters``); with fewer images than clustering needs, or with a weights
+    file, in EfficientNet-Lite0's features.
     """
     from .marking import MarkingConfig  # noqa: PLC0415 - imports torch
-    from .marking.config import OWN_PROXY, own_proxy_side, pgd_defaults  # noqa: PLC0415
+    from .marking.config import (  # noqa: PLC0415
+        CLUSTERS_PROXY,
+        IMAGENET_EXTRACTOR,
+        MIN_CLUSTERED,
+        OWN_PROXY,
+        TRAINED_WHILE_MARKING,
+        own_proxy_side,
+        pgd_defaults,
+    )
 
     defaults = MarkingConfig()
     image = options.image
     marker = options.marker or defaults.marker
     epsilon = image.epsilon if image.epsilon is not None else defaults.epsilon
     extractor = image.extractor
-    if extractor is None:
-        extractor = OWN_PROXY if marker == "pgd" and images.has_labels else defaults.extractor
+    # A weights file names a network to load it into: the ImageNet one when none is named.
+    trains = marker == "pgd" and image.extractor_weights is None
+    if extractor is None and trains and images.has_labels:
+        extractor = OWN_PROXY
+    elif extractor is None and trains and len(images) >= MIN_CLUSTERED:
+        extractor = CLUSTERS_PROXY
+    elif extractor is None:
+        extractor = IMAGENET_EXTRACTOR
     input_size = image.input_size
-    if input_size is None and extractor == OWN_PROXY:
+    if input_size is None and extractor in TRAINED_WHILE_MARKING:
         from .mark import source_shapes  # noqa: PLC0415
 
         sides = [(height, width) for height, width, _ in source_shapes(images)]

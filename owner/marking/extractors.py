@@ -27,6 +27,9 @@ Built in:
 - ``proxy-own``: the same CNN trained on the owner's own labelled images while she
   marks them (:func:`owner.mark.mark`); it has no file, so it is not loaded here but
   handed to the marker (:func:`proxy_extractor`).
+- ``proxy-clusters``: the same CNN trained while marking on the owner's images without
+  labels, each image's class its cluster in EfficientNet-Lite0's features
+  (:mod:`owner.marking.clusters`); no file either.
 - ``module.path:callable``: the callable (called with no arguments) returns an
   ``nn.Module`` (wrapped with resizing and grayscale-to-RGB but no normalisation) or
   an :class:`Extractor` (used as is).
@@ -51,7 +54,7 @@ from torch.nn import functional
 
 from protocol.errors import InputError, NotFoundError, ParameterError
 
-from .config import BUILTIN_EXTRACTORS, MAX_INPUT_SIZE, MIN_INPUT_SIZE, OWN_PROXY
+from .config import BUILTIN_EXTRACTORS, MAX_INPUT_SIZE, MIN_INPUT_SIZE, TRAINED_WHILE_MARKING
 from .proxy import SmallCNN, load_proxy_state
 from .torchvision_shim import import_torchvision
 
@@ -168,9 +171,9 @@ def load_extractor(
                 raise ParameterError("the proxy-cnn extractor needs its weights file")
             model, side = load_proxy_state(weights)
             return proxy_extractor(model, side)
-        if name == OWN_PROXY:
+        if name in TRAINED_WHILE_MARKING:
             raise ParameterError(
-                "the proxy-own extractor is trained while marking; it has no file to load"
+                f"the {name} extractor is trained while marking; it has no file to load"
             )
         if name in BUILTIN_EXTRACTORS or ":" not in name:
             raise ParameterError(f"unknown extractor {name!r}")

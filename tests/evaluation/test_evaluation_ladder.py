@@ -24,13 +24,16 @@ from evaluation.specs import (
     MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
+    UNLABELLED_AUDITS,
     AuditSpec,
     ModelSpec,
     plan_converged,
     plan_ladder,
     plan_scale,
     plan_standard,
+    plan_standard_clusters,
     plan_standard_own,
+    plan_unlabelled,
 )
 from evaluation.standard import SmallResNet, make_resnet18, train_standard
 from owner.claim_client import label_only_claim
@@ -108,6 +111,34 @@ def test_rung_b_on_the_owners_own_proxy_marks_shares_the_standard_tables_clean_m
         f"s{s}-n10000-pgdown10" for s in range(5)
     }
     assert {j.audit for j in plan.jobs} == {j.audit for j in plan_standard([1]).jobs}
+
+
+def test_the_unlabelled_owners_rung_a_shares_the_ladders_clean_models_and_checks_200_nulls():
+    plan = plan_unlabelled(range(5))
+    used = [m for m in plan.models if not m.clean]
+    clean = [m for m in plan.models if m.clean]
+    assert used[0].name == "s0-n2000-pad-crop-flip-e500-pgdclusters10-f1.0"
+    assert {m.name for m in clean} == {m.name for m in plan_ladder(range(5)).models if m.clean}
+    # The claims an owner without labels files: C2 from probabilities, C4 from labels.
+    c2, c4 = UNLABELLED_AUDITS
+    assert (c2.knowledge, c2.k, c2.perturbation, c2.margin, c2.test) == (
+        "C2",
+        1,
+        "dither",
+        0.01,
+        "mixture-graded",
+    )
+    assert c4 == LABEL_ONLY_AUDITS[0]
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    assert all(j.model.clean for j in redrawn)
+    assert len(redrawn) == 5 * len(UNLABELLED_AUDITS) * LADDER_NULL_DRAWS >= 200
+    assert {j.vault.marker for j in plan.jobs} == {"pgdclusters"}
+    rung_b = plan_standard_clusters([0])
+    assert [m.name for m in rung_b.models] == [
+        "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdclusters10-f1.0",
+        "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
+    ]
+    assert {j.audit for j in rung_b.jobs} == {j.audit for j in plan.jobs if not j.audit.rho_draw}
 
 
 def test_converged_rung_b_trains_the_same_resnet_longer_on_the_proxy_marks_alone():
@@ -307,6 +338,21 @@ def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_pa
     assert "| `pgdproxy` | C3 |" in report
     assert "Null check, C1 `dither` K = 1" in report
     assert "Rungs (b) and (c) follow." in report
+
+
+@pytest.mark.slow
+@needs_data
+def test_a_tiny_unlabelled_rung_marks_on_a_clusters_proxy_and_reports(tmp_path):
+    args = ["unlabelled", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
+    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
+    assert evaluation_main(args) == 0
+    work = tmp_path / "work"
+    assert (work / "proxy" / "clusters-s0-n200-t79.pt").exists()  # the clusters proxy
+    audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
+    assert len(audits) == len(plan_unlabelled([0]).jobs)
+    report = (tmp_path / "results.md").read_text()
+    assert "## Regime ladder (a) for an owner without labels" in report
+    assert "| `pgdclusters` ε = 10 | C2, `dither` K = 1, margin 0.01, `mixture-graded` |" in report
 
 
 def test_the_prior_ceiling_table_matches_the_planner_and_bounds_the_gain():

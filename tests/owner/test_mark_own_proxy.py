@@ -12,11 +12,18 @@ import owner.marking.proxy as proxy_module
 from owner.images.sources import open_source
 from owner.mark import mark
 from owner.marking import MarkingConfig
-from owner.marking.config import OWN_OTHER_SIDE, OWN_PROXY, own_proxy_side, pgd_defaults
+from owner.marking.config import (
+    OWN_OTHER_SIDE,
+    OWN_PROXY,
+    TRAINED_WHILE_MARKING,
+    own_proxy_side,
+    pgd_defaults,
+)
 from owner.marking.extractors import load_extractor
 from owner.marking.proxy import SmallCNN, own_proxy_epochs, train_own_proxy, weights_digest
 from owner.vault import Vault
 from protocol.errors import InputError, ParameterError
+from tests.support.extractors import proxy_config
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.cli import main as cli_main
 
@@ -40,17 +47,8 @@ def _photos(tmp_path, n=24, side=8, channels=1, labels=True):
     return open_source(tmp_path / "photos.npy", labels=tmp_path / "labels.json" if labels else None)
 
 
-def _config(side=8, **changes):
-    pgd = pgd_defaults(OWN_PROXY, 10)
-    settings = {
-        "extractor": OWN_PROXY,
-        "steps": 2,
-        "step_size": float(pgd["step_size"]),
-        "batch_size": 8,
-        "input_size": side,
-        **changes,
-    }
-    return MarkingConfig(**settings)
+def _config(side=8, extractor=OWN_PROXY, **changes):
+    return proxy_config(extractor, side, **changes)
 
 
 def test_the_side_is_the_images_own_when_small_and_square():
@@ -90,17 +88,19 @@ def test_training_ignores_the_callers_threads_and_restores_them():
     assert weights_digest(train_own_proxy(images, labels)) == weights_digest(first)
 
 
-def test_marking_records_the_proxy_and_reproduces_the_vault(tmp_path):
+@pytest.mark.parametrize("extractor", TRAINED_WHILE_MARKING)
+def test_marking_records_the_proxy_and_reproduces_the_vault(tmp_path, extractor):
     source = _photos(tmp_path)
-    vault = mark(source, tmp_path / "a", _config(), secret=SECRET, show_progress=False).vault
+    config = _config(extractor=extractor)
+    vault = mark(source, tmp_path / "a", config, secret=SECRET, show_progress=False).vault
     recorded = MarkingConfig.from_value(vault.config)
-    assert recorded.extractor == OWN_PROXY
+    assert recorded.extractor == extractor
     assert recorded.extractor_weights is not None
     assert recorded.extractor_weights.startswith("sha256:")
-    again = mark(source, tmp_path / "b", _config(), secret=SECRET, show_progress=False).vault
+    again = mark(source, tmp_path / "b", config, secret=SECRET, show_progress=False).vault
     assert again.root == vault.root
     # A finished vault opens again with the user's config, without its digest.
-    same = mark(source, tmp_path / "a", _config(), secret=SECRET, show_progress=False)
+    same = mark(source, tmp_path / "a", config, secret=SECRET, show_progress=False)
     assert same.marked_now == 0 and same.vault.root == vault.root
     for index in range(vault.n_pairs):
         first, second = vault.pair(index)
@@ -137,17 +137,19 @@ def test_no_labels_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "v").exists()
 
 
-def test_a_file_is_not_the_own_proxys_weights():
-    with pytest.raises(ParameterError, match="proxy-own"):
-        _config(extractor_weights="proxy.pt")
-    _config(extractor_weights="sha256:" + "ab" * 32)
+@pytest.mark.parametrize("extractor", TRAINED_WHILE_MARKING)
+def test_a_file_is_not_a_proxys_trained_while_marking(extractor):
+    with pytest.raises(ParameterError, match=extractor):
+        _config(extractor=extractor, extractor_weights="proxy.pt")
+    _config(extractor=extractor, extractor_weights="sha256:" + "ab" * 32)
     with pytest.raises(ParameterError, match="trained while marking"):
-        load_extractor(OWN_PROXY)
+        load_extractor(extractor)
 
 
-def test_a_recorded_digest_that_does_not_retrain_is_refused(tmp_path):
-    source = _photos(tmp_path)
-    other = _config(extractor_weights="sha256:" + "00" * 32)
+@pytest.mark.parametrize("extractor", TRAINED_WHILE_MARKING)
+def test_a_recorded_digest_that_does_not_retrain_is_refused(tmp_path, extractor):
+    source = _photos(tmp_path)  # the clusters proxy does not read the labels
+    other = _config(extractor=extractor, extractor_weights="sha256:" + "00" * 32)
     with pytest.raises(ParameterError, match="bit for bit"):
         mark(source, tmp_path / "v", other, secret=SECRET, show_progress=False)
     assert not (tmp_path / "v").exists()
@@ -167,12 +169,16 @@ def test_the_cli_marks_with_its_own_proxy_when_given_labels(tmp_path, capsys):
     capsys.readouterr()
 
 
-def test_without_labels_the_default_extractor_stays_efficientnet(tmp_path):
+def test_without_labels_the_default_is_the_clusters_proxy_from_twenty_images(tmp_path):
     from owner.kinds import ImageOptions, MarkOptions, marking_config
 
     source = _photos(tmp_path, labels=False)
     options = MarkOptions(input=tmp_path, out=tmp_path / "v", image=ImageOptions(epsilon=10))
     config = marking_config(options, source)
+    assert (config.extractor, config.input_size) == ("proxy-clusters", 8)
+    assert config.steps == pgd_defaults("proxy-clusters", 10)["steps"]
+    few = _photos(tmp_path, n=19, labels=False)
+    config = marking_config(options, few)
     assert (config.extractor, config.input_size) == ("efficientnet-lite0", 96)
     labelled = _photos(tmp_path)
     assert marking_config(options, labelled).extractor == OWN_PROXY

@@ -140,4 +140,7 @@ def test_the_extractor_help_says_what_the_default_really_is(capsys):
     with pytest.raises(SystemExit):
         main(["owner", "inspect", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "proxy-own, which the vault does not keep, efficientnet-lite0 at 96 px" in help_text
+    assert (
+        "proxy-own or proxy-clusters, which the vault does not keep, efficientnet-lite0 at 96 px"
+        in help_text
+    )

@@ -1,9 +1,12 @@
-"""A tiny, seeded feature extractor for PGD marking in tests (``module:callable`` form)."""
+"""A tiny, seeded feature extractor for PGD marking in tests, and quick proxy configs."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from owner.marking import MarkingConfig
+from owner.marking.config import pgd_defaults
 
 
 def tiny_extractor() -> nn.Module:
@@ -20,3 +23,17 @@ def tiny_extractor() -> nn.Module:
         for parameter in net.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.3)
     return net
+
+
+def proxy_config(extractor: str, side: int = 8, **changes: object) -> MarkingConfig:
+    """Return a quick PGD config on a proxy trained while marking (2 steps, batches of 8)."""
+    pgd = pgd_defaults(extractor, 10)
+    settings: dict[str, object] = {
+        "extractor": extractor,
+        "steps": 2,
+        "step_size": float(pgd["step_size"]),
+        "batch_size": 8,
+        "input_size": side,
+        **changes,
+    }
+    return MarkingConfig(**settings)  # type: ignore[arg-type]
