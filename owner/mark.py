@@ -190,17 +190,18 @@ def _train_own_proxy(
             batch_pixels = np.repeat(batch_pixels, 3, axis=3)
         pixels.append(square_images(batch_pixels, side))
         labels.extend(batch.labels)
+    squared = np.concatenate(pixels)
     if config.extractor == CLUSTERS_PROXY:
         from .marking.clusters import cluster_labels  # noqa: PLC0415
 
         if show_progress:
-            print(f"clustering {sum(len(p) for p in pixels)} images for the proxy", flush=True)
-        targets = cluster_labels(np.concatenate(pixels))
-        learns = "clusters of"
+            print(f"clustering {len(squared)} images for the proxy", flush=True)
+        targets = cluster_labels(squared)
+        learns = f"images and their {int(targets.max()) + 1} clusters"
     else:
         classes = {label: index for index, label in enumerate(sorted(set(labels)))}  # type: ignore[type-var]
         targets = np.array([classes[label] for label in labels], dtype=np.int64)
-        learns = "labelled"
+        learns = "labelled images"
     epochs = own_proxy_epochs(len(targets))
     progress = Progress("training the proxy", epochs, unit="epochs") if show_progress else None
     done = [0]
@@ -212,11 +213,11 @@ def _train_own_proxy(
 
     if progress is not None:
         print(
-            f"training the {config.extractor} extractor on {len(targets)} {learns} images at "
+            f"training the {config.extractor} extractor on {len(targets)} {learns} at "
             f"{side}x{side} ({OWN_STEPS} steps, one thread)",
             flush=True,
         )
-    model = train_own_proxy(np.concatenate(pixels), targets, seed=0, progress=advance)
+    model = train_own_proxy(squared, targets, seed=0, progress=advance)
     if progress is not None:
         progress.finish()
     digest = weights_digest(model)
