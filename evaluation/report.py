@@ -164,7 +164,7 @@ RUNG_INTRO: Final = {
         "trained on the clusters of her own 1,000 items): the ResNet, recipe and vault "
         "sizes of the `standard-own` table, the claims of the table above. Clean models: "
         "the `standard` table's, audited with this table's vaults on their own publication "
-        "bits only. Seeds 0–2 of five, trained and audited on the 2-core CPU."
+        "bits only. Seeds 0–3 of five, trained and audited on the 2-core CPU."
     ),
     "converged": (
         "Rung (b) as the issue defines it: the same network and recipe, 200 epochs instead "
