@@ -210,8 +210,6 @@ class Workspace:
         if not target.exists():
             split = self.split(spec.seed, spec.n_train)
             images = np.load(split.owner_images)
-            if images.ndim == 3:
-                images = images[..., None]
             labels = np.array(json.loads(split.owner_labels.read_text()), dtype=np.int64)
             if spec.marker == CLUSTERS_PROXY_MARKER:
                 labels = cluster_labels(images)

@@ -24,8 +24,9 @@ import torch
 
 from protocol.errors import InputError
 
-from .config import MIN_CLUSTERED
+from .config import IMAGENET_EXTRACTOR, MIN_CLUSTERED
 from .extractors import Extractor, load_extractor
+from .proxy import to_tensor
 
 #: Clusters the proxy learns, at most (fewer for few images: :func:`cluster_count`).
 CLUSTERS: Final = 10
@@ -48,12 +49,12 @@ def cluster_count(n_images: int) -> int:
 def embed(
     images: npt.NDArray[np.uint8], extractor: Extractor, batch_size: int = 64
 ) -> npt.NDArray[np.float64]:
-    """Return ``extractor``'s features of uint8 (N, H, W, C) ``images``, unit length, (N, D)."""
+    """Return ``extractor``'s features of uint8 (N, H, W[, C]) ``images``, unit length, (N, D)."""
     rows = []
     with torch.no_grad():
         for start in range(0, len(images), batch_size):
-            chunk = torch.from_numpy(images[start : start + batch_size]).permute(0, 3, 1, 2)
-            rows.append(extractor.features(chunk.float() / 255.0).double().numpy())
+            chunk = to_tensor(images[start : start + batch_size])
+            rows.append(extractor.features(chunk).double().numpy())
     features = np.concatenate(rows)
     norms = np.linalg.norm(features, axis=1, keepdims=True)
     return np.asarray(features / np.maximum(norms, 1e-12), dtype=np.float64)
@@ -103,14 +104,14 @@ def kmeans(points: npt.NDArray[np.float64], k: int, *, seed: int = 0) -> npt.NDA
 def cluster_labels(
     images: npt.NDArray[np.uint8], *, k: int | None = None, seed: int = 0
 ) -> npt.NDArray[np.int64]:
-    """Return a pseudo-label (cluster 0..k−1) for each of uint8 (N, H, W, C) ``images``.
+    """Return a pseudo-label (cluster 0..k−1) for each of uint8 (N, H, W[, C]) ``images``.
 
     ``k`` defaults to :func:`cluster_count`. The images share one size (the caller
     squares them, as for the proxy).
     """
     k = cluster_count(len(images)) if k is None else k
     with torch.random.fork_rng(devices=[]):
-        extractor = load_extractor("efficientnet-lite0", input_size=EMBEDDING_SIDE)
+        extractor = load_extractor(IMAGENET_EXTRACTOR, input_size=EMBEDDING_SIDE)
     return kmeans(embed(images, extractor), k, seed=seed)
 
 

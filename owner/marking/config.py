@@ -21,14 +21,6 @@ from ..plain_data import check_field_names, check_int, fields_value, optional_fi
 #: Markers: projected gradient ascent on an extractor, and the two extractor-free variants
 #: of the paper's appendix E.
 MARKERS: Final = ("pgd", "gaussian", "bernoulli")
-#: Extractors built in; anything else must be a ``module.path:callable`` reference.
-BUILTIN_EXTRACTORS: Final = (
-    "efficientnet-lite0",
-    "resnet18",
-    "proxy-cnn",
-    "proxy-own",
-    "proxy-clusters",
-)
 #: The ImageNet network that marks by default where no proxy can be trained.
 IMAGENET_EXTRACTOR: Final = "efficientnet-lite0"
 #: The extractor trained on the owner's own labelled images while she marks them.
@@ -37,6 +29,8 @@ OWN_PROXY: Final = "proxy-own"
 #: clusters of her images (in EfficientNet-Lite0's features) each one falls in
 #: (:mod:`owner.marking.clusters`).
 CLUSTERS_PROXY: Final = "proxy-clusters"
+#: Extractors built in; anything else must be a ``module.path:callable`` reference.
+BUILTIN_EXTRACTORS: Final = (IMAGENET_EXTRACTOR, "resnet18", "proxy-cnn", OWN_PROXY, CLUSTERS_PROXY)
 #: Fewest images ``proxy-clusters`` clusters (two clusters of ten).
 MIN_CLUSTERED: Final = 20
 #: The proxies trained while marking: the vault records their weights' digest, no file.
@@ -138,7 +132,7 @@ class MarkingConfig:
 
     marker: str = "pgd"
     epsilon: int = 10
-    extractor: str = "efficientnet-lite0"
+    extractor: str = IMAGENET_EXTRACTOR
     extractor_weights: str | None = None
     steps: int = 3
     step_size: float = 6.0

@@ -297,13 +297,18 @@ def test_a_shared_variant_draws_both_twins_from_one_stream():
 # --- a tiny run of rung (a), end to end --------------------------------------------------------
 
 
+def _tiny_run(tmp_path: Path, table: str) -> Path:
+    """Run ``table`` at M = 200, one epoch, one seed; return its work directory."""
+    args = [table, "--n-train", "200", "--epochs", "1", "--repeats", "1"]
+    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
+    assert evaluation_main(args) == 0
+    return tmp_path / "work"
+
+
 @pytest.mark.slow
 @needs_data
 def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_path):
-    args = ["ladder", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
-    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
-    assert evaluation_main(args) == 0
-    work = tmp_path / "work"
+    work = _tiny_run(tmp_path, "ladder")
     audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
     assert len(audits) == len(plan_ladder([0]).jobs)
     variants = (work / "ablation.jsonl").read_text().splitlines()
@@ -343,10 +348,7 @@ def test_a_tiny_ladder_trains_audits_ablates_measures_evasion_and_reports(tmp_pa
 @pytest.mark.slow
 @needs_data
 def test_a_tiny_unlabelled_rung_marks_on_a_clusters_proxy_and_reports(tmp_path):
-    args = ["unlabelled", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
-    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
-    assert evaluation_main(args) == 0
-    work = tmp_path / "work"
+    work = _tiny_run(tmp_path, "unlabelled")
     assert (work / "proxy" / "clusters-s0-n200-t79.pt").exists()  # the clusters proxy
     audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
     assert len(audits) == len(plan_unlabelled([0]).jobs)
