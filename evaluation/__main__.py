@@ -176,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         "untrained models are left for a later run without this option",
     )
     parser.add_argument(
+        "--ablation-only",
+        action="store_true",
+        help="ladder tables: train and audit nothing; score the ablation's variants not yet "
+        "on record on the models already trained here (weights present) and stop",
+    )
+    parser.add_argument(
         "--rows",
         nargs="+",
         metavar="ROW",
@@ -205,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--owner-share applies to the foundation experiments (encoder, lm, clip)")
     if args.part is not None and args.table != "report":
         parser.error("--part applies to report (a table command rewrites its own part)")
+    if args.ablation_only and args.table not in LADDER:
+        parser.error(f"--ablation-only applies to the regime ladder's tables: {', '.join(LADDER)}")
+    if args.ablation_only and args.audit_only:
+        parser.error("--ablation-only and --audit-only exclude each other")
 
     def say(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
@@ -295,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
         for plan in plans:
             started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
             say(f"== {plan.table}: {plan.title}")
+            if args.ablation_only:
+                torch.set_num_threads(max(1, os.cpu_count() or 1))
+                variants = SCALE_VARIANTS if plan.table == "scale" else VARIANTS
+                run_ablation(workspace, plan, say, variants, device=args.device)
+                _record(args, argv, plan.table, started, began)
+                continue
             if args.audit_only:
                 trained = [j for j in plan.jobs if workspace.model_info(j.model) is not None]
                 untrained = {j.model.name for j in plan.jobs} - {j.model.name for j in trained}

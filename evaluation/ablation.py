@@ -87,12 +87,16 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("C1", "dither", 1, margin=0.01),
     Variant("C1", "dither", 1, margin=0.1),
     Variant("C1", "dither", 1, margin=0.3),
+    Variant("C1", "pad-shift-flip", 32, margin=0.01),
     Variant("C1", "pad-shift-flip", 32, margin=0.1),
     Variant("C2", "dither", 1),
     Variant("C2", "dither", 1, "logit"),
     Variant("C2", "dither", 1, margin=0.01),
     Variant("C2", "dither", 1, margin=0.1),
     Variant("C2", "dither", 1, margin=0.3),
+    Variant("C2", "pad-shift-flip", 32),
+    Variant("C2", "pad-shift-flip", 32, margin=0.01),
+    Variant("C2", "pad-shift-flip", 32, margin=0.1),
     Variant("C3", "dither", 1),
     Variant("C3", "pad-shift-flip", 32),
     Variant("C3", "pad-shift-flip", 32, shared=True),
@@ -206,7 +210,9 @@ def ablation_table(
     """Return Markdown: per kind of marks and variant, q̂ over all pairs, used and clean.
 
     q̂ is pooled over the plan's seeds; "per seed" lists each model's own q̂. Clean
-    models are scored with the same vaults (the marks they never saw).
+    models are scored with the same vaults (the marks they never saw). A variant that
+    no used model of a kind of marks was scored with (one added after the models'
+    weights left the machine that trained them) has no row for those marks.
     """
     pairs = list(dict.fromkeys((job.model, job.vault) for job in plan.jobs))
 
@@ -229,6 +235,8 @@ def ablation_table(
     for marker in dict.fromkeys(v.marker for m, v in pairs if not m.clean):
         for variant in variants:
             used, used_seeds, tied = cells(variant, False, marker)
+            if used == "—":
+                continue
             clean, clean_seeds, _ = cells(variant, True, marker)
             lines.append(
                 f"| `{marker}` | {variant.name} | {used} | {used_seeds} | {tied} | {clean} "

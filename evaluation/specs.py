@@ -368,15 +368,16 @@ def _null_audits(
 #: default and not made one (it depends on the training recipe: evaluation/notes.md);
 #: its null checks stay in the plans, as for any documented claim.
 FAMILY_AUDITS: Final = (AuditSpec(knowledge="C3", perturbation="pad-shift-flip-dither"),)
-#: The claim ``owner claim`` files for an unlabelled vault when the oracle answers labels
-#: only (``owner.claim_client.label_only_claim``): C4 with the training family at K = 32,
-#: as the attacks table claims it; its null checks go with it.
+#: The claim ``owner claim`` files by default for an unlabelled vault, whatever the oracle
+#: answers (the word ``unlabelled`` with ``owner.claim_client.UNLABELLED_FAMILY``): C4
+#: with the training family at K = 32, as the attacks table claims it; its null checks go
+#: with it.
 LABEL_ONLY_AUDITS: Final = (AuditSpec(knowledge="C4"),)
 
 
-#: The claims an owner without labels files by default (``owner claim``, nothing committed
-#: to a label): C2 from probabilities (K = 1 ``dither``, tie margin 0.01, the graded test),
-#: and C4 where the oracle answers labels only (``LABEL_ONLY_AUDITS``).
+#: The claims of an owner without labels (nothing committed to a label): C2 from
+#: probabilities (K = 1 ``dither``, tie margin 0.01, the graded test), her default before
+#: these tables measured it against C4, and C4 (``LABEL_ONLY_AUDITS``), her default since.
 UNLABELLED_AUDITS: Final = (GRADED_AUDITS[1], *LABEL_ONLY_AUDITS)
 #: The labelled owner's default claims on the same marks, for comparison: C1 as
 #: ``owner claim`` files it from probabilities, and C3 from labels.

@@ -26,13 +26,13 @@ from protocol.claim.functions import (
     score_request_from_fields,
 )
 from protocol.claim.params import ClaimParams
-from protocol.claim.scores.classifier import C4_ONE_COPY_RULE, LABELLED
 from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+from protocol.claim.scores.classifier import LABELLED
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, TwinauditError
 from wire.claim_start import to_claim_start
-from wire.transport import CLAIM_DEADLINE_S, error_details
+from wire.transport import CLAIM_DEADLINE_S
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
@@ -55,14 +55,13 @@ DEFAULT_SCORE: Final[Mapping[str, str]] = DEFAULT_FUNCTION
 #: from the table of score functions: the image-encoder's K = 64 and
 #: ``random-resized-crop-flip-v2`` are sent as they are. The classifier's knowledge defaults
 #: to a word the verifier resolves from the oracle's description (spec §10.1):
-#: ``unlabelled`` (C2 or C4) here, ``labelled`` (C3) from :func:`choose_score` for a
-#: labelled vault.
+#: ``unlabelled`` (C4) here, with :data:`UNLABELLED_FAMILY` from :func:`choose_score`,
+#: and ``labelled`` (C3) for a labelled vault.
 SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, ParameterValue]]] = {
     name: function.defaults() for name, function in SCORE_FUNCTIONS.items()
 }
 #: The tie margin (spec §7.1) a claim asks for when its condition reads probabilities
-#: (C1, C2, or the word ``unlabelled``, which keeps it for C2 and drops it for C4) with
-#: the paper's entropy. 0.01, not the 0.1 that did best on the regime ladder's models
+#: (C1, C2) with the paper's entropy. 0.01, not the 0.1 that did best on the regime ladder's models
 #: (``docs/results.md``, "Regime ladder", rows "margin" and the ablation's ``m=`` rows):
 #: on a model nearly certain of both twins of most pairs, a small claim keeps too few
 #: pairs at 0.1 (a 120-pair claim in the test suite kept 5 and could not decide, where
@@ -70,7 +69,7 @@ SCORE_PARAMETERS: Final[Mapping[str, Mapping[str, ParameterValue]]] = {
 #: pairs on every rung. The value is the table of score functions' (its ``chosen_default``).
 DEFAULT_MARGIN: Final = float(SCORE_FUNCTIONS[CLASSIFIER].parameter("margin").chosen_default or 0.0)
 #: Knowledge choices that read probability vectors where the oracle answers them.
-MARGIN_CHOICES: Final = frozenset({"C1", "C2", "unlabelled"})
+MARGIN_CHOICES: Final = frozenset({"C1", "C2"})
 #: Knowledge choices that score with the committed label (a word that resolves to one).
 LABELLED_CHOICES: Final = frozenset(
     {*LABELLED, *(word for word, (c, _) in KNOWLEDGE_WORDS.items() if c in LABELLED)}
@@ -84,13 +83,22 @@ LABELLED_CHOICES: Final = frozenset(
 FAMILY_K: Final = int(SCORE_FUNCTIONS[CLASSIFIER].parameter("k").chosen_default or 1)
 
 
-#: The perturbation family of an unlabelled vault's default claim when the oracle answers
-#: labels only. Without committed labels such an oracle supports C4 alone, and C4 cannot
-#: decide with one ``dither`` copy per version (one label scores every version alike), so
-#: the claim is filed again with this family at :data:`FAMILY_K` copies: the training
-#: family the adaptive-attacks table audits C4 with (``docs/results.md``, "Adaptive
-#: attacks", row ``none``: 5/5 at rung (a)).
-LABEL_ONLY_FAMILY: Final = "pad-shift-flip"
+#: The perturbation family of an unlabelled vault's default claim, at :data:`FAMILY_K`
+#: copies. Without committed labels the recommended condition is C4 (the word
+#: ``unlabelled``, spec §10.1), which one copy per version cannot decide (one label
+#: scores every version alike), so the claim asks for copies that differ: the training
+#: family, with which C4 detected 5/5 at rung (a) and 4/5 at rung (b), where C2 with one
+#: ``dither`` copy detected 3/5 and 1/5 (``docs/results.md``, "Regime ladder (a) for an
+#: owner without labels" and "Regime ladder (b): the unlabelled owner's marks"). It
+#: depends on the practitioner's recipe: on models trained without augmentation C2 with
+#: ``dither`` K = 1 detected 5/5 and C4 with this family 0/5 ("Adaptive attacks", row
+#: ``noaug``); docs/owner.md says when to file that claim instead.
+UNLABELLED_FAMILY: Final = "pad-shift-flip"
+#: Knowledge choices that resolve to C4 (the condition itself, or the word), whose default
+#: family is :data:`UNLABELLED_FAMILY`.
+C4_CHOICES: Final = frozenset(
+    {"C4", *(word for word, conditions in KNOWLEDGE_WORDS.items() if set(conditions) == {"C4"})}
+)
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,8 @@ def choose_score(
     statistic), except the
     image-classifier's knowledge: ``labelled`` when every item of the vault carries a
     committed label (``has_labels``), else ``unlabelled``; the verifier resolves the
-    word to the recommended condition the oracle supports (C3; C2 or C4). The fields are
+    word to the recommended condition the oracle supports (C3; C4). C4, named or the
+    word, takes :data:`UNLABELLED_FAMILY` when no family is named. The fields are
     checked as the verifier will check them (:func:`score_request_from_fields`), so
     that a claim the verifier would refuse fails here, before the arbiter is contacted.
 
@@ -167,6 +176,8 @@ def choose_score(
             knowledge = "C1" if has_labels else "C2"
         else:
             knowledge = "labelled" if has_labels else str(takes["knowledge"])
+    if perturbation is None and function == CLASSIFIER and knowledge in C4_CHOICES:
+        perturbation = UNLABELLED_FAMILY  # C4 needs copies that differ (spec §10.3)
     if margin is None and function == CLASSIFIER:
         entropy = statistic in (None, "", "entropy")
         margin = DEFAULT_MARGIN if entropy and knowledge in MARGIN_CHOICES else 0.0
@@ -205,36 +216,13 @@ def choose_score(
     return dataclasses.replace(choice, spec=spec)
 
 
-def label_only_claim(item_kind: str, function: str | None = None) -> ScoreChoice:
-    """Return the claim an unlabelled vault's default becomes against a label-only oracle.
-
-    C4 with :data:`LABEL_ONLY_FAMILY` at :data:`FAMILY_K` copies; :func:`choose_score`
-    checks it as for any claim.
-    """
-    return choose_score(item_kind, function, knowledge="C4", perturbation=LABEL_ONLY_FAMILY)
-
-
-def refused_as_one_copy_c4(error: grpc.RpcError) -> bool:
-    """Whether the verifier refused a claim because it came to C4 with one copy per version.
-
-    That is its ``invalid-parameter`` answer to the word ``unlabelled`` resolved against
-    an oracle that answers labels only with a single-copy family (spec §10.1, §10.3),
-    recognised by the refusal rule ``c4-one-copy`` its ErrorInfo names (spec §2.2;
-    :func:`wire.transport.error_details`), not by the message's words. A claim refused
-    when it starts is not filed: it opens no pair and no later verdict counts it in
-    ``earlier_claims``.
-    """
-    details = error_details(error)
-    return (
-        details is not None
-        and details.code == "invalid-parameter"
-        and details.rule == C4_ONE_COPY_RULE
-    )
-
-
 @dataclass(frozen=True)
 class ClaimRequest:
-    """A ``ClaimStart``'s raw fields, unchecked, with the image-classifier's defaults.
+    """A ``ClaimStart``'s raw fields, unchecked, with the defaults of a claim without labels.
+
+    Those are what ``owner claim`` files for an image vault without committed labels:
+    the image-classifier, the word ``unlabelled`` (C4), :data:`UNLABELLED_FAMILY` at
+    :data:`FAMILY_K` copies, the graded test at p = 0.05.
 
     The owner's command files a :class:`~protocol.claim.params.ClaimParams` (checked
     before anything is sent); this field form is for tools and tests that must also
@@ -246,14 +234,14 @@ class ClaimRequest:
     oracle_endpoint: str
     model_name: str
     score_function: str = CLASSIFIER
-    k: int = 1
-    perturbation: str = "dither"
+    k: int = FAMILY_K
+    perturbation: str = UNLABELLED_FAMILY
     #: The classifier's statistic: "" (the paper's entropy) or ``logit`` (spec §10.3).
     statistic: str = ""
     #: The classifier's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
     margin: float = 0.0
     #: C1–C4, or a word the verifier resolves from the oracle's description (spec
-    #: §10.1): ``labelled`` (C3, with any oracle) or ``unlabelled`` (C2, or C4 for labels).
+    #: §10.1): ``labelled`` (C3) or ``unlabelled`` (C4), with any oracle.
     knowledge: str = "unlabelled"
     test: str = "mixture-graded"
     p: float = 0.05

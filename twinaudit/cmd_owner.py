@@ -454,7 +454,9 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument(
         "--perturbation",
         help=f"{_takers('perturbation')}: the perturbation family, one of "
-        f"{' | '.join(_choices('perturbation'))} (default {_defaults('perturbation')}). "
+        f"{' | '.join(_choices('perturbation'))} (default {_defaults('perturbation')}; "
+        "pad-shift-flip for the image-classifier's C4 and unlabelled, which need copies "
+        "that differ). "
         "dither is the image with every intensity moved by at most one level: none sends "
         "the published file itself, which tells the model's host which twin is published, "
         "and is refused without --allow-published-queries. The crop families without -v2 "
@@ -479,19 +481,20 @@ def _register_claim(sub: Any) -> None:
         metavar="M",
         help="image-classifier with probabilities (C1, C2): a pair whose two scores differ "
         "by at most M ties and is skipped, so only pairs the model tells apart count "
-        f"(default {_CLASSIFIER.parameter('margin').chosen_default} for C1, C2 and "
-        "unlabelled with the entropy statistic, else 0; "
+        f"(default {_CLASSIFIER.parameter('margin').chosen_default} for C1 and C2 "
+        "with the entropy statistic, else 0; "
         "0 ties equal scores only; without --knowledge it asks for C1 with labels, else C2)",
     )
     claim.add_argument(
         "--knowledge",
         help="image-classifier: C1 | C2 | C3 | C4, or labelled | unlabelled for the "
         "recommended condition the oracle supports (labelled: C3, the top label, with any "
-        "oracle; unlabelled: C2 for probabilities, C4 for labels, which needs --k 2 or "
-        "more). Default: labelled when every item of the vault has a committed label, "
-        "else unlabelled; the arbiter resolves it and the verdict names it (left to its "
-        "defaults, an unlabelled claim the arbiter refuses as C4 with one copy is filed "
-        "again as C4 with pad-shift-flip, K 32)",
+        "oracle; unlabelled: C4, the top label without committed labels, with any oracle, "
+        "which needs --k 2 or more and asks for pad-shift-flip at K 32 unless told). "
+        "Default: labelled when every item of the vault has a committed label, else "
+        "unlabelled; the arbiter resolves it and the verdict names it. Against a model "
+        "trained without augmentation C2 with dither detects where C4 does not "
+        "(docs/owner.md)",
     )
     claim.add_argument(
         "--tie-rule",
@@ -740,12 +743,9 @@ def _json_default(value: object) -> object:
 
 
 def _claim(args: argparse.Namespace) -> int:
-    import grpc
 
     from owner.claim_client import (
         choose_score,
-        label_only_claim,
-        refused_as_one_copy_c4,
         run_claim,
     )
     from owner.vault import Vault
@@ -822,28 +822,7 @@ def _claim(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    # The unlabelled default asks for a word the verifier resolves; against an oracle that
-    # answers labels only it comes to C4, which one dither copy per version cannot decide.
-    # That refusal files nothing, so the claim is filed once more as C4 with copies.
-    untouched = (args.knowledge, args.perturbation, args.k, args.margin, args.statistic)
-    fallback = score.knowledge == "unlabelled" and all(value is None for value in untouched)
-    try:
-        outcome = run_claim(channel, request, vault.opening, on_progress=show)
-    except grpc.RpcError as exc:
-        if not (fallback and refused_as_one_copy_c4(exc)):
-            raise
-        refused, score = score, label_only_claim(vault.item_kind, args.score)
-        assert score.spec is not None  # choose_score checked it
-        print(
-            "note: the oracle answers labels only, so without committed labels the claim "
-            f"is C4, which one {refused.perturbation} copy per version cannot decide "
-            f"(every pair ties); filing it as C4 with {score.perturbation} K = {score.k} "
-            '(docs/results.md, "Adaptive attacks", row none). The refused claim was not '
-            "filed: it opened no pair and does not count in earlier_claims",
-            file=sys.stderr,
-        )
-        request = replace(request, score=score.spec)
-        outcome = run_claim(channel, request, vault.opening, on_progress=show)
+    outcome = run_claim(channel, request, vault.opening, on_progress=show)
     verdict = check_verdict(outcome.verdict, arbiter_key)
     from wire.verifier.v1 import verifier_pb2 as pb
     from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc

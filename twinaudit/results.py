@@ -129,28 +129,31 @@ def pairs_left_line(verdict: Any) -> str:
 
 
 def label_only_follow_up(verdict: Any) -> str | None:
-    """Return what an owner can do after a C3 claim that found nothing, or None.
+    """Return what an owner can do after a C3 or C4 claim that found nothing, or None.
 
-    Only for an image-classifier claim in C3 that ended NOT-DETECTED against an oracle
-    that answers probabilities: C3 reads the top label alone, and on a model that fits
-    its training images exactly it finds few pairs to count (the evaluation's attacks
-    table, row ``noaug``), where C2 reads the probabilities the oracle also answers.
+    Only for an image-classifier claim in C3 or C4 that ended NOT-DETECTED against an
+    oracle that answers probabilities: those conditions read the top label alone, and on
+    a model that fits its training images exactly they find few pairs to count (the
+    evaluation's attacks table, row ``noaug``: C3 with one ``dither`` copy and C4 with
+    ``pad-shift-flip`` at K = 32 0/5 each), where C2 with one ``dither`` copy reads the
+    probabilities the oracle also answers (5/5).
     """
     claim = verdict["claim"]
     score = claim["score"]
     if (
         verdict["decision"] == "detected"
         or score.get("function") != CLASSIFIER
-        or score.get("knowledge") != "C3"
+        or score.get("knowledge") not in ("C3", "C4")
         or claim["model"]["oracle"].get("classify_output") != "probabilities"
     ):
         return None
     claims = int(verdict["earlier_claims"]) + 2
     return (
-        "C3 counts only pairs whose twins the model labels differently; on a model that fits "
-        "its training images exactly (trained without augmentation) it found 0/5 where C2 "
-        "found 5/5 (docs/results.md, Adaptive attacks, row noaug). This oracle answers "
-        "probabilities: a claim with --knowledge C2 on this record can read them, and a "
-        f"detection by it is weighed at {claims}p ({claims} claims on the record, times p) "
+        f"{score['knowledge']} counts only pairs whose twins the model labels differently; on "
+        "a model that fits its training images exactly (trained without augmentation) C3 "
+        "and C4 found 0/5 where C2 found 5/5 (docs/results.md, Adaptive attacks, row "
+        "noaug). This oracle answers probabilities: a claim with --knowledge C2 "
+        "--perturbation dither on this record can read them, and a detection by it is "
+        f"weighed at {claims}p ({claims} claims on the record, times p) "
         "(docs/owner.md, Knowledge conditions)"
     )

@@ -1,4 +1,4 @@
-"""The note ``owner claim`` prints after a C3 claim that found nothing on a probability oracle."""
+"""The note ``owner claim`` prints after a label claim that found nothing, on probabilities."""
 
 from __future__ import annotations
 
@@ -15,24 +15,27 @@ RHO = bytes(range(32))  # fixed: the untrained oracle's claim ends NOT-DETECTED 
 
 
 def _verdict(knowledge: str, *, label_only: bool = False):
-    score = ScoreSpec(k=1, perturbation="dither", knowledge=knowledge)
+    k, family = (4, "pad-shift-flip") if knowledge == "C4" else (1, "dither")
+    score = ScoreSpec(k=k, perturbation=family, knowledge=knowledge)
     oracle = LinearOracle(label_only=label_only)
     session = run_session(make_pairset(), oracle, score=score, rho=RHO)
     return check_verdict(signed_verdict(session, KEY), KEY.public_key())
 
 
-def test_a_c3_claim_that_found_nothing_on_probabilities_names_the_c2_claim():
-    verdict = _verdict("C3")
+@pytest.mark.parametrize("knowledge", ["C3", "C4"])
+def test_a_label_claim_that_found_nothing_on_probabilities_names_the_c2_claim(knowledge):
+    verdict = _verdict(knowledge)
     assert verdict["decision"] == "not-detected"
     note = label_only_follow_up(verdict)
-    assert note is not None
-    assert "--knowledge C2" in note and "weighed at 2p" in note and "noaug" in note
+    assert note is not None and note.startswith(f"{knowledge} counts only pairs")
+    assert "--knowledge C2 --perturbation dither" in note and "weighed at 2p" in note
+    assert "noaug" in note
 
 
 @pytest.mark.parametrize(
     ("knowledge", "label_only"),
-    [("C3", True), ("C1", False), ("C2", False)],
-    ids=["label-oracle", "C1", "C2"],
+    [("C3", True), ("C4", True), ("C1", False), ("C2", False)],
+    ids=["label-oracle", "C4-label-oracle", "C1", "C2"],
 )
 def test_no_note_where_c2_cannot_help_or_was_not_the_gap(knowledge, label_only):
     verdict = _verdict(knowledge, label_only=label_only)

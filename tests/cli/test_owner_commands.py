@@ -409,7 +409,8 @@ def _owner_claim(vault: Path, arbiter: str, oracle: str, *options: str) -> int:
     [
         (True, True, "C3", "labelled"),
         (True, False, "C3", "labelled"),
-        (False, False, "C2", "unlabelled"),
+        (False, False, "C4", "unlabelled"),
+        (False, True, "C4", "unlabelled"),
     ],
 )
 def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supports(
@@ -425,38 +426,20 @@ def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supp
     assert code == 0, out
     assert f"knowledge {condition} (asked: {word})" in out
     verdict = check_verdict((tmp_path / "verdict" / "verdict.json").read_bytes(), KEY.public_key())
-    assert verdict["claim"]["score"]["knowledge"] == condition
+    score = verdict["claim"]["score"]
+    assert score["knowledge"] == condition
+    # With labels one dither copy a version; without them C4, with the copies it needs.
+    family = ("dither", 1) if with_labels else ("pad-shift-flip", 32)
+    assert (score["perturbation"], score["k"]) == family
+    assert verdict["earlier_claims"] == 0
 
 
-def test_unlabelled_default_against_a_label_only_oracle_is_filed_again_as_c4_with_copies(
-    photos, tmp_path, arbiter, capsys
-):
+def test_unlabelled_with_one_copy_is_refused_before_the_arbiter(photos, tmp_path, arbiter, capsys):
     vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=False)
-    oracle, port = serve_oracle(LinearOracle(label_only=True), "127.0.0.1:0")
-    try:
-        code = _owner_claim(vault, arbiter, f"127.0.0.1:{port}")
-        captured = capsys.readouterr()
-        assert code == 0, captured.err
-        assert "the oracle answers labels only" in captured.err
-        assert "C4 with pad-shift-flip K = 32" in captured.err
-        verdict = check_verdict(
-            (tmp_path / "verdict" / "verdict.json").read_bytes(), KEY.public_key()
-        )
-        score = verdict["claim"]["score"]
-        assert (score["knowledge"], score["perturbation"], score["k"]) == (
-            "C4",
-            "pad-shift-flip",
-            32,
-        )
-        # The refused first claim was never filed: this verdict is the record's first.
-        assert verdict["earlier_claims"] == 0
-        # Named by the owner, the same word is not re-filed: the verifier's refusal stands.
-        options = ("--out", str(tmp_path / "named"), "--knowledge", "unlabelled")
-        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}", *options) == 1
-    finally:
-        oracle.stop(None)
+    options = ("--knowledge", "unlabelled", "--perturbation", "dither")
+    assert _owner_claim(vault, arbiter, "127.0.0.1:9", *options) == 2
     assert "every pair would tie" in capsys.readouterr().err
-    assert not (tmp_path / "named").exists()
+    assert not (tmp_path / "verdict").exists()
 
 
 def test_claim_with_c1_on_an_unlabelled_vault_is_refused_before_the_arbiter(

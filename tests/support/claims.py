@@ -27,12 +27,17 @@ def score_request(function: str = "image-classifier", **fields: Any) -> ScoreReq
     """The score ``function`` asks for: its table defaults but for ``fields``, checked.
 
     The defaults are :data:`~protocol.claim.functions.SCORE_FUNCTIONS`' (the
-    image-classifier's K = 1, ``dither``, ``unlabelled``, the entropy, no margin: what
-    ``ClaimRequest`` fills in), not :func:`~owner.claim_client.choose_score`'s choices.
+    image-classifier's K = 1, ``dither``, the entropy, no margin), not
+    :func:`~owner.claim_client.choose_score`'s choices, except the image-classifier's
+    knowledge: C2, the probabilities without labels, which one ``dither`` copy serves
+    (the table's word ``unlabelled`` resolves to C4, which needs copies that differ).
     A knowledge word stays a word, for the verifier to resolve against the oracle's
     description; a field the function does not take stays unset.
     """
-    values: dict[str, Any] = {**SCORE_FIELDS, **SCORE_FUNCTIONS[function].defaults(), **fields}
+    defaults = SCORE_FUNCTIONS[function].defaults()
+    if "knowledge" in defaults:
+        defaults["knowledge"] = "C2"
+    values: dict[str, Any] = {**SCORE_FIELDS, **defaults, **fields}
     return score_request_from_fields(
         function,
         values["k"],

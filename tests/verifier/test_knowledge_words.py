@@ -17,7 +17,6 @@ from owner.claim_client import (
     ClaimRequest,
     ScoreChoice,
     choose_score,
-    refused_as_one_copy_c4,
     run_claim,
 )
 from owner.escrow_client import escrow_root
@@ -55,7 +54,7 @@ NONCE = bytes(range(32, 64))
     [
         ("labelled", PROBABILITIES, "C3"),
         ("labelled", LABELS, "C3"),
-        ("unlabelled", PROBABILITIES, "C2"),
+        ("unlabelled", PROBABILITIES, "C4"),
         ("unlabelled", LABELS, "C4"),
     ],
 )
@@ -127,7 +126,7 @@ def _run(session, pair_set):
 
 @pytest.mark.parametrize(
     ("word", "label_only", "condition"),
-    [("labelled", True, "C3"), ("labelled", False, "C3"), ("unlabelled", False, "C2")],
+    [("labelled", True, "C3"), ("labelled", False, "C3"), ("unlabelled", False, "C4")],
 )
 def test_claim_records_the_resolved_condition_and_replays(pair_set, word, label_only, condition):
     session = _run(_session(pair_set, LinearOracle(label_only=label_only), word), pair_set)
@@ -223,46 +222,58 @@ def _claim(arbiter, oracle, *, raw=False, **score):
         (True, "labels", "C3"),
         (True, "probabilities", "C3"),
         (False, "labels", "C4"),
-        (False, "probabilities", "C2"),
+        (False, "probabilities", "C4"),
     ],
 )
 def test_default_knowledge_through_the_service(arbiter, has_labels, oracle, condition):
     choice = choose_score("image", has_labels=has_labels)
     assert choice.knowledge == ("labelled" if has_labels else "unlabelled")
-    # K = 2 copies: under C4 one label per version scores every version alike.
-    score = {"knowledge": choice.knowledge, "k": 2, "perturbation": "pad-shift-flip"}
+    # Without labels the default asks for copies that differ: under C4 one label per
+    # version scores every version alike (K = 4 here, to keep the test short).
+    family = ("dither", 1) if has_labels else ("pad-shift-flip", 32)
+    assert (choice.perturbation, choice.k) == family
+    score = {"knowledge": choice.knowledge, "k": 4, "perturbation": choice.perturbation}
     verdict = _claim(arbiter, oracle, **score)
     assert verdict["claim"]["score"]["knowledge"] == condition
 
 
-def test_the_owner_is_told_before_filing_that_c4_needs_copies():
-    with pytest.raises(ParameterError, match="every pair would tie"):
-        choose_score("image", knowledge="C4")
+def test_c4_asks_for_copies_that_differ_and_the_owner_is_told_before_filing_one_copy():
+    for knowledge in ("C4", "unlabelled"):
+        choice = choose_score("image", knowledge=knowledge)
+        assert (choice.perturbation, choice.k, choice.margin) == ("pad-shift-flip", 32, 0.0)
+        with pytest.raises(ParameterError, match="every pair would tie"):
+            choose_score("image", knowledge=knowledge, perturbation="dither")
     assert choose_score("image", knowledge="C4", k=8, perturbation="pad-shift-flip").k == 8
 
 
 def test_c4_with_one_copy_is_refused_with_the_reason(arbiter):
     with pytest.raises(grpc.RpcError) as info:
-        _claim(arbiter, "labels", knowledge="unlabelled", k=1, perturbation="dither")
+        _claim(arbiter, "labels", raw=True, knowledge="unlabelled", k=1, perturbation="dither")
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "every pair would tie" in info.value.details()
     # The machine-readable part (spec §2.2): the code and the rule, in an ErrorInfo.
     assert error_details(info.value) == ErrorDetails("invalid-parameter", "c4-one-copy")
-    assert refused_as_one_copy_c4(info.value)
+    # The owner's client refuses the same before contacting the arbiter.
+    with pytest.raises(ParameterError, match="every pair would tie"):
+        choose_score("image", knowledge="unlabelled", perturbation="dither")
 
 
 def test_other_refusals_name_their_code_and_no_rule(arbiter):
     with pytest.raises(grpc.RpcError) as info:
         _claim(arbiter, "labels", knowledge="C2")
     assert error_details(info.value) == ErrorDetails("invalid-parameter", None)
-    assert not refused_as_one_copy_c4(info.value)
 
 
 def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):
-    # The raw field form's own default (no claim is sent): the word reaches the verifier.
+    # The raw field form's own default (no claim is sent): the word reaches the verifier,
+    # with the copies C4 needs.
     assert ClaimRequest(0, bytes(32), "o", "m").knowledge == "unlabelled"
     start = ClaimRequest(0, bytes(32), "o", "m").to_proto()
-    assert isinstance(params_from_proto(start).score, PendingScoreSpec)
+    pending = params_from_proto(start).score
+    assert isinstance(pending, PendingScoreSpec)
+    assert resolve_score(pending, PROBABILITIES) == ScoreSpec(
+        k=32, perturbation="pad-shift-flip", knowledge="C4"
+    )
     with pytest.raises(grpc.RpcError) as info:
         _claim(arbiter, "labels", knowledge="C2")
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -287,8 +298,10 @@ def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbit
     ],
 )
 def test_choose_score_knowledge(options, expected):
-    margin = DEFAULT_MARGIN if expected in ("C1", "C2", "unlabelled") else 0.0
-    expected_choice = ScoreChoice("image-classifier", 1, "dither", expected, margin=margin)
+    margin = DEFAULT_MARGIN if expected in ("C1", "C2") else 0.0
+    # C4 (the word unlabelled) takes the training family at K = 32; the rest one dither copy.
+    k, family = (32, "pad-shift-flip") if expected == "unlabelled" else (1, "dither")
+    expected_choice = ScoreChoice("image-classifier", k, family, expected, margin=margin)
     assert choose_score("image", **options) == expected_choice
 
 
@@ -303,19 +316,19 @@ def test_choose_score_refuses_an_unknown_word():
         choose_score("image", knowledge="probabilities", has_labels=True)
 
 
-def test_a_word_keeps_its_margin_for_probabilities_and_drops_it_for_labels():
-    request = score_request_from_fields("image-classifier", 2, "dither", "unlabelled", margin=0.1)
-    assert resolve_score(request, PROBABILITIES).margin == 0.1  # C2
-    assert resolve_score(request, LABELS) == ScoreSpec(k=2, perturbation="dither", knowledge="C4")
-    with pytest.raises(ParameterError, match="probability vectors"):  # labelled is C3 either way
-        score_request_from_fields("image-classifier", 1, "dither", "labelled", margin=0.1)
+def test_a_word_takes_no_margin_since_both_resolve_to_a_label_condition():
+    for word in ("labelled", "unlabelled"):  # C3 and C4, whatever the oracle answers
+        with pytest.raises(ParameterError, match="probability vectors"):
+            score_request_from_fields("image-classifier", 2, "pad-shift-flip", word, margin=0.1)
     with pytest.raises(ParameterError, match="takes no tie margin"):
         score_request_from_fields("image-encoder", 8, "pad-shift-flip", "", margin=0.1)
     # The owner's side: a margin without --knowledge asks for a probability condition.
     assert choose_score("image", margin=0.1, has_labels=True).knowledge == "C1"
     assert choose_score("image", margin=0.1, has_labels=False).knowledge == "C2"
     # The verifier's reading of raw message fields (not the typed form read back).
-    start = ClaimRequest(0, b"r" * 32, "o", "m", knowledge="C1", margin=0.1).to_proto()
+    start = ClaimRequest(
+        0, b"r" * 32, "o", "m", k=1, perturbation="dither", knowledge="C1", margin=0.1
+    ).to_proto()
     assert params_from_proto(start).score == ScoreSpec(
         k=1, perturbation="dither", knowledge="C1", margin=0.1
     )
@@ -325,7 +338,8 @@ def test_a_word_keeps_its_margin_for_probabilities_and_drops_it_for_labels():
 
 def test_the_owner_asks_for_the_measured_margin_where_the_condition_reads_probabilities():
     assert choose_score("image", knowledge="C1", has_labels=True).margin == DEFAULT_MARGIN
-    assert choose_score("image", has_labels=False).margin == DEFAULT_MARGIN  # unlabelled
+    assert choose_score("image", knowledge="C2").margin == DEFAULT_MARGIN
+    assert choose_score("image", has_labels=False).margin == 0.0  # unlabelled: C4
     assert choose_score("image", has_labels=True).margin == 0.0  # labelled: C3
     assert choose_score("image", knowledge="C4", k=2).margin == 0.0
     assert choose_score("image", knowledge="C2", statistic="logit").margin == 0.0

@@ -51,8 +51,8 @@ MAX_MARGIN: Final = 1.0e4
 #: tie margin serve (label-only scores move in steps of a label).
 PROBABILITY_CONDITIONS: Final = frozenset({"C1", "C2"})
 #: The refusal rule (spec §2.2) of the ``invalid-parameter`` error that refuses C4 with
-#: one copy per version; the owner's client recognises the refusal by it (a label-only
-#: oracle resolved ``unlabelled`` to C4, and the default ``dither`` K = 1 ties every pair).
+#: one copy per version (named, or the word ``unlabelled`` asked with K = 1): a client
+#: that sent it can change its request to copies that differ, having read this rule.
 C4_ONE_COPY_RULE: Final = "c4-one-copy"
 
 

@@ -9,20 +9,23 @@ word          oracle answers     condition
 ============  =================  =========
 labelled      probabilities      C3
 labelled      label              C3
-unlabelled    probabilities      C2
+unlabelled    probabilities      C4
 unlabelled    label              C4
 ============  =================  =========
 
 That is the condition that detected most often with the committed labels
-(``labelled``) or without them (``unlabelled``), among those the oracle supports.
-With labels, the top label (C3, from the answer's largest probability when the oracle
-gives probabilities) detected where the probabilities did not: in the evaluation's
-regime ladder, 5/5 against 3/5 for C1 on the same models and the same claims
-(``docs/results.md``); a pair counts only when the model labels one twin right and
-the other wrong, and those pairs carry the signal, where the confidence the model has
-in two twins it labels alike is mostly noise. C1 stays available by name. Only the
-resolved condition enters the claim map, so transcripts, verdicts and replay never
-see a word, and :class:`~protocol.claim.scores.classifier.ScoreSpec` holds C1–C4 only.
+(``labelled``) or without them (``unlabelled``), among those the oracle supports:
+in both cases the top label (from the answer's largest probability when the oracle
+gives probabilities), which counts a pair only when the model answers its twins
+differently, and those pairs carry the signal, where the confidence a model has in
+two twins it answers alike is mostly noise. With labels, C3 detected 5/5 on the
+regime ladder against 3/5 for C1 on the same models and claims; without them, C4
+(``pad-shift-flip``, K = 32: with one copy every version gets the same score, so C4
+needs copies that differ) detected 5/5 at rung (a) and 4/5 at rung (b) where C2 from
+probabilities detected 3/5 and 1/5 (``docs/results.md``). C1 and C2 stay available by
+name. Only the resolved condition enters the claim map, so transcripts, verdicts and
+replay never see a word, and :class:`~protocol.claim.scores.classifier.ScoreSpec`
+holds C1–C4 only.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from .oracle_view import OracleDescription
 #: answering labels only.
 KNOWLEDGE_WORDS: Final[Mapping[str, tuple[str, str]]] = {
     "labelled": ("C3", "C3"),
-    "unlabelled": ("C2", "C4"),
+    "unlabelled": ("C4", "C4"),
 }
 #: Everything a claim's ``knowledge`` field may hold.
 KNOWLEDGE_CHOICES: Final = (*KNOWLEDGE_CONDITIONS, *KNOWLEDGE_WORDS)
