@@ -152,9 +152,10 @@ RUNG_INTRO: Final = {
         "k-means clusters of the items' EfficientNet-Lite0 features; no labels and no "
         "public data), to set against the ladder's `pgd` rows (EfficientNet-Lite0 itself, "
         "the default without labels before) and `pgdown` rows (the same proxy trained on "
-        "her labels). Claims: an owner without labels' two (C2 from probabilities, tie "
-        "margin 0.01, `mixture-graded`, her default before this table; C4 with "
-        "`pad-shift-flip` K = 32 from the top label, her default since, whatever the oracle "
+        "her labels). Claims: an owner without labels' (C2 from probabilities, tie margin "
+        "0.01, `mixture-graded`, her default before this table; C4 from the top label with "
+        "`pad-shift-flip` K = 32, and with `pad-shift-flip-dither` K = 32, whose copies are "
+        "never a placement of a published file, her default since, whatever the oracle "
         "answers), and the labelled owner's defaults (C1, C3) for comparison (the "
         "evaluation's vaults commit the labels; the marks never read them). Clean models: "
         "the ladder's (`-t1`), with the unlabelled claims under 20 fresh publication bits "
@@ -165,7 +166,8 @@ RUNG_INTRO: Final = {
         "trained on the clusters of her own 1,000 items): the ResNet, recipe and vault "
         "sizes of the `standard-own` table, the claims of the table above. Clean models: "
         "the `standard` table's, audited with this table's vaults on their own publication "
-        "bits only. Trained and audited on the 2-core CPU."
+        "bits, and with the default claim without labels under 20 fresh publication bits "
+        "each. Trained and audited on the 2-core CPU."
     ),
     "converged": (
         "Rung (b) as the issue defines it: the same network and recipe, 200 epochs instead "

@@ -87,13 +87,16 @@ FAMILY_K: Final = int(SCORE_FUNCTIONS[CLASSIFIER].parameter("k").chosen_default 
 #: copies. Without committed labels the recommended condition is C4 (the word
 #: ``unlabelled``, spec §10.1), which one copy per version cannot decide (one label
 #: scores every version alike), so the claim asks for copies that differ: the training
-#: family, with which C4 detected 5/5 at rung (a) and 4/5 at rung (b), where C2 with one
-#: ``dither`` copy detected 3/5 and 1/5 (``docs/results.md``, "Regime ladder (a) for an
-#: owner without labels" and "Regime ladder (b): the unlabelled owner's marks"). It
-#: depends on the practitioner's recipe: on models trained without augmentation C2 with
-#: ``dither`` K = 1 detected 5/5 and C4 with this family 0/5 ("Adaptive attacks", row
-#: ``noaug``); docs/owner.md says when to file that claim instead.
-UNLABELLED_FAMILY: Final = "pad-shift-flip"
+#: family's shifts and flips, each copy then dithered, so that no copy is the published
+#: file or one of its placements, which a host can list (``docs/results.md``, the
+#: evasion table: its ``exact`` host defeated every plain ``pad-shift-flip`` claim and
+#: recognised no dithered copy). C4 so asked detected where C2 with one ``dither`` copy
+#: did not (``docs/results.md``, "Regime ladder (a) for an owner without labels" and
+#: "Regime ladder (b): the unlabelled owner's marks"). It depends on the practitioner's
+#: recipe: on models trained without augmentation C2 with ``dither`` K = 1 detected 5/5
+#: and C4 with the training family 0/5 ("Adaptive attacks", row ``noaug``);
+#: docs/owner.md says when to file that claim instead.
+UNLABELLED_FAMILY: Final = "pad-shift-flip-dither"
 #: Knowledge choices that resolve to C4 (the condition itself, or the word), whose default
 #: family is :data:`UNLABELLED_FAMILY`.
 C4_CHOICES: Final = frozenset(

@@ -79,7 +79,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
             "image",
             None,
             {},  # without labels: C4, which needs copies that differ
-            ScoreChoice("image-classifier", 32, "pad-shift-flip", "unlabelled"),
+            ScoreChoice("image-classifier", 32, "pad-shift-flip-dither", "unlabelled"),
         ),
         (
             "image",

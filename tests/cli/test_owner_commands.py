@@ -429,7 +429,7 @@ def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supp
     score = verdict["claim"]["score"]
     assert score["knowledge"] == condition
     # With labels one dither copy a version; without them C4, with the copies it needs.
-    family = ("dither", 1) if with_labels else ("pad-shift-flip", 32)
+    family = ("dither", 1) if with_labels else ("pad-shift-flip-dither", 32)
     assert (score["perturbation"], score["k"]) == family
     assert verdict["earlier_claims"] == 0
 

@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from evaluation.specs import (
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
     UNLABELLED_AUDITS,
+    UNLABELLED_DEFAULT_AUDITS,
     AuditSpec,
     ModelSpec,
     plan_converged,
@@ -69,13 +71,21 @@ def test_rung_a_audits_three_marks_and_the_cli_claims_with_clean_models_of_their
         "pad-shift-flip-dither",
         "pad-shift-flip",
     }
-    # The label-only null check is the claim owner claim files for an unlabelled vault
-    # (the word unlabelled, which the verifier resolves to C4 for any oracle).
+    (label_only,) = LABEL_ONLY_AUDITS
+    assert (label_only.knowledge, label_only.perturbation) == ("C4", "pad-shift-flip")
+
+
+def test_the_unlabelled_tables_claim_what_owner_claim_files_without_labels():
+    # The word unlabelled, which the verifier resolves to C4 for any oracle, with the
+    # dithered training family (its test is mixture-e: without a margin the graded test
+    # is the same test, spec §7.5).
     default = choose_score("image")
-    (audit,) = LABEL_ONLY_AUDITS
+    (audit,) = UNLABELLED_DEFAULT_AUDITS
     assert default.knowledge == "unlabelled" and audit.knowledge == "C4"
-    # (Its test is mixture-e: without a margin the graded test is the same test, §7.5.)
     assert (audit.perturbation, audit.k) == (default.perturbation, default.k)
+    assert audit in UNLABELLED_AUDITS
+    null = {j.audit for j in plan_unlabelled([0]).jobs if j.audit.rho_draw}
+    assert replace(audit, rho_draw=1) in null
 
 
 def test_rung_b_is_a_resnet_on_ten_thousand_images_with_its_own_names():
@@ -118,8 +128,9 @@ def test_the_unlabelled_owners_rung_a_shares_the_ladders_clean_models_and_checks
     clean = [m for m in plan.models if m.clean]
     assert used[0].name == "s0-n2000-pad-crop-flip-e500-pgdclusters10-f1.0"
     assert {m.name for m in clean} == {m.name for m in plan_ladder(range(5)).models if m.clean}
-    # The claims an owner without labels files: C2 from probabilities, C4 from labels.
-    c2, c4 = UNLABELLED_AUDITS
+    # The claims of an owner without labels: C2 from probabilities (her default before),
+    # C4 with the training family, and C4 with it dithered (her default since).
+    c2, c4, c4_default = UNLABELLED_AUDITS
     assert (c2.knowledge, c2.k, c2.perturbation, c2.margin, c2.test) == (
         "C2",
         1,
@@ -127,7 +138,7 @@ def test_the_unlabelled_owners_rung_a_shares_the_ladders_clean_models_and_checks
         0.01,
         "mixture-graded",
     )
-    assert c4 == LABEL_ONLY_AUDITS[0]
+    assert c4 == LABEL_ONLY_AUDITS[0] and c4_default == UNLABELLED_DEFAULT_AUDITS[0]
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean for j in redrawn)
     assert len(redrawn) == 5 * len(UNLABELLED_AUDITS) * LADDER_NULL_DRAWS >= 200
@@ -137,7 +148,15 @@ def test_the_unlabelled_owners_rung_a_shares_the_ladders_clean_models_and_checks
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-pgdclusters10-f1.0",
         "s0-n10000-resnet-sgd-pad-crop-flip-e80-clean",
     ]
-    assert {j.audit for j in rung_b.jobs} == {j.audit for j in plan.jobs if not j.audit.rho_draw}
+    assert {j.audit for j in rung_b.jobs if not j.audit.rho_draw} == {
+        j.audit for j in plan.jobs if not j.audit.rho_draw
+    }
+    # Rung (b) checks only the default claim without labels under fresh bits, there on the
+    # clean model alone.
+    assert {replace(j.audit, rho_draw=0) for j in rung_b.jobs if j.audit.rho_draw} == set(
+        UNLABELLED_DEFAULT_AUDITS
+    )
+    assert all(j.model.clean for j in rung_b.jobs if j.audit.rho_draw)
 
 
 def test_converged_rung_b_trains_the_same_resnet_longer_on_the_proxy_marks_alone():

@@ -230,7 +230,7 @@ def test_default_knowledge_through_the_service(arbiter, has_labels, oracle, cond
     assert choice.knowledge == ("labelled" if has_labels else "unlabelled")
     # Without labels the default asks for copies that differ: under C4 one label per
     # version scores every version alike (K = 4 here, to keep the test short).
-    family = ("dither", 1) if has_labels else ("pad-shift-flip", 32)
+    family = ("dither", 1) if has_labels else ("pad-shift-flip-dither", 32)
     assert (choice.perturbation, choice.k) == family
     score = {"knowledge": choice.knowledge, "k": 4, "perturbation": choice.perturbation}
     verdict = _claim(arbiter, oracle, **score)
@@ -240,7 +240,7 @@ def test_default_knowledge_through_the_service(arbiter, has_labels, oracle, cond
 def test_c4_asks_for_copies_that_differ_and_the_owner_is_told_before_filing_one_copy():
     for knowledge in ("C4", "unlabelled"):
         choice = choose_score("image", knowledge=knowledge)
-        assert (choice.perturbation, choice.k, choice.margin) == ("pad-shift-flip", 32, 0.0)
+        assert (choice.perturbation, choice.k, choice.margin) == ("pad-shift-flip-dither", 32, 0.0)
         with pytest.raises(ParameterError, match="every pair would tie"):
             choose_score("image", knowledge=knowledge, perturbation="dither")
     assert choose_score("image", knowledge="C4", k=8, perturbation="pad-shift-flip").k == 8
@@ -272,7 +272,7 @@ def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbit
     pending = params_from_proto(start).score
     assert isinstance(pending, PendingScoreSpec)
     assert resolve_score(pending, PROBABILITIES) == ScoreSpec(
-        k=32, perturbation="pad-shift-flip", knowledge="C4"
+        k=32, perturbation="pad-shift-flip-dither", knowledge="C4"
     )
     with pytest.raises(grpc.RpcError) as info:
         _claim(arbiter, "labels", knowledge="C2")
@@ -300,7 +300,7 @@ def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbit
 def test_choose_score_knowledge(options, expected):
     margin = DEFAULT_MARGIN if expected in ("C1", "C2") else 0.0
     # C4 (the word unlabelled) takes the training family at K = 32; the rest one dither copy.
-    k, family = (32, "pad-shift-flip") if expected == "unlabelled" else (1, "dither")
+    k, family = (32, "pad-shift-flip-dither") if expected == "unlabelled" else (1, "dither")
     expected_choice = ScoreChoice("image-classifier", k, family, expected, margin=margin)
     assert choose_score("image", **options) == expected_choice
 

@@ -19,13 +19,13 @@ in both cases the top label (from the answer's largest probability when the orac
 gives probabilities), which counts a pair only when the model answers its twins
 differently, and those pairs carry the signal, where the confidence a model has in
 two twins it answers alike is mostly noise. With labels, C3 detected 5/5 on the
-regime ladder against 3/5 for C1 on the same models and claims; without them, C4
-(``pad-shift-flip``, K = 32: with one copy every version gets the same score, so C4
-needs copies that differ) detected 5/5 at rung (a) and 4/5 at rung (b) where C2 from
-probabilities detected 3/5 and 1/5 (``docs/results.md``). C1 and C2 stay available by
-name. Only the resolved condition enters the claim map, so transcripts, verdicts and
-replay never see a word, and :class:`~protocol.claim.scores.classifier.ScoreSpec`
-holds C1–C4 only.
+regime ladder against 3/5 for C1 on the same models and claims; without them, C4 with
+32 shifted, flipped and dithered copies a version (one copy gives every version the
+same score, so C4 needs copies that differ) detected 4/5 at rung (a) and 3/5 at rung
+(b) where C2 from probabilities detected 3/5 and 1/5 (``docs/results.md``). C1 and C2
+stay available by name. Only the resolved condition enters the claim map, so
+transcripts, verdicts and replay never see a word, and
+:class:`~protocol.claim.scores.classifier.ScoreSpec` holds C1–C4 only.
 """
 
 from __future__ import annotations
