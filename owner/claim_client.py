@@ -26,11 +26,11 @@ from protocol.claim.functions import (
     score_request_from_fields,
 )
 from protocol.claim.params import ClaimParams
+from protocol.claim.scores.classifier import C4_ONE_COPY_RULE, LABELLED
 from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
-from protocol.claim.scores.classifier import LABELLED
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.claim.scores.perturbations import SINGLE_COPY
-from protocol.errors import InputError, TwinauditError
+from protocol.errors import InputError, ParameterError, TwinauditError
 from wire.claim_start import to_claim_start
 from wire.transport import CLAIM_DEADLINE_S
 from wire.verifier.v1 import verifier_pb2 as pb
@@ -198,14 +198,23 @@ def choose_score(
         statistic=statistic if statistic is not None else "",
         margin=float(margin or 0.0),
     )
-    spec = score_request_from_fields(
-        choice.function,
-        choice.k,
-        choice.perturbation,
-        choice.knowledge,
-        choice.statistic,
-        margin=choice.margin,
-    )
+    try:
+        spec = score_request_from_fields(
+            choice.function,
+            choice.k,
+            choice.perturbation,
+            choice.knowledge,
+            choice.statistic,
+            margin=choice.margin,
+        )
+    except ParameterError as exc:
+        if exc.rule != C4_ONE_COPY_RULE or choice.knowledge == "C4":
+            raise
+        # The word was asked for, not C4 itself: say what it means here.
+        raise ParameterError(
+            f"{exc}; the word {choice.knowledge!r} asks for C4, so name a family whose "
+            "copies differ, or --knowledge C2 to read the probabilities of one copy"
+        ).with_rule(C4_ONE_COPY_RULE) from exc
     if spec.item_kind != item_kind:
         raise InputError(
             f"the {function} score scores {spec.item_kind} items; "

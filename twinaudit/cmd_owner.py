@@ -744,7 +744,6 @@ def _json_default(value: object) -> object:
 
 
 def _claim(args: argparse.Namespace) -> int:
-
     from owner.claim_client import (
         choose_score,
         run_claim,

@@ -438,7 +438,8 @@ def test_unlabelled_with_one_copy_is_refused_before_the_arbiter(photos, tmp_path
     vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=False)
     options = ("--knowledge", "unlabelled", "--perturbation", "dither")
     assert _owner_claim(vault, arbiter, "127.0.0.1:9", *options) == 2
-    assert "every pair would tie" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "every pair would tie" in err and "--knowledge C2" in err
     assert not (tmp_path / "verdict").exists()
 
 

@@ -241,8 +241,11 @@ def test_c4_asks_for_copies_that_differ_and_the_owner_is_told_before_filing_one_
     for knowledge in ("C4", "unlabelled"):
         choice = choose_score("image", knowledge=knowledge)
         assert (choice.perturbation, choice.k, choice.margin) == ("pad-shift-flip-dither", 32, 0.0)
-        with pytest.raises(ParameterError, match="every pair would tie"):
+        with pytest.raises(ParameterError, match="every pair would tie") as info:
             choose_score("image", knowledge=knowledge, perturbation="dither")
+        assert info.value.rule == "c4-one-copy"
+        # Asked by the word, the refusal says what the word means and what else to ask.
+        assert ("--knowledge C2" in str(info.value)) == (knowledge == "unlabelled")
     assert choose_score("image", knowledge="C4", k=8, perturbation="pad-shift-flip").k == 8
 
 
