@@ -34,6 +34,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -306,9 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
             say(f"== {plan.table}: {plan.title}")
             if args.ablation_only:
-                torch.set_num_threads(max(1, os.cpu_count() or 1))
-                variants = SCALE_VARIANTS if plan.table == "scale" else VARIANTS
-                run_ablation(workspace, plan, say, variants, device=args.device)
+                _ablate(workspace, plan, say, args.device)
                 _record(args, argv, plan.table, started, began)
                 continue
             if args.audit_only:
@@ -330,9 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             run_missing(workspace, plan.jobs, log, say, workers=args.jobs, device=args.device)
             if plan.table in LADDER:
-                torch.set_num_threads(max(1, os.cpu_count() or 1))
-                variants = SCALE_VARIANTS if plan.table == "scale" else VARIANTS
-                run_ablation(workspace, plan, say, variants, device=args.device)
+                _ablate(workspace, plan, say, args.device)
                 if plan.table in ESTIMATED and not args.no_estimate:
                     run_estimates(workspace, plan, say)
                 if plan.table == "ladder":
@@ -366,6 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     kept = f" (kept its {' and '.join(keep)} part as it was)" if keep and out.exists() else ""
     say(f"wrote {out}{kept}")
     return 0
+
+
+def _ablate(workspace: Workspace, plan: Plan, say: Callable[[str], None], device: str) -> None:
+    """Score the ablation's variants a ladder table is measured with, on all the CPU's threads."""
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    variants = SCALE_VARIANTS if plan.table == "scale" else VARIANTS
+    run_ablation(workspace, plan, say, variants, device=device)
 
 
 def _record(

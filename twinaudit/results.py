@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+from protocol.claim.scores.classifier import LABEL_ONLY
 
 #: Exit status of ``owner claim --exit-code`` for a verdict of NOT-DETECTED.
 EXIT_NOT_DETECTED: Final = 3
@@ -143,7 +144,7 @@ def label_only_follow_up(verdict: Any) -> str | None:
     if (
         verdict["decision"] == "detected"
         or score.get("function") != CLASSIFIER
-        or score.get("knowledge") not in ("C3", "C4")
+        or score.get("knowledge") not in LABEL_ONLY
         or claim["model"]["oracle"].get("classify_output") != "probabilities"
     ):
         return None
