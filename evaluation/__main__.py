@@ -44,11 +44,12 @@ from owner.marking.config import PROXY_EPOCHS
 from protocol.errors import TwinauditError
 
 from .ablation import SCALE_VARIANTS, VARIANTS, run_ablation
+from .attacks import noaug_plan
 from .audit import AuditLog, run_missing, without_weights
 from .baselines import RUNNERS, extra_models
 from .build import Workspace, describe_machine, device_name
 from .estimates import run_estimates
-from .evasion import run_evasion
+from .evasion import NOISE_DESIGNS, NOISE_STRATEGIES, run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
 from .records import archive, trained_on
@@ -318,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"on {len(untrained)} models not trained here"
                 )
                 run_missing(workspace, trained, log, say, workers=args.jobs, device=args.device)
+                if plan.table == "attacks":
+                    run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
                 _record(args, argv, plan.table, started, began)
                 continue
             workspace.train_missing(
@@ -334,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                     run_estimates(workspace, plan, say)
                 if plan.table == "ladder":
                     run_evasion(workspace, plan, say)
+            if plan.table == "attacks":  # the noise claims against reading hosts
+                run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
             if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
                 RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
             if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)

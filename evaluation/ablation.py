@@ -103,6 +103,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("C3", "pad-shift-flip-dither", 32),
     Variant("C4", "pad-shift-flip", 32),
     Variant("C4", "pad-shift-flip-dither", 32),
+    Variant("C3", "noise", 32),
+    Variant("C4", "noise", 32),
 )
 #: The variants scored at rung (c), where a model answers 5,400 pairs: the K = 1 rows
 #: (two queries a pair; at K = 32, 64 a pair would take longer than the lent accelerator's

@@ -22,6 +22,7 @@ from . import paper
 from .specs import (
     ATTACK_AUDITS,
     EPOCHS,
+    NOISE_AUDITS,
     RECIPE,
     AuditSpec,
     Job,
@@ -51,8 +52,9 @@ ROWS: Final = (
     ("gauss30", "training: Gaussian noise σ = 30", "gauss30"),
     ("markperturb", "training: MarkPerturb (her own ε = 10 marks)", "markperturb"),
 )
-#: The claims (:data:`evaluation.specs.ATTACK_AUDITS`), one column each.
-COLUMNS: Final = tuple(ATTACK_AUDITS)
+#: The claims (:data:`evaluation.specs.ATTACK_AUDITS`, then the ``noaug`` row's
+#: :data:`~evaluation.specs.NOISE_AUDITS`), one column each.
+COLUMNS: Final = (*ATTACK_AUDITS, *NOISE_AUDITS)
 
 
 def row_of(job: Job, epochs: int = EPOCHS) -> str:
@@ -78,6 +80,21 @@ def model_row(model: ModelSpec, epochs: int = EPOCHS) -> str:
     if model.recipe != RECIPE:
         return "noaug"
     return "none"
+
+
+def noaug_plan(plan: Plan) -> Plan:
+    """Return the jobs of ``plan`` (the attacks table's) on the ``noaug`` row's used models.
+
+    The evasion of the ``noise`` claims is measured on them
+    (:data:`evaluation.evasion.NOISE_DESIGNS`).
+    """
+    epochs = plan.models[0].epochs if plan.models else EPOCHS
+    kept = Plan(plan.table, plan.title)
+    kept.jobs = [
+        j for j in plan.jobs if not j.model.clean and model_row(j.model, epochs) == "noaug"
+    ]
+    kept.models = list(dict.fromkeys(j.model for j in kept.jobs))
+    return kept
 
 
 def _paper(key: str) -> str:
@@ -171,6 +188,10 @@ INTRO: Final = (
     "(`evaluation.attack_training`). Claims: the CLI's default in C1–C3 (K = 1 "
     "`dither`, tie margin 0.01 with probabilities) and the training family "
     "`pad-shift-flip` at K = 32 in C4 (K = 1 label-only ties every pair), C1 and C3; "
+    "on the row `noaug` also C3 and C4 with `noise` copies at K = 32 (spec §10.3: each "
+    "intensity moved by up to 31 levels, for models that fit their training images "
+    "exactly; its false detections include the clean model's claims under 50 fresh "
+    "draws of the publication bits); "
     "each cell is DSR (Q/M over detecting experiments, q̂ over "
     "untied pairs). False detections: the same claims against models trained without the "
     "owner's data — the ladder's clean models (`-t1`) through the same host for the "

@@ -42,7 +42,12 @@ import numpy as np
 import numpy.typing as npt
 
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
-from verifier.oracles.defences import PAIR_SLACK, PairDetectOracle, levels
+from verifier.oracles.defences import (
+    PAIR_SLACK,
+    FeaturePairDetectOracle,
+    PairDetectOracle,
+    levels,
+)
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.augment import PAD
 from verifier.scoring.classifier import ScoreSpec
@@ -53,6 +58,10 @@ from .specs import TEST, ModelSpec, P, Plan, VaultSpec
 
 #: The evading strategies, by name (the evasion table's columns, after ``honest``).
 STRATEGIES = ("exact", "near", "pairdetect")
+#: The strategies the ``noise`` claims meet: also PairDetect on shift- and flip-undone
+#: pooled features (:class:`verifier.oracles.defences.FeaturePairDetectOracle`, within a
+#: request), which averages per-pixel noise away.
+NOISE_STRATEGIES = (*STRATEGIES, "pairdetect-features")
 #: ``near``: the largest per-pixel difference, in levels, still taken for the same image.
 NEAR_LEVELS = 2
 #: What this module offers (``levels`` and ``PAIR_SLACK`` are the defences module's).
@@ -83,14 +92,18 @@ class EvadingOracle(ClassifierOracle):
         epsilon: int,
     ) -> None:
         """Wrap ``honest``; ``published`` is (N, H, W, C) uint8, ``epsilon`` the marks' bound."""
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; known: {STRATEGIES}")
+        if strategy not in NOISE_STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; known: {NOISE_STRATEGIES}")
         self._honest = honest
         self._strategy = strategy
         self._epsilon = epsilon
         self._published = published.astype(np.int16).reshape(len(published), -1)
         self._hashes: set[bytes] = set()
-        self._pairdetect = PairDetectOracle(honest, epsilon, memory=0, slack=PAIR_SLACK)
+        self._pairdetect: PairDetectOracle = (
+            FeaturePairDetectOracle(honest, epsilon, memory=0)
+            if strategy == "pairdetect-features"
+            else PairDetectOracle(honest, epsilon, memory=0, slack=PAIR_SLACK)
+        )
         if strategy == "exact":
             for image in published:
                 for copy in placements(image):
@@ -107,7 +120,7 @@ class EvadingOracle(ClassifierOracle):
     def classify(self, images: F32Images) -> ClassifyAnswer:
         """Answer as the honest oracle, changing the answers of recognised queries."""
         self.queries += len(images)
-        if self._strategy == "pairdetect":
+        if self._strategy in ("pairdetect", "pairdetect-features"):
             answer = self._pairdetect.classify(images)
             self.recognised = self._pairdetect.recognised
             return answer
@@ -165,6 +178,15 @@ DESIGNS: tuple[tuple[str, str, int, str], ...] = (
 )
 
 
+#: The ``noise`` claims (C3 and C4, K = 32, spec §10.3), measured against the same hosts
+#: on the models they are for: the attacks table's ``noaug`` models
+#: (:func:`evaluation.attacks.noaug_plan`).
+NOISE_DESIGNS: tuple[tuple[str, str, int, str], ...] = (
+    ("C3", "noise", 32, "entropy"),
+    ("C4", "noise", 32, "entropy"),
+)
+
+
 def design_name(design: tuple[str, str, int, str]) -> str:
     """Return a design's row label."""
     knowledge, family, k, statistic = design
@@ -172,9 +194,17 @@ def design_name(design: tuple[str, str, int, str]) -> str:
 
 
 def run_evasion(
-    workspace: Workspace, plan: Plan, say: Callable[[str], None]
+    workspace: Workspace,
+    plan: Plan,
+    say: Callable[[str], None],
+    designs: Sequence[tuple[str, str, int, str]] = DESIGNS,
+    strategies: Sequence[str] = STRATEGIES,
 ) -> dict[str, dict[str, object]]:
     """Run every design × strategy claim on the used models of ``plan``; return all records.
+
+    ``designs`` are the query designs and ``strategies`` the evading hosts
+    (:data:`DESIGNS` and :data:`STRATEGIES`, the ladder's; :data:`NOISE_DESIGNS` and
+    :data:`NOISE_STRATEGIES` on the models trained without augmentation).
 
     Each claim is a real one (:func:`evaluation.audit.run_claim`, the verifier's claim
     engine) against the honest oracle or an :class:`EvadingOracle` around it; results
@@ -187,8 +217,8 @@ def run_evasion(
     for model, vault in used:
         todo = [
             (design, strategy)
-            for design in DESIGNS
-            for strategy in ("honest", *STRATEGIES)
+            for design in designs
+            for strategy in ("honest", *strategies)
             if evasion_key(model, vault, design, strategy) not in log.results
         ]
         if not todo or not (workspace.model_dir(model) / "model.pt").exists():
@@ -229,16 +259,21 @@ def evasion_key(
     return f"{model.name}|{vault.name}|{design_name(design)}|{strategy}"
 
 
-def evasion_table(plan: Plan, records: Mapping[str, Mapping[str, object]]) -> list[str]:
+def evasion_table(
+    plan: Plan,
+    records: Mapping[str, Mapping[str, object]],
+    designs: Sequence[tuple[str, str, int, str]] = DESIGNS,
+    strategies: Sequence[str] = STRATEGIES,
+) -> list[str]:
     """Return Markdown: per query design, DSR and q̂ against each oracle, and what it recognised."""
     used = list(dict.fromkeys((j.model, j.vault) for j in plan.jobs if not j.model.clean))
-    header = ["marks", "query design", *(f"`{s}`" for s in ("honest", *STRATEGIES))]
+    header = ["marks", "query design", *(f"`{s}`" for s in ("honest", *strategies))]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for marker, design in (
-        (mk, d) for mk in dict.fromkeys(v.marker for _, v in used) for d in DESIGNS
+        (mk, d) for mk in dict.fromkeys(v.marker for _, v in used) for d in designs
     ):
         row = [f"`{marker}`", design_name(design)]
-        for strategy in ("honest", *STRATEGIES):
+        for strategy in ("honest", *strategies):
             mine = [
                 records[k]
                 for m, v in used

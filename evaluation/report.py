@@ -237,6 +237,27 @@ def _section(
         lines += tables.recipe_table(plan, results, infos, repeats)
     elif plan.table == "attacks":
         lines += [attacks.INTRO, "", *attacks.attacks_table(plan, results, infos, repeats)]
+        dodges = evasion.load(work / "evasion.jsonl")
+        noaug = attacks.noaug_plan(plan)
+        if any(
+            evasion.evasion_key(j.model, j.vault, d, "honest") in dodges
+            for j in noaug.jobs
+            for d in evasion.NOISE_DESIGNS
+        ):
+            lines += [
+                "",
+                "**The `noise` claims against hosts that read the queries**, on the row "
+                "`noaug`'s models (run by the same command; the hosts of the ladder's "
+                "evasion table: `exact`, a published file or one of its placements; `near`, "
+                "within two levels of one; `pairdetect`, within 2ε + 2 levels of an earlier "
+                "query of the request; `pairdetect-features`, the same on shift- and "
+                "flip-undone pooled features; a recognised query answered with another "
+                "class, or for PairDetect with its twin's answer):",
+                "",
+                *evasion.evasion_table(
+                    noaug, dodges, evasion.NOISE_DESIGNS, evasion.NOISE_STRATEGIES
+                ),
+            ]
     elif plan.table in ("baselines", "owners"):
         lines += baselines.section(plan, results, work, repeats)
     elif plan.table == "unlearning":

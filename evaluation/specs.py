@@ -666,6 +666,17 @@ ATTACK_AUDITS: Final = (
     AuditSpec(knowledge="C1"),
     AuditSpec(knowledge="C3"),
 )
+#: Label-only claims with ``noise`` copies (spec §10.3), K = 32: for a model that fits its
+#: training images exactly, where C3 and C4 with one ``dither`` copy or the training
+#: family tie or find nothing. Claimed on the ``noaug`` row only (used models of every
+#: seed, and its clean model under the vault's bits and :data:`NOISE_NULL_DRAWS` fresh
+#: ones); elsewhere the ablation scores the family (:data:`evaluation.ablation.VARIANTS`).
+NOISE_AUDITS: Final = (
+    AuditSpec(knowledge="C3", perturbation="noise"),
+    AuditSpec(knowledge="C4", perturbation="noise"),
+)
+#: Fresh publication bits under which the ``noise`` claims run on the ``noaug`` clean model.
+NOISE_NULL_DRAWS: Final = 50
 #: Output defences (:mod:`verifier.oracles.defences`) around the unattacked models; the
 #: probability maskings leave labels as they are, so they are audited in C1 and C2 only.
 ATTACK_DEFENCES: Final = ("topk:1", "topk:3", "memguard", "pairdetect", "pairdetect-features")
@@ -753,11 +764,18 @@ def plan_attacks(seeds: Sequence[int]) -> Plan:
     audits = [*ATTACK_AUDITS, *(a for d in ATTACK_DEFENCES for a in defence_audits(d))]
     for seed in seeds:
         _add_used_and_clean(plan, seed, audits)
-        for _, model in attack_models(seed):
-            plan.add(model, list(ATTACK_AUDITS))
+        for row, model in attack_models(seed):
+            plan.add(model, [*ATTACK_AUDITS, *(NOISE_AUDITS if row == "noaug" else ())])
         if seed in ATTACK_CLEAN_SEEDS:
-            for _, model in attack_models(seed, clean=True):
-                plan.add(model, list(ATTACK_AUDITS), epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER)
+            for row, model in attack_models(seed, clean=True):
+                extra = _null_audits(NOISE_NULL_DRAWS, NOISE_AUDITS) if row == "noaug" else []
+                noise = NOISE_AUDITS if row == "noaug" else ()
+                plan.add(
+                    model,
+                    [*ATTACK_AUDITS, *noise, *extra],
+                    epsilon=CLI_EPSILON,
+                    marker=OWN_PROXY_MARKER,
+                )
     return plan
 
 

@@ -459,7 +459,10 @@ def _register_claim(sub: Any) -> None:
         "copies that differ). "
         "dither is the image with every intensity moved by at most one level: none sends "
         "the published file itself, which tells the model's host which twin is published, "
-        "and is refused without --allow-published-queries. The crop families without -v2 "
+        "and is refused without --allow-published-queries. noise moves every intensity "
+        "by up to 31 levels: for C3 or C4 against a model trained without augmentation, "
+        "which labels dither and shifted copies of both twins alike. "
+        "The crop families without -v2 "
         "are kept so that older claims replay; a new claim should name the -v2 family",
     )
     claim.add_argument(
@@ -494,8 +497,8 @@ def _register_claim(sub: Any) -> None:
         "told). "
         "Default: labelled when every item of the vault has a committed label, else "
         "unlabelled; the arbiter resolves it and the verdict names it. Against a model "
-        "trained without augmentation C2 with dither detects where C4 does not "
-        "(docs/owner.md)",
+        "trained without augmentation C2 with dither, or C3 and C4 with noise, detect "
+        "where the defaults do not (docs/owner.md)",
     )
     claim.add_argument(
         "--tie-rule",

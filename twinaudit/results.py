@@ -132,12 +132,15 @@ def pairs_left_line(verdict: Any) -> str:
 def label_only_follow_up(verdict: Any) -> str | None:
     """Return what an owner can do after a C3 or C4 claim that found nothing, or None.
 
-    Only for an image-classifier claim in C3 or C4 that ended NOT-DETECTED against an
-    oracle that answers probabilities: those conditions read the top label alone, and on
-    a model that fits its training images exactly they find few pairs to count (the
-    evaluation's attacks table, row ``noaug``: C3 with one ``dither`` copy and C4 with
-    ``pad-shift-flip`` at K = 32 0/5 each), where C2 with one ``dither`` copy reads the
-    probabilities the oracle also answers (5/5).
+    Only for an image-classifier claim in C3 or C4 that ended NOT-DETECTED: those
+    conditions read the top label alone, and a model that fits its training images
+    exactly (trained without augmentation) labels both twins of nearly every pair alike
+    under one ``dither`` copy or the training family's shifts (the evaluation's attacks
+    table, row ``noaug``: C3 ``dither`` K = 1 and C4 ``pad-shift-flip`` K = 32 0/5 each).
+    Where the oracle answers probabilities the note names C2 with one ``dither`` copy
+    (5/5 there); where it answers labels only, the same condition with ``noise`` copies
+    at K = 32 (each intensity moved by up to 31 levels, spec §10.3; C3 5/5, C4 4/5
+    there), unless the claim already used them.
     """
     claim = verdict["claim"]
     score = claim["score"]
@@ -145,16 +148,31 @@ def label_only_follow_up(verdict: Any) -> str | None:
         verdict["decision"] == "detected"
         or score.get("function") != CLASSIFIER
         or score.get("knowledge") not in LABEL_ONLY
-        or claim["model"]["oracle"].get("classify_output") != "probabilities"
     ):
         return None
+    probabilities = claim["model"]["oracle"].get("classify_output") == "probabilities"
+    if not probabilities and score.get("perturbation") == "noise":
+        return None
     claims = int(verdict["earlier_claims"]) + 2
+    knowledge = score["knowledge"]
+    gap = (
+        f"{knowledge} counts only pairs whose twins the model labels differently; a model "
+        "that fits its training images exactly (trained without augmentation) labels "
+        "nearly every pair alike under dither or shifted copies: C3 and C4 found 0/5 such "
+        "models (docs/results.md, Adaptive attacks, row noaug). "
+    )
+    weighed = (
+        f"a detection by it is weighed at {claims}p ({claims} claims on the record, times "
+        "p) (docs/owner.md, Knowledge conditions)"
+    )
+    if probabilities:
+        return (
+            gap + "This oracle answers probabilities: a claim with --knowledge C2 "
+            "--perturbation dither on this record can read them (5/5 there), and " + weighed
+        )
     return (
-        f"{score['knowledge']} counts only pairs whose twins the model labels differently; on "
-        "a model that fits its training images exactly (trained without augmentation) C3 "
-        "and C4 found 0/5 where C2 found 5/5 (docs/results.md, Adaptive attacks, row "
-        "noaug). This oracle answers probabilities: a claim with --knowledge C2 "
-        "--perturbation dither on this record can read them, and a detection by it is "
-        f"weighed at {claims}p ({claims} claims on the record, times p) "
-        "(docs/owner.md, Knowledge conditions)"
+        gap + f"This oracle answers labels only: a claim with --knowledge {knowledge} "
+        f"--perturbation noise --k 32 on this record moves each intensity by up to 31 "
+        "levels, so that such a model labels some copies differently (C3 5/5, C4 4/5 "
+        "there), and " + weighed
     )

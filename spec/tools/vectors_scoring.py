@@ -340,6 +340,7 @@ def _draw_cases() -> list[dict[str, Any]]:
         ("simclr-crop-flip", 32, 24, 6),
         ("dither", 3, 4, 2),
         ("pad-shift-flip-dither", 6, 5, 2),
+        ("noise", 5, 3, 3),
         # Every attempt fails on these: the centred crop of §10.3 (wide, tall, moderate).
         ("random-resized-crop", 1, 64, 2),
         ("simclr-crop-flip", 64, 1, 2),
@@ -411,6 +412,7 @@ def _copy_cases() -> list[dict[str, Any]]:
                 "key": {"bin": bytes(range(64, 96)).hex()},
             },
         ),
+        ("noise", {"family": "noise", "key": {"bin": bytes(range(96, 128)).hex()}}),
     ]:
         inp = {**base, "params": params}
         cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))
@@ -424,8 +426,12 @@ def _copy_cases() -> list[dict[str, Any]]:
         "params": {"family": "dither", "key": {"bin": bytes(range(1, 33)).hex()}},
     }
     cases.append(case("dither at 0 and 255", "copy", inp, lambda i=inp: copy_digest(i)))
+    noisy = {**inp, "params": {"family": "noise", "key": {"bin": bytes(range(2, 34)).hex()}}}
+    cases.append(case("noise at 0 and 255", "copy", noisy, lambda i=noisy: copy_digest(i)))
     short = {**base, "params": {"family": "dither", "key": {"bin": bytes(31).hex()}}}
     cases.append(case("invalid: dither key of 31 bytes", "copy", short, lambda: copy_digest(short)))
+    extra = {**base, "params": {"family": "noise", "key": {"bin": bytes(32).hex()}, "flip": True}}
+    cases.append(case("invalid: noise map with a flip", "copy", extra, lambda: copy_digest(extra)))
     bad = {
         **base,
         "params": {
@@ -465,6 +471,7 @@ def _copy_cases() -> list[dict[str, Any]]:
                 "flip": False,
             },
         ),
+        ("noise", {"family": "noise", "key": {"bin": bytes(range(96, 128)).hex()}}),
     ]:
         inp = {**base, "params": params}
         cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))
@@ -654,6 +661,7 @@ def _crop_v2_cases() -> list[dict[str, Any]]:
             "invalid: simclr-crop-flip-v2 wider than the image",
             {"family": "simclr-crop-flip-v2", **box, "width": 6, "flip": False},
         ),
+        ("noise", {"family": "noise", "key": {"bin": bytes(range(96, 128)).hex()}}),
     ]:
         inp = {**base, "params": params}
         cases.append(case(name, "copy", inp, lambda i=inp: copy_digest(i)))

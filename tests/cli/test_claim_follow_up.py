@@ -1,4 +1,5 @@
-"""The note ``owner claim`` prints after a label claim that found nothing, on probabilities."""
+"""The note ``owner claim`` prints after a label claim that found nothing: C2 where the
+oracle answers probabilities, ``noise`` copies where it answers labels only."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from verifier.verdict import check_verdict
 RHO = bytes(range(32))  # fixed: the untrained oracle's claim ends NOT-DETECTED with it
 
 
-def _verdict(knowledge: str, *, label_only: bool = False):
-    k, family = (4, "pad-shift-flip") if knowledge == "C4" else (1, "dither")
+def _verdict(knowledge: str, *, label_only: bool = False, family: str | None = None):
+    k, family = (4, family or "pad-shift-flip") if knowledge == "C4" else (1, family or "dither")
     score = ScoreSpec(k=k, perturbation=family, knowledge=knowledge)
     oracle = LinearOracle(label_only=label_only)
     session = run_session(make_pairset(), oracle, score=score, rho=RHO)
@@ -32,15 +33,31 @@ def test_a_label_claim_that_found_nothing_on_probabilities_names_the_c2_claim(kn
     assert "noaug" in note
 
 
+@pytest.mark.parametrize("knowledge", ["C3", "C4"])
+def test_a_label_claim_that_found_nothing_on_labels_only_names_the_noise_claim(knowledge):
+    verdict = _verdict(knowledge, label_only=True)
+    assert verdict["decision"] == "not-detected"
+    note = label_only_follow_up(verdict)
+    assert note is not None and note.startswith(f"{knowledge} counts only pairs")
+    assert f"--knowledge {knowledge} --perturbation noise --k 32" in note
+    assert "weighed at 2p" in note and "C2" not in note
+
+
 @pytest.mark.parametrize(
-    ("knowledge", "label_only"),
-    [("C3", True), ("C4", True), ("C1", False), ("C2", False)],
-    ids=["label-oracle", "C4-label-oracle", "C1", "C2"],
+    ("knowledge", "label_only", "family"),
+    [("C4", True, "noise"), ("C1", False, None), ("C2", False, None)],
+    ids=["noise-already", "C1", "C2"],
 )
-def test_no_note_where_c2_cannot_help_or_was_not_the_gap(knowledge, label_only):
-    verdict = _verdict(knowledge, label_only=label_only)
+def test_no_note_where_nothing_else_helps_or_was_not_the_gap(knowledge, label_only, family):
+    verdict = _verdict(knowledge, label_only=label_only, family=family)
     assert verdict["decision"] == "not-detected"
     assert label_only_follow_up(verdict) is None
+
+
+def test_a_noise_claim_on_probabilities_still_names_c2():
+    verdict = _verdict("C4", family="noise")
+    assert verdict["decision"] == "not-detected"
+    assert "--knowledge C2 --perturbation dither" in str(label_only_follow_up(verdict))
 
 
 class _Changed:

@@ -62,6 +62,28 @@ def test_rows_keep_the_unattacked_models_and_only_the_named_training_rows(tmp_pa
     assert evaluation_main(["attacks", "--rows", "noaug", "--plan", "--work", str(tmp_path)]) == 0
 
 
+def test_noise_claims_go_to_the_noaug_row_with_fresh_bit_null_checks_on_its_clean_model():
+    plan = plan_attacks([0, 1])
+    noise = [j for j in plan.jobs if j.audit.perturbation == "noise"]
+    assert {j.model.name for j in noise} == {
+        "s0-n2000-none-e500-pgdown10-f1.0",
+        "s1-n2000-none-e500-pgdown10-f1.0",
+        "s0-n2000-none-e500-clean",
+    }
+    assert {(j.audit.knowledge, j.audit.k) for j in noise} == {("C3", 32), ("C4", 32)}
+    clean = [j for j in noise if j.model.clean]
+    assert sorted({j.audit.rho_draw for j in clean}) == list(range(specs.NOISE_NULL_DRAWS + 1))
+    assert len(clean) == 2 * (specs.NOISE_NULL_DRAWS + 1)
+    used = attacks.noaug_plan(plan)
+    assert {j.model.name for j in used.jobs} == {
+        "s0-n2000-none-e500-pgdown10-f1.0",
+        "s1-n2000-none-e500-pgdown10-f1.0",
+    }
+    assert used.models == list(dict.fromkeys(j.model for j in used.jobs))
+    header = attacks.attacks_table(plan, {}, {}, 2)[0]
+    assert "C3 `noise` K=32 | C4 `noise` K=32" in header
+
+
 def test_rows_apply_to_the_attacks_table_only(capsys):
     with pytest.raises(SystemExit):
         evaluation_main(["ladder", "--rows", "noaug", "--plan"])
@@ -181,5 +203,7 @@ def test_a_tiny_attacks_table_trains_audits_and_reports(tmp_path, monkeypatch):
     assert "## Adaptive attacks (the paper's table `classifier:robustness`)" in report
     for key in ("none", "pairdetect-features", "dp1", "es125", "noaug", "markperturb"):
         assert f"| `{key}` |" in report
+    assert "**The `noise` claims against hosts that read the queries**" in report
+    assert "| `pgdown` | C4 noise K=32 entropy |" in report
     runs = json.loads((work / "runs.json").read_text())
     assert runs[-1]["tables"] == ["attacks"]

@@ -456,3 +456,20 @@ def test_seeds_picks_the_experiments_a_command_runs(tmp_path, capsys):
     assert "scale: 4 models to train" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         evaluation_main(["scale", "--seeds", "-1", *work])
+
+
+def test_noise_copies_escape_matching_hosts_and_pixel_pairdetect_but_not_feature_pairdetect():
+    published = _published()
+    image = published[0]
+    marked = np.clip(image.astype(int) + 10, 0, 255).astype(np.uint8)
+    twins = np.concatenate([_copy(image, "noise"), _copy(marked, "noise", "augment/0/1")])
+    for strategy in ("exact", "near", "pairdetect"):
+        oracle = evasion.EvadingOracle(_Fixed(), strategy, published, epsilon=10)
+        oracle.classify(twins)
+        assert oracle.recognised == 0, strategy
+    # Pooled features average the per-pixel noise away: the twins are paired.
+    oracle = evasion.EvadingOracle(_Fixed(), "pairdetect-features", published, epsilon=10)
+    answer = oracle.classify(twins)
+    assert oracle.recognised == 1
+    assert answer.probabilities is not None
+    assert np.array_equal(answer.probabilities[1], answer.probabilities[0])

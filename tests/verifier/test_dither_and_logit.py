@@ -1,5 +1,7 @@
-"""Issue #19's score rules: the ``dither`` family (no query is a published file) and the
-``logit`` statistic (the label's log-odds per copy, which does not saturate)."""
+"""Issue #19's score rules: the ``dither`` family (no query is a published file), the
+``noise`` family (copies up to 31 levels away, for models that fit their training images
+exactly) and the ``logit`` statistic (the label's log-odds per copy, which does not
+saturate)."""
 
 import math
 
@@ -16,6 +18,7 @@ from verifier.scoring.augment import (
     dither_steps,
     draw_copies,
     draw_params,
+    noise_steps,
     to_unit,
 )
 from verifier.scoring.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
@@ -30,10 +33,11 @@ def _image(height=28, width=28, channels=1, seed=0):
 # --- dither ------------------------------------------------------------------------------------
 
 
-def test_dither_draws_a_32_byte_key_per_copy_from_the_stream():
-    params = draw_params("dither", Prg(SEED, "augment/3/0"), 28, 28, 3)
+@pytest.mark.parametrize("family", ["dither", "noise"])
+def test_dither_and_noise_draw_a_32_byte_key_per_copy_from_the_stream(family):
+    params = draw_params(family, Prg(SEED, "augment/3/0"), 28, 28, 3)
     stream = Prg(SEED, "augment/3/0")
-    assert params == [{"family": "dither", "key": stream.read(DITHER_KEY_BYTES)} for _ in range(3)]
+    assert params == [{"family": family, "key": stream.read(DITHER_KEY_BYTES)} for _ in range(3)]
 
 
 def test_dither_steps_are_bit_differences_in_row_major_order():
@@ -192,3 +196,64 @@ def test_pad_shift_flip_dither_is_a_placement_then_a_dither_and_never_a_placemen
         apply(
             to_unit(pixels), {"family": "pad-shift-flip-dither", "top": 0, "left": 0, "flip": False}
         )
+
+
+# --- noise -------------------------------------------------------------------------------------
+
+
+def test_noise_steps_read_six_bits_least_significant_first_and_skip_no_value():
+    key = bytes(range(5, 37))
+    bits = bit_stream(key, "noise", 0, 6 * 40)
+    values = [sum(int(bits[6 * n + j]) << j for j in range(6)) for n in range(40)]
+    expected = [v - 31 if v < 32 else v - 32 for v in values]
+    assert noise_steps(key, 40).tolist() == expected
+
+
+def test_noise_steps_are_symmetric_in_minus_31_to_31_with_zero_twice_as_likely():
+    steps = noise_steps(bytes(32), 64 * 4000)
+    counts = np.bincount(steps + 31, minlength=63)
+    assert steps.min() == -31 and steps.max() == 31
+    # Expected 4,000 of each step and 8,000 zeros: far from chance deviations (sd ≈ 63).
+    assert abs(int(counts[31]) - 8000) < 600
+    others = np.delete(counts, 31)
+    assert int(np.abs(others - 4000).max()) < 400
+    assert abs(float(steps.mean())) < 0.1
+
+
+def test_a_noise_copy_moves_each_intensity_by_its_step_and_clips():
+    pixels = np.array([[[0], [255], [3], [250]], [[128], [31], [224], [0]]], dtype=np.uint8)
+    key = bytes(range(9, 41))
+    copy = apply(to_unit(pixels), {"family": "noise", "key": key})
+    levels = np.rint(copy.astype(np.float64) * 255).astype(int)
+    steps = noise_steps(key, pixels.size).reshape(pixels.shape)
+    assert np.array_equal(levels, np.clip(pixels.astype(int) + steps, 0, 255))
+    assert copy.dtype == np.float32
+
+
+def test_noise_copies_differ_from_the_image_and_from_each_other():
+    pixels = _image(12, 12, seed=3)
+    _, copies = draw_copies("noise", 8, pixels, Prg(SEED, "augment/0/0"))
+    levels = np.rint(copies.astype(np.float64) * 255).astype(int)
+    moved = np.abs(levels - pixels[None].astype(int))
+    assert moved.max() <= 31 and moved.max() >= 16
+    assert all(not np.array_equal(levels[i], levels[j]) for i in range(8) for j in range(i))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"family": "noise"},
+        {"family": "noise", "key": bytes(33)},
+        {"family": "noise", "key": bytes(32), "top": 0},
+    ],
+)
+def test_malformed_noise_parameters_are_refused(params):
+    with pytest.raises(ParameterError):
+        apply(to_unit(_image(4, 4)), params)
+
+
+def test_c3_and_c4_claims_name_noise_and_the_image_encoder_may_too():
+    for knowledge in ("C3", "C4"):
+        spec = score_spec_from_fields("image-classifier", 32, "noise", knowledge)
+        assert (spec.perturbation, spec.k) == ("noise", 32)
+    assert score_spec_from_fields("image-encoder", 8, "noise", "").perturbation == "noise"

@@ -81,6 +81,16 @@ Families, and their draws per copy in this order (``prg`` is the stream):
     copy is one of the 162 placements of the image, which a host holding the published
     file can list; this one is not.
 
+``noise`` (each intensity moved by up to 31 levels)
+    ``key = prg.read(32)``. Parameters ``{"family": "noise", "key": <32 bytes>}``.
+    With ``β_m`` bit ``m`` of the bit stream of seed ``key`` and label ``"noise"``,
+    position ``n`` (row-major, as ``dither``) reads ``v_n = Σ_j β_{6n+j}·2^j`` for
+    ``j`` in 0..5 and moves by ``v_n − 31`` where ``v_n < 32``, else ``v_n − 32``
+    (symmetric in −31..31, 0 twice as likely as any other step), clipped to 0..255.
+    For models that fit their training images exactly and answer labels only: such a
+    model labels copies within a level or a shift of an image alike, and copies this
+    far away now and then not (:func:`noise_steps`).
+
 ``pad-shift-flip`` (the usual CIFAR training augmentation)
     ``top = prg.randint(0, 8)``, ``left = prg.randint(0, 8)``, ``flip = prg.coin()``.
     Parameters ``{"family": "pad-shift-flip", "top", "left", "flip"}``. The image is
@@ -154,6 +164,10 @@ PAD: Final = 4
 #: Bytes of a ``dither`` copy's key, and the label of the stream its bits come from.
 DITHER_KEY_BYTES: Final = 32
 DITHER_LABEL: Final = "dither"
+#: The label of the stream a ``noise`` copy's bits come from (its key is as long as
+#: ``dither``'s), and the bits each intensity reads.
+NOISE_LABEL: Final = "noise"
+NOISE_BITS: Final = 6
 
 F64Image = npt.NDArray[np.float64]
 F32Image = npt.NDArray[np.float32]
@@ -274,8 +288,8 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
             if crop.flip:
                 box["flip"] = prg.coin()
             params.append(box)
-        elif family == "dither":
-            params.append({"family": "dither", "key": prg.read(DITHER_KEY_BYTES)})
+        elif family in ("dither", "noise"):
+            params.append({"family": family, "key": prg.read(DITHER_KEY_BYTES)})
         else:  # pad-shift-flip, and pad-shift-flip-dither
             top = prg.randint(0, 2 * PAD)
             left = prg.randint(0, 2 * PAD)
@@ -357,13 +371,25 @@ def dither_steps(key: bytes, size: int) -> npt.NDArray[np.int16]:
     return steps
 
 
+def noise_steps(key: bytes, size: int) -> npt.NDArray[np.int16]:
+    """Return the ``size`` steps (−31..31) a ``noise`` copy with ``key`` adds, in order."""
+    bits = np.array(bit_stream(key, NOISE_LABEL, 0, NOISE_BITS * size), dtype=np.int16)
+    weights = (1 << np.arange(NOISE_BITS, dtype=np.int16)).astype(np.int16)
+    values = bits.reshape(size, NOISE_BITS) @ weights  # least significant bit first
+    steps: npt.NDArray[np.int16] = np.where(values < 32, values - 31, values - 32).astype(np.int16)
+    return steps
+
+
 def _dither(image: F64Image, params: dict[str, Value]) -> F64Image:
+    """Move each intensity by the steps of a ``dither`` or ``noise`` map, clipped to 0..255."""
     _check_keys(params, {"family", "key"})
     key = params["key"]
+    noise = params["family"] == "noise"
     if not isinstance(key, bytes) or len(key) != DITHER_KEY_BYTES:
-        raise ParameterError(f"a dither key is {DITHER_KEY_BYTES} bytes")
+        raise ParameterError(f"a {'noise' if noise else 'dither'} key is {DITHER_KEY_BYTES} bytes")
     levels = np.rint(image * 255.0).astype(np.int16)  # exact: the image is p/255
-    moved = levels + dither_steps(key, levels.size).reshape(levels.shape)
+    steps = noise_steps if noise else dither_steps
+    moved = levels + steps(key, levels.size).reshape(levels.shape)
     out: F64Image = np.clip(moved, 0, 255).astype(np.float64) / 255.0
     return out
 
@@ -390,7 +416,7 @@ def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
     if family == "none":
         _check_keys(params, {"family"})
         return _finish(image)
-    if family == "dither":
+    if family in ("dither", "noise"):
         return _finish(_dither(image, params))
     if isinstance(family, str) and family in CROP_FAMILIES:
         flips = CROP_FAMILIES[family].flip

@@ -23,6 +23,7 @@ FAMILIES: Final = (
     "random-resized-crop-v2",
     "random-resized-crop-flip-v2",
     "simclr-crop-flip-v2",
+    "noise",
 )
 #: Families whose one copy is the image itself (``none``) or within one intensity level
 #: of it (``dither``): K = 1 queries them fully, where the others draw copies that differ.
