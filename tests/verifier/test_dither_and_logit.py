@@ -19,6 +19,7 @@ from verifier.scoring.augment import (
     draw_copies,
     draw_params,
     noise_steps,
+    stream_bits,
     to_unit,
 )
 from verifier.scoring.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
@@ -199,6 +200,13 @@ def test_pad_shift_flip_dither_is_a_placement_then_a_dither_and_never_a_placemen
 
 
 # --- noise -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 7, 8, 13, 4099])
+def test_stream_bits_are_the_bit_stream_of_spec_5_4(count):
+    key = bytes(range(40, 72))
+    expected = [int(b) for b in bit_stream(key, "noise", 0, count)]
+    assert stream_bits(key, "noise", count).tolist() == expected
 
 
 def test_noise_steps_read_six_bits_least_significant_first_and_skip_no_value():

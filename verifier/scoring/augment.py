@@ -117,7 +117,7 @@ from protocol.claim.scores.perturbations import FAMILIES, MAX_COPIES
 from protocol.encoding import Value
 from protocol.errors import InputError, ParameterError
 from protocol.items import MAX_IMAGE_SIDE
-from protocol.prg import Prg, bit_stream
+from protocol.prg import Prg
 
 #: Area fraction range of ``random-resized-crop``.
 SCALE: Final = (0.8, 1.0)
@@ -364,16 +364,27 @@ def _flip(params: dict[str, Value]) -> bool:
     return flip
 
 
+def stream_bits(key: bytes, label: str, count: int) -> npt.NDArray[np.int16]:
+    """Return bits ``0 .. count−1`` of the stream of seed ``key`` and ``label`` as 0/1.
+
+    The same bits as :func:`protocol.prg.bit_stream` from position 0 (spec §5.4: least
+    significant bit first within each byte of the keystream), unpacked by numpy.
+    """
+    raw = np.frombuffer(Prg(key, label).read((count + 7) // 8), dtype=np.uint8)
+    bits: npt.NDArray[np.int16] = np.unpackbits(raw, bitorder="little")[:count].astype(np.int16)
+    return bits
+
+
 def dither_steps(key: bytes, size: int) -> npt.NDArray[np.int16]:
     """Return the ``size`` steps (−1, 0 or +1) a ``dither`` copy with ``key`` adds, in order."""
-    bits = np.array(bit_stream(key, DITHER_LABEL, 0, 2 * size), dtype=np.int16)
+    bits = stream_bits(key, DITHER_LABEL, 2 * size)
     steps: npt.NDArray[np.int16] = bits[0::2] - bits[1::2]
     return steps
 
 
 def noise_steps(key: bytes, size: int) -> npt.NDArray[np.int16]:
     """Return the ``size`` steps (−31..31) a ``noise`` copy with ``key`` adds, in order."""
-    bits = np.array(bit_stream(key, NOISE_LABEL, 0, NOISE_BITS * size), dtype=np.int16)
+    bits = stream_bits(key, NOISE_LABEL, NOISE_BITS * size)
     weights = (1 << np.arange(NOISE_BITS, dtype=np.int16)).astype(np.int16)
     values = bits.reshape(size, NOISE_BITS) @ weights  # least significant bit first
     steps: npt.NDArray[np.int16] = np.where(values < 32, values - 31, values - 32).astype(np.int16)
