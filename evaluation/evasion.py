@@ -99,11 +99,12 @@ class EvadingOracle(ClassifierOracle):
         self._epsilon = epsilon
         self._published = published.astype(np.int16).reshape(len(published), -1)
         self._hashes: set[bytes] = set()
-        self._pairdetect: PairDetectOracle = (
-            FeaturePairDetectOracle(honest, epsilon, memory=0)
-            if strategy == "pairdetect-features"
-            else PairDetectOracle(honest, epsilon, memory=0, slack=PAIR_SLACK)
-        )
+        #: The PairDetect host of the two ``pairdetect`` strategies (None for the others).
+        self._pairdetect: PairDetectOracle | None = None
+        if strategy == "pairdetect":
+            self._pairdetect = PairDetectOracle(honest, epsilon, memory=0, slack=PAIR_SLACK)
+        elif strategy == "pairdetect-features":
+            self._pairdetect = FeaturePairDetectOracle(honest, epsilon, memory=0)
         if strategy == "exact":
             for image in published:
                 for copy in placements(image):
@@ -120,7 +121,7 @@ class EvadingOracle(ClassifierOracle):
     def classify(self, images: F32Images) -> ClassifyAnswer:
         """Answer as the honest oracle, changing the answers of recognised queries."""
         self.queries += len(images)
-        if self._strategy in ("pairdetect", "pairdetect-features"):
+        if self._pairdetect is not None:
             answer = self._pairdetect.classify(images)
             self.recognised = self._pairdetect.recognised
             return answer

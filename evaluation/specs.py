@@ -768,13 +768,13 @@ def plan_attacks(seeds: Sequence[int]) -> Plan:
             plan.add(model, [*ATTACK_AUDITS, *(NOISE_AUDITS if row == "noaug" else ())])
         if seed in ATTACK_CLEAN_SEEDS:
             for row, model in attack_models(seed, clean=True):
-                extra = _null_audits(NOISE_NULL_DRAWS, NOISE_AUDITS) if row == "noaug" else []
-                noise = NOISE_AUDITS if row == "noaug" else ()
+                noise = (
+                    [*NOISE_AUDITS, *_null_audits(NOISE_NULL_DRAWS, NOISE_AUDITS)]
+                    if row == "noaug"
+                    else []
+                )
                 plan.add(
-                    model,
-                    [*ATTACK_AUDITS, *noise, *extra],
-                    epsilon=CLI_EPSILON,
-                    marker=OWN_PROXY_MARKER,
+                    model, [*ATTACK_AUDITS, *noise], epsilon=CLI_EPSILON, marker=OWN_PROXY_MARKER
                 )
     return plan
 
