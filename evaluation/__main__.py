@@ -5,7 +5,8 @@ perturbation), ``k``, ``epsilon``, ``fraction``, and the regime ladder of issue 
 ``ladder`` (rung a: the demo's regime with the CLI's default marks and claims, plus the
 ablation of score variants and the evasion table), ``standard`` (rung b: a ResNet
 trained with SGD on 10,000 images), ``converged`` (the same, trained past 99% train
-accuracy) and ``scale`` (rung c: ResNet-18 on 54,000 images, for ``--device cuda``);
+accuracy), ``converged-own`` (that on the CLI's default marks with labels) and
+``scale`` (rung c: ResNet-18 on 54,000 images, for ``--device cuda``);
 ``attacks`` (issue #25: the paper's countermeasures at rung (a) — output defences a
 host serves, :mod:`verifier.oracles.defences`, and training-time attacks,
 :mod:`evaluation.attack_training`; table :mod:`evaluation.attacks`);
@@ -66,6 +67,7 @@ LADDER = (
     "standard",
     "standard-own",
     "converged",
+    "converged-own",
     "scale",
     "unlabelled",
     "standard-clusters",

@@ -178,6 +178,19 @@ RUNG_INTRO: Final = {
         "ablation of the last three models ran on the 2-core CPU after the lent machine "
         "was given back (the invocations line names both)."
     ),
+    "converged-own": (
+        "Rung (b) trained to convergence (the table above's ResNet, recipe and 200 epochs) "
+        "on the marks `twinaudit owner mark` makes by default with `--labels` (`pgdown`, "
+        "the `standard-own` table's vaults), with the ladder's claims: the issue's target "
+        "for rung (b) is the CLI's defaults on a model past 99% train accuracy. Clean "
+        "models: the converged clean model trained a second time (`-t1`; the `converged` "
+        "table's were trained on a lent H100 and keep no weights here), audited with this "
+        "table's vaults, and with the labelled owner's default claims (C1 `dither` margin "
+        "0.01 `mixture-graded`, C3 `dither`) under 20 fresh publication bits each. Meant "
+        "for a lent accelerator (`--device cuda`, as the table above): on the 2-core CPU a "
+        "model of it would take 35–70 minutes (the 80-epoch models took 14–27 there, scaled "
+        "by 200/80); the invocations line says which machine ran what."
+    ),
     "scale": (
         "Rung (c), the paper's scale: the CIFAR form of ResNet-18 (11.2M weights, "
         "`evaluation.standard.make_resnet18`) with rung (b)'s recipe on batches of 512 at "

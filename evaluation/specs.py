@@ -502,23 +502,43 @@ def plan_standard_clusters(seeds: Sequence[int]) -> Plan:
     )
     audits = [*UNLABELLED_AUDITS, *LABELLED_DEFAULT_AUDITS]
     for seed in seeds:
-        used = ModelSpec(
+        _add_rung_b(
+            plan,
             seed,
-            epsilon=CLI_EPSILON,
-            n_train=STANDARD_N_TRAIN,
             epochs=STANDARD_EPOCHS,
-            trainer=STANDARD_TRAINER,
             marker=CLUSTERS_PROXY_MARKER,
-        )
-        plan.add(used, audits)
-        clean = replace(used, fraction=0.0)
-        plan.add(
-            clean,
-            [*audits, *_null_audits(audits=UNLABELLED_DEFAULT_AUDITS)],
-            epsilon=CLI_EPSILON,
-            marker=CLUSTERS_PROXY_MARKER,
+            audits=audits,
+            clean_audits=[*audits, *_null_audits(audits=UNLABELLED_DEFAULT_AUDITS)],
         )
     return plan
+
+
+def _add_rung_b(
+    plan: Plan,
+    seed: int,
+    *,
+    epochs: int,
+    marker: str,
+    audits: Sequence[AuditSpec],
+    clean_audits: Sequence[AuditSpec],
+    clean_training: int = 0,
+) -> None:
+    """Add rung (b)'s model on ``marker``'s marks and its clean model, with their claims.
+
+    The clean model (its ``clean_training``-th training) is audited against the used
+    model's vault.
+    """
+    used = ModelSpec(
+        seed,
+        epsilon=CLI_EPSILON,
+        n_train=STANDARD_N_TRAIN,
+        epochs=epochs,
+        trainer=STANDARD_TRAINER,
+        marker=marker,
+    )
+    plan.add(used, audits)
+    clean = replace(used, fraction=0.0, training=clean_training)
+    plan.add(clean, clean_audits, epsilon=CLI_EPSILON, marker=marker)
 
 
 def plan_standard(seeds: Sequence[int]) -> Plan:
@@ -551,6 +571,42 @@ def plan_converged(seeds: Sequence[int]) -> Plan:
         CONVERGED_EPOCHS,
         markers=lambda _: (PROXY_MARKER,),
     )
+
+
+#: Fresh publication bits per clean model at rung (b) trained to convergence with the
+#: default marks, for each of the labelled owner's default claims.
+CONVERGED_OWN_NULL_DRAWS: Final = 20
+
+
+def plan_converged_own(seeds: Sequence[int]) -> Plan:
+    """Plan rung (b) trained to convergence on the marks ``owner mark`` makes with labels.
+
+    The issue's target for rung (b) is the CLI's defaults on a model past 99% train
+    accuracy: the ``pgdown`` marks (vaults of the ``standard-own`` table) in the ResNet of
+    :func:`plan_converged`, with the ladder's claims. Clean models: the converged clean
+    model trained a second time (``-t1``: the ``converged`` table's were trained on a lent
+    accelerator and keep no weights here), audited with this table's vaults, and with the
+    labelled owner's default claims (``LABELLED_DEFAULT_AUDITS``) under
+    :data:`CONVERGED_OWN_NULL_DRAWS` fresh publication bits each.
+    """
+    plan = Plan(
+        "converged-own",
+        "Regime ladder (b) trained to convergence: the CLI's default marks with labels "
+        f"(`pgdown`), {CONVERGED_EPOCHS} epochs",
+    )
+    audits = _ladder_audits()
+    nulls = _null_audits(CONVERGED_OWN_NULL_DRAWS, audits=LABELLED_DEFAULT_AUDITS)
+    for seed in seeds:
+        _add_rung_b(
+            plan,
+            seed,
+            epochs=CONVERGED_EPOCHS,
+            marker=OWN_PROXY_MARKER,
+            audits=audits,
+            clean_audits=[*audits, *nulls],
+            clean_training=1,
+        )
+    return plan
 
 
 #: Rung (c), the paper's scale: M as large as Fashion-MNIST's 60,000 training images
@@ -858,6 +914,7 @@ PLANNERS: Final = {
     "standard-own": plan_standard_own,
     "standard-clusters": plan_standard_clusters,
     "converged": plan_converged,
+    "converged-own": plan_converged_own,
     "scale": plan_scale,
     "attacks": plan_attacks,
     "baselines": plan_baselines,

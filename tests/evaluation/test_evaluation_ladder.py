@@ -18,9 +18,11 @@ from evaluation.__main__ import main as evaluation_main
 from evaluation.build import architecture
 from evaluation.specs import (
     CLI_AUDITS,
+    CONVERGED_OWN_NULL_DRAWS,
     FAMILY_AUDITS,
     GRADED_AUDITS,
     LABEL_ONLY_AUDITS,
+    LABELLED_DEFAULT_AUDITS,
     LADDER_NULL_DRAWS,
     MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
@@ -30,6 +32,7 @@ from evaluation.specs import (
     AuditSpec,
     ModelSpec,
     plan_converged,
+    plan_converged_own,
     plan_ladder,
     plan_scale,
     plan_standard,
@@ -168,6 +171,23 @@ def test_converged_rung_b_trains_the_same_resnet_longer_on_the_proxy_marks_alone
     assert {j.vault.name for j in plan.jobs} == {"s0-n10000-pgdproxy10", "s1-n10000-pgdproxy10"}
     # Same claims as rung (b) at 80 epochs, on the same vaults.
     assert {j.audit for j in plan.jobs} == {j.audit for j in plan_standard([1]).jobs}
+
+
+def test_converged_own_trains_the_converged_resnet_on_the_default_marks_with_labels():
+    plan = plan_converged_own([0, 1])
+    assert [m.name for m in plan.models if m.seed == 0] == [
+        "s0-n10000-resnet-sgd-pad-crop-flip-e200-pgdown10-f1.0",
+        "s0-n10000-resnet-sgd-pad-crop-flip-e200-clean-t1",
+    ]
+    # rung (b)'s own-proxy vaults, the converged table's claims on the used models
+    assert {j.vault.name for j in plan.jobs} == {"s0-n10000-pgdown10", "s1-n10000-pgdown10"}
+    used = {j.audit for j in plan.jobs if not j.model.clean}
+    assert used == {j.audit for j in plan_converged([0]).jobs if not j.model.clean}
+    # the labelled defaults under fresh bits, on the clean models alone
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    assert all(j.model.clean for j in redrawn)
+    assert {replace(j.audit, rho_draw=0) for j in redrawn} == set(LABELLED_DEFAULT_AUDITS)
+    assert len(redrawn) == 2 * len(LABELLED_DEFAULT_AUDITS) * CONVERGED_OWN_NULL_DRAWS
 
 
 def test_rung_c_is_resnet18_on_54000_images_with_clean_models_for_two_seeds():
