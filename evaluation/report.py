@@ -188,8 +188,8 @@ RUNG_INTRO: Final = {
         "table's vaults, and with the labelled owner's default claims (C1 `dither` margin "
         "0.01 `mixture-graded`, C3 `dither`) under 20 fresh publication bits each. Meant "
         "for a lent accelerator (`--device cuda`, as the table above): on the 2-core CPU a "
-        "model of it would take 35–70 minutes (the 80-epoch models took 14–27 there, scaled "
-        "by 200/80); the invocations line says which machine ran what."
+        "model of it took 25–55 minutes, two at a time beside other work (seeds 0 and 1); "
+        "the invocations line says which machine ran what."
     ),
     "scale": (
         "Rung (c), the paper's scale: the CIFAR form of ResNet-18 (11.2M weights, "
