@@ -188,7 +188,8 @@ RUNG_INTRO: Final = {
         "table's vaults, and with the labelled owner's default claims (C1 `dither` margin "
         "0.01 `mixture-graded`, C3 `dither`) under 20 fresh publication bits each. Meant "
         "for a lent accelerator (`--device cuda`, as the table above): on the 2-core CPU a "
-        "model of it took 25–55 minutes, two at a time beside other work (seeds 0 and 1); "
+        "model of it took 19–55 minutes, two at a time (seeds 0–2, the longer beside other "
+        "work); "
         "the invocations line says which machine ran what."
     ),
     "scale": (
