@@ -513,6 +513,17 @@ def plan_standard_clusters(seeds: Sequence[int]) -> Plan:
     return plan
 
 
+def _rung_b_sizes(seed: int, epochs: int) -> ModelSpec:
+    """Return rung (b)'s model of experiment ``seed`` trained ``epochs`` (marks unset)."""
+    return ModelSpec(
+        seed,
+        epsilon=CLI_EPSILON,
+        n_train=STANDARD_N_TRAIN,
+        epochs=epochs,
+        trainer=STANDARD_TRAINER,
+    )
+
+
 def _add_rung_b(
     plan: Plan,
     seed: int,
@@ -528,14 +539,7 @@ def _add_rung_b(
     The clean model (its ``clean_training``-th training) is audited against the used
     model's vault.
     """
-    used = ModelSpec(
-        seed,
-        epsilon=CLI_EPSILON,
-        n_train=STANDARD_N_TRAIN,
-        epochs=epochs,
-        trainer=STANDARD_TRAINER,
-        marker=marker,
-    )
+    used = replace(_rung_b_sizes(seed, epochs), marker=marker)
     plan.add(used, audits)
     clean = replace(used, fraction=0.0, training=clean_training)
     plan.add(clean, clean_audits, epsilon=CLI_EPSILON, marker=marker)
@@ -668,13 +672,7 @@ def _standard_plan(
     plan = Plan(table, title)
     audits = _ladder_audits()
     for seed in seeds:
-        sizes = ModelSpec(
-            seed,
-            epsilon=CLI_EPSILON,
-            n_train=STANDARD_N_TRAIN,
-            epochs=epochs,
-            trainer=STANDARD_TRAINER,
-        )
+        sizes = _rung_b_sizes(seed, epochs)
         for marker in markers(seed):
             plan.add(replace(sizes, marker=marker), audits)
         clean = replace(sizes, fraction=0.0)
