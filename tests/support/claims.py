@@ -8,6 +8,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.pairset import PairSet
+from demo.seeded import fixed_salts
 from demo.synthetic import synthetic_pairs
 from protocol.claim.functions import SCORE_FUNCTIONS, ScoreRequest, score_request_from_fields
 from protocol.claim.scores.classifier import ScoreSpec
@@ -80,19 +81,30 @@ def claim_params(
     )
 
 
-def make_pairset(n=40, seed=3, epsilon=16):
+def make_pairset(n=40, seed=3, epsilon=16, *, salt_seed=None):
+    """Commit ``n`` synthetic pairs: fresh salts, or salts hashed from ``salt_seed`` so
+    that the root, and with it every choice a claim draws, is the same on every run."""
     pairs = synthetic_pairs(n, seed=seed, epsilon=epsilon)
     versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(n)]
-    return PairSet.commit("image", versions)
+    if salt_seed is None:
+        return PairSet.commit("image", versions)
+    return PairSet("image", versions, fixed_salts(n, salt_seed))
 
 
-def run_session(pair_set, oracle=None, *, test="mixture-e", score=None, rho=None, **params):
-    """Run a whole claim against ``oracle`` (a LinearOracle by default); return the session."""
+def run_session(
+    pair_set, oracle=None, *, test="mixture-e", score=None, rho=None, claim_nonce=None, **params
+):
+    """Run a whole claim against ``oracle`` (a LinearOracle by default); return the session.
+
+    ``rho`` and ``claim_nonce`` are fresh unless given; with both given and a pair set
+    from ``make_pairset(salt_seed=...)`` the claim is the same on every run."""
     rho = rho or os.urandom(32)
     record = ClaimRecord(0, pair_set.root, len(pair_set), "image", rho, "2026-11-21T20:00:00Z")
     score = score or ScoreSpec(k=2, perturbation="pad-shift-flip", knowledge="C1")
     claim = ClaimParams(0, pair_set.root, "in-process", "linear", score, test, 0.05, **params)
-    session = ClaimSession.start("claim-1", record, claim, oracle or LinearOracle(), os.urandom(32))
+    session = ClaimSession.start(
+        "claim-1", record, claim, oracle or LinearOracle(), claim_nonce or os.urandom(32)
+    )
     while indices := session.next_request():
         session.submit([(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices])
     return session
