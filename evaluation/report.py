@@ -93,8 +93,10 @@ def _second_trainings(plan: Plan, infos: Mapping[str, Mapping[str, object]]) -> 
     )  # the seed aside, in plan order
     devices = devices_of(infos[m.name] for m in again if m.name in infos)
     where = f", trained on {', '.join(devices)}" if devices else ""
+    trained = sum(m.name in infos for m in again)
+    count = f"{trained} of {len(again)}" if trained < len(again) else f"{len(again)}"
     return [
-        f"Trained again for this table ({len(again)} models{where}): "
+        f"Trained again for this table ({count} models{where}): "
         + ", ".join(f"`{p}`" for p in patterns)
         + ". Each is a spec another table uses, trained a second time with its own "
         "initial weights, batches and augmentation on the same data, so these cells "

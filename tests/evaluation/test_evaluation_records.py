@@ -175,6 +175,12 @@ def test_a_table_with_second_trainings_says_which_and_where(tmp_path: Path) -> N
         "table's claims."
     ]  # the recipe table only: main's models are the first trainings
 
+    del infos[[m for m in recipe.models if m.training][-1].name]  # one not trained yet
+    write_results(
+        out, plans=[main, recipe], results={}, infos=infos, repeats=2, work=tmp_path, extra=[]
+    )
+    assert "Trained again for this table (3 of 4 models, trained on cpu): " in out.read_text()
+
 
 def test_a_summary_without_a_device_is_of_a_cpu_model() -> None:
     assert trained_on({"device": "cuda (NVIDIA H100 80GB HBM3)"}) == "cuda (NVIDIA H100 80GB HBM3)"
