@@ -189,9 +189,9 @@ RUNG_INTRO: Final = {
         "table's were trained on a lent H100 and keep no weights here), audited with this "
         "table's vaults, and with the labelled owner's default claims (C1 `dither` margin "
         "0.01 `mixture-graded`, C3 `dither`) under 20 fresh publication bits each. Meant "
-        "for a lent accelerator (`--device cuda`, as the table above): on the 2-core CPU a "
-        "model of it took 19–55 minutes, two at a time (seeds 0–2, the longer beside other "
-        "work); the invocations line says which machine ran what."
+        "for a lent accelerator (`--device cuda`, as the table above); all five seeds ran "
+        "on the 2-core CPU, 19–55 minutes a model, two at a time (the longer beside other "
+        "work): the invocations line says which machine ran what."
     ),
     "scale": (
         "Rung (c), the paper's scale: the CIFAR form of ResNet-18 (11.2M weights, "
