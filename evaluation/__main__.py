@@ -5,8 +5,9 @@ perturbation), ``k``, ``epsilon``, ``fraction``, and the regime ladder of issue 
 ``ladder`` (rung a: the demo's regime with the CLI's default marks and claims, plus the
 ablation of score variants and the evasion table), ``standard`` (rung b: a ResNet
 trained with SGD on 10,000 images), ``converged`` (the same, trained past 99% train
-accuracy), ``converged-own`` (that on the CLI's default marks with labels) and
-``scale`` (rung c: ResNet-18 on 54,000 images, for ``--device cuda``);
+accuracy), ``converged-own`` (that on the CLI's default marks with labels), ``scale``
+(rung c: ResNet-18 on 54,000 images, for ``--device cuda``) and ``scale-own`` (that on
+the CLI's default marks with labels);
 ``attacks`` (issue #25: the paper's countermeasures at rung (a) — output defences a
 host serves, :mod:`verifier.oracles.defences`, and training-time attacks,
 :mod:`evaluation.attack_training`; table :mod:`evaluation.attacks`);
@@ -44,7 +45,7 @@ from demo.data import DataNotFoundError, locate
 from owner.marking.config import PROXY_EPOCHS
 from protocol.errors import TwinauditError
 
-from .ablation import SCALE_VARIANTS, VARIANTS, run_ablation
+from .ablation import SCALE_OWN_VARIANTS, SCALE_VARIANTS, VARIANTS, run_ablation
 from .attacks import noaug_plan
 from .audit import AuditLog, run_missing, without_weights
 from .baselines import RUNNERS, extra_models
@@ -53,6 +54,7 @@ from .estimates import run_estimates
 from .evasion import NOISE_DESIGNS, NOISE_STRATEGIES, run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
+from .planning import estimate_training
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, only_attack_rows, with_sizes
@@ -69,15 +71,13 @@ LADDER = (
     "converged",
     "converged-own",
     "scale",
+    "scale-own",
     "unlabelled",
     "standard-clusters",
 )
 #: Ladder tables the owner's estimate runs on: rung (b) once (converged shares its vaults),
 #: not rung (c) (its proxy practitioner would take the lent accelerator's time).
 ESTIMATED = ("ladder", "standard")
-#: Seconds one model takes to train here, two at a time (measured: 2,000 images,
-#: 500 epochs, 300–350 s each on the 2-core machine); used only for ``--plan``.
-SECONDS_PER_MODEL_PAIR = 330.0
 
 
 def _plans(
@@ -280,16 +280,15 @@ def main(argv: list[str] | None = None) -> int:
             todo = [j for j in plan.jobs if j.key not in log.results]
             # Models about to be trained will have weights; archived ones never do here.
             stuck = [j for j in without_weights(workspace, todo)[1] if j.model not in missing]
-            hours = len(missing) * SECONDS_PER_MODEL_PAIR / args.jobs / 3600
+            estimate = estimate_training(workspace.root / "models", list(missing), args.device)
+            when = f" ({estimate.describe(args.jobs, args.device)})" if missing else ""
             left_out = f" ({len(stuck)} on archived models without weights)" if stuck else ""
-            say(
-                f"{plan.table}: {len(missing)} models to train (~{hours:.1f} h), "
-                f"{len(todo)} audits{left_out}"
-            )
+            say(f"{plan.table}: {len(missing)} models to train{when}, {len(todo)} audits{left_out}")
             if plan.table in RUNNERS:  # models of its own, trained by its extra step
                 extra = [m for m in extra_models(plan) if workspace.model_info(m) is None]
-                hours = len(extra) * SECONDS_PER_MODEL_PAIR / args.jobs / 3600
-                say(f"{plan.table}: and {len(extra)} models of its own (~{hours:.1f} h)")
+                estimate = estimate_training(workspace.root / "models", extra, args.device)
+                when = f" ({estimate.describe(args.jobs, args.device)})" if extra else ""
+                say(f"{plan.table}: and {len(extra)} models of its own{when}")
             if plan.table == "unlearning":  # derived from the used models: seconds each
                 derived = [
                     u
@@ -375,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 def _ablate(workspace: Workspace, plan: Plan, say: Callable[[str], None], device: str) -> None:
     """Score the ablation's variants a ladder table is measured with, on all the CPU's threads."""
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    variants = SCALE_VARIANTS if plan.table == "scale" else VARIANTS
+    variants = {"scale": SCALE_VARIANTS, "scale-own": SCALE_OWN_VARIANTS}.get(plan.table, VARIANTS)
     run_ablation(workspace, plan, say, variants, device=device)
 
 

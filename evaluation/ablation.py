@@ -110,6 +110,8 @@ VARIANTS: tuple[Variant, ...] = (
 #: (two queries a pair; at K = 32, 64 a pair would take longer than the lent accelerator's
 #: time for the whole rung); the tie margins came after that rung ran.
 SCALE_VARIANTS: tuple[Variant, ...] = tuple(v for v in VARIANTS if v.k == 1 and not v.margin)
+#: The variants scored on rung (c)'s default marks: every K = 1 row, the tie margins too.
+SCALE_OWN_VARIANTS: tuple[Variant, ...] = tuple(v for v in VARIANTS if v.k == 1)
 
 
 def ablation_nonce(model: ModelSpec, vault: VaultSpec) -> bytes:

@@ -206,6 +206,20 @@ RUNG_INTRO: Final = {
         "The ablation scores the K = 1 variants only (two queries a pair) over all 5,400 "
         "pairs; the owner's estimate was not run at this rung. The proxy's marks only."
     ),
+    "scale-own": (
+        "Rung (c) on the marks `twinaudit owner mark` makes by default with `--labels` "
+        "(`pgdown`: the proxy CNN trained 3,160 steps on the owner's own 5,400 labelled "
+        "items), with the table above's ResNet-18, data and recipe: the labelled owner's "
+        "default claims (C1 `dither` margin 0.01 `mixture-graded`, C3 `dither`), C1 "
+        "`dither` without the margin, C2 at the margin, C3 with the training family at "
+        "K = 32 and the unlabelled owner's default (C4 `pad-shift-flip-dither` K = 32). "
+        "Every seed has its clean model, trained as a second training (`-t1`: the table "
+        "above's clean models keep no weights), audited with the seed's vault and with the "
+        "labelled defaults under five fresh publication bits each. The ablation scores "
+        "every K = 1 variant, the tie margins included. Ten ResNet-18 trainings, a lent "
+        "accelerator's work (`--device cuda`), run a seed at a time as a lent machine's "
+        "time allows (`--seeds`); the invocations line says which machine ran what."
+    ),
 }
 
 

@@ -633,6 +633,15 @@ SCALE_AUDITS: Final = (
 )
 
 
+def _scale_sizes(seed: int, marker: str) -> ModelSpec:
+    """Return rung (c)'s model of experiment ``seed`` on ``marker``'s ε = 10 marks.
+
+    Rung (b)'s recipe on ResNet-18 and 54,000 images (:data:`SCALE_TRAINER`).
+    """
+    sizes = _rung_b_sizes(seed, SCALE_EPOCHS)
+    return replace(sizes, n_train=SCALE_N_TRAIN, trainer=SCALE_TRAINER, marker=marker)
+
+
 def plan_scale(seeds: Sequence[int]) -> Plan:
     """Plan the ladder's rung (c): ResNet-18 on M = 54,000 images, the proxy's ε = 10 marks.
 
@@ -641,14 +650,7 @@ def plan_scale(seeds: Sequence[int]) -> Plan:
     """
     plan = Plan("scale", "Regime ladder (c): the paper's scale, ResNet-18 on 54,000 images")
     for seed in seeds:
-        sizes = ModelSpec(
-            seed,
-            epsilon=CLI_EPSILON,
-            n_train=SCALE_N_TRAIN,
-            epochs=SCALE_EPOCHS,
-            trainer=SCALE_TRAINER,
-            marker=PROXY_MARKER,
-        )
+        sizes = _scale_sizes(seed, PROXY_MARKER)
         plan.add(sizes, list(SCALE_AUDITS))
         if seed in SCALE_CLEAN_SEEDS:
             plan.add(
@@ -657,6 +659,45 @@ def plan_scale(seeds: Sequence[int]) -> Plan:
                 epsilon=CLI_EPSILON,
                 marker=PROXY_MARKER,
             )
+    return plan
+
+
+#: Claims at rung (c) on the default marks with labels: the labelled owner's defaults, the
+#: C1 default before the margin, C2 at the margin, the training family in C3, and the
+#: unlabelled owner's default.
+SCALE_OWN_AUDITS: Final = (
+    *LABELLED_DEFAULT_AUDITS,
+    CLI_AUDITS[0],
+    GRADED_AUDITS[1],
+    AuditSpec(knowledge="C3"),
+    *UNLABELLED_DEFAULT_AUDITS,
+)
+
+
+def plan_scale_own(seeds: Sequence[int]) -> Plan:
+    """Plan rung (c) on the marks ``owner mark`` makes with labels (``pgdown``).
+
+    :func:`plan_scale`'s ResNet-18, data and recipe, with the owner's proxy trained on
+    her own 5,400 labelled items, and :data:`SCALE_OWN_AUDITS`. Every seed has its clean
+    model, trained as a second training (``-t1``: the ``scale`` table's clean models keep
+    no weights), audited with the seed's vault and with the labelled defaults under
+    :data:`SCALE_NULL_DRAWS` fresh publication bits. A seed is two ResNet-18 trainings:
+    run it a seed or two at a time (``--seeds``) where a lent accelerator's time is short.
+    """
+    plan = Plan(
+        "scale-own",
+        "Regime ladder (c): the paper's scale on the CLI's default marks with labels (`pgdown`)",
+    )
+    nulls = _null_audits(SCALE_NULL_DRAWS, audits=LABELLED_DEFAULT_AUDITS)
+    for seed in seeds:
+        used = _scale_sizes(seed, OWN_PROXY_MARKER)
+        plan.add(used, list(SCALE_OWN_AUDITS))
+        plan.add(
+            replace(used, fraction=0.0, training=1),
+            [*SCALE_OWN_AUDITS, *nulls],
+            epsilon=CLI_EPSILON,
+            marker=OWN_PROXY_MARKER,
+        )
     return plan
 
 
@@ -914,6 +955,7 @@ PLANNERS: Final = {
     "converged": plan_converged,
     "converged-own": plan_converged_own,
     "scale": plan_scale,
+    "scale-own": plan_scale_own,
     "attacks": plan_attacks,
     "baselines": plan_baselines,
     "owners": plan_owners,

@@ -27,6 +27,7 @@ from evaluation.specs import (
     MARGIN_AUDITS,
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
+    SCALE_OWN_AUDITS,
     UNLABELLED_AUDITS,
     UNLABELLED_DEFAULT_AUDITS,
     AuditSpec,
@@ -35,6 +36,7 @@ from evaluation.specs import (
     plan_converged_own,
     plan_ladder,
     plan_scale,
+    plan_scale_own,
     plan_standard,
     plan_standard_clusters,
     plan_standard_own,
@@ -201,6 +203,26 @@ def test_rung_c_is_resnet18_on_54000_images_with_clean_models_for_two_seeds():
     assert all(j.model.clean for j in redrawn)
     assert len(redrawn) == len(clean) * len(CLI_AUDITS) * SCALE_NULL_DRAWS
     assert isinstance(architecture(used[0]), SmallResNet)
+
+
+def test_rung_c_on_the_default_marks_pairs_every_used_resnet18_with_a_clean_one():
+    plan = plan_scale_own(range(5))
+    assert [m.name for m in plan.models if m.seed == 3] == [
+        "s3-n54000-resnet18-sgd-pad-crop-flip-e80-pgdown10-f1.0",
+        "s3-n54000-resnet18-sgd-pad-crop-flip-e80-clean-t1",
+    ]
+    # the scale table's models and data, the marks of the owner's own proxy
+    scale = {m.name.replace("pgdproxy", "pgdown") for m in plan_scale(range(5)).models}
+    assert {m.name for m in plan.models if not m.clean} <= scale
+    assert {j.vault.name for j in plan.jobs} == {f"s{s}-n54000-pgdown10" for s in range(5)}
+    assert set(LABELLED_DEFAULT_AUDITS) < set(SCALE_OWN_AUDITS)
+    assert {j.audit for j in plan.jobs if not j.model.clean} == set(SCALE_OWN_AUDITS)
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    assert all(j.model.clean for j in redrawn)
+    assert {replace(j.audit, rho_draw=0) for j in redrawn} == set(LABELLED_DEFAULT_AUDITS)
+    assert len(redrawn) == 5 * len(LABELLED_DEFAULT_AUDITS) * SCALE_NULL_DRAWS
+    # a seed at a time, as a lent accelerator's time allows
+    assert [m.seed for m in plan_scale_own([2]).models] == [2, 2]
 
 
 def test_resnet18_has_the_cifar_form_eleven_million_weights_and_full_size_first_stage():
