@@ -32,11 +32,13 @@ follow the classifier tables in the results document.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
+import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import torch
@@ -78,6 +80,8 @@ LADDER = (
 #: Ladder tables the owner's estimate runs on: rung (b) once (converged shares its vaults),
 #: not rung (c) (its proxy practitioner would take the lent accelerator's time).
 ESTIMATED = ("ladder", "standard")
+#: Exit status of a run stopped by Ctrl-C or SIGTERM (the shell's 128 + SIGINT).
+EXIT_STOPPED = 130
 
 
 def _plans(
@@ -305,46 +309,76 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:
                 print(f"evaluation: {exc}", file=sys.stderr)
                 return 2
-        for plan in plans:
-            started, began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
-            say(f"== {plan.table}: {plan.title}")
-            if args.ablation_only:
-                _ablate(workspace, plan, say, args.device)
+        with _stop_on_sigterm():
+            for plan in plans:
+                started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+                began = time.monotonic()
+                try:
+                    _run_table(args, plan, workspace, log, say, again=again)
+                except KeyboardInterrupt:
+                    # A stopped run spent its time too: runs.json says so, marked stopped.
+                    _record(args, argv, plan.table, started, began, stopped=True)
+                    print(
+                        f"evaluation: stopped in {plan.table}; what is done is kept, and "
+                        "the same command resumes it",
+                        file=sys.stderr,
+                    )
+                    return EXIT_STOPPED
                 _record(args, argv, plan.table, started, began)
-                continue
-            if args.audit_only:
-                trained = [j for j in plan.jobs if workspace.model_info(j.model) is not None]
-                untrained = {j.model.name for j in plan.jobs} - {j.model.name for j in trained}
-                say(
-                    f"--audit-only: {len(plan.jobs) - len(trained)} claims left for later, "
-                    f"on {len(untrained)} models not trained here"
-                )
-                run_missing(workspace, trained, log, say, workers=args.jobs, device=args.device)
-                if plan.table == "attacks":
-                    run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
-                _record(args, argv, plan.table, started, began)
-                continue
-            workspace.train_missing(
-                plan.models,
-                jobs=args.jobs,
-                log=say,
-                device=args.device,
-                again=again.get(plan.table, []),
-            )
-            run_missing(workspace, plan.jobs, log, say, workers=args.jobs, device=args.device)
-            if plan.table in LADDER:
-                _ablate(workspace, plan, say, args.device)
-                if plan.table in ESTIMATED and not args.no_estimate:
-                    run_estimates(workspace, plan, say)
-                if plan.table == "ladder":
-                    run_evasion(workspace, plan, say)
-            if plan.table == "attacks":  # the noise claims against reading hosts
-                run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
-            if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
-                RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
-            if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
-                run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
-            _record(args, argv, plan.table, started, began)
+    return _write(args, workspace, log, say)
+
+
+def _run_table(
+    args: argparse.Namespace,
+    plan: Plan,
+    workspace: Workspace,
+    log: AuditLog,
+    say: Callable[[str], None],
+    *,
+    again: Mapping[str, list[ModelSpec]],
+) -> None:
+    """Train, audit and score what ``plan`` still lacks, as the options ask."""
+    say(f"== {plan.table}: {plan.title}")
+    if args.ablation_only:
+        _ablate(workspace, plan, say, args.device)
+        return
+    if args.audit_only:
+        trained = [j for j in plan.jobs if workspace.model_info(j.model) is not None]
+        untrained = {j.model.name for j in plan.jobs} - {j.model.name for j in trained}
+        say(
+            f"--audit-only: {len(plan.jobs) - len(trained)} claims left for later, "
+            f"on {len(untrained)} models not trained here"
+        )
+        run_missing(workspace, trained, log, say, workers=args.jobs, device=args.device)
+        if plan.table == "attacks":
+            run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
+        return
+    workspace.train_missing(
+        plan.models,
+        jobs=args.jobs,
+        log=say,
+        device=args.device,
+        again=again.get(plan.table, []),
+    )
+    run_missing(workspace, plan.jobs, log, say, workers=args.jobs, device=args.device)
+    if plan.table in LADDER:
+        _ablate(workspace, plan, say, args.device)
+        if plan.table in ESTIMATED and not args.no_estimate:
+            run_estimates(workspace, plan, say)
+        if plan.table == "ladder":
+            run_evasion(workspace, plan, say)
+    if plan.table == "attacks":  # the noise claims against reading hosts
+        run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
+    if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
+        RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
+    if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
+        run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
+
+
+def _write(
+    args: argparse.Namespace, workspace: Workspace, log: AuditLog, say: Callable[[str], None]
+) -> int:
+    """Rewrite the command's part of the results document from the work directory."""
     every = _plans(list(PLANNERS), args.repeats, args.n_train, args.epochs)
     infos = {m.name: info for p in every for m in p.models if (info := workspace.model_info(m))}
     # A command rewrites its own part of the results; `report` rewrites both.
@@ -379,19 +413,42 @@ def _ablate(workspace: Workspace, plan: Plan, say: Callable[[str], None], device
 
 
 def _record(
-    args: argparse.Namespace, argv: list[str] | None, table: str, started: str, began: float
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    table: str,
+    started: str,
+    began: float,
+    *,
+    stopped: bool = False,
 ) -> None:
-    """Record one table's run in the work folder's list of runs (command, start, machine)."""
-    record_run(
-        args.work,
-        {
-            "command": "python -m evaluation " + shlex.join(argv or sys.argv[1:]),
-            "tables": [table],
-            "started": started,
-            "wall_seconds": round(time.monotonic() - began, 1),
-            "machine": describe_machine(args.device),
-        },
-    )
+    """Record one table's run in the work folder's list of runs (command, start, machine).
+
+    A run stopped before its end (Ctrl-C, SIGTERM) is recorded too, with ``stopped``.
+    """
+    entry: dict[str, object] = {
+        "command": "python -m evaluation " + shlex.join(argv or sys.argv[1:]),
+        "tables": [table],
+        "started": started,
+        "wall_seconds": round(time.monotonic() - began, 1),
+        "machine": describe_machine(args.device),
+    }
+    if stopped:
+        entry["stopped"] = True
+    record_run(args.work, entry)
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """Treat SIGTERM as Ctrl-C while tables run, so a stopped run is recorded as one."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -379,7 +379,8 @@ def write_results(
     machine = "Invocations (each with the machine it ran on): " + (
         "; ".join(
             f"`{r['command']}` started {r['started']} "
-            f"({float(str(r['wall_seconds'])) / 3600:.2f} h; {r.get('machine', LEGACY_MACHINE)})"
+            f"({float(str(r['wall_seconds'])) / 3600:.2f} h; {r.get('machine', LEGACY_MACHINE)}"
+            f"{'; stopped before its end' if r.get('stopped') else ''})"
             for r in runs
         )
         or "none yet"
