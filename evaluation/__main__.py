@@ -56,7 +56,7 @@ from .estimates import run_estimates
 from .evasion import NOISE_DESIGNS, NOISE_STRATEGIES, run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
-from .planning import estimate_training
+from .planning import TrainingTimes
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
 from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, only_attack_rows, with_sizes
@@ -279,19 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     log = AuditLog(args.work / "audits.jsonl")
 
     if args.plan:
+        times = TrainingTimes.measure(workspace.root / "models", args.device)
         for plan in plans:
             missing = {m for m in plan.models if workspace.model_info(m) is None}
             todo = [j for j in plan.jobs if j.key not in log.results]
             # Models about to be trained will have weights; archived ones never do here.
             stuck = [j for j in without_weights(workspace, todo)[1] if j.model not in missing]
-            estimate = estimate_training(workspace.root / "models", list(missing), args.device)
-            when = f" ({estimate.describe(args.jobs, args.device)})" if missing else ""
+            when = times.said(list(missing), args.jobs)
             left_out = f" ({len(stuck)} on archived models without weights)" if stuck else ""
             say(f"{plan.table}: {len(missing)} models to train{when}, {len(todo)} audits{left_out}")
             if plan.table in RUNNERS:  # models of its own, trained by its extra step
                 extra = [m for m in extra_models(plan) if workspace.model_info(m) is None]
-                estimate = estimate_training(workspace.root / "models", extra, args.device)
-                when = f" ({estimate.describe(args.jobs, args.device)})" if extra else ""
+                when = times.said(extra, args.jobs)
                 say(f"{plan.table}: and {len(extra)} models of its own{when}")
             if plan.table == "unlearning":  # derived from the used models: seconds each
                 derived = [

@@ -17,7 +17,7 @@ from pathlib import Path
 from .records import trained_on
 from .specs import ModelSpec
 
-__all__ = ["TrainingEstimate", "estimate_training"]
+__all__ = ["TrainingEstimate", "TrainingTimes"]
 
 _Kind = tuple[str, int, int, str, str]
 
@@ -77,12 +77,27 @@ def _summaries(models: Path) -> Iterable[Mapping[str, object]]:
             yield summary
 
 
-def estimate_training(models: Path, missing: Sequence[ModelSpec], device: str) -> TrainingEstimate:
-    """Estimate the training of ``missing`` from the summaries in ``models``' folders."""
-    known = measured_seconds(_summaries(models), device)
-    times = [known.get(_kind(vars(m))) for m in missing]
-    return TrainingEstimate(
-        seconds=sum(t for t in times if t is not None),
-        measured=sum(t is not None for t in times),
-        unknown=sum(t is None for t in times),
-    )
+@dataclass(frozen=True)
+class TrainingTimes:
+    """The median training seconds per kind of model trained on ``device``'s kind here."""
+
+    device: str
+    seconds: Mapping[_Kind, float]
+
+    @classmethod
+    def measure(cls, models: Path, device: str) -> TrainingTimes:
+        """Read the summaries in ``models``' folders (once, for every plan of a command)."""
+        return cls(device, measured_seconds(_summaries(models), device))
+
+    def estimate(self, missing: Sequence[ModelSpec]) -> TrainingEstimate:
+        """Estimate the training of ``missing`` from the models of their kind."""
+        times = [self.seconds.get(_kind(vars(m))) for m in missing]
+        return TrainingEstimate(
+            seconds=sum(t for t in times if t is not None),
+            measured=sum(t is not None for t in times),
+            unknown=sum(t is None for t in times),
+        )
+
+    def said(self, missing: Sequence[ModelSpec], jobs: int) -> str:
+        """Return `` (the estimate, in words)`` for ``--plan``, or "" with nothing to train."""
+        return f" ({self.estimate(missing).describe(jobs, self.device)})" if missing else ""

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from evaluation.planning import estimate_training
+from evaluation.planning import TrainingTimes
 from evaluation.specs import plan_converged_own, plan_scale_own
 
 
@@ -27,18 +27,20 @@ def test_models_left_are_timed_by_the_median_of_their_kind_on_the_same_device(tm
     (models / "half-written" / "model.json").write_text("{")
 
     left = converged[4:]  # six models: the medians of three CPU trainings, 1300 s each
-    estimate = estimate_training(models, left, "cpu")
+    cpu = TrainingTimes.measure(models, "cpu")
+    estimate = cpu.estimate(left)
     assert (estimate.seconds, estimate.measured, estimate.unknown) == (6 * 1300.0, 6, 0)
     assert estimate.describe(2, "cpu") == "~1.1 h on cpu, from models of their kind trained here"
-    on_gpu = estimate_training(models, left, "cuda")
+    on_gpu = TrainingTimes.measure(models, "cuda").estimate(left)
     assert (on_gpu.seconds, on_gpu.measured) == (6 * 60.0, 6)
 
     # ResNet-18 at 54,000 images is of another kind: nothing measured says how long.
     scale = plan_scale_own([0]).models
-    unknown = estimate_training(models, scale, "cpu")
+    unknown = cpu.estimate(scale)
     assert (unknown.measured, unknown.unknown) == (0, 2)
     assert unknown.describe(2, "cpu").startswith("time unknown: no model of their kind")
-    both = estimate_training(models, [*scale, *left], "cpu")
+    both = cpu.estimate([*scale, *left])
     assert both.describe(2, "cpu").endswith("; 2 of unknown time")
     other_epochs = dataclasses.replace(left[0], epochs=80)
-    assert estimate_training(models, [other_epochs], "cpu").unknown == 1
+    assert cpu.estimate([other_epochs]).unknown == 1
+    assert cpu.said([], 2) == "" and cpu.said(left, 2) == f" ({estimate.describe(2, 'cpu')})"
