@@ -269,6 +269,26 @@ def verify_envelope(
     return envelope.payload
 
 
+def require_sole_signer(envelope: Envelope, key: Ed25519PublicKey, kind: str) -> None:
+    """Require exactly one signature, labelled with ``key``'s id (spec §8.2, §9.3, §9.4, §11).
+
+    Verdicts, receipts and checkpoints are signed by one arbiter key, so their files
+    have one accepted form and every byte of it is significant: a second signature or
+    another label is refused before any signature is checked. The label still decides
+    nothing: :func:`verify_envelope` then verifies the signature under ``key``.
+
+    Raises:
+        SignatureError: the envelope has another number of signatures, or its one
+            signature is labelled with another key id.
+
+    """
+    if len(envelope.signatures) != 1 or envelope.signatures[0].keyid != key_id(key):
+        raise SignatureError(
+            f"the {kind} envelope must carry exactly one signature, labelled with the "
+            "arbiter's key id"
+        )
+
+
 def open_envelope(
     envelope: Envelope,
     trusted: list[Ed25519PublicKey] | Ed25519PublicKey,

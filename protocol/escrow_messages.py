@@ -35,7 +35,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from . import SPEC_VERSION, limits
 from .encoding import Value, check, decode, encode
-from .envelope import Envelope, payload_type, sign_envelope, verify_envelope
+from .envelope import (
+    Envelope,
+    payload_type,
+    require_sole_signer,
+    sign_envelope,
+    verify_envelope,
+)
 from .errors import (
     InputError,
     LimitExceededError,
@@ -500,6 +506,8 @@ def _open_signed(envelope_json: bytes, key: Ed25519PublicKey, kind: str, max_jso
     if len(envelope_json) > max_json:
         raise LimitExceededError(f"{kind} envelope size", len(envelope_json), max_json)
     envelope = Envelope.from_json(bytes(envelope_json))
+    # One signature labelled with the key's id, so that every byte counts (§8.2, §9.3).
+    require_sole_signer(envelope, key, kind)
     return verify_envelope(envelope, key, payload_type(kind))
 
 

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from protocol import SPEC_VERSION
 from protocol.encoding import Value
-from protocol.envelope import Envelope, open_envelope
+from protocol.envelope import Envelope, open_envelope, require_sole_signer
 from protocol.errors import InputError, SignatureError
 from protocol.keys import key_id
 from protocol.stats.base import Step
@@ -209,10 +209,7 @@ def check_verdict(
     """
     envelope = Envelope.from_json(envelope_json)
     expected_id = key_id(arbiter_key)
-    if len(envelope.signatures) != 1 or envelope.signatures[0].keyid != expected_id:
-        raise SignatureError(
-            "a verdict carries exactly one signature labelled with the arbiter's key id"
-        )
+    require_sole_signer(envelope, arbiter_key, VERDICT_KIND)
     verdict = parse_verdict(open_envelope(envelope, arbiter_key, VERDICT_KIND), describe)
     if verdict["arbiter"] != expected_id:
         raise SignatureError("the verdict names another arbiter than the key that signed it")

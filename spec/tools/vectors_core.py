@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,18 @@ from protocol.commitment import commit_pair, version_digest
 from protocol.encoding import encode
 from protocol.envelope import pae, payload_type, sign_envelope
 from protocol.errors import TwinauditError
+from protocol.escrow_messages import (
+    Checkpoint,
+    EscrowRequest,
+    Receipt,
+    format_time,
+    make_entry,
+    sign_checkpoint,
+    sign_receipt,
+)
 from protocol.hashing import tagged_hash
 from protocol.keys import key_id, raw_public_key
+from protocol.merkle import EMPTY_ROOT, MerkleTree
 from protocol.prg import Prg, bit_stream, stream_key, without_replacement
 from protocol.seeds import audit_seed, publication_bits, publication_seed
 
@@ -522,7 +533,92 @@ def build_envelope() -> dict[str, Any]:
         text[:signatures] + "[]," * (limits.MAX_SIGNATURES + 1) + text[signatures:],
         "limit-exceeded",
     )
-    return _doc("envelope", "DSSE-style signed envelopes with Ed25519 (spec §8).", cases)
+    cases += _escrow_envelopes(key, other)
+    return _doc(
+        "envelope",
+        "DSSE-style signed envelopes with Ed25519 (spec §8); signed escrow receipts and log "
+        "checkpoints (§9.3 steps 1-3, §9.4), valid and with their key id or signatures "
+        "changed after signing.",
+        cases,
+    )
+
+
+def _escrow_envelopes(key: Ed25519PrivateKey, other: Ed25519PrivateKey) -> list[dict[str, Any]]:
+    """A receipt and a checkpoint signed with the test key, then each edited after signing.
+
+    A ``receipt`` or ``checkpoint`` case verifies the envelope JSON under ``public_key``
+    as §9.3 steps 1-3 and §9.4 say, and expects its payload's bytes; the broken ones
+    change the key id (one character, or another key's id) or add a second signature,
+    and must fail with ``invalid-signature`` (§8.2: one signature, labelled with the
+    arbiter's key id).
+    """
+    arbiter = key_id(key.public_key())
+    when = datetime(2026, 11, 21, 20, 40, 5, tzinfo=UTC)
+    request = EscrowRequest(root=bytes(range(32)), n_pairs=8, item_kind="image", owner="alice")
+    entry = make_entry(request, index=0, time=when, rho=bytes(range(100, 132)))
+    receipt = Receipt(
+        arbiter=arbiter,
+        entry=entry,
+        rho=bytes(range(100, 132)),
+        log_size=1,
+        log_root=MerkleTree([entry.encode()]).root(),
+    )
+    checkpoint = Checkpoint(arbiter=arbiter, size=0, root=EMPTY_ROOT, time=format_time(when))
+    pub = raw_public_key(key.public_key()).hex()
+    cases: list[dict[str, Any]] = []
+    for kind, payload, signed in [
+        ("receipt", receipt.encode(), sign_receipt(receipt, key)),
+        ("checkpoint", checkpoint.encode(), sign_checkpoint(checkpoint, key)),
+    ]:
+        text = signed.decode("utf-8")
+        cases.append(
+            {
+                "name": f"signed {kind}",
+                "kind": kind,
+                "valid": True,
+                "input": {"public_key": pub, "json": text},
+                "expected": {"payload": payload.hex()},
+            }
+        )
+        doc = json.loads(text)
+        second = json.loads(sign_envelope(payload, doc["payloadType"], other).to_json())
+        for name, changed in [
+            (
+                "key id's first character changed",
+                _keyid(doc, ("0" if arbiter[0] != "0" else "1") + arbiter[1:]),
+            ),
+            (
+                "key id's last character changed",
+                _keyid(doc, arbiter[:-1] + ("0" if arbiter[-1] != "0" else "1")),
+            ),
+            ("key id of another key", _keyid(doc, key_id(other.public_key()))),
+            (
+                "a second signature, by another key",
+                {**doc, "signatures": doc["signatures"] + second["signatures"]},
+            ),
+            ("the signature twice", {**doc, "signatures": doc["signatures"] * 2}),
+        ]:
+            cases.append(
+                {
+                    "name": f"{kind} with its {name}"
+                    if name.startswith("key")
+                    else f"{kind} with {name}",
+                    "kind": kind,
+                    "valid": False,
+                    "input": {
+                        "public_key": pub,
+                        "json": json.dumps(changed, separators=(",", ":")),
+                    },
+                    "error": "invalid-signature",
+                }
+            )
+    return cases
+
+
+def _keyid(doc: dict[str, Any], keyid: str) -> dict[str, Any]:
+    """The envelope ``doc`` with its one signature's key id replaced by ``keyid``."""
+    (signature,) = doc["signatures"]
+    return {**doc, "signatures": [{**signature, "keyid": keyid}]}
 
 
 BUILDERS = {

@@ -399,16 +399,58 @@ def test_receipt_envelope_and_proof_failures(call, error):
 
 
 def test_every_single_byte_change_of_the_receipt_fails():
-    # Key ids are hints (spec §8.2): changing one does not matter, everything else does.
-    hint = RECEIPT_JSON.index(ARBITER.encode())
-    hint_range = range(hint, hint + len(ARBITER))
+    # Every byte of the envelope file counts, its key id too (spec §8.2, §9.3).
     for position in range(len(RECEIPT_JSON)):
-        if position in hint_range:
-            continue
         changed = bytearray(RECEIPT_JSON)
         changed[position] ^= 0x01
         with pytest.raises((InputError, VerificationError)):
             _verify(bytes(changed))
+
+
+def _keyid_edits(envelope: bytes) -> list[bytes]:
+    """Every one-character edit of the envelope's key id that keeps it a key id's form."""
+    start = envelope.index(b'"keyid":"') + len(b'"keyid":"')
+    edits = []
+    for position in range(start, start + 64):
+        changed = bytearray(envelope)
+        changed[position] = ord("0") if changed[position] != ord("0") else ord("f")
+        edits.append(bytes(changed))
+    return edits
+
+
+def _second_signature(envelope: bytes, key: Ed25519PrivateKey) -> bytes:
+    """The envelope with a second, valid signature of ``key`` over the same payload."""
+    doc = json.loads(envelope)
+    extra = json.loads(
+        sign_envelope(base64.b64decode(doc["payload"]), doc["payloadType"], key).to_json()
+    )
+    doc["signatures"] += extra["signatures"]
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def test_issue_40_n6_a_receipt_binds_its_key_id():
+    # Issue #40 N6: all 64 one-character edits of the key id verified on main.
+    for changed in _keyid_edits(RECEIPT_JSON):
+        with pytest.raises(SignatureError):
+            _verify(changed)
+    for key in (KEY, OTHER):
+        with pytest.raises(SignatureError):
+            _verify(_second_signature(RECEIPT_JSON, key))
+
+
+def test_issue_40_n6_a_checkpoint_binds_its_key_id():
+    signed = sign_checkpoint(_checkpoint(6), KEY)
+    for changed in _keyid_edits(signed):
+        with pytest.raises(SignatureError):
+            verify_checkpoint(changed, KEY.public_key())
+    for key in (KEY, OTHER):
+        with pytest.raises(SignatureError):
+            verify_checkpoint(_second_signature(signed, key), KEY.public_key())
+    for position in range(len(signed)):
+        changed = bytearray(signed)
+        changed[position] ^= 0x01
+        with pytest.raises((InputError, VerificationError)):
+            verify_checkpoint(bytes(changed), KEY.public_key())
 
 
 def test_signing_requires_the_named_key():

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from protocol.commitment import PairOpening, commit_pair, verify_opening, version_digest
 from protocol.encoding import decode, encode
 from protocol.envelope import Envelope, open_envelope, pae, sign_envelope
+from protocol.escrow_messages import open_receipt, verify_checkpoint
 from protocol.hashing import tagged_hash
 from protocol.keys import key_id, public_key_from_raw, raw_public_key
 from protocol.prg import Prg, bit_stream, stream_key, without_replacement
@@ -134,6 +135,14 @@ def test_envelope(case):
         assert env.to_json().decode("utf-8") == case["expected"]["json"]
         parsed = Envelope.from_json(case["expected"]["json"].encode("utf-8"))
         key.public_key().verify(parsed.signatures[0].sig, pae(parsed.payload_type, parsed.payload))
+    elif case["kind"] in ("receipt", "checkpoint"):
+        pub = public_key_from_raw(bytes.fromhex(inp["public_key"]))
+        signed = inp["json"].encode("utf-8")
+        verify = open_receipt if case["kind"] == "receipt" else verify_checkpoint
+        if case["valid"]:
+            assert verify(signed, pub).encode().hex() == case["expected"]["payload"]
+        else:
+            raises_its_error(case, lambda: verify(signed, pub))
     else:
         pub = public_key_from_raw(bytes.fromhex(inp["public_key"]))
         kind = inp["expected_type"].split(".")[2]
