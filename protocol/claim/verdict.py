@@ -144,18 +144,22 @@ def parse_verdict(value: Value, describe: DescribeParser) -> Verdict:
         set(transcript) != {"hash", "records"}
         or not isinstance(transcript["hash"], bytes)
         or len(transcript["hash"]) != 32
-        or not isinstance(transcript["records"], int)
+        or not is_int(transcript["records"])
+        or transcript["records"] < 0  # type: ignore[operator]
     ):
-        raise InputError("transcript must be {hash: 32 bytes, records: int}")
-    _check_final(value["final"], len(opened), claim.make_test().graded)
+        raise InputError("transcript must be {hash: 32 bytes, records: an integer >= 0}")
+    test = claim.make_test()
+    _check_final(value["final"], len(opened), test.graded, test.reports)
     return Verdict(value, claim)
 
 
-def _check_final(final: Value, opened: int, graded: bool) -> None:
+def _check_final(final: Value, opened: int, graded: bool, reports: str) -> None:
     """Check ``final``: counts 0 ≤ successes ≤ draws ≤ opened; interval; log statistic.
 
     ``graded``: the claim's test is graded (spec §7.5), so ``final`` also holds
     ``grades``, six counts that add up to ``draws`` and, the ones, to ``successes``.
+    ``reports``: the one of ``interval`` and ``log_statistic`` the test sets once it
+    has drawn; the other is always nil, and both are nil before any draw (spec §11).
     """
     keys = {"draws", "successes", "interval", "log_statistic"}
     if not isinstance(final, dict) or set(final) != (keys | {"grades"} if graded else keys):
@@ -175,6 +179,12 @@ def _check_final(final: Value, opened: int, graded: bool) -> None:
         raise InputError("final.interval must be nil or two integers")
     if final["log_statistic"] is not None and not isinstance(final["log_statistic"], float):
         raise InputError("final.log_statistic must be nil or a float")
+    for name in ("interval", "log_statistic"):
+        if (final[name] is not None) != (name == reports and draws != 0):
+            raise InputError(
+                f"final.{name} must be "
+                + ("set exactly when draws > 0" if name == reports else "nil for this test")
+            )
     if graded:
         grades = final["grades"]
         if not (

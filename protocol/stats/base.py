@@ -72,6 +72,9 @@ class SequentialTest(abc.ABC):
     name: ClassVar[str]
     #: Whether :meth:`update` also takes each bit's grade (spec §7.5).
     graded: ClassVar[bool] = False
+    #: What the test reports after its first draw (spec §11): a confidence interval,
+    #: or a log statistic. Before any draw it reports neither.
+    reports: ClassVar[str]
 
     def __init__(self, n_pairs: int) -> None:
         """Start a test over a population of ``n_pairs`` pairs."""

@@ -213,6 +213,7 @@ class GradedMixtureTest(SequentialTest):
 
     name: ClassVar[str] = "mixture-graded"
     graded: ClassVar[bool] = True
+    reports: ClassVar[str] = "log_statistic"
 
     def __init__(self, n_pairs: int, p: float = 0.05, prior: str = DEFAULT_PRIOR.name) -> None:
         """Set up the test over ``n_pairs`` pairs at false-detection bound ``p``."""

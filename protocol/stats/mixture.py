@@ -142,6 +142,7 @@ class MixtureTest(SequentialTest):
     """
 
     name: ClassVar[str] = "mixture-e"
+    reports: ClassVar[str] = "log_statistic"
 
     def __init__(self, n_pairs: int, p: float = 0.05, prior: str = DEFAULT_PRIOR.name) -> None:
         """Set up the test over ``n_pairs`` pairs at false-detection bound ``p``."""

@@ -41,6 +41,7 @@ class PaperTest(SequentialTest):
     """
 
     name: ClassVar[str] = "pprm-chernoff"
+    reports: ClassVar[str] = "interval"
 
     def __init__(self, n_pairs: int, p: float = 0.05, alpha: float | None = None) -> None:
         """Set up the test over ``n_pairs`` pairs.

@@ -191,7 +191,7 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
         "mixture-e, skip, C1 pad-shift-flip-dither K=2": _run(
             "a", {"score": c1, "test_name": "mixture-e", "p": 0.05}, HashOracle()
         ),
-        "pprm-chernoff, coin, C3 label answers, dither K=1": _run(
+        _PPRM: _run(
             "b",
             {
                 "score": ScoreSpec(k=1, perturbation="dither", knowledge="C3"),
@@ -345,6 +345,13 @@ def set_field(path: str, value: Any) -> Edit:
     return edit
 
 
+def no_draw_with_statistic(payload: dict[str, Any]) -> None:
+    """Say the test drew nothing, with a log statistic of 0.5 (issue #40 N7)."""
+    payload["final"].update(draws=0, successes=0, interval=None, log_statistic=0.5)
+    if "grades" in payload["final"]:
+        payload["final"]["grades"] = [0] * 6
+
+
 def drop_field(path: str) -> Edit:
     """Return an edit deleting the dotted ``path`` of a map."""
 
@@ -380,6 +387,11 @@ CHECK_CASES: dict[str, Edit] = {
     "a pair opened twice": set_field("opened", [0, 0]),
     "indicators longer than the pairs opened": set_field("indicators", "1" * 100),
     "time not RFC 3339": set_field("time", "2026-11-24 00:00:00"),
+    "transcript.records is a boolean": set_field("transcript.records", True),
+    "transcript.records negative": set_field("transcript.records", -1),
+    "final.log_statistic 0.5 with no draw": no_draw_with_statistic,
+    "final.log_statistic nil after draws": set_field("final.log_statistic", None),
+    "final.interval on a mixture-e verdict": set_field("final.interval", [0, 1]),
     "claim.model.oracle.input_shape of two sides": set_field(
         "claim.model.oracle.input_shape", [8, 8]
     ),
@@ -483,6 +495,7 @@ def _one_pair_fewer(payload: dict[str, Any]) -> None:
 
 
 _SHORT_CLAIM = "mixture-e, skip, C1 dither K=1, max_pairs 4"
+_PPRM = "pprm-chernoff, coin, C3 label answers, dither K=1"
 _GRADED = "mixture-graded, skip, C1 none K=1 margin 0.01, a memorising model is detected"
 _DETECTION = "mixture-e, skip, a memorising model is detected"
 _GRADED_NO_DRAW = (
@@ -535,11 +548,19 @@ FRESH_CHECK_CASES: dict[str, Edit] = {
     ),
 }
 
+#: Changes to the paper's test's verdict that checking refuses (§11: ``final``).
+PPRM_CHECK_CASES: dict[str, Edit] = {
+    "final.log_statistic on a pprm-chernoff verdict": set_field("final.log_statistic", 0.5),
+    "final.interval nil after draws": set_field("final.interval", None),
+    "final.interval with no draw": lambda p: p["final"].update(draws=0, successes=0),
+}
+
 #: Changes to the graded claim's verdict that checking refuses (§11: ``final.grades``).
 GRADED_CHECK_CASES: dict[str, Edit] = {
     "final.grades that do not add up to draws": _grades_short,
     "final.grades missing from a graded verdict": drop_field("final.grades"),
     "final.grades of five counts": _grades_five,
+    "final.log_statistic 0.5 with no draw, graded": no_draw_with_statistic,
 }
 
 
@@ -625,6 +646,7 @@ def build() -> dict[str, Any]:
     # The broken cases change the short claim (four pairs): small files, every check hit.
     cases += _broken(*claims[_SHORT_CLAIM])
     cases += _check_cases(claims[_GRADED][0], GRADED_CHECK_CASES)
+    cases += _check_cases(claims[_PPRM][0], PPRM_CHECK_CASES)
     cases += _check_cases(claims[_FRESH][0], FRESH_CHECK_CASES)
     cases += _verdict_replay_cases(claims)
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)

@@ -148,3 +148,26 @@ def test_the_cli_answers_every_case_with_exit_1_and_no_traceback(claim, tmp_path
     assert "nested" in capsys.readouterr().err
     # The decoded payload of every signed case above is what the checks saw.
     assert decode(Envelope.from_json(_signed(payload)).payload)["claim"]["test"] == 5
+
+
+def _no_draw(payload: dict[str, Any]) -> None:
+    payload["final"].update(draws=0, successes=0, interval=None, log_statistic=0.5)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [set_field("transcript.records", True), _no_draw],
+    ids=["transcript.records true", "log_statistic 0.5 with 0 draws"],
+)
+def test_issue_40_n7_verifier_check_refuses(claim, tmp_path, capsys, edit):
+    # Issue #40 N7: `verifier check` said VALID to both on main.
+    pub = tmp_path / "arbiter.pub"
+    pub.write_bytes(public_key_pem(KEY.public_key()))
+    payload = copy.deepcopy(claim[0])
+    edit(payload)
+    (tmp_path / "verdict.json").write_bytes(_signed(payload))
+    assert (
+        cli_main(["verifier", "check", str(tmp_path / "verdict.json"), "--pubkey", str(pub)]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "INVALID" in err and "Traceback" not in err
