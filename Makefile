@@ -6,8 +6,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: test test-fast lint typecheck pytest bench vectors clean demo fuzz
 
-# Create the virtual environment and install the project with exact pins.
-$(STAMP): pyproject.toml constraints.txt
+# Create the virtual environment and install the project with exact pins. The hook's
+# .pth line holds a compiled copy of wire/torchvision_finder.py: a change to either
+# file installs it again.
+$(STAMP): pyproject.toml constraints.txt wire/torchvision_hook.py wire/torchvision_finder.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats,oip,completion]'
