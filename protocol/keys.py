@@ -99,11 +99,27 @@ def _read_bounded(path: Path) -> bytes:
     return data
 
 
+def require_owner_only(path: Path, what: str = "private key") -> None:
+    """Refuse a secret file that other users can access (spec §8.3: mode 0600).
+
+    Any permission bit for the group or others is refused with an
+    :class:`~protocol.errors.InputError` naming the file and its mode. A missing file
+    passes: reading it then fails with its own error. Used for the arbiter's signing
+    key, a server's TLS key and an owner's vault secret alike.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & 0o077:
+        raise InputError(
+            f"{what} {path} is accessible by other users (mode {mode & 0o777:o}); chmod 600 it"
+        )
+
+
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """Load an Ed25519 private key from a PKCS#8 PEM file; refuse group/world-readable files."""
-    mode = path.stat().st_mode if path.exists() else 0
-    if mode & 0o077:
-        raise InputError(f"private key {path} is accessible by other users (mode {mode & 0o777:o})")
+    require_owner_only(path)
     try:
         key = serialization.load_pem_private_key(_read_bounded(path), password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:

@@ -58,7 +58,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
-from twinaudit.serve_options import add_operations_args, start_operations
+from twinaudit.serve_options import (
+    add_operations_args,
+    add_plaintext_arg,
+    check_listen,
+    start_operations,
+)
 from wire.transport import parse_address
 
 if TYPE_CHECKING:
@@ -244,6 +249,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PEM",
         help="require client certificates signed by this CA (mTLS)",
     )
+    add_plaintext_arg(serve)
     add_operations_args(serve)
     serve.set_defaults(handler=run_serve)
 
@@ -503,6 +509,7 @@ def run_serve(args: argparse.Namespace) -> int:
         for text in args.defence:
             parse_defence(text)
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)  # before any loading
+    check_listen(args, host)
     tls = _tls(args)
     if args.threads is not None and args.threads < 1:
         raise InputError("--threads must be at least 1")

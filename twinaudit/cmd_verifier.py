@@ -17,7 +17,7 @@ from verifier.escrow.store import MAX_LEASE_SECONDS
 from wire.transport import TlsFiles, parse_address
 
 from .results import print_json, verdict_figures, verdict_reading
-from .serve_options import add_operations_args, start_operations
+from .serve_options import add_operations_args, add_plaintext_arg, check_listen, start_operations
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -77,6 +77,7 @@ def register(commands: Any) -> None:
     serve.add_argument("--tls-cert", type=Path, help="server certificate (PEM)")
     serve.add_argument("--tls-key", type=Path, help="server private key (PEM)")
     serve.add_argument("--client-ca", type=Path, help="require client certificates from this CA")
+    add_plaintext_arg(serve)
     serve.add_argument("--oracle-ca", type=Path, help="CA of TLS model oracles")
     serve.add_argument(
         "--escrow-rate",
@@ -323,6 +324,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     # A malformed --listen is refused before the store is opened (or created).
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)
+    check_listen(args, host)
     if not 0 < args.claim_lease <= MAX_LEASE_SECONDS:
         raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
     key = load_private_key(args.key)

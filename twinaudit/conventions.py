@@ -82,7 +82,7 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
     "oracle serve": (
         "twinaudit oracle serve --model model.pt --listen 127.0.0.1:7500 --label-only",
         "twinaudit oracle serve --model weights.pt --arch mypackage.models:make_net "
-        "--input-shape 28,28,1 --listen 0.0.0.0:7500",
+        "--input-shape 28,28,1 --listen 0.0.0.0:7500 --tls-cert oracle.pem --tls-key oracle.key",
     ),
     "completion": (
         "twinaudit completion bash > ~/.local/share/bash-completion/completions/twinaudit",

@@ -1,15 +1,21 @@
-"""The operator's options of ``verifier serve`` and ``oracle serve``: logs, metrics, reflection."""
+"""The operator's options of ``verifier serve`` and ``oracle serve``.
+
+Logs, metrics and reflection (:func:`add_operations_args`), and what the listen address
+may be without TLS (:func:`add_plaintext_arg`, :func:`check_listen`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import errno
 import importlib
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import InputError
+from protocol.keys import require_owner_only
 from wire.observe import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -51,6 +57,51 @@ def add_operations_args(parser: argparse.ArgumentParser) -> None:
         help="serve gRPC reflection, so grpcurl and similar tools can list the services "
         "(needs the ops extra; off by default)",
     )
+
+
+def add_plaintext_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--insecure-plaintext``, the one way to serve plaintext beyond loopback."""
+    parser.add_argument(
+        "--insecure-plaintext",
+        action="store_true",
+        help="serve plaintext gRPC on an address other than loopback (anyone on the path "
+        "reads and alters the traffic; without it such an address needs --tls-cert and "
+        "--tls-key)",
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Return whether ``host`` (as :func:`~wire.transport.parse_address` gives it) is loopback.
+
+    ``localhost``, 127.0.0.0/8 and ``[::1]`` are; any other name or address is not,
+    ``0.0.0.0`` and ``[::]`` (every interface) included.
+    """
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_listen(args: argparse.Namespace, host: str) -> None:
+    """Refuse a plaintext listen beyond loopback, and a TLS key others can read.
+
+    ``args`` holds ``tls_cert``, ``tls_key`` and ``insecure_plaintext``; ``host`` is the
+    ``--listen`` host. Without TLS, a host other than loopback (:func:`is_loopback`) is
+    refused unless ``--insecure-plaintext`` is given. The TLS key is checked as the
+    signing key is (:func:`~protocol.keys.require_owner_only`). Each refusal is an
+    :class:`~protocol.errors.InputError` of one line, before anything is loaded.
+    """
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise InputError("--tls-cert and --tls-key go together")
+    if args.tls_key is not None:
+        require_owner_only(args.tls_key, "TLS key")
+    elif not is_loopback(host) and not args.insecure_plaintext:
+        raise InputError(
+            f"--listen {host} is not a loopback address: serve it with --tls-cert and "
+            "--tls-key, or pass --insecure-plaintext to serve plaintext gRPC there"
+        )
 
 
 @dataclass

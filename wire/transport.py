@@ -44,6 +44,7 @@ from protocol.errors import (
     VerificationError,
     VersionError,
 )
+from protocol.keys import require_owner_only
 
 from .observe import NO_METRICS, Metrics, ObserveRpcs
 
@@ -456,6 +457,7 @@ def make_server(
     if tls is not None and tls.cert is not None:
         if tls.key is None:
             raise InputError("a TLS certificate needs its private key")
+        require_owner_only(tls.key, "TLS key")
         creds = grpc.ssl_server_credentials(
             [(tls.key.read_bytes(), tls.cert.read_bytes())],
             root_certificates=_read(tls.ca),

@@ -26,7 +26,7 @@ from protocol.errors import InputError, ParameterError, StateError, TwinauditErr
 from protocol.escrow_messages import Receipt, verify_receipt
 from protocol.hashing import sha256
 from protocol.items import Item, TextItem, encode_item
-from protocol.keys import load_public_key, public_key_pem
+from protocol.keys import load_public_key, public_key_pem, require_owner_only
 from protocol.merkle import MerkleTree
 from protocol.seeds import publication_bits
 
@@ -413,12 +413,7 @@ def _unexpected(name: str, manifest: Manifest) -> str:
 
 
 def _check_secret_mode(path: Path) -> None:
-    mode = (path / SECRET_FILE).stat().st_mode
-    if mode & 0o077:
-        raise InputError(
-            f"{path / SECRET_FILE} is accessible by other users (mode {mode & 0o777:o}); "
-            "chmod 600 it"
-        )
+    require_owner_only(path / SECRET_FILE, "the vault secret")
 
 
 def _check_file_hash(path: Path, name: str, expected: bytes) -> None:

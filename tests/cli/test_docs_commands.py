@@ -777,7 +777,7 @@ SESSIONS = {
     # The practitioner (block 4) serves before the owner's claim (block 3) needs it.
     "demo roles": Session("docs/demo.md", (2, 4, 3, 5), ("demo data",), True),
     "practitioner": Session(
-        "docs/practitioner.md", (0, 1), ("models", "encoder", "hf", "api key"), True
+        "docs/practitioner.md", (0, 1), ("models", "encoder", "hf", "api key", "tls"), True
     ),
     "practitioner formats": Session(
         "docs/practitioner.md", (-1,), ("models", "pickle", "hf", "vault", "oip"), True
@@ -1160,7 +1160,8 @@ WORLD = {
     "hf": "tiny Hugging Face models, built offline: my-vit, my-lm, models/my-lm, my-clip",
     "texts": "reviews.jsonl: six JSON Lines reviews",
     "pictures": "pictures/: six RGB pictures; captions.csv: their captions",
-    "tls": "a CA (arbiter-ca.pem, clients.pem, oracles.pem), server.pem/.key, owner.pem/.key",
+    "tls": "a CA (arbiter-ca.pem, clients.pem, oracles.pem), server.pem/.key, oracle.pem/.key, "
+    "owner.pem/.key",
     "arbiter key": "arbiter.key and arbiter.key.pub (verifier keygen)",
     "arbiter": "verifier serve on the arbiter's address, --db escrow.db --models models/",
     "oracle": "oracle serve --model model.ts on the oracle's address",

@@ -138,17 +138,19 @@ def encoder_file(path: Path) -> Path:
 
 
 def tls_files(folder: Path) -> None:
-    """Write the documents' PEM files: one CA signs the server's and the owner's certificates.
+    """Write the documents' PEM files: one CA signs the servers' and the owner's certificates.
 
-    ``server.pem``/``server.key`` (for 127.0.0.1), ``owner.pem``/``owner.key`` (a client),
-    and the CA as ``arbiter-ca.pem``, ``clients.pem`` and ``oracles.pem``.
+    ``server.pem``/``server.key`` and ``oracle.pem``/``oracle.key`` (for 127.0.0.1),
+    ``owner.pem``/``owner.key`` (a client), and the CA as ``arbiter-ca.pem``,
+    ``clients.pem`` and ``oracles.pem``. The keys are mode 0600, as the servers require.
     """
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = pki.certificate("twinaudit docs CA", ca_key, None, ca=True)
     for name in ("arbiter-ca.pem", "clients.pem", "oracles.pem"):
         (folder / name).write_bytes(pki.certificate_pem(ca))
-    for name, server in (("server", True), ("owner", False)):
+    for name, server in (("server", True), ("oracle", True), ("owner", False)):
         key = ec.generate_private_key(ec.SECP256R1())
         cert = pki.certificate(f"twinaudit docs {name}", key, (ca.subject, ca_key), server=server)
         (folder / f"{name}.pem").write_bytes(pki.certificate_pem(cert))
         (folder / f"{name}.key").write_bytes(pki.key_pem(key))
+        (folder / f"{name}.key").chmod(0o600)  # as a server requires of its TLS key

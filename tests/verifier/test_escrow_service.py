@@ -369,6 +369,7 @@ def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey |
     path.with_suffix(".crt").write_bytes(certificates.certificate_pem(cert))
     if key is not None:
         path.with_suffix(".key").write_bytes(certificates.key_pem(key))
+        path.with_suffix(".key").chmod(0o600)  # a server refuses a key others can read
 
 
 @pytest.fixture(scope="module")
