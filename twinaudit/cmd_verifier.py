@@ -129,6 +129,13 @@ def register(commands: Any) -> None:
         "--transcript", type=Path, required=True, help="its transcript (transcript.bin)"
     )
     replay.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
+    replay.add_argument(
+        "--openings",
+        type=Path,
+        help="also check what the transcript records of the items (version digests; an image "
+        "score's labels, shapes, copy parameters and query digests) against the openings of "
+        "its pairs (owner openings writes them from the vault); replay alone cannot",
+    )
     replay.add_argument("--json", action="store_true", help=JSON_HELP)
     replay.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP + " (needs --pubkey)")
     replay.set_defaults(handler=_replay)
@@ -447,12 +454,14 @@ def _replay(args: argparse.Namespace) -> int:
     _report_target(args, args.verdict, args.transcript, args.pubkey)
     data = _read(args.verdict, "verdict")
     transcript = _read(args.transcript, "transcript")
+    openings = _read(args.openings, "openings") if args.openings is not None else None
     try:
         if args.pubkey is not None:
             verdict = check_verdict(data, load_public_key(args.pubkey))
         else:
             verdict = parse_verdict(decode(Envelope.from_json(data).payload))
         result = replay(verdict, transcript)
+        opened = _check_openings(verdict, transcript, openings)
     except TwinauditError as exc:
         print(f"REPLAY FAILED: {exc.diagnostics()}", file=sys.stderr)
         if args.json:
@@ -477,6 +486,7 @@ def _replay(args: argparse.Namespace) -> int:
                 "pairs_scored": scored,
                 "scored_alike_note": note,
                 "signature_checked": args.pubkey is not None,
+                "openings_checked": opened,
                 **report,
             }
         )
@@ -493,11 +503,25 @@ def _replay(args: argparse.Namespace) -> int:
         f"REPLAYED {result.pairs} pairs: decision {result.decision.upper()}, "
         f"{', '.join(shown)}; identical to the verdict"
     )
+    if opened is not None:
+        print(
+            f"the items of its {opened} pairs are the openings': their digests, and what an "
+            "image score records of them (labels, shapes, copy parameters, query digests)"
+        )
     if note is not None:
         print(f"note: {note}")
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
     return EXIT_OK
+
+
+def _check_openings(verdict: Any, transcript: bytes, openings: bytes | None) -> int | None:
+    """Check a replayed verdict's records against ``openings``; return the pairs checked."""
+    if openings is None:
+        return None
+    from verifier.reexecute import check_openings
+
+    return check_openings(verdict, transcript, openings)
 
 
 def _reexecute(args: argparse.Namespace) -> int:

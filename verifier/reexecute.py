@@ -52,6 +52,7 @@ from verifier.oracles.base import Oracle, OracleInfo
 from verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start_held
 from verifier.replay import replay
 from verifier.windows import scorer_for
+from verifier.windows.base import QueryBatch
 
 #: Score functions whose answers can be re-executed: those of image models, which a held
 #: child serves (the table of score functions, by item kind).
@@ -153,6 +154,60 @@ def recompute_answers(
                 f"the model here reports {name} {getattr(here, name)!r}, the verdict "
                 f"{getattr(recorded, name)!r}"
             )
+    scorer = scorer_for(claim.score)
+    windows = answers = pairs = 0
+    note = _framework_note(recorded.framework, here.framework)
+    for window in rebuilt_windows(verdict, transcript, openings):
+        try:
+            answer = scorer.ask(oracle, recorded, window.batch)
+        except (OracleError, InputError) as exc:
+            raise _fail(f"window {window.number}: the model did not answer: {exc}{note}") from None
+        scored = scorer.score(recorded, window.batch, answer, window.items)
+        for record, result in zip(window.records, scored, strict=True):
+            _compare(record, result.fields, note)
+            answers += claim.queries_per_pair
+        windows += 1
+        pairs += len(window.records)
+    return ReexecuteResult(
+        pairs=pairs,
+        windows=windows,
+        answers=answers,
+        model_digest=recorded.model_digest,
+        framework_recorded=recorded.framework,
+        framework_here=here.framework,
+    )
+
+
+@dataclass(frozen=True)
+class RebuiltWindow:
+    """One window of a verdict's claim, rebuilt from the openings.
+
+    Its pairs' records, their items, and its queries in the order the claim sent them.
+    """
+
+    number: int
+    records: list[dict[str, Value]]
+    items: list[tuple[Item, Item]]
+    batch: QueryBatch
+
+
+def rebuilt_windows(
+    verdict: Verdict, transcript: bytes, openings: bytes
+) -> Iterator[RebuiltWindow]:
+    """Check steps 3–4 of the module docstring, window by window; yield each window.
+
+    Each opened pair's opening must be under the verdict's root and its versions must
+    have the digests its record lists; each window's queries are rebuilt from the items
+    and the PRG as the claim built them, and each record's fields that they fix (the
+    image functions' label, shape, parameters and query digests) must equal the
+    rebuilt ones. No model is run. ``verdict`` and ``transcript`` must have replayed.
+
+    Raises:
+        InputError: the openings file is malformed (its subclasses say how).
+        VerificationError: an opening, a digest or a rebuilt field differs.
+
+    """
+    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
     root, opened = decode_openings(openings)
     if root != claim.record_root:
         raise _fail("the openings are not under the verdict's escrowed root")
@@ -160,8 +215,6 @@ def recompute_answers(
     kind = score_function(claim.score.function).item_kind
     scorer = scorer_for(claim.score)
     seed: bytes = verdict["audit_seed"]
-    windows = answers = 0
-    note = _framework_note(recorded.framework, here.framework)
     for number, window in _windows(records):
         indices = [_int(record["index"]) for record in window]
         items = [
@@ -172,23 +225,25 @@ def recompute_answers(
             scorer.check_item(first)
             scorer.check_item(second)
         batch = scorer.build(seed, number, indices, items)
-        try:
-            answer = scorer.ask(oracle, recorded, batch)
-        except (OracleError, InputError) as exc:
-            raise _fail(f"window {number}: the model did not answer: {exc}{note}") from None
-        scored = scorer.score(recorded, batch, answer, items)
-        for record, result in zip(window, scored, strict=True):
-            _compare(record, result.fields, note)
-            answers += claim.queries_per_pair
-        windows += 1
-    return ReexecuteResult(
-        pairs=len(records),
-        windows=windows,
-        answers=answers,
-        model_digest=recorded.model_digest,
-        framework_recorded=recorded.framework,
-        framework_here=here.framework,
-    )
+        for j, (record, pair) in enumerate(zip(window, items, strict=True)):
+            for key, value in scorer.item_fields(batch, j, pair).items():
+                if encode(record[key]) != encode(value):
+                    raise _fail(
+                        f"pair {record['index']!r}: the recorded {key} is not the one its "
+                        "opened items give"
+                    )
+        yield RebuiltWindow(number, window, items, batch)
+
+
+def check_openings(verdict: Verdict, transcript: bytes, openings: bytes) -> int:
+    """Check a replayed verdict's records against the openings of its pairs; return the pairs.
+
+    This is replay's check with the openings (spec §12), steps 3–4 of the module
+    docstring for every score function: what a transcript records of the items (their
+    digests, the image functions' label, shape, parameters and query digests) and replay
+    alone cannot recompute, recomputed here from the items. No model runs.
+    """
+    return sum(len(window.records) for window in rebuilt_windows(verdict, transcript, openings))
 
 
 def _check_function(claim: ClaimMap) -> None:
@@ -244,11 +299,11 @@ def _items(
 
 
 def _compare(record: dict[str, Value], fields: dict[str, Value], note: str) -> None:
-    """Compare a rebuilt pair's queries and answers with its record, bit for bit."""
+    """Compare a re-executed pair's answers with its record, bit for bit.
+
+    Its queries were compared when its window was rebuilt (:func:`rebuilt_windows`).
+    """
     index = record["index"]
-    for key in ("shape", "params", "query_digests"):
-        if key in record and encode(record[key]) != encode(fields.get(key)):
-            raise _fail(f"pair {index!r}: the rebuilt queries differ from the recorded ({key})")
     if encode(record["answers"]) != encode(fields["answers"]):
         gap = _largest_difference(record["answers"], fields["answers"])
         raise _fail(

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.openings import OpenedPair, encode_openings
 from protocol.claim.scores.classifier import MAX_MARGIN, ScoreSpec
 from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.commitment import PairOpening, commit_pair
@@ -616,27 +617,92 @@ def _broken(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
                 "error": "invalid-input",
             }
         )
+    return cases + _record_cases(payload, transcript, REPLAY_CASES, "replay")
+
+
+def _record_cases(
+    payload: dict[str, Value],
+    transcript: bytes,
+    edits: dict[str, Callable[[list[dict[str, Any]]], None]],
+    kind: str,
+    **extra: str,
+) -> list[dict[str, Any]]:
+    """One ``kind`` case per row of ``edits``: the transcript's records changed, chained
+    again, and the verdict signed again for them; ``extra`` joins each case's input."""
     records = list(iter_records(transcript))
-    for name, edit in REPLAY_CASES.items():
+    cases = []
+    for name, edit in edits.items():
         changed = copy.deepcopy(records)
         edit(changed)
-        writer = TranscriptWriter()
-        for record in changed:
-            writer.append(record)
-        rechained = dict(payload, transcript={"hash": writer.head, "records": writer.count})
+        signed, chained = _rechained(payload, changed)
         cases.append(
             {
-                "name": f"replay: {name}",
-                "kind": "replay",
+                "name": f"{kind}: {name}",
+                "kind": kind,
                 "valid": False,
-                "input": {
-                    "envelope": _sign(rechained).decode(),  # type: ignore[arg-type]
-                    "transcript": writer.to_bytes().hex(),
-                },
+                "input": {"envelope": signed.decode(), "transcript": chained.hex(), **extra},
                 "error": "verification-failed",
             }
         )
     return cases
+
+
+def _rechained(payload: dict[str, Value], records: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+    """Chain ``records`` into a transcript and sign ``payload`` for it; return both."""
+    writer = TranscriptWriter()
+    for record in records:
+        writer.append(record)
+    rechained = dict(payload, transcript={"hash": writer.head, "records": writer.count})
+    return _sign(rechained), writer.to_bytes()
+
+
+def _openings(envelope: bytes) -> bytes:
+    """The openings file (§12.1) of a vector verdict's opened pairs."""
+    versions, salts, tree = _committed()
+    opened = _payload(envelope)["opened"]
+    assert isinstance(opened, list)
+    pairs = [
+        OpenedPair(i, PairOpening(salts[i], *versions[i]), tree.inclusion_proof(i))
+        for i in map(int, opened)
+    ]
+    return encode_openings(tree.root(), pairs)
+
+
+#: Record fields that the items fix, changed in the first pair record (chained and signed
+#: again): the verdict checks and replays, and checking it against the openings refuses it.
+OPENINGS_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
+    "pair shape one row more": first_pair(
+        lambda r: r.__setitem__("shape", [r["shape"][0] + 1, *r["shape"][1:]])
+    ),
+    "pair shape of three channels": first_pair(
+        lambda r: r.__setitem__("shape", [*r["shape"][:2], 3])
+    ),
+    "pair version digests swapped": first_pair(
+        lambda r: r.__setitem__("digests", r["digests"][::-1])
+    ),
+    "pair query digest of version 0 zeroed": first_pair(
+        lambda r: r.__setitem__("query_digests", [bytes(32), r["query_digests"][1]])
+    ),
+}
+
+
+def _openings_cases(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
+    """The claim checked against its openings, then each row of :data:`OPENINGS_CASES`."""
+    payload, openings = _payload(envelope), _openings(envelope).hex()
+    cases: list[dict[str, Any]] = [
+        {
+            "name": "openings: the verdict's records are its items'",
+            "kind": "openings",
+            "valid": True,
+            "input": {
+                "envelope": envelope.decode(),
+                "transcript": transcript.hex(),
+                "openings": openings,
+            },
+            "expected": {"pairs": len(payload["opened"])},
+        }
+    ]
+    return cases + _record_cases(payload, transcript, OPENINGS_CASES, "openings", openings=openings)
 
 
 def build() -> dict[str, Any]:
@@ -649,6 +715,7 @@ def build() -> dict[str, Any]:
     cases += _check_cases(claims[_PPRM][0], PPRM_CHECK_CASES)
     cases += _check_cases(claims[_FRESH][0], FRESH_CHECK_CASES)
     cases += _verdict_replay_cases(claims)
+    cases += _openings_cases(*claims[_SHORT_CLAIM])
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     return {
         "spec_version": SPEC_VERSION,
@@ -664,7 +731,12 @@ def build() -> dict[str, Any]:
             "transcript record, chain the records again and sign the verdict again, or "
             "change a verdict field that checking cannot refuse (its decision, an "
             "indicator, final, the order of its opened pairs) and sign it again: the "
-            "verdict checks, and replaying fails with 'error'."
+            "verdict checks, and replaying fails with 'error'. 'openings' cases add the "
+            "openings file of the verdict's opened pairs (§12.1, hex): the verdict checks "
+            "and replays, and checking its records against the openings (§12) gives "
+            "'expected' (the pairs checked) or fails with 'error'; the broken ones change "
+            "one record field that the items fix (a shape, a digest), chain the records "
+            "again and sign the verdict again."
         ),
         "cases": cases,
     }

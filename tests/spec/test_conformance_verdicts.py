@@ -1,5 +1,7 @@
 """Run every case of spec/vectors/verdicts.json: whole claims checked (§11) and replayed (§12).
 
+An ``openings`` case is also checked against the openings of its pairs (§12, §12.1).
+
 Each case is read from its JSON alone, as a second implementation would: the public
 key is appendix B's, the envelope and transcript are the file's. The last test checks
 that the committed file is what spec/tools/vectors_verdicts.py builds today.
@@ -18,6 +20,7 @@ from protocol.keys import public_key_from_raw
 from spec.tools import vectors_verdicts
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
+from verifier.reexecute import check_openings
 from verifier.replay import replay
 from verifier.verdict import check_verdict
 
@@ -35,7 +38,7 @@ def test_the_document_covers_every_test_both_tie_rules_a_budget_stop_and_a_detec
     assert {v["claim"]["tie_rule"] for v in envelopes} == {"coin", "skip"}
     assert {v["stop"] for v in envelopes} == {"detected", "exhausted", "budget"}
     assert any("excluded" in v["claim"] and v["earlier_claims"] > 0 for v in envelopes)
-    assert {c["kind"] for c in DOC["cases"] if not c["valid"]} == {"check", "replay"}
+    assert {c["kind"] for c in DOC["cases"] if not c["valid"]} == {"check", "replay", "openings"}
     assert len({c["name"] for c in DOC["cases"]}) == len(DOC["cases"])
 
 
@@ -47,6 +50,14 @@ def test_case(case: dict[str, Any]) -> None:
         return
     verdict = check_verdict(envelope, KEY)
     transcript = bytes.fromhex(case["input"]["transcript"])
+    if case["kind"] == "openings":
+        replay(verdict, transcript)  # the verdict replays: only the openings can refuse it
+        openings = bytes.fromhex(case["input"]["openings"])
+        if case["valid"]:
+            assert check_openings(verdict, transcript, openings) == case["expected"]["pairs"]
+        else:
+            raises_its_error(case, lambda: check_openings(verdict, transcript, openings))
+        return
     if not case["valid"]:
         raises_its_error(case, lambda: replay(verdict, transcript))
         return

@@ -239,6 +239,15 @@ class WindowScorer(abc.ABC, Generic[SpecT, AnswerT]):
     ) -> tuple[dict[str, Value], list[float]]:
         """Score pair ``j`` of the window; return its record fields (but ``scores``) and scores."""
 
+    def item_fields(self, batch: QueryBatch, j: int, pair: tuple[Item, Item]) -> dict[str, Value]:
+        """Return pair ``j``'s record fields that its items and the PRG fix, not the answers.
+
+        The image functions' ``label``, ``shape``, ``params`` and ``query_digests`` (those
+        the function records, spec §12); none for a function that records none. A claim
+        records them, and a check with the openings (§12.1 steps 3–4) recomputes them.
+        """
+        return {}
+
     @abc.abstractmethod
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute a pair record's two scores from the record (raise on a mismatch)."""

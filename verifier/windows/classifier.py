@@ -74,10 +74,13 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
             label = spec.check_item(item)
             scores.append(score(spec, part, n_classes=info.n_classes, label=label))
             answers.append(part.to_value())
+        return {**self.item_fields(batch, j, pair), "answers": answers}, scores
+
+    def item_fields(self, batch: QueryBatch, j: int, pair: tuple[Item, Item]) -> dict[str, Value]:
+        """Return the pair's ``label``, ``shape``, ``params`` and ``query_digests``."""
         first = pair[0]
         assert isinstance(first, ImageItem)
-        fields = {"label": first.label, **self.copy_fields(batch, j, first), "answers": answers}
-        return fields, scores
+        return {"label": first.label, **self.copy_fields(batch, j, first)}
 
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Check the parameters and recompute both scores from the recorded answers."""

@@ -64,8 +64,11 @@ class EncoderWindows(CopiesWindows[EncoderSpec, EmbeddingAnswer]):
             block = EmbeddingAnswer(np.ascontiguousarray(self.rows(answer.embeddings, j, version)))
             scores.append(score(self.spec, block))
             answers.append(block.to_value())
-        first = self.spec.check_item(pair[0])
-        return {**self.copy_fields(batch, j, first), "answers": answers}, scores
+        return {**self.item_fields(batch, j, pair), "answers": answers}, scores
+
+    def item_fields(self, batch: QueryBatch, j: int, pair: tuple[Item, Item]) -> dict[str, Value]:
+        """Return the pair's ``shape``, ``params`` and ``query_digests``."""
+        return self.copy_fields(batch, j, self.spec.check_item(pair[0]))
 
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Check the parameters and recompute both scores from the recorded embeddings."""

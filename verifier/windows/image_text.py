@@ -89,18 +89,21 @@ class ImageTextWindows(WindowScorer[ImageTextSpec, ImageTextAnswer]):
         pair: tuple[Item, Item],
     ) -> tuple[dict[str, Value], list[float]]:
         """Score each version by the cosine of its image's and its caption's embeddings."""
-        first = self.spec.check_item(pair[0])
         pair_images = np.ascontiguousarray(answer.images[2 * j : 2 * j + 2])
         caption = np.ascontiguousarray(answer.texts[j : j + 1])
         fields: dict[str, Value] = {
-            "shape": image_shape_value(first.image),
-            "query_digests": query_digests(batch, j),
+            **self.item_fields(batch, j, pair),
             "answers": {
                 "images": matrix_to_value(pair_images),
                 "caption": matrix_to_value(caption),
             },
         }
         return fields, [score(pair_images[v], caption[0]) for v in (0, 1)]
+
+    def item_fields(self, batch: QueryBatch, j: int, pair: tuple[Item, Item]) -> dict[str, Value]:
+        """Return the pair's ``shape`` and ``query_digests``."""
+        first = self.spec.check_item(pair[0])
+        return {"shape": image_shape_value(first.image), "query_digests": query_digests(batch, j)}
 
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute both scores from the recorded embeddings."""
