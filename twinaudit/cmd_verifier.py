@@ -508,6 +508,11 @@ def _replay(args: argparse.Namespace) -> int:
             f"the items of its {opened} pairs are the openings': their digests, and what an "
             "image score records of them (labels, shapes, copy parameters, query digests)"
         )
+    else:
+        print(
+            "not recomputed without --openings: what the items fix (their digests; an image "
+            "score's labels, shapes, copy parameters and query digests), which the signature binds"
+        )
     if note is not None:
         print(f"note: {note}")
     if args.html is not None:
