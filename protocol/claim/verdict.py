@@ -22,7 +22,7 @@ from protocol.encoding import Value
 from protocol.envelope import Envelope, open_envelope, require_sole_signer
 from protocol.errors import InputError, SignatureError
 from protocol.keys import key_id
-from protocol.stats.base import Step
+from protocol.stats.base import Reported, Step
 from protocol.versioning import require_supported
 
 from .claim_map import ClaimMap
@@ -153,7 +153,7 @@ def parse_verdict(value: Value, describe: DescribeParser) -> Verdict:
     return Verdict(value, claim)
 
 
-def _check_final(final: Value, opened: int, graded: bool, reports: str) -> None:
+def _check_final(final: Value, opened: int, graded: bool, reports: Reported) -> None:
     """Check ``final``: counts 0 ≤ successes ≤ draws ≤ opened; interval; log statistic.
 
     ``graded``: the claim's test is graded (spec §7.5), so ``final`` also holds

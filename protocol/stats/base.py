@@ -13,7 +13,7 @@ import abc
 import enum
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ..encoding import Value
 from ..errors import InputError, ParameterError, StateError
@@ -50,6 +50,10 @@ def check_probability(name: str, value: float, *, low: float = 0.0, high: float 
     return v
 
 
+#: The field of a verdict's ``final`` that a test sets once it has drawn (spec §11).
+Reported = Literal["interval", "log_statistic"]
+
+
 @dataclass(frozen=True)
 class Step:
     """What a test reports after an observation (streamed to clients, kept in verdicts)."""
@@ -74,7 +78,7 @@ class SequentialTest(abc.ABC):
     graded: ClassVar[bool] = False
     #: What the test reports after its first draw (spec §11): a confidence interval,
     #: or a log statistic. Before any draw it reports neither.
-    reports: ClassVar[str]
+    reports: ClassVar[Reported]
 
     def __init__(self, n_pairs: int) -> None:
         """Start a test over a population of ``n_pairs`` pairs."""

@@ -43,7 +43,15 @@ from typing import ClassVar, Final
 from .. import limits
 from ..encoding import Value
 from ..errors import InputError, LimitExceededError, ParameterError, StateError
-from .base import STATE_KEYS, Decision, SequentialTest, Step, check_probability, state_parameters
+from .base import (
+    STATE_KEYS,
+    Decision,
+    Reported,
+    SequentialTest,
+    Step,
+    check_probability,
+    state_parameters,
+)
 from .mixture_prior import DEFAULT_PRIOR, GridPrior, get_prior
 
 #: Bet fractions in quarters, by grade 1, 2, 3 (spec §7.5.1).
@@ -213,7 +221,7 @@ class GradedMixtureTest(SequentialTest):
 
     name: ClassVar[str] = "mixture-graded"
     graded: ClassVar[bool] = True
-    reports: ClassVar[str] = "log_statistic"
+    reports: ClassVar[Reported] = "log_statistic"
 
     def __init__(self, n_pairs: int, p: float = 0.05, prior: str = DEFAULT_PRIOR.name) -> None:
         """Set up the test over ``n_pairs`` pairs at false-detection bound ``p``."""

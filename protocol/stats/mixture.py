@@ -30,6 +30,7 @@ from ..encoding import Value
 from ..errors import InputError, LimitExceededError, ParameterError
 from .base import (
     Decision,
+    Reported,
     SequentialTest,
     Step,
     check_probability,
@@ -142,7 +143,7 @@ class MixtureTest(SequentialTest):
     """
 
     name: ClassVar[str] = "mixture-e"
-    reports: ClassVar[str] = "log_statistic"
+    reports: ClassVar[Reported] = "log_statistic"
 
     def __init__(self, n_pairs: int, p: float = 0.05, prior: str = DEFAULT_PRIOR.name) -> None:
         """Set up the test over ``n_pairs`` pairs at false-detection bound ``p``."""

@@ -20,6 +20,7 @@ from ..encoding import Value
 from ..errors import InputError, ParameterError
 from .base import (
     Decision,
+    Reported,
     SequentialTest,
     Step,
     check_probability,
@@ -41,7 +42,7 @@ class PaperTest(SequentialTest):
     """
 
     name: ClassVar[str] = "pprm-chernoff"
-    reports: ClassVar[str] = "interval"
+    reports: ClassVar[Reported] = "interval"
 
     def __init__(self, n_pairs: int, p: float = 0.05, alpha: float | None = None) -> None:
         """Set up the test over ``n_pairs`` pairs.
