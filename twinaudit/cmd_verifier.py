@@ -11,6 +11,7 @@ from typing import Any
 
 from protocol.errors import InputError, TwinauditError
 from protocol.keys import load_private_key, load_public_key, write_keypair
+from verifier.claim_slots import DEFAULT_MAX_CLAIMS, MAX_MAX_CLAIMS
 from verifier.escrow.leases import DEFAULT_LEASE_S
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from verifier.escrow.store import MAX_LEASE_SECONDS
@@ -100,6 +101,15 @@ def register(commands: Any) -> None:
         help="how long a claim stays held by this process after its last renewal (renewed "
         "every third of it while the claim runs); replicas on one database take over the "
         f"claims of a process that died this long after it (default {DEFAULT_LEASE_S:g})",
+    )
+    serve.add_argument(
+        "--max-claims",
+        type=int,
+        default=DEFAULT_MAX_CLAIMS,
+        metavar="N",
+        help="claims this process runs at once, each on a thread of its own; one more is "
+        "refused (RESOURCE_EXHAUSTED) until one stops, so that escrow, verdict and health "
+        f"calls always have threads (1..{MAX_MAX_CLAIMS}, default {DEFAULT_MAX_CLAIMS})",
     )
     serve.add_argument(
         "--models",
@@ -334,6 +344,8 @@ def _serve(args: argparse.Namespace) -> int:
     check_listen(args, host)
     if not 0 < args.claim_lease <= MAX_LEASE_SECONDS:
         raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
+    if not 1 <= args.max_claims <= MAX_MAX_CLAIMS:
+        raise InputError(f"--max-claims must be in 1..{MAX_MAX_CLAIMS}")
     key = load_private_key(args.key)
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
@@ -353,6 +365,7 @@ def _serve(args: argparse.Namespace) -> int:
                 reflection=args.reflection,
                 claim_lease_s=args.claim_lease,
                 held_models=args.models,
+                max_claims=args.max_claims,
             )
         except BaseException:
             store.close()  # e.g. the port is in use: a one-line InputError, nothing left open

@@ -17,6 +17,7 @@ from verifier.escrow.store import EscrowStore
 from wire.observe import NO_METRICS, Metrics
 from wire.transport import TlsFiles, make_server
 
+from .claim_slots import DEFAULT_MAX_CLAIMS
 from .service import SERVICE_NAME as VERIFIER_SERVICE
 from .service import OracleFactory, VerifierService, add_verifier_service, grpc_oracle_factory
 
@@ -30,6 +31,7 @@ def serve_arbiter(
     oracle_factory: OracleFactory | None = None,
     oracle_tls: TlsFiles | None = None,
     max_workers: int = 16,
+    max_claims: int = DEFAULT_MAX_CLAIMS,
     entropy: Callable[[int], bytes] | None = None,
     escrow_rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
     metrics: Metrics = NO_METRICS,
@@ -44,7 +46,10 @@ def serve_arbiter(
     Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
     over TLS when ``oracle_tls`` is given), and run the model artefacts of the store
     ``held_models`` (``held:sha256:<hex>``, :mod:`verifier.oracles.held`) in child
-    processes. Concurrent claims run on separate threads.
+    processes. Concurrent claims run on separate threads: at most ``max_claims`` at once
+    (one more is refused with ``RESOURCE_EXHAUSTED``), on threads of their own, so that
+    the other calls always have ``max_workers`` threads, however many claims are
+    filed and however slowly their oracles answer.
 
     Every RPC is logged (:mod:`wire.observe`); RPCs, claims, escrow commits,
     oracle and store times are counted in ``metrics``. The health service answers
@@ -70,6 +75,7 @@ def serve_arbiter(
                 entropy=entropy,
                 metrics=metrics,
                 lease_s=claim_lease_s,
+                max_claims=max_claims,
             ),
         )
 
@@ -77,7 +83,7 @@ def serve_arbiter(
         listen,
         register,
         tls=tls,
-        max_workers=max_workers,
+        max_workers=max_workers + max_claims,
         service_names=(ESCROW_SERVICE, VERIFIER_SERVICE),
         metrics=metrics,
         health_probe=store.size,

@@ -63,6 +63,7 @@ from .claim import (
     Progress,
     disclosed_pairs,
 )
+from .claim_slots import DEFAULT_MAX_CLAIMS, ClaimSlots
 from .verdict import VERDICT_KIND
 
 #: Name of this service for the health service.
@@ -150,8 +151,9 @@ class VerifierService(pb_grpc.VerifierServicer):
         *,
         metrics: Metrics = NO_METRICS,
         lease_s: float = DEFAULT_LEASE_S,
+        max_claims: int = DEFAULT_MAX_CLAIMS,
     ) -> None:
-        """Serve claims on ``store``, signing with ``signing_key``.
+        """Serve claims on ``store``, signing with ``signing_key``, ``max_claims`` at once.
 
         ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
         injects a seeded source to make a run reproducible. Claims running, claims
@@ -167,10 +169,25 @@ class VerifierService(pb_grpc.VerifierServicer):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._entropy = entropy or secrets.token_bytes
         self._fresh_lock = threading.Lock()
+        self._claim_slots = ClaimSlots(max_claims)
 
     # -- FileClaim -------------------------------------------------------------------
 
     def FileClaim(  # noqa: N802 - gRPC method name
+        self, request_iterator: Iterator[pb.ClaimMessage], context: grpc.ServicerContext
+    ) -> Iterator[pb.VerifierMessage]:
+        """Run a claim, if fewer than ``max_claims`` run; else refuse it at once.
+
+        The refusal is ``limit-exceeded`` (``RESOURCE_EXHAUSTED``) and stores nothing
+        (:mod:`verifier.claim_slots`).
+        """
+        transport.abort_on_error(context, self._claim_slots.take)
+        try:
+            yield from self._file_claim(request_iterator, context)
+        finally:
+            self._claim_slots.give_back()
+
+    def _file_claim(
         self, request_iterator: Iterator[pb.ClaimMessage], context: grpc.ServicerContext
     ) -> Iterator[pb.VerifierMessage]:
         """Run a claim: accept, then request openings and report progress until a verdict."""

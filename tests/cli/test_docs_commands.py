@@ -768,7 +768,7 @@ SESSIONS = {
         "docs/arbiter.md", (1, 2), ("models", "photos", "arbiter", "vault"), slow=True
     ),
     "arbiter tls": Session("docs/arbiter.md", (3,), ("tls", "photos", "arbiter key", "marked")),
-    "arbiter limits": Session("docs/arbiter.md", (6, 7), ("arbiter key",)),
+    "arbiter limits": Session("docs/arbiter.md", (6, 7, 8), ("arbiter key",)),
     "owner": Session("docs/owner.md", (0,), ("photos", "public", "arbiter", "oracle"), True),
     "owner texts": Session("docs/owner.md", (1,), ("texts", "pictures", "arbiter"), True),
     "owner paper": Session("docs/owner.md", (2,), ("photos", "arbiter", "oracle", "vault")),

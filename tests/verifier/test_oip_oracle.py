@@ -320,8 +320,9 @@ class FakeTransport:
     def model_metadata(self) -> ModelMeta:
         return self.meta
 
-    def infer(self, tensor: Tensor, output: str) -> Tensor:
+    def infer(self, tensor: Tensor, output: str, max_values: int) -> Tensor:
         self.sent.append(tensor)
+        assert max_values == tensor.shape[0] * 10
         if self.failures:
             self.failures -= 1
             raise self.error

@@ -6,7 +6,9 @@ which of them the remote model answers is in its description's capabilities, and
 the claim checks those before it sends anything. :class:`GrpcClassifierOracle` is
 the same client for a remote that must offer ``classify``.
 
-Every call carries a deadline of ``timeout_s`` seconds. Failures become
+Every call carries a deadline of ``timeout_s`` seconds for the whole call, and its
+reply is refused before it is parsed if it is longer than the values asked for can
+take (:mod:`.grpc_replies`: 64 KiB and 10 bytes a value). Failures become
 :class:`~protocol.errors.OracleError`:
 
 - ``UNAVAILABLE`` (nothing listening, connection lost, TLS failure) → ``"unreachable"``;
@@ -30,13 +32,16 @@ import numpy.typing as npt
 
 from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
 from wire import transport
-from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
+from wire.oracle.v1 import oracle_pb2
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
 from .embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle
+from .grpc_replies import CappedMethod, reply_cap
 from .image_text import ImageTextAnswer, ImageTextOracle
 from .language import LanguageModelOracle, LogprobAnswer, check_texts
 
+#: The oracle service's full name.
+_SERVICE: Final = oracle_pb2.DESCRIPTOR.services_by_name["Oracle"].full_name
 #: Room kept in a message for its fixed fields (output kind, n_classes, headers).
 _MESSAGE_SLACK: Final = 256
 
@@ -56,6 +61,11 @@ def _rpc_error(exc: grpc.RpcError, what: str) -> OracleError:
     return OracleError("invalid-answer", f"{what} answered status {name}: {details}")
 
 
+def _floats(values: Any) -> npt.NDArray[np.float64]:
+    """Return a repeated double field as float64, without a list of Python floats."""
+    return np.fromiter(values, dtype=np.float64, count=len(values))
+
+
 def _embeddings(values: Any, count: int, dim: int, what: str) -> npt.NDArray[np.float64]:
     if count == 0:
         if len(values):
@@ -65,7 +75,45 @@ def _embeddings(values: Any, count: int, dim: int, what: str) -> npt.NDArray[np.
         raise OracleError(
             "invalid-answer", f"{what}: {len(values)} values of dimension {dim} for {count} queries"
         )
-    return np.array(values, dtype=np.float64).reshape(count, dim)
+    return _floats(values).reshape(count, dim)
+
+
+def classify_answer(answer: Any, count: int, info: OracleInfo) -> ClassifyAnswer:
+    """Return the checked answer of a ``ClassifyResponse`` for ``count`` images."""
+    if answer.output != info.classify_output or answer.n_classes != info.n_classes:
+        raise OracleError(
+            "invalid-answer",
+            f"answer is {answer.output!r} over {answer.n_classes} classes; described "
+            f"{info.classify_output!r} over {info.n_classes}",
+        )
+    if info.classify_output == "probabilities":
+        if len(answer.labels) or len(answer.probabilities) != count * info.n_classes:
+            raise OracleError(
+                "invalid-answer",
+                f"expected {count} x {info.n_classes} "
+                f"probabilities, got {len(answer.probabilities)} and labels",
+            )
+        probs = _floats(answer.probabilities)
+        result = ClassifyAnswer(probabilities=probs.reshape(count, info.n_classes))
+    else:
+        if len(answer.probabilities) or len(answer.labels) != count:
+            raise OracleError(
+                "invalid-answer",
+                f"expected {count} labels, got {len(answer.labels)} and probabilities",
+            )
+        labels = np.fromiter(answer.labels, dtype=np.int64, count=len(answer.labels))
+        result = ClassifyAnswer(labels=labels)
+    return result.validate(count, info.n_classes)
+
+
+def logprob_answer(answer: Any, count: int) -> LogprobAnswer:
+    """Return the checked answer of a ``TokenLogprobsResponse`` for ``count`` texts."""
+    if len(answer.items) != count:
+        raise OracleError(
+            "invalid-answer", f"TokenLogprobs answered {len(answer.items)} texts, asked {count}"
+        )
+    vectors = tuple(_floats(item.logprobs) for item in answer.items)
+    return LogprobAnswer(vectors).validate(count)
 
 
 class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageTextOracle):
@@ -81,22 +129,27 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         """Use ``channel`` with a deadline of ``timeout_s`` seconds on every call."""
         if not timeout_s > 0:
             raise ParameterError(f"timeout must be positive, got {timeout_s!r}")
-        self._stub: Any = oracle_pb2_grpc.OracleStub(channel)  # type: ignore[no-untyped-call]
+        self._methods = {
+            name: CappedMethod(channel, _SERVICE, name, getattr(oracle_pb2, f"{name}Response"))
+            for name in ("Describe", "Classify", "EmbedImages", "TokenLogprobs", "EmbedImageText")
+        }
         self._timeout_s = float(timeout_s)
         self._max_message_bytes = max_message_bytes
         self._info: OracleInfo | None = None
 
-    def _call(self, method: Any, request: Any, what: str) -> Any:
+    def _call(self, name: str, request: Any, values: int = 0) -> Any:
+        """Call method ``name``; its reply may hold ``values`` values (:func:`reply_cap`)."""
+        cap = reply_cap(values, self._max_message_bytes)
         try:
-            return method(request, timeout=self._timeout_s)
+            return self._methods[name](request, timeout=self._timeout_s, max_bytes=cap)
         except grpc.RpcError as exc:
-            raise _rpc_error(exc, what) from None
+            raise _rpc_error(exc, name) from None
 
     @property
     def info(self) -> OracleInfo:
         """Return the remote description (asked once, then cached)."""
         if self._info is None:
-            answer = self._call(self._stub.Describe, oracle_pb2.DescribeRequest(), "Describe")
+            answer = self._call("Describe", oracle_pb2.DescribeRequest())
             info = OracleInfo(
                 model_name=answer.model_name,
                 model_digest=answer.model_digest,
@@ -149,31 +202,6 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
             )
         return count
 
-    def _parse(self, answer: Any, count: int, info: OracleInfo) -> ClassifyAnswer:
-        if answer.output != info.classify_output or answer.n_classes != info.n_classes:
-            raise OracleError(
-                "invalid-answer",
-                f"answer is {answer.output!r} over {answer.n_classes} classes; described "
-                f"{info.classify_output!r} over {info.n_classes}",
-            )
-        if info.classify_output == "probabilities":
-            if len(answer.labels) or len(answer.probabilities) != count * info.n_classes:
-                raise OracleError(
-                    "invalid-answer",
-                    f"expected {count} x {info.n_classes} "
-                    f"probabilities, got {len(answer.probabilities)} and labels",
-                )
-            probs = np.array(answer.probabilities, dtype=np.float64)
-            result = ClassifyAnswer(probabilities=probs.reshape(count, info.n_classes))
-        else:
-            if len(answer.probabilities) or len(answer.labels) != count:
-                raise OracleError(
-                    "invalid-answer",
-                    f"expected {count} labels, got {len(answer.labels)} and probabilities",
-                )
-            result = ClassifyAnswer(labels=np.array(answer.labels, dtype=np.int64))
-        return result.validate(count, info.n_classes)
-
     def classify(self, images: F32Images) -> ClassifyAnswer:
         """Classify float32 (N, H, W, C) images in [0, 1] remotely, in as many calls as needed."""
         images = check_images(images)
@@ -192,8 +220,8 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
                     for image in chunk
                 ]
             )
-            answer = self._call(self._stub.Classify, request, "Classify")
-            parts.append(self._parse(answer, chunk.shape[0], info))
+            answer = self._call("Classify", request, chunk.shape[0] * max(info.n_classes, 1))
+            parts.append(classify_answer(answer, chunk.shape[0], info))
         return ClassifyAnswer.concatenate(parts)
 
     @staticmethod
@@ -217,7 +245,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         for start in range(0, n, step):
             chunk = images[start : start + step]
             request = oracle_pb2.EmbedImagesRequest(images=self._images(chunk))
-            answer = self._call(self._stub.EmbedImages, request, "EmbedImages")
+            answer = self._call("EmbedImages", request, chunk.shape[0] * MAX_EMBEDDING_DIM)
             values = _embeddings(answer.values, chunk.shape[0], answer.dim, "EmbedImages")
             parts.append(EmbeddingAnswer(values).validate(chunk.shape[0]))
         return EmbeddingAnswer.concatenate(parts)
@@ -243,14 +271,9 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         parts: list[LogprobAnswer] = []
         for batch in self._text_batches(texts):
             request = oracle_pb2.TokenLogprobsRequest(texts=batch)
-            answer = self._call(self._stub.TokenLogprobs, request, "TokenLogprobs")
-            if len(answer.items) != len(batch):
-                raise OracleError(
-                    "invalid-answer",
-                    f"TokenLogprobs answered {len(answer.items)} texts, asked {len(batch)}",
-                )
-            vectors = tuple(np.array(item.logprobs, dtype=np.float64) for item in answer.items)
-            parts.append(LogprobAnswer(vectors).validate(len(batch)))
+            tokens = sum(2 * len(text.encode("utf-8")) + 2 for text in batch)
+            answer = self._call("TokenLogprobs", request, tokens)
+            parts.append(logprob_answer(answer, len(batch)))
         return LogprobAnswer.concatenate(parts)
 
     def embed_image_text(self, images: F32Images | None, texts: list[str]) -> ImageTextAnswer:
@@ -283,7 +306,8 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         text_parts: list[npt.NDArray[np.float64]] = []
         dims: set[int] = set()
         for request in requests:
-            answer = self._call(self._stub.EmbedImageText, request, "EmbedImageText")
+            queries = len(request.images) + len(request.texts)
+            answer = self._call("EmbedImageText", request, queries * MAX_EMBEDDING_DIM)
             dims.add(answer.dim)
             image_parts.append(
                 _embeddings(answer.image_values, len(request.images), answer.dim, "images")

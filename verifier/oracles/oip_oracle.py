@@ -12,8 +12,10 @@ any oracle, the arbiter cannot check which model answers.
 A batch is sent in requests of at most the plan's ``max_batch`` images and at most
 :data:`~verifier.oracles.oip_transport.MAX_REQUEST_BYTES` of tensor data (a fixed-batch
 model gets exactly its batch, padded with blank images whose answers are dropped).
-Each request has the address's deadline and is retried only when the server could
-not answer (:func:`~verifier.oracles.oip_transport.with_retries`).
+Each request has the address's deadline for the whole call, its reply is capped by
+what the request asks for (:meth:`~verifier.oracles.oip_tensors.OipPlan.answer_values`),
+and it is retried only when the server could not answer
+(:func:`~verifier.oracles.oip_transport.with_retries`).
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class OipOracle(ClassifierOracle, EncoderOracle):
             tensor = plan.encode(chunk)
 
             def send(tensor: Tensor = tensor) -> Tensor:
-                return self._transport.infer(tensor, plan.output.name)
+                values = plan.answer_values(tensor.shape[0])
+                return self._transport.infer(tensor, plan.output.name, values)
 
             answers.append((with_retries(send, self._address.options.retries), chunk.shape[0]))
         return answers

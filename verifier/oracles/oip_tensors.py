@@ -265,6 +265,17 @@ class OipPlan:
         """Return the most images of one request."""
         return self.info.max_batch
 
+    def answer_values(self, rows: int) -> int:
+        """Return the most numbers the answer to a request of ``rows`` images may hold."""
+        if self.answers == "labels":
+            width = 1
+        elif self.answers == "embedding":
+            declared = self.output.shape[1] if len(self.output.shape) == 2 else -1
+            width = declared if declared > 0 else MAX_EMBEDDING_DIM
+        else:
+            width = self.n_classes
+        return rows * width
+
     def check_images(self, images: F32Images) -> None:
         """Refuse images whose shape the model's input does not take (``InputError``)."""
         shape = tuple(int(d) for d in images.shape[1:])

@@ -10,25 +10,29 @@ has the address's deadline. Failures are :class:`~protocol.errors.OracleError`:
   :func:`with_retries` sends again, at most ``retries`` times, after 0.1 s, 0.2 s,
   0.4 s …; once they are spent it is ``unreachable`` (no answer) or
   ``invalid-answer`` (an error answer);
-- no answer before the deadline (gRPC ``DEADLINE_EXCEEDED``, a socket timeout) is
-  ``deadline``, and is not retried (the server may still be working on it);
+- no whole answer before the call's deadline (gRPC ``DEADLINE_EXCEEDED``, or a REST
+  call still unfinished when the deadline passes) is ``deadline``, and is not retried
+  (the server may still be working on it);
 - any other error answer (HTTP 4xx, any other gRPC status), and any reply that is not
   what the protocol defines, is ``invalid-answer`` at once.
 
-A REST reply above :data:`MAX_RESPONSE_BYTES` is refused. Nothing is contacted until
-a call is made.
+Every REST call is one :func:`~verifier.oracles.http_call.http_call`: its deadline
+(the address's ``timeout=``) bounds the whole call however slowly the server sends, a
+redirect is refused and never followed, and the reply is capped while it streams —
+metadata at :data:`MAX_METADATA_BYTES`, an inference reply at :func:`rest_reply_cap` of
+the values the request asks for — and then read event by event
+(:mod:`~verifier.oracles.json_reply`), never built into Python objects as a whole
+(issue #40 N2, N3, N8). A gRPC call's deadline is gRPC's own (the whole call), and its
+reply is held to a cap from its request before it is parsed
+(:mod:`~verifier.oracles.grpc_replies`). Nothing is contacted until a call is made.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 import ssl
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, Protocol, TypeVar
 
 import grpc
@@ -36,8 +40,10 @@ import numpy as np
 
 from protocol.errors import OracleError
 from wire.oip.v2 import grpc_predict_v2_pb2 as pb
-from wire.oip.v2 import grpc_predict_v2_pb2_grpc as pb_grpc
 
+from .grpc_replies import CappedMethod, reply_cap
+from .http_call import Deadline, http_call
+from .json_reply import Event, Numbers, events, expect, keys, load_small, skip
 from .oip_address import OipAddress
 from .oip_tensors import (
     DTYPES,
@@ -51,8 +57,15 @@ from .oip_tensors import (
     tensor_meta,
 )
 
-#: Largest REST reply read, in bytes.
+#: Largest REST reply read, in bytes (the gRPC message cap).
 MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+#: Largest REST metadata reply read (a model's or the server's metadata), in bytes.
+MAX_METADATA_BYTES: Final = 256 * 1024
+#: The room an inference reply has beyond its values (names, shapes, parameters), and
+#: the bytes it may spend on each value it is expected to hold (a number, its comma,
+#: white space and its share of the brackets of nested data).
+REPLY_OVERHEAD_BYTES: Final = 64 * 1024
+REST_REPLY_VALUE_BYTES: Final = 32
 #: Most bytes of tensor data in one request: gRPC servers accept 4 MiB messages by
 #: default, and a REST request is held to the same.
 MAX_REQUEST_BYTES: Final = 4 * 1024 * 1024 - 64 * 1024
@@ -97,8 +110,12 @@ class OipTransport(Protocol):
     def model_metadata(self) -> ModelMeta:
         """Return the model's metadata."""
 
-    def infer(self, tensor: Tensor, output: str) -> Tensor:
-        """Send one input tensor, ask for ``output``; return that output tensor."""
+    def infer(self, tensor: Tensor, output: str, max_values: int) -> Tensor:
+        """Send one input tensor, ask for ``output``; return that output tensor.
+
+        ``max_values`` is the most numbers the answer should hold (the request's rows
+        times the output's width): a reply with more is refused.
+        """
 
     def close(self) -> None:
         """Release the connection."""
@@ -114,45 +131,83 @@ def _server_text(name: object, version: object) -> str:
 # -- REST ---------------------------------------------------------------------------
 
 
-def _flatten(data: object, what: str) -> list[Any]:
-    """Return a JSON tensor's elements, flat: a flat list, or nested lists (row-major)."""
-    level: list[Any] = data if isinstance(data, list) else [data]
-    for _ in range(MAX_RANK):
-        if not any(isinstance(item, list) for item in level):
-            return level
-        if not all(isinstance(item, list) for item in level):
-            raise OracleError("invalid-answer", f"{what}: nested data of uneven depth")
-        level = [value for item in level for value in item]
-    raise OracleError("invalid-answer", f"{what}: data nested deeper than {MAX_RANK}")
+def rest_reply_cap(values: int) -> int:
+    """Return the byte cap of a REST inference reply expected to hold ``values`` numbers."""
+    return min(MAX_RESPONSE_BYTES, REPLY_OVERHEAD_BYTES + REST_REPLY_VALUE_BYTES * values)
 
 
-def rest_tensor(value: object) -> Tensor:
-    """Read one output tensor of a REST inference reply, strictly."""
-    if not isinstance(value, dict):
-        raise OracleError("invalid-answer", "an output of the reply is not an object")
-    meta = tensor_meta(value.get("name"), value.get("datatype"), value.get("shape"), "output")
+def _rest_output(stream: Iterator[Event], budget: int) -> Tensor:
+    """Read one output object of an inference reply (just opened) into a tensor."""
+    what = "an output of the inference reply"
+    texts: dict[str, object] = {}
+    shape: object = None
+    data: Numbers | None = None
+    for key, first in keys(stream, what, ("name", "datatype", "shape", "data")):
+        if key in ("name", "datatype"):
+            skip(stream, first[0])  # anything but a string is refused below
+            texts[key] = first[1] if first[0] == "string" else None
+        elif key == "shape":
+            dims = Numbers()
+            dims.read(stream, first, f"{what}'s shape", max_depth=1, max_count=MAX_RANK + 1)
+            whole = dims.integers == len(dims.values) and not dims.inexact
+            shape = [int(v) for v in dims.values] if whole and dims.depth != 0 else None
+        else:
+            data = Numbers()
+            data.read(stream, first, what, max_depth=MAX_RANK, max_count=budget)
+    meta = tensor_meta(texts.get("name"), texts.get("datatype"), shape, "output")
     check_shape(list(meta.shape), "output", free=False)
     if meta.datatype not in DTYPES:
         raise OracleError("invalid-answer", f"output {meta.name!r} has datatype {meta.datatype}")
-    items = _flatten(value.get("data"), f"output {meta.name!r}")
+    if data is None:
+        raise OracleError("invalid-answer", f"output {meta.name!r} has no data")
     if meta.datatype == "BOOL":
-        ok = all(isinstance(v, bool) for v in items)
+        ok = data.booleans == len(data.values)
     elif meta.datatype.startswith("FP"):
-        ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in items)
+        ok = data.booleans == data.others == 0
     else:
-        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in items)
+        ok = data.integers == len(data.values) and not data.inexact
     if not ok:
         raise OracleError(
             "invalid-answer", f"output {meta.name!r} holds values not {meta.datatype}"
         )
-    dtype = np.float64 if meta.datatype.startswith("FP") else DTYPES[meta.datatype]
-    try:
-        data = np.array(items, dtype=dtype)
-    except OverflowError:
-        raise OracleError(
-            "invalid-answer", f"output {meta.name!r} overflows {meta.datatype}"
-        ) from None
-    return Tensor(meta.name, meta.datatype, meta.shape, data)
+    values = data.array()
+    if meta.datatype == "BOOL":
+        return Tensor(meta.name, meta.datatype, meta.shape, values.astype(np.bool_))
+    if not meta.datatype.startswith("FP"):
+        limits = np.iinfo(DTYPES[meta.datatype].name)
+        if values.size and (values.min() < limits.min or values.max() > limits.max):
+            raise OracleError("invalid-answer", f"output {meta.name!r} overflows {meta.datatype}")
+        values = values.astype(DTYPES[meta.datatype])
+    return Tensor(meta.name, meta.datatype, meta.shape, values)
+
+
+def rest_outputs(body: bytes, max_values: int) -> list[Tensor]:
+    """Read the output tensors of a REST inference reply, strictly, as it is parsed.
+
+    At most :data:`MAX_TENSORS` outputs and ``max_values`` values in all are read; more
+    is refused while parsing (:mod:`.json_reply`), and so is anything but numbers (or
+    ``true``/``false`` for ``BOOL``) in an output's data.
+    """
+    what = "the inference reply"
+    stream = events(body, what)
+    first, _ = next(stream)
+    expect(first, "start_map", what, "not a JSON object")
+    outputs: list[Tensor] = []
+    for _, (opening, _) in keys(stream, what, ("outputs",)):
+        expect(opening, "start_array", what, "the outputs are not a list")
+        for event, _ in stream:
+            if event == "end_array":
+                break
+            expect(event, "start_map", what, "an output of the reply is not an object")
+            if len(outputs) == MAX_TENSORS:
+                raise OracleError("invalid-answer", f"the reply has over {MAX_TENSORS} outputs")
+            read = sum(t.data.size for t in outputs)
+            outputs.append(_rest_output(stream, max_values - read))
+    for _ in stream:  # the rest: nothing but the end (trailing bytes are refused)
+        pass
+    if not outputs:
+        raise OracleError("invalid-answer", "the inference reply has no outputs list")
+    return outputs
 
 
 class RestTransport:
@@ -173,41 +228,36 @@ class RestTransport:
         """Return the JSON bytes one element may take."""
         return REST_ELEMENT_BYTES
 
-    def _request(self, url: str, body: bytes | None) -> Any:
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        request = urllib.request.Request(url, data=body, headers=headers)
+    def _request(self, url: str, body: bytes | None, cap: int) -> bytes:
+        """Return the body of a 2xx answer to ``url`` (see the module for the failures)."""
         what = url.removeprefix(self._address.base_url)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
         try:
-            with urllib.request.urlopen(
-                request, timeout=self._timeout_s, context=self._context
-            ) as reply:
-                data: bytes = reply.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            detail = _error_text(exc)
-            message = f"{what} answered HTTP {exc.code}{detail}"
-            if exc.code >= 500:
-                raise TransientError("invalid-answer", message) from None
-            raise OracleError("invalid-answer", message) from None
-        except TimeoutError:
-            raise OracleError("deadline", f"{what}: no answer in {self._timeout_s:g} s") from None
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, TimeoutError | socket.timeout):
-                raise OracleError(
-                    "deadline", f"{what}: no answer in {self._timeout_s:g} s"
-                ) from None
-            raise TransientError("unreachable", f"{self._address.target}: {reason}") from None
-        if len(data) > MAX_RESPONSE_BYTES:
-            raise OracleError("invalid-answer", f"{what}: reply above {MAX_RESPONSE_BYTES} bytes")
-        try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            raise OracleError("invalid-answer", f"{what}: the reply is not JSON") from None
+            reply = http_call(
+                url,
+                deadline=Deadline(self._timeout_s),
+                max_bytes=cap,
+                what=what,
+                body=body,
+                headers=headers,
+                context=self._context,
+            )
+        except OracleError as exc:
+            if exc.reason == "unreachable":
+                reason = str(exc).removeprefix(f"oracle unreachable: {what}: ")
+                raise TransientError("unreachable", f"{self._address.target}: {reason}") from None
+            raise
+        if not 200 <= reply.status < 300:
+            message = f"{what} answered HTTP {reply.status}{_error_text(reply.body)}"
+            if reply.status >= 500:
+                raise TransientError("invalid-answer", message)
+            raise OracleError("invalid-answer", message)
+        return reply.body
 
     def framework(self) -> str:
         """Return ``"name version"`` from ``GET /v2`` (``""`` if the server says nothing)."""
         try:
-            reply = self._request(self._root, None)
+            reply = load_small(self._request(self._root, None, MAX_METADATA_BYTES), "/v2")
         except TransientError:
             raise
         except OracleError as exc:
@@ -220,10 +270,15 @@ class RestTransport:
 
     def model_metadata(self) -> ModelMeta:
         """Return ``GET /v2/models/NAME[/versions/V]``."""
-        return model_meta_from_json(self._request(self._model_url, None))
+        body = self._request(self._model_url, None, MAX_METADATA_BYTES)
+        return model_meta_from_json(load_small(body, "the model metadata"))
 
-    def infer(self, tensor: Tensor, output: str) -> Tensor:
-        """``POST …/infer`` one input tensor; return the output named ``output``."""
+    def infer(self, tensor: Tensor, output: str, max_values: int) -> Tensor:
+        """``POST …/infer`` one input tensor; return the output named ``output``.
+
+        The reply is read up to :func:`rest_reply_cap` of ``max_values`` bytes, and
+        holds at most ``max_values`` numbers.
+        """
         body = json.dumps(
             {
                 "inputs": [
@@ -238,23 +293,20 @@ class RestTransport:
             },
             allow_nan=False,
         ).encode()
-        reply = self._request(f"{self._model_url}/infer", body)
-        outputs = reply.get("outputs") if isinstance(reply, dict) else None
-        if not isinstance(outputs, list) or not 1 <= len(outputs) <= MAX_TENSORS:
-            raise OracleError("invalid-answer", "the inference reply has no outputs list")
-        return _select([rest_tensor(o) for o in outputs], output)
+        reply = self._request(f"{self._model_url}/infer", body, rest_reply_cap(max_values))
+        return _select(rest_outputs(reply, max_values), output)
 
     def close(self) -> None:
         """Nothing to release (one connection per request)."""
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _error_text(body: bytes) -> str:
     """Return ``": <the server's error>"`` from an error reply's JSON, or ``""``."""
     try:
-        body = json.loads(exc.read(4096))
-    except (ValueError, OSError, UnicodeDecodeError):
+        reply = load_small(body, "the error reply")
+    except OracleError:
         return ""
-    message = body.get("error") if isinstance(body, dict) else None
+    message = reply.get("error") if isinstance(reply, dict) else None
     if not isinstance(message, str) or not message:
         return ""
     line = message.splitlines()[0][:200]
@@ -299,8 +351,11 @@ def _rpc_error(exc: grpc.RpcError, what: str) -> OracleError:
     return OracleError("invalid-answer", f"{what} answered status {name}: {line}")
 
 
-def grpc_tensor(output: Any, raw: bytes | None) -> Tensor:
-    """Read one output tensor of a ``ModelInferResponse`` (typed contents or raw bytes)."""
+def grpc_tensor(output: Any, raw: bytes | None, max_values: int) -> Tensor:
+    """Read one output tensor of a ``ModelInferResponse`` (typed contents or raw bytes).
+
+    One of more than ``max_values`` values is refused before its values are read.
+    """
     meta = tensor_meta(output.name, output.datatype, list(output.shape), "output")
     check_shape(list(meta.shape), "output", free=False)
     dtype = DTYPES.get(meta.datatype)
@@ -309,13 +364,31 @@ def grpc_tensor(output: Any, raw: bytes | None) -> Tensor:
     if raw is not None:
         if len(raw) % dtype.itemsize:
             raise OracleError("invalid-answer", f"output {meta.name!r}: raw bytes of odd length")
+        if len(raw) // dtype.itemsize > max_values:
+            raise OracleError("invalid-answer", f"ModelInfer answered over {max_values} values")
         data = np.frombuffer(raw, dtype=dtype).copy()
     elif meta.datatype in _CONTENTS:
         values = getattr(output.contents, _CONTENTS[meta.datatype])
-        data = np.array(values, dtype=np.float64 if meta.datatype.startswith("FP") else dtype)
+        if len(values) > max_values:
+            raise OracleError("invalid-answer", f"ModelInfer answered over {max_values} values")
+        kind = np.float64 if meta.datatype.startswith("FP") else dtype
+        data = np.fromiter(values, dtype=kind, count=len(values))
     else:
         raise OracleError("invalid-answer", f"output {meta.name!r} ({meta.datatype}) is not raw")
     return Tensor(meta.name, meta.datatype, meta.shape, data)
+
+
+def grpc_outputs(reply: Any, max_values: int) -> list[Tensor]:
+    """Read the output tensors of a ``ModelInferResponse``: at most ``max_values`` values."""
+    outputs = reply.outputs
+    raw = reply.raw_output_contents
+    if not 1 <= len(outputs) <= MAX_TENSORS or (len(raw) and len(raw) != len(outputs)):
+        raise OracleError("invalid-answer", "ModelInfer answered no outputs, or raw of others")
+    tensors: list[Tensor] = []
+    for i, output in enumerate(outputs):
+        left = max_values - sum(t.data.size for t in tensors)
+        tensors.append(grpc_tensor(output, raw[i] if len(raw) else None, left))
+    return tensors
 
 
 class GrpcTransport:
@@ -325,25 +398,27 @@ class GrpcTransport:
         """Talk to the model of ``address`` over ``channel``."""
         self._address = address
         self._channel = channel
-        self._stub: Any = pb_grpc.GRPCInferenceServiceStub(channel)  # type: ignore[no-untyped-call]
+        service = pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].full_name
+        self._methods = {
+            name: CappedMethod(channel, service, name, getattr(pb, f"{name}Response"))
+            for name in ("ServerMetadata", "ModelMetadata", "ModelInfer")
+        }
         self._timeout_s = address.options.timeout_s
 
     def element_bytes(self, datatype: str) -> int:
         """Return the protobuf bytes one element may take (a small integer: 2)."""
         return max(2, DTYPES[datatype].itemsize)
 
-    def _call(self, method: Any, request: Any, what: str) -> Any:
+    def _call(self, name: str, request: Any, max_bytes: int = MAX_METADATA_BYTES) -> Any:
         try:
-            return method(request, timeout=self._timeout_s)
+            return self._methods[name](request, timeout=self._timeout_s, max_bytes=max_bytes)
         except grpc.RpcError as exc:
-            raise _rpc_error(exc, what) from None
+            raise _rpc_error(exc, name) from None
 
     def framework(self) -> str:
         """Return ``"name version"`` from ``ServerMetadata`` (``""`` if it fails)."""
         try:
-            reply = self._call(
-                self._stub.ServerMetadata, pb.ServerMetadataRequest(), "ServerMetadata"
-            )
+            reply = self._call("ServerMetadata", pb.ServerMetadataRequest())
         except TransientError:
             raise
         except OracleError as exc:
@@ -355,9 +430,8 @@ class GrpcTransport:
     def model_metadata(self) -> ModelMeta:
         """Return ``ModelMetadata`` of the model."""
         reply = self._call(
-            self._stub.ModelMetadata,
-            pb.ModelMetadataRequest(name=self._address.model, version=self._address.version),
             "ModelMetadata",
+            pb.ModelMetadataRequest(name=self._address.model, version=self._address.version),
         )
 
         def tensors(items: Any, what: str) -> list[Any]:
@@ -373,8 +447,13 @@ class GrpcTransport:
             tensors(reply.outputs, "output"),
         )
 
-    def infer(self, tensor: Tensor, output: str) -> Tensor:
-        """Send one ``ModelInfer``; return the output named ``output``."""
+    def infer(self, tensor: Tensor, output: str, max_values: int) -> Tensor:
+        """Send one ``ModelInfer``; return the output named ``output``.
+
+        The reply is refused, before it is parsed, if it is longer than ``max_values``
+        values can take (:func:`~verifier.oracles.grpc_replies.reply_cap`), and so is one
+        holding more than ``max_values`` values in all.
+        """
         request = pb.ModelInferRequest(
             model_name=self._address.model,
             model_version=self._address.version,
@@ -385,14 +464,8 @@ class GrpcTransport:
             getattr(entry.contents, _CONTENTS[tensor.datatype]).extend(tensor.data.tolist())
         else:
             request.raw_input_contents.append(tensor.data.astype(DTYPES[tensor.datatype]).tobytes())
-        reply = self._call(self._stub.ModelInfer, request, "ModelInfer")
-        outputs = list(reply.outputs)
-        raw = list(reply.raw_output_contents)
-        if not 1 <= len(outputs) <= MAX_TENSORS or (raw and len(raw) != len(outputs)):
-            raise OracleError("invalid-answer", "ModelInfer answered no outputs, or raw of others")
-        return _select(
-            [grpc_tensor(o, raw[i] if raw else None) for i, o in enumerate(outputs)], output
-        )
+        reply = self._call("ModelInfer", request, reply_cap(max_values))
+        return _select(grpc_outputs(reply, max_values), output)
 
     def close(self) -> None:
         """Close the channel."""
