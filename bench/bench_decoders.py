@@ -1,6 +1,7 @@
 """Decoder amplification: the worst time and memory per input byte of every decoder.
 
-Run with ``python -m bench.bench_decoders`` (or ``python -m bench decoders``). Issue #22
+Run with ``python -m bench.bench_decoders`` (or ``python -m bench decoders``;
+``python -m bench.bench_decoders --replies`` runs the reply parsers only). Issue #22
 D2: one owner made the verifier spend 24 s and 555 MiB on a 3.8 MiB array of empty
 maps. Each decoder an arbiter, an owner or a checker runs on bytes from someone else
 is fed the worst inputs we could construct for it (valid ones at its size cap too),
@@ -19,15 +20,24 @@ inputs of the canonical decoder are about 2 MiB, far above MAX_SIZED_VALUES's fi
 allowance of 8192 sized values (spec §3.3), which alone may cost up to about 1.5 MiB
 on any input; the escrow messages are capped at 512 to 8192 bytes, so their fixed
 per-call costs dominate their per-byte figures (the absolute peak is printed too).
+
+Issue #40 N3 adds the parsers of a model server's replies (:mod:`bench.reply_cases`):
+the OIP REST and gRPC replies, the OpenAI-compatible completions reply and the
+``twinaudit.oracle.v1`` replies. protobuf's C parser allocates outside Python's
+allocator, which ``tracemalloc`` does not see: for the gRPC replies the peak resident
+memory above the start (Linux's ``VmHWM``, reset through ``/proc/self/clear_refs``) is
+taken too, and the larger of the two is reported.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import os
 import platform
 import struct
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -35,6 +45,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from bench.reply_cases import NATIVE, reply_cases
 from protocol import limits
 from protocol.claim.transcript import chain_head
 from protocol.encoding import decode, encode
@@ -327,6 +338,7 @@ def transcript_cases() -> Iterator[Case]:
 
 
 def cases() -> Iterator[Case]:
+    yield from reply_cases()
     yield from canonical_cases()
     yield from item_cases()
     yield from envelope_cases()
@@ -343,8 +355,31 @@ def _run(decoder: Callable[[bytes], object], data: bytes) -> str:
     return "accepted"
 
 
-def measure(decoder: Callable[[bytes], object], data: bytes) -> tuple[str, float, int]:
-    """Return (outcome, seconds, peak traced bytes above the start) for one input."""
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise LookupError(field)
+
+
+def resident_peak(decoder: Callable[[bytes], object], data: bytes) -> int:
+    """Return the peak resident memory above the start during one run, in bytes (Linux)."""
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed memory leaves, so that new memory shows
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+        clear.write("5")  # the peak (VmHWM) starts again from the current size
+    base = _status_kib("VmRSS")
+    _run(decoder, data)
+    return max(0, _status_kib("VmHWM") - base) * 1024
+
+
+def measure(
+    decoder: Callable[[bytes], object], data: bytes, native: bool = False
+) -> tuple[str, float, int]:
+    """Return (outcome, seconds, peak traced bytes above the start) for one input.
+
+    With ``native`` the peak is the larger of the traced peak and the resident one.
+    """
     runs = 3 if len(data) < 64 * 1024 else 1
     seconds = float("inf")
     for _ in range(runs):
@@ -358,6 +393,8 @@ def measure(decoder: Callable[[bytes], object], data: bytes) -> tuple[str, float
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
+    if native:
+        peak = max(peak, resident_peak(decoder, data))
     return outcome, seconds, peak
 
 
@@ -372,7 +409,7 @@ def main(groups: tuple[Callable[[], Iterator[Case]], ...] | None = None) -> None
     worst: dict[str, tuple[float, float]] = {}
     chosen = cases() if groups is None else (case for group in groups for case in group())
     for decoder_name, what, data, decoder in chosen:
-        outcome, seconds, peak = measure(decoder, data)
+        outcome, seconds, peak = measure(decoder, data, decoder_name in NATIVE)
         per_byte = peak / len(data)
         per_mib = seconds / (len(data) / 2**20)
         memory, rate = worst.get(decoder_name, (0.0, 0.0))
@@ -394,4 +431,4 @@ def main(groups: tuple[Callable[[], Iterator[Case]], ...] | None = None) -> None
 
 
 if __name__ == "__main__":
-    main()
+    main((reply_cases,) if "--replies" in sys.argv[1:] else None)
