@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -36,11 +37,6 @@ class HostileServer:
     url: str
     requests: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def address(self) -> str:
-        """Return ``127.0.0.1:PORT``."""
-        return self.url.removeprefix("http://")
 
     def wait_for(self, count: int, timeout_s: float) -> bool:
         """Wait until ``count`` requests came in (False if they did not in ``timeout_s``)."""
@@ -89,11 +85,16 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 @contextmanager
-def hostile_server(behaviour: Behaviour) -> Iterator[HostileServer]:
-    """Serve ``behaviour`` on 127.0.0.1; yield the server's state (see the module)."""
+def hostile_server(
+    behaviour: Behaviour, tls: ssl.SSLContext | None = None
+) -> Iterator[HostileServer]:
+    """Serve ``behaviour`` on 127.0.0.1 (over TLS with ``tls``); yield the server's state."""
     state = HostileServer("")
     server = _Server(behaviour, state)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    state.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

@@ -19,6 +19,8 @@ The deadlines here are short (half a second), so that each test takes seconds.
 from __future__ import annotations
 
 import itertools
+import socket
+import ssl
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -28,12 +30,14 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from demo.hostile_claims import file_hostile_claims
 from demo.hostile_http import HostileServer, drip, flood, hostile_server, redirect
 from protocol.errors import OracleError
 from tests.support.keys import KEY
+from tests.support.pki import certificate, certificate_pem, key_pem
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.oracles.dial import dial_oracle
 from verifier.oracles.openai_lm import OpenAICompletionsOracle
@@ -41,7 +45,7 @@ from verifier.server import serve_arbiter
 from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
 from wire.oracle.v1 import oracle_pb2
-from wire.transport import make_channel
+from wire.transport import TlsFiles, make_channel
 from wire.verifier.v1 import verifier_pb2 as vpb
 from wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
 
@@ -171,6 +175,48 @@ def test_a_redirect_is_refused_and_never_followed():
         assert target.requests == []
     assert error.reason == "invalid-answer" and "HTTP 302, a redirect" in str(error)
     assert relayed.reason == "invalid-answer" and "HTTP 302, a redirect" in str(relayed)
+
+
+# -- TLS: the same call over oip+https, the handshake within the deadline ------------------
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A CA and a server certificate for 127.0.0.1; the CA's file, and another CA's."""
+    folder = tmp_path_factory.mktemp("pki")
+    files = {}
+    for name in ("ca", "other"):
+        key = ec.generate_private_key(ec.SECP256R1())
+        files[name] = (certificate(name, key, None, ca=True), key)
+        (folder / f"{name}.pem").write_bytes(certificate_pem(files[name][0]))
+    ca, ca_key = files["ca"]
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server = certificate("server", server_key, (ca.subject, ca_key), server=True)
+    (folder / "server.pem").write_bytes(certificate_pem(server) + key_pem(server_key))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "server.pem")
+    return {"server": context, "ca": folder / "ca.pem", "other": folder / "other.pem"}
+
+
+def test_an_https_model_server_is_verified_with_the_oracle_ca(pki):
+    with hostile_server(flood(lambda: [METADATA]), tls=pki["server"]) as server:
+        trusted = dial_oracle(_rest(server), tls=TlsFiles(ca=pki["ca"]), timeout_s=9)
+        assert trusted.info.model_name == "m/versions/1"
+        stranger = dial_oracle(_rest(server), tls=TlsFiles(ca=pki["other"]), timeout_s=9)
+        error, _ = _timed_failure(lambda: stranger.info)
+    assert error.reason == "unreachable" and "CERTIFICATE_VERIFY_FAILED" in str(error)
+
+
+def test_a_tls_handshake_never_answered_ends_at_the_deadline(pki):
+    with socket.socket() as silent:  # listens, and never accepts: the handshake hangs
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"oip+https://127.0.0.1:{silent.getsockname()[1]}/v2/models/m"
+        oracle = dial_oracle(
+            f"{address}?timeout={DEADLINE_S}&retries=0", tls=TlsFiles(ca=pki["ca"]), timeout_s=9
+        )
+        error, took = _timed_failure(lambda: oracle.info)
+    assert error.reason == "deadline" and took < DEADLINE_S + LATE_S
 
 
 # -- N2: hostile claims never take the threads of the other calls ----------------------------
