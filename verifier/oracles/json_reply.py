@@ -6,7 +6,7 @@ float costs 32 bytes, a nested empty list 64, so a 63 MiB reply of nested lists 
 backend (yajl2) instead, and build nothing that the reply alone decides the size of:
 
 - :func:`load_small` builds a small document (a model's metadata, an error message)
-  and refuses one of more than ``max_values`` JSON values;
+  and refuses one of more than ``max_values`` parse events;
 - :class:`Numbers` collects a (nested) JSON array of numbers into one float64 buffer,
   8 bytes a number, refusing more than a given count as it goes;
 - :func:`keys` and :func:`skip` walk an object and pass over the values no reader
@@ -101,9 +101,10 @@ def expect(event: str, wanted: str, what: str, message: str) -> None:
 def load_small(body: bytes, what: str, max_values: int = SMALL_VALUES) -> Any:
     """Return the JSON value of ``body`` as Python objects, if it holds few enough values.
 
-    Every value counts — each number, string, ``true``/``false``/``null``, object,
-    array and object key — and more than ``max_values`` of them is an invalid answer,
-    refused while parsing. A key given twice keeps its last value.
+    Every parse event counts — each number, string, ``true``/``false``/``null``, object
+    key, and each start and end of an object or array — and more than ``max_values`` of
+    them is an invalid answer, refused while parsing. A key given twice keeps its last
+    value.
     """
     stack: list[Any] = []
     names: list[str] = []
