@@ -91,7 +91,9 @@ WINDOWS = ((8, 8), (8, 16), (8, 64), (32, 32))
 
 def _grpc_claim(channel, request, owner_set):
     start = time.perf_counter()
-    outcome = run_claim(channel, request, owner_set.opening, timeout_s=3600)
+    outcome = run_claim(
+        channel, request, owner_set.opening, claim_key=owner_set.claim_key, timeout_s=3600
+    )
     return time.perf_counter() - start, outcome.transcript_hash
 
 
@@ -127,6 +129,7 @@ def main() -> None:
             n_pairs=N_PAIRS,
             item_kind="image",
             owner="bench",
+            claim_key=owner_set.claim_public_key(),
             arbiter_public_key=key.public_key(),
         ).receipt
         stored = store.entry(receipt.entry.index)

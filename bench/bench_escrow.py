@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from owner.escrow_client import escrow_root
 from protocol.escrow_messages import EscrowRequest, open_receipt, verify_receipt
+from protocol.keys import raw_public_key
 from verifier.escrow.service import serve_escrow
 from verifier.escrow.sql_store import SqlEscrowStore
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -42,11 +43,17 @@ N_COMMITS = 2_000
 CLIENTS = 16
 TARGET_PER_S = 500
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+#: The owners' claim key the records bind (spec §9.1).
+CLAIM_KEY = raw_public_key(Ed25519PrivateKey.from_private_bytes(bytes(range(64, 96))).public_key())
 
 
 def _request(i: int) -> EscrowRequest:
     return EscrowRequest(
-        root=i.to_bytes(32, "big"), n_pairs=1000, item_kind="image", owner=f"bench-{i % 97}"
+        root=i.to_bytes(32, "big"),
+        n_pairs=1000,
+        item_kind="image",
+        owner=f"bench-{i % 97}",
+        claim_key=CLAIM_KEY,
     )
 
 
@@ -114,6 +121,7 @@ def _grpc_figures(directory: Path) -> None:
                             n_pairs=request.n_pairs,
                             item_kind=request.item_kind,
                             owner=request.owner,
+                            claim_key=CLAIM_KEY,
                         ),
                         timeout=30,
                     )
@@ -131,6 +139,7 @@ def _grpc_figures(directory: Path) -> None:
                         n_pairs=request.n_pairs,
                         item_kind=request.item_kind,
                         owner=request.owner,
+                        claim_key=CLAIM_KEY,
                         arbiter_public_key=KEY.public_key(),
                         timeout_s=30,
                     )

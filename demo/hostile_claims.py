@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from owner.claim_client import sign_start
 from owner.escrow_client import escrow_root
 from protocol.claim.functions import score_request_from_fields
+from protocol.keys import key_id, raw_public_key
 from verifier.claim import ClaimParams
 from wire.claim_start import to_claim_start
 from wire.verifier.v1 import verifier_pb2 as vpb
@@ -23,6 +25,8 @@ from wire.verifier.v1 import verifier_pb2 as vpb
 #: The escrowed root the claims are filed on (8 image pairs).
 ROOT = bytes([7]) * 32
 FILE_CLAIM = "/twinaudit.verifier.v1.Verifier/FileClaim"
+#: The owner's claim key the record binds; it signs each claim (spec §10.7).
+CLAIM_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(7, 39)))
 
 
 def file_hostile_claims(
@@ -33,14 +37,25 @@ def file_hostile_claims(
     Cancel each call when done; each has a deadline of two minutes.
     """
     escrow_root(
-        channel, root=ROOT, n_pairs=8, item_kind="image", owner="o", arbiter_public_key=arbiter_key
+        channel,
+        root=ROOT,
+        n_pairs=8,
+        item_kind="image",
+        owner="o",
+        claim_key=raw_public_key(CLAIM_KEY.public_key()),
+        arbiter_public_key=arbiter_key,
     )
     score = score_request_from_fields("image-classifier", 1, "none", "C1")
     params = ClaimParams(0, ROOT, oracle, "m", score, "mixture-graded", 0.05)
-    start = vpb.ClaimMessage(start=to_claim_start(params))
     file_claim = channel.stream_stream(
         FILE_CLAIM,
         request_serializer=vpb.ClaimMessage.SerializeToString,
         response_deserializer=vpb.VerifierMessage.FromString,
     )
-    return [file_claim(iter([start]), timeout=120) for _ in range(count)]
+
+    def signed() -> vpb.ClaimMessage:
+        start = to_claim_start(params)
+        sign_start(start, CLAIM_KEY, key_id(arbiter_key))  # a fresh nonce for each claim
+        return vpb.ClaimMessage(start=start)
+
+    return [file_claim(iter([signed()]), timeout=120) for _ in range(count)]

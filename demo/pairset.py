@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from owner.claim_client import Opening
 from owner.escrow_client import escrow_root
@@ -20,6 +20,7 @@ from protocol.commitment import PairOpening, commit_pair, new_salt
 from protocol.errors import InputError
 from protocol.escrow_messages import Receipt
 from protocol.items import ITEM_KINDS
+from protocol.keys import raw_public_key
 from protocol.merkle import MerkleTree
 from protocol.seeds import publication_bits
 
@@ -31,6 +32,8 @@ class PairSet:
     item_kind: str
     versions: list[tuple[bytes, bytes]]
     salts: list[bytes]
+    #: The owner's claim key: the record binds it and it signs her claims (spec §10.7).
+    claim_key: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
     commitments: list[bytes] = field(init=False)
     tree: MerkleTree = field(init=False)
 
@@ -52,6 +55,10 @@ class PairSet:
     def commit(cls, item_kind: str, versions: Sequence[tuple[bytes, bytes]]) -> PairSet:
         """Commit to new pairs with fresh salts from the OS CSPRNG."""
         return cls(item_kind, list(versions), [new_salt() for _ in versions])
+
+    def claim_public_key(self) -> bytes:
+        """Return the raw public half of the claim key, as an escrow request binds it."""
+        return raw_public_key(self.claim_key.public_key())
 
     @property
     def root(self) -> bytes:
@@ -87,5 +94,6 @@ class PairSet:
             n_pairs=len(self),
             item_kind=self.item_kind,
             owner=owner,
+            claim_key=self.claim_public_key(),
             arbiter_public_key=arbiter_public_key,
         ).receipt

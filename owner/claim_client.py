@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.filing import NONCE_BYTES, sign_claim_request
+from protocol.claim.filing import ClaimRequest as SignedRequest
 from protocol.claim.functions import (
     DEFAULT_FUNCTION,
     SCORE_FUNCTIONS,
@@ -31,7 +36,8 @@ from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
 from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, ParameterError, TwinauditError
-from wire.claim_start import to_claim_start
+from protocol.keys import key_id, load_public_key_pem
+from wire.claim_start import start_map, to_claim_start
 from wire.transport import CLAIM_DEADLINE_S
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -305,26 +311,88 @@ class ClaimOutcome:
 _END = object()
 
 
+def arbiter_key_id(channel: grpc.Channel, timeout_s: float) -> str:
+    """Return the key id of the verifier on ``channel``, as it states it (GetPublicKey).
+
+    A claim request names the arbiter it is for, so that it is good at that one only;
+    the key id is computed from the public key the verifier sends, not taken on trust.
+    A verifier that states another key than the one the owner trusts gets a request good
+    at itself alone, and its verdict fails the owner's check.
+    """
+    stub = pb_grpc.VerifierStub(channel)  # type: ignore[no-untyped-call]
+    answer = stub.GetPublicKey(pb.GetPublicKeyRequest(), timeout=timeout_s)
+    return key_id(load_public_key_pem(bytes(answer.public_key_pem)))
+
+
+def sign_start(
+    start: pb.ClaimStart, claim_key: Ed25519PrivateKey, arbiter: str, *, nonce: bytes | None = None
+) -> None:
+    """Sign ``start`` as a claim request for ``arbiter`` with a fresh nonce (spec §10.7).
+
+    The envelope goes into ``start.authorization``; it covers every other field of the
+    message, as :func:`~wire.claim_start.start_map` lists them. ``nonce`` is drawn from
+    the OS CSPRNG unless given (tests that must replay exactly give one).
+    """
+    request = SignedRequest(
+        arbiter=arbiter,
+        start=start_map(start),
+        nonce=secrets.token_bytes(NONCE_BYTES) if nonce is None else nonce,
+    )
+    start.authorization = sign_claim_request(request, claim_key)
+
+
+def _start_message(
+    request: ClaimParams | ClaimRequest,
+    channel: grpc.Channel,
+    *,
+    resume_claim_id: str,
+    claim_key: Ed25519PrivateKey | None,
+    arbiter: str | None,
+    deadline: float,
+) -> pb.ClaimStart:
+    start = (
+        request.to_proto(resume_claim_id)
+        if isinstance(request, ClaimRequest)
+        else to_claim_start(request, resume_claim_id)
+    )
+    if claim_key is not None:
+        if arbiter is None:
+            arbiter = arbiter_key_id(channel, max(0.0, deadline - time.monotonic()))
+        sign_start(start, claim_key, arbiter)
+    return start
+
+
 def run_claim(
     channel: grpc.Channel,
     request: ClaimParams | ClaimRequest,
     open_pair: Callable[[int], Opening],
     *,
+    claim_key: Ed25519PrivateKey | None = None,
+    arbiter: str | None = None,
     on_progress: Callable[[pb.Progress], None] | None = None,
+    on_accepted: Callable[[str], None] | None = None,
     resume_claim_id: str = "",
     timeout_s: float = CLAIM_DEADLINE_S,
 ) -> ClaimOutcome:
     """File a claim and answer the verifier's opening requests until it returns a verdict.
 
     ``open_pair(i)`` must return the opening of pair ``i``; it is called only for the
-    indices the verifier asks for, in its order. gRPC errors propagate as
-    ``grpc.RpcError`` with the verifier's status and message.
+    indices the verifier asks for, in its order. ``claim_key`` signs the claim request
+    (spec §10.7) on a record that binds it, for the arbiter whose key id is ``arbiter``
+    (asked of the verifier when None); None sends none, as a claim on a record escrowed
+    before claim keys must. ``on_accepted(claim_id)`` runs once the verifier has filed
+    (or resumed) the claim. gRPC errors propagate as ``grpc.RpcError`` with the
+    verifier's status and message.
     """
+    deadline = time.monotonic() + timeout_s
     outbox: queue.Queue[object] = queue.Queue()
-    start = (
-        request.to_proto(resume_claim_id)
-        if isinstance(request, ClaimRequest)
-        else to_claim_start(request, resume_claim_id)
+    start = _start_message(
+        request,
+        channel,
+        resume_claim_id=resume_claim_id,
+        claim_key=claim_key,
+        arbiter=arbiter,
+        deadline=deadline,
     )
     outbox.put(pb.ClaimMessage(start=start))
 
@@ -338,13 +406,15 @@ def run_claim(
 
     stub = pb_grpc.VerifierStub(channel)  # type: ignore[no-untyped-call]
     outcome = ClaimOutcome()
-    responses = stub.FileClaim(messages(), timeout=timeout_s)
+    responses = stub.FileClaim(messages(), timeout=max(0.0, deadline - time.monotonic()))
     done = threading.Event()
     try:
         for message in responses:
             kind = message.WhichOneof("kind")
             if kind == "accepted":
                 outcome.claim_id = message.accepted.claim_id
+                if on_accepted is not None:
+                    on_accepted(outcome.claim_id)
             elif kind == "request":
                 outbox.put(pb.ClaimMessage(openings=_openings(message.request, open_pair)))
             elif kind == "progress":
@@ -378,3 +448,65 @@ def _openings(request: pb.OpeningRequest, open_pair: Callable[[int], Opening]) -
             )
         )
     return pb.Openings(pairs=pairs)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a dry run found (spec §10.7): the claim as it would start, nothing filed."""
+
+    #: The oracle's Describe map, canonically encoded, and the score map the claim would
+    #: record (its knowledge condition resolved).
+    oracle: bytes
+    score: bytes
+    n_pairs: int
+    #: Claims counted on the record so far: a claim filed now has earlier_claims this.
+    earlier_claims: int
+    #: One (shape, error) per probe shape; error "" where the oracle answered.
+    probes: tuple[tuple[tuple[int, int, int], str], ...]
+
+
+def dry_run_claim(
+    channel: grpc.Channel,
+    request: ClaimParams,
+    *,
+    claim_key: Ed25519PrivateKey | None,
+    arbiter: str | None = None,
+    probes: tuple[tuple[int, int, int], ...] = (),
+    timeout_s: float = CLAIM_DEADLINE_S,
+) -> DryRun:
+    """Ask the verifier to check a claim without filing it (spec §10.7).
+
+    The verifier checks the record, the signed request, the parameters and the oracle,
+    and has the oracle answer one mid-grey image of each shape of ``probes`` (the
+    vault's image shapes, at most 8). Nothing is filed or counted.
+    """
+    deadline = time.monotonic() + timeout_s
+    start = to_claim_start(request)
+    start.dry_run = True
+    for height, width, channels in probes:
+        start.probes.add(height=height, width=width, channels=channels)
+    if claim_key is not None:
+        if arbiter is None:
+            arbiter = arbiter_key_id(channel, max(0.0, deadline - time.monotonic()))
+        sign_start(start, claim_key, arbiter)
+    stub = pb_grpc.VerifierStub(channel)  # type: ignore[no-untyped-call]
+    answers = stub.FileClaim(
+        iter([pb.ClaimMessage(start=start)]), timeout=max(0.0, deadline - time.monotonic())
+    )
+    for message in answers:
+        if message.WhichOneof("kind") == "dry_run":
+            report = message.dry_run
+            return DryRun(
+                oracle=bytes(report.oracle),
+                score=bytes(report.score),
+                n_pairs=int(report.n_pairs),
+                earlier_claims=int(report.earlier_claims),
+                probes=tuple(
+                    (
+                        (int(p.shape.height), int(p.shape.width), int(p.shape.channels)),
+                        "" if p.ok else p.error,
+                    )
+                    for p in report.probes
+                ),
+            )
+    raise InputError("the verifier ended the dry run without a report")

@@ -55,10 +55,15 @@ def escrow_root(
     n_pairs: int,
     item_kind: str,
     owner: str,
+    claim_key: bytes,
     arbiter_public_key: Ed25519PublicKey,
     timeout_s: float = DEFAULT_DEADLINE_S,
 ) -> Escrowed:
     """Escrow ``root`` with the arbiter on ``channel``; return the verified receipt.
+
+    ``claim_key`` is the raw public half of the owner's claim key (the vault's,
+    :meth:`~owner.vault.Vault.claim_public_key`): the record binds it, and only
+    requests it signs can file claims on the record (spec §9.1, §10.7).
 
     Returns the parsed :class:`~protocol.escrow_messages.Receipt`, the signed envelope
     bytes as received (keep those: they are what a claim cites) and the log inclusion
@@ -80,7 +85,12 @@ def escrow_root(
     """
     # 0. Validate the request locally: nothing malformed goes on the wire.
     request = EscrowRequest(
-        spec=SPEC_VERSION, root=root, n_pairs=n_pairs, item_kind=item_kind, owner=owner
+        spec=SPEC_VERSION,
+        root=root,
+        n_pairs=n_pairs,
+        item_kind=item_kind,
+        owner=owner,
+        claim_key=claim_key,
     )
     deadline = time.monotonic() + timeout_s
     # 1. The arbiter signs with the key the owner trusts: its checkpoint verifies under
@@ -96,6 +106,7 @@ def escrow_root(
             n_pairs=request.n_pairs,
             item_kind=request.item_kind,
             owner=request.owner,
+            claim_key=claim_key,
         ),
         timeout=_remaining(deadline),
     )
@@ -121,6 +132,7 @@ def escrow_root(
         expected_item_kind=request.item_kind,
         inclusion_proof=inclusion_proof,
         expected_owner=request.owner,
+        expected_claim_key=claim_key,
     )
     return Escrowed(receipt, receipt_bytes, inclusion_proof)
 

@@ -64,9 +64,11 @@ CHECKPOINT_KIND: Final = "log-checkpoint"
 MAX_OWNER_BYTES: Final = 256
 #: Largest log index: the log of size ``index + 1`` must still have a uint64 size (§6.2.1).
 MAX_LOG_INDEX: Final = MAX_TREE_SIZE - 1
-#: Largest canonical escrow request (the longest valid one is about 400 bytes).
+#: Length of an owner's claim key: a raw Ed25519 public key (§9.1).
+CLAIM_KEY_BYTES: Final = 32
+#: Largest canonical escrow request (the longest valid one is about 450 bytes).
 MAX_REQUEST_BYTES: Final = 1024
-#: Largest canonical log entry (the longest valid one is about 450 bytes).
+#: Largest canonical log entry (the longest valid one is about 500 bytes).
 MAX_ENTRY_BYTES: Final = 1024
 #: Largest canonical receipt payload (the longest valid one is about 650 bytes).
 MAX_RECEIPT_PAYLOAD_BYTES: Final = 2048
@@ -76,9 +78,9 @@ MAX_CHECKPOINT_PAYLOAD_BYTES: Final = 512
 MAX_RECEIPT_ENVELOPE_BYTES: Final = 8192
 #: Largest checkpoint envelope JSON accepted (checked before parsing any of it).
 MAX_CHECKPOINT_ENVELOPE_BYTES: Final = 4096
-#: Most values (map keys included) a §9 message holds: a receipt has 29 (its map, 6
-#: keys and 6 values, the entry's 8 keys and 8 values).
-MAX_MESSAGE_VALUES: Final = 32
+#: Most values (map keys included) a §9 message holds: a receipt has 31 (its map, 6
+#: keys and 6 values, the entry's map, 9 keys and 9 values).
+MAX_MESSAGE_VALUES: Final = 34
 
 #: RFC 3339 UTC time with second precision and a literal "Z" (ASCII digits only).
 _TIME_RE: Final = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\Z")
@@ -88,6 +90,9 @@ _KEY_ID_RE: Final = re.compile(r"\A[0-9a-f]{64}\Z")
 
 _REQUEST_KEYS: Final = frozenset({"spec", "root", "n_pairs", "item_kind", "owner"})
 _ENTRY_KEYS: Final = _REQUEST_KEYS | {"index", "time", "rho_digest"}
+#: The key of the owner's claim key in a request and its entry (§9.1, §9.2). A request
+#: or entry made before claim keys has none; one made since has it.
+CLAIM_KEY: Final = "claim_key"
 _RECEIPT_KEYS: Final = frozenset({"spec", "arbiter", "entry", "rho", "log_size", "log_root"})
 _CHECKPOINT_KEYS: Final = frozenset({"spec", "arbiter", "size", "root", "time"})
 
@@ -162,22 +167,38 @@ def _check_owner(value: object) -> str:
     return value
 
 
+def _check_claim_key(value: object) -> bytes | None:
+    """Return a raw Ed25519 public key of 32 bytes that decodes as one, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, bytes) or len(value) != CLAIM_KEY_BYTES:
+        raise InputError(f"claim_key must be a raw Ed25519 public key of {CLAIM_KEY_BYTES} bytes")
+    try:
+        Ed25519PublicKey.from_public_bytes(value)
+    except ValueError:
+        raise InputError("claim_key is not an Ed25519 public key") from None
+    return value
+
+
 def _check_key_id(value: object) -> str:
     if not isinstance(value, str) or not _KEY_ID_RE.match(value):
         raise InputError("arbiter must be a key id (64 lowercase hex digits)")
     return value
 
 
-def _fields(value: Value, keys: frozenset[str], what: str) -> Mapping[str, Value]:
-    """Return ``value`` as a map with exactly ``keys``, its spec version checked first.
+def _fields(
+    value: Value, keys: frozenset[str], what: str, optional: frozenset[str] = frozenset()
+) -> Mapping[str, Value]:
+    """Return ``value`` as a map with exactly ``keys`` (and any of ``optional``).
 
-    The version is checked before the key set: a message from a later spec version may
-    have other keys, and must be refused as ``unsupported-version`` (spec §1.2).
+    The spec version is checked first, before the key set: a message from a later spec
+    version may have other keys, and must be refused as ``unsupported-version`` (§1.2).
     """
     if not isinstance(value, dict):
         raise InputError(f"{what} must be a map, got {type(value).__name__}")
     if "spec" in value:
         require_supported(value["spec"], what)
+    keys = keys | (optional & value.keys())
     missing, extra = keys - value.keys(), value.keys() - keys
     if missing or extra:
         raise InputError(f"{what} keys: missing {sorted(missing)}, unexpected {sorted(extra)}")
@@ -196,12 +217,18 @@ def rho_digest(rho: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class EscrowRequest:
-    """An owner's escrow request (§9.1): a root over ``n_pairs`` commitments of one kind."""
+    """An owner's escrow request (§9.1): a root over ``n_pairs`` commitments of one kind.
+
+    ``claim_key`` is the raw Ed25519 public key with which the owner will sign her
+    claims on the record (§10.7); None only in a request made before claim keys,
+    which an arbiter of this revision refuses.
+    """
 
     root: bytes
     n_pairs: int
     item_kind: str
     owner: str
+    claim_key: bytes | None = None
     spec: str = SPEC_VERSION
 
     def __post_init__(self) -> None:
@@ -211,16 +238,20 @@ class EscrowRequest:
         _check_n_pairs(self.n_pairs)
         _check_item_kind(self.item_kind)
         _check_owner(self.owner)
+        _check_claim_key(self.claim_key)
 
     def to_value(self) -> dict[str, Value]:
-        """Return the request map of §9.1."""
-        return {
+        """Return the request map of §9.1 (``claim_key`` where the request has one)."""
+        value: dict[str, Value] = {
             "spec": self.spec,
             "root": self.root,
             "n_pairs": self.n_pairs,
             "item_kind": self.item_kind,
             "owner": self.owner,
         }
+        if self.claim_key is not None:
+            value[CLAIM_KEY] = self.claim_key
+        return value
 
     def encode(self) -> bytes:
         """Return the canonical encoding of the request."""
@@ -229,7 +260,11 @@ class EscrowRequest:
 
 @dataclass(frozen=True)
 class LogEntry:
-    """Entry ``index`` of the arbiter's escrow log (§9.2); its encoding is the leaf data."""
+    """Entry ``index`` of the arbiter's escrow log (§9.2); its encoding is the leaf data.
+
+    ``claim_key`` is the owner's claim key (§10.7), None in an entry made before claim
+    keys: the claims on such a record are not authenticated.
+    """
 
     index: int
     root: bytes
@@ -238,6 +273,7 @@ class LogEntry:
     owner: str
     time: str
     rho_digest: bytes
+    claim_key: bytes | None = None
     spec: str = SPEC_VERSION
 
     def __post_init__(self) -> None:
@@ -250,6 +286,7 @@ class LogEntry:
         _check_owner(self.owner)
         parse_time(self.time, "entry time")
         _check_hash(self.rho_digest, "rho_digest")
+        _check_claim_key(self.claim_key)
 
     @property
     def timestamp(self) -> datetime:
@@ -257,8 +294,8 @@ class LogEntry:
         return parse_time(self.time)
 
     def to_value(self) -> dict[str, Value]:
-        """Return the entry map of §9.2."""
-        return {
+        """Return the entry map of §9.2 (``claim_key`` where the entry has one)."""
+        value: dict[str, Value] = {
             "spec": self.spec,
             "index": self.index,
             "root": self.root,
@@ -268,6 +305,9 @@ class LogEntry:
             "time": self.time,
             "rho_digest": self.rho_digest,
         }
+        if self.claim_key is not None:
+            value[CLAIM_KEY] = self.claim_key
+        return value
 
     def encode(self) -> bytes:
         """Return the canonical encoding of the entry: leaf ``index`` of the log (§9.2)."""
@@ -365,6 +405,7 @@ def make_entry(request: EscrowRequest, *, index: int, time: datetime, rho: bytes
         owner=request.owner,
         time=format_time(time),
         rho_digest=rho_digest(rho),
+        claim_key=request.claim_key,
     )
 
 
@@ -373,19 +414,20 @@ def make_entry(request: EscrowRequest, *, index: int, time: datetime, rho: bytes
 
 def parse_request(value: Value) -> EscrowRequest:
     """Return the request held by a decoded §9.1 map."""
-    fields = _fields(value, _REQUEST_KEYS, "escrow request")
+    fields = _fields(value, _REQUEST_KEYS, "escrow request", frozenset({CLAIM_KEY}))
     return EscrowRequest(
         spec=_str(fields["spec"]),
         root=_check_hash(fields["root"], "root"),
         n_pairs=_check_n_pairs(fields["n_pairs"]),
         item_kind=_check_item_kind(fields["item_kind"]),
         owner=_check_owner(fields["owner"]),
+        claim_key=_present_claim_key(fields),
     )
 
 
 def parse_entry(value: Value) -> LogEntry:
     """Return the log entry held by a decoded §9.2 map."""
-    fields = _fields(value, _ENTRY_KEYS, "log entry")
+    fields = _fields(value, _ENTRY_KEYS, "log entry", frozenset({CLAIM_KEY}))
     return LogEntry(
         spec=_str(fields["spec"]),
         index=_check_int(fields["index"], "index", 0, MAX_LOG_INDEX),
@@ -395,7 +437,18 @@ def parse_entry(value: Value) -> LogEntry:
         owner=_check_owner(fields["owner"]),
         time=_str(fields["time"], "entry time"),
         rho_digest=_check_hash(fields["rho_digest"], "rho_digest"),
+        claim_key=_present_claim_key(fields),
     )
+
+
+def _present_claim_key(fields: Mapping[str, Value]) -> bytes | None:
+    """Return the ``claim_key`` of a parsed map; a key present with nil is refused."""
+    if CLAIM_KEY not in fields:
+        return None
+    key = _check_claim_key(fields[CLAIM_KEY])
+    if key is None:
+        raise InputError("claim_key, where present, is a raw Ed25519 public key, never nil")
+    return key
 
 
 def parse_receipt(value: Value) -> Receipt:
@@ -545,12 +598,14 @@ def verify_receipt(
     expected_item_kind: str,
     inclusion_proof: Sequence[bytes],
     expected_owner: str | None = None,
+    expected_claim_key: bytes | None = None,
 ) -> Receipt:
     """Perform every owner check of §9.3 on a signed receipt and return the receipt.
 
     ``inclusion_proof`` is the arbiter's proof that the entry is leaf ``entry.index``
     of the log of size ``log_size`` (both from the signed payload, §6.2.5). When
-    ``expected_owner`` is given, the entry's owner label must equal it too.
+    ``expected_owner`` is given, the entry's owner label must equal it too, and when
+    ``expected_claim_key`` is given, the entry must bind that claim key.
 
     Raises:
         InputError: the envelope or payload is malformed (its subclasses name how:
@@ -576,6 +631,10 @@ def verify_receipt(
         )
     if expected_owner is not None and entry.owner != expected_owner:
         raise VerificationError(f"receipt names owner {entry.owner!r}, not {expected_owner!r}")
+    if expected_claim_key is not None and (
+        entry.claim_key is None or not hmac.compare_digest(entry.claim_key, expected_claim_key)
+    ):
+        raise VerificationError("receipt's entry does not bind the claim key the owner sent")
     # 5. The public log commits to the secret rho (§9.2, §9.3).
     if not hmac.compare_digest(entry.rho_digest, rho_digest(receipt.rho)):
         raise VerificationError("rho_digest in the entry is not tagged_hash('rho-digest', rho)")

@@ -16,7 +16,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .errors import InputError
+from .errors import InputError, LimitExceededError
 from .hashing import tagged_hash
 
 #: Largest key file accepted.
@@ -131,10 +131,17 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Load an Ed25519 public key from a SubjectPublicKeyInfo PEM file."""
+    return load_public_key_pem(_read_bounded(path), str(path))
+
+
+def load_public_key_pem(data: bytes, what: str = "the key") -> Ed25519PublicKey:
+    """Parse an Ed25519 public key from SubjectPublicKeyInfo PEM bytes (at most 16 KiB)."""
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise LimitExceededError(f"size of {what}", len(data), MAX_KEY_FILE_BYTES)
     try:
-        key = serialization.load_pem_public_key(_read_bounded(path))
+        key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise InputError(f"{path} is not a PEM public key: {exc}") from None
+        raise InputError(f"{what} is not a PEM public key: {exc}") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise InputError(f"{path} holds a {type(key).__name__}, not an Ed25519 key")
+        raise InputError(f"{what} holds a {type(key).__name__}, not an Ed25519 key")
     return key

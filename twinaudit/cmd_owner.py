@@ -29,6 +29,9 @@ from .cmd_estimate import register as register_estimate
 from .cmd_openings import register_openings
 from .results import (
     EXIT_NOT_DETECTED,
+    authentication_line,
+    bound_line,
+    claims_authenticated,
     label_only_follow_up,
     pairs_left_line,
     print_json,
@@ -544,9 +547,17 @@ def _register_claim(sub: Any) -> None:
     claim.add_argument(
         "--out",
         type=Path,
-        required=True,
-        help="directory for verdict and transcript; one that already holds either is "
-        "refused before anything is sent (a signed verdict is never overwritten)",
+        help="directory for verdict and transcript (required but with --dry-run); one that "
+        "already holds either is refused before anything is sent (a signed verdict is never "
+        "overwritten)",
+    )
+    claim.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the claim without filing it: the arbiter checks the record, your signed "
+        "request, the parameters and the oracle, which answers one probe image of each of "
+        "the vault's image shapes; here, the size of a request of openings against the "
+        "message cap. Nothing is filed and nothing counts on the record",
     )
     claim.add_argument(
         "--json",
@@ -672,6 +683,7 @@ def _escrow(args: argparse.Namespace) -> int:
         n_pairs=vault.n_pairs,
         item_kind=vault.item_kind,
         owner=args.owner,
+        claim_key=vault.claim_public_key(),
         arbiter_public_key=arbiter_key,
     )
     receipt = vault.store_receipt(
@@ -747,6 +759,8 @@ def _json_default(value: object) -> object:
 
 
 def _claim(args: argparse.Namespace) -> int:
+    import grpc
+
     from owner.claim_client import (
         choose_score,
         run_claim,
@@ -758,7 +772,10 @@ def _claim(args: argparse.Namespace) -> int:
     from protocol.stats.base import TiePolicy
     from verifier.verdict import check_verdict
 
-    _refuse_used_out(args.out)
+    if args.out is None and not args.dry_run:
+        raise InputError("owner claim needs --out (the folder for verdict and transcript)")
+    if args.out is not None:
+        _refuse_used_out(args.out)
     vault = Vault.open(args.vault)
     receipt = vault.receipt
     if receipt is None or vault.arbiter_public_key is None:
@@ -825,7 +842,24 @@ def _claim(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    outcome = run_claim(channel, request, vault.opening, on_progress=show)
+    # On a record that binds the vault's claim key, the vault signs the claim (spec §10.7).
+    claim_key = vault.claim_key() if vault.record_binds_claim_key else None
+    if args.dry_run:
+        return _dry_run(args, vault, request, channel, claim_key=claim_key, arbiter_key=arbiter_key)
+    filed: list[str] = []
+    try:
+        outcome = run_claim(
+            channel,
+            request,
+            vault.opening,
+            claim_key=claim_key,
+            arbiter=key_id(arbiter_key),
+            on_progress=show,
+            on_accepted=filed.append,
+        )
+    except grpc.RpcError as exc:
+        print(f"twinaudit: {_attempt_words(exc, filed, request.record_index)}", file=sys.stderr)
+        raise
     verdict = check_verdict(outcome.verdict, arbiter_key)
     from wire.verifier.v1 import verifier_pb2 as pb
     from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -848,10 +882,13 @@ def _claim(args: argparse.Namespace) -> int:
         )
         return status
     print(
-        f"{verdict['decision'].upper()} (stop: {verdict['stop']}): claim {outcome.claim_id}, "
-        f"{len(verdict['opened'])} pairs opened, {verdict['queries']} queries"
-        f"{_knowledge_note(verdict, score.knowledge)}; verdict and transcript in {args.out}"
+        f"{verdict['decision'].upper()} (stop: {verdict['stop']}), {bound_line(verdict)}: "
+        f"claim {outcome.claim_id}, {len(verdict['opened'])} pairs opened, "
+        f"{verdict['queries']} queries{_knowledge_note(verdict, score.knowledge)}; verdict and "
+        f"transcript in {args.out}"
     )
+    if not claims_authenticated(verdict):
+        print(f"note: {authentication_line(verdict)}")
     print(pairs_left_line(verdict))
     from .report_html import identical_answers_note, pairs_from_transcript
 
@@ -862,6 +899,121 @@ def _claim(args: argparse.Namespace) -> int:
     if follow_up is not None:
         print(f"note: {follow_up}")
     return status
+
+
+def _attempt_words(error: Any, filed: list[str], record: int) -> str:
+    """Say whether a claim that failed was filed, and so counts on the record (spec §10.7).
+
+    The arbiter says so in the error's details; a failure on this side of the connection
+    (a message too large to send, a deadline) counts if the arbiter had accepted the claim.
+    """
+    from wire.transport import error_details
+
+    details = error_details(error)
+    counted = details.counted if details is not None and details.counted is not None else None
+    claim_id = (details.claim_id if details is not None else "") or (filed[0] if filed else "")
+    if counted is None:
+        counted = bool(filed)
+    if not counted:
+        return (
+            f"this attempt was not filed: it does not count on record {record}; "
+            "--dry-run checks a claim without filing it"
+        )
+    return (
+        f"claim {claim_id} was filed on record {record} before it failed: it counts among "
+        "the record's claims, so every later verdict on the record has a bound one p higher; "
+        "--dry-run checks a claim without filing it"
+    )
+
+
+def _dry_run(
+    args: argparse.Namespace,
+    vault: Any,
+    request: Any,
+    channel: Any,
+    *,
+    claim_key: Any,
+    arbiter_key: Any,
+) -> int:
+    """Check a claim without filing it (spec §10.7); exit 0 if every check holds, else 1."""
+    import json
+
+    from owner.claim_client import dry_run_claim
+    from protocol.encoding import decode
+    from protocol.keys import key_id
+    from wire.transport import MAX_MESSAGE_BYTES
+
+    shapes = vault.item_shapes()
+    report = dry_run_claim(
+        channel,
+        request,
+        claim_key=claim_key,
+        arbiter=key_id(arbiter_key),
+        probes=tuple(list(shapes)[:8]),
+    )
+    largest = vault.largest_opening_bytes()
+    request_bytes = largest * request.window_max
+    problems = [
+        f"the oracle failed on a {h}x{w}x{c} image: {error}"
+        for (h, w, c), error in report.probes
+        if error
+    ]
+    if request_bytes > MAX_MESSAGE_BYTES:
+        fits = max(1, MAX_MESSAGE_BYTES // max(1, largest))
+        problems.append(
+            f"a request of {request.window_max} pairs of the largest items is "
+            f"{request_bytes / 2**20:.1f} MiB, above the {MAX_MESSAGE_BYTES // 2**20} MiB "
+            f"message cap: ask for --window {min(fits, request.window)} --window-max {fits}"
+            if fits >= 1 and largest <= MAX_MESSAGE_BYTES
+            else f"one pair of the largest items is {largest / 2**20:.1f} MiB, above the "
+            f"{MAX_MESSAGE_BYTES // 2**20} MiB message cap"
+        )
+    oracle = decode(report.oracle)
+    score = decode(report.score)
+    p = request.p
+    figures = {
+        "would_be_bound": min(1.0, (report.earlier_claims + 1) * p),
+        "earlier_claims": report.earlier_claims,
+        "claims_authenticated": claim_key is not None,
+        "record": request.record_index,
+        "n_pairs": report.n_pairs,
+        "oracle": oracle,
+        "score": score,
+        "probes": [
+            {"shape": list(shape), "ok": not error, "error": error}
+            for shape, error in report.probes
+        ],
+        "largest_opening_bytes": largest,
+        "largest_request_bytes": request_bytes,
+        "problems": problems,
+        "filed": False,
+    }
+    if args.json:
+        print_json(figures)
+        return EXIT_FAILED if problems else EXIT_OK
+    print(
+        f"DRY RUN of a claim on record {request.record_index} ({report.n_pairs} pairs): nothing "
+        f"was filed, nothing counts. Filed now, its verdict's bound would be "
+        f"({report.earlier_claims} + 1)·{p:g} = {figures['would_be_bound']:g}."
+    )
+    print(f"  score as the claim would record it: {json.dumps(score, default=_json_default)}")
+    print(f"  oracle: {json.dumps(oracle, default=_json_default)}")
+    for (h, w, c), error in report.probes:
+        print(f"  probe {h}x{w}x{c}: {'answered' if not error else 'FAILED: ' + error}")
+    print(
+        f"  openings: the largest pair is {largest / 2**20:.2f} MiB; a request of up to "
+        f"{request.window_max} pairs is {request_bytes / 2**20:.2f} MiB "
+        f"(cap {MAX_MESSAGE_BYTES // 2**20} MiB)"
+    )
+    if claim_key is None:
+        print(
+            "  note: the record binds no claim key (escrowed before claim keys): the claim "
+            "would not be signed, and anyone could file claims on the record"
+        )
+    for problem in problems:
+        print(f"  problem: {problem}")
+    print("every check holds" if not problems else f"{len(problems)} check(s) failed")
+    return EXIT_FAILED if problems else EXIT_OK
 
 
 #: The files a claim writes into its --out folder.

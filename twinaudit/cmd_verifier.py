@@ -14,7 +14,11 @@ from protocol.keys import load_private_key, load_public_key, write_keypair
 from verifier.claim_slots import DEFAULT_MAX_CLAIMS, MAX_MAX_CLAIMS
 from verifier.escrow.leases import DEFAULT_LEASE_S
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
-from verifier.escrow.store import MAX_LEASE_SECONDS
+from verifier.escrow.store import (
+    DEFAULT_MAX_FAILED_CLAIMS,
+    DEFAULT_MAX_OPEN_CLAIMS,
+    MAX_LEASE_SECONDS,
+)
 from wire.transport import TlsFiles, parse_address
 
 from .results import print_json, verdict_figures, verdict_reading
@@ -110,6 +114,22 @@ def register(commands: Any) -> None:
         help="claims this process runs at once, each on a thread of its own; one more is "
         "refused (RESOURCE_EXHAUSTED) until one stops, so that escrow, verdict and health "
         f"calls always have threads (1..{MAX_MAX_CLAIMS}, default {DEFAULT_MAX_CLAIMS})",
+    )
+    serve.add_argument(
+        "--max-open-claims",
+        type=int,
+        default=DEFAULT_MAX_OPEN_CLAIMS,
+        metavar="N",
+        help="claims a record may have open at once before a new claim on it is refused "
+        f"(limit-exceeded, nothing filed; spec 10.7; default {DEFAULT_MAX_OPEN_CLAIMS})",
+    )
+    serve.add_argument(
+        "--max-failed-claims",
+        type=int,
+        default=DEFAULT_MAX_FAILED_CLAIMS,
+        metavar="N",
+        help="claims filed on a record in the last 24 hours that may have failed before a new "
+        f"claim on it is refused (default {DEFAULT_MAX_FAILED_CLAIMS})",
     )
     serve.add_argument(
         "--models",
@@ -342,6 +362,8 @@ def _serve(args: argparse.Namespace) -> int:
     # A malformed --listen is refused before the store is opened (or created).
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)
     check_listen(args, host)
+    if args.max_open_claims < 1 or args.max_failed_claims < 1:
+        raise InputError("--max-open-claims and --max-failed-claims must be at least 1")
     if not 0 < args.claim_lease <= MAX_LEASE_SECONDS:
         raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
     if not 1 <= args.max_claims <= MAX_MAX_CLAIMS:
@@ -366,6 +388,8 @@ def _serve(args: argparse.Namespace) -> int:
                 claim_lease_s=args.claim_lease,
                 held_models=args.models,
                 max_claims=args.max_claims,
+                max_open_claims=args.max_open_claims,
+                max_failed_claims=args.max_failed_claims,
             )
         except BaseException:
             store.close()  # e.g. the port is in use: a one-line InputError, nothing left open

@@ -34,6 +34,7 @@ from protocol.claim.transcript import iter_records
 from protocol.errors import InputError
 from protocol.stats.graded import grade_of
 
+from .results import authentication_line, claims_authenticated
 from .verdict_plots import (
     GradesNeededError,
     Trajectory,
@@ -280,11 +281,22 @@ def _headline(verdict: VerdictView) -> str:
                 "model answered both versions alike) and were skipped."
             )
     if verdict.detected:
+        earlier = int(verdict["earlier_claims"])
+        bound = min(1.0, (earlier + 1) * p)
+        claims = f"{earlier + 1} claim{'s' if earlier else ''}"
+        who = (
+            ""
+            if claims_authenticated(verdict)
+            else " Claims on this record are not authenticated: anyone could have filed the "
+            "earlier ones."
+        )
         return (
-            '<div class="decision detected"><b>DETECTED</b><p>The model under audit answered '
+            '<div class="decision detected"><b>DETECTED</b><p>False-detection bound '
+            f"{_e(_number(bound))} across the record's {_e(claims)} ((earlier claims + 1) × p "
+            f"= ({earlier} + 1) × {_e(_number(p))}).{_e(who)} The model under audit answered "
             "the owner's published versions more favourably than their hidden twins more "
-            "often than a model that never saw them would, with a false-detection "
-            f"probability of at most p = {_e(_number(p))} for this claim. {_e(tally)}</p></div>"
+            "often than a model that never saw them would. "
+            f"{_e(tally)}</p></div>"
         )
     return (
         '<div class="decision not-detected"><b>NOT DETECTED</b><p>The test did not reach its '
@@ -335,6 +347,8 @@ def _meaning(verdict: VerdictView) -> str:
             "This is the first claim on this record, so the bound stays p. Every further "
             "claim on the same record adds p to it."
         )
+    who = authentication_line(verdict)
+    scaled += f" {who[0].upper()}{who[1:]}."
     oracle = (
         "It concerns the model that answered at the oracle endpoint, as it described itself "
         "(below). If the practitioner runs that endpoint, it could have answered with "
@@ -347,9 +361,9 @@ def _meaning(verdict: VerdictView) -> str:
     )
     if verdict.detected:
         does = [
-            "If the model had never been trained on the owner's published versions, the "
-            f"chance that this claim would say DETECTED is at most p = {_number(p)}.",
             scaled,
+            "If the model had never been trained on the owner's published versions, the "
+            f"chance that this claim alone would say DETECTED is at most p = {_number(p)}.",
         ]
         does_not = [
             "Which or how many of the owner's items were used, nor when, by whom or why.",

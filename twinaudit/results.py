@@ -27,8 +27,12 @@ def _plain(value: object) -> object:
 
 
 def print_json(value: Mapping[str, Any]) -> None:
-    """Write ``value`` as one JSON object on one line of stdout."""
-    sys.stdout.write(json.dumps(dict(value), sort_keys=True, default=_plain) + "\n")
+    """Write ``value`` as one JSON object on one line of stdout, its keys in their order.
+
+    The order is the builder's, so that what matters comes first: a verdict's figures
+    lead with the record-level bound (spec §11).
+    """
+    sys.stdout.write(json.dumps(dict(value), default=_plain) + "\n")
     sys.stdout.flush()
 
 
@@ -37,6 +41,9 @@ def verdict_figures(verdict: Any) -> dict[str, Any]:
     final = verdict["final"]
     claim = verdict["claim"]
     return {
+        # The record-level bound first (spec §11): what a reader weighs a detection by.
+        "false_detection_bound": false_detection_bound(verdict),
+        "claims_authenticated": claims_authenticated(verdict),
         "claim_id": verdict["claim_id"],
         "decision": verdict["decision"],
         "detected": verdict["decision"] == "detected",
@@ -53,7 +60,6 @@ def verdict_figures(verdict: Any) -> dict[str, Any]:
         "test_params": claim["test"]["params"],
         "score": claim["score"],
         "earlier_claims": verdict["earlier_claims"],
-        "false_detection_bound": false_detection_bound(verdict),
         "excluded_pairs": len(claim.get("excluded", [])),
         "unopened_pairs": unopened_pairs(verdict),
         "model": claim["model"]["name"],
@@ -88,18 +94,50 @@ def unopened_pairs(verdict: Any) -> int | None:
     return int(claim["record"]["n_pairs"]) - len(excluded) - len(verdict["opened"])
 
 
+def claims_authenticated(verdict: Any) -> bool:
+    """Whether the verdict's record binds a claim key, so only its owner could file claims.
+
+    A verdict on such a record carries ``filing``, the owner's signed request (spec §11);
+    one on a record escrowed before claim keys (or signed before them) does not, and its
+    ``earlier_claims`` may count claims that anyone filed.
+    """
+    value = getattr(verdict, "value", verdict)
+    return isinstance(value, Mapping) and "filing" in value
+
+
+def bound_line(verdict: Any) -> str:
+    """Return the record-level bound a verdict is read by, in one line (spec §11)."""
+    earlier = int(verdict["earlier_claims"])
+    p = float(verdict["claim"]["test"]["params"]["p"])
+    return (
+        f"false-detection bound {false_detection_bound(verdict):g} = (earlier claims + 1)·p "
+        f"= ({earlier} + 1)·{p:g}, across the record's {earlier + 1} "
+        f"claim{'s' if earlier else ''} (p = {p:g} for this claim alone)"
+    )
+
+
+def authentication_line(verdict: Any) -> str:
+    """Say who could have filed the claims a verdict counts (spec §10.7, §11)."""
+    if claims_authenticated(verdict):
+        return (
+            "claims on this record are signed by its owner's claim key: only she could file "
+            "the claims counted, and this one is her signed request (the verdict's filing)"
+        )
+    return (
+        "claims on this record are not authenticated (escrowed before claim keys): anyone "
+        "who read the public log could have filed the earlier claims counted, so the bound "
+        "may be larger than the owner's own claims would make it"
+    )
+
+
 def verdict_reading(verdict: Any) -> list[str]:
     """Return the lines that say how to read a verdict (``verifier check``, ``owner claim``).
 
-    The false-detection bound across the record's claims, what NOT DETECTED does not
-    establish (after unlearning too), and the pairs still unopened.
+    The false-detection bound across the record's claims first, who could file them,
+    what NOT DETECTED does not establish (after unlearning too), and the pairs still
+    unopened.
     """
-    earlier = int(verdict["earlier_claims"])
-    p = float(verdict["claim"]["test"]["params"]["p"])
-    lines = [
-        f"false-detection bound: p = {p:g} for this claim; (earlier claims + 1)·p = "
-        f"({earlier} + 1)·{p:g} = {false_detection_bound(verdict):g} across the record's claims"
-    ]
+    lines = [bound_line(verdict), authentication_line(verdict)]
     if verdict["decision"] != "detected":
         lines.append(
             "NOT DETECTED is not proof that the model does not use the data, nor, after "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from protocol import SPEC_VERSION, limits
 from protocol.claim.claim_map import ClaimMap
+from protocol.claim.filing import Filing
 from protocol.claim.functions import AnyScoreSpec, resolve_score
 from protocol.claim.outcome import feed, outcome
 from protocol.claim.params import ClaimParams
@@ -442,11 +443,14 @@ class ClaimSession:
         time: str,
         environment: dict[str, Value],
         earlier_claims: int = 0,
+        filing: Filing | None = None,
     ) -> dict[str, Value]:
         """Return the verdict payload of spec §11; only for a claim that has stopped.
 
         ``earlier_claims`` is how many claims were filed against the same record before
         this one, whatever became of them: each spends false-detection budget.
+        ``filing`` is the signed request that filed the claim (a record that binds a
+        claim key, §10.7); None on a record that binds none.
         """
         if self.stop is None:
             raise StateError("the claim has not stopped; no verdict can be made")
@@ -466,6 +470,7 @@ class ClaimSession:
             stop=self.stop,
             queries=self.queries,
             transcript=(self.transcript.head, self.transcript.count),
+            filing=filing,
             environment=environment,
         )
 

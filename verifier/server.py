@@ -18,8 +18,14 @@ from wire.observe import NO_METRICS, Metrics
 from wire.transport import TlsFiles, make_server
 
 from .claim_slots import DEFAULT_MAX_CLAIMS
+from .escrow.store import DEFAULT_MAX_FAILED_CLAIMS, DEFAULT_MAX_OPEN_CLAIMS
 from .service import SERVICE_NAME as VERIFIER_SERVICE
-from .service import OracleFactory, VerifierService, add_verifier_service, grpc_oracle_factory
+from .service import (
+    OracleFactory,
+    VerifierService,
+    add_verifier_service,
+    grpc_oracle_factory,
+)
 
 
 def serve_arbiter(
@@ -38,6 +44,8 @@ def serve_arbiter(
     reflection: bool = False,
     claim_lease_s: float = DEFAULT_LEASE_S,
     held_models: Path | None = None,
+    max_open_claims: int = DEFAULT_MAX_OPEN_CLAIMS,
+    max_failed_claims: int = DEFAULT_MAX_FAILED_CLAIMS,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
@@ -58,7 +66,9 @@ def serve_arbiter(
 
     Each claim runs under a lease in the store of ``claim_lease_s`` seconds, renewed
     while it runs: several arbiter processes may serve one database (replicas), and
-    a claim is run by one of them at a time.
+    a claim is run by one of them at a time. A record may have ``max_open_claims`` claims
+    open and ``max_failed_claims`` failed in the last day before a new claim on it is
+    refused (spec §10.7's per-owner limits).
     """
     factory = oracle_factory or grpc_oracle_factory(oracle_tls, held_models)
     if metrics is not NO_METRICS:
@@ -76,6 +86,8 @@ def serve_arbiter(
                 metrics=metrics,
                 lease_s=claim_lease_s,
                 max_claims=max_claims,
+                max_open_claims=max_open_claims,
+                max_failed_claims=max_failed_claims,
             ),
         )
 

@@ -33,24 +33,38 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
 from protocol.commitment import PairOpening
 from protocol.encoding import Value, decode, encode
 from protocol.envelope import Envelope, payload_type, sign_envelope
-from protocol.errors import InputError, NotFoundError, StateError, TwinauditError
-from protocol.escrow_messages import format_time
-from protocol.keys import key_id, public_key_pem
+from protocol.errors import (
+    InputError,
+    LimitExceededError,
+    NotFoundError,
+    SignatureError,
+    StateError,
+    TwinauditError,
+)
+from protocol.escrow_messages import LogEntry, format_time
+from protocol.keys import key_id, public_key_from_raw, public_key_pem
 from verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
 from verifier.escrow.store import (
+    DEFAULT_MAX_FAILED_CLAIMS,
+    DEFAULT_MAX_OPEN_CLAIMS,
+    FAILED_WINDOW_S,
     ClaimBusyError,
     ClaimLease,
     ClaimsChangedError,
     EscrowStore,
     check_claim_id,
 )
-from verifier.oracles.base import Oracle
+from verifier.oracles.base import ClassifierOracle, Oracle
 from verifier.oracles.dial import dial_oracle
+from verifier.oracles.embedding import EncoderOracle
+from verifier.oracles.image_text import ImageTextOracle
 from wire import transport
 from wire.claim_start import params_from_claim_start as params_from_proto
+from wire.claim_start import start_map
 from wire.observe import NO_METRICS, Metrics, annotate
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -152,8 +166,14 @@ class VerifierService(pb_grpc.VerifierServicer):
         metrics: Metrics = NO_METRICS,
         lease_s: float = DEFAULT_LEASE_S,
         max_claims: int = DEFAULT_MAX_CLAIMS,
+        max_open_claims: int = DEFAULT_MAX_OPEN_CLAIMS,
+        max_failed_claims: int = DEFAULT_MAX_FAILED_CLAIMS,
     ) -> None:
         """Serve claims on ``store``, signing with ``signing_key``, ``max_claims`` at once.
+
+        A record may have at most ``max_open_claims`` claims open and
+        ``max_failed_claims`` failed among those filed in the last day before a new claim
+        on it is refused (spec §10.7's per-owner limits; one record, one claim key).
 
         ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
         injects a seeded source to make a run reproducible. Claims running, claims
@@ -170,6 +190,10 @@ class VerifierService(pb_grpc.VerifierServicer):
         self._entropy = entropy or secrets.token_bytes
         self._fresh_lock = threading.Lock()
         self._claim_slots = ClaimSlots(max_claims)
+        if max_open_claims < 1 or max_failed_claims < 1:
+            raise InputError("the per-record claim limits must be at least 1")
+        self._max_open = max_open_claims
+        self._max_failed = max_failed_claims
 
     # -- FileClaim -------------------------------------------------------------------
 
@@ -181,7 +205,10 @@ class VerifierService(pb_grpc.VerifierServicer):
         The refusal is ``limit-exceeded`` (``RESOURCE_EXHAUSTED``) and stores nothing
         (:mod:`verifier.claim_slots`).
         """
-        transport.abort_on_error(context, self._claim_slots.take)
+        try:
+            self._claim_slots.take()
+        except TwinauditError as exc:
+            transport.abort_with_error(context, exc, **_counted("", None))
         try:
             yield from self._file_claim(request_iterator, context)
         finally:
@@ -203,6 +230,9 @@ class VerifierService(pb_grpc.VerifierServicer):
             first = next(request_iterator, None)
             if first is None or first.WhichOneof("kind") != "start":
                 raise InputError("a claim stream starts with a ClaimStart message")
+            if first.start.dry_run:
+                yield self._dry_run(first.start)
+                return
             session = self._open(first.start, lease)
             claim_id = session.claim_id
             annotate(claim=claim_id, record=session.record.index)
@@ -226,12 +256,14 @@ class VerifierService(pb_grpc.VerifierServicer):
             )
         except ClaimBusyError as exc:
             # Another run has the claim (or took it over from this one): it stays open.
-            transport.abort_with_error(context, exc, grpc.StatusCode.ABORTED)
+            transport.abort_with_error(
+                context, exc, grpc.StatusCode.ABORTED, **_counted(claim_id, session)
+            )
         except TwinauditError as exc:
             # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id, lease)
             self._metrics.claim_finished("failed")
-            transport.abort_with_error(context, exc)
+            transport.abort_with_error(context, exc, **_counted(claim_id, session))
         finally:
             self._leases.release(lease)
             self._metrics.claim_ended()
@@ -312,6 +344,12 @@ class VerifierService(pb_grpc.VerifierServicer):
         record = ClaimRecord(
             entry.index, entry.root, entry.n_pairs, entry.item_kind, stored_entry.rho, entry.time
         )
+        if start.probes:
+            raise InputError("probe shapes belong to a dry run (ClaimStart.dry_run) only")
+        # Who asks, before anything is stored, counted or dialled (spec §10.7).
+        authorization = self._authorize(start, entry)
+        if not start.resume_claim_id:
+            self._check_load(entry.index)
         oracle = self._oracles(params.endpoint)
         if start.resume_claim_id:
             resumed = start.resume_claim_id
@@ -328,13 +366,19 @@ class VerifierService(pb_grpc.VerifierServicer):
         claim_id, claim_nonce = self._entropy(16).hex(), self._entropy(32)
         if not params.fresh_pairs:
             session = ClaimSession.start(claim_id, record, params, oracle, claim_nonce)
-            self._create(session, lease)
+            self._create(session, lease, authorization=authorization)
         else:
             # The in-process lock only spares this process's own streams the retries
             # below; across replicas the store's check does the work.
             with self._fresh_lock:
                 session = self._start_fresh(
-                    record, params, oracle, lease, claim_id=claim_id, claim_nonce=claim_nonce
+                    record,
+                    params,
+                    oracle,
+                    lease,
+                    claim_id=claim_id,
+                    claim_nonce=claim_nonce,
+                    authorization=authorization,
                 )
         self._leases.hold(session.claim_id, lease)
         return session
@@ -348,6 +392,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         *,
         claim_id: str,
         claim_nonce: bytes,
+        authorization: bytes,
     ) -> ClaimSession:
         """Start a claim on fresh pairs and file it, held by ``lease`` (spec §10.2 step 2).
 
@@ -373,7 +418,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                 claim_id, record, params, oracle, claim_nonce, excluded=excluded
             )
             try:
-                self._create(session, lease, earlier=earlier)
+                self._create(session, lease, earlier=earlier, authorization=authorization)
             except ClaimsChangedError:
                 if attempt == FRESH_START_ATTEMPTS:
                     raise  # claim-busy: the owner may start it again
@@ -426,9 +471,18 @@ class VerifierService(pb_grpc.VerifierServicer):
         return [i for i in opened if isinstance(i, int)] if isinstance(opened, list) else []
 
     def _create(
-        self, session: ClaimSession, lease: ClaimLease, earlier: list[str] | None = None
+        self,
+        session: ClaimSession,
+        lease: ClaimLease,
+        earlier: list[str] | None = None,
+        *,
+        authorization: bytes,
     ) -> None:
-        """File the new claim with its first state, held by ``lease`` (see ``create_claim``)."""
+        """File the new claim with its first state, held by ``lease`` (see ``create_claim``).
+
+        ``authorization`` is the signed request that filed it (b"" on a record that binds
+        no claim key): its verdict carries it as ``filing`` (spec §11).
+        """
         state, part = session.checkpoint()
         self._store.create_claim(
             session.claim_id,
@@ -438,6 +492,7 @@ class VerifierService(pb_grpc.VerifierServicer):
             part,
             lease=lease,
             earlier=earlier,
+            authorization=authorization,
         )
 
     def _save(self, session: ClaimSession, lease: ClaimLease) -> None:
@@ -454,8 +509,107 @@ class VerifierService(pb_grpc.VerifierServicer):
             arbiter=self._key_id,
             time=format_time(self._clock()),
             environment=environment(),
+            filing=self._filing(session),
         )
         return sign_envelope(encode(payload), payload_type(VERDICT_KIND), self._key).to_json()
+
+    def _filing(self, session: ClaimSession) -> Filing | None:
+        """Return the signed request that filed the claim, for its verdict (spec §11)."""
+        envelope = self._store.claim_authorization(session.claim_id)
+        if not envelope:  # a record that binds no claim key (or a claim filed before keys)
+            return None
+        claim_key = self._store.entry(session.record.index).entry.claim_key
+        if claim_key is None:
+            raise StateError("a claim request is stored for a record that binds no claim key")
+        return Filing.from_envelope(envelope, public_key_from_raw(claim_key))
+
+    def _authorize(self, start: pb.ClaimStart, entry: LogEntry) -> bytes:
+        """Check who asks for this claim (spec §10.7); return the request envelope to keep.
+
+        On a record that binds a claim key, the start must carry a claim request signed
+        by it, for this arbiter and exactly these fields, with a nonce never used on the
+        record (recorded here, so a copy of the request files nothing). On a record
+        escrowed before claim keys, claims carry none: anyone may file them (§11 says
+        what that does to ``earlier_claims``). Returns b"" for such a record.
+        """
+        envelope = bytes(start.authorization)
+        if entry.claim_key is None:
+            if envelope:
+                raise InputError(
+                    f"record {entry.index} binds no claim key (escrowed before claim keys): "
+                    "a claim on it carries no claim request"
+                )
+            return b""
+        if not envelope:
+            raise SignatureError(
+                f"record {entry.index} binds its owner's claim key: a claim on it must carry "
+                "a claim request signed by that key (spec 10.7); only the record's owner, "
+                "with her vault, can file one"
+            )
+        request: ClaimRequest = verify_claim_request(
+            envelope,
+            public_key_from_raw(entry.claim_key),
+            arbiter=self._key_id,
+            start=start_map(start),
+        )
+        self._store.use_claim_nonce(entry.index, request.nonce)
+        return envelope
+
+    def _check_load(self, record_index: int) -> None:
+        """Refuse a new claim on a record with too many open or recently failed claims."""
+        load = self._store.claim_load(record_index, FAILED_WINDOW_S)
+        if load.open >= self._max_open:
+            raise LimitExceededError(
+                f"open claims on record {record_index} (resume or finish one first)",
+                load.open + 1,
+                self._max_open,
+            )
+        if load.failed_recently >= self._max_failed:
+            raise LimitExceededError(
+                f"failed claims on record {record_index} in the last day",
+                load.failed_recently + 1,
+                self._max_failed,
+            )
+
+    def _dry_run(self, start: pb.ClaimStart) -> pb.VerifierMessage:
+        """Check a claim without filing it (spec §10.7) and report what it would be.
+
+        The record, the claim request, the parameters and the oracle are checked as for a
+        claim; then the oracle answers one probe query of a mid-grey image of each shape
+        the owner names (images only). Nothing is stored but the request's nonce, and
+        nothing is counted.
+        """
+        if len(start.probes) > MAX_PROBES:
+            raise LimitExceededError("probe shapes of a dry run", len(start.probes), MAX_PROBES)
+        params = params_from_proto(start)
+        stored_entry = self._store.entry(params.record_index)
+        entry = stored_entry.entry
+        self._authorize(start, entry)
+        if start.resume_claim_id:
+            raise InputError("a dry run checks a new claim; it cannot resume one")
+        record = ClaimRecord(
+            entry.index, entry.root, entry.n_pairs, entry.item_kind, stored_entry.rho, entry.time
+        )
+        oracle = self._oracles(params.endpoint)
+        try:
+            session = ClaimSession.start("dry-run", record, params, oracle, bytes(32))
+            probes = [
+                _probe(oracle, session.claim.score.function, shape) for shape in start.probes
+            ]
+        finally:
+            close = getattr(oracle, "close", None)
+            if callable(close):
+                close()
+        earlier = len(self._store.claims_for_record(entry.index))
+        return pb.VerifierMessage(
+            dry_run=pb.DryRunReport(
+                oracle=encode(session.claim.oracle),
+                score=encode(session.claim.score.to_value()),
+                n_pairs=entry.n_pairs,
+                earlier_claims=earlier,
+                probes=probes,
+            )
+        )
 
     def _mark_failed(self, claim_id: str, lease: ClaimLease) -> None:
         if not claim_id:
@@ -494,6 +648,52 @@ class VerifierService(pb_grpc.VerifierServicer):
         """Return the arbiter's verdict-signing public key."""
         public = self._key.public_key()
         return pb.GetPublicKeyResponse(public_key_pem=public_key_pem(public), key_id=self._key_id)
+
+
+def _counted(claim_id: str, session: ClaimSession | None) -> dict[str, Any]:
+    """Say in a failed claim's status whether the claim was filed and counts (spec §10.7)."""
+    if not claim_id:
+        return {
+            "metadata": {"counted": "false"},
+            "note": "nothing was filed: this attempt does not count on the record",
+        }
+    record = session.record.index if session is not None else "its record"
+    return {
+        "metadata": {"counted": "true", "claim": claim_id},
+        "note": (
+            f"claim {claim_id} was filed on record {record}: it counts among the record's "
+            "claims (earlier_claims of every later verdict on it)"
+        ),
+    }
+
+
+#: Most probe shapes a dry run takes, and the largest side of a probe image.
+MAX_PROBES: Final = 8
+MAX_PROBE_SIDE: Final = 4096
+
+
+def _probe(oracle: Oracle, function: str, shape: pb.ImageShape) -> pb.ProbeResult:
+    """Ask ``oracle`` about one mid-grey image of ``shape``; report whether it answered."""
+    height, width, channels = int(shape.height), int(shape.width), int(shape.channels)
+    result = pb.ProbeResult(shape=shape, ok=False)
+    if not (1 <= height <= MAX_PROBE_SIDE and 1 <= width <= MAX_PROBE_SIDE and channels in (1, 3)):
+        raise InputError(f"a probe shape is 1..{MAX_PROBE_SIDE} x 1..{MAX_PROBE_SIDE} x 1 or 3")
+    image = np.full((1, height, width, channels), 0.5, dtype=np.float32)
+    try:
+        if function == "image-classifier" and isinstance(oracle, ClassifierOracle):
+            oracle.classify(image).validate(1, oracle.info.n_classes)
+        elif function == "image-encoder" and isinstance(oracle, EncoderOracle):
+            oracle.embed_images(image).validate(1)
+        elif function == "image-text" and isinstance(oracle, ImageTextOracle):
+            oracle.embed_image_text(image, ["twinaudit dry run"]).validate(1, 1)
+        else:
+            result.error = f"the {function} score sends no images: nothing to probe"
+            return result
+    except TwinauditError as exc:
+        result.error = exc.diagnostics()
+        return result
+    result.ok = True
+    return result
 
 
 def add_verifier_service(server: Any, service: VerifierService) -> None:

@@ -9,9 +9,11 @@ parameters change form between the owner's command line and the claim map.
 from __future__ import annotations
 
 from protocol import SPEC_VERSION
+from protocol.claim.filing import check_start_map
 from protocol.claim.functions import score_request_from_fields
 from protocol.claim.params import ClaimParams
 from protocol.claim.schedule import DEFAULT_WINDOW
+from protocol.encoding import Value
 from protocol.errors import InputError
 from protocol.stats.base import TiePolicy
 from protocol.versioning import require_supported
@@ -77,4 +79,44 @@ def params_from_claim_start(start: pb.ClaimStart) -> ClaimParams:
         window=start.window or DEFAULT_WINDOW,
         window_max=start.window_max,
         fresh_pairs=start.fresh_pairs,
+    )
+
+
+def start_map(start: pb.ClaimStart) -> dict[str, Value]:
+    """Return the start map of a ClaimStart: the fields its claim request signs (spec §10.7).
+
+    Every field but ``spec_version`` and ``authorization`` itself, as sent (unset fields
+    as their proto3 defaults), so that the owner who sends a message and the arbiter who
+    receives it build the same map.
+    """
+    probes: list[Value] = [[s.height, s.width, s.channels] for s in start.probes]
+    return check_start_map(
+        {
+            "record_index": start.record_index,
+            "record_root": bytes(start.record_root),
+            "endpoint": start.model.oracle_endpoint,
+            "model_name": start.model.name,
+            "score": {
+                "function": start.score.function,
+                "k": start.score.k,
+                "perturbation": start.score.perturbation,
+                "knowledge": start.score.knowledge,
+                "statistic": start.score.statistic,
+                "margin": float(start.score.margin),
+            },
+            "test": {
+                "name": start.test.name,
+                "p": float(start.test.p),
+                "alpha": float(start.test.alpha),
+            },
+            "tie_rule": start.tie_rule,
+            "max_pairs": start.max_pairs,
+            "query_budget": start.query_budget,
+            "resume_claim_id": start.resume_claim_id,
+            "window": start.window,
+            "window_max": start.window_max,
+            "fresh_pairs": start.fresh_pairs,
+            "dry_run": start.dry_run,
+            "probes": probes,
+        }
     )

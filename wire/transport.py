@@ -22,7 +22,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,25 +249,34 @@ def error_reason(code: str) -> str:
 
 
 def abort_with_error(
-    context: grpc.ServicerContext, error: TwinauditError, status: grpc.StatusCode | None = None
+    context: grpc.ServicerContext,
+    error: TwinauditError,
+    status: grpc.StatusCode | None = None,
+    *,
+    metadata: Mapping[str, str] | None = None,
+    note: str = "",
 ) -> NoReturn:
     """Abort the call with ``error``, as spec §2.2 says a failure travels over gRPC.
 
     The status is ``status``, or :func:`status_for` the error's family; the message is
-    the error's :meth:`~protocol.errors.TwinauditError.diagnostics`; the details (the
-    ``grpc-status-details-bin`` trailer) hold one ``google.rpc.ErrorInfo`` whose
-    ``reason`` is the error's code (:func:`error_reason`), whose ``domain`` is
-    :data:`ERROR_DOMAIN`, and whose ``metadata`` has the refusal ``rule`` if it names one.
+    the error's :meth:`~protocol.errors.TwinauditError.diagnostics` (then ``note``, for
+    people); the details (the ``grpc-status-details-bin`` trailer) hold one
+    ``google.rpc.ErrorInfo`` whose ``reason`` is the error's code (:func:`error_reason`),
+    whose ``domain`` is :data:`ERROR_DOMAIN`, and whose ``metadata`` has the refusal
+    ``rule`` if it names one, and the entries of ``metadata`` (a failed claim's
+    ``counted`` and ``claim``, spec §10.7).
     """
     code = status if status is not None else status_for(error)
+    entries = dict(metadata or {})
+    if error.rule:
+        entries["rule"] = error.rule
     info = error_details_pb2.ErrorInfo(
-        reason=error_reason(error.code),
-        domain=ERROR_DOMAIN,
-        metadata={"rule": error.rule} if error.rule else {},
+        reason=error_reason(error.code), domain=ERROR_DOMAIN, metadata=entries
     )
     detail = any_pb2.Any()
     detail.Pack(info)
-    answer = status_pb2.Status(code=code.value[0], message=error.diagnostics(), details=[detail])
+    message = error.diagnostics() + (f"; {note}" if note else "")
+    answer = status_pb2.Status(code=code.value[0], message=message, details=[detail])
     context.abort_with_status(rpc_status.to_status(answer))
     raise AssertionError("unreachable: abort_with_status raises")
 
@@ -280,6 +289,10 @@ class ErrorDetails:
     code: str
     #: The refusal rule (:data:`protocol.errors.RULES`), or None.
     rule: str | None
+    #: For a failed claim (spec §10.7): whether the arbiter filed it, so that it counts
+    #: on the record (``counted``), and its id; None where the failure does not say.
+    counted: bool | None = None
+    claim_id: str = ""
 
 
 def error_details(error: grpc.RpcError) -> ErrorDetails | None:
@@ -298,7 +311,13 @@ def error_details(error: grpc.RpcError) -> ErrorDetails | None:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
             rule = info.metadata.get("rule")
-            return ErrorDetails(code=info.reason.lower().replace("_", "-"), rule=rule or None)
+            counted = info.metadata.get("counted")
+            return ErrorDetails(
+                code=info.reason.lower().replace("_", "-"),
+                rule=rule or None,
+                counted=None if counted is None else counted == "true",
+                claim_id=info.metadata.get("claim", ""),
+            )
     return None
 
 

@@ -6,6 +6,8 @@ label under the ``twinaudit/vault/v1/`` prefix, so no two derivations can collid
     salt_i        = HMAC-SHA256(secret, "twinaudit/vault/v1/pair-salt" ‖ 0x00 ‖ uint64be(i))
     marking seed  = HMAC-SHA256(secret, "twinaudit/vault/v1/marking-seed")
     check value   = HMAC-SHA256(secret, "twinaudit/vault/v1/secret-check")
+    claim key     = the Ed25519 key whose 32-byte seed (RFC 8032) is
+                    HMAC-SHA256(secret, "twinaudit/vault/v1/claim-key")
  HMAC-SHA256 is a
 pseudo-random function: as long as the 32-byte secret stays secret, the salts are
 indistinguishable from fresh random salts and the commitments stay hiding (spec §6.1);
@@ -18,6 +20,8 @@ import hmac
 from pathlib import Path
 from typing import Final
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from protocol import limits
 from protocol.errors import InputError
 
@@ -28,6 +32,7 @@ from .layout import SECRET_BYTES, SECRET_FILE
 _SALT: Final = b"twinaudit/vault/v1/pair-salt\x00"
 _MARKING_SEED: Final = b"twinaudit/vault/v1/marking-seed"
 _CHECK: Final = b"twinaudit/vault/v1/secret-check"
+_CLAIM_KEY: Final = b"twinaudit/vault/v1/claim-key"
 
 
 def check_secret(secret: object) -> bytes:
@@ -47,6 +52,15 @@ def pair_salt(secret: bytes, index: int) -> bytes:
 def marking_seed(secret: bytes) -> bytes:
     """Return the 32-byte seed of the marking run's randomness."""
     return hmac.digest(secret, _MARKING_SEED, "sha256")
+
+
+def claim_key(secret: bytes) -> Ed25519PrivateKey:
+    """Return the owner's claim key (spec §10.7), which signs her claims on the record.
+
+    It derives from the secret, so every vault has one, an old vault too, and it is
+    kept wherever the secret is: whoever holds the vault can file claims on its record.
+    """
+    return Ed25519PrivateKey.from_private_bytes(hmac.digest(secret, _CLAIM_KEY, "sha256"))
 
 
 def secret_check(secret: bytes) -> bytes:

@@ -17,16 +17,22 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from owner.claim_client import Opening
 from protocol.commitment import PairOpening
 from protocol.encoding import Value, encode
-from protocol.errors import InputError, ParameterError, StateError, TwinauditError
+from protocol.errors import (
+    InputError,
+    ParameterError,
+    StateError,
+    TwinauditError,
+    VerificationError,
+)
 from protocol.escrow_messages import Receipt, verify_receipt
 from protocol.hashing import sha256
 from protocol.items import Item, TextItem, encode_item
-from protocol.keys import load_public_key, public_key_pem, require_owner_only
+from protocol.keys import load_public_key, public_key_pem, raw_public_key, require_owner_only
 from protocol.merkle import MerkleTree
 from protocol.seeds import publication_bits
 
@@ -46,6 +52,7 @@ from .layout import (
     TEMP_PREFIX,
 )
 from .manifest import Manifest, read_manifest
+from .secret import claim_key as secret_claim_key
 from .secret import marking_seed, pair_salt, read_secret, secret_check
 from .text_chunks import TextChunk, read_text_chunk
 
@@ -155,7 +162,7 @@ class Vault:
         proof: Sequence[bytes],
         expected_owner: str | None,
     ) -> Receipt:
-        return verify_receipt(
+        receipt = verify_receipt(
             envelope_json,
             key,
             expected_root=self.root,
@@ -164,12 +171,39 @@ class Vault:
             inclusion_proof=list(proof),
             expected_owner=expected_owner,
         )
+        # A record escrowed before claim keys binds none; one since binds this vault's.
+        bound = receipt.entry.claim_key
+        if bound is not None and not hmac.compare_digest(bound, self.claim_public_key()):
+            raise VerificationError(
+                "the receipt's record binds another claim key than this vault's: it is not "
+                "this vault's record"
+            )
+        return receipt
 
     # --- Pairs ---------------------------------------------------------------------------
 
     def __len__(self) -> int:
         """Return the number of pairs."""
         return self.n_pairs
+
+    def claim_key(self) -> Ed25519PrivateKey:
+        """Return the owner's claim key, derived from the vault's secret (spec §10.7)."""
+        return secret_claim_key(self._secret)
+
+    def claim_public_key(self) -> bytes:
+        """Return the raw public half of the claim key, as an escrow request binds it (§9.1)."""
+        return raw_public_key(self.claim_key().public_key())
+
+    @property
+    def record_binds_claim_key(self) -> bool:
+        """Whether the escrowed record binds this vault's claim key (False: escrowed before keys).
+
+        Claims on a record that binds it must be signed with it; a record escrowed
+        before claim keys binds none, and anyone can file claims on it (spec §11).
+        """
+        if self.receipt is None:
+            raise StateError(f"vault {self.path} holds no receipt: escrow its root first")
+        return self.receipt.entry.claim_key is not None
 
     @property
     def marking_seed(self) -> bytes:
@@ -204,6 +238,38 @@ class Vault:
                 f"vault {self.path} holds {self.item_kind} items, not captioned images"
             )
         return [caption for record in self._records for caption in record.captions or []]
+
+    def item_shapes(self) -> dict[tuple[int, int, int], int]:
+        """Return each image shape ``(H, W, C)`` of the vault with its number of items.
+
+        Empty for a text vault. The most common shape comes first.
+        """
+        shapes: dict[tuple[int, int, int], int] = {}
+        for record in self._records:
+            if record.shape is not None:
+                shapes[record.shape] = shapes.get(record.shape, 0) + record.count
+        return dict(sorted(shapes.items(), key=lambda item: -item[1]))
+
+    def largest_opening_bytes(self) -> int:
+        """Return the size of the largest pair opening: salt, both versions and the proof.
+
+        One pair of each image chunk's shape is encoded (every item of a chunk has its
+        size, up to its label and caption); for texts, every pair.
+        """
+        proof = 32 * len(self.inclusion_proof(0))
+        starts: list[int] = []
+        seen: set[tuple[int, int, int]] = set()
+        for record in self._records:
+            if record.shape is None:
+                starts.extend(range(record.start, record.start + record.count))
+            elif record.shape not in seen:
+                seen.add(record.shape)
+                starts.append(record.start)
+        largest = 0
+        for index in starts:
+            opening = self.pair_opening(index)
+            largest = max(largest, len(opening.version0) + len(opening.version1))
+        return largest + len(self.salt(0)) + proof
 
     def pair(self, index: int) -> tuple[Item, Item]:
         """Return both versions of pair ``index`` as items of the vault's kind.

@@ -26,6 +26,7 @@ from protocol.stats.base import Reported, Step
 from protocol.versioning import require_supported
 
 from .claim_map import ClaimMap
+from .filing import Filing, check_filing, parse_filing
 from .outcome import INDICATOR_BITS, OUTCOME_CHARS
 from .scores.oracle_view import DescribeParser
 
@@ -53,6 +54,9 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "transcript": dict,
     "environment": dict,
 }
+#: The optional key of a verdict on a record that binds a claim key (spec §11): the
+#: signed claim request that filed the claim (:class:`~.filing.Filing`).
+FILING_KEY = "filing"
 #: Longest claim id a verdict may carry (UTF-8 bytes).
 MAX_CLAIM_ID_BYTES = 128
 _DECISIONS = {"detected", "not-detected"}
@@ -63,11 +67,33 @@ _STOPS = {"detected", "exhausted", "budget"}
 class Verdict:
     """A parsed, schema-checked verdict payload; ``value`` is the whole canonical map.
 
-    ``claim`` is its claim map, typed (None only for a verdict built by hand).
+    ``claim`` is its claim map, typed (None only for a verdict built by hand), and
+    ``filing`` the signed request that filed the claim, on a record that binds a claim
+    key (None on a record escrowed before claim keys, whose claims anyone could file).
     """
 
     value: dict[str, Value]
     claim: ClaimMap | None = field(default=None, compare=False)
+    filing: Filing | None = field(default=None, compare=False)
+
+    @property
+    def earlier_claims(self) -> int:
+        """Claims counted on the record before this one (spec §11)."""
+        earlier = self.value["earlier_claims"]
+        assert isinstance(earlier, int)
+        return earlier
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether only the record's owner could file the claims it counts (a ``filing``)."""
+        return self.filing is not None
+
+    def record_bound(self) -> float:
+        """Return the bound on a false detection over the record's claims, min((k + 1)·p, 1)."""
+        assert self.claim is not None
+        p = self.claim.test_params["p"]
+        assert isinstance(p, float)
+        return min(1.0, (self.earlier_claims + 1) * p)
 
     def __getitem__(self, key: str) -> Any:
         """Return a top-level field."""
@@ -100,8 +126,9 @@ def parse_verdict(value: Value, describe: DescribeParser) -> Verdict:
     """
     if not isinstance(value, dict):
         raise InputError("a verdict payload must be a map")
-    if set(value) != set(_FIELDS):
-        missing, extra = set(_FIELDS) - set(value), set(value) - set(_FIELDS)
+    expected = set(_FIELDS) | ({FILING_KEY} if FILING_KEY in value else set())
+    if set(value) != expected:
+        missing, extra = expected - set(value), set(value) - expected
         raise InputError(f"verdict fields: missing {sorted(missing)}, unknown {sorted(extra)}")
     require_supported(value.get("spec"), "verdict")
     for name, kind in _FIELDS.items():
@@ -150,7 +177,8 @@ def parse_verdict(value: Value, describe: DescribeParser) -> Verdict:
         raise InputError("transcript must be {hash: 32 bytes, records: an integer >= 0}")
     test = claim.make_test()
     _check_final(value["final"], len(opened), test.graded, test.reports)
-    return Verdict(value, claim)
+    filing = parse_filing(value[FILING_KEY]) if FILING_KEY in value else None
+    return Verdict(value, claim, filing)
 
 
 def _check_final(final: Value, opened: int, graded: bool, reports: Reported) -> None:
@@ -214,8 +242,10 @@ def check_verdict(
     key id names the arbiter's key (so no byte of the file can change unnoticed — the
     id is still only a label: step 3 decides); (3) verify the arbiter's signature over
     the PAE with payload type ``verdict``; (4) decode the payload canonically; (5)
-    check the schema and the spec version; (6) the payload's ``arbiter`` is that key.
-    ``describe`` parses the claim map's Describe map.
+    check the schema and the spec version; (6) the payload's ``arbiter`` is that key;
+    (7) where the verdict carries a ``filing``, the record's claim key signed a request
+    for exactly this claim (:func:`~.filing.check_filing`). ``describe`` parses the
+    claim map's Describe map.
     """
     envelope = Envelope.from_json(envelope_json)
     expected_id = key_id(arbiter_key)
@@ -223,6 +253,9 @@ def check_verdict(
     verdict = parse_verdict(open_envelope(envelope, arbiter_key, VERDICT_KIND), describe)
     if verdict["arbiter"] != expected_id:
         raise SignatureError("the verdict names another arbiter than the key that signed it")
+    if verdict.filing is not None:
+        assert verdict.claim is not None
+        check_filing(verdict.filing, verdict.claim, expected_id, describe)
     return verdict
 
 
@@ -273,9 +306,14 @@ def verdict_payload(
     queries: int,
     transcript: tuple[bytes, int],
     environment: dict[str, Value],
+    filing: Filing | None = None,
 ) -> dict[str, Value]:
-    """Return the verdict payload of spec §11 (``transcript`` is its chain head and count)."""
-    return {
+    """Return the verdict payload of spec §11 (``transcript`` is its chain head and count).
+
+    ``filing`` is the signed request that filed the claim, on a record that binds a
+    claim key; a record escrowed before claim keys has none, and neither has the payload.
+    """
+    payload: dict[str, Value] = {
         "spec": SPEC_VERSION,
         "arbiter": arbiter,
         "claim_id": claim_id,
@@ -293,3 +331,6 @@ def verdict_payload(
         "transcript": {"hash": transcript[0], "records": transcript[1]},
         "environment": environment,
     }
+    if filing is not None:
+        payload[FILING_KEY] = filing.to_value()
+    return payload

@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     vectors_claims,
     vectors_core,
+    vectors_filing,
     vectors_graded,
     vectors_merkle,
     vectors_mixture,
@@ -28,6 +29,7 @@ def main() -> None:
         vectors_scoring,
         vectors_claims,
         vectors_verdicts,
+        vectors_filing,
     ):
         module.main()
 

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.filing import ClaimRequest, Filing, sign_claim_request
 from protocol.claim.openings import OpenedPair, encode_openings
 from protocol.claim.scores.classifier import MAX_MARGIN, ScoreSpec
 from protocol.claim.transcript import TranscriptWriter, iter_records
@@ -47,6 +48,7 @@ from protocol.seeds import publication_bits
 from protocol.stats.base import TiePolicy
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
+from wire.claim_start import start_map, to_claim_start
 
 from .vectors_core import TEST_KEY_SEED, render
 
@@ -57,6 +59,10 @@ N_CLASSES = 10
 RHO = hashlib.sha256(b"twinaudit vectors rho").digest()
 TIME = "2026-11-24T00:00:00Z"
 RECEIPT_TIME = "2026-11-23T00:00:00Z"
+#: The private seed of the owner's claim key in the vectors' keyed record (spec §10.7), and
+#: of another key, which the record does not bind.
+CLAIM_KEY_SEED = hashlib.sha256(b"twinaudit vectors claim key").digest()
+OTHER_CLAIM_KEY_SEED = hashlib.sha256(b"twinaudit vectors other claim key").digest()
 
 
 def _pairs() -> tuple[list[tuple[bytes, bytes]], list[int]]:
@@ -143,15 +149,19 @@ def _run(
     *,
     excluded: tuple[int, ...] = (),
     earlier_claims: int = 0,
+    keyed: bool = False,
 ) -> tuple[bytes, bytes]:
     """Run one claim to its end; return its signed verdict envelope (JSON) and transcript.
 
     ``excluded`` are the pairs earlier claims opened (§10.2 step 2), ``earlier_claims``
-    how many claims came before on the record (§11).
+    how many claims came before on the record (§11). ``keyed``: the record binds the
+    vectors' claim key, which signed the claim's request, and the verdict has a
+    ``filing`` (§10.7, §11).
     """
     versions, salts, tree = _committed()
     record = ClaimRecord(0, tree.root(), N_PAIRS, "image", RHO, RECEIPT_TIME)
     claim = ClaimParams(0, tree.root(), endpoint, "vector-model", **params)
+    filing = _filing(name, claim) if keyed else None
     nonce = hashlib.sha256(f"twinaudit vectors nonce {name}".encode()).digest()
     session = ClaimSession.start(f"vector-{name}", record, claim, oracle, nonce, excluded=excluded)
     while indices := session.next_request():
@@ -164,8 +174,21 @@ def _run(
         time=TIME,
         environment={"implementation": "vectors"},
         earlier_claims=earlier_claims,
+        filing=filing,
     )
     return _sign(payload), session.transcript.to_bytes()
+
+
+def _filing(name: str, claim: ClaimParams) -> Filing:
+    """Return the signed request that filed ``claim`` (its ClaimStart as the owner sends it)."""
+    owner = Ed25519PrivateKey.from_private_bytes(CLAIM_KEY_SEED)
+    arbiter = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
+    request = ClaimRequest(
+        arbiter=key_id(arbiter.public_key()),
+        start=start_map(to_claim_start(claim)),
+        nonce=hashlib.sha256(f"twinaudit vectors request nonce {name}".encode()).digest(),
+    )
+    return Filing.from_envelope(sign_claim_request(request, owner), owner.public_key())
 
 
 def _sign(payload: dict[str, Value]) -> bytes:
@@ -188,6 +211,14 @@ def _memoriser() -> HashOracle:
 def _claims() -> dict[str, tuple[bytes, bytes]]:
     """Run every valid claim of the file."""
     c1 = ScoreSpec(k=2, perturbation="pad-shift-flip-dither", knowledge="C1")
+    # The short claim (four pairs), on a keyless record and on a keyed one.
+    short = {
+        "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
+        "test_name": "mixture-e",
+        "p": 0.05,
+        "max_pairs": 4,
+        "window": 4,
+    }
     return {
         "mixture-e, skip, C1 pad-shift-flip-dither K=2": _run(
             "a", {"score": c1, "test_name": "mixture-e", "p": 0.05}, HashOracle()
@@ -216,17 +247,7 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
             },
             HashOracle(),
         ),
-        "mixture-e, skip, C1 dither K=1, max_pairs 4": _run(
-            "e",
-            {
-                "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
-                "test_name": "mixture-e",
-                "p": 0.05,
-                "max_pairs": 4,
-                "window": 4,
-            },
-            HashOracle(),
-        ),
+        _SHORT_CLAIM: _run("e", short, HashOracle()),
         "mixture-e, skip, C1 dither K=1 with a tie margin of 0.25": _run(
             "f",
             {
@@ -284,6 +305,7 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
             },
             _memoriser(),
         ),
+        _FILED: _run("k", short, HashOracle(), keyed=True),
         _FRESH: _run(
             "i",
             {
@@ -497,6 +519,10 @@ def _one_pair_fewer(payload: dict[str, Any]) -> None:
 
 _SHORT_CLAIM = "mixture-e, skip, C1 dither K=1, max_pairs 4"
 _PPRM = "pprm-chernoff, coin, C3 label answers, dither K=1"
+_FILED = (
+    "mixture-e, skip, C1 dither K=1, max_pairs 4, on a keyed record: the owner's signed "
+    "request that filed the claim (filing)"
+)
 _GRADED = "mixture-graded, skip, C1 none K=1 margin 0.01, a memorising model is detected"
 _DETECTION = "mixture-e, skip, a memorising model is detected"
 _GRADED_NO_DRAW = (
@@ -565,10 +591,90 @@ GRADED_CHECK_CASES: dict[str, Edit] = {
 }
 
 
-def _check_cases(envelope: bytes, edits: dict[str, Edit]) -> list[dict[str, Any]]:
-    """One case per row of ``edits`` applied to the verdict: checking fails (invalid-input)."""
+def _resigned(change: Edit, seed: bytes = CLAIM_KEY_SEED) -> Edit:
+    """Return an edit changing the filing's request and signing it again with ``seed``'s key.
+
+    With the claim key's own seed, only step 7 of §11 can tell that the request does not
+    ask for the claim the verdict records.
+    """
+
+    def edit(payload: dict[str, Any]) -> None:
+        filing = payload["filing"]
+        change(filing["request"])
+        key = Ed25519PrivateKey.from_private_bytes(seed)
+        envelope = Envelope.from_json(sign_claim_request(_request_of(filing["request"]), key))
+        filing["signature"] = envelope.signatures[0].sig
+
+    return edit
+
+
+def _request_of(value: dict[str, Any]) -> ClaimRequest:
+    return ClaimRequest(
+        spec=value["spec"], arbiter=value["arbiter"], start=value["start"], nonce=value["nonce"]
+    )
+
+
+#: Changes to the keyed claim's verdict that checking refuses (§11 steps 4 and 7), with
+#: the error each gets.
+FILING_CHECK_CASES: dict[str, tuple[Edit, str]] = {
+    "filing signed by a key the filing does not name": (
+        _resigned(lambda r: None, OTHER_CLAIM_KEY_SEED),
+        "invalid-signature",
+    ),
+    "filing.request for another arbiter": (
+        _resigned(lambda r: r.__setitem__("arbiter", "0" * 64)),
+        "verification-failed",
+    ),
+    "filing.request asks for another p": (
+        _resigned(lambda r: r["start"]["test"].__setitem__("p", 0.01)),
+        "verification-failed",
+    ),
+    "filing.request asks for another model endpoint": (
+        _resigned(lambda r: r["start"].__setitem__("endpoint", "other-oracle:0")),
+        "verification-failed",
+    ),
+    "filing.request asks for another perturbation": (
+        _resigned(lambda r: r["start"]["score"].__setitem__("perturbation", "none")),
+        "verification-failed",
+    ),
+    "filing.request asks for another record root": (
+        _resigned(lambda r: r["start"].__setitem__("record_root", bytes(32))),
+        "verification-failed",
+    ),
+    "filing.request is a resume, not the start that filed the claim": (
+        _resigned(lambda r: r["start"].__setitem__("resume_claim_id", "vector-k")),
+        "verification-failed",
+    ),
+    "filing.request is a dry run": (
+        _resigned(lambda r: r["start"].__setitem__("dry_run", True)),
+        "verification-failed",
+    ),
+    "filing without its signature": (drop_field("filing.signature"), "invalid-input"),
+    "filing.claim_key of 31 bytes": (set_field("filing.claim_key", bytes(31)), "invalid-input"),
+    "filing.signature of 63 bytes": (set_field("filing.signature", bytes(63)), "invalid-input"),
+    "filing.request.start without probes": (
+        drop_field("filing.request.start.probes"),
+        "invalid-input",
+    ),
+    "filing.request.start.window a float": (
+        set_field("filing.request.start.window", 4.0),
+        "invalid-input",
+    ),
+    "filing.request.nonce of 16 bytes": (
+        set_field("filing.request.nonce", bytes(16)),
+        "invalid-input",
+    ),
+}
+
+
+def _check_cases(
+    envelope: bytes, edits: dict[str, Edit] | dict[str, tuple[Edit, str]]
+) -> list[dict[str, Any]]:
+    """One case per row of ``edits`` applied to the verdict: checking fails (invalid-input,
+    or the error a row names)."""
     cases = []
-    for name, edit in edits.items():
+    for name, row in edits.items():
+        edit, error = row if isinstance(row, tuple) else (row, "invalid-input")
         broken = copy.deepcopy(_payload(envelope))
         edit(broken)
         cases.append(
@@ -577,7 +683,7 @@ def _check_cases(envelope: bytes, edits: dict[str, Edit]) -> list[dict[str, Any]
                 "kind": "check",
                 "valid": False,
                 "input": {"envelope": _sign(broken).decode()},
-                "error": "invalid-input",
+                "error": error,
             }
         )
     return cases
@@ -714,6 +820,7 @@ def build() -> dict[str, Any]:
     cases += _check_cases(claims[_GRADED][0], GRADED_CHECK_CASES)
     cases += _check_cases(claims[_PPRM][0], PPRM_CHECK_CASES)
     cases += _check_cases(claims[_FRESH][0], FRESH_CHECK_CASES)
+    cases += _check_cases(claims[_FILED][0], FILING_CHECK_CASES)
     cases += _verdict_replay_cases(claims)
     cases += _openings_cases(*claims[_SHORT_CLAIM])
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
@@ -726,7 +833,9 @@ def build() -> dict[str, Any]:
             f"{raw_public_key(key.public_key()).hex()}) and its transcript (hex of the "
             "framed records); checking the verdict (§11) and replaying the transcript (§12) "
             "succeed and give 'expected' (log_statistic as a C99 hex float, compared to a "
-            "relative 1e-9). 'check' cases are a valid verdict with one field changed and "
+            "relative 1e-9). A verdict on a keyed record carries 'filing', the request the "
+            "owner signed with her claim key (§10.7), which checking verifies (§11 step 7). "
+            "'check' cases are a valid verdict with one field changed and "
             "signed again: checking it fails with 'error'. 'replay' cases change one "
             "transcript record, chain the records again and sign the verdict again, or "
             "change a verdict field that checking cannot refuse (its decision, an "

@@ -771,7 +771,8 @@ SESSIONS = {
     "arbiter limits": Session("docs/arbiter.md", (6, 7, 8), ("arbiter key",)),
     "owner": Session("docs/owner.md", (0,), ("photos", "public", "arbiter", "oracle"), True),
     "owner texts": Session("docs/owner.md", (1,), ("texts", "pictures", "arbiter"), True),
-    "owner paper": Session("docs/owner.md", (2,), ("photos", "arbiter", "oracle", "vault")),
+    "owner dry run": Session("docs/owner.md", (2,), ("photos", "arbiter", "oracle", "vault")),
+    "owner paper": Session("docs/owner.md", (3,), ("photos", "arbiter", "oracle", "vault")),
     "demo": Session("docs/demo.md", (0, 1)),
     "evaluation plan": Session("docs/evaluation.md", (0,)),
     # The practitioner (block 4) serves before the owner's claim (block 3) needs it.
@@ -1116,6 +1117,9 @@ def _expect(run: _Run, command: Command, args: list[str], code: int, out: str, e
         assert re.search(r"\bC1\b", out) and re.search(r"\bC3\b", out), where
     elif kind == "owner proxy":
         assert out_path.is_file() and f"wrote {out_path}" in out, where
+    elif kind == "owner claim" and "--dry-run" in args:
+        assert out.startswith("DRY RUN of a claim") and "every check holds" in out, where
+        assert out_path is None or not (out_path / "verdict.json").exists(), where
     elif kind == "owner claim":
         if "--json" in args:
             report = json.loads(out)

@@ -246,6 +246,7 @@ def _escrowed(photos, tmp_path, address) -> Vault:
         n_pairs=vault.n_pairs,
         item_kind="image",
         owner="",
+        claim_key=vault.claim_public_key(),
         arbiter_public_key=KEY.public_key(),
     )
     vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
@@ -377,6 +378,7 @@ def _escrowed_vault(photos, tmp_path, address, *, with_labels: bool) -> Path:
         n_pairs=vault.n_pairs,
         item_kind="image",
         owner="",
+        claim_key=vault.claim_public_key(),
         arbiter_public_key=KEY.public_key(),
     )
     vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
@@ -451,3 +453,61 @@ def test_claim_with_c1_on_an_unlabelled_vault_is_refused_before_the_arbiter(
         assert _owner_claim(vault, arbiter, "127.0.0.1:9", "--knowledge", knowledge) == 2
         assert "not every item of this vault carries one" in capsys.readouterr().err
     assert not (tmp_path / "verdict").exists()
+
+
+# --- who files, what counts (issue #40 N1; spec §10.7) ------------------------------------
+
+
+def _record_claims(tmp_path: Path) -> list[object]:
+    from verifier.escrow.sqlite_store import SqliteEscrowStore
+
+    with SqliteEscrowStore(tmp_path / "escrow.db", KEY) as store:
+        return store.claims_for_record(0)
+
+
+def test_a_dry_run_files_nothing_and_says_the_bound_a_claim_would_carry(
+    photos, tmp_path, arbiter, capsys
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=True)
+    fits, port = serve_oracle(LinearOracle(), "127.0.0.1:0")  # takes the vault's 28x28x1
+    refuses, other = serve_oracle(LinearOracle(shape=(32, 32, 3)), "127.0.0.1:0")
+    try:
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}", "--dry-run") == 0
+        out = capsys.readouterr().out
+        assert "nothing was filed, nothing counts" in out and "(0 + 1)·0.05 = 0.05" in out
+        assert "probe 28x28x1: answered" in out and "every check holds" in out
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{other}", "--dry-run", "--json") == 1
+        report = json.loads(capsys.readouterr().out)
+        assert report["filed"] is False and report["probes"][0]["ok"] is False
+        assert report["problems"] and report["claims_authenticated"] is True
+    finally:
+        fits.stop(None)
+        refuses.stop(None)
+    assert _record_claims(tmp_path) == [] and not (tmp_path / "verdict").exists()
+
+
+def test_a_claim_says_whether_its_failure_counts_and_its_verdict_leads_with_the_bound(
+    photos, tmp_path, arbiter, capsys
+):
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=True)
+    # Unreachable: refused at the start, not filed.
+    assert _owner_claim(vault, arbiter, "127.0.0.1:9") == 1
+    assert "this attempt was not filed: it does not count" in capsys.readouterr().err
+    assert _record_claims(tmp_path) == []
+    # A model that takes other images: filed, then failed on its first window; it counts.
+    wrong, port = serve_oracle(LinearOracle(shape=(32, 32, 3)), "127.0.0.1:0")
+    try:
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}") == 1
+    finally:
+        wrong.stop(None)
+    err = capsys.readouterr().err
+    (failed,) = _record_claims(tmp_path)
+    assert failed.status == "failed" and f"claim {failed.claim_id} was filed on record 0" in err
+    # The next claim's verdict counts it, and its first line leads with the bound.
+    right, port = serve_oracle(LinearOracle(), "127.0.0.1:0")
+    try:
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}") == 0
+    finally:
+        right.stop(None)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "false-detection bound 0.1 = (earlier claims + 1)·p = (1 + 1)·0.05" in first

@@ -13,10 +13,11 @@ import time
 import grpc
 import pytest
 
-from owner.claim_client import run_claim
+from owner.claim_client import run_claim, sign_start
 from owner.escrow_client import escrow_root
 from protocol.claim.transcript import chain_head
 from protocol.errors import SignatureError, TwinauditError, VerificationError
+from protocol.keys import key_id
 from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
 from tests.support.keys import OTHER
@@ -56,7 +57,13 @@ def _claim(dispute, model, test="mixture-e", **overrides):
         test_name=test,
         **score,
     )
-    return run_claim(dispute["channel"], request, dispute["pairs"].opening, timeout_s=300)
+    return run_claim(
+        dispute["channel"],
+        request,
+        dispute["pairs"].opening,
+        claim_key=dispute["pairs"].claim_key,
+        timeout_s=300,
+    )
 
 
 @pytest.mark.parametrize("test", ["mixture-e", "pprm-chernoff"])
@@ -151,7 +158,7 @@ def _raw_claim(dispute, mutate_opening):
         request = claim_params(
             dispute["receipt"].entry.index, owner_set.root, dispute["endpoints"]["used"], "used"
         )
-        run_claim(dispute["channel"], request, opening, timeout_s=60)
+        run_claim(dispute["channel"], request, opening, claim_key=owner_set.claim_key, timeout_s=60)
     return info.value
 
 
@@ -184,7 +191,13 @@ def test_unknown_record_and_wrong_root(dispute):
     ]:
         request = claim_params(index, root, dispute["endpoints"]["used"], "used")
         with pytest.raises(grpc.RpcError) as info:
-            run_claim(dispute["channel"], request, owner_set.opening, timeout_s=30)
+            run_claim(
+                dispute["channel"],
+                request,
+                owner_set.opening,
+                claim_key=owner_set.claim_key,
+                timeout_s=30,
+            )
         assert info.value.code() == code, info.value.details()
 
 
@@ -192,7 +205,13 @@ def test_unreachable_oracle(dispute):
     owner_set = dispute["pairs"]
     request = claim_params(dispute["receipt"].entry.index, owner_set.root, "127.0.0.1:1", "gone")
     with pytest.raises(grpc.RpcError) as info:
-        run_claim(dispute["channel"], request, owner_set.opening, timeout_s=120)
+        run_claim(
+            dispute["channel"],
+            request,
+            owner_set.opening,
+            claim_key=owner_set.claim_key,
+            timeout_s=120,
+        )
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
@@ -213,6 +232,7 @@ def _raw_stream(dispute, reorder):
             dispute["receipt"].entry.index, owner_set.root, dispute["endpoints"]["used"], "used"
         )
     )
+    sign_start(start, owner_set.claim_key, key_id(dispute["key"].public_key()))
     stub = pb_grpc.VerifierStub(dispute["channel"])
     sent = [pb.ClaimMessage(start=start)]
     responses = []
@@ -302,6 +322,7 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
         n_pairs=N_PAIRS,
         item_kind="image",
         owner="restart",
+        claim_key=owner_set.claim_public_key(),
         arbiter_public_key=key.public_key(),
     ).receipt
     request = claim_params(
@@ -322,7 +343,12 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
 
     with pytest.raises(grpc.RpcError):
         run_claim(
-            channel, request, owner_set.opening, on_progress=crash_after_first_window, timeout_s=60
+            channel,
+            request,
+            owner_set.opening,
+            claim_key=owner_set.claim_key,
+            on_progress=crash_after_first_window,
+            timeout_s=60,
         )
     channel.close()
     (claim,) = store.claims_for_record(receipt.entry.index)
@@ -334,7 +360,12 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
     channel = make_channel(f"127.0.0.1:{port}")
     try:
         outcome = run_claim(
-            channel, request, owner_set.opening, resume_claim_id=claim.claim_id, timeout_s=120
+            channel,
+            request,
+            owner_set.opening,
+            claim_key=owner_set.claim_key,
+            resume_claim_id=claim.claim_id,
+            timeout_s=120,
         )
         verdict = check_verdict(outcome.verdict, key.public_key())
         assert outcome.claim_id == claim.claim_id
@@ -345,7 +376,12 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
         assert replay(verdict, stored.transcript).decision == verdict["decision"]
         with pytest.raises(grpc.RpcError) as info:  # a finished claim cannot resume again
             run_claim(
-                channel, request, owner_set.opening, resume_claim_id=claim.claim_id, timeout_s=30
+                channel,
+                request,
+                owner_set.opening,
+                claim_key=owner_set.claim_key,
+                resume_claim_id=claim.claim_id,
+                timeout_s=30,
             )
         assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     finally:
@@ -375,7 +411,9 @@ def test_owner_disconnect_leaves_the_claim_resumable(dispute):
 
     before = {c.claim_id for c in store.claims_for_record(request.record_index)}
     with pytest.raises((grpc.RpcError, ConnectionError)):
-        run_claim(dispute["channel"], request, flaky_opening, timeout_s=60)
+        run_claim(
+            dispute["channel"], request, flaky_opening, claim_key=owner_set.claim_key, timeout_s=60
+        )
     (claim,) = [
         c for c in store.claims_for_record(request.record_index) if c.claim_id not in before
     ]
@@ -389,6 +427,7 @@ def test_owner_disconnect_leaves_the_claim_resumable(dispute):
                 dispute["channel"],
                 request,
                 owner_set.opening,
+                claim_key=owner_set.claim_key,
                 resume_claim_id=claim.claim_id,
                 timeout_s=60,
             )

@@ -55,7 +55,12 @@ def _request(practice, model, **fields):
 def _claim(practice, model, opening=None, **fields):
     """File a claim; return its checked verdict, after replaying it from its transcript."""
     opening = opening or practice["pairs"].opening
-    outcome = run_claim(practice["channel"], _request(practice, model, **fields), opening)
+    outcome = run_claim(
+        practice["channel"],
+        _request(practice, model, **fields),
+        opening,
+        claim_key=practice["pairs"].claim_key,
+    )
     verdict = check_verdict(outcome.verdict, practice["key"].public_key())
     stored = pb_grpc.VerifierStub(practice["channel"]).GetVerdict(
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
@@ -98,7 +103,12 @@ def test_an_open_claim_is_abandoned_by_a_claim_on_fresh_pairs(practice):
 
     before = {c.claim_id for c in store.claims_for_record(index)}
     with pytest.raises((grpc.RpcError, ConnectionError)):
-        run_claim(practice["channel"], _request(practice, "after", window=8), flaky_opening)
+        run_claim(
+            practice["channel"],
+            _request(practice, "after", window=8),
+            flaky_opening,
+            claim_key=practice["pairs"].claim_key,
+        )
     (left_open,) = [c for c in store.claims_for_record(index) if c.claim_id not in before]
     earlier = store.claims_for_record(index)
     opened_before = set()
@@ -128,6 +138,7 @@ def test_an_open_claim_is_abandoned_by_a_claim_on_fresh_pairs(practice):
             practice["channel"],
             _request(practice, "after", window=8),
             owner_set.opening,
+            claim_key=owner_set.claim_key,
             resume_claim_id=left_open.claim_id,
             timeout_s=30,
         )

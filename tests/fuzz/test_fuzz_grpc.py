@@ -13,7 +13,9 @@ type), never DEADLINE_EXCEEDED (a hang). Settings from ``tests/support/fuzz.py``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import queue
 import random
 import threading
@@ -24,14 +26,17 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grpc_health.v1 import health_pb2
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from owner.claim_client import sign_start
 from owner.escrow_client import escrow_root
 from protocol.encoding import encode
 from protocol.errors import InputError
 from protocol.items import ImageItem, encode_item
+from protocol.keys import key_id, raw_public_key
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.fuzz import Edit, apply_edits, edits, fuzz, mutated
@@ -62,6 +67,23 @@ CLAIM_REFUSALS = REFUSALS | {G.ABORTED}
 #: ... and for the oracle: UNIMPLEMENTED for a capability the model does not offer.
 ORACLE_REFUSALS = REFUSALS | {G.UNIMPLEMENTED}
 ROOT = bytes([7]) * 32
+#: The owner's claim key every record of the fuzz arbiter binds (spec §10.7).
+CLAIM_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(100, 132)))
+CLAIM_KEY_RAW = raw_public_key(CLAIM_KEY.public_key())
+_NONCES = itertools.count()
+
+
+def _signed(start: vpb.ClaimStart) -> vpb.ClaimStart:
+    """Sign ``start`` with the records' claim key, a nonce fixed by its bytes and a counter.
+
+    A fuzzed start is signed after it is changed, so that it reaches the checks past the
+    signature (a byte-edited message is signed before its edits, and tests the signature).
+    """
+    digest = hashlib.sha256(start.SerializeToString() + next(_NONCES).to_bytes(8, "big"))
+    # A field no request can carry (a NaN p) is sent unsigned: the arbiter refuses it.
+    with contextlib.suppress(InputError):
+        sign_start(start, CLAIM_KEY, key_id(KEY.public_key()), nonce=digest.digest())
+    return start
 
 
 class Entropy:
@@ -184,6 +206,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 n_pairs=n_pairs,
                 item_kind="image",
                 owner="fuzz",
+                claim_key=CLAIM_KEY_RAW,
                 arbiter_public_key=KEY.public_key(),
             ).receipt
             records[name] = (receipt.entry.index, root, n_pairs)
@@ -227,7 +250,12 @@ UNARY: dict[str, tuple[str, list[bytes], set[grpc.StatusCode]]] = {
         "/twinaudit.escrow.v1.Escrow/Commit",
         [
             escrow_pb2.CommitRequest(
-                spec_version="0.2", root=bytes(range(32)), n_pairs=16, item_kind="image", owner="o"
+                spec_version="0.2",
+                root=bytes(range(32)),
+                n_pairs=16,
+                item_kind="image",
+                owner="o",
+                claim_key=CLAIM_KEY_RAW,
             ).SerializeToString()
         ],
         REFUSALS,
@@ -401,7 +429,7 @@ def claim_stream(
 def test_an_honest_claim_runs_to_its_verdict(servers):
     """The driver itself: unmutated openings give a verdict (the fuzz starts from here)."""
     pairs = _pairs()["honest"]
-    start = vpb.ClaimMessage(start=_start(servers, "honest")).SerializeToString()
+    start = vpb.ClaimMessage(start=_signed(_start(servers, "honest"))).SerializeToString()
     kinds, code = claim_stream(
         servers["arbiter"],
         start,
@@ -417,7 +445,8 @@ def _start_messages(draw: st.DrawFn, servers: dict[str, Any]) -> tuple[str, byte
     start = _start(servers, record)
     how = draw(st.integers(0, 5))
     if how == 1:
-        data = apply_edits(vpb.ClaimMessage(start=start).SerializeToString(), draw(edits()))
+        signed = vpb.ClaimMessage(start=_signed(start)).SerializeToString()
+        data = apply_edits(signed, draw(edits()))
         parsed = vpb.ClaimMessage()
         try:
             parsed.ParseFromString(data)
@@ -445,7 +474,7 @@ def _start_messages(draw: st.DrawFn, servers: dict[str, Any]) -> tuple[str, byte
         start.test.p = draw(st.floats(allow_nan=True, allow_infinity=True))
         start.test.alpha = draw(st.floats(allow_nan=True, allow_infinity=True))
         start.test.name = draw(st.sampled_from(["mixture-e", "pprm-chernoff", ""]))
-    return record, vpb.ClaimMessage(start=start).SerializeToString()
+    return record, vpb.ClaimMessage(start=_signed(start)).SerializeToString()
 
 
 #: What is done to one window's openings: how, byte edits, and the choices it needs
@@ -540,7 +569,8 @@ def test_hostile_openings_are_refused(servers):
         def answer(indices: list[int], pairs: PairSet = pairs) -> bytes:
             return vpb.ClaimMessage(openings=_openings(pairs, indices)).SerializeToString()
 
-        start = vpb.ClaimMessage(start=_start(servers, f"hostile-{i}")).SerializeToString()
+        signed = _signed(_start(servers, f"hostile-{i}"))
+        start = vpb.ClaimMessage(start=signed).SerializeToString()
         kinds, code = claim_stream(servers["arbiter"], start, answer)
         assert kinds == ["accepted", "request"]
         codes.append(code.name)

@@ -134,7 +134,13 @@ def test_a_mixed_size_record_is_audited_one_shape_per_request(mixed, model, deci
         perturbation="none",
         knowledge="C1",
     )
-    outcome = run_claim(mixed["channel"], request, mixed["pairs"].opening, timeout_s=120)
+    outcome = run_claim(
+        mixed["channel"],
+        request,
+        mixed["pairs"].opening,
+        claim_key=mixed["pairs"].claim_key,
+        timeout_s=120,
+    )
     verdict = check_verdict(outcome.verdict, mixed["key"].public_key())
     assert verdict["decision"] == decision
     stub = pb_grpc.VerifierStub(mixed["channel"])

@@ -81,6 +81,7 @@ def arbiter(tmp_path_factory):
             n_pairs=N,
             item_kind=kind,
             owner="owner",
+            claim_key=owner_set.claim_public_key(),
             arbiter_public_key=key.public_key(),
         ).receipt
         bits = publication_bits(owner_set.root, receipt.rho, N)
@@ -107,7 +108,13 @@ def _claim(arbiter, function, model, *, record=None, raw=False, **overrides):
         request = ClaimRequest(*where, score_function=function, **fields)
     else:
         request = claim_params(*where, function=function, **fields)
-    return run_claim(arbiter["channel"], request, entry["pairs"].opening, timeout_s=120)
+    return run_claim(
+        arbiter["channel"],
+        request,
+        entry["pairs"].opening,
+        claim_key=entry["pairs"].claim_key,
+        timeout_s=120,
+    )
 
 
 @pytest.mark.parametrize("function", sorted(KINDS))
@@ -161,6 +168,12 @@ def test_an_oracle_without_the_capability_is_refused(arbiter):
         function="language-model",
     )
     with pytest.raises(grpc.RpcError) as info:
-        run_claim(arbiter["channel"], request, entry["pairs"].opening, timeout_s=60)
+        run_claim(
+            arbiter["channel"],
+            request,
+            entry["pairs"].opening,
+            claim_key=entry["pairs"].claim_key,
+            timeout_s=60,
+        )
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "token-logprobs" in info.value.details()

@@ -11,6 +11,7 @@ import grpc
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from owner.escrow_client import escrow_root, fetch_checkpoint
@@ -24,7 +25,7 @@ from protocol.escrow_messages import (
     verify_log_extension,
     verify_record,
 )
-from protocol.keys import key_id
+from protocol.keys import key_id, raw_public_key
 from tests.support import pki as certificates
 from tests.support.keys import KEY, OTHER
 from verifier.escrow.service import SERVICE_NAME, serve_escrow
@@ -34,6 +35,8 @@ from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from wire.transport import TlsFiles, make_channel, wait_healthy
 
 ROOT = bytes(range(32))
+#: The owner's claim key the records bind (spec §9.1).
+CLAIM_KEY = raw_public_key(Ed25519PrivateKey.from_private_bytes(bytes(range(64, 96))).public_key())
 TIMEOUT_S = 10.0
 
 
@@ -77,6 +80,7 @@ def _escrow(channel: grpc.Channel, **overrides: Any):
         "n_pairs": 64,
         "item_kind": "image",
         "owner": "alice",
+        "claim_key": CLAIM_KEY,
         "arbiter_public_key": KEY.public_key(),
         "timeout_s": TIMEOUT_S,
     }
@@ -175,7 +179,14 @@ def test_health_reports_serving(channel):
 
 # --- Bad requests -----------------------------------------------------------------------
 
-GOOD = {"spec_version": "0.2", "root": ROOT, "n_pairs": 10, "item_kind": "text", "owner": "o"}
+GOOD = {
+    "spec_version": "0.2",
+    "root": ROOT,
+    "n_pairs": 10,
+    "item_kind": "text",
+    "owner": "o",
+    "claim_key": CLAIM_KEY,
+}
 
 BAD_COMMITS = [
     ("root too short", {"root": ROOT[:31]}, grpc.StatusCode.INVALID_ARGUMENT),
@@ -190,6 +201,10 @@ BAD_COMMITS = [
     ("wrong spec version", {"spec_version": "0.1"}, grpc.StatusCode.FAILED_PRECONDITION),
     ("missing spec version", {"spec_version": ""}, grpc.StatusCode.FAILED_PRECONDITION),
     ("owner label too long", {"owner": "é" * 129}, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    # Spec §9.1: a record binds its owner's claim key, or anyone could claim on it (#40 N1).
+    ("claim key missing", {"claim_key": b""}, grpc.StatusCode.INVALID_ARGUMENT),
+    ("claim key short", {"claim_key": CLAIM_KEY[:31]}, grpc.StatusCode.INVALID_ARGUMENT),
+    ("claim key long", {"claim_key": CLAIM_KEY + b"\x00"}, grpc.StatusCode.INVALID_ARGUMENT),
 ]  # fmt: skip
 
 
@@ -277,6 +292,12 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
         self._mode = mode
 
     def Commit(self, request, context):
+        if self._mode == "other-claim-key":  # the record would bind someone else's key
+            forged = escrow_pb2.CommitRequest()
+            forged.CopyFrom(request)
+            forged.claim_key = raw_public_key(OTHER.public_key())
+            receipt = self._stub.Commit(forged, timeout=TIMEOUT_S).receipt
+            return escrow_pb2.CommitResponse(receipt=receipt)
         receipt = self._stub.Commit(request, timeout=TIMEOUT_S).receipt
         if self._mode == "flip-byte":
             doc = json.loads(receipt)
@@ -313,6 +334,7 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
     [
         ("flip-byte", SignatureError),
         ("other-root", VerificationError),
+        ("other-claim-key", VerificationError),
         ("bad-proof", VerificationError),
         ("rolled-back", VerificationError),
     ],

@@ -683,3 +683,42 @@ def test_a_schema_2_database_is_upgraded_and_keeps_its_claims(backend):
     backend.raw("UPDATE escrow_meta SET value = '1' WHERE name = 'schema'")
     with pytest.raises(StateError, match="schema"):  # no upgrade path from older layouts
         backend.open()
+
+
+def test_a_schema_3_database_is_upgraded_to_record_filings_and_nonces(backend):
+    """A database made before claim keys (schema 3) opens and gets the filing tables.
+
+    Its claims keep counting (they are listed by claims_for_record as before), have no
+    filing row (nothing was signed for them), and its nonces start empty (spec §10.7).
+    """
+    with backend.open() as store:
+        store.commit(_request())
+        store.save_claim("old", 0, "failed", b"s0", b"header|")
+    backend.raw("DROP TABLE escrow_claim_filings")
+    backend.raw("DROP TABLE escrow_claim_nonces")
+    backend.raw("UPDATE escrow_meta SET value = '3' WHERE name = 'schema'")
+    with backend.open() as store:
+        assert [c.claim_id for c in store.claims_for_record(0)] == ["old"]
+        assert store.claim_authorization("old") is None
+        store.use_claim_nonce(0, bytes(32))
+        with pytest.raises(StateError, match="good once"):
+            store.use_claim_nonce(0, bytes(32))
+        store.use_claim_nonce(1, bytes(32))  # nonces are per record
+        store.create_claim("new", 0, "open", b"s", lease=_lease("a"), authorization=b"{}")
+        assert store.claim_authorization("new") == b"{}"
+        load = store.claim_load(0, 86_400.0)
+        assert (load.open, load.failed_recently) == (1, 0)  # "old" has no filing time
+
+
+def test_claim_load_counts_open_and_recently_failed_claims(backend):
+    with backend.open() as store:
+        store.commit(_request())
+        for name, status in (("a", "open"), ("b", "failed"), ("c", "open")):
+            store.create_claim(name, 0, "open", b"s", lease=_lease(name))
+            if status != "open":
+                store.save_claim(name, 0, status, b"s", lease=_lease(name))
+        load = store.claim_load(0, 86_400.0)
+        assert (load.open, load.failed_recently) == (2, 1)
+        assert store.claim_load(0, -1.0).failed_recently == 0  # filed before the window
+        with pytest.raises(InputError):
+            store.use_claim_nonce(0, bytes(31))

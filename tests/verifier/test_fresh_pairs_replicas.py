@@ -25,10 +25,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import ClaimOutcome, run_claim
+from owner.claim_client import ClaimOutcome, run_claim, sign_start
 from protocol.claim.params import ClaimParams
 from protocol.errors import StateError
 from protocol.escrow_messages import EscrowRequest
+from protocol.keys import key_id
 from tests.support.claims import claim_params, make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema
@@ -150,7 +151,9 @@ class _StalledClaim:
 
     def __init__(self, channel: grpc.Channel, request: ClaimParams) -> None:
         self._outbox: queue.Queue[pb.ClaimMessage | None] = queue.Queue()
-        self._outbox.put(pb.ClaimMessage(start=to_claim_start(request)))
+        start = to_claim_start(request)
+        sign_start(start, PAIRS.claim_key, key_id(KEY.public_key()))
+        self._outbox.put(pb.ClaimMessage(start=start))
         self.call = pb_grpc.VerifierStub(channel).FileClaim(self._messages(), timeout=WAIT_S)
         accepted = next(self.call)
         assert accepted.WhichOneof("kind") == "accepted"
@@ -171,7 +174,9 @@ class _StalledClaim:
 def _claim(address: str, request: ClaimParams) -> ClaimOutcome:
     channel = make_channel(address)
     try:
-        return run_claim(channel, request, PAIRS.opening, timeout_s=WAIT_S)
+        return run_claim(
+            channel, request, PAIRS.opening, claim_key=PAIRS.claim_key, timeout_s=WAIT_S
+        )
     finally:
         channel.close()
 

@@ -89,7 +89,9 @@ def held(tmp_path_factory):
         max_pairs=12,
         window=4,
     )
-    outcome = run_claim(channel, request, owner_set.opening, timeout_s=300)
+    outcome = run_claim(
+        channel, request, owner_set.opening, claim_key=owner_set.claim_key, timeout_s=300
+    )
     stored = pb_grpc.VerifierStub(channel).GetVerdict(
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
     )

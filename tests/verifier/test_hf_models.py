@@ -253,7 +253,9 @@ def _claim(
         "hf",
         **fields,
     )
-    outcome = run_claim(arbiter["channel"], request, owner.opening, timeout_s=300)
+    outcome = run_claim(
+        arbiter["channel"], request, owner.opening, claim_key=owner.claim_key, timeout_s=300
+    )
     verdict = check_verdict(outcome.verdict, arbiter["key"].public_key())
     stored = pb_grpc.VerifierStub(arbiter["channel"]).GetVerdict(
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10

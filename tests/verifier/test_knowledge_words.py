@@ -198,6 +198,7 @@ def arbiter(tmp_path_factory):
         n_pairs=len(pairs),
         item_kind="image",
         owner="owner",
+        claim_key=pairs.claim_public_key(),
         arbiter_public_key=key.public_key(),
     ).receipt
     yield {"key": key, "channel": channel, "pairs": pairs, "index": receipt.entry.index}
@@ -212,7 +213,13 @@ def _claim(arbiter, oracle, *, raw=False, **score):
     # ``raw``: the unchecked field form, for a claim the owner's client refuses to build
     # (an unknown knowledge word), so that the verifier's refusal is what is tested.
     request = ClaimRequest(*where, **fields) if raw else claim_params(*where, **fields)
-    outcome = run_claim(arbiter["channel"], request, arbiter["pairs"].opening, timeout_s=60)
+    outcome = run_claim(
+        arbiter["channel"],
+        request,
+        arbiter["pairs"].opening,
+        claim_key=arbiter["pairs"].claim_key,
+        timeout_s=60,
+    )
     return check_verdict(outcome.verdict, arbiter["key"].public_key())
 
 
@@ -255,7 +262,9 @@ def test_c4_with_one_copy_is_refused_with_the_reason(arbiter):
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "every pair would tie" in info.value.details()
     # The machine-readable part (spec §2.2): the code and the rule, in an ErrorInfo.
-    assert error_details(info.value) == ErrorDetails("invalid-parameter", "c4-one-copy")
+    assert error_details(info.value) == ErrorDetails(
+        "invalid-parameter", "c4-one-copy", counted=False
+    )
     # The owner's client refuses the same before contacting the arbiter.
     with pytest.raises(ParameterError, match="every pair would tie"):
         choose_score("image", knowledge="unlabelled", perturbation="dither")
@@ -264,7 +273,7 @@ def test_c4_with_one_copy_is_refused_with_the_reason(arbiter):
 def test_other_refusals_name_their_code_and_no_rule(arbiter):
     with pytest.raises(grpc.RpcError) as info:
         _claim(arbiter, "labels", knowledge="C2")
-    assert error_details(info.value) == ErrorDetails("invalid-parameter", None)
+    assert error_details(info.value) == ErrorDetails("invalid-parameter", None, counted=False)
 
 
 def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):

@@ -94,7 +94,13 @@ def _claim(dispute, endpoint, **overrides):
         "deployed",
         **score,
     )
-    return run_claim(dispute["channel"], request, dispute["owner"].opening, timeout_s=300)
+    return run_claim(
+        dispute["channel"],
+        request,
+        dispute["owner"].opening,
+        claim_key=dispute["owner"].claim_key,
+        timeout_s=300,
+    )
 
 
 def _verdict_and_replay(dispute, outcome):

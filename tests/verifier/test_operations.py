@@ -97,7 +97,7 @@ def _claim(
         perturbation="none",
         knowledge="C1",
     )
-    return run_claim(channel, request, open_pair, timeout_s=120)
+    return run_claim(channel, request, open_pair, claim_key=PAIRS.claim_key, timeout_s=120)
 
 
 @pytest.fixture(scope="module")
@@ -293,7 +293,11 @@ def test_a_refused_commit_is_counted_as_refused(dispute):
     with pytest.raises(grpc.RpcError) as refused:  # the root is already escrowed (spec 9.1)
         stub.Commit(
             escrow_pb2.CommitRequest(
-                spec_version="0.2", root=PAIRS.root, n_pairs=len(PAIRS), item_kind="image"
+                spec_version="0.2",
+                root=PAIRS.root,
+                n_pairs=len(PAIRS),
+                item_kind="image",
+                claim_key=PAIRS.claim_public_key(),
             ),
             timeout=TIMEOUT_S,
         )

@@ -229,7 +229,9 @@ def test_a_claim_against_a_saved_model_records_what_it_is(
                 knowledge="C2",
                 max_pairs=8,
             )
-            outcome = run_claim(channel, request, owner.opening, timeout_s=120)
+            outcome = run_claim(
+                channel, request, owner.opening, claim_key=owner.claim_key, timeout_s=120
+            )
             stored = pb_grpc.VerifierStub(channel).GetVerdict(
                 pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
             )

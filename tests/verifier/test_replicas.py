@@ -126,7 +126,14 @@ class _StalledClaim:
 def _resume(address: str, request: ClaimParams, claim_id: str) -> ClaimOutcome:
     channel = make_channel(address)
     try:
-        return run_claim(channel, request, PAIRS.opening, resume_claim_id=claim_id, timeout_s=120)
+        return run_claim(
+            channel,
+            request,
+            PAIRS.opening,
+            claim_key=PAIRS.claim_key,
+            resume_claim_id=claim_id,
+            timeout_s=120,
+        )
     finally:
         channel.close()
 
@@ -171,6 +178,7 @@ def test_a_claim_started_on_one_replica_is_resumed_on_another(oracle):
                     channel,
                     request,
                     PAIRS.opening,
+                    claim_key=PAIRS.claim_key,
                     on_progress=goes_away_after_one_window,
                     timeout_s=60,
                 )

@@ -21,9 +21,10 @@ import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from grpc_health.v1 import health_pb2
 
+from owner.claim_client import sign_start
 from owner.escrow_client import escrow_root, fetch_checkpoint
 from protocol.errors import InputError
-from protocol.keys import write_keypair
+from protocol.keys import key_id, write_keypair
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
@@ -62,6 +63,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 n_pairs=n_pairs,
                 item_kind="image",
                 owner="o",
+                claim_key=PAIRS.claim_public_key(),
                 arbiter_public_key=KEY.public_key(),
             )
         channel = make_channel(f"127.0.0.1:{port}")
@@ -85,7 +87,11 @@ def _refusal(channel: grpc.Channel, method: str, request: bytes, streaming: bool
 
 
 def _start(**fields: object) -> bytes:
-    """A claim stream's first message: a valid ClaimStart changed by ``fields``."""
+    """A claim stream's first message: a valid ClaimStart changed by ``fields``, then signed.
+
+    Both records bind the claim key of ``PAIRS``; the request is signed after the change,
+    so that what is refused is the change, not a missing signature (spec §10.7).
+    """
     start = vpb.ClaimStart(
         spec_version="0.2",
         record_index=0,
@@ -100,6 +106,7 @@ def _start(**fields: object) -> bytes:
             start.model.oracle_endpoint = value
         else:
             setattr(start, name, value)
+    sign_start(start, PAIRS.claim_key, key_id(KEY.public_key()))
     return vpb.ClaimMessage(start=start).SerializeToString()
 
 

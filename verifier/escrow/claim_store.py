@@ -39,9 +39,11 @@ from .store import (
     MAX_VERDICT_BYTES,
     ClaimBusyError,
     ClaimLease,
+    ClaimLoad,
     ClaimsChangedError,
     ClaimStore,
     ClaimSummary,
+    ReplayedRequestError,
     StoredClaim,
     StoredVerdict,
     UnknownClaimError,
@@ -51,6 +53,11 @@ from .store import (
     check_index,
     check_status,
 )
+
+#: Largest stored claim request envelope (the protocol caps one at 8 KiB).
+MAX_AUTHORIZATION_BYTES = 16 * 1024
+#: Length of a claim request nonce.
+NONCE_BYTES = 32
 
 
 class SqlClaimStore(ClaimStore):
@@ -189,11 +196,13 @@ class SqlClaimStore(ClaimStore):
         *,
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
+        authorization: bytes = b"",
     ) -> None:
         """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
         claim_id, record_index, status, state, part = _checked_claim(
             claim_id, record_index, status, state, transcript_part
         )
+        authorization = check_blob(authorization, "claim authorization", MAX_AUTHORIZATION_BYTES)
         _check_lease_type(lease)
         if isinstance(earlier, str):
             raise InputError("earlier claims are a sequence of claim ids, not one string")
@@ -215,6 +224,11 @@ class SqlClaimStore(ClaimStore):
                         f" started ({len(filed)} filed, not {len(expected)}); start it again"
                     )
             self._insert_claim(cur, claim_id, record_index, status=status, state=state, lease=lease)
+            cur.execute(
+                "INSERT INTO escrow_claim_filings (claim_id, record_index, filed_at, request)"
+                " VALUES (?, ?, ?, ?)",
+                (claim_id, record_index, self._db.now(cur), authorization),
+            )
             if part:
                 self._append_part(cur, claim_id, part)
 
@@ -337,6 +351,60 @@ class SqlClaimStore(ClaimStore):
             ClaimSummary(str(claim_id), record_index, str(status), bool(finished))
             for claim_id, status, finished in cur.fetchall()
         ]
+
+
+    # --- Filings (spec §10.7) -------------------------------------------------------------
+
+    def use_claim_nonce(self, record_index: int, nonce: bytes) -> None:
+        """Record a claim request nonce as used; refuse one used before on the record."""
+        record_index = check_index(record_index, "record index")
+        nonce = check_blob(nonce, "claim request nonce", NONCE_BYTES)
+        if len(nonce) != NONCE_BYTES:
+            raise InputError(f"a claim request nonce is {NONCE_BYTES} bytes")
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            self._db.head(cur, lock=True)  # serialise with every other write
+            cur.execute(
+                "SELECT 1 FROM escrow_claim_nonces WHERE record_index = ? AND nonce = ?",
+                (record_index, nonce),
+            )
+            if cur.fetchone() is not None:
+                raise ReplayedRequestError(
+                    f"this claim request was already received for record {record_index}: a "
+                    "signed request is good once (spec 10.7); sign a new one"
+                )
+            cur.execute(
+                "INSERT INTO escrow_claim_nonces (record_index, nonce) VALUES (?, ?)",
+                (record_index, nonce),
+            )
+
+    def claim_authorization(self, claim_id: str) -> bytes | None:
+        """Return the signed request that filed a claim (b"" unsigned), None without a filing."""
+        claim_id = check_claim_id(claim_id)
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            cur.execute(
+                "SELECT request FROM escrow_claim_filings WHERE claim_id = ?", (claim_id,)
+            )
+            row = cur.fetchone()
+        return None if row is None else bytes(row[0])
+
+    def claim_load(self, record_index: int, window_s: float) -> ClaimLoad:
+        """Count the record's open claims, and its failed ones filed in the last ``window_s``."""
+        record_index = check_index(record_index, "record index")
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            since = self._db.now(cur) - float(window_s)
+            cur.execute(
+                "SELECT COUNT(*) FROM escrow_claims WHERE record_index = ? AND status = 'open'",
+                (record_index,),
+            )
+            open_claims = int(cur.fetchone()[0])
+            cur.execute(
+                "SELECT COUNT(*) FROM escrow_claims AS c JOIN escrow_claim_filings AS f"
+                " ON f.claim_id = c.claim_id"
+                " WHERE c.record_index = ? AND c.status = 'failed' AND f.filed_at >= ?",
+                (record_index, since),
+            )
+            failed = int(cur.fetchone()[0])
+        return ClaimLoad(open=open_claims, failed_recently=failed)
 
 
 def _busy(claim_id: str, remaining_s: float) -> ClaimBusyError:

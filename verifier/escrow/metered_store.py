@@ -19,6 +19,7 @@ from wire.observe import Metrics
 
 from .store import (
     ClaimLease,
+    ClaimLoad,
     ClaimSummary,
     EscrowStore,
     SignedCheckpoint,
@@ -108,12 +109,20 @@ class MeteredStore(EscrowStore):
         *,
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
+        authorization: bytes = b"",
     ) -> None:
         """File a new claim (timed as ``create_claim``)."""
         self._timed(
             "create_claim",
             lambda: self.inner.create_claim(
-                claim_id, record_index, status, state, transcript_part, lease=lease, earlier=earlier
+                claim_id,
+                record_index,
+                status,
+                state,
+                transcript_part,
+                lease=lease,
+                earlier=earlier,
+                authorization=authorization,
             ),
         )
 
@@ -153,6 +162,20 @@ class MeteredStore(EscrowStore):
     def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
         """List a record's claims (timed as ``claims_for_record``)."""
         return self._timed("claims_for_record", lambda: self.inner.claims_for_record(record_index))
+
+    def use_claim_nonce(self, record_index: int, nonce: bytes) -> None:
+        """Record a claim request nonce (timed as ``use_claim_nonce``)."""
+        self._timed("use_claim_nonce", lambda: self.inner.use_claim_nonce(record_index, nonce))
+
+    def claim_authorization(self, claim_id: str) -> bytes | None:
+        """Return the request that filed a claim (timed as ``claim_authorization``)."""
+        return self._timed(
+            "claim_authorization", lambda: self.inner.claim_authorization(claim_id)
+        )
+
+    def claim_load(self, record_index: int, window_s: float) -> ClaimLoad:
+        """Count a record's open and recently failed claims (timed as ``claim_load``)."""
+        return self._timed("claim_load", lambda: self.inner.claim_load(record_index, window_s))
 
     def close(self) -> None:
         """Close the wrapped store."""

@@ -18,7 +18,7 @@ from typing import Any, Final, TypeVar
 import grpc
 
 from protocol.envelope import Envelope
-from protocol.errors import TwinauditError
+from protocol.errors import InputError, TwinauditError
 from protocol.escrow_messages import EscrowRequest, decode_receipt
 from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from wire.observe import NO_METRICS, Metrics, annotate
@@ -35,13 +35,24 @@ T = TypeVar("T")
 
 
 def request_from_proto(message: escrow_pb2.CommitRequest) -> EscrowRequest:
-    """Return the validated §9.1 request carried by a ``CommitRequest``."""
+    """Return the validated §9.1 request carried by a ``CommitRequest``.
+
+    A request must bind the owner's claim key (§9.1): a record without one could be
+    claimed on by anyone who reads the public log, and every such claim would count
+    against the owner's false-detection bound (§10.7, §11).
+    """
+    if not message.claim_key:
+        raise InputError(
+            "an escrow request must carry the owner's claim key (spec 9.1): claims on a record "
+            "without one are not authenticated; update the owner's tool"
+        )
     return EscrowRequest(
         spec=message.spec_version,
         root=message.root,
         n_pairs=message.n_pairs,
         item_kind=message.item_kind,
         owner=message.owner,
+        claim_key=bytes(message.claim_key),
     )
 
 

@@ -16,12 +16,18 @@ same SQL on either, so the backends cannot drift apart. The schema:
   save writes only what is new; folded into ``escrow_claims`` when the claim finishes.
 - ``escrow_claim_leases``: which run of a claim holds it, until when (the database's
   clock, in seconds since the epoch); one row per claim being run.
+- ``escrow_claim_filings``: when each claim was filed (the database's clock) and the
+  signed claim request that filed it (§10.7; empty on a record that binds no claim key).
+- ``escrow_claim_nonces``: every claim request nonce used on each record, so that no
+  signed request is ever accepted twice (§10.7).
 - ``escrow_meta``: schema version and the arbiter's key id; a database refuses to open
   with another signing key.
 
-Schema 3 added ``escrow_claim_leases``; a schema-2 database is upgraded when it is
-opened (the table is created and the version raised), after which older code refuses
-it rather than run claims without leases.
+Schema 3 added ``escrow_claim_leases``, schema 4 ``escrow_claim_filings`` and
+``escrow_claim_nonces``; an older database is upgraded when it is opened (the tables
+are created and the version raised), after which older code refuses it rather than
+run claims without leases or accept a claim request twice. Claims filed before schema
+4 have no filing row: nothing was signed for them.
 """
 
 from __future__ import annotations
@@ -38,9 +44,9 @@ from protocol.errors import StateError
 from protocol.merkle import EMPTY_ROOT
 
 #: Version of the table layout below, recorded in ``escrow_meta``.
-SCHEMA_VERSION: Final = "3"
+SCHEMA_VERSION: Final = "4"
 #: Earlier versions a database is upgraded from when opened (the change is additive).
-UPGRADABLE_SCHEMAS: Final = frozenset({"2"})
+UPGRADABLE_SCHEMAS: Final = frozenset({"2", "3"})
 
 #: The tables, with ``{int}``, ``{real}``, ``{blob}`` and ``{serial}`` filled in by each dialect.
 _SCHEMA: Final = (
@@ -59,6 +65,12 @@ _SCHEMA: Final = (
     " data {blob} NOT NULL, PRIMARY KEY (claim_id, part))",
     "CREATE TABLE IF NOT EXISTS escrow_claim_leases (claim_id TEXT PRIMARY KEY,"
     " holder TEXT NOT NULL, expires {real} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS escrow_claim_filings (claim_id TEXT PRIMARY KEY,"
+    " record_index {int} NOT NULL, filed_at {real} NOT NULL, request {blob} NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS escrow_claim_filings_by_record"
+    " ON escrow_claim_filings (record_index, filed_at)",
+    "CREATE TABLE IF NOT EXISTS escrow_claim_nonces (record_index {int} NOT NULL,"
+    " nonce {blob} NOT NULL, PRIMARY KEY (record_index, nonce))",
 )
 
 
@@ -222,7 +234,7 @@ class SqlDatabase(ABC):
                 " ON CONFLICT (id) DO NOTHING",
                 (EMPTY_ROOT,),
             )
-            # The lease table above is all that schema 3 added: raise the version.
+            # The tables above are all that schemas 3 and 4 added: raise the version.
             cur.execute(
                 "UPDATE escrow_meta SET value = ? WHERE name = 'schema' AND value IN ("
                 + ", ".join("?" for _ in UPGRADABLE_SCHEMAS)

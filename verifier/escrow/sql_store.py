@@ -24,6 +24,7 @@ from .escrow_log import SqlEscrowLog
 from .sql import SqlDatabase
 from .store import (
     ClaimLease,
+    ClaimLoad,
     ClaimSummary,
     EscrowStore,
     SignedCheckpoint,
@@ -116,10 +117,18 @@ class SqlEscrowStore(EscrowStore):
         *,
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
+        authorization: bytes = b"",
     ) -> None:
         """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
         self.claims.create_claim(
-            claim_id, record_index, status, state, transcript_part, lease=lease, earlier=earlier
+            claim_id,
+            record_index,
+            status,
+            state,
+            transcript_part,
+            lease=lease,
+            earlier=earlier,
+            authorization=authorization,
         )
 
     def load_claim(self, claim_id: str) -> StoredClaim | None:
@@ -155,6 +164,18 @@ class SqlEscrowStore(EscrowStore):
     def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
         """Return the claims against a record, oldest first."""
         return self.claims.claims_for_record(record_index)
+
+    def use_claim_nonce(self, record_index: int, nonce: bytes) -> None:
+        """Record a claim request nonce as used on a record; refuse a replayed one."""
+        self.claims.use_claim_nonce(record_index, nonce)
+
+    def claim_authorization(self, claim_id: str) -> bytes | None:
+        """Return the signed request that filed a claim (b"" unsigned), None without a filing."""
+        return self.claims.claim_authorization(claim_id)
+
+    def claim_load(self, record_index: int, window_s: float) -> ClaimLoad:
+        """Return the record's open claims and its recently failed ones."""
+        return self.claims.claim_load(record_index, window_s)
 
     def close(self) -> None:
         """Close the connection; later calls raise StateError."""

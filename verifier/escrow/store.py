@@ -124,6 +124,30 @@ class ClaimsChangedError(ClaimBusyError):
     """
 
 
+class ReplayedRequestError(StateError):
+    """A claim request nonce already used on the record (spec §10.7); gRPC ``FAILED_PRECONDITION``.
+
+    A signed claim request is good once: a copy of one, sent again by anyone, files
+    nothing.
+    """
+
+
+#: Per-owner limits (spec §10.7): how many claims a record may have open at once, and
+#: how many of its claims filed in the last :data:`FAILED_WINDOW_S` seconds may have
+#: failed, before a new claim on it is refused (``limit-exceeded``, nothing filed).
+DEFAULT_MAX_OPEN_CLAIMS: Final = 8
+DEFAULT_MAX_FAILED_CLAIMS: Final = 32
+FAILED_WINDOW_S: Final = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimLoad:
+    """How many claims on a record are open, and how many failed lately (per-owner limits)."""
+
+    open: int
+    failed_recently: int
+
+
 @dataclass(frozen=True, slots=True)
 class StoredEntry:
     """One log entry and its secret ``rho``, as :meth:`EscrowLog.entry` returns them."""
@@ -345,11 +369,14 @@ class ClaimStore(ABC):
         *,
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
+        authorization: bytes = b"",
     ) -> None:
         """Create a new claim on record ``record_index``, held by ``lease``.
 
         As :meth:`save_claim` does for a claim it creates, but a claim id already saved
-        is refused. With ``earlier`` (claim ids, oldest first, as
+        is refused. The claim's filing is recorded with it: the time (the database's
+        clock) and ``authorization``, the signed claim request that filed it (§10.7;
+        empty on a record that binds no claim key). With ``earlier`` (claim ids, oldest first, as
         :meth:`claims_for_record` lists them) the claim is created only if the claims
         filed on the record are exactly those, checked in the transaction that files
         it, so what the caller computed from them (the pairs a claim on fresh pairs
@@ -410,6 +437,28 @@ class ClaimStore(ABC):
     @abstractmethod
     def claims_for_record(self, record_index: int) -> list[ClaimSummary]:
         """Return every claim saved against ``record_index``, oldest first."""
+
+    @abstractmethod
+    def use_claim_nonce(self, record_index: int, nonce: bytes) -> None:
+        """Record a claim request's nonce as used on ``record_index`` (spec §10.7).
+
+        Raises :class:`ReplayedRequestError`, changing nothing, when it was used before
+        (by any process on the database).
+        """
+
+    @abstractmethod
+    def claim_authorization(self, claim_id: str) -> bytes | None:
+        """Return the signed claim request that filed a claim (b"" if none was signed).
+
+        None when the claim has no filing row (never saved, or filed before schema 4).
+        """
+
+    @abstractmethod
+    def claim_load(self, record_index: int, window_s: float) -> ClaimLoad:
+        """Count a record's open claims, and its failed ones filed in the last ``window_s``.
+
+        The window is measured by the database's clock, in seconds.
+        """
 
 
 class EscrowStore(EscrowLog, ClaimStore):

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/escrow/v1/escrow.proto\x12\x13twinaudit.escrow.v1\"f\n\rCommitRequest\x12\x14\n\x0cspec_version\x18\x01 \x01(\t\x12\x0c\n\x04root\x18\x02 \x01(\x0c\x12\x0f\n\x07n_pairs\x18\x03 \x01(\x04\x12\x11\n\titem_kind\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\"!\n\x0e\x43ommitResponse\x12\x0f\n\x07receipt\x18\x01 \x01(\x0c\"!\n\x10GetRecordRequest\x12\r\n\x05index\x18\x01 \x01(\x04\"a\n\x11GetRecordResponse\x12\r\n\x05\x65ntry\x18\x01 \x01(\x0c\x12\x10\n\x08log_size\x18\x02 \x01(\x04\x12\x17\n\x0finclusion_proof\x18\x03 \x03(\x0c\x12\x12\n\ncheckpoint\x18\x04 \x01(\x0c\"\x16\n\x14GetCheckpointRequest\"+\n\x15GetCheckpointResponse\x12\x12\n\ncheckpoint\x18\x01 \x01(\x0c\"7\n\x18GetInclusionProofRequest\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04size\x18\x02 \x01(\x04\"*\n\x19GetInclusionProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\"@\n\x1aGetConsistencyProofRequest\x12\x10\n\x08old_size\x18\x01 \x01(\x04\x12\x10\n\x08new_size\x18\x02 \x01(\x04\",\n\x1bGetConsistencyProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\x32\x8d\x04\n\x06\x45scrow\x12Q\n\x06\x43ommit\x12\".twinaudit.escrow.v1.CommitRequest\x1a#.twinaudit.escrow.v1.CommitResponse\x12Z\n\tGetRecord\x12%.twinaudit.escrow.v1.GetRecordRequest\x1a&.twinaudit.escrow.v1.GetRecordResponse\x12\x66\n\rGetCheckpoint\x12).twinaudit.escrow.v1.GetCheckpointRequest\x1a*.twinaudit.escrow.v1.GetCheckpointResponse\x12r\n\x11GetInclusionProof\x12-.twinaudit.escrow.v1.GetInclusionProofRequest\x1a..twinaudit.escrow.v1.GetInclusionProofResponse\x12x\n\x13GetConsistencyProof\x12/.twinaudit.escrow.v1.GetConsistencyProofRequest\x1a\x30.twinaudit.escrow.v1.GetConsistencyProofResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/escrow/v1/escrow.proto\x12\x13twinaudit.escrow.v1\"y\n\rCommitRequest\x12\x14\n\x0cspec_version\x18\x01 \x01(\t\x12\x0c\n\x04root\x18\x02 \x01(\x0c\x12\x0f\n\x07n_pairs\x18\x03 \x01(\x04\x12\x11\n\titem_kind\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12\x11\n\tclaim_key\x18\x06 \x01(\x0c\"!\n\x0e\x43ommitResponse\x12\x0f\n\x07receipt\x18\x01 \x01(\x0c\"!\n\x10GetRecordRequest\x12\r\n\x05index\x18\x01 \x01(\x04\"a\n\x11GetRecordResponse\x12\r\n\x05\x65ntry\x18\x01 \x01(\x0c\x12\x10\n\x08log_size\x18\x02 \x01(\x04\x12\x17\n\x0finclusion_proof\x18\x03 \x03(\x0c\x12\x12\n\ncheckpoint\x18\x04 \x01(\x0c\"\x16\n\x14GetCheckpointRequest\"+\n\x15GetCheckpointResponse\x12\x12\n\ncheckpoint\x18\x01 \x01(\x0c\"7\n\x18GetInclusionProofRequest\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04size\x18\x02 \x01(\x04\"*\n\x19GetInclusionProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\"@\n\x1aGetConsistencyProofRequest\x12\x10\n\x08old_size\x18\x01 \x01(\x04\x12\x10\n\x08new_size\x18\x02 \x01(\x04\",\n\x1bGetConsistencyProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\x32\x8d\x04\n\x06\x45scrow\x12Q\n\x06\x43ommit\x12\".twinaudit.escrow.v1.CommitRequest\x1a#.twinaudit.escrow.v1.CommitResponse\x12Z\n\tGetRecord\x12%.twinaudit.escrow.v1.GetRecordRequest\x1a&.twinaudit.escrow.v1.GetRecordResponse\x12\x66\n\rGetCheckpoint\x12).twinaudit.escrow.v1.GetCheckpointRequest\x1a*.twinaudit.escrow.v1.GetCheckpointResponse\x12r\n\x11GetInclusionProof\x12-.twinaudit.escrow.v1.GetInclusionProofRequest\x1a..twinaudit.escrow.v1.GetInclusionProofResponse\x12x\n\x13GetConsistencyProof\x12/.twinaudit.escrow.v1.GetConsistencyProofRequest\x1a\x30.twinaudit.escrow.v1.GetConsistencyProofResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,25 +32,25 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wire.escrow.v1.escrow_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_COMMITREQUEST']._serialized_start=57
-  _globals['_COMMITREQUEST']._serialized_end=159
-  _globals['_COMMITRESPONSE']._serialized_start=161
-  _globals['_COMMITRESPONSE']._serialized_end=194
-  _globals['_GETRECORDREQUEST']._serialized_start=196
-  _globals['_GETRECORDREQUEST']._serialized_end=229
-  _globals['_GETRECORDRESPONSE']._serialized_start=231
-  _globals['_GETRECORDRESPONSE']._serialized_end=328
-  _globals['_GETCHECKPOINTREQUEST']._serialized_start=330
-  _globals['_GETCHECKPOINTREQUEST']._serialized_end=352
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_start=354
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=397
-  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_start=399
-  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=454
-  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_start=456
-  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_end=498
-  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=500
-  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=564
-  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_start=566
-  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_end=610
-  _globals['_ESCROW']._serialized_start=613
-  _globals['_ESCROW']._serialized_end=1138
+  _globals['_COMMITREQUEST']._serialized_end=178
+  _globals['_COMMITRESPONSE']._serialized_start=180
+  _globals['_COMMITRESPONSE']._serialized_end=213
+  _globals['_GETRECORDREQUEST']._serialized_start=215
+  _globals['_GETRECORDREQUEST']._serialized_end=248
+  _globals['_GETRECORDRESPONSE']._serialized_start=250
+  _globals['_GETRECORDRESPONSE']._serialized_end=347
+  _globals['_GETCHECKPOINTREQUEST']._serialized_start=349
+  _globals['_GETCHECKPOINTREQUEST']._serialized_end=371
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_start=373
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=416
+  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_start=418
+  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=473
+  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_start=475
+  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_end=517
+  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=519
+  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=583
+  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_start=585
+  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_end=629
+  _globals['_ESCROW']._serialized_start=632
+  _globals['_ESCROW']._serialized_end=1157
 # @@protoc_insertion_point(module_scope)

@@ -7,18 +7,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CommitRequest(_message.Message):
-    __slots__ = ("spec_version", "root", "n_pairs", "item_kind", "owner")
+    __slots__ = ("spec_version", "root", "n_pairs", "item_kind", "owner", "claim_key")
     SPEC_VERSION_FIELD_NUMBER: _ClassVar[int]
     ROOT_FIELD_NUMBER: _ClassVar[int]
     N_PAIRS_FIELD_NUMBER: _ClassVar[int]
     ITEM_KIND_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_KEY_FIELD_NUMBER: _ClassVar[int]
     spec_version: str
     root: bytes
     n_pairs: int
     item_kind: str
     owner: str
-    def __init__(self, spec_version: _Optional[str] = ..., root: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., item_kind: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
+    claim_key: bytes
+    def __init__(self, spec_version: _Optional[str] = ..., root: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., item_kind: _Optional[str] = ..., owner: _Optional[str] = ..., claim_key: _Optional[bytes] = ...) -> None: ...
 
 class CommitResponse(_message.Message):
     __slots__ = ("receipt",)

@@ -15,7 +15,7 @@ class ClaimMessage(_message.Message):
     def __init__(self, start: _Optional[_Union[ClaimStart, _Mapping]] = ..., openings: _Optional[_Union[Openings, _Mapping]] = ...) -> None: ...
 
 class ClaimStart(_message.Message):
-    __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window", "window_max", "fresh_pairs")
+    __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window", "window_max", "fresh_pairs", "authorization", "dry_run", "probes")
     SPEC_VERSION_FIELD_NUMBER: _ClassVar[int]
     RECORD_INDEX_FIELD_NUMBER: _ClassVar[int]
     RECORD_ROOT_FIELD_NUMBER: _ClassVar[int]
@@ -29,6 +29,9 @@ class ClaimStart(_message.Message):
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MAX_FIELD_NUMBER: _ClassVar[int]
     FRESH_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZATION_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    PROBES_FIELD_NUMBER: _ClassVar[int]
     spec_version: str
     record_index: int
     record_root: bytes
@@ -42,7 +45,20 @@ class ClaimStart(_message.Message):
     window: int
     window_max: int
     fresh_pairs: bool
-    def __init__(self, spec_version: _Optional[str] = ..., record_index: _Optional[int] = ..., record_root: _Optional[bytes] = ..., model: _Optional[_Union[ModelRef, _Mapping]] = ..., score: _Optional[_Union[ScoreSpec, _Mapping]] = ..., test: _Optional[_Union[TestSpec, _Mapping]] = ..., tie_rule: _Optional[str] = ..., max_pairs: _Optional[int] = ..., query_budget: _Optional[int] = ..., resume_claim_id: _Optional[str] = ..., window: _Optional[int] = ..., window_max: _Optional[int] = ..., fresh_pairs: _Optional[bool] = ...) -> None: ...
+    authorization: bytes
+    dry_run: bool
+    probes: _containers.RepeatedCompositeFieldContainer[ImageShape]
+    def __init__(self, spec_version: _Optional[str] = ..., record_index: _Optional[int] = ..., record_root: _Optional[bytes] = ..., model: _Optional[_Union[ModelRef, _Mapping]] = ..., score: _Optional[_Union[ScoreSpec, _Mapping]] = ..., test: _Optional[_Union[TestSpec, _Mapping]] = ..., tie_rule: _Optional[str] = ..., max_pairs: _Optional[int] = ..., query_budget: _Optional[int] = ..., resume_claim_id: _Optional[str] = ..., window: _Optional[int] = ..., window_max: _Optional[int] = ..., fresh_pairs: _Optional[bool] = ..., authorization: _Optional[bytes] = ..., dry_run: _Optional[bool] = ..., probes: _Optional[_Iterable[_Union[ImageShape, _Mapping]]] = ...) -> None: ...
+
+class ImageShape(_message.Message):
+    __slots__ = ("height", "width", "channels")
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    height: int
+    width: int
+    channels: int
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., channels: _Optional[int] = ...) -> None: ...
 
 class ModelRef(_message.Message):
     __slots__ = ("oracle_endpoint", "name")
@@ -99,16 +115,42 @@ class Openings(_message.Message):
     def __init__(self, pairs: _Optional[_Iterable[_Union[PairOpening, _Mapping]]] = ...) -> None: ...
 
 class VerifierMessage(_message.Message):
-    __slots__ = ("accepted", "request", "progress", "verdict")
+    __slots__ = ("accepted", "request", "progress", "verdict", "dry_run")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     accepted: ClaimAccepted
     request: OpeningRequest
     progress: Progress
     verdict: VerdictReady
-    def __init__(self, accepted: _Optional[_Union[ClaimAccepted, _Mapping]] = ..., request: _Optional[_Union[OpeningRequest, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., verdict: _Optional[_Union[VerdictReady, _Mapping]] = ...) -> None: ...
+    dry_run: DryRunReport
+    def __init__(self, accepted: _Optional[_Union[ClaimAccepted, _Mapping]] = ..., request: _Optional[_Union[OpeningRequest, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., verdict: _Optional[_Union[VerdictReady, _Mapping]] = ..., dry_run: _Optional[_Union[DryRunReport, _Mapping]] = ...) -> None: ...
+
+class DryRunReport(_message.Message):
+    __slots__ = ("oracle", "score", "n_pairs", "earlier_claims", "probes")
+    ORACLE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    N_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    EARLIER_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    PROBES_FIELD_NUMBER: _ClassVar[int]
+    oracle: bytes
+    score: bytes
+    n_pairs: int
+    earlier_claims: int
+    probes: _containers.RepeatedCompositeFieldContainer[ProbeResult]
+    def __init__(self, oracle: _Optional[bytes] = ..., score: _Optional[bytes] = ..., n_pairs: _Optional[int] = ..., earlier_claims: _Optional[int] = ..., probes: _Optional[_Iterable[_Union[ProbeResult, _Mapping]]] = ...) -> None: ...
+
+class ProbeResult(_message.Message):
+    __slots__ = ("shape", "ok", "error")
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    shape: ImageShape
+    ok: bool
+    error: str
+    def __init__(self, shape: _Optional[_Union[ImageShape, _Mapping]] = ..., ok: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class ClaimAccepted(_message.Message):
     __slots__ = ("claim_id", "n_pairs", "resumed_pairs")
