@@ -35,9 +35,10 @@ import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from demo.hostile_claims import file_hostile_claims
+from demo.hostile_claims import CLAIM_KEY, file_hostile_claims
 from demo.hostile_http import HostileServer, drip, hostile_server
 from protocol import SPEC_VERSION
+from protocol.keys import raw_public_key
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.server import serve_arbiter
 from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
@@ -64,6 +65,7 @@ def _calls(channel: grpc.Channel) -> dict[str, Callable[[int], object]]:
             n_pairs=8,
             item_kind="image",
             owner="bench",
+            claim_key=raw_public_key(CLAIM_KEY.public_key()),
         )
         return escrow.Commit(request, timeout=CALL_DEADLINE_S)
 

@@ -33,9 +33,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from demo.hostile_claims import file_hostile_claims
+from demo.hostile_claims import CLAIM_KEY, file_hostile_claims
 from demo.hostile_http import HostileServer, drip, flood, hostile_server, redirect
 from protocol.errors import OracleError
+from protocol.keys import raw_public_key
 from tests.support.keys import KEY
 from tests.support.pki import certificate, certificate_pem, key_pem
 from verifier.escrow.sqlite_store import SqliteEscrowStore
@@ -231,7 +232,12 @@ def _probe(channel: grpc.Channel) -> dict[str, float]:
     escrow = escrow_pb2_grpc.EscrowStub(channel)
     verifier = vpb_grpc.VerifierStub(channel)
     commit = escrow_pb2.CommitRequest(
-        spec_version="0.2", root=bytes([9]) * 32, n_pairs=8, item_kind="image", owner="o"
+        spec_version="0.2",
+        root=bytes([9]) * 32,
+        n_pairs=8,
+        item_kind="image",
+        owner="o",
+        claim_key=raw_public_key(CLAIM_KEY.public_key()),
     )
     calls = {
         "health": lambda: health.Check(health_pb2.HealthCheckRequest(), timeout=3),
