@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from typing import ClassVar
 
@@ -124,6 +125,16 @@ def detection_boundary(
     b[t] + 1 and one exact decision per t suffices. The boundary does not depend on N.
     """
     p = check_probability("p", p)
+    return stepwise_boundary(lambda t, s: reaches(t, s, p, prior), max_draws)
+
+
+def stepwise_boundary(detects: Callable[[int, int], bool], max_draws: int) -> list[int]:
+    """Return b[0 … ``max_draws``] of a test that detects after t draws when S ≥ b[t].
+
+    ``detects(t, S)`` decides one count exactly; it must be nondecreasing in S and, as
+    for every statistic that is a likelihood ratio against 1/2 of rates θ > 1/2,
+    b[t + 1] must be b[t] or b[t] + 1, so one decision per t suffices.
+    """
     if isinstance(max_draws, bool) or not isinstance(max_draws, int) or max_draws < 0:
         raise ParameterError(f"max_draws must be a nonnegative integer, got {max_draws!r}")
     if max_draws > limits.MAX_PAIRS:
@@ -131,7 +142,7 @@ def detection_boundary(
     boundary = [1]
     for t in range(1, max_draws + 1):
         c = boundary[-1]
-        boundary.append(c if c <= t and reaches(t, c, p, prior) else c + 1)
+        boundary.append(c if c <= t and detects(t, c) else c + 1)
     return boundary
 
 

@@ -35,6 +35,7 @@ from .base import TiePolicy, check_probability
 from .mixture import MixtureTest
 from .mixture import detection_boundary as mixture_boundary
 from .mixture_prior import DEFAULT_PRIOR, get_prior
+from .oracle import oracle_boundary
 from .paper_test import PaperTest
 from .paper_test import detection_boundary as paper_boundary
 
@@ -147,6 +148,38 @@ def boundary_for(
     raise ParameterError(f"unknown test {test!r}")
 
 
+def _rates(q: float, tie_fraction: float, tie_rule: TiePolicy) -> tuple[float, float]:
+    """Return (success rate of the indicators fed, fraction of opened pairs that feed one)."""
+    if tie_rule is TiePolicy.COIN or not tie_fraction:
+        return (1.0 - tie_fraction) * q + tie_fraction / 2, 1.0
+    return q, 1.0 - tie_fraction
+
+
+def _checked(p: float, q: float, draws: str, tie_fraction: float) -> float:
+    check_probability("p", p)
+    q = _check_rate(q)
+    if not (0.0 <= tie_fraction < 1.0 and math.isfinite(tie_fraction)):
+        raise ParameterError(f"tie_fraction must lie in [0, 1), got {tie_fraction!r}")
+    if draws not in ("iid", "population"):
+        raise ParameterError(f"draws must be 'iid' or 'population', got {draws!r}")
+    if draws == "population" and tie_fraction:
+        raise ParameterError("ties are modelled for iid draws only")
+    return q
+
+
+def _power(
+    boundary: Sequence[int], n_pairs: int, q: float, draws: str, rates: tuple[float, float]
+) -> Power:
+    """Return the figures of a boundary test (arguments checked by :func:`_checked`)."""
+    if draws == "population":
+        return Power.from_survival(population_survival(boundary, n_pairs, round(q * n_pairs)))
+    fed, kept = rates
+    survival = iid_survival(boundary, n_pairs, fed)
+    if kept < 1.0:
+        survival = thinned_survival(survival, n_pairs, kept)
+    return Power.from_survival(survival)
+
+
 def plan(
     test: str,
     n_pairs: int,
@@ -165,19 +198,29 @@ def plan(
     module docstring. ``draws="population"``: the N pairs hold round(q·N) ones and are
     opened in a uniformly random order (ties are not modelled: ``tie_fraction`` must be 0).
     """
-    check_probability("p", p)
-    q = _check_rate(q)
-    if not (0.0 <= tie_fraction < 1.0 and math.isfinite(tie_fraction)):
-        raise ParameterError(f"tie_fraction must lie in [0, 1), got {tie_fraction!r}")
+    q = _checked(p, q, draws, tie_fraction)
     boundary = boundary_for(test, n_pairs, p, alpha=alpha, prior=prior)
-    if draws == "population":
-        if tie_fraction:
-            raise ParameterError("ties are modelled for iid draws only")
-        return Power.from_survival(population_survival(boundary, n_pairs, round(q * n_pairs)))
-    if draws != "iid":
-        raise ParameterError(f"draws must be 'iid' or 'population', got {draws!r}")
-    if tie_rule is TiePolicy.COIN or not tie_fraction:
-        effective = (1.0 - tie_fraction) * q + tie_fraction / 2
-        return Power.from_survival(iid_survival(boundary, n_pairs, effective))
-    inner = iid_survival(boundary, n_pairs, q)
-    return Power.from_survival(thinned_survival(inner, n_pairs, 1.0 - tie_fraction))
+    return _power(boundary, n_pairs, q, draws, _rates(q, tie_fraction, tie_rule))
+
+
+def oracle_plan(
+    n_pairs: int,
+    q: float,
+    p: float = 0.05,
+    *,
+    tie_fraction: float = 0.0,
+    tie_rule: TiePolicy = TiePolicy.COIN,
+) -> Power | None:
+    """Return :func:`plan`'s iid figures for the SPRT that knows the rate (:mod:`.oracle`).
+
+    The oracle is the SPRT for the success rate of the indicators it is fed: q under
+    ``skip`` or without ties, (1 − τ)q + τ/2 under ``coin``. None when that rate is at
+    most 1/2, where no such test exists. Not a protocol test: a yardstick.
+    """
+    q = _checked(p, q, "iid", tie_fraction)
+    rates = _rates(q, tie_fraction, tie_rule)
+    if rates[0] <= 0.5:
+        return None
+    if isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or n_pairs < 1:
+        raise ParameterError(f"n_pairs must be a positive integer, got {n_pairs!r}")
+    return _power(oracle_boundary(rates[0], p, n_pairs), n_pairs, q, "iid", rates)
