@@ -3,7 +3,8 @@
 Issue #19 lists "a prior of the mixture test tuned for the small N and q near
 0.55–0.65 that owners actually have" among the levers. This prints, for N = 200 (rung
 a's vaults) and N = 1,000 (rung b's), the detection probability and expected pairs of
-``mixture-e`` under the default prior ``grid15-v1``, under a prior that puts its
+``mixture-e`` under each registered prior (``grid15-v1``, the default when this was
+written, and ``grid16-v1``, the default since issue #39), under a prior that puts its
 weight at θ = 9/16 … 11/16 (``low-q``, the six consistency atoms kept), and under a
 point prior at θ = 0.578 (``point``, the best any prior can do when q is exactly the
 rung-(a) C1 q̂ of 0.576, and a prior no owner could choose in advance), with the
@@ -19,11 +20,11 @@ Run: ``python -m evaluation.prior_ceiling``.
 from __future__ import annotations
 
 from protocol.stats.mixture import detection_boundary
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, GridPrior
+from protocol.stats.mixture_prior import CONSISTENCY_ATOMS, PRIORS, GridPrior
 from protocol.stats.power import Power, iid_survival, plan
 
-#: θ = 1/2 + 2^-k, k = 10 … 5 at 0.5% each, as in ``grid15-v1`` (consistency for any q > 1/2).
-CONSISTENCY = ((1026, 5), (1028, 5), (1032, 5), (1040, 5), (1056, 5), (1088, 5))
+#: θ = 1/2 + 2^-k, k = 10 … 5 at 0.5% each, as in the registered priors (consistency).
+CONSISTENCY = CONSISTENCY_ATOMS
 CANDIDATES = (
     GridPrior(
         "low-q",
@@ -42,7 +43,7 @@ def table() -> list[str]:
         "|---|---|" + "---|" * len(RATES),
     ]
     for n in (200, 1000):
-        for prior in (DEFAULT_PRIOR, *CANDIDATES):
+        for prior in (*PRIORS.values(), *CANDIDATES):
             boundary = detection_boundary(0.05, n, prior)
             cells = [Power.from_survival(iid_survival(boundary, n, q)) for q in RATES]
             lines.append(

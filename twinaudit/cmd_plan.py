@@ -4,7 +4,8 @@ For a number of pairs N and a false-detection bound p, prints the paper's thresh
 and, for each registered test, the detection probability and the expected number of
 pairs opened at several success rates q. The figures are exact (dynamic programming
 over the test's detection boundary, iid indicators with success rate q), not
-simulated.
+simulated. Beside them, the same figures for the SPRT that knows q
+(:mod:`protocol.stats.oracle`): the yardstick, not a test a claim can use.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 
 from protocol.stats.base import TiePolicy
 from protocol.stats.chernoff import chernoff_threshold
-from protocol.stats.power import plan
+from protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS
+from protocol.stats.power import Power, oracle_plan, plan
 from protocol.stats.registry import TESTS as REGISTERED
 
 from .helptext import paragraphs
@@ -34,7 +36,9 @@ PLAN_HELP = paragraphs(
     "false-detection bound p, prints the paper's threshold T and, for each test, the "
     "detection probability and the expected number of pairs opened at several "
     "success rates q: exact figures (dynamic programming over the test's detection "
-    "boundary, iid indicators with success rate q), not simulated.",
+    "boundary, iid indicators with success rate q), not simulated. The oracle column is "
+    "the SPRT that knows q (its likelihood ratio against 1/p): no test valid for every "
+    "q can match it at every q, and it is the yardstick the tests are judged by.",
     "example: twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",
 )
 
@@ -84,17 +88,33 @@ def register(commands: Any) -> None:
         help="how the claim treats ties (default skip)",
     )
     parser.add_argument(
+        "--prior",
+        choices=sorted(PRIORS),
+        default=DEFAULT_PRIOR.name,
+        help="prior of the mixture test (default %(default)s)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help="print one JSON object on stdout (the threshold, and per rate q each test's "
-        "detection probability and expected pairs) instead of the table",
+        "detection probability and expected pairs, and the oracle SPRT's) instead of the table",
     )
     parser.set_defaults(handler=_plan)
+
+
+def _figures_of(power: Power | None) -> dict[str, float] | None:
+    if power is None:
+        return None
+    return {
+        "detection_probability": power.detection_probability,
+        "expected_pairs": power.expected_pairs,
+    }
 
 
 def _figures(args: argparse.Namespace, alpha: float) -> list[dict[str, Any]]:
     """Return, per rate q, each test's detection probability and expected pairs opened."""
     rows = []
+    tie_rule = TiePolicy(args.tie_rule)
     for q in args.rates:
         tests = {}
         for name in TESTS:
@@ -104,14 +124,13 @@ def _figures(args: argparse.Namespace, alpha: float) -> list[dict[str, Any]]:
                 q,
                 args.fdr,
                 tie_fraction=args.ties,
-                tie_rule=TiePolicy(args.tie_rule),
+                tie_rule=tie_rule,
                 alpha=alpha if name == "pprm-chernoff" else None,
+                prior=args.prior if name == "mixture-e" else None,
             )
-            tests[name] = {
-                "detection_probability": power.detection_probability,
-                "expected_pairs": power.expected_pairs,
-            }
-        rows.append({"q": q, "tests": tests})
+            tests[name] = _figures_of(power)
+        oracle = oracle_plan(args.pairs, q, args.fdr, tie_fraction=args.ties, tie_rule=tie_rule)
+        rows.append({"q": q, "tests": tests, "oracle_sprt": _figures_of(oracle)})
     return rows
 
 
@@ -129,11 +148,12 @@ def _plan(args: argparse.Namespace) -> int:
                 "threshold_fraction": threshold / n,
                 "ties": args.ties,
                 "tie_rule": args.tie_rule,
+                "prior": args.prior,
                 "rates": _figures(args, alpha),
             }
         )
         return 0
-    print(f"N = {n} pairs, false-detection bound p = {p}")
+    print(f"N = {n} pairs, false-detection bound p = {p}, mixture prior {args.prior}")
     print(
         f"paper's test (pprm-chernoff, alpha = {alpha}): threshold T = {threshold} "
         f"(never detects unless at least {threshold / n:.3f} of all pairs succeed)"
@@ -145,12 +165,17 @@ def _plan(args: argparse.Namespace) -> int:
     header = f"{'q':>6}" + "".join(
         f"  {name + ' P(detect)':>24}  {'E[pairs]':>9}" for name in TESTS
     )
-    print(header)
+    print(header + f"  {'oracle SPRT E[pairs]':>20}")
     for figures in _figures(args, alpha):
         row = f"{figures['q']:>6.2f}"
         for name in TESTS:
             test = figures["tests"][name]
             row += f"  {test['detection_probability']:>24.3f}  {test['expected_pairs']:>9.1f}"
-        print(row)
+        oracle = figures["oracle_sprt"]
+        print(row + (f"  {oracle['expected_pairs']:>20.1f}" if oracle else f"  {'-':>20}"))
     print("\nE[pairs] counts every pair opened, including audits that end without detection.")
+    print(
+        "The oracle SPRT knows q (its likelihood ratio against 1/2 reaching 1/p): a yardstick,\n"
+        "not a test a claim can name; no test valid for every q matches it at every q."
+    )
     return 0

@@ -85,7 +85,7 @@ def trajectory(verdict: VerdictView, grades: Sequence[int] | None = None) -> Tra
     name = claim["test"]["name"]
     params = claim["test"]["params"]
     n_pairs = int(claim["record"]["n_pairs"])
-    test = make_test(name, n_pairs, params["p"], params.get("alpha"))
+    test = make_test(name, n_pairs, params["p"], params.get("alpha"), params.get("prior"))
     if test.graded and grades is None:
         raise GradesNeededError("the graded test's path needs the transcript's scores")
     fed_grades = iter(grades or ())

@@ -171,7 +171,9 @@ class ClaimSession:
                 f"earlier claims opened every one of record {record.index}'s {record.n_pairs}"
                 " pairs: no fresh pair is left for this claim; escrow a new record"
             )
-        test = make_test(params.test_name, record.n_pairs - len(skipped), params.p, params.alpha)
+        test = make_test(
+            params.test_name, record.n_pairs - len(skipped), params.p, params.alpha, params.prior
+        )
         claim = ClaimMap(
             record_index=record.index,
             record_root=record.root,

@@ -107,11 +107,12 @@ class ClaimMap:
 
     def make_test(self) -> SequentialTest:
         """Return a fresh sequential test with the claim's name and parameters (§7)."""
-        alpha = self.test_params.get("alpha")
+        alpha, prior = self.test_params.get("alpha"), self.test_params.get("prior")
         p = self.test_params["p"]
         assert isinstance(p, float)
         assert alpha is None or isinstance(alpha, float)
-        return make_test(self.test_name, self.population, p, alpha)
+        assert prior is None or isinstance(prior, str)
+        return make_test(self.test_name, self.population, p, alpha, prior)
 
     def to_value(self) -> dict[str, Value]:
         """Return the canonical claim map (``excluded`` only when the claim excludes pairs)."""
@@ -178,17 +179,19 @@ class ClaimMap:
         params = test["params"]
         if not isinstance(test["name"], str) or not isinstance(params, dict):
             raise InputError("claim.test must name a test and carry a parameter map")
-        p, alpha = params.get("p"), params.get("alpha")
+        p, alpha, prior = params.get("p"), params.get("alpha"), params.get("prior")
         if not isinstance(p, float) or (alpha is not None and not isinstance(alpha, float)):
             raise InputError("claim.test.params.p (and alpha) must be floats")
+        if prior is not None and not isinstance(prior, str):
+            raise InputError("claim.test.params.prior must name a registered prior")
         try:
-            built = make_test(test["name"], population, p, alpha)
+            built = make_test(test["name"], population, p, alpha, prior)
         except ParameterError as exc:
             raise InputError(f"claim.test: {exc}") from None
         if encode(built.parameters()) != encode(params):
             raise InputError(
                 f"claim.test.params must be exactly the parameters of {test['name']!r} "
-                f"over {population} pairs at p = {p}"
+                f"over {population} pairs at p = {p}" + (f" with prior {prior!r}" if prior else "")
             )
         if not isinstance(claim["tie_rule"], str) or claim["tie_rule"] not in TIE_RULES:
             raise InputError(f"claim.tie_rule must be one of {sorted(TIE_RULES)}")

@@ -31,7 +31,9 @@ class ClaimParams:
     resolves from the oracle's description when it starts (§10.2 step 1). ``alpha``
     None is the test's default; ``window_max`` 0 is :func:`default_window_max`.
     ``fresh_pairs`` asks the verifier to exclude every pair that earlier claims on the
-    record opened (the claim map's ``excluded``, §10.1).
+    record opened (the claim map's ``excluded``, §10.1). ``prior`` names the mixture
+    tests' prior (§7.3.1); None is the default prior, and what a claim started over the
+    wire gets (``ClaimStart`` does not carry one).
     """
 
     record_index: int
@@ -50,6 +52,8 @@ class ClaimParams:
     window_max: int = 0
     #: Open only pairs that no earlier claim on the record opened (spec §10.2 step 2).
     fresh_pairs: bool = False
+    #: The mixture tests' registered prior (spec §7.3.2); None: the default (§7.3.1).
+    prior: str | None = None
 
     def __post_init__(self) -> None:
         """Check ranges and sizes."""

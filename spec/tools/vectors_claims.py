@@ -321,6 +321,10 @@ def _claim_case(
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     params = dict(params)
     excluded: list[int] = params.pop("excluded", [])
+    if params["test_name"] != "pprm-chernoff":
+        # The claims of this file were made under grid15-v1, the default until grid16-v1
+        # (spec §7.3.8); they stay as they were. A row may ask for the default with prior None.
+        params.setdefault("prior", "grid15-v1")
     claim = ClaimParams(0, record.tree.root(), "vector-oracle:0", "vector-model", **params)
     nonce = hashlib.sha256(f"twinaudit claim vector nonce {name}".encode()).digest()
     claim_id = f"vector-claim-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
@@ -491,6 +495,7 @@ def run_claim(inp: dict[str, Any]) -> dict[str, Any]:
         claim["query_budget"],
         claim["window"],
         claim["window_max"],
+        prior=test["params"].get("prior"),
     )
     oracle = VectorOracle(OracleInfo.from_value(claim["model"]["oracle"]), inp["answers"])
     verdict = inp["verdict"]
@@ -628,13 +633,14 @@ def _claim_cases() -> dict[str, dict[str, Any]]:
             _MEMORISED,
             labelled,
             StandIn("classify", "probabilities", _memorised(labelled)),
-            {
-                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
-                "test_name": "mixture-e",
-                "p": 0.05,
-                "window": 2,
-                "window_max": 2,
-            },
+            _MEMORISED_PARAMS,
+        ),
+        (
+            "a memorising classifier, C1 none K=1, mixture-e under the default prior "
+            "grid16-v1, skip: detected",
+            labelled,
+            StandIn("classify", "probabilities", _memorised(labelled)),
+            {**_MEMORISED_PARAMS, "prior": None},
         ),
         (
             _GRADED,
@@ -948,6 +954,13 @@ def _take_next(opening: dict[str, Any], following: dict[str, Any]) -> None:
 
 _SHORT = "image-classifier C1, dither K=1, mixture-e, skip, max_pairs 4"
 _MEMORISED = "a memorising classifier, C1 none K=1, mixture-e, skip: detected"
+_MEMORISED_PARAMS: dict[str, Any] = {
+    "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+    "test_name": "mixture-e",
+    "p": 0.05,
+    "window": 2,
+    "window_max": 2,
+}
 _MEMORISED_LANGUAGE = "a memorising language model, mixture-e, skip: detected"
 _UNLEARNED = (
     "image-classifier C1, none K=1, mixture-e, skip, the pairs of an earlier claim "

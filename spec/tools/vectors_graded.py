@@ -24,12 +24,15 @@ from protocol.stats.graded import (
     log_e_value,
     reaches,
 )
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, get_prior
+from protocol.stats.mixture_prior import DEFAULT_PRIOR, GRID15_V1, get_prior
 
 from .vectors_core import case, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "graded.json"
-PRIOR = DEFAULT_PRIOR.name
+#: The prior of the file's first cases, written when it was the only one; they stay.
+PRIOR = GRID15_V1.name
+#: The default prior of new claims (spec §7.3.8): its own cases, their names prefixed.
+NEW = DEFAULT_PRIOR.name
 
 
 def _hex(x: float) -> str:
@@ -69,11 +72,11 @@ def _grade_cases() -> list[dict[str, Any]]:
     ]
 
 
-def _e_value(flat: list[int]) -> dict[str, Any]:
-    inp = {"prior": PRIOR, "grades": flat}
+def _e_value(flat: list[int], name: str = PRIOR) -> dict[str, Any]:
+    inp = {"prior": name, "grades": flat}
 
     def compute() -> dict[str, Any]:
-        prior = get_prior(PRIOR)
+        prior = get_prior(name)
         m = e_value(counts_of(flat), prior)
         return {
             "numerator": str(m.numerator),
@@ -81,7 +84,8 @@ def _e_value(flat: list[int]) -> dict[str, Any]:
             "log_statistic": _hex(log_e_value(counts_of(flat), prior)),
         }
 
-    return case(f"grades={flat}", "e-value", inp, compute)
+    label = "" if name == PRIOR else f"{name}: "
+    return case(f"{label}grades={flat}", "e-value", inp, compute)
 
 
 def _decision(name: str, flat: list[int], p: float) -> dict[str, Any]:
@@ -95,7 +99,7 @@ def _near_tie_cases() -> list[dict[str, Any]]:
     """p at the binary64 value nearest 1/M_t, and its two neighbours."""
     cases = []
     for flat in ([3, 0, 2, 0, 4, 0], [20, 4, 9, 2, 6, 1], [120, 80, 40, 15, 12, 2]):
-        nearest = float(1 / e_value(counts_of(flat)))
+        nearest = float(1 / e_value(counts_of(flat), get_prior(PRIOR)))
         for label, p in (
             ("below", math.nextafter(nearest, 0)),
             ("nearest", nearest),
@@ -114,11 +118,11 @@ def _bits(label: str, count: int, ones_per_256: int) -> str:
     return ",".join(out)
 
 
-def _detector(name: str, n: int, p: float, outcomes: str) -> dict[str, Any]:
-    inp = {"n_pairs": n, "p": _hex(p), "prior": PRIOR, "outcomes": outcomes}
+def _detector(name: str, n: int, p: float, outcomes: str, prior: str = PRIOR) -> dict[str, Any]:
+    inp = {"n_pairs": n, "p": _hex(p), "prior": prior, "outcomes": outcomes}
 
     def compute() -> dict[str, Any]:
-        test = GradedMixtureTest(n, p, PRIOR)
+        test = GradedMixtureTest(n, p, prior)
         for item in outcomes.split(","):
             if test.update(int(item[0]), int(item[1:])).decision is not Decision.CONTINUE:
                 break
@@ -171,6 +175,8 @@ def _detector_cases() -> list[dict[str, Any]]:
         _detector("invalid: grade 0", 10, 0.05, "10"),
         _detector("invalid: grade 4", 10, 0.05, "14"),
         _detector("invalid: p above one", 10, 1.5, "13"),
+        _e_value([20, 4, 9, 2, 6, 1], NEW),
+        _detector(f"{NEW}: q≈0.6, N=1000, p=0.001", 1000, 0.001, _bits("graded/b", 1000, 154), NEW),
     ]
 
 
@@ -180,7 +186,8 @@ def build() -> dict[str, Any]:
         "spec_version": SPEC_VERSION,
         "topic": "graded",
         "description": (
-            "The graded mixture test (spec §7.5), prior grid15-v1. 'grade': the grade of a "
+            "The graded mixture test (spec §7.5), prior grid15-v1 unless the case names "
+            "grid16-v1, the default of new claims (§7.3.8). 'grade': the grade of a "
             "score difference under a tie margin (0 is a tie). 'e-value': M_t exactly as "
             "numerator/denominator (decimal strings, lowest terms) and the informative log "
             "statistic (compare within 1e-12 absolute) for per-grade counts "

@@ -17,12 +17,15 @@ from typing import Any
 from protocol import SPEC_VERSION, limits
 from protocol.stats.base import Decision
 from protocol.stats.mixture import MixtureTest, detection_boundary, e_value, log_e_value, reaches
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, get_prior
+from protocol.stats.mixture_prior import DEFAULT_PRIOR, GRID15_V1, get_prior
 
 from .vectors_core import case, render
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "mixture.json"
-PRIOR = DEFAULT_PRIOR.name
+#: The prior of the file's first cases, written when it was the only one; they stay.
+PRIOR = GRID15_V1.name
+#: The default prior of new claims (spec §7.3.8): its own cases, their names prefixed.
+NEW = DEFAULT_PRIOR.name
 
 
 def _hex(x: float) -> str:
@@ -40,18 +43,22 @@ def _prior_case(name: str) -> dict[str, Any]:
     return case(f"registered prior {name!r}", "prior", {"prior": name}, compute)
 
 
-def _e_value(t: int, s: int) -> dict[str, Any]:
-    inp = {"prior": PRIOR, "draws": t, "successes": s}
+def _label(prior: str) -> str:
+    return "" if prior == PRIOR else f"{prior}: "
+
+
+def _e_value(t: int, s: int, prior: str = PRIOR) -> dict[str, Any]:
+    inp = {"prior": prior, "draws": t, "successes": s}
 
     def compute() -> dict[str, Any]:
-        m = e_value(t, s, get_prior(PRIOR))
+        m = e_value(t, s, get_prior(prior))
         return {
             "numerator": str(m.numerator),
             "denominator": str(m.denominator),
-            "log_statistic": _hex(log_e_value(t, s, get_prior(PRIOR))),
+            "log_statistic": _hex(log_e_value(t, s, get_prior(prior))),
         }
 
-    return case(f"t={t}, S={s}", "e-value", inp, compute)
+    return case(f"{_label(prior)}t={t}, S={s}", "e-value", inp, compute)
 
 
 def _decision(name: str, t: int, s: int, p: float, prior: str = PRIOR) -> dict[str, Any]:
@@ -59,13 +66,13 @@ def _decision(name: str, t: int, s: int, p: float, prior: str = PRIOR) -> dict[s
     return case(name, "decision", inp, lambda: {"detected": reaches(t, s, p, get_prior(prior))})
 
 
-def _boundary(p: float, max_draws: int) -> dict[str, Any]:
-    inp = {"prior": PRIOR, "p": _hex(p), "max_draws": max_draws}
+def _boundary(p: float, max_draws: int, prior: str = PRIOR) -> dict[str, Any]:
+    inp = {"prior": prior, "p": _hex(p), "max_draws": max_draws}
     return case(
-        f"p={p!r}, t<={max_draws}",
+        f"{_label(prior)}p={p!r}, t<={max_draws}",
         "boundary",
         inp,
-        lambda: {"boundary": detection_boundary(p, max_draws, get_prior(PRIOR))},
+        lambda: {"boundary": detection_boundary(p, max_draws, get_prior(prior))},
     )
 
 
@@ -110,10 +117,10 @@ def _e_value_cases() -> list[dict[str, Any]]:
     return cases
 
 
-def _near_tie_cases() -> list[dict[str, Any]]:
+def _near_tie_cases(name: str = PRIOR) -> list[dict[str, Any]]:
     """p at the binary64 value nearest 1/M_t on the boundary, and its two neighbours."""
     cases = []
-    prior = get_prior(PRIOR)
+    prior = get_prior(name)
     boundary = detection_boundary(0.05, 2000, prior)
     for t in (6, 25, 400, 2000):
         s = boundary[t]
@@ -123,8 +130,27 @@ def _near_tie_cases() -> list[dict[str, Any]]:
             ("nearest", nearest),
             ("above", math.nextafter(nearest, 1)),
         ):
-            cases.append(_decision(f"near tie t={t}, S={s}, p {label} 1/M", t, s, p))
+            title = f"{_label(name)}near tie t={t}, S={s}, p {label} 1/M"
+            cases.append(_decision(title, t, s, p, name))
     return cases
+
+
+def _new_prior_cases() -> list[dict[str, Any]]:
+    """The default prior's own cases (spec §7.3.8), after grid15-v1's."""
+    points = [(6, 6), (10, 9), (20, 15), (64, 40), (1000, 540)]
+    return [
+        _prior_case(NEW),
+        *[_e_value(t, s, NEW) for t, s in points],
+        *_near_tie_cases(NEW),
+        _decision(f"{NEW}: p=0.05, t=1000, S=540", 1000, 540, 0.05, NEW),
+        _decision(f"{NEW}: p=0.001, t=2000, S=1100", 2000, 1100, 0.001, NEW),
+        _boundary(0.05, 400, NEW),
+        _boundary(0.001, 400, NEW),
+        _detector(f"{NEW}: q≈0.55, N=3000", 3000, 0.05, _bits("mixture/d", 3000, 141), NEW),
+        _detector(
+            f"{NEW}: q≈0.6, N=2000, p=0.001", 2000, 0.001, _bits("mixture/b", 2000, 154), NEW
+        ),
+    ]
 
 
 def _decision_cases() -> list[dict[str, Any]]:
@@ -186,6 +212,7 @@ def build() -> dict[str, Any]:
             _boundary(0.05, 400),
             _boundary(0.001, 400),
             *_detector_cases(),
+            *_new_prior_cases(),
         ],
     }
 

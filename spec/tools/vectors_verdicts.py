@@ -160,6 +160,11 @@ def _run(
     """
     versions, salts, tree = _committed()
     record = ClaimRecord(0, tree.root(), N_PAIRS, "image", RHO, RECEIPT_TIME)
+    params = dict(params)
+    if params["test_name"] != "pprm-chernoff":
+        # Made under grid15-v1, the default until grid16-v1 (spec §7.3.8): they stay as
+        # they were; a claim may ask for the default with prior None.
+        params.setdefault("prior", "grid15-v1")
     claim = ClaimParams(0, tree.root(), endpoint, "vector-model", **params)
     filing = _filing(name, claim) if keyed else None
     nonce = hashlib.sha256(f"twinaudit vectors nonce {name}".encode()).digest()
@@ -212,12 +217,19 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
     """Run every valid claim of the file."""
     c1 = ScoreSpec(k=2, perturbation="pad-shift-flip-dither", knowledge="C1")
     # The short claim (four pairs), on a keyless record and on a keyed one.
-    short = {
+    short: dict[str, Any] = {
         "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
         "test_name": "mixture-e",
         "p": 0.05,
         "max_pairs": 4,
         "window": 4,
+    }
+    memorised: dict[str, Any] = {
+        "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
+        "test_name": "mixture-e",
+        "p": 0.05,
+        "window": 2,
+        "window_max": 2,
     }
     return {
         "mixture-e, skip, C1 pad-shift-flip-dither K=2": _run(
@@ -294,27 +306,14 @@ def _claims() -> dict[str, tuple[bytes, bytes]]:
             HashOracle(digest=HELD_DIGEST),
             endpoint=f"held:sha256:{HELD_DIGEST}",
         ),
-        "mixture-e, skip, a memorising model is detected": _run(
-            "d",
-            {
-                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
-                "test_name": "mixture-e",
-                "p": 0.05,
-                "window": 2,
-                "window_max": 2,
-            },
-            _memoriser(),
+        "mixture-e, skip, a memorising model is detected": _run("d", memorised, _memoriser()),
+        "mixture-e, skip, a memorising model is detected under the default prior grid16-v1": _run(
+            "k", {**memorised, "prior": None}, _memoriser()
         ),
-        _FILED: _run("k", short, HashOracle(), keyed=True),
+        _FILED: _run("l", short, HashOracle(), keyed=True),
         _FRESH: _run(
             "i",
-            {
-                "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
-                "test_name": "mixture-e",
-                "p": 0.05,
-                "window": 2,
-                "window_max": 2,
-            },
+            memorised,
             _memoriser(),
             excluded=FRESH_EXCLUDED,
             earlier_claims=1,
@@ -642,7 +641,7 @@ FILING_CHECK_CASES: dict[str, tuple[Edit, str]] = {
         "verification-failed",
     ),
     "filing.request is a resume, not the start that filed the claim": (
-        _resigned(lambda r: r["start"].__setitem__("resume_claim_id", "vector-k")),
+        _resigned(lambda r: r["start"].__setitem__("resume_claim_id", "vector-l")),
         "verification-failed",
     ),
     "filing.request is a dry run": (

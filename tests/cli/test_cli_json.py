@@ -263,7 +263,31 @@ def test_plan_json_has_the_threshold_and_the_figures(capsys):
             assert 0 <= figures["detection_probability"] <= 1
             assert 0 < figures["expected_pairs"] <= 1000
     assert main(["plan", "--pairs", "1000", "--rates", "0.9"]) == 0
-    assert "threshold T = 562" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "threshold T = 562" in out and "oracle SPRT" in out and "grid16-v1" in out
+
+
+def test_plan_json_has_the_oracle_and_the_prior(capsys):
+    """Issue #39: the SPRT that knows q beside the tests; the mixture prior chosen by name."""
+    rates = ["0.5", "0.55", "0.99"]
+    assert main(["plan", "--pairs", "5000", "--rates", *rates, "--json"]) == 0
+    default, _ = _json_out(capsys)
+    assert (
+        main(["plan", "--pairs", "5000", "--rates", *rates, "--json", "--prior", "grid15-v1"]) == 0
+    )
+    old, _ = _json_out(capsys)
+    assert (default["prior"], old["prior"]) == ("grid16-v1", "grid15-v1")
+    assert default["rates"][0]["oracle_sprt"] is None  # no SPRT at q = 1/2
+    low, high = default["rates"][1], default["rates"][2]
+    assert 600 < low["oracle_sprt"]["expected_pairs"] < 615  # the issue's 607
+    assert high["oracle_sprt"]["expected_pairs"] < high["tests"]["mixture-e"]["expected_pairs"]
+    # grid16-v1 opens fewer pairs than grid15-v1 at q = 0.55 (855 against 975).
+    new_pairs = low["tests"]["mixture-e"]["expected_pairs"]
+    old_pairs = old["rates"][1]["tests"]["mixture-e"]["expected_pairs"]
+    assert 850 < new_pairs < 860 and 970 < old_pairs < 980
+    assert old["rates"][1]["oracle_sprt"] == low["oracle_sprt"]
+    with pytest.raises(SystemExit):
+        main(["plan", "--pairs", "100", "--prior", "uniform"])
 
 
 @pytest.mark.parametrize(

@@ -675,7 +675,9 @@ def test_a_documented_command_runs(command, env, tmp_path, monkeypatch, capsys):
         assert out.startswith("VALID verdict")
     if kind == "replay" and "--json" not in words:
         assert out.startswith("REPLAYED") and "identical to the verdict" in out
-    if "--json" in words:
+    if "--json" in words and kind == "plan":
+        assert json.loads(out)["rates"], f"{command.where}: {command.text!r} has no figures"
+    elif "--json" in words:
         assert json.loads(out)["valid" if kind == "check" else "identical"] is True
     if "--html" in words:
         page = Path(words[words.index("--html") + 1])

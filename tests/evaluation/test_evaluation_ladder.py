@@ -45,6 +45,7 @@ from evaluation.specs import (
 from evaluation.standard import SmallResNet, make_resnet18, train_standard
 from owner.claim_client import choose_score
 from protocol.prg import Prg
+from protocol.stats.mixture_prior import DEFAULT_PRIOR
 from protocol.stats.power import plan
 from tests.support.fashion import DEBIAN, needs_data
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
@@ -458,8 +459,10 @@ def test_ablation_only_is_refused_outside_the_ladder(capsys):
 
 def test_the_prior_ceiling_table_matches_the_planner_and_bounds_the_gain():
     lines = prior_ceiling.table()
-    assert len(lines) == 2 + 2 * 4  # header, rule; three priors and the paper's test per N
-    default = next(line for line in lines if line.startswith("| 200 | mixture-e (grid15-v1)"))
+    assert len(lines) == 2 + 2 * 5  # header, rule; four priors and the paper's test per N
+    default = next(
+        line for line in lines if line.startswith(f"| 200 | mixture-e ({DEFAULT_PRIOR.name})")
+    )
     power = plan("mixture-e", 200, 0.6, 0.05)
     assert f"{power.detection_probability:.2f} / {power.expected_pairs:.0f}" in default
     cells = {

@@ -38,10 +38,38 @@ def brute_e_value(prior: GridPrior, t: int, s: int) -> Fraction:
 
 def test_default_prior_is_registered_and_valid() -> None:
     assert get_prior(DEFAULT_PRIOR.name) is DEFAULT_PRIOR
-    assert set(PRIORS) == {DEFAULT_PRIOR.name}
-    thetas = [theta for theta, _ in DEFAULT_PRIOR.table()]
-    assert all(0.5 < theta <= 1 for theta in thetas)
-    assert math.isclose(sum(w for _, w in DEFAULT_PRIOR.table()), 1.0)
+    assert DEFAULT_PRIOR.name == "grid16-v1"
+    assert set(PRIORS) == {"grid15-v1", "grid16-v1"}
+    for prior in PRIORS.values():
+        thetas = [theta for theta, _ in prior.table()]
+        assert all(0.5 < theta <= 1 for theta in thetas)
+        assert math.isclose(sum(w for _, w in prior.table()), 1.0)
+        assert prior.total_weight == 1000
+
+
+def test_the_two_priors_share_atoms_and_detect_first_at_six_ones() -> None:
+    """grid16-v1 is grid15-v1's atoms plus θ = 35/64 (spec §7.3.8); both detect 6 of 6."""
+    old, new = get_prior("grid15-v1"), get_prior("grid16-v1")
+    assert {a for a, _ in new.atoms} == {a for a, _ in old.atoms} | {1120}
+    for prior in (old, new):
+        boundary = detection_boundary(0.05, 13, prior)
+        assert boundary[5] == 6 and boundary[6] == 6  # not at 5 ones, at 6 of 6
+        assert detection_boundary(0.001, 13, prior)[12:] == [13, 13]
+
+
+def test_a_test_restored_from_state_keeps_its_prior() -> None:
+    """A verdict made under grid15-v1 replays under grid15-v1, whatever the default is."""
+    old = MixtureTest(500, 0.05, "grid15-v1")
+    new = MixtureTest(500, 0.05)
+    bits = "1001101010" * 6  # 30 ones in 60: no detection
+    run(old, bits)
+    run(new, bits)
+    assert old.state()["params"]["prior"] == "grid15-v1"  # type: ignore[index]
+    back = MixtureTest.from_state(old.state())
+    assert back.prior is get_prior("grid15-v1")
+    assert back.state() == old.state()
+    # The two priors give different statistics on the same bits.
+    assert old.update(1).log_statistic != new.update(1).log_statistic
 
 
 @pytest.mark.parametrize(
@@ -74,7 +102,7 @@ def test_unknown_prior_name() -> None:
 # --- exact statistic and decision ------------------------------------------------------
 
 
-@pytest.mark.parametrize("prior", [DEFAULT_PRIOR, TIE_PRIOR])
+@pytest.mark.parametrize("prior", [*PRIORS.values(), TIE_PRIOR])
 def test_e_value_matches_definition(prior: GridPrior) -> None:
     for t in range(40):
         for s in range(t + 1):
@@ -96,7 +124,7 @@ def test_e_value_at_most_one_without_a_majority_of_ones() -> None:
 
 def test_martingale_under_h0_exactly() -> None:
     """E[M_{t+1} | t, S] = M_t when X ~ Bernoulli(1/2): a martingale, not just super."""
-    for prior in (DEFAULT_PRIOR, TIE_PRIOR):
+    for prior in (*PRIORS.values(), TIE_PRIOR):
         for t in range(30):
             for s in range(t + 1):
                 step = (e_value(t + 1, s + 1, prior) + e_value(t + 1, s, prior)) / 2

@@ -68,7 +68,8 @@ def test_decisions_agree_with_the_rational_rule():
     for case in DOC["cases"]:
         if case["kind"] == "decision" and case["valid"]:
             inp = case["input"]
-            exact = e_value(_counts(inp["grades"])) * Fraction(float.fromhex(inp["p"])) >= 1
+            prior = get_prior(inp["prior"])
+            exact = e_value(_counts(inp["grades"]), prior) * Fraction(float.fromhex(inp["p"])) >= 1
             assert case["expected"]["detected"] == exact, case["name"]
 
 
