@@ -23,7 +23,7 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimOutcome, run_claim
+from owner.claim_client import ClaimOutcome, arbiter_key_id, run_claim, sign_start
 from protocol.claim.params import ClaimParams
 from protocol.keys import load_public_key
 from tests.support.claims import claim_params, make_pairset
@@ -102,7 +102,9 @@ class _StalledClaim:
 
     def __init__(self, channel: grpc.Channel, request: ClaimParams) -> None:
         self._outbox: queue.Queue[pb.ClaimMessage | None] = queue.Queue()
-        self._outbox.put(pb.ClaimMessage(start=to_claim_start(request)))
+        start = to_claim_start(request)
+        sign_start(start, PAIRS.claim_key, arbiter_key_id(channel, 10))
+        self._outbox.put(pb.ClaimMessage(start=start))
         stub = pb_grpc.VerifierStub(channel)
         self.call = stub.FileClaim(self._messages(), timeout=120)
         accepted = next(self.call)
