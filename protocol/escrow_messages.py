@@ -53,6 +53,7 @@ from .hashing import tagged_hash
 from .items import ITEM_KINDS
 from .keys import key_id
 from .merkle import EMPTY_ROOT, MAX_TREE_SIZE, verify_consistency, verify_inclusion
+from .signer import Signer
 from .versioning import require_supported
 
 #: Message kind (spec §8.1) of a signed escrow receipt.
@@ -526,27 +527,36 @@ def _bytes(value: Value, what: str) -> bytes:
 # --- Signing (arbiter side) --------------------------------------------------------------
 
 
-def _require_signer(arbiter: str, key: Ed25519PrivateKey, what: str) -> None:
-    if arbiter != key_id(key.public_key()):
+def _require_signer(arbiter: str, key: Ed25519PrivateKey | Signer, what: str) -> None:
+    signer_id = key.key_id if isinstance(key, Signer) else key_id(key.public_key())
+    if arbiter != signer_id:
         raise InputError(f"{what} names arbiter {arbiter}, not the signing key's id")
 
 
-def sign_receipt(receipt: Receipt, key: Ed25519PrivateKey) -> bytes:
+def _sign(payload: bytes, kind: str, key: Ed25519PrivateKey | Signer) -> bytes:
+    if isinstance(key, Signer):
+        return key.sign(payload, kind).to_json()
+    return sign_envelope(payload, payload_type(kind), key).to_json()
+
+
+def sign_receipt(receipt: Receipt, key: Ed25519PrivateKey | Signer) -> bytes:
     """Sign ``receipt`` as an ``escrow-receipt`` envelope and return its DSSE JSON.
 
-    The receipt's ``arbiter`` must be the key id of ``key``.
+    The receipt's ``arbiter`` must be the key id of ``key`` (a private key, or a
+    :class:`~protocol.signer.Signer` that keeps it).
     """
     _require_signer(receipt.arbiter, key, "receipt")
-    return sign_envelope(receipt.encode(), payload_type(RECEIPT_KIND), key).to_json()
+    return _sign(receipt.encode(), RECEIPT_KIND, key)
 
 
-def sign_checkpoint(checkpoint: Checkpoint, key: Ed25519PrivateKey) -> bytes:
+def sign_checkpoint(checkpoint: Checkpoint, key: Ed25519PrivateKey | Signer) -> bytes:
     """Sign ``checkpoint`` as a ``log-checkpoint`` envelope and return its DSSE JSON.
 
-    The checkpoint's ``arbiter`` must be the key id of ``key``.
+    The checkpoint's ``arbiter`` must be the key id of ``key`` (a private key, or a
+    :class:`~protocol.signer.Signer`).
     """
     _require_signer(checkpoint.arbiter, key, "checkpoint")
-    return sign_envelope(checkpoint.encode(), payload_type(CHECKPOINT_KIND), key).to_json()
+    return _sign(checkpoint.encode(), CHECKPOINT_KIND, key)
 
 
 # --- Verification (owner and verifier side) ----------------------------------------------

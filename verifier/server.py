@@ -8,6 +8,7 @@ from pathlib import Path
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from protocol.signer import Signer
 from verifier.escrow.leases import DEFAULT_LEASE_S
 from verifier.escrow.metered_store import MeteredStore
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
@@ -30,7 +31,7 @@ from .service import (
 
 def serve_arbiter(
     store: EscrowStore,
-    signing_key: Ed25519PrivateKey,
+    signing_key: Signer | Ed25519PrivateKey,
     listen: str,
     *,
     tls: TlsFiles | None = None,
@@ -48,6 +49,10 @@ def serve_arbiter(
     max_failed_claims: int = DEFAULT_MAX_FAILED_CLAIMS,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
+
+    Receipts, checkpoints and verdicts are signed by ``signing_key``: a
+    :class:`~protocol.signer.Signer` (``verifier serve`` passes one whose key stays in
+    a separate process, :mod:`verifier.signer_process`), or a private key.
 
     ``entropy`` is for reproducible tests only (claim ids and nonces; default: the OS
     CSPRNG). ``escrow_rate_limit`` bounds each client's escrow commits (None: no limit).

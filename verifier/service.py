@@ -36,7 +36,7 @@ from protocol import SPEC_VERSION
 from protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
 from protocol.commitment import PairOpening
 from protocol.encoding import Value, decode, encode
-from protocol.envelope import Envelope, payload_type, sign_envelope
+from protocol.envelope import Envelope
 from protocol.errors import (
     InputError,
     LimitExceededError,
@@ -46,7 +46,8 @@ from protocol.errors import (
     TwinauditError,
 )
 from protocol.escrow_messages import LogEntry, format_time
-from protocol.keys import key_id, public_key_from_raw, public_key_pem
+from protocol.keys import public_key_from_raw, public_key_pem
+from protocol.signer import Signer
 from verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
 from verifier.escrow.store import (
     DEFAULT_MAX_FAILED_CLAIMS,
@@ -78,6 +79,7 @@ from .claim import (
     disclosed_pairs,
 )
 from .claim_slots import DEFAULT_MAX_CLAIMS, ClaimSlots
+from .signing import as_signer
 from .verdict import VERDICT_KIND
 
 #: Name of this service for the health service.
@@ -158,7 +160,7 @@ class VerifierService(pb_grpc.VerifierServicer):
     def __init__(
         self,
         store: EscrowStore,
-        signing_key: Ed25519PrivateKey,
+        signing_key: Signer | Ed25519PrivateKey,
         oracle_factory: OracleFactory,
         clock: Callable[[], datetime] | None = None,
         entropy: Callable[[int], bytes] | None = None,
@@ -175,6 +177,9 @@ class VerifierService(pb_grpc.VerifierServicer):
         ``max_failed_claims`` failed among those filed in the last day before a new claim
         on it is refused (spec §10.7's per-owner limits; one record, one claim key).
 
+        ``signing_key`` is a :class:`~protocol.signer.Signer` (``verifier serve``'s
+        keeps the key in its own process), or a private key signed with in this one.
+
         ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
         injects a seeded source to make a run reproducible. Claims running, claims
         ended (by decision) and the oracle's time per window are reported to ``metrics``.
@@ -183,8 +188,8 @@ class VerifierService(pb_grpc.VerifierServicer):
         self._metrics = metrics
         self._leases = LeaseKeeper(store, lease_s)
         self._store = store
-        self._key = signing_key
-        self._key_id = key_id(signing_key.public_key())
+        self._signer = as_signer(signing_key)
+        self._key_id = self._signer.key_id
         self._oracles = oracle_factory
         self._clock = clock or (lambda: datetime.now(UTC))
         self._entropy = entropy or secrets.token_bytes
@@ -511,7 +516,7 @@ class VerifierService(pb_grpc.VerifierServicer):
             environment=environment(),
             filing=self._filing(session),
         )
-        return sign_envelope(encode(payload), payload_type(VERDICT_KIND), self._key).to_json()
+        return self._signer.sign(encode(payload), VERDICT_KIND).to_json()
 
     def _filing(self, session: ClaimSession) -> Filing | None:
         """Return the signed request that filed the claim, for its verdict (spec §11)."""
@@ -646,7 +651,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         self, request: pb.GetPublicKeyRequest, context: grpc.ServicerContext
     ) -> pb.GetPublicKeyResponse:
         """Return the arbiter's verdict-signing public key."""
-        public = self._key.public_key()
+        public = self._signer.public_key
         return pb.GetPublicKeyResponse(public_key_pem=public_key_pem(public), key_id=self._key_id)
 
 

@@ -55,9 +55,10 @@ from protocol.escrow_messages import (
     sign_receipt,
     verify_checkpoint,
 )
-from protocol.keys import key_id
 from protocol.merkle import MerkleTree
+from protocol.signer import Signer
 
+from ..signing import as_signer
 from .sql import Cursor, SqlDatabase, utc_now
 from .store import (
     EscrowLog,
@@ -115,7 +116,7 @@ class SqlEscrowLog(EscrowLog):
     def __init__(
         self,
         db: SqlDatabase,
-        signing_key: Ed25519PrivateKey,
+        signing_key: Signer | Ed25519PrivateKey,
         *,
         clock: Callable[[], datetime] | None = None,
         entropy: Callable[[int], bytes] | None = None,
@@ -125,12 +126,10 @@ class SqlEscrowLog(EscrowLog):
         ``entropy(n)`` returns ``n`` random bytes for each record's ``rho``; it is the
         OS CSPRNG unless a test injects a seeded source to make a run reproducible.
         """
-        if not isinstance(signing_key, Ed25519PrivateKey):
-            raise InputError("the arbiter's signing key must be an Ed25519PrivateKey")
         self._db = db
-        self._key = signing_key
-        self._public = signing_key.public_key()
-        self._key_id = key_id(self._public)
+        self._signer = as_signer(signing_key)
+        self._public = self._signer.public_key
+        self._key_id = self._signer.key_id
         self._clock = clock or utc_now
         self._entropy = entropy  # None: the OS CSPRNG, looked up at each draw
         self._lock = db.lock  # the connection and the tree
@@ -253,7 +252,7 @@ class SqlEscrowLog(EscrowLog):
             log_size=appended.entry.index + 1,
             log_root=appended.log_root,
         )
-        return sign_receipt(receipt, self._key)  # only now: the entry is durable (§9.3)
+        return sign_receipt(receipt, self._signer)  # only now: the entry is durable (§9.3)
 
     def _lead(self, ticket: _Ticket) -> None:
         """Append queued requests, oldest first, in batches until ``ticket`` is settled."""
@@ -380,7 +379,7 @@ class SqlEscrowLog(EscrowLog):
                 checkpoint = Checkpoint(
                     arbiter=self._key_id, size=size, root=root, time=format_time(self._clock())
                 )
-                signed = sign_checkpoint(checkpoint, self._key)
+                signed = sign_checkpoint(checkpoint, self._signer)
                 with self._db.transaction(write=True) as cur:
                     cur.execute(
                         "INSERT INTO escrow_checkpoints (size, root, envelope) VALUES (?, ?, ?)"

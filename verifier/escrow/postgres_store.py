@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from psycopg import sql
 
 from protocol.errors import InputError, StateError
+from protocol.signer import Signer
 
 from .sql import Cursor, SqlDatabase
 from .sql_store import SqlEscrowStore
@@ -138,7 +139,7 @@ class PostgresEscrowStore(SqlEscrowStore):
     def __init__(
         self,
         dsn: str,
-        signing_key: Ed25519PrivateKey,
+        signing_key: Signer | Ed25519PrivateKey,
         *,
         schema: str | None = None,
         clock: Callable[[], datetime] | None = None,

@@ -15,10 +15,10 @@ from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from protocol.errors import InputError
 from protocol.escrow_messages import EscrowRequest
-from protocol.keys import key_id
+from protocol.signer import Signer
 
+from ..signing import as_signer
 from .claim_store import SqlClaimStore
 from .escrow_log import SqlEscrowLog
 from .sql import SqlDatabase
@@ -40,7 +40,7 @@ class SqlEscrowStore(EscrowStore):
     def __init__(
         self,
         db: SqlDatabase,
-        signing_key: Ed25519PrivateKey,
+        signing_key: Signer | Ed25519PrivateKey,
         *,
         clock: Callable[[], datetime] | None = None,
         entropy: Callable[[int], bytes] | None = None,
@@ -50,11 +50,10 @@ class SqlEscrowStore(EscrowStore):
         ``clock`` dates the log's entries and checkpoints; ``entropy(n)`` draws each
         record's ``rho`` (the OS CSPRNG unless a test injects a seeded source).
         """
-        if not isinstance(signing_key, Ed25519PrivateKey):
-            raise InputError("the arbiter's signing key must be an Ed25519PrivateKey")
-        db.open(key_id(signing_key.public_key()))
+        signer = as_signer(signing_key)  # a private key is signed with in this process
+        db.open(signer.key_id)
         try:
-            self.log = SqlEscrowLog(db, signing_key, clock=clock, entropy=entropy)
+            self.log = SqlEscrowLog(db, signer, clock=clock, entropy=entropy)
         except BaseException:
             db.close()
             raise

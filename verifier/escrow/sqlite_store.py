@@ -20,6 +20,7 @@ from typing import ClassVar, Final
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol.errors import InputError, StateError
+from protocol.signer import Signer
 
 from .sql import Cursor, SqlDatabase
 from .sql_store import SqlEscrowStore
@@ -85,7 +86,7 @@ class SqliteEscrowStore(SqlEscrowStore):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        signing_key: Ed25519PrivateKey,
+        signing_key: Signer | Ed25519PrivateKey,
         *,
         clock: Callable[[], datetime] | None = None,
         entropy: Callable[[int], bytes] | None = None,
