@@ -64,7 +64,7 @@ from twinaudit.serve_options import (
     check_listen,
     start_operations,
 )
-from wire.transport import parse_address
+from wire.transport import is_unix_address, parse_address
 
 if TYPE_CHECKING:
     import torch
@@ -238,9 +238,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "version, CPU capability and thread count in Describe's framework (what an "
         "arbiter-held model runs under, for verifier reexecute)",
     )
-    serve.add_argument(
-        "--stop-with-parent", type=int, metavar="PID", help=argparse.SUPPRESS
-    )  # a held model's child stops when the verifier that started it is gone
+    # A held model's child (verifier/oracles/held.py): it stops when its stdin closes
+    # (the verifier that started it stopped it, or is gone), and applies its resource
+    # limits before anything loads (verifier/oracles/sandbox.py).
+    serve.add_argument("--stop-on-eof", action="store_true", help=argparse.SUPPRESS)
+    serve.add_argument("--limits", metavar="AS,CPU,FSIZE,NOFILE", help=argparse.SUPPRESS)
     serve.add_argument("--tls-cert", type=Path, metavar="PEM", help="server certificate")
     serve.add_argument("--tls-key", type=Path, metavar="PEM", help="server private key")
     serve.add_argument(
@@ -491,6 +493,10 @@ def _may_declare_shape(args: argparse.Namespace) -> bool:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
+    if args.limits is not None:  # a held model's child: limited before anything loads
+        from verifier.oracles.sandbox import apply_limits
+
+        apply_limits(args.limits)
     if (
         args.kind == "classifier"
         and args.hf is None
@@ -508,8 +514,12 @@ def run_serve(args: argparse.Namespace) -> int:
             raise InputError("--defence applies to --kind classifier")
         for text in args.defence:
             parse_defence(text)
-    host, _ = parse_address(args.listen, what="--listen", port_zero=True)  # before any loading
-    check_listen(args, host)
+    # Before any loading; a held model's child listens on a Unix socket (unix:/PATH), which
+    # no network reaches: the plaintext rule is for network addresses.
+    unix = is_unix_address(args.listen)
+    host = "" if unix else parse_address(args.listen, what="--listen", port_zero=True)[0]
+    if not unix:
+        check_listen(args, host)
     tls = _tls(args)
     if args.threads is not None and args.threads < 1:
         raise InputError("--threads must be at least 1")
@@ -545,7 +555,7 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
             oracle, args.listen, tls=tls, metrics=ops.metrics, reflection=args.reflection
         )
         info = oracle.info
-        print(f"listening on {host}:{port}", flush=True)
+        print(f"listening on {f'{host}:{port}' if host else args.listen}", flush=True)
         if ops.metrics_address is not None:
             print(f"metrics on http://{ops.metrics_address}/metrics", flush=True)
         print(_model_line(args.kind, info), flush=True)
@@ -556,14 +566,21 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
                 file=sys.stderr,
                 flush=True,
             )
-        while not stop.wait(0.5):
-            if args.stop_with_parent is not None and os.getppid() != args.stop_with_parent:
-                break  # the verifier that started this held model is gone
+        if args.stop_on_eof:  # the verifier that started this held model stopped it or is gone
+            threading.Thread(target=_stop_at_eof, args=(stop,), daemon=True).start()
+        stop.wait()
         server.stop(STOP_GRACE_S).wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _stop_at_eof(stop: threading.Event) -> None:
+    """Set ``stop`` once stdin is closed (read to its end)."""
+    while sys.stdin.buffer.read(4096):
+        pass
+    stop.set()
 
 
 def _model_line(kind: str, info: Any) -> str:

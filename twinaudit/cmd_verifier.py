@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.errors import InputError, TwinauditError
-from protocol.keys import load_private_key, load_public_key, write_keypair
+from protocol.keys import load_public_key, write_keypair
 from verifier.claim_slots import DEFAULT_MAX_CLAIMS, MAX_MAX_CLAIMS
 from verifier.escrow.leases import DEFAULT_LEASE_S
 from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
@@ -78,7 +78,12 @@ def register(commands: Any) -> None:
     serve.add_argument(
         "--db", required=True, help="SQLite file, or a postgresql:// DSN for the PostgreSQL backend"
     )
-    serve.add_argument("--key", type=Path, required=True, help="the arbiter's private key (PEM)")
+    serve.add_argument(
+        "--key",
+        type=Path,
+        required=True,
+        help="the arbiter's private key (PEM), read only by a separate signer process",
+    )
     serve.add_argument("--tls-cert", type=Path, help="server certificate (PEM)")
     serve.add_argument("--tls-key", type=Path, help="server private key (PEM)")
     serve.add_argument("--client-ca", type=Path, help="require client certificates from this CA")
@@ -136,8 +141,9 @@ def register(commands: Any) -> None:
         type=Path,
         metavar="DIR",
         help="the store of model artefacts this arbiter holds (verifier model add): claims "
-        "name one as held:sha256:<hex>, and the verifier runs it in a child process",
+        "name one as held:sha256:<hex>, and the verifier runs it in a sandboxed child process",
     )
+    _isolation_arg(serve)
     add_operations_args(serve)
     serve.set_defaults(handler=_serve)
     _register_model(sub)
@@ -195,6 +201,7 @@ def register(commands: Any) -> None:
     )
     reexecute.add_argument("--pubkey", type=Path, help="also verify the verdict's signature")
     _serving_args(reexecute, recorded=True)
+    _isolation_arg(reexecute)
     reexecute.add_argument("--json", action="store_true", help=JSON_HELP)
     reexecute.set_defaults(handler=_reexecute)
 
@@ -251,6 +258,7 @@ def _register_model(sub: Any) -> None:
         help="what it is (default %(default)s)",
     )
     _serving_args(add, recorded=False)
+    _isolation_arg(add)
     add.add_argument(
         "--input-shape",
         metavar="H,W,C",
@@ -287,6 +295,7 @@ def _shape(text: str | None) -> tuple[int, int, int] | None:
 def _model_add(args: argparse.Namespace) -> int:
     from verifier.oracles.held import ArtefactStore, ServeOptions
 
+    _set_isolation(args)
     options = ServeOptions(
         name=args.name or args.file.name,
         kind=args.kind,
@@ -301,8 +310,8 @@ def _model_add(args: argparse.Namespace) -> int:
     )
     if args.trust_pickle:
         print(
-            "twinaudit: warning: --trust-pickle: the held model's process unpickles the file, "
-            "which runs any code it names",
+            "twinaudit: warning: --trust-pickle: the held model's sandboxed process unpickles "
+            "the file, which runs any code it names (docs/arbiter.md#isolation-of-model-code)",
             file=sys.stderr,
         )
     try:
@@ -356,8 +365,44 @@ def _open_store(db: str, key: Any) -> Any:
     return SqliteEscrowStore(db, key)
 
 
+def _isolation_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--allow-weak-isolation`` (held models without bubblewrap) and ``--held-memory``."""
+    parser.add_argument(
+        "--held-memory",
+        type=float,
+        default=4.0,
+        metavar="GIB",
+        help="address space a held model's process may use, torch's own included "
+        "(default %(default)g GiB; at least 0.5)",
+    )
+    parser.add_argument(
+        "--allow-weak-isolation",
+        action="store_true",
+        help="run held models even where bubblewrap (bwrap) is missing: they then run as "
+        "this user, with its files, /proc and network, under resource limits only "
+        "(docs/arbiter.md#isolation); without it they are refused there",
+    )
+
+
+def _set_isolation(args: argparse.Namespace, hidden: tuple[Path, ...] = ()) -> None:
+    """Set this process's sandbox policy for held models from the command's options."""
+    from verifier.oracles.sandbox import GIB, ChildLimits, SandboxPolicy, set_policy
+
+    if not 0.5 <= args.held_memory <= 1024:
+        raise InputError("--held-memory must be from 0.5 to 1024 GiB")
+    limits = ChildLimits(memory_bytes=int(args.held_memory * GIB))
+    set_policy(SandboxPolicy(limits, hidden=hidden, allow_weak=args.allow_weak_isolation))
+
+
+def _database_files(db: str) -> tuple[Path, ...]:
+    """Return a SQLite database's files (none for a PostgreSQL DSN): what no held model sees."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return ()
+    return tuple(Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal"))
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from verifier.server import serve_arbiter
+    from verifier.signer_process import ProcessSigner
 
     # A malformed --listen is refused before the store is opened (or created).
     host, _ = parse_address(args.listen, what="--listen", port_zero=True)
@@ -368,17 +413,30 @@ def _serve(args: argparse.Namespace) -> int:
         raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
     if not 1 <= args.max_claims <= MAX_MAX_CLAIMS:
         raise InputError(f"--max-claims must be in 1..{MAX_MAX_CLAIMS}")
-    key = load_private_key(args.key)
+    # The key is read by a signer process started before anything else; this process
+    # holds only its public key (docs/arbiter.md#isolation).
+    signer = ProcessSigner.start(args.key)
+    _set_isolation(args, hidden=(args.key, *_database_files(args.db)))
+    try:
+        return _serve_signed(args, host, signer)
+    finally:
+        signer.close()
+
+
+def _serve_signed(args: argparse.Namespace, host: str, signer: Any) -> int:
+    """Serve until SIGINT/SIGTERM, signing with ``signer``."""
+    from verifier.server import serve_arbiter
+
     tls = TlsFiles(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     oracle_tls = TlsFiles(ca=args.oracle_ca) if args.oracle_ca else None
     rate = RateLimit(args.escrow_rate, args.escrow_burst) if args.escrow_rate != 0 else None
     ops = start_operations(args)  # logs, and the metrics endpoint (its port checked first)
     try:
-        store = _open_store(args.db, key)
+        store = _open_store(args.db, signer)
         try:
             server, port = serve_arbiter(
                 store,
-                key,
+                signer,
                 args.listen,
                 tls=tls,
                 oracle_tls=oracle_tls,
@@ -572,6 +630,7 @@ def _reexecute(args: argparse.Namespace) -> int:
     from verifier.reexecute import ModelOptions, reexecute
     from verifier.verdict import check_verdict, parse_verdict
 
+    _set_isolation(args)
     data = _read(args.verdict, "verdict")
     transcript = _read(args.transcript, "transcript")
     openings = _read(args.openings, "openings")

@@ -123,6 +123,27 @@ def parse_address(
     return host, port
 
 
+#: How a Unix-domain socket address starts (gRPC's ``unix:/ABSOLUTE/PATH``).
+UNIX_PREFIX: Final = "unix:"
+#: Longest socket path (``sun_path`` holds 108 bytes with its terminating NUL).
+MAX_UNIX_PATH_BYTES: Final = 107
+
+
+def is_unix_address(address: str) -> bool:
+    """Tell whether ``address`` names a Unix-domain socket (``unix:/PATH``)."""
+    return address.startswith(UNIX_PREFIX)
+
+
+def check_unix_address(address: str, *, what: str = "address") -> str:
+    """Return the socket path of a ``unix:/ABSOLUTE/PATH`` address (else :class:`InputError`)."""
+    path = address[len(UNIX_PREFIX) :]
+    if not path.startswith("/") or len(path.encode("utf-8", "replace")) > MAX_UNIX_PATH_BYTES:
+        raise InputError(
+            f"{what} unix:PATH needs an absolute path of at most {MAX_UNIX_PATH_BYTES} bytes"
+        )
+    return path
+
+
 def _refuse_port_in_use(host: str, port: int, listen: str) -> None:
     """Raise :class:`InputError` if some socket already listens on ``host:port``.
 
@@ -450,16 +471,20 @@ def make_server(
     """Build and start a server with limits, a health service and optional (m)TLS.
 
     Returns the server and the port it bound (useful with ``host:0``). ``listen`` must
-    be ``HOST:PORT`` (:func:`parse_address`); a port another socket listens on is
-    refused. Both failures are an :class:`InputError` with a one-line message.
+    be ``HOST:PORT`` (:func:`parse_address`), or ``unix:/PATH`` (a Unix-domain socket,
+    :func:`check_unix_address`; the "port" returned is then 1); a port another socket
+    listens on is refused. Both failures are an :class:`InputError` with a one-line message.
 
     Every RPC is logged and counted in ``metrics`` (:class:`~wire.observe.ObserveRpcs`).
     With ``health_probe`` the health service answers ``NOT_SERVING`` while the probe
     raises (:class:`ProbedHealth`); without, ``SERVING`` once started. ``reflection``
     serves gRPC reflection for ``service_names`` (``grpcio-reflection``).
     """
-    host, port = parse_address(listen, what="the listen address", port_zero=True)
-    _refuse_port_in_use(host, port, listen)
+    if is_unix_address(listen):  # a held model's child, in its sandbox
+        check_unix_address(listen, what="the listen address")
+    else:
+        host, port = parse_address(listen, what="the listen address", port_zero=True)
+        _refuse_port_in_use(host, port, listen)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         options=_SERVER_OPTIONS,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -50,6 +51,10 @@ from verifier.verdict import check_verdict
 from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="held models run in bubblewrap, not installed"
+)
 
 N_PAIRS = 24
 OPTIONS = ServeOptions(name="tiny.ts", input_shape=(28, 28, 1), n_classes=10, max_batch=8)

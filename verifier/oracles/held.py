@@ -36,15 +36,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import queue
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +52,19 @@ from typing import IO, Final
 from protocol.errors import InputError, NotFoundError, OracleError
 from wire import transport
 
+from ..children import stop_child
+from .artefact_limits import check_artefact, check_input_shape
 from .base import OracleInfo
 from .grpc_client import GrpcOracle
+from .sandbox import (
+    SOCKET_NAME,
+    SandboxPolicy,
+    arch_modules,
+    artefact_path,
+    child_command,
+    socket_path,
+)
+from .sandbox import policy as sandbox_policy
 
 #: How an address names an arbiter-held artefact: ``held:sha256:<64 lowercase hex>``.
 HELD_PREFIX: Final = "held:"
@@ -63,8 +73,6 @@ _HELD_ADDRESS: Final = re.compile(r"held:sha256:([0-9a-f]{64})")
 HELD_THREADS: Final = 1
 #: Kinds of model an arbiter holds (the image oracles of ``oracle serve``).
 HELD_KINDS: Final = ("classifier", "encoder")
-#: Seconds a child has to load, probe and bind its port.
-START_TIMEOUT_S: Final = 300.0
 #: Seconds a child gets to stop after SIGTERM before it is killed.
 STOP_TIMEOUT_S: Final = 10.0
 #: The options file beside each artefact.
@@ -129,6 +137,8 @@ class ServeOptions:
             raise InputError(f"max batch {self.max_batch} outside 1..4096")
         if not self.name or len(self.name.encode()) > 256:
             raise InputError("a held model's name is 1..256 bytes of text")
+        if self.input_shape is not None:
+            check_input_shape(self.input_shape)
 
     def serve_args(self, model: Path) -> list[str]:
         """Return the ``oracle serve`` arguments that serve ``model`` with these options."""
@@ -208,6 +218,7 @@ class ArtefactStore:
             shutil.copyfile(file, stored)
             if file_sha256(stored) != digest:
                 raise InputError(f"{str(file)!r} changed while it was copied")
+            check_artefact(stored)  # size, zip ratio, declared inputs: before any loading
             (staging / OPTIONS_FILE).write_text(options.to_json(), encoding="utf-8")
             oracle = start_held(stored, options, digest=digest)
             try:
@@ -253,60 +264,70 @@ class ArtefactStore:
 
 
 class _Child:
-    """A running ``oracle serve`` child: its process, its address and its stderr file."""
+    """A running ``oracle serve`` child in its sandbox: its process, socket and stderr file."""
 
-    def __init__(self, model: Path, options: ServeOptions, threads: int, timeout_s: float) -> None:
+    def __init__(
+        self, model: Path, options: ServeOptions, threads: int, policy: SandboxPolicy
+    ) -> None:
         """Start the child and wait until it says where it listens and what it serves."""
-        command = [
-            sys.executable,
+        limits = policy.limits
+        self._sockets = Path(tempfile.mkdtemp(prefix="twinaudit-held-"))
+        inside = Path(artefact_path(model.suffix))
+        python_args = [
             "-m",
             "twinaudit",
             "oracle",
             "serve",
-            *options.serve_args(model),
+            *options.serve_args(inside),
             "--listen",
-            "127.0.0.1:0",
+            f"unix:{socket_path()}",
             "--threads",
             str(threads),
             "--deterministic",
             "--log-level",
             "warning",
-            "--stop-with-parent",
-            str(os.getpid()),
+            "--stop-on-eof",
+            "--limits",
+            limits.as_argument(),
         ]
-        env = dict(os.environ)
-        # CPU only, one thread pool of the size asked for, whatever the host sets.
-        env.update(
-            CUDA_VISIBLE_DEVICES="",
-            OMP_NUM_THREADS=str(threads),
-            MKL_NUM_THREADS=str(threads),
+        # An --arch callable's module is imported from the working folder, as oracle
+        # serve imports it: that module alone is bound into the sandbox.
+        command = child_command(
+            python_args,
+            artefact=model.resolve(),
+            socket_dir=self._sockets,
+            modules=arch_modules(options.arch, Path.cwd()),
+            threads=threads,
+            policy=policy,
         )
+        self.isolation = command.isolation
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            text=True,
+        self.process = command.spawn(
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
         )
+        # The lifetime limit: the parent kills a child that outlives it (wall time).
+        self._lifetime = threading.Timer(limits.lifetime_s, self.process.kill)
+        self._lifetime.daemon = True
+        self._lifetime.start()
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, args=(lines,), daemon=True).start()
         self.address = ""
+        deadline = time.monotonic() + limits.start_s
         try:
             while True:
                 try:
-                    line = lines.get(timeout=timeout_s)
+                    line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     raise OracleError(
-                        "unreachable", f"the held model did not start within {timeout_s:g} s"
+                        "unreachable",
+                        f"the held model did not start within {limits.start_s:g} s",
                     ) from None
                 if line is None:
                     raise OracleError(
                         "unreachable", f"the held model did not start: {self._error_line()}"
                     )
-                if line.startswith("listening on "):
-                    self.address = line.split()[-1]
+                if line.startswith("listening on unix:"):  # the path of the child's side
+                    self.address = f"unix:{self._sockets / SOCKET_NAME}"
                 elif line.startswith("model ") and self.address:
                     return
         except BaseException:
@@ -320,29 +341,49 @@ class _Child:
         lines.put(None)
 
     def _error_line(self) -> str:
-        """Return the child's last ``twinaudit`` line on stderr (or its exit status)."""
-        self.process.wait(timeout=STOP_TIMEOUT_S)
+        """Return the child's last ``twinaudit`` line on stderr (or how it ended)."""
+        try:
+            self.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         self._stderr.seek(0)
-        text = self._stderr.read().decode("utf-8", "replace")
+        text = self._stderr.read(_MAX_STDERR_BYTES).decode("utf-8", "replace")
         found = [line.strip() for line in text.splitlines() if line.startswith("twinaudit:")]
-        return found[-1] if found else f"exit status {self.process.returncode}"
+        return found[-1] if found else _ended(self.process.returncode)
 
     def stop(self) -> None:
-        """Stop the child (SIGTERM, then SIGKILL) and release its files."""
-        _stop_process(self.process, self._stderr)
+        """Stop the child (stdin closed, then SIGTERM, then SIGKILL) and release its files."""
+        _stop_process(self.process, self._stderr, self._lifetime, self._sockets)
 
 
-def _stop_process(process: subprocess.Popen[str], stderr: IO[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
+#: Most bytes of a child's stderr read for its error line.
+_MAX_STDERR_BYTES: Final = 1 << 20
+
+
+def _ended(status: int | None) -> str:
+    """Say how a child ended: its exit status, or the signal (a limit) that killed it."""
+    if status is not None and status < 0:
+        name = signal.Signals(-status).name
+        reason = {
+            "SIGKILL": " (killed: out of its wall time, or of memory)",
+            "SIGXCPU": " (its CPU-time limit)",
+            "SIGXFSZ": " (its file-size limit)",
+        }.get(name, "")
+        return f"killed by {name}{reason}"
+    return f"exit status {status}"
+
+
+def _stop_process(
+    process: subprocess.Popen[str],
+    stderr: IO[bytes],
+    lifetime: threading.Timer,
+    sockets: Path,
+) -> None:
+    lifetime.cancel()
+    stop_child(process, STOP_TIMEOUT_S)  # the child stops at EOF, else is signalled
     stderr.close()
+    shutil.rmtree(sockets, ignore_errors=True)
 
 
 class HeldOracle(GrpcOracle):
@@ -361,17 +402,27 @@ class HeldOracle(GrpcOracle):
         digest: str,
         threads: int = HELD_THREADS,
         timeout_s: float = 60.0,
-        start_timeout_s: float = START_TIMEOUT_S,
+        policy: SandboxPolicy | None = None,
     ) -> None:
-        """Start the child on ``model`` with ``options``; query it with ``timeout_s`` deadlines."""
-        self._child = _Child(model, options, threads, start_timeout_s)
+        """Start the child on ``model`` with ``options``; query it with ``timeout_s`` deadlines.
+
+        ``policy`` is how the child is isolated and limited (default: this process's,
+        :func:`verifier.oracles.sandbox.policy`).
+        """
+        self._child = _Child(model, options, threads, policy or sandbox_policy())
         self._channel = transport.make_channel(self._child.address)
         super().__init__(self._channel, timeout_s)
         self._digest = digest
         self._held_info: OracleInfo | None = None
+        child = self._child
         self._finalizer = weakref.finalize(
-            self, _stop_process, self._child.process, self._child._stderr
+            self, _stop_process, child.process, child._stderr, child._lifetime, child._sockets
         )
+
+    @property
+    def isolation(self) -> str:
+        """Say what isolates the child: ``bubblewrap``, or ``weak`` (accepted by the policy)."""
+        return self._child.isolation
 
     @property
     def info(self) -> OracleInfo:
@@ -387,14 +438,19 @@ class HeldOracle(GrpcOracle):
 
 
 def start_held(
-    model: Path, options: ServeOptions, *, digest: str, threads: int = HELD_THREADS
+    model: Path,
+    options: ServeOptions,
+    *,
+    digest: str,
+    threads: int = HELD_THREADS,
+    policy: SandboxPolicy | None = None,
 ) -> HeldOracle:
     """Run ``model`` as a held child with ``options``; return its oracle (close it after use).
 
     The description is asked for at once, so a child that starts but does not answer
-    ``Describe`` fails here.
+    ``Describe`` fails here. ``policy``: as :class:`HeldOracle` takes it.
     """
-    oracle = HeldOracle(model, options, digest=digest, threads=threads)
+    oracle = HeldOracle(model, options, digest=digest, threads=threads, policy=policy)
     try:
         oracle.info  # noqa: B018 - asked once, now
     except BaseException:

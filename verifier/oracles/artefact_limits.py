@@ -1,0 +1,127 @@
+"""Caps on a model artefact, checked before anything loads it (``verifier model add``).
+
+A held model is loaded in its sandboxed child (:mod:`verifier.oracles.sandbox`), under
+memory and time limits; these caps refuse the obvious resource attacks earlier, from
+the file's structure alone, without running or unpickling anything (finding N4 of
+issue #40: a 1.2 MB zip-bomb ``.pt`` drove ``model add`` to 2.4 GB, a 205-byte ONNX
+file declaring a 65536² input stalled it for 307 s):
+
+- :data:`MAX_ARTEFACT_BYTES`: the file's size;
+- zip archives (torch ``.pt``, TorchScript, ``.pt2``), read with :mod:`zipfile`'s
+  central directory: :data:`MAX_ZIP_MEMBERS` members, :data:`MAX_UNCOMPRESSED_BYTES`
+  uncompressed in all, and at most :data:`MAX_ZIP_RATIO` times the file's size once
+  that total exceeds :data:`RATIO_FLOOR_BYTES` (torch stores its tensors uncompressed,
+  a ratio of about 1);
+- ONNX files, read with the ``onnx`` package's protobuf parser (the graph is never
+  run): each declared input dimension at most :data:`MAX_INPUT_SIDE`, and the
+  elements of one declared input (fixed dimensions; a symbolic batch counts 1) at
+  most :data:`MAX_INPUT_ELEMENTS`; the same caps apply to ``--input-shape``
+  (:func:`check_input_shape`).
+
+Each refusal is a :class:`~protocol.errors.LimitExceededError` naming its cap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from protocol.errors import InputError, LimitExceededError
+
+GIB: Final = 1 << 30
+MIB: Final = 1 << 20
+#: Largest model file an arbiter holds.
+MAX_ARTEFACT_BYTES: Final = 4 * GIB
+#: Most members of a zip archive.
+MAX_ZIP_MEMBERS: Final = 100_000
+#: Most bytes a zip archive's members hold uncompressed, in all.
+MAX_UNCOMPRESSED_BYTES: Final = 8 * GIB
+#: Largest ratio of uncompressed bytes to the file's size (above the floor).
+MAX_ZIP_RATIO: Final = 20
+#: Uncompressed bytes below which the ratio is not checked (small, compressible archives).
+RATIO_FLOOR_BYTES: Final = 64 * MIB
+#: Largest declared input dimension (height, width, channels) of an image model.
+MAX_INPUT_SIDE: Final = 8192
+#: Most elements of one declared input (one image: H × W × C).
+MAX_INPUT_ELEMENTS: Final = 1 << 26
+
+
+def check_artefact(path: Path) -> None:
+    """Refuse (``LimitExceededError``) a model file over the caps, before it is loaded."""
+    size = path.stat().st_size
+    if size > MAX_ARTEFACT_BYTES:
+        raise LimitExceededError("model file size", size, MAX_ARTEFACT_BYTES)
+    if zipfile.is_zipfile(path):
+        check_zip(path, size)
+    elif path.suffix.lower() == ".onnx":
+        check_onnx(path)
+
+
+def check_zip(path: Path, size: int) -> None:
+    """Check a zip archive's member count, uncompressed total and ratio from its directory."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise InputError(f"{str(path)!r} is not a readable zip archive: {exc}") from None
+    if len(members) > MAX_ZIP_MEMBERS:
+        raise LimitExceededError("zip archive members", len(members), MAX_ZIP_MEMBERS)
+    total = sum(member.file_size for member in members)
+    if total > MAX_UNCOMPRESSED_BYTES:
+        raise LimitExceededError("zip archive uncompressed bytes", total, MAX_UNCOMPRESSED_BYTES)
+    if total > RATIO_FLOOR_BYTES and total > MAX_ZIP_RATIO * size:
+        raise LimitExceededError("zip archive decompression ratio", total // size, MAX_ZIP_RATIO)
+
+
+def check_onnx(path: Path) -> None:
+    """Check an ONNX graph's declared input dimensions (parsed, never run).
+
+    Needs the ``onnx`` package (extra ``formats``); without it, the child's memory
+    limit is what bounds a huge declared input.
+    """
+    try:
+        onnx: Any = importlib.import_module("onnx")
+    except ImportError:
+        return
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # onnx raises protobuf's DecodeError and others
+        raise InputError(f"{str(path)!r} is not a readable ONNX model: {exc}") from None
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue  # a weight with a default, not an input
+        dims = value.type.tensor_type.shape.dim
+        fixed = [d.dim_value for d in dims if d.HasField("dim_value")]
+        check_dims(fixed, f"ONNX input {value.name[:100]!r}")
+
+
+def check_dims(dims: Sequence[int], what: str) -> None:
+    """Refuse a declared input with a dimension or an element count over the caps."""
+    for dim in dims:
+        if dim > MAX_INPUT_SIDE:
+            raise LimitExceededError(f"{what} dimension", dim, MAX_INPUT_SIDE)
+    elements = math.prod(d for d in dims if d > 0)
+    if elements > MAX_INPUT_ELEMENTS:
+        raise LimitExceededError(f"{what} elements", elements, MAX_INPUT_ELEMENTS)
+
+
+def check_input_shape(shape: tuple[int, int, int]) -> None:
+    """Refuse an ``--input-shape`` H,W,C over the caps (it sizes the probe's batch)."""
+    check_dims(shape, "--input-shape")
+
+
+__all__ = [
+    "MAX_ARTEFACT_BYTES",
+    "MAX_INPUT_ELEMENTS",
+    "MAX_INPUT_SIDE",
+    "MAX_UNCOMPRESSED_BYTES",
+    "MAX_ZIP_MEMBERS",
+    "MAX_ZIP_RATIO",
+    "check_artefact",
+    "check_input_shape",
+]
