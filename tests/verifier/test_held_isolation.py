@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -218,8 +219,10 @@ def test_without_bubblewrap_held_models_are_refused_unless_weaker_isolation_is_a
     torch.jit.script(tiny_cnn(seed=1)).save(str(model))
     limits = ChildLimits(start_s=60)
     missing = SandboxPolicy(limits, bwrap=str(tmp_path / "no-bwrap"))
+    left = set(Path(tempfile.gettempdir()).glob("twinaudit-held-*"))
     with pytest.raises(OracleError, match="--allow-weak-isolation"):
         start_held(model, OPTIONS, digest=file_sha256(model), policy=missing)
+    assert set(Path(tempfile.gettempdir()).glob("twinaudit-held-*")) == left  # nothing left
     weak = SandboxPolicy(limits, bwrap=str(tmp_path / "no-bwrap"), allow_weak=True)
     oracle = start_held(model, OPTIONS, digest=file_sha256(model), policy=weak)
     try:

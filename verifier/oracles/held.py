@@ -290,21 +290,26 @@ class _Child:
             "--limits",
             limits.as_argument(),
         ]
-        # An --arch callable's module is imported from the working folder, as oracle
-        # serve imports it: that module alone is bound into the sandbox.
-        command = child_command(
-            python_args,
-            artefact=model.resolve(),
-            socket_dir=self._sockets,
-            modules=arch_modules(options.arch, Path.cwd()),
-            threads=threads,
-            policy=policy,
-        )
-        self.isolation = command.isolation
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self.process = command.spawn(
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
-        )
+        try:
+            # An --arch callable's module is imported from the working folder, as oracle
+            # serve imports it: that module alone is bound into the sandbox.
+            command = child_command(
+                python_args,
+                artefact=model.resolve(),
+                socket_dir=self._sockets,
+                modules=arch_modules(options.arch, Path.cwd()),
+                threads=threads,
+                policy=policy,
+            )
+            self.isolation = command.isolation
+            self.process = command.spawn(
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
+            )
+        except BaseException:  # refused (no bubblewrap) or not started: nothing left behind
+            self._stderr.close()
+            shutil.rmtree(self._sockets, ignore_errors=True)
+            raise
         # The lifetime limit: the parent kills a child that outlives it (wall time).
         self._lifetime = threading.Timer(limits.lifetime_s, self.process.kill)
         self._lifetime.daemon = True
@@ -349,7 +354,12 @@ class _Child:
             self.process.wait()
         self._stderr.seek(0)
         text = self._stderr.read(_MAX_STDERR_BYTES).decode("utf-8", "replace")
-        found = [line.strip() for line in text.splitlines() if line.startswith("twinaudit:")]
+        # The child's own error line, or bubblewrap's (a host without user namespaces).
+        found = [
+            line.strip()[:_MAX_ERROR_CHARS]
+            for line in text.splitlines()
+            if line.startswith(("twinaudit:", "bwrap:"))
+        ]
         return found[-1] if found else _ended(self.process.returncode)
 
     def stop(self) -> None:
@@ -359,6 +369,8 @@ class _Child:
 
 #: Most bytes of a child's stderr read for its error line.
 _MAX_STDERR_BYTES: Final = 1 << 20
+#: Most characters of that line reported.
+_MAX_ERROR_CHARS: Final = 2000
 
 
 def _ended(status: int | None) -> str:
