@@ -316,3 +316,26 @@ def test_a_hidden_file_inside_a_bound_folder_is_masked(tmp_path, monkeypatch):
     out, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
     assert out.split() == ["PermissionError", "visible"]  # the key masked; its folder bound
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    import torch
+
+    path = tmp_path_factory.mktemp("tiny") / "tiny.ts"
+    torch.jit.script(tiny_cnn(seed=2)).save(str(path))
+    return path
+
+
+def test_a_child_over_its_cpu_limit_is_ended_and_said_so(tiny_model):
+    policy = SandboxPolicy(ChildLimits(cpu_seconds=1))  # less than importing torch takes
+    with pytest.raises(OracleError, match=r"killed by SIGXCPU \(its CPU-time limit\)"):
+        start_held(tiny_model, OPTIONS, digest=file_sha256(tiny_model), policy=policy)
+
+
+def test_a_child_over_its_start_time_is_killed_at_once(tiny_model):
+    policy = SandboxPolicy(ChildLimits(start_s=0.5, lifetime_s=0.5))
+    started = time.monotonic()
+    with pytest.raises(OracleError, match=r"did not start within 0\.5 s"):
+        start_held(tiny_model, OPTIONS, digest=file_sha256(tiny_model), policy=policy)
+    assert time.monotonic() - started < 5  # killed, not waited for

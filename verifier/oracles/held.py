@@ -336,6 +336,7 @@ class _Child:
                 elif line.startswith("model ") and self.address:
                     return
         except BaseException:
+            self.process.kill()  # a start that failed or ran out of time: not waited for
             self.stop()
             raise
 
@@ -374,7 +375,12 @@ _MAX_ERROR_CHARS: Final = 2000
 
 
 def _ended(status: int | None) -> str:
-    """Say how a child ended: its exit status, or the signal (a limit) that killed it."""
+    """Say how a child ended: its exit status, or the signal (a limit) that killed it.
+
+    bubblewrap exits with 128 + N when its child was killed by signal N.
+    """
+    if status is not None and 128 < status < 128 + signal.NSIG:
+        status = 128 - status
     if status is not None and status < 0:
         name = signal.Signals(-status).name
         reason = {

@@ -75,6 +75,8 @@ _ETC_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf")
 #: The flag that accepts a child without bubblewrap (named in refusals).
 WEAK_FLAG: Final = "--allow-weak-isolation"
 
+#: Seconds of CPU between the soft limit (SIGXCPU) and the hard one (SIGKILL).
+CPU_GRACE_S: Final = 5
 #: Most bytes of bubblewrap options written to its pipe (below a pipe's 64 KiB buffer).
 _MAX_ARGS_BYTES: Final = 60_000
 
@@ -365,7 +367,9 @@ def apply_limits(text: str) -> None:
     """Apply a child's ``--limits MEMORY,CPU,FSIZE,NOFILE`` (soft and hard) to this process.
 
     Called first thing by ``oracle serve --limits`` in a held model's child, before any
-    model code runs; without capabilities the child cannot raise them again.
+    model code runs; without capabilities the child cannot raise them again. The CPU
+    limit's hard value is :data:`CPU_GRACE_S` above its soft one: SIGXCPU (which ends
+    the child) comes first, SIGKILL only if the child ignores it.
     """
     try:
         memory, cpu, fsize, nofile = (int(v) for v in text.split(","))
@@ -378,8 +382,9 @@ def apply_limits(text: str) -> None:
         (resource.RLIMIT_NOFILE, nofile),
     ):
         _, hard = resource.getrlimit(which)
-        capped = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(which, (capped, capped))
+        soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        top = soft + CPU_GRACE_S if which == resource.RLIMIT_CPU else soft
+        resource.setrlimit(which, (soft, top if hard == resource.RLIM_INFINITY else min(top, hard)))
 
 
 __all__ = [
