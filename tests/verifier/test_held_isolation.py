@@ -339,3 +339,11 @@ def test_a_child_over_its_start_time_is_killed_at_once(tiny_model):
     with pytest.raises(OracleError, match=r"did not start within 0\.5 s"):
         start_held(tiny_model, OPTIONS, digest=file_sha256(tiny_model), policy=policy)
     assert time.monotonic() - started < 5  # killed, not waited for
+
+
+@pytest.mark.slow
+def test_an_oversized_onnx_input_that_reaches_a_child_is_refused_before_its_probe(tmp_path):
+    """Past the caps of `model add` (started directly), the child refuses it, typed."""
+    onnx_file = write_oversized_onnx(tmp_path / "big.onnx", side=65536)
+    with pytest.raises(OracleError, match=r"\[limit-exceeded\] the ONNX model's input dimension"):
+        start_held(onnx_file, ServeOptions(name="big"), digest=file_sha256(onnx_file))

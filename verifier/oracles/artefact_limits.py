@@ -44,6 +44,9 @@ MAX_UNCOMPRESSED_BYTES: Final = 8 * GIB
 MAX_ZIP_RATIO: Final = 20
 #: Uncompressed bytes below which the ratio is not checked (small, compressible archives).
 RATIO_FLOOR_BYTES: Final = 64 * MIB
+#: Largest ONNX file parsed here (the graph is read whole); a larger one is checked by
+#: the sandboxed child, which refuses the same declared inputs before its probe.
+MAX_ONNX_PARSE_BYTES: Final = 256 * MIB
 #: Largest declared input dimension (height, width, channels) of an image model.
 MAX_INPUT_SIDE: Final = 8192
 #: Most elements of one declared input (one image: H × W × C).
@@ -57,7 +60,7 @@ def check_artefact(path: Path) -> None:
         raise LimitExceededError("model file size", size, MAX_ARTEFACT_BYTES)
     if zipfile.is_zipfile(path):
         check_zip(path, size)
-    elif path.suffix.lower() == ".onnx":
+    elif path.suffix.lower() == ".onnx" and size <= MAX_ONNX_PARSE_BYTES:
         check_onnx(path)
 
 
@@ -80,8 +83,9 @@ def check_zip(path: Path, size: int) -> None:
 def check_onnx(path: Path) -> None:
     """Check an ONNX graph's declared input dimensions (parsed, never run).
 
-    Needs the ``onnx`` package (extra ``formats``); without it, the child's memory
-    limit is what bounds a huge declared input.
+    Needs the ``onnx`` package (extra ``formats``); without it (and for files over
+    :data:`MAX_ONNX_PARSE_BYTES`), the child refuses the same inputs before its probe
+    (:func:`verifier.oracles.formats.load_model`), under its memory limit.
     """
     try:
         onnx: Any = importlib.import_module("onnx")

@@ -57,6 +57,7 @@ import torch
 from protocol.errors import InputError
 from wire.torchvision_shim import prepare_torchvision
 
+from .artefact_limits import check_dims
 from .torch_images import ModelMismatchError
 
 #: Every format :func:`load_model` reads.
@@ -265,6 +266,7 @@ def _image_input(shape: tuple[int | None, ...], what: str) -> tuple[int, int, in
         raise ModelMismatchError(
             "input-shape", f"{what} takes a rank-{len(shape)} input, not images (N, C, H, W)"
         )
+    check_dims([d for d in shape if d is not None], what + "'s input")  # before any probe
     _, channels, height, width = shape
     if channels is None or height is None or width is None:
         return None
