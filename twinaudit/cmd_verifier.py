@@ -380,7 +380,7 @@ def _isolation_arg(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run held models even where bubblewrap (bwrap) is missing: they then run as "
         "this user, with its files, /proc and network, under resource limits only "
-        "(docs/arbiter.md#isolation); without it they are refused there",
+        "(docs/arbiter.md#isolation-of-model-code); without it they are refused there",
     )
 
 
@@ -413,10 +413,10 @@ def _serve(args: argparse.Namespace) -> int:
         raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
     if not 1 <= args.max_claims <= MAX_MAX_CLAIMS:
         raise InputError(f"--max-claims must be in 1..{MAX_MAX_CLAIMS}")
-    # The key is read by a signer process started before anything else; this process
-    # holds only its public key (docs/arbiter.md#isolation).
-    signer = ProcessSigner.start(args.key)
     _set_isolation(args, hidden=(args.key, *_database_files(args.db)))
+    # The key is read by a signer process started before anything else; this process
+    # holds only its public key (docs/arbiter.md#isolation-of-model-code).
+    signer = ProcessSigner.start(args.key)
     try:
         return _serve_signed(args, host, signer)
     finally:

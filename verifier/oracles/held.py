@@ -9,20 +9,23 @@ into the store under its SHA-256, ``MODELS/<hex>/artefact<suffix>``, beside
 itself (:func:`dial_held`), never reaching the practitioner:
 
 - in a **child process** it starts for the claim and stops when the claim ends:
-  ``python -m twinaudit oracle serve`` on the stored file, on a free port of
-  127.0.0.1, queried over ``twinaudit.oracle.v1`` by
+  ``python -m twinaudit oracle serve`` on the stored file, in a bubblewrap sandbox
+  under resource limits (:mod:`verifier.oracles.sandbox`), on a Unix socket,
+  queried over ``twinaudit.oracle.v1`` by
   :class:`~verifier.oracles.grpc_client.GrpcOracle`. The child is the very command a
   practitioner runs, so it loads every format ``oracle serve`` loads and runs the
   same probe forward pass at start (a model that does not fit never answers a
-  query); the model's code (a pickle's, an ``--arch`` callable's) runs outside the
-  process that holds the signing key and the store; and the child's torch settings
-  are its own;
+  query); the model's code (a pickle's, an ``--arch`` callable's) sees neither the
+  signing key (held by the signer process), the store, the arbiter's processes nor
+  the network; and the child's torch settings are its own;
 - under the **CPU-determinism conditions** that ``verifier reexecute`` needs
   (:data:`HELD_THREADS` thread, ``--deterministic``: the child calls
   ``torch.use_deterministic_algorithms(True)`` and reports the torch version, the
   CPU capability torch dispatches to and the thread count in its framework text);
 - with the **artefact's SHA-256** as the model digest of its Describe map
-  (:class:`HeldOracle`), checked against the stored file each time it is started.
+  (:class:`HeldOracle`), checked against the stored file each time it is started;
+- after the **caps** of :mod:`verifier.oracles.artefact_limits` (file size, zip
+  ratio, declared inputs), checked by :meth:`ArtefactStore.add` before it loads.
 
 :func:`start_held` is what ``verifier reexecute`` uses to run a model file the
 same way. Errors: a malformed address is an :class:`~protocol.errors.InputError`, an
@@ -73,7 +76,7 @@ _HELD_ADDRESS: Final = re.compile(r"held:sha256:([0-9a-f]{64})")
 HELD_THREADS: Final = 1
 #: Kinds of model an arbiter holds (the image oracles of ``oracle serve``).
 HELD_KINDS: Final = ("classifier", "encoder")
-#: Seconds a child gets to stop after SIGTERM before it is killed.
+#: Seconds a child gets to stop once its stdin is closed, then after SIGTERM.
 STOP_TIMEOUT_S: Final = 10.0
 #: The options file beside each artefact.
 OPTIONS_FILE: Final = "serve.json"
