@@ -121,7 +121,9 @@ def test_n5_a_spying_pickle_reaches_nothing_during_a_claim(tmp_path, listener, m
         receipt = owner_set.escrow(channel, public, "n5 owner")
         request = claim_params(receipt.entry.index, owner_set.root, address, "spy", max_pairs=4)
         with pytest.raises((grpc.RpcError, OracleError)) as failed:
-            run_claim(channel, request, owner_set.opening, timeout_s=120)
+            run_claim(
+                channel, request, owner_set.opening, claim_key=owner_set.claim_key, timeout_s=120
+            )
     finally:
         channel.close()
         stop(process)
