@@ -2,12 +2,14 @@
 
 The report gives the counts, the marking configuration, the escrow receipt (verified
 again when the vault is opened), the ε bound checked over every pixel against the
-original images, the mean feature-space distance between the two versions of the first
-pairs (whatever their sizes: the extractor resizes every image to its input side), and
-optionally a contact sheet of the first pairs (rows: raw, published, hidden, amplified
-difference, as in the paper's figures 6-8; images of several sizes are fitted to one
-cell for display). The contact sheet shows hidden versions: it is private, written with
-mode 0600, and must not be published.
+original images with the perceptual measures of the first pairs next to it (CIEDE2000
+colour difference, SSIM and colour cast, :mod:`owner.images.perceptual`), the mean
+feature-space distance between the two versions of the first pairs (whatever their
+sizes: the extractor resizes every image to its input side), and optionally a contact
+sheet of the first pairs (rows: raw, published, hidden, amplified difference, as in the
+paper's figures 6-8; images of several sizes are fitted to one cell for display). The
+contact sheet shows hidden versions: it is private, written with mode 0600, and must
+not be published.
 
 The distance is measured in the marking extractor unless another is asked for. Marks
 made with ``proxy-own`` or ``proxy-clusters`` are the exception: that proxy is trained
@@ -30,6 +32,7 @@ from protocol.errors import InputError, ParameterError
 from protocol.keys import key_id
 
 from . import marking  # its torch-dependent names load on first use
+from .images.perceptual import PerceptualCheck, PerceptualMeasure
 from .images.sheet import write_fitted_contact_sheet
 from .images.sources import ImageSource
 from .marking import MarkingConfig
@@ -38,6 +41,10 @@ from .plain_data import FieldsRecord
 from .vault import Vault
 
 Pixels = npt.NDArray[np.uint8]
+
+#: Pairs whose two versions the perceptual measures compare with their originals (the
+#: first ones; CIEDE2000 and SSIM cost about a second per version of a photo).
+PERCEPTUAL_PAIRS = 16
 
 
 @dataclass
@@ -126,6 +133,7 @@ class InspectReport:
     source: dict[str, Value]
     receipt: ReceiptSummary | None
     epsilon: EpsilonCheck | None = None
+    perceptual: PerceptualMeasure | None = None
     feature_distance: FeatureDistance | None = None
     sheet: Path | None = None
     sheet_pairs: int = 0
@@ -150,6 +158,7 @@ class InspectReport:
             "source": self.source,
             "receipt": None if self.receipt is None else self.receipt.to_value(),
             "epsilon_check": eps,
+            "perceptual": None if self.perceptual is None else dict(self.perceptual.to_value()),
             "feature_distance": (
                 None if self.feature_distance is None else self.feature_distance.to_value()
             ),
@@ -175,6 +184,8 @@ class InspectReport:
                 f"  epsilon check: max |x^k - x| = {e.max_deviation} <= {e.epsilon} {verdict}"
                 f" ({e.pixels_checked} pixels checked)"
             )
+        if self.perceptual is not None:
+            lines.append(self.perceptual.text())
         if self.feature_distance is not None:
             lines.append(self.feature_distance.text())
         if self.sheet is not None:
@@ -247,7 +258,7 @@ def inspect_vault(
     )
     if source is not None:
         _require_same_input(vault, source)
-        report.epsilon = _check_epsilon(vault, source, config)
+        report.epsilon, report.perceptual = _check_epsilon(vault, source, config)
     if distance_pairs > 0:
         report.feature_distance = _feature_distance(vault, config, distance_pairs, extractor)
     if sheet is not None:
@@ -277,15 +288,26 @@ def _require_same_input(vault: Vault, source: ImageSource) -> None:
             )
 
 
-def _check_epsilon(vault: Vault, source: ImageSource, config: MarkingConfig) -> EpsilonCheck:
+def _check_epsilon(
+    vault: Vault, source: ImageSource, config: MarkingConfig
+) -> tuple[EpsilonCheck, PerceptualMeasure | None]:
+    """Check ε over every pixel; measure the first :data:`PERCEPTUAL_PAIRS` pairs' look."""
     check = EpsilonCheck(config.epsilon)
-    batches = source.batches(config.batch_size)
-    for start, version0, version1, _, _ in vault.chunks():
-        batch = next(batches, None)
-        if batch is None or batch.start != start or len(batch) != len(version0):
-            raise InputError(f"{source.path}: its batches do not line up with the vault's chunks")
+    perceptual = PerceptualCheck()
+    try:
+        batches = source.batches_at(vault.chunk_spans())
+    except ParameterError:
+        raise InputError(
+            f"{source.path}: its images do not line up with the vault's chunks"
+        ) from None
+    for (start, version0, version1, _, _), batch in zip(vault.chunks(), batches, strict=True):
+        if batch.start != start or batch.pixels.shape != version0.shape:
+            raise InputError(f"{source.path}: its images do not line up with the vault's chunks")
         check.add(batch.pixels, version0, version1)
-    return check
+        for offset in range(min(len(batch), PERCEPTUAL_PAIRS - perceptual.images // 2)):
+            perceptual.add(batch.pixels[offset], version0[offset])
+            perceptual.add(batch.pixels[offset], version1[offset])
+    return check, perceptual.result()
 
 
 def _pair_chunks(vault: Vault, count: int) -> Iterator[tuple[Pixels, Pixels]]:

@@ -68,6 +68,9 @@ class ImageOptions:
     step_size: float | None = None
     input_size: int | None = None
     work_scale: int | None = None
+    neutral_mark: bool | None = None
+    #: Bytes marking may hold (``--memory``); None: the default, 2 GiB.
+    memory: int | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,15 @@ _TEXT_ONLY: Final = MappingProxyType(
 )
 #: Image-only ``owner mark`` options with their defaults.
 _IMAGE_ONLY: Final = MappingProxyType(
-    {"labels": None, "npz_key": None, "extractor_weights": None, "steps": None, "step_size": None}
+    {
+        "labels": None,
+        "npz_key": None,
+        "extractor_weights": None,
+        "steps": None,
+        "step_size": None,
+        "memory": None,
+        "neutral_mark": None,
+    }
 )
 
 
@@ -236,7 +247,17 @@ def marking_config(options: MarkOptions, images: ImageSource) -> MarkingConfig:
         batch_size=options.batch_size if options.batch_size is not None else int(pgd["batch_size"]),
         input_size=input_size if input_size is not None else defaults.input_size,
         work_scale=image.work_scale if image.work_scale is not None else defaults.work_scale,
+        neutral_mark=(
+            image.neutral_mark if image.neutral_mark is not None else defaults.neutral_mark
+        ),
     )
+
+
+def _memory(options: MarkOptions) -> int:
+    """Return the memory setting of ``options`` (the default when not given)."""
+    from .marking.memory import DEFAULT_MEMORY  # noqa: PLC0415
+
+    return DEFAULT_MEMORY if options.image.memory is None else options.image.memory
 
 
 def _inspect_images(
@@ -277,6 +298,7 @@ class ImageKind(ItemKind):
             marking_config(options, source),
             secret=options.secret,
             device=options.device,
+            memory=_memory(options),
             show_progress=options.show_progress,
         )
         return [marked_line(result, "pairs")]
@@ -317,6 +339,7 @@ class CaptionedImageKind(ItemKind):
             marking_config(options, source.images),
             secret=options.secret,
             device=options.device,
+            memory=_memory(options),
             show_progress=options.show_progress,
         )
         return [marked_line(result, "captioned-image pairs")]

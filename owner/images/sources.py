@@ -91,7 +91,7 @@ import zipfile
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,8 +263,14 @@ class ImageSource(ABC):
         """
         return
 
-    def batches(self, batch_size: int, start: int = 0) -> Iterator[ImageBatch]:
+    def batches(
+        self, batch_size: int, start: int = 0, *, fits: Callable[[Shape], int] | None = None
+    ) -> Iterator[ImageBatch]:
         """Yield the images from ``start`` on, in batches that never mix shapes.
+
+        A batch holds at most ``batch_size`` images and, when ``fits`` is given, at most
+        ``fits(shape)`` images of that (H, W, C) shape (one at least): batches of photos
+        are cut by their size (:mod:`owner.marking.memory`), not only by their count.
 
         Raises:
             ParameterError: ``batch_size`` < 1 or ``start`` outside [0, len(self)].
@@ -274,19 +280,50 @@ class ImageSource(ABC):
             raise ParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
         if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= self._count:
             raise ParameterError(f"start must be in [0, {self._count}], got {start!r}")
-        return self._generate(batch_size, start)
+        return self._generate(self._spans(batch_size, start, fits))
 
-    def _generate(self, batch_size: int, start: int) -> Iterator[ImageBatch]:
-        for lo, hi, pixels in self._read_spans(self._spans(batch_size, start)):
+    def batches_at(self, spans: Sequence[tuple[int, int]]) -> Iterator[ImageBatch]:
+        """Yield the batches of images ``lo .. hi − 1`` for each ``(lo, hi)`` of ``spans``.
+
+        The spans must follow one another from any start, each non-empty and of one shape
+        (as a vault's chunks are), so that the images are read in one pass.
+
+        Raises:
+            ParameterError: a span is empty, out of order, past the end, or mixes shapes.
+
+        """
+        previous = 0
+        for lo, hi in spans:
+            if not previous <= lo < hi <= self._count or hi > self._run_end(lo):
+                raise ParameterError(
+                    f"images {lo}..{hi - 1} are not a batch of one shape after image "
+                    f"{previous - 1} of {self.path}"
+                )
+            previous = hi
+        return self._generate(iter(spans))
+
+    def shape_at(self, index: int) -> Shape:
+        """Return the (height, width, channels) of image ``index`` (no pixels are read)."""
+        if not 0 <= index < self._count:
+            raise ParameterError(f"image {index} is outside 0..{self._count - 1}")
+        return self._shape_of(index)
+
+    def _generate(self, spans: Iterator[tuple[int, int]]) -> Iterator[ImageBatch]:
+        for lo, hi, pixels in self._read_spans(spans):
             labels: list[int | None] = (
                 [None] * (hi - lo) if self._labels is None else [*self._labels[lo:hi]]
             )
             yield ImageBatch(lo, pixels, self._names(lo, hi), labels)
 
-    def _spans(self, batch_size: int, start: int) -> Iterator[tuple[int, int]]:
+    def _spans(
+        self, batch_size: int, start: int, fits: Callable[[Shape], int] | None
+    ) -> Iterator[tuple[int, int]]:
         lo = start
         while lo < self._count:
-            hi = min(lo + batch_size, self._run_end(lo))
+            count = batch_size
+            if fits is not None:
+                count = max(1, min(batch_size, fits(self._shape_of(lo))))
+            hi = min(lo + count, self._run_end(lo))
             yield lo, hi
             lo = hi
 
@@ -306,6 +343,10 @@ class ImageSource(ABC):
     @abstractmethod
     def _run_end(self, index: int) -> int:
         """Return the index just after the run of equal shapes holding ``index``."""
+
+    @abstractmethod
+    def _shape_of(self, index: int) -> Shape:
+        """Return the (H, W, C) of image ``index``, a valid index."""
 
     @abstractmethod
     def _names(self, lo: int, hi: int) -> list[str]:
@@ -363,6 +404,9 @@ class FolderSource(ImageSource):
 
     def _run_end(self, index: int) -> int:
         return self._run_ends[bisect.bisect_right(self._run_ends, index)]
+
+    def _shape_of(self, index: int) -> Shape:
+        return self._shapes[index]
 
     def _names(self, lo: int, hi: int) -> list[str]:
         return self._image_names[lo:hi]
@@ -524,6 +568,9 @@ class _ArraySource(ImageSource):
 
     def _run_end(self, index: int) -> int:
         return self._count
+
+    def _shape_of(self, index: int) -> Shape:
+        return self._image_shape
 
     def _names(self, lo: int, hi: int) -> list[str]:
         return [f"{self.path.name}#{index}" for index in range(lo, hi)]

@@ -51,6 +51,9 @@ MAX_WORK_SCALE: Final = 64
 #: The working-resolution factor of a record that does not name one (made before it
 #: existed): PGD at every image's full size, which is what such a vault was marked with.
 LEGACY_WORK_SCALE: Final = 0
+#: Fields a record leaves out at their legacy value (0 or false), with that value's type:
+#: a record made before the field existed reads as what it was marked with.
+_OMITTED_AT_LEGACY: Final = {"work_scale": int, "neutral_mark": bool}
 
 #: How errors about a recorded configuration name it.
 _WHAT: Final = "marking config"
@@ -127,6 +130,15 @@ class MarkingConfig:
             grows with the photo's megapixels (``python -m bench photos``). Smaller
             images are marked at full size, bit for bit as before. 0: always at full
             size (what a vault recorded without this field was marked with).
+        neutral_mark: on an image marked at a working resolution, PGD keeps δ the same
+            in every channel and of mean zero over the image: each step ends by
+            projecting δ onto the grey, zero-mean marks in ±ε (the channels' mean, less
+            its mean over the image, clipped; twice). Left free, the ascent settles on
+            a smooth colour shift, which upsampled is a visible cast on a large photo
+            (issue #39: a pink sky); neutral, the mark is a change of brightness that
+            averages out (``docs/owner.md``, "Large photos", measures both). Images
+            marked at their own size are not affected. False: free (what a vault
+            recorded without this field was marked with).
 
     """
 
@@ -139,6 +151,7 @@ class MarkingConfig:
     batch_size: int = 8
     input_size: int = 96
     work_scale: int = 2
+    neutral_mark: bool = True
 
     def __post_init__(self) -> None:
         """Check every field; raise ParameterError on the first one out of its domain."""
@@ -164,6 +177,8 @@ class MarkingConfig:
         check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
         check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
         check_int("work_scale", self.work_scale, 0, MAX_WORK_SCALE)
+        if not isinstance(self.neutral_mark, bool):
+            raise ParameterError(f"neutral_mark must be a bool, got {self.neutral_mark!r}")
         step = self.step_size
         if isinstance(step, bool) or not isinstance(step, int | float):
             raise ParameterError(f"step_size must be a number, got {type(step).__name__}")
@@ -175,12 +190,14 @@ class MarkingConfig:
     def to_value(self) -> dict[str, Value]:
         """Return the canonical-encodable record of this configuration.
 
-        Every field, except ``work_scale`` when it is :data:`LEGACY_WORK_SCALE`: such a
-        configuration records exactly as it did before the field existed.
+        Every field, except ``work_scale`` (0) and ``neutral_mark`` (false) at their
+        legacy values: such a configuration records exactly as it did before the field
+        existed.
         """
         value = fields_value(self)
-        if self.work_scale == LEGACY_WORK_SCALE:
-            del value["work_scale"]
+        for name in _OMITTED_AT_LEGACY:
+            if not value[name]:
+                del value[name]
         return value
 
     @classmethod
@@ -189,25 +206,32 @@ class MarkingConfig:
 
         Raises:
             InputError: ``value`` is not a map with exactly the recorded fields, a field
-                has the wrong type, or ``work_scale`` is written out as 0.
+                has the wrong type, or ``work_scale`` is written out as 0 or
+                ``neutral_mark`` as false.
             ParameterError: a field is of the right type but outside its domain.
 
         """
         if not isinstance(value, dict):
             raise InputError("a marking config must be a map")
         names = [f.name for f in fields(cls)]
-        if "work_scale" not in value:
-            names.remove("work_scale")  # a record from before the field: full size
+        legacy: dict[str, int | bool] = {}
+        for name, kind in _OMITTED_AT_LEGACY.items():
+            if name not in value:
+                names.remove(name)  # a record from before the field: its legacy value
+                legacy[name] = kind()
         check_field_names(value, names, _WHAT)
-        work_scale = (
-            typed_field(value, "work_scale", int, _WHAT)
-            if "work_scale" in value
-            else LEGACY_WORK_SCALE
-        )
-        if "work_scale" in value and work_scale == LEGACY_WORK_SCALE:
-            # One record per configuration: to_value leaves 0 out, so a 0 written out is
-            # not a record this code made (and would not compare equal to one it makes).
-            raise InputError(f"a {_WHAT} records work_scale {LEGACY_WORK_SCALE} by omitting it")
+        for name, kind in _OMITTED_AT_LEGACY.items():
+            if name not in value:
+                continue
+            recorded = value[name]
+            if type(recorded) is not kind:  # bool is no int, int no bool
+                raise InputError(f"{_WHAT} field {name!r} must be {kind.__name__}")
+            assert isinstance(recorded, int)
+            if not recorded:
+                # One record per configuration: to_value leaves the legacy value out, so
+                # one written out is not a record this code made (nor equal to one it makes).
+                raise InputError(f"a {_WHAT} records {name} {recorded} by omitting it")
+            legacy[name] = recorded
         return cls(
             marker=typed_field(value, "marker", str, _WHAT),
             epsilon=typed_field(value, "epsilon", int, _WHAT),
@@ -217,7 +241,8 @@ class MarkingConfig:
             step_size=typed_field(value, "step_size", float, _WHAT),
             batch_size=typed_field(value, "batch_size", int, _WHAT),
             input_size=typed_field(value, "input_size", int, _WHAT),
-            work_scale=work_scale,
+            work_scale=int(legacy["work_scale"]),
+            neutral_mark=bool(legacy["neutral_mark"]),
         )
 
 

@@ -331,13 +331,24 @@ def load_proxy_state(path: str) -> tuple[SmallCNN, int]:
 
 
 def square_images(pixels: npt.NDArray[np.uint8], side: int) -> npt.NDArray[np.uint8]:
-    """Return uint8 images (B, H, W, C) resized to ``side``×``side`` (bilinear, antialiased)."""
+    """Return uint8 images (B, H, W, C) resized to ``side``×``side`` (bilinear, antialiased).
+
+    Images with a side above ``side`` (photos) are resized as uint8 (torch's fast path,
+    no float copy of the batch: a batch of photos is gigabytes in float); smaller ones
+    in float, image by image, then rounded.
+    """
     if pixels.shape[1] == pixels.shape[2] == side:
         return pixels
-    x = torch.from_numpy(np.ascontiguousarray(pixels)).permute(0, 3, 1, 2).float()
-    shrinking = pixels.shape[1] > side or pixels.shape[2] > side
-    out = F.interpolate(x, size=(side, side), mode="bilinear", antialias=shrinking)
-    return out.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    x = torch.from_numpy(np.require(pixels, requirements=["C", "W"])).permute(0, 3, 1, 2)
+    if pixels.shape[1] > side or pixels.shape[2] > side:
+        out = F.interpolate(x, size=(side, side), mode="bilinear", antialias=True)
+        return np.ascontiguousarray(out.permute(0, 2, 3, 1).numpy())
+    squares = [
+        F.interpolate(x[k : k + 1].float(), size=(side, side), mode="bilinear")
+        for k in range(x.shape[0])
+    ]
+    out = torch.cat(squares).round().clamp(0, 255).to(torch.uint8)
+    return np.ascontiguousarray(out.permute(0, 2, 3, 1).numpy())
 
 
 def write_proxy(model: SmallCNN, path: Path) -> None:

@@ -305,6 +305,10 @@ class Vault:
         pair = self.pair_opening(index)
         return Opening(index, pair.salt, pair.version0, pair.version1, self.inclusion_proof(index))
 
+    def chunk_spans(self) -> list[tuple[int, int]]:
+        """Return ``(start, stop)`` of every chunk, in order (the batches it was marked in)."""
+        return [(record.start, record.start + record.count) for record in self._records]
+
     def chunks(self) -> Iterator[tuple[int, Pixels, Pixels, list[int | None], list[str]]]:
         """Yield ``(start, versions0, versions1, labels, names)`` chunk by chunk.
 

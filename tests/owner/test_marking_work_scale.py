@@ -33,7 +33,11 @@ def _extractor() -> Extractor:
 
 
 def _marker(work_scale: int) -> PgdMarker:
-    config = MarkingConfig(input_size=SIDE, work_scale=work_scale, steps=3, step_size=4.0)
+    # The free mark: the working resolution alone is compared with full size here (the
+    # neutral mark's cost is measured in test_marking_neutral.py and bench perceptual).
+    config = MarkingConfig(
+        input_size=SIDE, work_scale=work_scale, steps=3, step_size=4.0, neutral_mark=False
+    )
     marker = make_marker(config, SEED, device="cpu", extractor=_extractor())
     assert isinstance(marker, PgdMarker)
     return marker

@@ -1,0 +1,162 @@
+"""How visible a mark is: CIEDE2000 colour difference, SSIM and colour cast against the original.
+
+The ε bound says every pixel is within ε levels of the original; it does not say the
+change is invisible (issue #39: a mark within 10 levels everywhere turned a sky pink).
+:class:`PerceptualCheck` measures, for each version of each pair against its original:
+
+- the CIEDE2000 colour difference ΔE₀₀ per pixel (sRGB, D65; scikit-image's
+  ``rgb2lab`` and ``deltaE_ciede2000``): about 1 is the smallest difference a viewer
+  notices side by side, 2-3 a noticeable one on a flat area;
+- the structural similarity (SSIM; scikit-image's ``structural_similarity``, 7×7
+  windows, data range 255, colour channels averaged), 1 for identical images;
+- the colour cast: the mean change per channel over the whole image, in levels (a mark
+  with no colour on average has 0 here; the issue's photo had +5.7 R).
+
+On photos of many megapixels ΔE and SSIM are measured on bands of rows spread evenly
+down the image, at most :data:`MAX_MEASURED_PIXELS` pixels of each image (so that
+``owner inspect`` costs seconds, not minutes); the cast on every pixel. Grey images are
+measured as grey colours.
+
+:data:`DEFAULT_DELTA_E` and :data:`DEFAULT_CAST` are the bounds ``owner inspect`` reports
+the default mark against (``docs/owner.md``, "Large photos").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+Pixels = npt.NDArray[np.uint8]
+
+#: Pixels of one image measured for ΔE and SSIM at most (bands of rows spread evenly).
+MAX_MEASURED_PIXELS: Final = 1 << 17
+#: Rows of one measured band.
+BAND_ROWS: Final = 64
+#: The bound on the mean ΔE₀₀ that the default mark keeps on photos (ε = 10).
+DEFAULT_DELTA_E: Final = 3.0
+#: The bound on the colour cast (levels, largest channel mean) that the default mark keeps.
+DEFAULT_CAST: Final = 2.0
+#: SSIM's window side (scikit-image's default); images or bands smaller are padded out.
+_SSIM_WINDOW: Final = 7
+
+
+@dataclass
+class PerceptualCheck:
+    """Perceptual differences of versions from their originals, accumulated image by image."""
+
+    images: int = 0
+    _delta_e_sum: float = 0.0
+    _delta_e_pixels: int = 0
+    _delta_e_max: float = 0.0
+    _ssim: list[float] = field(default_factory=list)
+    _cast: float = 0.0
+
+    def add(self, original: Pixels, version: Pixels) -> None:
+        """Measure one version (H, W, C) of an image against its original."""
+        change = version.astype(np.int16) - original.astype(np.int16)
+        means = change.reshape(-1, change.shape[-1]).mean(axis=0)
+        self._cast = max(self._cast, float(np.abs(means).max()))
+        del change
+        for rows in _bands(original.shape[0], original.shape[1]):
+            reference, marked = _rgb(original[rows]), _rgb(version[rows])
+            delta_e = _delta_e(reference, marked)
+            self._delta_e_sum += float(delta_e.sum())
+            self._delta_e_pixels += delta_e.size
+            self._delta_e_max = max(self._delta_e_max, float(delta_e.max()))
+            self._ssim.append(_ssim(reference, marked))
+        self.images += 1
+
+    def result(self) -> PerceptualMeasure | None:
+        """Return the measure over every image added, or None before the first."""
+        if self.images == 0:
+            return None
+        return PerceptualMeasure(
+            images=self.images,
+            delta_e_mean=self._delta_e_sum / self._delta_e_pixels,
+            delta_e_max=self._delta_e_max,
+            ssim_mean=float(np.mean(self._ssim)),
+            ssim_min=float(np.min(self._ssim)),
+            cast=self._cast,
+        )
+
+
+@dataclass(frozen=True)
+class PerceptualMeasure:
+    """The perceptual differences of a set of versions from their originals.
+
+    ``delta_e_mean`` is over every measured pixel, ``delta_e_max`` the largest;
+    ``ssim_mean`` and ``ssim_min`` over the measured bands; ``cast`` the largest mean
+    change of one channel over one image, in levels.
+    """
+
+    images: int
+    delta_e_mean: float
+    delta_e_max: float
+    ssim_mean: float
+    ssim_min: float
+    cast: float
+
+    @property
+    def within_default(self) -> bool:
+        """Whether the mean ΔE₀₀ and the cast are within the default mark's bounds."""
+        return self.delta_e_mean <= DEFAULT_DELTA_E and self.cast <= DEFAULT_CAST
+
+    def to_value(self) -> dict[str, float | int | bool]:
+        """Return the measure as plain values (for ``--json``)."""
+        return {
+            "images": self.images,
+            "delta_e2000_mean": self.delta_e_mean,
+            "delta_e2000_max": self.delta_e_max,
+            "ssim_mean": self.ssim_mean,
+            "ssim_min": self.ssim_min,
+            "colour_cast": self.cast,
+            "within_default_bounds": self.within_default,
+        }
+
+    def text(self) -> str:
+        """Return the report's line."""
+        verdict = (
+            "within"
+            if self.within_default
+            else "ABOVE (visible: a larger epsilon, or a marker other than the default?)"
+        )
+        return (
+            f"  perceptual: CIEDE2000 dE mean {self.delta_e_mean:.2f} (max {self.delta_e_max:.1f}),"
+            f" SSIM mean {self.ssim_mean:.4f} (min {self.ssim_min:.4f}), colour cast"
+            f" {self.cast:.2f} levels over {self.images} versions; {verdict} the default"
+            f" mark's bounds (mean dE <= {DEFAULT_DELTA_E:g}, cast <= {DEFAULT_CAST:g})"
+        )
+
+
+def _bands(height: int, width: int) -> list[slice]:
+    """Return the row bands measured: all rows, or bands spread evenly within the cap."""
+    if height * width <= MAX_MEASURED_PIXELS:
+        return [slice(0, height)]
+    count = max(1, MAX_MEASURED_PIXELS // (BAND_ROWS * width))
+    tops = np.linspace(0, height - BAND_ROWS, count).astype(int)
+    return [slice(int(top), int(top) + BAND_ROWS) for top in tops]
+
+
+def _rgb(pixels: Pixels) -> Pixels:
+    """Return (H, W, 3) pixels: a grey image's one channel repeated."""
+    return np.repeat(pixels, 3, axis=2) if pixels.shape[2] == 1 else pixels
+
+
+def _delta_e(reference: Pixels, marked: Pixels) -> npt.NDArray[np.float64]:
+    from skimage.color import deltaE_ciede2000, rgb2lab  # noqa: PLC0415 - optional extra
+
+    difference: npt.NDArray[np.float64] = deltaE_ciede2000(rgb2lab(reference), rgb2lab(marked))
+    return difference
+
+
+def _ssim(reference: Pixels, marked: Pixels) -> float:
+    from skimage.metrics import structural_similarity  # noqa: PLC0415 - optional extra
+
+    pad = [(0, max(0, _SSIM_WINDOW - side)) for side in reference.shape[:2]] + [(0, 0)]
+    if any(after for _, after in pad):
+        reference = np.pad(reference, pad, mode="edge")
+        marked = np.pad(marked, pad, mode="edge")
+    return float(structural_similarity(reference, marked, channel_axis=2, data_range=255))

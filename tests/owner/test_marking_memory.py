@@ -1,0 +1,172 @@
+"""Issue #39 part 2: marking within a memory setting, whatever the photos' size and number.
+
+Batches are cut by bytes as well as by count (``owner mark --memory``, default 2 GiB),
+images that cannot fit are refused before any work, an interrupted run says that it
+resumes and does, and 30 photos of 4 MP marked with the CLI's defaults stay under the
+default setting, measured as the child process's peak resident memory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from owner.images.sources import open_source
+from owner.mark import mark
+from owner.marking import MarkingConfig, make_marker
+from owner.marking.memory import (
+    BASE_BYTES,
+    DEFAULT_MEMORY,
+    MIN_MEMORY,
+    batch_budget,
+    image_cost,
+    images_per_batch,
+    parse_memory,
+)
+from owner.vault import Vault
+from owner.vault.writer import VaultWriter
+from protocol.errors import ParameterError
+from tests.support.cli_processes import cli
+from tests.support.photos import photo, write_photos
+
+SEED = bytes(range(32))
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("2G", 2 * 2**30),
+        ("2GiB", 2 * 2**30),
+        ("1536M", 1536 * 2**20),
+        ("1.5g", 1536 * 2**20),
+        (" 900MB ", 900 * 2**20),
+        (str(2**30), 2**30),
+    ],
+)
+def test_memory_settings_read_with_their_units(text, size):
+    assert parse_memory(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "two", "2X", "-1G", "1G2", "100M", "1K"])
+def test_a_bad_or_too_small_memory_setting_is_refused(text):
+    with pytest.raises(ParameterError):
+        parse_memory(text)
+
+
+def test_batches_are_cut_by_bytes_and_never_mix_shapes(tmp_path):
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for index, (height, width) in enumerate([(40, 60)] * 5 + [(80, 120)] * 5):
+        Image.fromarray(photo(height, width, index)).save(folder / f"p{index}.png")
+    source = open_source(folder)
+    assert source.shape_at(0) == (40, 60, 3) and source.shape_at(9) == (80, 120, 3)
+
+    def fits(shape):  # two small or one large image per batch
+        return 4800 // (shape[0] * shape[1])
+
+    spans = [(batch.start, batch.stop) for batch in source.batches(64, fits=fits)]
+    assert spans == [(0, 2), (2, 4), (4, 5), (5, 6), (6, 7), (7, 8), (8, 9), (9, 10)]
+    assert [(b.start, b.stop) for b in source.batches_at(spans[2:4])] == spans[2:4]
+    with pytest.raises(ParameterError):
+        source.batches_at([(3, 7)])  # mixes shapes
+    with pytest.raises(ParameterError):
+        source.batches_at([(2, 4), (0, 2)])  # out of order
+
+
+def test_a_photo_costs_its_bytes_held_and_pgd_at_full_size_costs_more():
+    config = MarkingConfig(input_size=16, steps=1)
+    marker = make_marker(config, SEED, device="cpu")
+    large, small = (1728, 2304, 3), (24, 32, 3)
+    assert marker.memory_per_image(large) == image_cost(large, full_size_pgd=False)
+    assert marker.memory_per_image(small) == image_cost(small, full_size_pgd=True)
+    assert image_cost(large, full_size_pgd=False) == 5 * 1728 * 2304 * 3
+    budget = batch_budget(DEFAULT_MEMORY, [large])
+    assert budget == DEFAULT_MEMORY - BASE_BYTES - 4 * 1728 * 2304 * 3
+    per_batch = budget // image_cost(large, full_size_pgd=False)
+    assert images_per_batch(image_cost(large, full_size_pgd=False), budget, 64) == per_batch
+    assert images_per_batch(image_cost(large, full_size_pgd=False), budget, 5) == 5
+    with pytest.raises(ParameterError, match="raise --memory"):
+        images_per_batch(budget + 1, budget, 64)
+    with pytest.raises(ParameterError, match="give --memory"):
+        batch_budget(MIN_MEMORY, [(4096, 4096, 3)] * 2 + [(2**15, 2**15, 3)])
+
+
+def test_images_that_cannot_fit_are_refused_before_any_work(tmp_path):
+    folder = tmp_path / "photos"
+    write_photos(folder, 2, 1024, 1024)
+    vault = tmp_path / "vault"
+    config = MarkingConfig(marker="pgd", work_scale=0, input_size=16)  # PGD at full size
+    with pytest.raises(ParameterError, match="memory"):
+        mark(open_source(folder), vault, config, memory=MIN_MEMORY, show_progress=False)
+    assert not vault.exists()
+    for memory in ("64M", "800M"):  # too small a setting; too small for PGD at full size
+        result = cli(
+            "owner", "mark", str(folder), "--out", str(vault), "--memory", memory,
+            "--work-scale", "0", check=False,
+        )  # fmt: skip
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert "memory" in result.stderr and not vault.exists()
+
+
+def test_an_interrupted_run_says_it_resumes_and_resumes_to_the_same_vault(
+    tmp_path, monkeypatch, capsys
+):
+    folder = tmp_path / "photos"
+    write_photos(folder, 5, 48, 64)
+    config = MarkingConfig(marker="bernoulli", batch_size=2)
+    whole = mark(open_source(folder), tmp_path / "whole", config, secret=SEED)
+    real_append = VaultWriter.append
+    calls = []
+
+    def append_then_fail(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_append(self, *args, **kwargs)
+
+    monkeypatch.setattr(VaultWriter, "append", append_then_fail)
+    vault = tmp_path / "vault"
+    with pytest.raises(KeyboardInterrupt):
+        mark(open_source(folder), vault, config, secret=SEED)
+    assert "holds 2 of 5 marked images" in capsys.readouterr().err
+    monkeypatch.setattr(VaultWriter, "append", real_append)
+    again = mark(open_source(folder), vault, config, secret=SEED, show_progress=False)
+    assert again.resumed_from == 2 and again.vault.root == whole.vault.root
+
+
+def _peak_rss_of(args: list[str]) -> tuple[int, int, str]:
+    """Run ``twinaudit ARGS`` in a child; return its exit code, peak RSS (bytes), stderr."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "twinaudit", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert child.stderr is not None
+    stderr = child.stderr.read().decode()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, usage.ru_maxrss * 1024, stderr
+
+
+@pytest.mark.slow
+def test_thirty_4mp_photos_mark_with_the_defaults_within_the_memory_setting(tmp_path):
+    folder = tmp_path / "photos"
+    write_photos(folder, 30, 1728, 2304)
+    vault = tmp_path / "vault"
+    code, peak, stderr = _peak_rss_of(["owner", "mark", str(folder), "--out", str(vault), "-q"])
+    assert code == 0, stderr
+    assert peak < DEFAULT_MEMORY, f"peak RSS {peak / 2**20:.0f} MiB"
+    opened = Vault.open(vault)
+    assert opened.n_pairs == 30 and len(opened.chunk_spans()) >= 2  # cut by bytes, not 64
+    original = np.asarray(Image.open(folder / "photo-0000.jpg"))
+    _, version0, version1, _, _ = next(opened.chunks())
+    assert np.abs(version0[0].astype(int) - original).max() <= 10
+    assert (version0[0] != version1[0]).mean() > 0.5

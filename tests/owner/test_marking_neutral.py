@@ -1,0 +1,133 @@
+"""Issue #39 part 2: the mark of a large photo casts no colour, and inspect says how it looks.
+
+On an image marked at a working resolution, PGD keeps δ grey and of mean zero
+(``MarkingConfig.neutral_mark``); images marked at their own size are untouched; a
+record without the field reads as the free mark it was made with; the perceptual
+measures (CIEDE2000, SSIM, colour cast) measure what they say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from owner.images.perceptual import MAX_MEASURED_PIXELS, PerceptualCheck
+from owner.images.sources import open_source
+from owner.inspect import inspect_vault
+from owner.mark import mark
+from owner.marking import MarkingConfig, make_marker
+from owner.marking.extractors import Extractor
+from owner.marking.markers import neutral_projection
+from protocol.encoding import decode, encode
+from protocol.errors import InputError, ParameterError
+from tests.support.photos import photo, write_photos
+
+SEED = bytes(range(32))
+SIDE = 16
+
+
+def _marker(neutral: bool, work_scale: int = 2):
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten()
+    )
+    config = MarkingConfig(
+        input_size=SIDE, work_scale=work_scale, steps=3, step_size=4.0, neutral_mark=neutral
+    )
+    return make_marker(config, SEED, device="cpu", extractor=Extractor(net, input_size=SIDE))
+
+
+def test_a_large_photo_gets_a_grey_mark_of_mean_zero_and_a_free_one_does_not():
+    image = np.clip(photo(120, 160, 3).astype(int) // 2 + 64, 0, 255).astype(np.uint8)[None]
+    version0, version1 = _marker(neutral=True).mark(image, 0)
+    change = version0.astype(int) - image
+    assert np.abs(change).max() <= 10 and (version0 != version1).mean() > 0.5
+    assert np.array_equal(change[..., 0], change[..., 1])  # no pixel is clipped here
+    assert np.array_equal(change[..., 0], change[..., 2])
+    assert np.abs(change.reshape(-1, 3).mean(axis=0)).max() < 0.5
+    free = _marker(neutral=False).mark(image, 0)[0].astype(int) - image
+    assert not np.array_equal(free[..., 0], free[..., 1])
+
+
+def test_small_images_are_marked_as_before_whatever_the_setting():
+    image = photo(24, 32, 5)[None]
+    for a, b in zip(_marker(True).mark(image, 2), _marker(False).mark(image, 2), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_the_projection_is_grey_zero_mean_and_in_the_box():
+    delta = torch.rand(2, 3, 12, 9) * 30 - 10
+    projected = neutral_projection(delta, 10.0)
+    assert projected.abs().max() <= 10.0
+    assert torch.equal(projected[:, 0], projected[:, 2])
+    assert projected.mean(dim=(2, 3)).abs().max() < 0.5
+
+
+def test_records_without_the_field_read_as_the_free_mark():
+    current = MarkingConfig()
+    assert current.neutral_mark is True and current.to_value()["neutral_mark"] is True
+    assert MarkingConfig.from_value(decode(encode(current.to_value()))) == current
+    legacy = replace(current, neutral_mark=False)
+    assert "neutral_mark" not in legacy.to_value()
+    assert MarkingConfig.from_value(decode(encode(legacy.to_value()))) == legacy
+    with pytest.raises(ParameterError):
+        MarkingConfig(neutral_mark=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("recorded", [False, 1, "yes", None])
+def test_a_bad_recorded_neutral_mark_is_a_typed_error(recorded):
+    record = MarkingConfig().to_value()
+    record["neutral_mark"] = recorded
+    with pytest.raises(InputError):
+        MarkingConfig.from_value(record)
+
+
+def test_the_perceptual_measures_measure_what_they_say():
+    image = photo(48, 64, 1)
+    same = PerceptualCheck()
+    same.add(image, image)
+    unchanged = same.result()
+    assert unchanged is not None
+    assert unchanged.delta_e_mean == 0 and unchanged.cast == 0 and unchanged.ssim_min == 1.0
+    redder = image.copy()
+    redder[..., 0] = np.clip(image[..., 0].astype(int) + 6, 0, 255)
+    cast = PerceptualCheck()
+    cast.add(image, redder)
+    shifted = cast.result()
+    assert shifted is not None and 5.0 < shifted.cast <= 6.0
+    assert shifted.delta_e_mean > 1.0 and not shifted.within_default
+    assert PerceptualCheck().result() is None
+
+
+def test_a_large_photo_is_measured_on_bands_and_a_grey_image_as_grey():
+    height = MAX_MEASURED_PIXELS // 512 + 200
+    image = photo(height, 512, 2)
+    noisy = np.clip(
+        image.astype(int) + np.random.default_rng(0).integers(-2, 3, image.shape), 0, 255
+    )
+    check = PerceptualCheck()
+    check.add(image, noisy.astype(np.uint8))
+    grey = image[..., :1]
+    check.add(grey, grey)
+    measured = check.result()
+    assert measured is not None and measured.images == 2
+    assert 0 < measured.delta_e_mean < 3 and measured.ssim_min < 1.0
+
+
+def test_inspect_reports_the_perceptual_measures_next_to_the_epsilon_check(tmp_path):
+    folder = tmp_path / "photos"
+    write_photos(folder, 3, 40, 56)
+    config = MarkingConfig(marker="bernoulli", batch_size=2)  # two chunks to line up
+    result = mark(open_source(folder), tmp_path / "vault", config, secret=SEED)
+    report = inspect_vault(result.vault, source=open_source(folder), distance_pairs=0)
+    assert report.epsilon is not None and report.epsilon.holds
+    measured = report.perceptual
+    assert measured is not None and measured.images == 6
+    assert measured.delta_e_mean > 3 and not measured.within_default  # ±10 noise shows
+    text = report.to_text()
+    assert "epsilon check" in text and "perceptual: CIEDE2000" in text and "ABOVE" in text
+    assert report.to_value()["perceptual"]["images"] == 6
