@@ -109,7 +109,7 @@ from protocol.errors import (
     ParameterError,
 )
 from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
-from protocol.limits import MAX_PAIRS
+from protocol.limits import MAX_BIN_BYTES, MAX_PAIRS
 
 #: File suffixes (lower case) read from an image folder.
 IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg"})
@@ -509,6 +509,7 @@ def _probe_image(path: Path) -> Shape:
             channels = _channels_of_mode(image.mode, where)
     _check_side(height, "height", where)
     _check_side(width, "width", where)
+    _check_pixel_bytes((height, width, channels), where)
     return height, width, channels
 
 
@@ -606,6 +607,7 @@ def _image_geometry(array_shape: tuple[int, ...], where: str) -> tuple[int, Shap
         raise InputError(f"{where}: the array holds no images (zero length)")
     _check_side(height, "height", where)
     _check_side(width, "width", where)
+    _check_pixel_bytes((height, width, channels), where)
     return count, (height, width, channels)
 
 
@@ -1040,6 +1042,25 @@ def _check_side(side: int, what: str, where: str) -> None:
         raise InputError(f"{where}: image {what} is {side}")
     if side > MAX_IMAGE_SIDE:
         raise LimitExceededError(f"image {what} in {where}", side, MAX_IMAGE_SIDE)
+
+
+def _check_pixel_bytes(shape: Shape, where: str) -> None:
+    """Refuse an image whose pixels no item may hold (spec §2.3: a byte string's cap).
+
+    An image item's pixels are one byte string of at most ``MAX_BIN_BYTES`` (32 MiB):
+    a colour photo of about 11.1 megapixels (3840×2880) at most; 4000×3000 is above.
+    """
+    size = math.prod(shape)
+    if size > MAX_BIN_BYTES:
+        height, width, channels = shape
+        colour = "colour" if channels == 3 else "grey"
+        raise LimitExceededError(
+            f"pixel bytes of {where} ({width}x{height} {colour}: an image item's pixels are"
+            " one byte string, spec section 2.3; resize it to at most"
+            f" {MAX_BIN_BYTES // channels / 1e6:.1f} megapixels)",
+            size,
+            MAX_BIN_BYTES,
+        )
 
 
 def _sha256_file(path: Path) -> str:

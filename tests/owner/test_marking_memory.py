@@ -31,7 +31,7 @@ from owner.marking.memory import (
 )
 from owner.vault import Vault
 from owner.vault.writer import VaultWriter
-from protocol.errors import ParameterError
+from protocol.errors import LimitExceededError, ParameterError
 from tests.support.cli_processes import cli
 from tests.support.photos import photo, write_photos
 
@@ -85,7 +85,7 @@ def test_a_photo_costs_its_bytes_held_and_pgd_at_full_size_costs_more():
     large, small = (1728, 2304, 3), (24, 32, 3)
     assert marker.memory_per_image(large) == image_cost(large, full_size_pgd=False)
     assert marker.memory_per_image(small) == image_cost(small, full_size_pgd=True)
-    assert image_cost(large, full_size_pgd=False) == 5 * 1728 * 2304 * 3
+    assert image_cost(large, full_size_pgd=False) == 6 * 1728 * 2304 * 3
     budget = batch_budget(DEFAULT_MEMORY, [large])
     assert budget == DEFAULT_MEMORY - BASE_BYTES - 4 * 1728 * 2304 * 3
     per_batch = budget // image_cost(large, full_size_pgd=False)
@@ -170,3 +170,17 @@ def test_thirty_4mp_photos_mark_with_the_defaults_within_the_memory_setting(tmp_
     _, version0, version1, _, _ = next(opened.chunks())
     assert np.abs(version0[0].astype(int) - original).max() <= 10
     assert (version0[0] != version1[0]).mean() > 0.5
+
+
+def test_a_photo_above_an_items_pixel_cap_is_refused_when_the_folder_is_read(tmp_path):
+    folder = tmp_path / "photos"
+    write_photos(folder, 1, 48, 64)
+    Image.new("RGB", (4000, 3000), (90, 120, 200)).save(folder / "phone-12mp.png")
+    Image.new("RGB", (3840, 2880), (90, 120, 200)).save(folder / "largest-4x3.png")
+    Image.new("L", (4000, 3000), 128).save(folder / "grey-12mp.png")  # 12 MB: an item
+    with pytest.raises(LimitExceededError) as raised:
+        open_source(folder)
+    assert "phone-12mp.png" in str(raised.value) and "megapixels" in str(raised.value)
+    result = cli("owner", "mark", str(folder), "--out", str(tmp_path / "vault"), check=False)
+    assert result.returncode == 2 and "phone-12mp.png" in result.stderr, result.stderr
+    assert "largest-4x3.png" not in result.stderr and not (tmp_path / "vault").exists()

@@ -1,0 +1,256 @@
+"""Marking photos at scale with ``owner mark``'s defaults: cost against the extractor, memory.
+
+Run with ``python -m bench mark_scale`` (``python -m bench.bench_mark_scale --sizes
+"11 MP" --end-to-end 40`` for one size and an end-to-end run). Synthetic photo-like RGB
+images (:func:`bench.bench_photos.photos`) at 0.3, 1, 4 and 11 MP (3840×2880, the
+largest 4:3 colour photo the protocol's image item holds: a 12 MP photo's 36 MB of
+pixels are above its 32 MiB byte string, and ``owner mark`` refuses it) are marked as
+``owner mark photos/`` marks them by default, with labels (``proxy-own``) and without
+(``proxy-clusters``): PGD with the proxy settings (10 steps of ε/4, batches of up to 64
+cut to the memory setting) on a small CNN trained on the photos at 32 px, at the
+working resolution (64 px on the longer side), the mark carried back to full size in
+bands (:mod:`owner.marking.full_size`), neutral (:attr:`MarkingConfig.neutral_mark`).
+The proxies are trained 50 steps here (their cost is the training's, not marking's).
+
+For each size it prints:
+
+- the marker's images/s and its ratio to the raw extractor on the same batches, marking
+  and raw passes alternating: the same number of forward and backward passes (2B twins,
+  10 per batch) of the proxy fed the photos at full size (its own antialiased resize
+  included: what the extractor costs on a photo), and, stricter, fed 32 × 32 inputs
+  (the network alone); target ≤ 1.5× (issue #39);
+- the peak resident memory of a fresh process that runs ``owner mark`` with labels on
+  those photos (written as JPEG files) end to end, decoding, the proxy, marking and the
+  vault, with the default memory setting (2 GiB).
+
+``--end-to-end N`` also marks N photos of 11 MP end to end without labels (the full
+default proxy training included) in a fresh process and prints its wall and CPU time,
+its peak resident memory against the setting, and the vault's size on disk (about
+66 MB a photo: both versions, uncompressed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from PIL import Image
+
+from bench.bench_photos import Timing, photos, raw_passes
+from owner.marking import MarkingConfig, make_marker
+from owner.marking.clusters import cluster_labels
+from owner.marking.config import CLUSTERS_PROXY, OWN_PROXY, pgd_defaults
+from owner.marking.extractors import proxy_extractor
+from owner.marking.markers import Marker, PgdMarker
+from owner.marking.memory import DEFAULT_MEMORY, describe
+from owner.marking.proxy import square_images, train_own_proxy
+from twinaudit.threads import default_threads, use_threads
+
+Pixels = npt.NDArray[np.uint8]
+
+#: (label, height, width, images) per size.
+SIZES: Final = (
+    ("0.3 MP", 480, 640, 16),
+    ("1 MP", 864, 1152, 8),
+    ("4 MP", 1728, 2304, 4),
+    ("11 MP", 2880, 3840, 2),
+)
+#: The end-to-end run's photos: the largest 4:3 colour photo an item holds (spec §2.3:
+#: its pixels are one byte string of at most 32 MiB; 4000×3000 is above).
+LARGEST: Final = (2880, 3840)
+SEED: Final = bytes(range(32))
+TARGET: Final = 1.5
+SIDE: Final = 32
+#: Proxy training steps in this benchmark (marking costs the same whatever the weights).
+TRAIN_STEPS: Final = 50
+
+
+def default_config(extractor: str) -> MarkingConfig:
+    """Return ``owner mark``'s default configuration for photos of mixed size."""
+    pgd = pgd_defaults(extractor, MarkingConfig().epsilon)
+    return MarkingConfig(
+        extractor=extractor,
+        input_size=SIDE,
+        steps=int(pgd["steps"]),
+        step_size=float(pgd["step_size"]),
+        batch_size=int(pgd["batch_size"]),
+    )
+
+
+def default_markers(pixels: Pixels) -> dict[str, Marker]:
+    """Return the markers with labels and without, their proxies trained on ``pixels``."""
+    squares = square_images(pixels, SIDE)
+    targets = {
+        OWN_PROXY: np.arange(len(pixels)) % 2,
+        CLUSTERS_PROXY: cluster_labels(squares, k=2),
+    }
+    markers: dict[str, Marker] = {}
+    for extractor, labels in targets.items():
+        model = train_own_proxy(squares, labels, seed=0, steps=TRAIN_STEPS)
+        markers[extractor] = make_marker(
+            default_config(extractor), SEED, device="cpu", extractor=proxy_extractor(model, SIDE)
+        )
+    return markers
+
+
+def _high_water_bytes() -> int:
+    """Return this process's peak RSS (``VmHWM``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _run_mark(argv: list[str], train_steps: int | None, threads: int) -> tuple[int, int, float]:
+    """In a fresh process: run ``twinaudit ARGV``; return exit code, peak RSS, CPU seconds."""
+    import owner.marking.proxy as proxy  # noqa: PLC0415
+
+    if train_steps is not None:
+        proxy.OWN_STEPS = train_steps  # type: ignore[misc]
+    from twinaudit.cli import main  # noqa: PLC0415
+
+    code = main([*argv, "--threads", str(threads), "-q"])
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return code, _high_water_bytes(), usage.ru_utime + usage.ru_stime
+
+
+def mark_in_child(argv: list[str], train_steps: int | None, threads: int) -> tuple[int, int, float]:
+    """Run :func:`_run_mark` in a fresh (spawned) process."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_run_mark, (argv, train_steps, threads))
+
+
+def write_folder(folder: Path, pixels: Pixels) -> Path:
+    """Write the photos as JPEGs (quality 92) and a labels CSV; return the CSV."""
+    folder.mkdir(parents=True)
+    rows = ["filename,label"]
+    for index, image in enumerate(pixels):
+        name = f"photo-{index:04d}.jpg"
+        Image.fromarray(image).save(folder / name, quality=92)
+        rows.append(f"{name},{index % 2}")
+    labels = folder.parent / f"{folder.name}.csv"
+    labels.write_text("\n".join(rows) + "\n")
+    return labels
+
+
+def bench_size(label: str, pixels: Pixels, threads: int, work: Path) -> None:
+    """Print one size's figures (module docstring)."""
+    markers = default_markers(pixels)
+    some = markers[OWN_PROXY]
+    assert isinstance(some, PgdMarker)
+    extractor, steps = some.extractor, some.config.steps
+    for marker in markers.values():  # warm up: first calls allocate
+        marker.mark(pixels[:1], 0)
+    full = torch.from_numpy(pixels).permute(0, 3, 1, 2).float() / 255.0
+    small = torch.rand(len(pixels), 3, SIDE, SIDE)
+    times = {name: Timing() for name in ("raw-full", "raw-input", *markers)}
+    for round_ in range(2):
+        jobs: list[tuple[str, Callable[[], object]]] = [
+            ("raw-full", partial(raw_passes, extractor, full, steps)),
+            ("raw-input", partial(raw_passes, extractor, small, steps)),
+        ]
+        jobs += [(name, partial(m.mark, pixels, 0)) for name, m in markers.items()]
+        for name, job in reversed(jobs) if round_ else jobs:
+            times[name].add(job)
+    del full
+    n = 2 * len(pixels)
+    raw_full, raw_input = times["raw-full"], times["raw-input"]
+    folder = work / label.replace(" ", "")
+    labels = write_folder(folder, pixels)
+    code, peak, _ = mark_in_child(
+        ["owner", "mark", str(folder), "--labels", str(labels), "--out", str(work / "vault")],
+        TRAIN_STEPS,
+        threads,
+    )
+    shutil.rmtree(work / "vault", ignore_errors=True)
+    print(
+        f"{label} ({pixels.shape[2]}x{pixels.shape[1]}, {len(pixels)} images, one batch, two"
+        f" rounds): raw extractor {n / raw_full.wall:.2f} images/s fed at full size,"
+        f" {n / raw_input.wall:.2f} fed at {SIDE}x{SIDE}; owner mark with labels end to end:"
+        f" exit {code}, peak RSS {peak / 2**20:,.0f} MiB (setting {describe(DEFAULT_MEMORY)})"
+    )
+    for name in markers:
+        t = times[name]
+        print(
+            f"  {name:<15} {n / t.wall:7.2f} images/s, {t.cpu / n:5.2f} CPU s/image;"
+            f" x raw at full size {t.wall / raw_full.wall:5.2f}, at {SIDE} px"
+            f" {t.wall / raw_input.wall:6.2f} (target <= {TARGET})",
+            flush=True,
+        )
+
+
+def end_to_end(count: int, threads: int, work: Path) -> None:
+    """Mark ``count`` 11 MP photos without labels, the full default training included."""
+    folder = work / "e2e"
+    folder.mkdir()
+    for start in range(0, count, 4):
+        batch = photos(min(4, count - start), *LARGEST, seed=100 + start)
+        for offset, image in enumerate(batch):
+            Image.fromarray(image).save(folder / f"photo-{start + offset:05d}.jpg", quality=92)
+    began = time.perf_counter()
+    code, peak, cpu = mark_in_child(
+        ["owner", "mark", str(folder), "--out", str(work / "vault-e2e")], None, threads
+    )
+    wall = time.perf_counter() - began
+    size = sum(f.stat().st_size for f in (work / "vault-e2e").rglob("*") if f.is_file())
+    print(
+        f"end to end, {count} photos of 11 MP ({LARGEST[1]}x{LARGEST[0]} JPEG) without labels,"
+        f" defaults: exit"
+        f" {code}, {wall:.0f} s wall, {cpu:.0f} CPU s ({count / wall:.2f} photos/s with the"
+        f" proxy's training), peak RSS {peak / 2**20:,.0f} MiB of the"
+        f" {describe(DEFAULT_MEMORY)} setting, vault {size / 2**30:.1f} GiB on disk",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark (module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_mark_scale", description=__doc__)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument(
+        "--sizes", nargs="+", choices=[s[0] for s in SIZES], help="sizes to run (default all)"
+    )
+    parser.add_argument(
+        "--end-to-end", type=int, default=0, metavar="N", help="also mark N 11 MP photos"
+    )
+    parser.add_argument("--work", type=Path, help="folder for the photos and vaults (a temp)")
+    args = parser.parse_args([] if argv is None else argv)
+    threads = args.threads or default_threads()
+    use_threads(threads)
+    print(
+        f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs, load average"
+        f" {os.getloadavg()[0]:.2f}; owner mark's defaults for photos: {default_config(OWN_PROXY)}"
+    )
+    work = Path(tempfile.mkdtemp(prefix="bench-mark-scale-", dir=args.work))
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        for index, (label, height, width, count) in enumerate(SIZES):
+            if args.sizes and label not in args.sizes:
+                continue
+            bench_size(label, photos(count, height, width, seed=index), threads, work)
+        share = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
+        print(
+            f"load average {os.getloadavg()[0]:.2f} after; this process got {share:.2f} of"
+            f" {threads} threads' cores"
+        )
+        if args.end_to_end:
+            end_to_end(args.end_to_end, threads, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
