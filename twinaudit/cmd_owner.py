@@ -172,7 +172,8 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "--batch-size",
         type=int,
-        help=f"items per batch and vault chunk (image default {defaults.batch_size}, text 256)",
+        help=f"items per batch and vault chunk (image default {defaults.batch_size}, 64 with a "
+        "proxy, fewer for photos that --memory leaves no room for; text 256)",
     )
     text = mark.add_argument_group("texts (--kind text)")
     text.add_argument("--field", help="JSON Lines field or CSV column holding the text (text)")

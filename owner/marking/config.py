@@ -118,7 +118,9 @@ class MarkingConfig:
             resumed run checks its retrained proxy against.
         steps: PGD iterations after the random start (0 keeps the random start).
         step_size: PGD step in pixel units (signed-gradient ascent).
-        batch_size: images optimised together (and the unit a resumed run restarts at).
+        batch_size: images optimised together (and the unit a resumed run restarts at),
+            at most: ``owner mark`` cuts batches of photos smaller to fit its memory
+            setting (:mod:`owner.marking.memory`).
         input_size: side of the square input the extractor sees; images are resized to
             it bilinearly and differentiably.
         work_scale: PGD's working resolution, as a multiple of the side the extractor
