@@ -304,10 +304,17 @@ def _check_epsilon(
         if batch.start != start or batch.pixels.shape != version0.shape:
             raise InputError(f"{source.path}: its images do not line up with the vault's chunks")
         check.add(batch.pixels, version0, version1)
+        photo = _marked_at_work_scale(config, version0.shape[1:3])
         for offset in range(min(len(batch), PERCEPTUAL_PAIRS - perceptual.images // 2)):
-            perceptual.add(batch.pixels[offset], version0[offset])
-            perceptual.add(batch.pixels[offset], version1[offset])
+            perceptual.add(batch.pixels[offset], version0[offset], photo=photo)
+            perceptual.add(batch.pixels[offset], version1[offset], photo=photo)
     return check, perceptual.result()
+
+
+def _marked_at_work_scale(config: MarkingConfig, size: tuple[int, ...]) -> bool:
+    """Return whether PGD marked images of ``size`` (H, W) at a working resolution."""
+    side = config.work_scale * config.input_size
+    return config.marker == "pgd" and side > 0 and max(size) > side
 
 
 def _pair_chunks(vault: Vault, count: int) -> Iterator[tuple[Pixels, Pixels]]:

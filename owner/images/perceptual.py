@@ -48,14 +48,20 @@ class PerceptualCheck:
     """Perceptual differences of versions from their originals, accumulated image by image."""
 
     images: int = 0
+    #: Versions added that are photos the default's bounds apply to (``add``'s ``photo``).
+    photos: int = 0
     _delta_e_sum: float = 0.0
     _delta_e_pixels: int = 0
     _delta_e_max: float = 0.0
     _ssim: list[float] = field(default_factory=list)
     _cast: float = 0.0
 
-    def add(self, original: Pixels, version: Pixels) -> None:
-        """Measure one version (H, W, C) of an image against its original."""
+    def add(self, original: Pixels, version: Pixels, *, photo: bool = True) -> None:
+        """Measure one version (H, W, C) of an image against its original.
+
+        ``photo``: the image was marked at a working resolution, where the default
+        mark's bounds (:data:`DEFAULT_DELTA_E`, :data:`DEFAULT_CAST`) apply.
+        """
         change = version.astype(np.int16) - original.astype(np.int16)
         means = change.reshape(-1, change.shape[-1]).mean(axis=0)
         self._cast = max(self._cast, float(np.abs(means).max()))
@@ -68,6 +74,7 @@ class PerceptualCheck:
             self._delta_e_max = max(self._delta_e_max, float(delta_e.max()))
             self._ssim.append(_ssim(reference, marked))
         self.images += 1
+        self.photos += int(photo)
 
     def result(self) -> PerceptualMeasure | None:
         """Return the measure over every image added, or None before the first."""
@@ -80,6 +87,7 @@ class PerceptualCheck:
             ssim_mean=float(np.mean(self._ssim)),
             ssim_min=float(np.min(self._ssim)),
             cast=self._cast,
+            photos=self.images == self.photos,
         )
 
 
@@ -89,7 +97,10 @@ class PerceptualMeasure:
 
     ``delta_e_mean`` is over every measured pixel, ``delta_e_max`` the largest;
     ``ssim_mean`` and ``ssim_min`` over the measured bands; ``cast`` the largest mean
-    change of one channel over one image, in levels.
+    change of one channel over one image, in levels. ``photos``: every image measured
+    was marked at a working resolution, so the default mark's bounds apply (on small
+    images marked at their own size, ±ε is a large change of a few pixels, and a
+    brightness shift of a 28 px image is no cast on a photo).
     """
 
     images: int
@@ -98,13 +109,19 @@ class PerceptualMeasure:
     ssim_mean: float
     ssim_min: float
     cast: float
+    photos: bool = True
 
     @property
-    def within_default(self) -> bool:
-        """Whether the mean ΔE₀₀ and the cast are within the default mark's bounds."""
+    def within_default(self) -> bool | None:
+        """Whether the mean ΔE₀₀ and the cast are within the default mark's bounds.
+
+        None where the bounds do not apply (not every image measured is a photo).
+        """
+        if not self.photos:
+            return None
         return self.delta_e_mean <= DEFAULT_DELTA_E and self.cast <= DEFAULT_CAST
 
-    def to_value(self) -> dict[str, float | int | bool]:
+    def to_value(self) -> dict[str, float | int | bool | None]:
         """Return the measure as plain values (for ``--json``)."""
         return {
             "images": self.images,
@@ -118,16 +135,19 @@ class PerceptualMeasure:
 
     def text(self) -> str:
         """Return the report's line."""
-        verdict = (
-            "within"
-            if self.within_default
-            else "ABOVE (visible: a larger epsilon, or a marker other than the default?)"
+        bounds = (
+            f"the default mark's bounds (mean dE <= {DEFAULT_DELTA_E:g}, cast <= {DEFAULT_CAST:g})"
         )
+        if self.within_default is None:
+            verdict = f"{bounds} are for photos marked at a working resolution, not these images"
+        elif self.within_default:
+            verdict = f"within {bounds}"
+        else:
+            verdict = f"ABOVE {bounds}: visible (a larger epsilon, or --no-neutral-mark?)"
         return (
             f"  perceptual: CIEDE2000 dE mean {self.delta_e_mean:.2f} (max {self.delta_e_max:.1f}),"
             f" SSIM mean {self.ssim_mean:.4f} (min {self.ssim_min:.4f}), colour cast"
-            f" {self.cast:.2f} levels over {self.images} versions; {verdict} the default"
-            f" mark's bounds (mean dE <= {DEFAULT_DELTA_E:g}, cast <= {DEFAULT_CAST:g})"
+            f" {self.cast:.2f} levels over {self.images} versions; {verdict}"
         )
 
 
