@@ -30,7 +30,14 @@ from .captioned.sources import CaptionedSource
 from .images.sources import ImageSource, open_source
 from .marking import MarkingConfig
 from .marking.config import CLUSTERS_PROXY, MIN_CLUSTERED, OWN_PROXY, TRAINED_WHILE_MARKING
-from .marking.memory import DEFAULT_MEMORY, batch_budget, image_cost, images_per_batch
+from .marking.memory import (
+    DEFAULT_MEMORY,
+    batch_budget,
+    describe,
+    image_cost,
+    images_per_batch,
+    proxy_training_bytes,
+)
 from .progress import Progress
 from .vault import Vault, VaultWriter
 from .vault.layout import MANIFEST_FILE, MAX_CHUNK_BYTES, SECRET_BYTES
@@ -194,7 +201,8 @@ def _check_memory(images: ImageSource, config: MarkingConfig, memory: int) -> in
 
     Whether PGD works at an image's own size is judged from ``config.input_size`` (a
     ``proxy-cnn`` file's side may differ: the marker's own count is checked again on
-    every batch).
+    every batch). A proxy trained while marking holds a small copy of every image
+    (:func:`~owner.marking.memory.proxy_training_bytes`), which must fit too.
     """
     shapes = source_shapes(images)
     budget = batch_budget(memory, shapes)
@@ -203,6 +211,15 @@ def _check_memory(images: ImageSource, config: MarkingConfig, memory: int) -> in
         full_size_pgd = config.marker == "pgd" and (side == 0 or max(height, width) <= side)
         cost = image_cost((height, width, channels), full_size_pgd=full_size_pgd)
         images_per_batch(cost, budget, config.batch_size)
+    if config.marker == "pgd" and config.extractor in TRAINED_WHILE_MARKING:
+        # The proxy trains on a small copy of every image, all in memory at once.
+        training = proxy_training_bytes(len(images), config.input_size)
+        if training >= budget:
+            raise ParameterError(
+                f"training the {config.extractor} extractor on {len(images)} images at "
+                f"{config.input_size} px holds {describe(training)}, more than the memory "
+                f"setting leaves ({describe(budget)}): raise --memory"
+            )
     return budget
 
 
@@ -246,8 +263,10 @@ def _train_own_proxy(
     side = config.input_size
     colour = any(channels == 3 for channels in _channel_counts(images))
     pixels, labels = [], []
-    # Read three bytes per pixel byte: the pixels, a grey image's colour copy, its resize.
-    for batch in images.batches(256, fits=lambda shape: budget // (3 * math.prod(shape))):
+    # Read three bytes per pixel byte (the pixels, a grey image's colour copy, its resize)
+    # in what the training set, all of it in memory, leaves.
+    room = budget - proxy_training_bytes(len(images), side)
+    for batch in images.batches(256, fits=lambda shape: room // (3 * math.prod(shape))):
         batch_pixels = batch.pixels
         if colour and batch_pixels.shape[3] == 1:
             batch_pixels = np.repeat(batch_pixels, 3, axis=3)

@@ -57,6 +57,16 @@ FULL_SIZE_PGD_PER_BYTE: Final = 48
 ONE_IMAGE_PER_BYTE: Final = 4
 
 
+#: Bytes per byte of the proxy's training set (its 32 px copies of every image, in
+#: three channels): the uint8 copies and their float32 tensor.
+TRAINING_PER_BYTE: Final = 5
+
+
+def proxy_training_bytes(count: int, side: int) -> int:
+    """Return the bytes the training set of a proxy on ``count`` images at ``side`` holds."""
+    return count * side * side * 3 * TRAINING_PER_BYTE
+
+
 def parse_memory(text: str) -> int:
     """Return the bytes of a memory setting such as ``2G``, ``1536M``, ``1.5GiB`` or ``800000000``.
 

@@ -8,6 +8,7 @@ default setting, measured as the child process's peak resident memory.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from owner.marking.memory import (
     image_cost,
     images_per_batch,
     parse_memory,
+    proxy_training_bytes,
 )
 from owner.vault import Vault
 from owner.vault.writer import VaultWriter
@@ -184,3 +186,16 @@ def test_a_photo_above_an_items_pixel_cap_is_refused_when_the_folder_is_read(tmp
     result = cli("owner", "mark", str(folder), "--out", str(tmp_path / "vault"), check=False)
     assert result.returncode == 2 and "phone-12mp.png" in result.stderr, result.stderr
     assert "largest-4x3.png" not in result.stderr and not (tmp_path / "vault").exists()
+
+
+def test_a_proxy_training_set_too_large_for_the_setting_is_refused_before_any_work(tmp_path):
+    images = np.random.default_rng(0).integers(0, 256, (3000, 8, 8), dtype=np.uint8)
+    np.save(tmp_path / "many.npy", images)
+    (tmp_path / "labels.json").write_text(json.dumps([i % 3 for i in range(3000)]))
+    source = open_source(tmp_path / "many.npy", labels=tmp_path / "labels.json")
+    config = MarkingConfig(extractor="proxy-own", input_size=64, steps=1)
+    vault = tmp_path / "vault"
+    with pytest.raises(ParameterError, match="training the proxy-own extractor on 3000"):
+        mark(source, vault, config, memory=MIN_MEMORY, show_progress=False)
+    assert not vault.exists()
+    assert proxy_training_bytes(3000, 64) == 3000 * 64 * 64 * 3 * 5
