@@ -16,6 +16,13 @@ recursion visits is either complete (stored) or a right-hand remainder whose has
 folded from stored nodes in O(log n). So roots and proofs for any earlier size cost
 O(log n) hashes too.
 
+A prover that keeps its nodes elsewhere (the arbiter's escrow log keeps them in its
+database) uses the same pieces without the in-memory tree: :class:`Frontier` holds the
+O(log n) roots of the complete subtrees that make up the tree (its "compact range"),
+enough to compute the root and to append, and says which nodes each append completes;
+:func:`inclusion_ranges`, :func:`consistency_ranges` and :func:`range_nodes` name the
+stored nodes a proof needs (O(log n) of them), and :func:`fold_nodes` combines them.
+
 :func:`verify_inclusion`, :func:`verify_inclusion_hash` and :func:`verify_consistency`
 are the verifier's side. They check the shape of their input (sizes in range, every
 hash exactly 32 bytes, the proof exactly as long as the RFC's definitions make it for
@@ -51,6 +58,9 @@ _HASH: Final = limits.HASH_BYTES
 
 #: What a leaf's data may be: a bytes-like object, hashed as it stands.
 LeafData: TypeAlias = bytes | bytearray | memoryview
+
+#: A complete subtree, ``(height, index)``: leaves ``[index·2**height, (index+1)·2**height)``.
+NodeKey: TypeAlias = tuple[int, int]
 
 
 def leaf_hash(data: LeafData) -> bytes:
@@ -137,6 +147,122 @@ def _consistency_steps(old_size: int, new_size: int) -> tuple[tuple[int, int] | 
     return (None if old_is_subtree else (lo, hi)), steps
 
 
+def inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """Return the leaf ranges ``[lo, hi)`` whose hashes form PATH(index, D[0:size]), in order.
+
+    Requires ``0 <= index < size``; each range is one the RFC's recursion visits, so
+    :func:`range_nodes` splits it into stored complete subtrees.
+    """
+    return [(step.lo, step.hi) for step in _inclusion_steps(index, size)]
+
+
+def consistency_ranges(old_size: int, new_size: int) -> list[tuple[int, int]]:
+    """Return the leaf ranges whose hashes form PROOF(old_size, D[0:new_size]), in order.
+
+    Empty when ``old_size`` is 0 or equals ``new_size`` (spec §6.2); requires
+    ``0 <= old_size <= new_size``.
+    """
+    if old_size in (0, new_size):
+        return []
+    seed, steps = _consistency_steps(old_size, new_size)
+    head = [] if seed is None else [seed]
+    return head + [(step.lo, step.hi) for step in steps]
+
+
+def range_nodes(lo: int, hi: int) -> list[NodeKey]:
+    """Return the complete subtrees whose hashes fold to MTH(D[lo:hi]), largest first.
+
+    For a range the RFC's recursion visits (``lo`` a multiple of the smallest power
+    of two not below ``hi - lo``): the recursion splits it into a complete left
+    subtree and a shorter remainder, so the subtrees are those of the binary digits of
+    ``hi - lo``, left to right. ``range_nodes(0, n)`` is the tree's frontier.
+    """
+    if not 0 <= lo < hi:
+        raise ParameterError(f"[{lo}, {hi}) is not a non-empty leaf range")
+    keys: list[NodeKey] = []
+    while lo < hi:
+        height = (hi - lo).bit_length() - 1
+        if lo & ((1 << height) - 1):
+            raise ParameterError(f"[{lo}, {hi}) is not a range the RFC 6962 recursion visits")
+        keys.append((height, lo >> height))
+        lo += 1 << height
+    return keys
+
+
+def fold_nodes(hashes: Sequence[bytes]) -> bytes:
+    """Return the hash of a range from its :func:`range_nodes` hashes (largest first).
+
+    MTH of a range is NODE(left subtree, MTH(remainder)), so the hashes fold from the
+    right; no hashes is the empty tree.
+    """
+    if not hashes:
+        return EMPTY_ROOT
+    digest = hashes[-1]
+    for left in reversed(hashes[:-1]):
+        digest = node_hash(left, digest)
+    return digest
+
+
+class Frontier:
+    """The roots of the complete subtrees that make up a tree of ``size`` leaves.
+
+    One hash per binary digit set in ``size``, largest subtree first (the nodes
+    :func:`range_nodes` names for ``[0, size)``): enough to compute the tree's root and
+    to append leaves, in O(log n) memory. :meth:`append` returns the nodes each leaf
+    completes, which a prover that answers proofs stores.
+    """
+
+    __slots__ = ("_hashes", "_size")
+
+    def __init__(self, size: int = 0, hashes: Sequence[bytes] = ()) -> None:
+        """Make the frontier of a tree of ``size`` leaves from its subtree roots."""
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_TREE_SIZE:
+            raise ParameterError(f"tree size {size!r} is outside [0, 2**64 - 1]")
+        if len(hashes) != size.bit_count() or any(len(h) != _HASH for h in hashes):
+            raise ParameterError(
+                f"a tree of {size} leaves has {size.bit_count()} subtree roots of 32 bytes"
+            )
+        self._size = size
+        self._hashes = [bytes(h) for h in hashes]
+
+    @property
+    def size(self) -> int:
+        """The number of leaves."""
+        return self._size
+
+    @property
+    def hashes(self) -> list[bytes]:
+        """The subtree roots, largest subtree first."""
+        return list(self._hashes)
+
+    def copy(self) -> Frontier:
+        """Return an independent copy."""
+        return Frontier(self._size, self._hashes)
+
+    def root(self) -> bytes:
+        """Return MTH of the tree (:data:`EMPTY_ROOT` when it has no leaves)."""
+        return fold_nodes(self._hashes)
+
+    def append(self, leaf: bytes) -> list[tuple[NodeKey, bytes]]:
+        """Append a leaf by its 32-byte leaf hash; return the nodes it completes.
+
+        The first is the leaf itself, ``(0, index)``; then every subtree it closes,
+        lowest first: amortised two nodes per leaf.
+        """
+        if len(leaf) != _HASH:
+            raise InputError(f"a leaf hash is {_HASH} bytes, not {len(leaf)}")
+        position, height, digest = self._size, 0, bytes(leaf)
+        made: list[tuple[NodeKey, bytes]] = [((0, position), digest)]
+        while position & 1:  # a right child: merge with the subtree on its left
+            digest = node_hash(self._hashes.pop(), digest)
+            height += 1
+            position >>= 1
+            made.append(((height, position), digest))
+        self._hashes.append(digest)
+        self._size += 1
+        return made
+
+
 # --- The prover -------------------------------------------------------------------------
 
 
@@ -196,7 +322,7 @@ class MerkleTree:
         index = self._check_size("index", index)
         if index >= size:
             raise ParameterError(f"leaf index {index} is not below the tree size {size}")
-        return [self._range_hash(step.lo, step.hi) for step in _inclusion_steps(index, size)]
+        return [self._range_hash(lo, hi) for lo, hi in inclusion_ranges(index, size)]
 
     def consistency_proof(self, old_size: int, new_size: int | None = None) -> list[bytes]:
         """Return the proof that the first ``old_size`` leaves are a prefix of ``new_size``.
@@ -210,11 +336,7 @@ class MerkleTree:
         old_size = self._check_size("old_size", old_size)
         if old_size > new_size:
             raise ParameterError(f"old_size {old_size} is larger than new_size {new_size}")
-        if old_size in (0, new_size):
-            return []
-        seed, steps = _consistency_steps(old_size, new_size)
-        head = [] if seed is None else [self._range_hash(*seed)]
-        return head + [self._range_hash(step.lo, step.hi) for step in steps]
+        return [self._range_hash(lo, hi) for lo, hi in consistency_ranges(old_size, new_size)]
 
     def _store(self, digest: bytes) -> None:
         """Add a leaf hash, then the hash of every subtree it completes."""

@@ -21,9 +21,14 @@ from protocol.errors import InputError, ParameterError, ProofError, RootMismatch
 from protocol.merkle import (
     EMPTY_ROOT,
     MAX_TREE_SIZE,
+    Frontier,
     MerkleTree,
+    consistency_ranges,
+    fold_nodes,
+    inclusion_ranges,
     leaf_hash,
     node_hash,
+    range_nodes,
     verify_consistency,
     verify_inclusion,
     verify_inclusion_hash,
@@ -294,6 +299,65 @@ def test_storage_is_packed_bytes() -> None:
     stored = tree._levels  # the packed layout is the point
     assert all(type(row) is bytearray for row in stored)
     assert sum(len(row) for row in stored) <= (2 * N_MAX - 1) * 32
+
+
+# --- Stored nodes: the frontier and proofs from complete subtrees -----------------------
+
+
+def test_a_frontier_gives_every_root_and_names_every_complete_subtree() -> None:
+    """Appending to a frontier gives the reference root and, over all, every subtree once."""
+    frontier = Frontier()
+    nodes: dict[tuple[int, int], bytes] = {}
+    for n in range(1, 130):
+        made = frontier.append(leaf_hash(LEAVES[n - 1]))
+        assert made[0][0] == (0, n - 1)
+        for key, digest in made:
+            assert key not in nodes
+            height, index = key
+            assert digest == ref_mth(LEAVES[index << height : (index + 1) << height])
+            nodes[key] = digest
+        assert frontier.size == n and frontier.root() == ref_root(n)
+        assert len(frontier.hashes) == n.bit_count()
+        assert [nodes[key] for key in range_nodes(0, n)] == frontier.hashes
+        assert Frontier(n, frontier.hashes).root() == frontier.root()
+    assert len(nodes) == 2 * 129 - (129).bit_count()
+
+
+def test_proofs_from_stored_subtrees_equal_the_reference() -> None:
+    """Folding the stored subtrees each proof range names gives the RFC's proofs."""
+    tree = MerkleTree(LEAVES[:70])
+    nodes: dict[tuple[int, int], bytes] = {}
+    frontier = Frontier()
+    for leaf in LEAVES[:70]:
+        nodes.update(frontier.append(leaf_hash(leaf)))
+
+    def prove(ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [fold_nodes([nodes[key] for key in range_nodes(lo, hi)]) for lo, hi in ranges]
+
+    for size in range(1, 71):
+        for index in range(size):
+            assert prove(inclusion_ranges(index, size)) == tree.inclusion_proof(index, size)
+        for old in range(size + 1):
+            assert prove(consistency_ranges(old, size)) == tree.consistency_proof(old, size)
+    assert fold_nodes([]) == EMPTY_ROOT
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: range_nodes(3, 3), ParameterError),
+        (lambda: range_nodes(1, 3), ParameterError),  # not a range the recursion visits
+        (lambda: Frontier(3, [bytes(32)]), ParameterError),
+        (lambda: Frontier(1, [bytes(31)]), ParameterError),
+        (lambda: Frontier(-1), ParameterError),
+        (lambda: Frontier().append(bytes(31)), InputError),
+    ],
+)
+def test_stored_node_helpers_refuse_impossible_input(
+    call: Callable[[], object], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        call()
 
 
 # --- Mutations ------------------------------------------------------------------------------

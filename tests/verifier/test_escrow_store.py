@@ -24,6 +24,7 @@ from protocol.errors import InputError, LimitExceededError, ParameterError, Stat
 from protocol.escrow_messages import (
     EscrowRequest,
     Receipt,
+    make_entry,
     open_receipt,
     verify_checkpoint,
     verify_log_extension,
@@ -32,6 +33,7 @@ from protocol.escrow_messages import (
 from protocol.merkle import EMPTY_ROOT, MerkleTree
 from tests.support.keys import KEY, OTHER
 from tests.support.postgres import postgres_dsn
+from verifier.escrow.log_check import check_log
 from verifier.escrow.sql_store import SqlEscrowStore
 from verifier.escrow.sqlite_store import SqliteEscrowStore
 from verifier.escrow.store import (
@@ -88,6 +90,9 @@ class Backend:
     def raw(self, statement: str, params: tuple[Any, ...] = ()) -> None:
         raise NotImplementedError
 
+    def scalar(self, query: str) -> Any:
+        raise NotImplementedError
+
     def cleanup(self) -> None:
         pass
 
@@ -105,6 +110,13 @@ class SqliteBackend(Backend):
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.execute(statement, params)
+        finally:
+            conn.close()
+
+    def scalar(self, query):
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            return conn.execute(query).fetchone()[0]
         finally:
             conn.close()
 
@@ -127,6 +139,13 @@ class PostgresBackend(Backend):
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(f"SET search_path TO {self.schema}")
             conn.execute(statement.replace("?", "%s"), params)
+
+    def scalar(self, query):
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f"SET search_path TO {self.schema}")
+            return conn.execute(query).fetchone()[0]
 
     def cleanup(self):
         import psycopg
@@ -299,22 +318,132 @@ def test_reopening_with_another_key_is_refused(backend):
 @pytest.mark.parametrize(
     "corruption",
     [
-        "UPDATE escrow_entries SET entry = ? WHERE idx = 1",
         "DELETE FROM escrow_entries WHERE idx = 2",
         "UPDATE escrow_head SET root = ? WHERE id = 1",
         "UPDATE escrow_head SET size = 2 WHERE id = 1",
         "UPDATE escrow_checkpoints SET root = ?",
+        "UPDATE escrow_tree SET hash = ? WHERE height = 1 AND idx = 0",
+        "DELETE FROM escrow_tree WHERE height = 0 AND idx = 2",
     ],
-    ids=["entry changed", "entry deleted", "head root", "head size", "checkpoint root"],
+    ids=[
+        "last entry deleted",
+        "head root",
+        "head size",
+        "checkpoint root",
+        "frontier node",
+        "frontier node deleted",
+    ],
 )
-def test_corruption_is_detected_on_open(backend, corruption):
+def test_corruption_of_what_an_open_reads_is_detected_on_open(backend, corruption):
+    """Opening reads the head, the last entry's index, the frontier and the last checkpoint."""
     with backend.open() as store:
         for n in range(3):
             store.commit(_request(n))
         store.checkpoint()
     backend.raw(corruption, (b"\x00" * 32,) if "?" in corruption else ())
-    with pytest.raises(StateError):
+    with pytest.raises(StateError, match=r"corrupt|head says|rolled back"):
         backend.open()
+
+
+def _entry_bytes(n: int) -> bytes:
+    """A well-formed entry for index 1 that escrows another root than the stored one."""
+    return make_entry(
+        _request(n), index=1, time=datetime(2026, 1, 1, tzinfo=UTC), rho=bytes(32)
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("corruption", "params", "found_by_entry"),
+    [
+        ("UPDATE escrow_entries SET entry = ? WHERE idx = 1", "entry", True),
+        ("UPDATE escrow_entries SET rho = ? WHERE idx = 1", "zeros", True),
+        ("UPDATE escrow_tree SET hash = ? WHERE height = 0 AND idx = 0", "zeros", True),
+        ("UPDATE escrow_tree SET hash = ? WHERE height = 0 AND idx = 3", "zeros", False),
+        ("DELETE FROM escrow_roots WHERE idx = 1", None, False),
+        ("INSERT INTO escrow_tree (height, idx, hash) VALUES (5, 9, ?)", "zeros", False),
+        ("UPDATE escrow_checkpoints SET envelope = ? WHERE size = 2", "envelope", False),
+    ],
+    ids=[
+        "entry",
+        "rho",
+        "leaf node",
+        "unread leaf node",
+        "root index",
+        "stray node",
+        "checkpoint signature",
+    ],
+)
+def test_corruption_open_does_not_read_is_found_by_the_full_check(
+    backend, corruption, params, found_by_entry
+):
+    """What an open does not read, the full check does; an entry read checks its own path."""
+    with backend.open() as store:
+        for n in range(4):
+            store.commit(_request(n))
+            store.checkpoint()
+        sound = check_log(store.db, store.public_key)
+        assert (sound.entries, sound.nodes, sound.checkpoints) == (4, 7, 4)
+        with store.db.transaction(write=False) as cur:
+            cur.execute("SELECT envelope FROM escrow_checkpoints WHERE size = 3")
+            envelope = bytes(cur.fetchone()[0])  # a valid signature, over another size
+    values = {
+        "entry": (_entry_bytes(50),),
+        "zeros": (b"\x00" * 32,),
+        "envelope": (envelope,),
+        None: (),
+    }[params]
+    backend.raw(corruption, values)
+    with backend.open() as store:  # the head, frontier and last checkpoint are intact
+        with pytest.raises(StateError, match="corrupt"):
+            check_log(store.db, store.public_key)
+        if found_by_entry:
+            with pytest.raises(StateError):
+                store.entry(1)
+
+
+def test_proofs_from_stored_nodes_match_the_reference_tree(store):
+    """Every inclusion and consistency proof of every size up to 19 entries."""
+    requests = [_request(n) for n in range(19)]
+    tree = MerkleTree()
+    for request in requests:
+        store.commit(request)
+        tree.append(store.entry(tree.size).entry.encode())
+        size = tree.size
+        assert verify_checkpoint(store.checkpoint(), KEY.public_key()).root == tree.root()
+        for index in range(size):
+            assert store.inclusion_proof(index, size) == tree.inclusion_proof(index, size)
+        for old in range(size + 1):
+            assert store.consistency_proof(old, size) == tree.consistency_proof(old, size)
+    assert check_log(store.db, store.public_key).entries == 19
+
+
+def test_a_schema_4_database_is_upgraded_with_its_tree_and_root_index(backend):
+    """A store made before the tree tables opens once they are filled from its entries.
+
+    The filled tables give the proofs and the one-record-per-root rule, and the full
+    check passes; a schema 4 log whose entries do not hash to its head is refused, and
+    stays at schema 4.
+    """
+    with backend.open() as store:
+        receipts = [store.commit(_request(n)) for n in range(11)]
+        checkpoint = store.checkpoint()
+    backend.raw("DROP TABLE escrow_tree")
+    backend.raw("DROP TABLE escrow_roots")
+    backend.raw("UPDATE escrow_meta SET value = '4' WHERE name = 'schema'")
+    with backend.open() as store:
+        assert store.checkpoint() == checkpoint
+        for n, receipt in enumerate(receipts):
+            _verify(store, receipt, _request(n))
+        with pytest.raises(RootAlreadyEscrowedError):
+            store.commit(_request(7))
+        assert check_log(store.db, store.public_key).entries == 11
+    backend.raw("DROP TABLE escrow_tree")
+    backend.raw("DROP TABLE escrow_roots")
+    backend.raw("UPDATE escrow_meta SET value = '4' WHERE name = 'schema'")
+    backend.raw("UPDATE escrow_entries SET entry = ? WHERE idx = 1", (_entry_bytes(50),))
+    with pytest.raises(StateError, match="corrupt"):
+        backend.open()
+    assert backend.scalar("SELECT value FROM escrow_meta WHERE name = 'schema'") == "4"
 
 
 def test_stored_entry_that_does_not_decode_is_a_state_error(backend):

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 
 from protocol.errors import InputError, LimitExceededError, StateError
 
-from .sql import Cursor, SqlDatabase
+from .cursor import Cursor
+from .sql import SqlDatabase
 from .store import (
     FINISHED_STATUS,
     MAX_CLAIM_STATE_BYTES,
@@ -352,7 +353,6 @@ class SqlClaimStore(ClaimStore):
             for claim_id, status, finished in cur.fetchall()
         ]
 
-
     # --- Filings (spec §10.7) -------------------------------------------------------------
 
     def use_claim_nonce(self, record_index: int, nonce: bytes) -> None:
@@ -381,9 +381,7 @@ class SqlClaimStore(ClaimStore):
         """Return the signed request that filed a claim (b"" unsigned), None without a filing."""
         claim_id = check_claim_id(claim_id)
         with self._db.lock, self._db.transaction(write=False) as cur:
-            cur.execute(
-                "SELECT request FROM escrow_claim_filings WHERE claim_id = ?", (claim_id,)
-            )
+            cur.execute("SELECT request FROM escrow_claim_filings WHERE claim_id = ?", (claim_id,))
             row = cur.fetchone()
         return None if row is None else bytes(row[0])
 

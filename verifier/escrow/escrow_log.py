@@ -16,15 +16,23 @@ into one transaction, so one disk flush serves many receipts. The others wait un
 their request is settled (or it is their turn to lead); each signs its own receipt.
 The clock is read once per transaction: the entries of one batch share their time.
 
-**The in-memory log.** The Merkle tree of the log is rebuilt from the stored entries on
-open and checked against the stored head root and the last stored checkpoint. Before
-every operation the log catches up with entries other processes appended and checks
-the head root again, so several arbiter processes may share one database.
+**The tree.** The log's Merkle tree lives in the database beside the entries, as the
+hashes of its complete subtrees (:mod:`.log_tables`); the log holds only the head's
+frontier, the O(log n) subtree roots that make up the tree. Opening reads the head,
+checks that the last entry is where the head says, that the frontier's stored nodes
+fold to the head's root, and that the last checkpoint's root is the one the stored
+nodes give at its size: O(log n) rows, whatever the log's length. Before every
+operation the log reads the head again; when another process appended, it reads the
+new frontier (O(log n) rows, however many entries were appended) and checks it
+against the head root, so several arbiter processes may share one database. An entry
+read for a claim is checked against the head root through its inclusion proof. What
+opening does not read, every entry and every node, is checked by :func:`.log_check.check_log`
+(``twinaudit verifier store-check``), which streams the whole log.
 
-**One record per root** (§9.1). Beside the tree the log keeps the root of every
-entry. An append checks its requests against them after catching up, with the head
-row locked, so no two processes can both escrow one root; a refused request fails
-alone, the rest of its batch is appended.
+**One record per root** (§9.1). The table ``escrow_roots`` indexes every entry's root.
+An append looks its requests' roots up there with the head row locked, so no two
+processes can both escrow one root; a refused request fails alone, the rest of its
+batch is appended.
 """
 
 from __future__ import annotations
@@ -37,7 +45,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from protocol import limits
@@ -55,11 +62,13 @@ from protocol.escrow_messages import (
     sign_receipt,
     verify_checkpoint,
 )
-from protocol.merkle import MerkleTree
+from protocol.merkle import Frontier, consistency_ranges, inclusion_ranges, verify_inclusion
 from protocol.signer import Signer
 
 from ..signing import as_signer
-from .sql import Cursor, SqlDatabase, utc_now
+from .cursor import Cursor
+from .log_tables import append_entries, find_roots, read_frontier, read_proof, read_root
+from .sql import SqlDatabase, utc_now
 from .store import (
     EscrowLog,
     RootAlreadyEscrowedError,
@@ -71,24 +80,6 @@ from .store import (
 
 #: Most escrow requests appended in one transaction.
 MAX_COMMIT_BATCH: Final = 256
-#: Entries read per query when the in-memory log catches up with the database.
-LOAD_CHUNK: Final = 10_000
-
-
-def _entry_root(data: bytes, index: int) -> bytes:
-    """Return the ``root`` of a stored log entry.
-
-    Only for entries read back from the store once the head root vouches for their
-    bytes (:meth:`SqlEscrowLog._catch_up`): a plain decode keeps rebuilding a long
-    log fast, where the strict one costs twenty times more.
-    """
-    try:
-        root = msgpack.unpackb(data, raw=False)["root"]
-    except Exception:  # any malformation: the store is corrupt, whatever msgpack says
-        root = None
-    if not isinstance(root, bytes) or len(root) != limits.HASH_BYTES:
-        raise StateError(f"stored entry {index} has no 32-byte root: the escrow store is corrupt")
-    return root
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +112,7 @@ class SqlEscrowLog(EscrowLog):
         clock: Callable[[], datetime] | None = None,
         entropy: Callable[[int], bytes] | None = None,
     ) -> None:
-        """Rebuild the log from ``db`` (open, its schema made) and check it.
+        """Open the log in ``db`` (open, its schema made) and check its head (see above).
 
         ``entropy(n)`` returns ``n`` random bytes for each record's ``rho``; it is the
         OS CSPRNG unless a test injects a seeded source to make a run reproducible.
@@ -136,48 +127,32 @@ class SqlEscrowLog(EscrowLog):
         self._queue = threading.Condition()  # the queue of pending commits
         self._pending: deque[_Ticket] = deque()
         self._appending = False  # a thread is appending queued requests
-        self._tree: MerkleTree | None = None  # None: rebuild from the database
-        self._roots: dict[bytes, int] = {}  # each entry's root -> its index, with the tree
+        self._frontier = Frontier()  # the head's, as last read and checked
+        self._head_root = self._frontier.root()
         with self._lock:
-            self._verify_log()
+            self._open_checks()
 
     def _catch_up(self, cur: Cursor, *, lock: bool = False) -> int:
-        """Append to the in-memory log what the database has beyond it; check the root.
+        """Read the head; when it moved, read its frontier and check it. Return the size.
 
-        Returns the log size. ``lock`` locks the head row (write transactions only).
+        O(log n) rows when another process appended, one row otherwise. ``lock`` locks
+        the head row (write transactions only).
         """
         size, root = self._db.head(cur, lock=lock)
-        if self._tree is None:
-            self._tree = MerkleTree()
-            self._roots = {}
-        tree = self._tree
-        if tree.size > size:
-            raise StateError(f"the stored log has {size} entries, fewer than {tree.size} seen")
-        try:
-            new: list[tuple[int, bytes]] = []
-            while tree.size < size:
-                cur.execute(
-                    "SELECT idx, entry FROM escrow_entries WHERE idx >= ? AND idx < ? ORDER BY idx",
-                    (tree.size, min(size, tree.size + LOAD_CHUNK)),
-                )
-                rows = cur.fetchall()
-                for idx, data in rows:
-                    if int(idx) != tree.size:
-                        raise StateError(f"the stored log has no entry {tree.size}")
-                    tree.append(bytes(data))
-                    new.append((int(idx), bytes(data)))
-                if not rows:
-                    raise StateError(f"the stored log has no entry {tree.size}")
-            if tree.root() != root:
-                raise StateError(
-                    f"the stored entries hash to {tree.root().hex()}, not the head root"
-                    f" {root.hex()}: the escrow store is corrupt"
-                )
-            for idx, data in new:  # vouched for by the head root
-                self._roots.setdefault(_entry_root(data, idx), idx)
-        except BaseException:
-            self._tree = None  # holds leaves that did not check out
-            raise
+        if size == self._frontier.size and root == self._head_root:
+            return size
+        if size < self._frontier.size:
+            raise StateError(
+                f"the stored log has {size} entries, fewer than {self._frontier.size} seen:"
+                " the escrow store was rolled back"
+            )
+        frontier = read_frontier(cur, size)
+        if frontier.root() != root:
+            raise StateError(
+                f"the stored tree's root at size {size} is {frontier.root().hex()}, not the"
+                f" head root {root.hex()}: the escrow store is corrupt"
+            )
+        self._frontier, self._head_root = frontier, root
         return size
 
     def _sync(self) -> int:
@@ -185,38 +160,28 @@ class SqlEscrowLog(EscrowLog):
         with self._db.transaction(write=False) as cur:
             return self._catch_up(cur)
 
-    def _current_tree(self) -> MerkleTree:
-        if self._tree is None:  # pragma: no cover - _catch_up sets it
-            raise StateError("the in-memory log is not loaded")
-        return self._tree
-
     # --- Opening -------------------------------------------------------------------------
 
-    def _verify_log(self) -> None:
-        """Rebuild the log from scratch and check it against the head and last checkpoint."""
+    def _open_checks(self) -> None:
+        """Check the head against the entries, the tree and the last checkpoint (O(log n))."""
         with self._db.transaction(write=False) as cur:
             size, _ = self._db.head(cur, lock=False)
-            cur.execute("SELECT COUNT(*), MIN(idx), MAX(idx) FROM escrow_entries")
-            count, low, high = cur.fetchone()
-            if int(count) != size or (size and (int(low), int(high)) != (0, size - 1)):
+            cur.execute("SELECT MAX(idx) FROM escrow_entries")
+            high = cur.fetchone()[0]
+            if (-1 if high is None else int(high)) != size - 1:
                 raise StateError(
-                    f"the escrow store holds {count} entries (indices {low}..{high})"
-                    f" but its head says {size}"
+                    f"the escrow store's last entry is {high} but its head says {size} entries"
                 )
-            self._tree = None
             self._catch_up(cur)
             cur.execute("SELECT size, root FROM escrow_checkpoints ORDER BY size DESC LIMIT 1")
             last = cur.fetchone()
-        if last is not None:
-            self._check_checkpoint_root(int(last[0]), bytes(last[1]))
-
-    def _check_checkpoint_root(self, size: int, root: bytes) -> None:
-        tree = self._current_tree()
-        if size > tree.size or tree.root(size) != root:
-            raise StateError(
-                f"a stored checkpoint of size {size} does not match the log: the escrow"
-                " store is corrupt or was rolled back"
-            )
+            if last is not None:
+                checkpoint_size, checkpoint_root = int(last[0]), bytes(last[1])
+                if checkpoint_size > size or read_root(cur, checkpoint_size) != checkpoint_root:
+                    raise StateError(
+                        f"a stored checkpoint of size {checkpoint_size} does not match the log:"
+                        " the escrow store is corrupt or was rolled back"
+                    )
 
     # --- The log -------------------------------------------------------------------------
 
@@ -296,43 +261,27 @@ class SqlEscrowLog(EscrowLog):
         A request whose root is in the log, or earlier in ``requests``, gets a
         :class:`RootAlreadyEscrowedError` in its place and draws no ``rho`` (§9.1).
         """
-        appended = False
-        try:
-            with self._db.transaction(write=True) as cur:
-                size = self._catch_up(cur, lock=True)  # the head is locked: roots are final
-                drawn: list[tuple[LogEntry, bytes, bytes]] = []
-                outcomes: list[int | RootAlreadyEscrowedError] = []  # int: position in drawn
-                batch_roots: dict[bytes, int] = {}
-                for request in requests:
-                    held = self._roots.get(request.root, batch_roots.get(request.root))
-                    if held is not None:
-                        outcomes.append(RootAlreadyEscrowedError(request.root, held))
-                        continue
-                    rho = (self._entropy or secrets.token_bytes)(
-                        limits.RHO_BYTES
-                    )  # fresh per record (§9.2)
-                    entry = make_entry(request, index=size + len(drawn), time=now, rho=rho)
-                    batch_roots[request.root] = entry.index
-                    outcomes.append(len(drawn))
-                    drawn.append((entry, rho, entry.encode()))
-                tree = self._current_tree()
-                if drawn:
-                    cur.executemany(
-                        "INSERT INTO escrow_entries (idx, entry, rho) VALUES (?, ?, ?)",
-                        [(entry.index, data, rho) for entry, rho, data in drawn],
-                    )
-                    appended = True
-                    for _, _, data in drawn:
-                        tree.append(data)
-                    self._roots.update(batch_roots)
-                    cur.execute(
-                        "UPDATE escrow_head SET size = ?, root = ? WHERE id = 1",
-                        (tree.size, tree.root()),
-                    )
-        except BaseException:
-            if appended:
-                self._tree = None  # it and the roots may hold entries never committed
-            raise
+        with self._db.transaction(write=True) as cur:
+            size = self._catch_up(cur, lock=True)  # the head is locked: roots are final
+            held = find_roots(cur, [request.root for request in requests])
+            drawn: list[tuple[LogEntry, bytes, bytes]] = []
+            outcomes: list[int | RootAlreadyEscrowedError] = []  # int: position in drawn
+            for request in requests:
+                index = held.get(request.root)
+                if index is not None:
+                    outcomes.append(RootAlreadyEscrowedError(request.root, index))
+                    continue
+                rho = (self._entropy or secrets.token_bytes)(limits.RHO_BYTES)  # fresh (§9.2)
+                entry = make_entry(request, index=size + len(drawn), time=now, rho=rho)
+                held[request.root] = entry.index  # a later request of the batch is refused
+                outcomes.append(len(drawn))
+                drawn.append((entry, rho, entry.encode()))
+            frontier = self._frontier.copy()  # kept only once the transaction commits
+            log_roots = append_entries(
+                cur, frontier, [(data, rho, entry.root) for entry, rho, data in drawn]
+            )
+        if drawn:
+            self._frontier, self._head_root = frontier, log_roots[-1]
         # Committed and durable: the receipts may now be signed (§9.3).
         results: list[_Appended | RootAlreadyEscrowedError] = []
         for outcome in outcomes:
@@ -340,7 +289,7 @@ class SqlEscrowLog(EscrowLog):
                 results.append(outcome)
             else:
                 entry, rho, _ = drawn[outcome]
-                results.append(_Appended(entry, rho, tree.root(entry.index + 1)))
+                results.append(_Appended(entry, rho, log_roots[outcome]))
         return results
 
     def entry(self, index: int) -> StoredEntry:
@@ -351,8 +300,15 @@ class SqlEscrowLog(EscrowLog):
             if index >= size:
                 raise UnknownRecordError(f"the log has no entry {index} (size {size})")
             cur.execute("SELECT entry, rho FROM escrow_entries WHERE idx = ?", (index,))
-            data, rho = (bytes(value) for value in cur.fetchone())
+            row = cur.fetchone()
+            if row is None:
+                raise StateError(f"the stored log has no entry {index}: the store is corrupt")
+            data, rho = (bytes(value) for value in row)
+            proof = read_proof(cur, inclusion_ranges(index, size))
+            root = self._head_root
         try:
+            # The head's root vouches for the entry: a changed entry or node shows here.
+            verify_inclusion(leaf_data=data, index=index, size=size, proof=proof, root=root)
             entry = decode_entry(data)
             digest = rho_digest(rho)
         except TwinauditError as exc:
@@ -373,7 +329,7 @@ class SqlEscrowLog(EscrowLog):
                 size = self._catch_up(cur)
                 cur.execute("SELECT envelope FROM escrow_checkpoints WHERE size = ?", (size,))
                 row = cur.fetchone()
-            root = self._current_tree().root(size)
+            root = self._head_root
             if row is None:
                 # The time is read once, when the checkpoint is first signed.
                 checkpoint = Checkpoint(
@@ -398,22 +354,22 @@ class SqlEscrowLog(EscrowLog):
         """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""
         index = check_index(index, "log index")
         size = check_index(size, "log size")
-        with self._lock:
-            current = self._sync()
+        with self._lock, self._db.transaction(write=False) as cur:
+            current = self._catch_up(cur)
             if size > current:
                 raise UnknownRecordError(f"the log has {current} entries, not {size}")
             if index >= size:
                 raise ParameterError(f"index {index} is not below the log size {size}")
-            return self._current_tree().inclusion_proof(index, size)
+            return read_proof(cur, inclusion_ranges(index, size))
 
     def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
         """Return the consistency proof between two sizes of the log."""
         old_size = check_index(old_size, "old log size")
         new_size = check_index(new_size, "new log size")
-        with self._lock:
-            current = self._sync()
+        with self._lock, self._db.transaction(write=False) as cur:
+            current = self._catch_up(cur)
             if new_size > current:
                 raise UnknownRecordError(f"the log has {current} entries, not {new_size}")
             if old_size > new_size:
                 raise ParameterError(f"old size {old_size} is larger than new size {new_size}")
-            return self._current_tree().consistency_proof(old_size, new_size)
+            return read_proof(cur, consistency_ranges(old_size, new_size))

@@ -26,7 +26,8 @@ from psycopg import sql
 from protocol.errors import InputError, StateError
 from protocol.signer import Signer
 
-from .sql import Cursor, SqlDatabase
+from .cursor import Cursor
+from .sql import SqlDatabase
 from .sql_store import SqlEscrowStore
 
 #: Seconds to wait for the server when connecting.
@@ -79,6 +80,7 @@ class PostgresDatabase(SqlDatabase):
         "real": "DOUBLE PRECISION",
         "blob": "BYTEA",
         "serial": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        "keyed": "",
     }
 
     def __init__(self, dsn: str, schema: str | None, connect_timeout_s: int) -> None:

@@ -10,6 +10,9 @@ same SQL on either, so the backends cannot drift apart. The schema:
   processes and hosts, and index ``size`` is assigned exactly once.
 - ``escrow_entries``: ``(idx, entry, rho)``; ``entry`` is the canonical log entry (the
   leaf data, §9.2), ``rho`` the secret randomness it commits to.
+- ``escrow_roots``: each escrowed root and its entry's index (one record per root).
+- ``escrow_tree``: the hash of every complete subtree of the log's Merkle tree, so
+  that the root, appends and proofs read O(log n) rows (:mod:`.log_tables`).
 - ``escrow_checkpoints``: at most one signed checkpoint per log size (§9.4).
 - ``escrow_claims``: claim state, then verdict and transcript (§10-§12).
 - ``escrow_claim_parts``: an unfinished claim's transcript, one part per save, so a
@@ -24,10 +27,12 @@ same SQL on either, so the backends cannot drift apart. The schema:
   with another signing key.
 
 Schema 3 added ``escrow_claim_leases``, schema 4 ``escrow_claim_filings`` and
-``escrow_claim_nonces``; an older database is upgraded when it is opened (the tables
-are created and the version raised), after which older code refuses it rather than
-run claims without leases or accept a claim request twice. Claims filed before schema
-4 have no filing row: nothing was signed for them.
+``escrow_claim_nonces``, schema 5 ``escrow_roots`` and ``escrow_tree``; an older
+database is upgraded when it is opened (the tables are created, schema 5's filled from
+the entries, which must hash to the head's root, and the version raised, in one
+transaction), after which older code refuses it rather than run claims without
+leases, accept a claim request twice, or append entries without their tree nodes.
+Claims filed before schema 4 have no filing row: nothing was signed for them.
 """
 
 from __future__ import annotations
@@ -35,26 +40,33 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Final, Protocol
+from typing import ClassVar, Final
 
 from protocol.errors import StateError
 from protocol.merkle import EMPTY_ROOT
 
-#: Version of the table layout below, recorded in ``escrow_meta``.
-SCHEMA_VERSION: Final = "4"
-#: Earlier versions a database is upgraded from when opened (the change is additive).
-UPGRADABLE_SCHEMAS: Final = frozenset({"2", "3"})
+from .cursor import Cursor
+from .log_tables import fill_tree
 
-#: The tables, with ``{int}``, ``{real}``, ``{blob}`` and ``{serial}`` filled in by each dialect.
+#: Version of the table layout below, recorded in ``escrow_meta``.
+SCHEMA_VERSION: Final = "5"
+#: Earlier versions a database is upgraded from when opened (the change is additive).
+UPGRADABLE_SCHEMAS: Final = frozenset({"2", "3", "4"})
+
+#: The tables, with ``{int}``, ``{real}``, ``{blob}``, ``{serial}`` and ``{keyed}`` (the
+#: suffix of a table stored in its primary key's order) filled in by each dialect.
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS escrow_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS escrow_head (id INTEGER PRIMARY KEY CHECK (id = 1),"
     " size {int} NOT NULL, root {blob} NOT NULL)",
     "CREATE TABLE IF NOT EXISTS escrow_entries (idx {int} PRIMARY KEY,"
     " entry {blob} NOT NULL, rho {blob} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS escrow_roots (root {blob} PRIMARY KEY, idx {int} NOT NULL){keyed}",
+    "CREATE TABLE IF NOT EXISTS escrow_tree (height {int} NOT NULL, idx {int} NOT NULL,"
+    " hash {blob} NOT NULL, PRIMARY KEY (height, idx)){keyed}",
     "CREATE TABLE IF NOT EXISTS escrow_checkpoints (size {int} PRIMARY KEY,"
     " root {blob} NOT NULL, envelope {blob} NOT NULL)",
     "CREATE TABLE IF NOT EXISTS escrow_claims (seq {serial}, claim_id TEXT NOT NULL UNIQUE,"
@@ -72,22 +84,6 @@ _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS escrow_claim_nonces (record_index {int} NOT NULL,"
     " nonce {blob} NOT NULL, PRIMARY KEY (record_index, nonce))",
 )
-
-
-class Cursor(Protocol):
-    """The part of a DB-API cursor the core uses; SQL text uses ``?`` placeholders."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> object:
-        """Run one statement."""
-
-    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> object:
-        """Run one statement once per parameter row."""
-
-    def fetchone(self) -> Any:
-        """Return the next row of the last query, or None."""
-
-    def fetchall(self) -> list[Any]:
-        """Return the remaining rows of the last query."""
 
 
 def utc_now() -> datetime:
@@ -113,7 +109,8 @@ class SqlDatabase(ABC):
     SCHEMA_LOCK: ClassVar[str | None] = None
     #: A query of one row, one column: the database's clock in seconds since the epoch.
     NOW_QUERY: ClassVar[str]
-    #: Column types: ``int`` (64-bit), ``real`` (binary64), ``blob`` (bytes), ``serial``.
+    #: Column types: ``int`` (64-bit), ``real`` (binary64), ``blob`` (bytes), ``serial``;
+    #: ``keyed``, the suffix of a table stored in its primary key's order.
     TYPES: ClassVar[dict[str, str]]
 
     def __init__(self) -> None:
@@ -234,13 +231,14 @@ class SqlDatabase(ABC):
                 " ON CONFLICT (id) DO NOTHING",
                 (EMPTY_ROOT,),
             )
-            # The tables above are all that schemas 3 and 4 added: raise the version.
-            cur.execute(
-                "UPDATE escrow_meta SET value = ? WHERE name = 'schema' AND value IN ("
-                + ", ".join("?" for _ in UPGRADABLE_SCHEMAS)
-                + ")",
-                (SCHEMA_VERSION, *sorted(UPGRADABLE_SCHEMAS)),
-            )
+            cur.execute("SELECT value FROM escrow_meta WHERE name = 'schema'")
+            row = cur.fetchone()
+            if row is not None and row[0] in UPGRADABLE_SCHEMAS:
+                # Schemas 3 and 4 added tables only; schema 5's are filled from the log.
+                fill_tree(cur)
+                cur.execute(
+                    "UPDATE escrow_meta SET value = ? WHERE name = 'schema'", (SCHEMA_VERSION,)
+                )
             for name, value in (("schema", SCHEMA_VERSION), ("arbiter", arbiter_key_id)):
                 cur.execute(
                     "INSERT INTO escrow_meta (name, value) VALUES (?, ?)"

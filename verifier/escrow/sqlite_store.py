@@ -22,7 +22,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from protocol.errors import InputError, StateError
 from protocol.signer import Signer
 
-from .sql import Cursor, SqlDatabase
+from .cursor import Cursor
+from .sql import SqlDatabase
 from .sql_store import SqlEscrowStore
 
 #: How long a writer waits for another process's write lock, in seconds.
@@ -42,6 +43,7 @@ class SqliteDatabase(SqlDatabase):
         "real": "REAL",
         "blob": "BLOB",
         "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "keyed": " WITHOUT ROWID",
     }
 
     def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float) -> None:
