@@ -21,7 +21,7 @@ from protocol.claim.functions import AnyScoreSpec, resolve_score
 from protocol.claim.outcome import feed, outcome
 from protocol.claim.params import ClaimParams
 from protocol.claim.schedule import WindowSchedule
-from protocol.claim.transcript import TranscriptWriter
+from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.claim.verdict import stop_reason, verdict_payload
 from protocol.commitment import PairOpening, version_digest
 from protocol.encoding import Value, decode, encode
@@ -489,19 +489,20 @@ class ClaimSession:
         return self.snapshot(), part
 
     def snapshot(self) -> bytes:
-        """Return the session's state as canonical bytes.
+        """Return the session's state as canonical bytes, the same size at every window.
 
-        Everything but the oracle and the transcript's records, of which it holds the
-        chain head and count: :meth:`resume` takes the records separately and checks them
-        against both.
+        The state (:data:`SNAPSHOT_FORMAT`) holds the counts that change (pairs opened,
+        queries, windows), the test's state and the transcript's chain head and count;
+        nothing that grows with the pairs opened. The rest is derived on :meth:`resume`:
+        the claim map from the transcript's header, the opened pairs from the audit
+        order (spec §5.3) and their count, the indicators from the pair records.
         """
         return encode(
             {
+                "format": SNAPSHOT_FORMAT,
                 "claim_id": self.claim_id,
-                "claim": self.claim_map,
                 "test_state": self.test.state(),
-                "opened": list(self.opened),
-                "indicators": self.indicators,
+                "opened": len(self.opened),
                 "queries": self.queries,
                 "windows": self.windows,
                 "stop": self.stop,
@@ -521,18 +522,17 @@ class ClaimSession:
         """Rebuild a session from :meth:`snapshot` and the transcript saved with it.
 
         The oracle must describe itself as it did when the claim started, and the
-        transcript's chain head and record count must be those the snapshot names.
+        transcript's chain head and record count must be those the snapshot names. A
+        state saved before :data:`SNAPSHOT_FORMAT` (with the claim map, the opened
+        pairs and the indicators in it) resumes too.
         """
-        state = decode(snapshot)
-        if not isinstance(state, dict):
-            raise InputError("claim snapshot must be a map")
-        claim = state["claim"]
-        if not isinstance(claim, dict) or not isinstance(claim.get("claim_nonce"), bytes):
-            raise InputError("claim snapshot has no claim map")
+        state = _state_map(snapshot)
+        records = list(iter_records(transcript))
+        claim = _claim_value(state, records[0] if records else None)
         nonce, excluded = claim["claim_nonce"], claim.get("excluded", [])
         assert isinstance(nonce, bytes)
         if not isinstance(excluded, list) or not all(isinstance(i, int) for i in excluded):
-            raise InputError("claim snapshot's excluded pairs must be a list of indices")
+            raise InputError("the stored claim map's excluded pairs must be a list of indices")
         session = cls.start(
             str(state["claim_id"]),
             record,
@@ -544,20 +544,12 @@ class ClaimSession:
         if encode(session.claim_map) != encode(claim):
             raise InputError("the resumed claim differs from the stored one (model or parameters)")
         session.test = test_from_state(state["test_state"])
-        opened, indicators = state["opened"], state["indicators"]
         queries, windows, stop = state["queries"], state["windows"], state["stop"]
         chain = state["transcript"]
-        if not (
-            isinstance(opened, list)
-            and isinstance(indicators, str)
-            and isinstance(queries, int)
-            and isinstance(windows, int)
-            and isinstance(chain, dict)
-        ):
+        if not (isinstance(queries, int) and isinstance(windows, int) and isinstance(chain, dict)):
             raise InputError("malformed claim snapshot")
-        if session._next_in_order(len(opened)) != opened:
-            raise InputError("claim snapshot's opened pairs do not follow the audit order")
-        session.opened = [i for i in opened if isinstance(i, int)]  # all are, checked above
+        opened, indicators = _opened_and_indicators(session, state, records)
+        session.opened = opened
         session.indicators, session.queries, session.windows = indicators, queries, windows
         session.stop = stop if isinstance(stop, str) else None
         session.transcript = TranscriptWriter.from_bytes(transcript)
@@ -572,25 +564,90 @@ class ClaimSession:
         return session
 
 
-def disclosed_pairs(snapshot: bytes, record: ClaimRecord) -> list[int]:
-    """Return the pairs an unfinished claim may have disclosed (spec §10.2 step 2).
+#: The layout of :meth:`ClaimSession.snapshot`; a state without ``format`` is the
+#: earlier one, which held the claim map, every opened pair and the indicators.
+SNAPSHOT_FORMAT = 2
 
-    ``snapshot`` is the claim's last saved state (:meth:`ClaimSession.snapshot`): the
-    pairs it records as opened and those of the two requests that follow in its order
-    and schedule, the most that can have reached the oracle, or the verifier, before a
-    save (§10.2 steps 8 and 9). A claim that has stopped discloses its opened pairs
-    only: a window requested ahead of a stop is never queried.
-    """
+
+def _state_map(snapshot: bytes) -> dict[str, Value]:
     state = decode(snapshot)
     if not isinstance(state, dict):
         raise InputError("claim snapshot must be a map")
-    claim = ClaimMap.from_value(state.get("claim"), OracleInfo.from_value)
-    opened, windows = state.get("opened"), state.get("windows")
-    if not isinstance(opened, list) or not isinstance(windows, int) or windows < 0:
+    if state.get("format", 1) not in (1, SNAPSHOT_FORMAT):
+        raise InputError(f"claim snapshot format {state.get('format')!r} is not known")
+    return state
+
+
+def _claim_value(state: dict[str, Value], header: dict[str, Value] | None) -> dict[str, Value]:
+    """Return the claim map of a stored claim: the earlier state's, or its header's."""
+    if "format" in state:
+        if header is None or header.get("type") != "header":
+            raise InputError("the saved transcript does not start with the claim's header")
+        claim = header.get("claim")
+    else:
+        claim = state.get("claim")
+    if not isinstance(claim, dict) or not isinstance(claim.get("claim_nonce"), bytes):
+        raise InputError("the stored claim has no claim map")
+    return claim
+
+
+def _opened_and_indicators(
+    session: ClaimSession, state: dict[str, Value], records: list[dict[str, Value]]
+) -> tuple[list[int], str]:
+    """Return the pairs a stored claim opened and their indicators, checked.
+
+    The opened pairs must be the first of the audit order. The earlier state lists them
+    and the indicators; the current one counts them, and the indicators are the
+    outcomes of the transcript's pair records, which must be those pairs in order.
+    """
+    opened, indicators = state["opened"], state.get("indicators")
+    if "format" not in state:
+        if not isinstance(opened, list) or not isinstance(indicators, str):
+            raise InputError("malformed claim snapshot")
+        if session._next_in_order(len(opened)) != opened:
+            raise InputError("claim snapshot's opened pairs do not follow the audit order")
+        return [i for i in opened if isinstance(i, int)], indicators  # all are, checked above
+    if isinstance(opened, bool) or not isinstance(opened, int) or opened < 0:
         raise InputError("malformed claim snapshot")
-    count = len(opened)
+    if opened > session.claim.population:
+        raise InputError(f"claim snapshot counts {opened} opened pairs, more than it may open")
+    pairs = [r for r in records if r.get("type") == "pair"]
+    order = session._next_in_order(opened)
+    if [r.get("index") for r in pairs] != order:
+        raise InputError(
+            "the saved transcript does not match the claim snapshot: its pairs are not the"
+            " claim's opened pairs"
+        )
+    outcomes = [r.get("outcome") for r in pairs]
+    if not all(isinstance(char, str) for char in outcomes):
+        raise InputError("a saved pair record has no outcome")
+    return order, "".join(char for char in outcomes if isinstance(char, str))
+
+
+def disclosed_pairs(snapshot: bytes, record: ClaimRecord, header: bytes = b"") -> list[int]:
+    """Return the pairs an unfinished claim may have disclosed (spec §10.2 step 2).
+
+    ``snapshot`` is the claim's last saved state (:meth:`ClaimSession.snapshot`) and
+    ``header`` the transcript part saved with its first state (its header record; not
+    read for a state saved before :data:`SNAPSHOT_FORMAT`, which holds the claim map):
+    the pairs it records as opened and those of the two requests that follow in its
+    order and schedule, the most that can have reached the oracle, or the verifier,
+    before a save (§10.2 steps 8 and 9). A claim that has stopped discloses its opened
+    pairs only: a window requested ahead of a stop is never queried.
+    """
+    state = _state_map(snapshot)
+    first = None
+    if "format" in state:
+        first = next(iter_records(header), None)
+    claim = ClaimMap.from_value(_claim_value(state, first), OracleInfo.from_value)
+    opened, windows = state.get("opened"), state.get("windows")
+    count = len(opened) if isinstance(opened, list) else opened
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise InputError("malformed claim snapshot")
+    if not isinstance(windows, int) or windows < 0:
+        raise InputError("malformed claim snapshot")
     if state.get("stop") is None:
-        first = claim.schedule.size(windows, count)
-        count += first + claim.schedule.size(windows + 1, count + first)
+        first_size = claim.schedule.size(windows, count)
+        count += first_size + claim.schedule.size(windows + 1, count + first_size)
     order = claim.order(audit_seed(record.root, record.rho, claim.claim_nonce))
     return [next(order) for _ in range(min(count, claim.population))]

@@ -461,7 +461,8 @@ class VerifierService(pb_grpc.VerifierServicer):
                     self._store.save_claim(
                         earlier.claim_id, record.index, ABANDONED_STATUS, stored.state, lease=lease
                     )
-                pairs.update(disclosed_pairs(stored.state, record))
+                header = self._store.load_transcript_start(earlier.claim_id) or b""
+                pairs.update(disclosed_pairs(stored.state, record, header))
             finally:
                 self._store.release_claim(earlier.claim_id, lease)
         return [claim.claim_id for claim in filed], sorted(pairs)
@@ -598,9 +599,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         oracle = self._oracles(params.endpoint)
         try:
             session = ClaimSession.start("dry-run", record, params, oracle, bytes(32))
-            probes = [
-                _probe(oracle, session.claim.score.function, shape) for shape in start.probes
-            ]
+            probes = [_probe(oracle, session.claim.score.function, shape) for shape in start.probes]
         finally:
             close = getattr(oracle, "close", None)
             if callable(close):

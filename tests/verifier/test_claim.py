@@ -8,7 +8,7 @@ import pytest
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.commitment import PairOpening
-from protocol.encoding import encode
+from protocol.encoding import decode, encode
 from protocol.errors import (
     InputError,
     OracleError,
@@ -22,7 +22,7 @@ from protocol.prg import without_replacement
 from protocol.stats.base import TiePolicy
 from tests.support.claims import make_pairset, run_session
 from tests.support.fake_oracle import LinearOracle
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
 from verifier.oracles.base import ClassifyAnswer
 from verifier.replay import replay
 from verifier.verdict import parse_verdict
@@ -410,3 +410,99 @@ def test_label_only_claims_with_noise_copies_replay(pair_set, knowledge):
     assert result.indicators == verdict["indicators"]
     # Noise copies rarely agree on a label near a linear model's boundary: not every pair ties.
     assert set(verdict["indicators"]) - {"s"}
+
+
+# --- The saved state: the same size at every window; earlier states still resume --------
+#
+# The state holds counts, the test's state and the transcript's chain head (spec §10.2
+# step 8); the opened pairs follow from the audit order and the indicators from the
+# transcript. A state saved in the earlier layout (claim map, every opened pair and the
+# indicators in it) must still resume and say what it disclosed: an arbiter upgraded in
+# the middle of a claim carries on. LinearOracle(seed=5) is not the marks' model: its
+# claims run long.
+
+
+def _old_layout(session: ClaimSession) -> bytes:
+    """The state as the arbiter saved it before the count replaced the opened pairs."""
+    return encode(
+        {
+            "claim_id": session.claim_id,
+            "claim": session.claim_map,
+            "test_state": session.test.state(),
+            "opened": list(session.opened),
+            "indicators": session.indicators,
+            "queries": session.queries,
+            "windows": session.windows,
+            "stop": session.stop,
+            "transcript": {"head": session.transcript.head, "records": session.transcript.count},
+        }
+    )
+
+
+def test_the_state_saved_after_every_window_does_not_grow(pair_set):
+    session = _session(pair_set, LinearOracle(seed=5), window=2, window_max=2)
+    sizes = []
+    while session.stop is None and session.next_request():
+        _answer(session, pair_set)
+        state, _ = session.checkpoint()
+        assert decode(state)["opened"] == len(session.opened)
+        if session.stop is None:  # the last state also names the decision and the stop
+            sizes.append(len(state))
+    assert len(sizes) >= 10
+    # Only the counts' encodings can lengthen (a byte or two as they pass 127, 255).
+    assert max(sizes) - min(sizes) <= 8, sizes
+
+
+def test_a_state_in_the_earlier_layout_resumes_to_the_same_verdict(pair_set):
+    whole = _run(_session(pair_set, LinearOracle(seed=5), window=4), pair_set)
+    part = _session(pair_set, LinearOracle(seed=5), window=4)
+    _answer(part, pair_set)
+    _answer(part, pair_set)
+    _, transcript = part.checkpoint()
+    old = _old_layout(part)
+    resumed = ClaimSession.resume(old, transcript, part.record, part.params, LinearOracle(seed=5))
+    assert resumed.opened == part.opened and resumed.indicators == part.indicators
+    _run(resumed, pair_set)
+    assert encode(_payload(resumed)) == encode(_payload(whole))
+    header = transcript  # disclosed_pairs reads its first record, and not for the old layout
+    new, _ = part.checkpoint()
+    assert disclosed_pairs(old, part.record) == disclosed_pairs(new, part.record, header)
+
+
+def test_a_resumed_claim_takes_its_pairs_and_indicators_from_the_transcript(pair_set):
+    part = _session(pair_set, LinearOracle(seed=5), window=4)
+    _answer(part, pair_set)
+    _answer(part, pair_set)
+    state, transcript = part.checkpoint()
+    resumed = ClaimSession.resume(state, transcript, part.record, part.params, LinearOracle(seed=5))
+    assert (resumed.opened, resumed.indicators) == (part.opened, part.indicators)
+    assert decode(resumed.snapshot()) == decode(state)
+
+
+def _with(state: bytes, **fields: object) -> bytes:
+    value = decode(state)
+    value.update(fields)
+    return encode(value)
+
+
+def test_a_state_that_does_not_fit_its_transcript_is_refused(pair_set):
+    part = _session(pair_set, LinearOracle(seed=5), window=4)
+    _answer(part, pair_set)
+    _answer(part, pair_set)
+    state, transcript = part.checkpoint()
+    records = list(iter_records(transcript))
+    no_header = TranscriptWriter()
+    for record in records[1:]:
+        no_header.append(record)
+    cases = [
+        (_with(state, opened=4), transcript, "its pairs are not"),
+        (_with(state, opened=-1), transcript, "malformed"),
+        (_with(state, opened=10_000), transcript, "more than it may open"),
+        (_with(state, format=3), transcript, "format 3"),
+        (state, no_header.to_bytes(), "header"),
+    ]
+    for bad, saved, message in cases:
+        with pytest.raises(InputError, match=message):
+            ClaimSession.resume(bad, saved, part.record, part.params, LinearOracle(seed=5))
+    with pytest.raises(InputError, match="header"):
+        disclosed_pairs(state, part.record, b"")

@@ -570,6 +570,8 @@ def test_transcript_parts_are_appended_with_the_state_and_folded_at_finish(store
     store.save_claim("c1", 0, "open", b"s2", b"window-0|")
     store.save_claim("c2", 0, "open", b"t0", b"other claim|")
     assert store.load_transcript("c1") == b"header|window-0|"
+    assert store.load_transcript_start("c1") == b"header|"  # the part saved first
+    assert store.load_transcript_start("c3") is None
     assert store.load_claim("c1") == StoredClaim(0, "open", b"s2")
     store.finish_claim("c1", b"verdict", b"header|window-0|")
     assert store.get_verdict("c1") == StoredVerdict(b"verdict", b"header|window-0|")

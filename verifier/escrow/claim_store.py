@@ -280,6 +280,16 @@ class SqlClaimStore(ClaimStore):
             rows = cur.fetchall()
         return b"".join(bytes(row[0]) for row in rows)
 
+    def load_transcript_start(self, claim_id: str) -> bytes | None:
+        """Return the first transcript part saved for an unfinished claim; None if there is none."""
+        claim_id = check_claim_id(claim_id)
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            cur.execute(
+                "SELECT data FROM escrow_claim_parts WHERE claim_id = ? AND part = 0", (claim_id,)
+            )
+            row = cur.fetchone()
+        return None if row is None else bytes(row[0])
+
     def load_claim(self, claim_id: str) -> StoredClaim | None:
         """Return a claim's record index, status and state, or None."""
         claim_id = check_claim_id(claim_id)

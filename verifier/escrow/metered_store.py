@@ -134,6 +134,10 @@ class MeteredStore(EscrowStore):
         """Load an unfinished claim's transcript (timed as ``load_transcript``)."""
         return self._timed("load_transcript", lambda: self.inner.load_transcript(claim_id))
 
+    def load_transcript_start(self, claim_id: str) -> bytes | None:
+        """Load an unfinished claim's first transcript part (timed as ``load_transcript``)."""
+        return self._timed("load_transcript", lambda: self.inner.load_transcript_start(claim_id))
+
     def acquire_claim(self, claim_id: str, lease: ClaimLease) -> StoredClaim | None:
         """Take a claim's lease (timed as ``acquire_claim``)."""
         return self._timed("acquire_claim", lambda: self.inner.acquire_claim(claim_id, lease))
@@ -169,9 +173,7 @@ class MeteredStore(EscrowStore):
 
     def claim_authorization(self, claim_id: str) -> bytes | None:
         """Return the request that filed a claim (timed as ``claim_authorization``)."""
-        return self._timed(
-            "claim_authorization", lambda: self.inner.claim_authorization(claim_id)
-        )
+        return self._timed("claim_authorization", lambda: self.inner.claim_authorization(claim_id))
 
     def claim_load(self, record_index: int, window_s: float) -> ClaimLoad:
         """Count a record's open and recently failed claims (timed as ``claim_load``)."""

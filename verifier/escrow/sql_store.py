@@ -138,6 +138,10 @@ class SqlEscrowStore(EscrowStore):
         """Return the transcript saved for an unfinished claim; None if unknown."""
         return self.claims.load_transcript(claim_id)
 
+    def load_transcript_start(self, claim_id: str) -> bytes | None:
+        """Return the first transcript part saved for an unfinished claim, or None."""
+        return self.claims.load_transcript_start(claim_id)
+
     def acquire_claim(self, claim_id: str, lease: ClaimLease) -> StoredClaim | None:
         """Take ``lease`` on an unfinished claim and return it; None if never saved."""
         return self.claims.acquire_claim(claim_id, lease)

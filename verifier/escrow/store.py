@@ -401,6 +401,14 @@ class ClaimStore(ABC):
         """
 
     @abstractmethod
+    def load_transcript_start(self, claim_id: str) -> bytes | None:
+        """Return the first transcript part saved for an unfinished claim, or None.
+
+        The part saved with the claim's first state: its header record (spec §12),
+        which names the claim map, read without the rest of the transcript.
+        """
+
+    @abstractmethod
     def acquire_claim(self, claim_id: str, lease: ClaimLease) -> StoredClaim | None:
         """Take ``lease`` on an unfinished claim and return the claim; None if never saved.
 
