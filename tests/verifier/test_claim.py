@@ -424,19 +424,10 @@ def test_label_only_claims_with_noise_copies_replay(pair_set, knowledge):
 
 def _old_layout(session: ClaimSession) -> bytes:
     """The state as the arbiter saved it before the count replaced the opened pairs."""
-    return encode(
-        {
-            "claim_id": session.claim_id,
-            "claim": session.claim_map,
-            "test_state": session.test.state(),
-            "opened": list(session.opened),
-            "indicators": session.indicators,
-            "queries": session.queries,
-            "windows": session.windows,
-            "stop": session.stop,
-            "transcript": {"head": session.transcript.head, "records": session.transcript.count},
-        }
-    )
+    state = decode(session.snapshot())
+    del state["format"]  # the earlier layout had none, and these three fields besides
+    state.update(claim=session.claim_map, opened=session.opened, indicators=session.indicators)
+    return encode(state)
 
 
 def test_the_state_saved_after_every_window_does_not_grow(pair_set):
