@@ -570,11 +570,14 @@ SNAPSHOT_FORMAT = 2
 
 
 def _state_map(snapshot: bytes) -> dict[str, Value]:
+    """Decode a stored state: :data:`SNAPSHOT_FORMAT`'s, or the earlier one (no ``format``)."""
     state = decode(snapshot)
     if not isinstance(state, dict):
         raise InputError("claim snapshot must be a map")
-    if state.get("format", 1) not in (1, SNAPSHOT_FORMAT):
-        raise InputError(f"claim snapshot format {state.get('format')!r} is not known")
+    if "format" in state and (
+        type(state["format"]) is not int or state["format"] != SNAPSHOT_FORMAT
+    ):
+        raise InputError(f"claim snapshot format {state['format']!r} is not known")
     return state
 
 

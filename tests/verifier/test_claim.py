@@ -490,6 +490,8 @@ def test_a_state_that_does_not_fit_its_transcript_is_refused(pair_set):
         (_with(state, opened=-1), transcript, "malformed"),
         (_with(state, opened=10_000), transcript, "more than it may open"),
         (_with(state, format=3), transcript, "format 3"),
+        (_with(state, format=1), transcript, "format 1"),
+        (_with(state, format=True), transcript, "format True"),
         (state, no_header.to_bytes(), "header"),
     ]
     for bad, saved, message in cases:
