@@ -38,6 +38,7 @@ from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError, ParameterError, TwinauditError
 from protocol.keys import key_id, load_public_key_pem
 from wire.claim_start import start_map, to_claim_start
+from wire.openings import ReceivedPair, opening_messages
 from wire.transport import CLAIM_DEADLINE_S
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -416,7 +417,8 @@ def run_claim(
                 if on_accepted is not None:
                     on_accepted(outcome.claim_id)
             elif kind == "request":
-                outbox.put(pb.ClaimMessage(openings=_openings(message.request, open_pair)))
+                for part in _openings(message.request, open_pair):
+                    outbox.put(part)
             elif kind == "progress":
                 outcome.progress.append(message.progress)
                 if on_progress is not None:
@@ -432,22 +434,25 @@ def run_claim(
     return outcome
 
 
-def _openings(request: pb.OpeningRequest, open_pair: Callable[[int], Opening]) -> pb.Openings:
+def _openings(
+    request: pb.OpeningRequest, open_pair: Callable[[int], Opening]
+) -> list[pb.ClaimMessage]:
+    """Return the messages that answer ``request``: its pairs in order, split by bytes.
+
+    Each message stays under the message cap; a pair too large for one message goes in
+    parts (spec §10.2 step 4, :mod:`wire.openings`).
+    """
     pairs = []
     for index in request.indices:
         opening = open_pair(int(index))
         if opening.index != index:
             raise TwinauditError(f"opening source returned pair {opening.index} for {index}")
         pairs.append(
-            pb.PairOpening(
-                index=opening.index,
-                salt=opening.salt,
-                version0=opening.version0,
-                version1=opening.version1,
-                proof=opening.proof,
+            ReceivedPair(
+                opening.index, opening.salt, opening.version0, opening.version1, opening.proof
             )
         )
-    return pb.Openings(pairs=pairs)
+    return list(opening_messages(pairs))
 
 
 @dataclass(frozen=True)

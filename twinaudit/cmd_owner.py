@@ -958,7 +958,7 @@ def _dry_run(
     from owner.claim_client import dry_run_claim
     from protocol.encoding import decode
     from protocol.keys import key_id
-    from wire.transport import MAX_MESSAGE_BYTES
+    from wire.openings import MAX_REQUEST_OPENING_BYTES
 
     shapes = vault.item_shapes()
     report = dry_run_claim(
@@ -975,15 +975,13 @@ def _dry_run(
         for (h, w, c), error in report.probes
         if error
     ]
-    if request_bytes > MAX_MESSAGE_BYTES:
-        fits = max(1, MAX_MESSAGE_BYTES // max(1, largest))
+    if request_bytes > MAX_REQUEST_OPENING_BYTES:
+        fits = max(1, MAX_REQUEST_OPENING_BYTES // max(1, largest))
         problems.append(
             f"a request of {request.window_max} pairs of the largest items is "
-            f"{request_bytes / 2**20:.1f} MiB, above the {MAX_MESSAGE_BYTES // 2**20} MiB "
-            f"message cap: ask for --window {min(fits, request.window)} --window-max {fits}"
-            if fits >= 1 and largest <= MAX_MESSAGE_BYTES
-            else f"one pair of the largest items is {largest / 2**20:.1f} MiB, above the "
-            f"{MAX_MESSAGE_BYTES // 2**20} MiB message cap"
+            f"{request_bytes / 2**20:.1f} MiB, above the verifier's "
+            f"{MAX_REQUEST_OPENING_BYTES // 2**20} MiB a request: ask for "
+            f"--window {min(fits, request.window)} --window-max {fits}"
         )
     oracle = decode(report.oracle)
     score = decode(report.score)
@@ -1020,7 +1018,7 @@ def _dry_run(
     print(
         f"  openings: the largest pair is {largest / 2**20:.2f} MiB; a request of up to "
         f"{request.window_max} pairs is {request_bytes / 2**20:.2f} MiB "
-        f"(cap {MAX_MESSAGE_BYTES // 2**20} MiB)"
+        f"(cap {MAX_REQUEST_OPENING_BYTES // 2**20} MiB, sent in messages under the cap)"
     )
     if claim_key is None:
         print(

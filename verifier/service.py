@@ -67,6 +67,7 @@ from wire import transport
 from wire.claim_start import params_from_claim_start as params_from_proto
 from wire.claim_start import start_map
 from wire.observe import NO_METRICS, Metrics, annotate
+from wire.openings import ReceivedPair, collect_openings
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
@@ -141,17 +142,8 @@ def _progress(progress: Progress) -> pb.Progress:
     )
 
 
-def _openings(message: pb.ClaimMessage) -> list[tuple[int, PairOpening, list[bytes]]]:
-    if message.WhichOneof("kind") != "openings":
-        raise InputError("expected the requested openings")
-    return [
-        (
-            int(p.index),
-            PairOpening(bytes(p.salt), bytes(p.version0), bytes(p.version1)),
-            [bytes(h) for h in p.proof],
-        )
-        for p in message.openings.pairs
-    ]
+def _openings(pairs: list[ReceivedPair]) -> list[tuple[int, PairOpening, list[bytes]]]:
+    return [(p.index, PairOpening(p.salt, p.version0, p.version1), p.proof) for p in pairs]
 
 
 class VerifierService(pb_grpc.VerifierServicer):
@@ -294,7 +286,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         so sending them before the save changes nothing but the wall time.
         """
 
-        def receive() -> PreparedWindow:
+        def next_message() -> pb.ClaimMessage:
             message = next(request_iterator, None)
             if message is None:
                 # An interrupted stream (the owner went away, or this server is shutting
@@ -305,7 +297,11 @@ class VerifierService(pb_grpc.VerifierServicer):
                     f"the stream ended before the claim finished; resume claim {session.claim_id}",
                 )
                 raise AssertionError("unreachable: abort raises")
-            return session.prepare(_openings(message))
+            return message
+
+        def receive(count: int) -> PreparedWindow:
+            # One request's openings, in one message or several (spec §10.2 step 4).
+            return session.prepare(_openings(collect_openings(None, next_message, count)))
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oracle") as worker:
             prepared: PreparedWindow | None = None
@@ -316,13 +312,13 @@ class VerifierService(pb_grpc.VerifierServicer):
                     if not indices:
                         return
                     yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
-                    prepared = receive()
+                    prepared = receive(len(indices))
                 if answer is None:
                     answer = worker.submit(self._query, session, prepared)
                 ahead: PreparedWindow | None = None
                 if indices := session.request_ahead():
                     yield pb.VerifierMessage(request=pb.OpeningRequest(indices=indices))
-                    ahead = receive()
+                    ahead = receive(len(indices))
                 progress = session.feed(prepared, answer.result())
                 prepared = ahead if session.stop is None else None
                 # The next window's queries go out before this window's state is saved.

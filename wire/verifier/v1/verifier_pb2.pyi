@@ -7,12 +7,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ClaimMessage(_message.Message):
-    __slots__ = ("start", "openings")
+    __slots__ = ("start", "openings", "part")
     START_FIELD_NUMBER: _ClassVar[int]
     OPENINGS_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
     start: ClaimStart
     openings: Openings
-    def __init__(self, start: _Optional[_Union[ClaimStart, _Mapping]] = ..., openings: _Optional[_Union[Openings, _Mapping]] = ...) -> None: ...
+    part: OpeningPart
+    def __init__(self, start: _Optional[_Union[ClaimStart, _Mapping]] = ..., openings: _Optional[_Union[Openings, _Mapping]] = ..., part: _Optional[_Union[OpeningPart, _Mapping]] = ...) -> None: ...
 
 class ClaimStart(_message.Message):
     __slots__ = ("spec_version", "record_index", "record_root", "model", "score", "test", "tie_rule", "max_pairs", "query_budget", "resume_claim_id", "window", "window_max", "fresh_pairs", "authorization", "dry_run", "probes")
@@ -95,24 +97,36 @@ class TestSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., p: _Optional[float] = ..., alpha: _Optional[float] = ...) -> None: ...
 
 class PairOpening(_message.Message):
-    __slots__ = ("index", "salt", "version0", "version1", "proof")
+    __slots__ = ("index", "salt", "version0", "version1", "proof", "version0_size", "version1_size")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     SALT_FIELD_NUMBER: _ClassVar[int]
     VERSION0_FIELD_NUMBER: _ClassVar[int]
     VERSION1_FIELD_NUMBER: _ClassVar[int]
     PROOF_FIELD_NUMBER: _ClassVar[int]
+    VERSION0_SIZE_FIELD_NUMBER: _ClassVar[int]
+    VERSION1_SIZE_FIELD_NUMBER: _ClassVar[int]
     index: int
     salt: bytes
     version0: bytes
     version1: bytes
     proof: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, index: _Optional[int] = ..., salt: _Optional[bytes] = ..., version0: _Optional[bytes] = ..., version1: _Optional[bytes] = ..., proof: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    version0_size: int
+    version1_size: int
+    def __init__(self, index: _Optional[int] = ..., salt: _Optional[bytes] = ..., version0: _Optional[bytes] = ..., version1: _Optional[bytes] = ..., proof: _Optional[_Iterable[bytes]] = ..., version0_size: _Optional[int] = ..., version1_size: _Optional[int] = ...) -> None: ...
 
 class Openings(_message.Message):
-    __slots__ = ("pairs",)
+    __slots__ = ("pairs", "more")
     PAIRS_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     pairs: _containers.RepeatedCompositeFieldContainer[PairOpening]
-    def __init__(self, pairs: _Optional[_Iterable[_Union[PairOpening, _Mapping]]] = ...) -> None: ...
+    more: bool
+    def __init__(self, pairs: _Optional[_Iterable[_Union[PairOpening, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
+
+class OpeningPart(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
 class VerifierMessage(_message.Message):
     __slots__ = ("accepted", "request", "progress", "verdict", "dry_run")
