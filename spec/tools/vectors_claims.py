@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from protocol import SPEC_VERSION
 from protocol.claim.functions import score_spec_from_value
 from protocol.claim.order import check_excluded
+from protocol.claim.requests import Shape, queries_per_request, request_runs
 from protocol.claim.schedule import WindowSchedule
 from protocol.claim.scores.classifier import ScoreSpec
 from protocol.claim.scores.encoder import EncoderSpec
@@ -78,6 +79,44 @@ def _schedule(row: tuple[str, int, int, int, int, int]) -> Any:
         return {"sizes": WindowSchedule(first, largest, limit, per_pair, budget).sizes()}
 
     return case(name, "schedule", inp, compute)
+
+
+#: (name, shapes in sent order, max_batch, request_bytes, element_bytes)
+_REQUESTS: list[tuple[str, list[list[int]], int, int, int]] = [
+    ("one shape, one request", [[4, 4, 1]] * 5, 64, 4 << 20, 4),
+    ("one shape cut by max_batch", [[4, 4, 1]] * 7, 3, 4 << 20, 4),
+    ("one shape cut by bytes", [[32, 32, 3]] * 7, 64, 3 * 32 * 32 * 3 * 4 + 1, 4),
+    (
+        "two shapes, first occurrence order, each cut",
+        [[8, 8, 3], [4, 4, 1], [8, 8, 3], [8, 8, 3], [4, 4, 1], [8, 8, 3], [4, 4, 1]],
+        2,
+        4 << 20,
+        4,
+    ),
+    ("REST's 24 bytes an element", [[64, 64, 3]] * 4, 64, 4 * 1024 * 1024 - 64 * 1024, 24),
+    ("a query above the request cap", [[1024, 1024, 3]], 64, 4 * 1024 * 1024 - 64 * 1024, 4),
+]
+
+
+def _requests(row: tuple[str, list[list[int]], int, int, int]) -> Any:
+    name, shapes, max_batch, request_bytes, element_bytes = row
+    inp = {
+        "shapes": shapes,
+        "max_batch": max_batch,
+        "request_bytes": request_bytes,
+        "element_bytes": element_bytes,
+    }
+
+    def compute() -> dict[str, Any]:
+        def per_request(shape: Shape) -> int:
+            height, width, channels = shape
+            query = height * width * channels * element_bytes
+            return queries_per_request(max_batch, request_bytes, query)
+
+        runs = request_runs([(h, w, c) for h, w, c in shapes], per_request)
+        return {"requests": runs}
+
+    return case(name, "requests", inp, compute)
 
 
 # -- Whole claims (§10.1–§11): openings and answers in, verdict payload out ------------------
@@ -1238,10 +1277,17 @@ def build() -> dict[str, Any]:
             "made by a stand-in model that reads SHA-256 of each query, one that recalls "
             "the published versions in the 'detected' claims. Invalid claim cases change one "
             "input of a valid one and keep the openings and answers up to the request that "
-            "fails; the claim MUST fail with 'error'. Floats are C99 hex strings."
+            "fails; the claim MUST fail with 'error'. Floats are C99 hex strings. "
+            "'requests': how a window's image queries are cut into requests to the oracle "
+            "(§10.2 step 5). Input: the 'shapes' [H, W, C] of the queries in the order sent, "
+            "the oracle's 'max_batch', the protocol's 'request_bytes' cap and the bytes an "
+            "intensity takes in a request ('element_bytes'; a query takes H·W·C of them). "
+            "Expected: the 'requests', each the positions (in the order sent) of the queries "
+            "it holds, in the order they are sent; invalid where one query exceeds the cap."
         ),
         "cases": [
             *[_schedule(row) for row in _SCHEDULES],
+            *[_requests(row) for row in _REQUESTS],
             *claims.values(),
             *_broken_cases(claims),
         ],

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from protocol.claim.requests import queries_per_request, request_runs
 from protocol.claim.schedule import WindowSchedule
 from protocol.encoding import decode, encode
 from spec.tools import vectors_claims
@@ -28,14 +29,15 @@ from verifier.verdict import parse_verdict
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "claims.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
 SCHEDULES = [c for c in DOC["cases"] if c["kind"] == "schedule"]
+REQUESTS = [c for c in DOC["cases"] if c["kind"] == "requests"]
 CLAIMS = [c for c in DOC["cases"] if c["kind"] == "claim"]
 
 
 def test_the_document_is_the_claims_topic() -> None:
     assert DOC["topic"] == "claims"
-    assert {case["kind"] for case in DOC["cases"]} == {"schedule", "claim"}
+    assert {case["kind"] for case in DOC["cases"]} == {"schedule", "requests", "claim"}
     assert len({case["name"] for case in DOC["cases"]}) == len(DOC["cases"])
-    for kind in ("schedule", "claim"):
+    for kind in ("schedule", "requests", "claim"):
         assert {c["valid"] for c in DOC["cases"] if c["kind"] == kind} == {True, False}
 
 
@@ -153,6 +155,25 @@ def test_schedule(case: dict[str, Any]) -> None:
     assert [numbers.count(j) for j in range(len(case["expected"]["sizes"]))] == case["expected"][
         "sizes"
     ]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in REQUESTS])
+def test_requests(case: dict[str, Any]) -> None:
+    inp = case["input"]
+
+    def per_request(shape: tuple[int, int, int]) -> int:
+        query = shape[0] * shape[1] * shape[2] * inp["element_bytes"]
+        return queries_per_request(inp["max_batch"], inp["request_bytes"], query)
+
+    def runs() -> list[list[int]]:
+        return request_runs([(h, w, c) for h, w, c in inp["shapes"]], per_request)
+
+    if not case["valid"]:
+        raises_its_error(case, runs)
+        return
+    assert runs() == case["expected"]["requests"]
+    positions = [n for run in case["expected"]["requests"] for n in run]
+    assert sorted(positions) == list(range(len(inp["shapes"])))
 
 
 def _same_payload(mine: str, expected: str) -> bool:

@@ -9,6 +9,7 @@ import pytest
 
 from demo.seeded import SeededEntropy, fixed_salts
 from owner.claim_client import run_claim
+from protocol.claim.requests import request_runs
 from protocol.errors import OracleError
 from protocol.items import ImageItem, encode_item
 from protocol.seeds import publication_bits
@@ -21,7 +22,7 @@ from verifier.oracles.grpc_server import serve_oracle
 from verifier.replay import replay
 from verifier.server import serve_arbiter
 from verifier.verdict import check_verdict
-from verifier.windows.base import by_shape, in_sent_order, shape_groups
+from verifier.windows.base import by_shape, in_sent_order
 from wire.transport import make_channel
 from wire.verifier.v1 import verifier_pb2 as pb
 from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -162,7 +163,8 @@ def test_queries_of_one_shape_stay_one_array():
 def test_mixed_queries_go_per_shape_and_come_back_in_sent_order():
     small, large = (np.zeros((2, 2, 1), np.float32), np.zeros((3, 3, 3), np.float32))
     sent = [small + 1, large + 2, small + 3, large + 4, small + 5]
-    assert shape_groups(sent) == [[0, 2, 4], [1, 3]]
+    assert request_runs([tuple(q.shape) for q in sent], lambda shape: 8) == [[0, 2, 4], [1, 3]]
+    assert request_runs([tuple(q.shape) for q in sent], lambda shape: 2) == [[0, 2], [4], [1, 3]]
     requests = []
 
     def ask(batch):
@@ -174,8 +176,9 @@ def test_mixed_queries_go_per_shape_and_come_back_in_sent_order():
         ask,
         ClassifyAnswer.concatenate,
         lambda a, index: ClassifyAnswer(labels=a.labels[index]),
+        lambda shape: 2,
     )
-    assert requests == [(3, 2, 2, 1), (2, 3, 3, 3)]
+    assert requests == [(2, 2, 2, 1), (1, 2, 2, 1), (2, 3, 3, 3)]
     assert answer.labels.tolist() == [1, 2, 3, 4, 5]
 
 
@@ -187,4 +190,5 @@ def test_a_request_answered_with_the_wrong_number_of_rows_is_invalid():
             lambda batch: ClassifyAnswer(labels=np.zeros(len(batch) + 1, np.int64)),
             ClassifyAnswer.concatenate,
             lambda a, index: a,
+            lambda shape: 8,
         )

@@ -353,14 +353,18 @@ def test_a_fixed_batch_is_sent_whole_and_padded():
     assert [t.shape[0] for t in transport.sent] == [4, 4]
 
 
-def test_a_request_above_the_size_cap_is_split(monkeypatch):
-    monkeypatch.setattr("verifier.oracles.oip_oracle.MAX_REQUEST_BYTES", 4 * 28 * 28 * 2)
-    oracle, transport = _oracle("")
-    oracle.classify(_images(5, (28, 28, 1)))
+def test_a_request_above_the_size_cap_is_split():
+    meta = _meta(inputs=(("x", "FP32", (-1, 256, 256, 1)),))
+    oracle, transport = _oracle(f"request-bytes={2 * 4 * 256 * 256}", meta)
+    oracle.classify(_images(5, (256, 256, 1)))
     assert [t.shape[0] for t in transport.sent] == [2, 2, 1]
-    monkeypatch.setattr("verifier.oracles.oip_oracle.MAX_REQUEST_BYTES", 100)
+    oracle, transport = _oracle(f"request-bytes={4 * 256 * 256 - 4}", meta)
     with pytest.raises(LimitExceededError):
-        oracle.classify(_images(1, (28, 28, 1)))
+        oracle.classify(_images(1, (256, 256, 1)))
+    assert not transport.sent
+    for wrong in ("request-bytes=65535", "request-bytes=67108864", "request-bytes=1e6"):
+        with pytest.raises(ParameterError):
+            parse_oip_address(f"oip+grpc://127.0.0.1:1/m?{wrong}")
 
 
 def test_unavailable_is_retried_a_bounded_number_of_times(monkeypatch):

@@ -366,6 +366,16 @@ class Oracle(abc.ABC):
         """Return the canonical Describe map recorded in the claim (spec §10.1)."""
         return self.info.to_value()
 
+    def queries_per_request(self, shape: tuple[int, int, int], capability: str) -> int:
+        """Return how many image queries of ``shape`` one request for ``capability`` holds.
+
+        The claim cuts a window's queries into requests of at most this many (spec
+        §10.2 step 5): the description's ``max_batch`` here; a client whose protocol
+        caps a request's bytes says less (raising ``limit-exceeded`` when not even one
+        query fits).
+        """
+        return self.info.max_batch
+
 
 class ClassifierOracle(Oracle):
     """A black-box image classifier the verifier may query (capability ``classify``)."""

@@ -30,7 +30,8 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
+from protocol.claim.requests import queries_per_request
+from protocol.errors import InputError, OracleError, ParameterError
 from wire import transport
 from wire.oracle.v1 import oracle_pb2
 
@@ -195,12 +196,14 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         if per_answer is None:
             per_answer = 8 * info.n_classes if info.classify_output == "probabilities" else 3
         room = self._max_message_bytes - _MESSAGE_SLACK
-        count = min(info.max_batch, room // per_image, room // per_answer)
-        if count < 1:
-            raise LimitExceededError(
-                "bytes per image request", per_image + _MESSAGE_SLACK, self._max_message_bytes
-            )
-        return count
+        return min(
+            queries_per_request(info.max_batch, room, per_image),
+            queries_per_request(info.max_batch, room, per_answer),
+        )
+
+    def queries_per_request(self, shape: tuple[int, int, int], capability: str) -> int:
+        """Return how many images of ``shape`` one request holds (:meth:`batch_size`)."""
+        return self.batch_size(shape, None if capability == "classify" else 8 * MAX_EMBEDDING_DIM)
 
     def classify(self, images: F32Images) -> ClassifyAnswer:
         """Classify float32 (N, H, W, C) images in [0, 1] remotely, in as many calls as needed."""

@@ -45,6 +45,12 @@ DEFAULT_RETRIES: Final = 2
 MAX_RETRIES: Final = 5
 #: Images per request when neither the metadata nor ``max-batch=`` fixes it.
 DEFAULT_MAX_BATCH: Final = 64
+#: Most bytes of tensor data in one request (``request-bytes=``): by default what a gRPC
+#: server accepts in its default 4 MiB messages, with room for the rest of the request;
+#: at most what the arbiter's own gRPC channels carry (64 MiB), with the same room.
+DEFAULT_REQUEST_BYTES: Final = 4 * 1024 * 1024 - 64 * 1024
+MAX_REQUEST_BYTES: Final = 64 * 1024 * 1024 - 64 * 1024
+MIN_REQUEST_BYTES: Final = 64 * 1024
 #: What a model digest given with ``digest=`` may hold.
 _DIGEST: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._+-]{0,127}")
 #: A model name or version in an address.
@@ -70,6 +76,7 @@ _KEYS: Final = (
     "timeout",
     "retries",
     "digest",
+    "request-bytes",
 )
 
 
@@ -99,7 +106,11 @@ class OipOptions:
     - ``retries``: how many times a request the server could not answer (gRPC
       ``UNAVAILABLE``, HTTP 5xx, a refused or reset connection) is sent again, 0..5
       (default 2); nothing else is retried;
-    - ``digest``: the model digest to record (default: none can be known remotely).
+    - ``digest``: the model digest to record (default: none can be known remotely);
+    - ``request_bytes``: the most bytes of tensor data one request carries, in
+      ``MIN_REQUEST_BYTES..MAX_REQUEST_BYTES`` (default :data:`DEFAULT_REQUEST_BYTES`,
+      what a server accepts with its default 4 MiB message limit); a window's images
+      are sent in as many requests as this needs (spec §10.2 step 5).
     """
 
     kind: str = "classifier"
@@ -115,6 +126,7 @@ class OipOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
     digest: str | None = None
+    request_bytes: int = DEFAULT_REQUEST_BYTES
 
 
 @dataclass(frozen=True)
@@ -154,7 +166,7 @@ def is_oip_address(endpoint: str) -> bool:
 
 
 def _int(key: str, text: str, low: int, high: int) -> int:
-    if not text.isascii() or not text.isdigit() or len(text) > 7:
+    if not text.isascii() or not text.isdigit() or len(text) > 9:
         raise ParameterError(f"oracle address option {key}={text!r} is not an integer")
     value = int(text)
     if not low <= value <= high:
@@ -231,6 +243,8 @@ def _options(query: str) -> OipOptions:
             fields["timeout_s"] = seconds[0]
         elif key == "retries":
             fields["retries"] = _int(key, value, 0, MAX_RETRIES)
+        elif key == "request-bytes":
+            fields["request_bytes"] = _int(key, value, MIN_REQUEST_BYTES, MAX_REQUEST_BYTES)
         else:
             if not _DIGEST.fullmatch(value):
                 raise InputError(f"oracle address option digest={value!r} is not a digest")

@@ -10,7 +10,8 @@ options into an :class:`~verifier.oracles.oip_tensors.OipPlan` the first time
 any oracle, the arbiter cannot check which model answers.
 
 A batch is sent in requests of at most the plan's ``max_batch`` images and at most
-:data:`~verifier.oracles.oip_transport.MAX_REQUEST_BYTES` of tensor data (a fixed-batch
+the address's ``request_bytes`` of tensor data (default
+:data:`~verifier.oracles.oip_transport.MAX_REQUEST_BYTES`) (a fixed-batch
 model gets exactly its batch, padded with blank images whose answers are dropped).
 Each request has the address's deadline for the whole call, its reply is capped by
 what the request asks for (:meth:`~verifier.oracles.oip_tensors.OipPlan.answer_values`),
@@ -24,7 +25,7 @@ import threading
 
 import numpy as np
 
-from protocol.errors import LimitExceededError
+from protocol.claim.requests import queries_per_request
 from wire.transport import TlsFiles, make_channel
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
@@ -32,7 +33,6 @@ from .embedding import EmbeddingAnswer, EncoderOracle
 from .oip_address import OipAddress, parse_oip_address
 from .oip_tensors import OipPlan, Tensor, plan_model
 from .oip_transport import (
-    MAX_REQUEST_BYTES,
     GrpcTransport,
     OipTransport,
     RestTransport,
@@ -71,24 +71,24 @@ class OipOracle(ClassifierOracle, EncoderOracle):
         """Return the description built from the server's metadata and the address."""
         return self.plan.info
 
-    def _step(self, plan: OipPlan, images: F32Images) -> int:
-        """Return the images per request: the fixed batch, or as many as fit."""
-        if plan.fixed_batch:
-            return plan.fixed_batch
-        per_image = int(np.prod(images.shape[1:])) * self._transport.element_bytes(
-            plan.input.datatype
-        )
-        fits = MAX_REQUEST_BYTES // per_image
-        if fits < 1:
-            raise LimitExceededError("bytes of one image's tensor", per_image, MAX_REQUEST_BYTES)
-        return min(plan.max_batch, fits)
+    def queries_per_request(self, shape: tuple[int, int, int], capability: str) -> int:
+        """Return the images of ``shape`` per request: the fixed batch, or as many as fit.
+
+        A request holds at most the plan's ``max_batch`` images and the address's
+        ``request_bytes`` of tensor data (spec §10.2 step 5); ``limit-exceeded`` when
+        one image's tensor is larger.
+        """
+        plan = self.plan
+        per_image = int(np.prod(shape)) * self._transport.element_bytes(plan.input.datatype)
+        fits = queries_per_request(plan.max_batch, self._address.options.request_bytes, per_image)
+        return plan.fixed_batch or fits
 
     def _run(self, images: F32Images, capability: str) -> list[tuple[Tensor, int]]:
         images = check_images(images)
         plan = self.plan
         plan.info.require(capability)
         plan.check_images(images)
-        step = self._step(plan, images)
+        step = self.queries_per_request(images.shape[1:], capability)
         answers = []
         for start in range(0, images.shape[0], step):
             chunk = images[start : start + step]

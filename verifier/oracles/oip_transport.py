@@ -44,7 +44,7 @@ from wire.oip.v2 import grpc_predict_v2_pb2 as pb
 from .grpc_replies import CappedMethod, reply_cap
 from .http_call import Deadline, http_call
 from .json_reply import Event, Numbers, events, expect, keys, load_small, skip
-from .oip_address import OipAddress
+from .oip_address import DEFAULT_REQUEST_BYTES, OipAddress
 from .oip_tensors import (
     DTYPES,
     MAX_RANK,
@@ -66,9 +66,10 @@ MAX_METADATA_BYTES: Final = 256 * 1024
 #: white space and its share of the brackets of nested data).
 REPLY_OVERHEAD_BYTES: Final = 64 * 1024
 REST_REPLY_VALUE_BYTES: Final = 32
-#: Most bytes of tensor data in one request: gRPC servers accept 4 MiB messages by
-#: default, and a REST request is held to the same.
-MAX_REQUEST_BYTES: Final = 4 * 1024 * 1024 - 64 * 1024
+#: Most bytes of tensor data in one request unless the address says otherwise
+#: (``request-bytes=``): gRPC servers accept 4 MiB messages by default, and a REST
+#: request is held to the same.
+MAX_REQUEST_BYTES: Final = DEFAULT_REQUEST_BYTES
 #: Wire bytes per element: a JSON number takes at most 24 characters with its comma.
 REST_ELEMENT_BYTES: Final = 24
 #: First pause before a retry, in seconds; each later one doubles.

@@ -11,6 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from protocol.claim.requests import Shape, request_runs
 from protocol.encoding import Value
 from protocol.errors import OracleError, ParameterError, VerificationError
 from protocol.items import ImageItem, Item
@@ -76,14 +77,6 @@ def in_sent_order(
     return sent
 
 
-def shape_groups(images: list[npt.NDArray[np.float32]]) -> list[list[int]]:
-    """Return the positions of each shape's queries, shapes in order of first occurrence."""
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for position, image in enumerate(images):
-        groups.setdefault(tuple(image.shape), []).append(position)
-    return list(groups.values())
-
-
 class Rows(Protocol):
     """An answer with one row per image query (what :func:`by_shape` joins)."""
 
@@ -100,29 +93,41 @@ def by_shape(
     ask: Callable[[npt.NDArray[np.float32]], RowsT],
     join: Callable[[list[RowsT]], RowsT],
     take: Callable[[RowsT, npt.NDArray[np.intp]], RowsT],
+    per_request: Callable[[Shape], int],
 ) -> RowsT:
-    """Send image queries to the oracle, one request per shape; return rows in sent order.
+    """Send image queries to the oracle in requests; return the rows in sent order.
 
-    An array is one request. A list is split by :func:`shape_groups`: each request
-    holds one shape's queries in their sent order, the requests follow the order in
-    which the shapes first occur, and the answers' rows are put back in sent order
-    (``join`` concatenates answers, ``take`` selects rows). Each request must be
-    answered with one row per query, or the oracle's answer is invalid.
+    The requests are those of :func:`~protocol.claim.requests.request_runs` (spec
+    §10.2 step 5): one shape's queries in their sent order, at most
+    ``per_request(shape)`` of them, the shapes in the order they first occur; the
+    answers' rows are put back in sent order (``join`` concatenates answers, ``take``
+    selects rows). Each request must be answered with one row per query, or the
+    oracle's answer is invalid.
     """
-    if isinstance(images, np.ndarray):
-        return ask(np.ascontiguousarray(images))
-    groups = shape_groups(images)
+    shapes = [_shape(image) for image in images]
+    runs = request_runs(shapes, per_request)
     parts = []
-    for group in groups:
-        part = ask(np.ascontiguousarray(np.stack([images[n] for n in group])))
-        if len(part) != len(group):
+    for run in runs:
+        if isinstance(images, np.ndarray):
+            request = np.ascontiguousarray(images[run[0] : run[-1] + 1])
+        else:
+            request = np.ascontiguousarray(np.stack([images[n] for n in run]))
+        part = ask(request)
+        if len(part) != len(run):
             raise OracleError(
                 "invalid-answer",
-                f"the oracle answered {len(part)} rows for a request of {len(group)} images",
+                f"the oracle answered {len(part)} rows for a request of {len(run)} images",
             )
         parts.append(part)
-    joined = join(parts)
-    return take(joined, np.argsort(np.concatenate([np.asarray(g, np.intp) for g in groups])))
+    joined = join(parts) if len(parts) != 1 else parts[0]
+    if isinstance(images, np.ndarray):
+        return joined  # one shape: the runs are consecutive, already in sent order
+    return take(joined, np.argsort(np.concatenate([np.asarray(r, np.intp) for r in runs])))
+
+
+def _shape(image: npt.NDArray[np.float32]) -> Shape:
+    height, width, channels = (int(d) for d in image.shape)
+    return height, width, channels
 
 
 def unshuffle(order: list[int]) -> npt.NDArray[np.intp]:

@@ -38,7 +38,13 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
     def query(self, oracle: Any, batch: QueryBatch) -> object:
         """Classify the batch."""
         assert batch.images is not None
-        return by_shape(batch.images, oracle.classify, ClassifyAnswer.concatenate, _rows)
+        return by_shape(
+            batch.images,
+            oracle.classify,
+            ClassifyAnswer.concatenate,
+            _rows,
+            lambda shape: oracle.queries_per_request(shape, "classify"),
+        )
 
     def validate(
         self, info: OracleInfo, batch: QueryBatch, answer: ClassifyAnswer

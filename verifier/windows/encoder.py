@@ -37,6 +37,7 @@ class EncoderWindows(CopiesWindows[EncoderSpec, EmbeddingAnswer]):
             oracle.embed_images,
             EmbeddingAnswer.concatenate,
             lambda answer, index: EmbeddingAnswer(answer.embeddings[index]),
+            lambda shape: oracle.queries_per_request(shape, "embed-images"),
         )
 
     def validate(

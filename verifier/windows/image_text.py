@@ -65,6 +65,7 @@ class ImageTextWindows(WindowScorer[ImageTextSpec, ImageTextAnswer]):
             ),
             EmbeddingAnswer.concatenate,
             lambda answer, index: EmbeddingAnswer(answer.embeddings[index]),
+            lambda shape: oracle.queries_per_request(shape, "embed-image-text"),
         )
         return ImageTextAnswer(images.embeddings, captions.texts)
 
