@@ -177,7 +177,7 @@ def canonical_cases() -> Iterator[Case]:
     yield name, "3.8 MiB array of empty maps (D2, refused)", d2, decode
     text = "\U0001f600" + "a" * (limits.MAX_STR_BYTES - 4)
     yield name, "1 MiB text: one emoji, then ASCII", encode(text), decode
-    yield name, "32 MiB byte string", encode(bytes(limits.MAX_BIN_BYTES)), decode
+    yield name, "48 MiB byte string", encode(bytes(limits.MAX_BIN_BYTES)), decode
     deep = b"\x91" * limits.MAX_NESTING_DEPTH + _repeat(b"\xc0", 1)
     yield name, "nil array 32 deep", deep, decode
     header = b"\xdd" + struct.pack(">I", limits.MAX_CONTAINER_ITEMS) + b"\xc0" * 1024
@@ -186,9 +186,9 @@ def canonical_cases() -> Iterator[Case]:
 
 def item_cases() -> Iterator[Case]:
     name = "item decode"
-    # The largest image a byte string holds (MAX_BIN_BYTES), at most 4096 a side.
-    big = ImageItem(np.zeros((3000, 3728, 3), np.uint8), 7)
-    yield name, "image 3000x3728x3, 32 MiB (valid)", encode_item(big), decode_item
+    # The largest image an item holds (4096 a side, colour: MAX_BIN_BYTES of pixels).
+    big = ImageItem(np.zeros((4096, 4096, 3), np.uint8), 7)
+    yield name, "image 4096x4096x3, 48 MiB (valid)", encode_item(big), decode_item
     text = TextItem("\U0001f600" + "a" * (65536 - 4))
     yield name, "text of 64 KiB: one emoji, then ASCII", encode_item(text), decode_item
     d2 = _repeat(b"\x80", 1, 4_000_000)

@@ -26,8 +26,9 @@ MAX_NESTING_DEPTH: Final = 32
 #: Longest text string (in UTF-8 bytes) in a canonical encoding.
 MAX_STR_BYTES: Final = 1024 * 1024
 
-#: Longest byte string in a canonical encoding.
-MAX_BIN_BYTES: Final = 32 * 1024 * 1024
+#: Longest byte string in a canonical encoding: the pixels of the largest image an item
+#: may hold (4096 × 4096 × 3 intensities, spec §6.3).
+MAX_BIN_BYTES: Final = 48 * 1024 * 1024
 
 #: Most elements of one array, or entries of one map, in a canonical encoding.
 MAX_CONTAINER_ITEMS: Final = 1 << 24

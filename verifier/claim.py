@@ -11,11 +11,12 @@ has stopped it produces the verdict payload (never before).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from protocol import SPEC_VERSION, limits
-from protocol.claim.claim_map import ClaimMap
+from protocol.claim.claim_map import IMAGE_KINDS, INPUT_FIT_KEY, ClaimMap, check_input_fit
 from protocol.claim.filing import Filing
 from protocol.claim.functions import AnyScoreSpec, resolve_score
 from protocol.claim.outcome import feed, outcome
@@ -33,6 +34,7 @@ from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
 from protocol.stats.base import Decision, SequentialTest, Step
 from protocol.stats.registry import make_test, test_from_state
 from verifier.oracles.base import Oracle, OracleInfo
+from verifier.scoring.fit import AREA
 from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
 __all__ = [
@@ -133,6 +135,7 @@ class ClaimSession:
         claim_nonce: bytes,
         *,
         excluded: Iterable[int] = (),
+        input_fit: str | None = None,
     ) -> ClaimSession:
         """Open a claim: check it against the record and the oracle, write the header.
 
@@ -146,6 +149,12 @@ class ClaimSession:
         record opened, spec §10.2 step 2): the claim map records them, the order skips
         them and the test runs over the pairs left. A claim that would have no pair
         left is ``invalid-state``.
+
+        ``input_fit`` is the claim map's rule for fitting image queries to the oracle's
+        declared input (§10.2 step 5): None chooses it as a claim started now does
+        (``"area"`` when the oracle declares an ``input_shape`` and the score sends
+        images, else none); a resumed claim passes its stored map's (``""`` for a claim
+        that queried its items at their own shapes).
         """
         if params.record_index != record.index:
             raise InputError(f"claim names record {params.record_index}, not {record.index}")
@@ -174,6 +183,11 @@ class ClaimSession:
         test = make_test(
             params.test_name, record.n_pairs - len(skipped), params.p, params.alpha, params.prior
         )
+        if input_fit is None:
+            fits = bool(info.input_shape) and score.item_kind in IMAGE_KINDS
+            input_fit = AREA if fits else ""
+        elif input_fit:
+            check_input_fit(input_fit, oracle.describe(), score.item_kind)
         claim = ClaimMap(
             record_index=record.index,
             record_root=record.root,
@@ -191,9 +205,10 @@ class ClaimSession:
             window_max=params.window_max,
             claim_nonce=claim_nonce,
             excluded=skipped,
+            input_fit=input_fit,
         )
         session = cls(claim_id, record, params, oracle, claim_nonce, test, claim)
-        session._scorer = scorer
+        session._scorer = scorer_for(score, claim.fit_shape)
         session.transcript.append(
             {"type": "header", "spec": SPEC_VERSION, "claim": claim.to_value()}
         )
@@ -220,7 +235,7 @@ class ClaimSession:
     def scorer(self) -> AnyWindowScorer:
         """The score function's window logic."""
         if self._scorer is None:
-            self._scorer = scorer_for(self.score)
+            self._scorer = scorer_for(self.score, self.claim.fit_shape)
         return self._scorer
 
     @property
@@ -530,7 +545,16 @@ class ClaimSession:
         records = list(iter_records(transcript))
         claim = _claim_value(state, records[0] if records else None)
         nonce, excluded = claim["claim_nonce"], claim.get("excluded", [])
+        input_fit = claim.get(INPUT_FIT_KEY, "")
+        # The claim keeps the prior it started with, whatever the default is since (§7.3.1).
+        stored_test = claim.get("test")
+        stored_params = stored_test.get("params") if isinstance(stored_test, dict) else None
+        prior = stored_params.get("prior") if isinstance(stored_params, dict) else None
+        if isinstance(prior, str) and prior != params.prior:
+            params = dataclasses.replace(params, prior=prior)
         assert isinstance(nonce, bytes)
+        if not isinstance(input_fit, str):
+            raise InputError("claim snapshot's input_fit must be text")
         if not isinstance(excluded, list) or not all(isinstance(i, int) for i in excluded):
             raise InputError("the stored claim map's excluded pairs must be a list of indices")
         session = cls.start(
@@ -540,6 +564,7 @@ class ClaimSession:
             oracle,
             nonce,
             excluded=[i for i in excluded if isinstance(i, int)],
+            input_fit=input_fit,
         )
         if encode(session.claim_map) != encode(claim):
             raise InputError("the resumed claim differs from the stored one (model or parameters)")

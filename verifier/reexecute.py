@@ -154,7 +154,7 @@ def recompute_answers(
                 f"the model here reports {name} {getattr(here, name)!r}, the verdict "
                 f"{getattr(recorded, name)!r}"
             )
-    scorer = scorer_for(claim.score)
+    scorer = scorer_for(claim.score, claim.fit_shape)
     windows = answers = pairs = 0
     note = _framework_note(recorded.framework, here.framework)
     for window in rebuilt_windows(verdict, transcript, openings):
@@ -213,7 +213,7 @@ def rebuilt_windows(
         raise _fail("the openings are not under the verdict's escrowed root")
     records = list(iter_records(transcript))[1:]
     kind = score_function(claim.score.function).item_kind
-    scorer = scorer_for(claim.score)
+    scorer = scorer_for(claim.score, claim.fit_shape)
     seed: bytes = verdict["audit_seed"]
     for number, window in _windows(records):
         indices = [_int(record["index"]) for record in window]

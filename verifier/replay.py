@@ -81,7 +81,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
             raise _fail(problem)
     if [p.get("window") for p in pairs] != _windows(claim, len(pairs)):
         raise _fail("the transcript's windows do not follow the claim's window schedule")
-    scorer = scorer_for(claim.score)
+    scorer = scorer_for(claim.score, claim.fit_shape)
     info = OracleInfo.from_value(claim.oracle)
     test = claim.make_test()
     indicators = ""

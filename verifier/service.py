@@ -595,7 +595,11 @@ class VerifierService(pb_grpc.VerifierServicer):
         oracle = self._oracles(params.endpoint)
         try:
             session = ClaimSession.start("dry-run", record, params, oracle, bytes(32))
-            probes = [_probe(oracle, session.claim.score.function, shape) for shape in start.probes]
+            claim = session.claim
+            probes = [
+                _probe(oracle, claim.score.function, shape, claim.fit_shape)
+                for shape in start.probes
+            ]
         finally:
             close = getattr(oracle, "close", None)
             if callable(close):
@@ -672,12 +676,20 @@ MAX_PROBES: Final = 8
 MAX_PROBE_SIDE: Final = 4096
 
 
-def _probe(oracle: Oracle, function: str, shape: pb.ImageShape) -> pb.ProbeResult:
-    """Ask ``oracle`` about one mid-grey image of ``shape``; report whether it answered."""
+def _probe(
+    oracle: Oracle, function: str, shape: pb.ImageShape, fit: tuple[int, int, int] | None
+) -> pb.ProbeResult:
+    """Ask ``oracle`` about one mid-grey image of ``shape``; report whether it answered.
+
+    Where the claim fits its queries to the model's input (``fit``), the probe is sent
+    at that shape, as the claim's queries of an image of ``shape`` would be.
+    """
     height, width, channels = int(shape.height), int(shape.width), int(shape.channels)
     result = pb.ProbeResult(shape=shape, ok=False)
     if not (1 <= height <= MAX_PROBE_SIDE and 1 <= width <= MAX_PROBE_SIDE and channels in (1, 3)):
         raise InputError(f"a probe shape is 1..{MAX_PROBE_SIDE} x 1..{MAX_PROBE_SIDE} x 1 or 3")
+    if fit is not None:
+        height, width, channels = fit
     image = np.full((1, height, width, channels), 0.5, dtype=np.float32)
     try:
         if function == "image-classifier" and isinstance(oracle, ClassifierOracle):

@@ -47,6 +47,12 @@ CLAIM_KEYS = frozenset(
 )
 #: The optional key of a claim that excludes pairs opened by earlier claims (spec §10.1).
 EXCLUDED_KEY = "excluded"
+#: The optional key of a claim that fits every image query to the model's declared input
+#: shape (spec §10.1, §10.2 step 5), and the one rule it may name.
+INPUT_FIT_KEY = "input_fit"
+INPUT_FIT_RULES = frozenset({"area"})
+#: The item kinds whose score functions send images (what ``input_fit`` applies to).
+IMAGE_KINDS = frozenset({"image", "captioned-image"})
 RECORD_KEYS = frozenset({"index", "root", "n_pairs"})
 MODEL_KEYS = frozenset({"endpoint", "name", "oracle"})
 TEST_KEYS = frozenset({"name", "params"})
@@ -78,6 +84,19 @@ class ClaimMap:
     #: Pairs opened by earlier claims on the record, which this claim never opens:
     #: strictly increasing, at most ``n_pairs − 1`` of them; empty when none (§10.1).
     excluded: tuple[int, ...] = ()
+    #: The rule that fits every image query to the Describe map's ``input_shape``
+    #: (``"area"``), or ``""``: queries at the items' own shapes (§10.2 step 5).
+    input_fit: str = ""
+
+    @property
+    def fit_shape(self) -> tuple[int, int, int] | None:
+        """The shape every image query is fitted to (the oracle's input), or None."""
+        if not self.input_fit:
+            return None
+        shape = self.oracle.get("input_shape")
+        assert isinstance(shape, list)
+        height, width, channels = (d for d in shape if isinstance(d, int))
+        return height, width, channels
 
     @property
     def population(self) -> int:
@@ -135,6 +154,8 @@ class ClaimMap:
         if self.excluded:
             excluded: list[Value] = list(self.excluded)
             value[EXCLUDED_KEY] = excluded
+        if self.input_fit:
+            value[INPUT_FIT_KEY] = self.input_fit
         return value
 
     @classmethod
@@ -153,10 +174,8 @@ class ClaimMap:
         present, strictly increasing pair indices that leave at least one pair, the
         test's parameters then being those over the pairs left.
         """
-        if isinstance(value, dict) and EXCLUDED_KEY in value:
-            claim = _map(value, CLAIM_KEYS | {EXCLUDED_KEY}, "the claim")
-        else:
-            claim = _map(value, CLAIM_KEYS, "the claim")
+        optional = {EXCLUDED_KEY, INPUT_FIT_KEY} & set(value) if isinstance(value, dict) else set()
+        claim = _map(value, CLAIM_KEYS | optional, "the claim")
         record = _map(claim["record"], RECORD_KEYS, "claim.record")
         index = _int(record["index"], "claim.record.index", 0, 2**63 - 1)
         root = _hash(record["root"], "claim.record.root")
@@ -175,6 +194,9 @@ class ClaimMap:
         except (OracleError, ParameterError) as exc:
             raise InputError(f"claim.model.oracle or claim.score: {exc}") from None
         _check_held(endpoint, model["oracle"])
+        input_fit = ""
+        if INPUT_FIT_KEY in claim:
+            input_fit = check_input_fit(claim[INPUT_FIT_KEY], model["oracle"], score.item_kind)
         test = _map(claim["test"], TEST_KEYS, "claim.test")
         params = test["params"]
         if not isinstance(test["name"], str) or not isinstance(params, dict):
@@ -217,7 +239,23 @@ class ClaimMap:
             window_max=window_max,
             claim_nonce=nonce,
             excluded=excluded,
+            input_fit=input_fit,
         )
+
+
+def check_input_fit(rule: object, oracle: object, item_kind: str) -> str:
+    """Return a claim map's ``input_fit`` rule, checked (spec §10.1); else ``invalid-input``.
+
+    The rule is ``"area"``, the Describe map declares an ``input_shape`` and the score
+    function sends images.
+    """
+    if not isinstance(rule, str) or rule not in INPUT_FIT_RULES:
+        raise InputError(f"claim.input_fit must be one of {sorted(INPUT_FIT_RULES)}")
+    if not isinstance(oracle, dict) or "input_shape" not in oracle:
+        raise InputError("claim.input_fit needs a Describe map that declares input_shape")
+    if item_kind not in IMAGE_KINDS:
+        raise InputError(f"claim.input_fit applies to scores of images, not of {item_kind!r}")
+    return rule
 
 
 def _map(value: object, keys: frozenset[str], what: str) -> dict[str, Any]:

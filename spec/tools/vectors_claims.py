@@ -17,6 +17,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
+from protocol.claim.claim_map import check_input_fit
 from protocol.claim.functions import score_spec_from_value
 from protocol.claim.order import check_excluded
 from protocol.claim.requests import Shape, queries_per_request, request_runs
@@ -360,6 +361,7 @@ def _claim_case(
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     params = dict(params)
     excluded: list[int] = params.pop("excluded", [])
+    input_fit: str = params.pop("input_fit", "")
     if params["test_name"] != "pprm-chernoff":
         # The claims of this file were made under grid15-v1, the default until grid16-v1
         # (spec §7.3.8); they stay as they were. A row may ask for the default with prior None.
@@ -368,7 +370,7 @@ def _claim_case(
     nonce = hashlib.sha256(f"twinaudit claim vector nonce {name}".encode()).digest()
     claim_id = f"vector-claim-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     session = ClaimSession.start(
-        claim_id, record.claim_record, claim, oracle, nonce, excluded=excluded
+        claim_id, record.claim_record, claim, oracle, nonce, excluded=excluded, input_fit=input_fit
     )
     earlier = 1 if excluded else 0
     requests = []
@@ -541,8 +543,17 @@ def run_claim(inp: dict[str, Any]) -> dict[str, Any]:
     excluded = claim.get("excluded", [])
     if "excluded" in claim:  # pairs of earlier claims, checked as a claim map read back
         check_excluded(excluded, rec["n_pairs"])
+    input_fit = claim.get("input_fit", "")
+    if "input_fit" in claim:  # checked as a claim map read back
+        check_input_fit(input_fit, claim["model"]["oracle"], rec["item_kind"])
     session = ClaimSession.start(
-        verdict["claim_id"], record, params, oracle, claim["claim_nonce"], excluded=excluded
+        verdict["claim_id"],
+        record,
+        params,
+        oracle,
+        claim["claim_nonce"],
+        excluded=excluded,
+        input_fit=input_fit,
     )
     if encode(session.claim_map) != encode(claim):
         raise AssertionError("the claim engine made another claim map than the vector's")
@@ -917,6 +928,51 @@ def _mixed_size_cases() -> dict[str, dict[str, Any]]:
             },
         ),
         (
+            _FITTED,
+            labelled,
+            StandIn(
+                "classify", "probabilities", model=("torch 2.13.0+cpu", "torchscript", (3, 3, 1))
+            ),
+            {
+                "score": ScoreSpec(k=2, perturbation="random-resized-crop-flip-v2", knowledge="C1"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "tie_rule": TiePolicy.COIN,
+                "max_pairs": 10,
+                "window": 4,
+                "input_fit": "area",
+            },
+        ),
+        (
+            "fitted: image-encoder K=2, pad-shift-flip-dither, mixture-e, skip, max_pairs 8, "
+            "every image fitted to the model's input [6, 5, 3] (grey to colour, no side smaller)",
+            unlabelled,
+            StandIn("embed-images", model=("onnxruntime 1.31.1", "onnx", (6, 5, 3))),
+            {
+                "score": EncoderSpec(k=2, perturbation="pad-shift-flip-dither"),
+                "test_name": "mixture-e",
+                "p": 0.05,
+                "max_pairs": 8,
+                "window": 8,
+                "input_fit": "area",
+            },
+        ),
+        (
+            "fitted: image-text, pprm-chernoff, coin, max_pairs 8, every image fitted to the "
+            "model's input [4, 4, 3]",
+            captioned,
+            StandIn("embed-image-text", model=("", "", (4, 4, 3))),
+            {
+                "score": ImageTextSpec(),
+                "test_name": "pprm-chernoff",
+                "p": 0.05,
+                "tie_rule": TiePolicy.COIN,
+                "max_pairs": 8,
+                "window": 8,
+                "input_fit": "area",
+            },
+        ),
+        (
             "mixed sizes: image-text, pprm-chernoff, coin, max_pairs 8",
             captioned,
             StandIn("embed-image-text"),
@@ -970,6 +1026,13 @@ def _claim_entry(*path: str, value: dict[str, Any]) -> Edit:
     return apply
 
 
+def _drop_input_shape(inp: dict[str, Any], _: list[int]) -> None:
+    """Remove the Describe map's ``input_shape`` (typed JSON), keeping the claim's fit."""
+    model = next(e for e in inp["claim"]["map"] if e[0] == "model")[1]["map"]
+    oracle = next(e for e in model if e[0] == "oracle")[1]["map"]
+    oracle[:] = [e for e in oracle if e[0] != "input_shape"]
+
+
 def _excluded(inp: dict[str, Any]) -> list[Any]:
     """The claim map's ``excluded`` list (typed JSON), to change in place."""
     entry = next(e for e in inp["claim"]["map"] if e[0] == "excluded")
@@ -1013,6 +1076,11 @@ _MIXED = (
 _ENCODER = "image-encoder K=2, random-resized-crop-flip, mixture-e, skip, max_pairs 8"
 _LANGUAGE = "language-model, pprm-chernoff, coin"
 _IMAGE_TEXT = "image-text, mixture-e, coin, query budget 12"
+_FITTED = (
+    "fitted: image-classifier C1, random-resized-crop-flip-v2 K=2, mixture-e, coin, "
+    "max_pairs 10, every image fitted to the model's input [3, 3, 1] (mixed sizes, colour "
+    "to grey, sides larger and smaller)"
+)
 _NAN = float("nan").hex()
 _DESCRIBED = (
     "image-classifier C2, none K=1, mixture-e, skip, max_pairs 4, an oracle that reports "
@@ -1200,6 +1268,18 @@ BROKEN: list[tuple[str, str, int, Edit]] = [
             "input_shape",
             value={"array": [{"int": "4"}, {"int": "4"}, {"int": "2"}]},
         ),
+    ),
+    (
+        _FITTED,
+        "an input_fit rule other than area",
+        -1,
+        _claim_entry("input_fit", value={"str": "bilinear"}),
+    ),
+    (
+        _FITTED,
+        "an input_fit where the Describe map declares no input_shape",
+        -1,
+        _drop_input_shape,
     ),
     (
         _DESCRIBED,

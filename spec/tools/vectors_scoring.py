@@ -35,6 +35,7 @@ from verifier.scoring.augment import (
     to_unit,
 )
 from verifier.scoring.cosine import cosine
+from verifier.scoring.fit import fit_image
 
 from .typed_json import from_typed
 from .vectors_core import case, render
@@ -278,6 +279,67 @@ def _resize_cases() -> list[dict[str, Any]]:
     }
     cases.append(case("invalid: resize to no rows", "resize", bad, lambda: resize(bad)))
     return cases
+
+
+def fit(inp: dict[str, Any]) -> dict[str, Any]:
+    """The image fitted to a model's input shape by rule ``area`` (§10.2 step 5)."""
+    shape = (inp["height"], inp["width"], inp["channels"])
+    pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8).reshape(shape)
+    out = fit_image(pixels, tuple(inp["input_shape"]))
+    return {"pixels": out.tobytes().hex()}
+
+
+def _grey_first(pixels: np.ndarray[Any, Any], shape: tuple[int, int, int]) -> Any:
+    """Another evaluation: colour to grey rounded first, then the area mean rounded."""
+    grey = fit_image(pixels, (pixels.shape[0], pixels.shape[1], 1))
+    return fit_image(grey, shape)
+
+
+def _fit_cases() -> list[dict[str, Any]]:
+    """Images fitted to a model's input: down, up, across channels, halves, the identity."""
+    rows: dict[str, tuple[tuple[int, int, int], tuple[int, int, int], int]] = {
+        "colour 7x5 to grey 3x2 (down, non-integer ratios)": ((7, 5, 3), (3, 2, 1), 1),
+        "grey 3x3 to colour 8x8 (up, replicated)": ((3, 3, 1), (8, 8, 3), 2),
+        "colour 13x11 to colour 4x6 (down in height, up in width)": ((13, 11, 3), (4, 6, 3), 3),
+        "colour 6x6 to grey 6x6 (luma only)": ((6, 6, 3), (6, 6, 1), 4),
+        "colour 4x4 to colour 4x4 (unchanged)": ((4, 4, 3), (4, 4, 3), 5),
+        "grey 1x1 to grey 5x3 (one pixel everywhere)": ((1, 1, 1), (5, 3, 1), 6),
+    }
+    cases = []
+    for name, (shape, target, seed) in rows.items():
+        pixels = np.random.default_rng([seed, 39]).integers(0, 256, shape, dtype=np.uint8)
+        inp = {**_fit_input(pixels), "input_shape": list(target)}
+        cases.append(case(name, "fit", inp, lambda i=inp: fit(i)))
+    halves = np.array([[[0], [1]], [[255], [255]]], dtype=np.uint8)
+    inp = {**_fit_input(halves), "input_shape": [2, 1, 1]}
+    cases.append(case("a mean of exactly one half rounds up", "fit", inp, lambda i=inp: fit(i)))
+    white = np.full((3, 2, 3), 255, dtype=np.uint8)
+    inp = {**_fit_input(white), "input_shape": [1, 1, 1]}
+    cases.append(case("white colour to grey stays 255", "fit", inp, lambda i=inp: fit(i)))
+    for seed in range(1000):
+        pixels = np.random.default_rng([seed, 3939]).integers(0, 256, (5, 5, 3), dtype=np.uint8)
+        if not np.array_equal(fit_image(pixels, (2, 2, 1)), _grey_first(pixels, (2, 2, 1))):
+            break
+    else:  # pragma: no cover - a seed is found within the first few
+        raise AssertionError("no image tells one rounding from two")
+    inp = {**_fit_input(pixels), "input_shape": [2, 2, 1]}
+    name = "colour 5x5 to grey 2x2, rounded once (grey first, then the mean, differs)"
+    cases.append(case(name, "fit", inp, lambda i=inp: fit(i)))
+    bad = {**_fit_input(white), "input_shape": [1, 1, 2]}
+    cases.append(case("invalid: an input of 2 channels", "fit", bad, lambda: fit(bad)))
+    bad = {**_fit_input(white), "input_shape": [0, 1, 1]}
+    cases.append(case("invalid: an input of no rows", "fit", bad, lambda: fit(bad)))
+    return cases
+
+
+def _fit_input(pixels: np.ndarray[Any, Any]) -> dict[str, Any]:
+    height, width, channels = pixels.shape
+    return {
+        "height": int(height),
+        "width": int(width),
+        "channels": int(channels),
+        "pixels": pixels.tobytes().hex(),
+    }
 
 
 def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
@@ -1158,7 +1220,10 @@ def build() -> dict[str, Any]:
             "apart, s times the aspect first, x = t/7, s as lo·(1 - u) + hi·u, round half "
             "up) draw another side under it. 'resize': the binary64 output, row-major, "
             "of the bilinear resize of §10.3 of an image of binary64 values; each valid case's "
-            "output differs from each of those other evaluations. "
+            "output differs from each of those other evaluations. 'fit': the uint8 image "
+            "'pixels' (H, W, C row-major) fitted to a model's 'input_shape' [H, W, C] by rule "
+            "'area' (§10.2 step 5): the output pixels; the case named 'rounded once' gives "
+            "another output when the grey is rounded before the mean. "
             "'classifier-score': the image-classifier "
             "score (spec 10.3) of one version, from the claim's score map, the oracle's "
             "number of classes, the committed label (null: none) and the K answers "
@@ -1177,6 +1242,7 @@ def build() -> dict[str, Any]:
             *_order_copy_cases(),
             *_crop_v2_cases(),
             *_resize_cases(),
+            *_fit_cases(),
             *_classifier_cases(),
             *_outcome_cases(),
             *_cosine_cases(),

@@ -64,7 +64,7 @@ def test_the_claims_cover_every_test_both_tie_rules_every_stop_and_every_functio
     assert any(from_typed(c["input"]["claim"])["query_budget"] for c in budget_stops)
     assert any(from_typed(c["input"]["claim"])["max_pairs"] for c in budget_stops)
     broken = {
-        c["name"].removeprefix("claim: ").removeprefix("mixed sizes: ")
+        c["name"].removeprefix("claim: ").removeprefix("mixed sizes: ").removeprefix("fitted: ")
         for c in CLAIMS
         if not c["valid"]
     }
@@ -107,6 +107,27 @@ def _shapes(case: dict[str, Any]) -> set[tuple[int, ...]]:
     return shapes
 
 
+def test_claims_fitted_to_the_models_input_are_covered() -> None:
+    fitted = [c for c in CLAIMS if "input_fit" in from_typed(c["input"]["claim"])]
+    valid = [c for c in fitted if c["valid"]]
+    functions = {from_typed(c["input"]["claim"])["score"]["function"] for c in valid}
+    assert functions == {"image-classifier", "image-encoder", "image-text"}
+    changes = set()
+    for case in valid:
+        claim = from_typed(case["input"]["claim"])
+        target = tuple(claim["model"]["oracle"]["input_shape"])
+        for opening in case["input"]["openings"]:
+            item = decode(bytes.fromhex(opening["version0"]))
+            image = item.get("image", item)
+            shape = (image["height"], image["width"], image["channels"])
+            changes.add(("channels", shape[2], target[2]))
+            changes.add(("sides", shape[0] < target[0], shape[1] > target[1]))
+    assert {("channels", 3, 1), ("channels", 1, 3), ("channels", 3, 3)} <= changes
+    assert any(c[0] == "sides" and c[1] for c in changes)
+    assert any(c[0] == "sides" and c[2] for c in changes)
+    assert {c["error"] for c in fitted if not c["valid"]} == {"invalid-input"}
+
+
 def test_claims_over_images_of_several_sizes_are_covered() -> None:
     """Grey and RGB images of three sizes or more in one record (spec §10.2 step 5): the
     queries of a window go as one request per shape, so a window gets several answers."""
@@ -114,7 +135,10 @@ def test_claims_over_images_of_several_sizes_are_covered() -> None:
     mixed = [
         c
         for c in CLAIMS
-        if c["valid"] and c["input"]["record"]["item_kind"] in image_kinds and len(_shapes(c)) >= 3
+        if c["valid"]
+        and c["input"]["record"]["item_kind"] in image_kinds
+        and len(_shapes(c)) >= 3
+        and "input_fit" not in from_typed(c["input"]["claim"])  # fitted: one shape a window
     ]
     functions = {from_typed(c["input"]["claim"])["score"]["function"] for c in mixed}
     assert functions == {"image-classifier", "image-encoder", "image-text"}

@@ -25,6 +25,7 @@ from verifier.oracles.language import LogprobAnswer
 from verifier.scoring import classifier, encoder, image_text, language
 from verifier.scoring.augment import apply, crop_size, draw_params, resize_bilinear, to_unit
 from verifier.scoring.cosine import cosine
+from verifier.scoring.fit import fit_image
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 DOC = json.loads((VECTORS / "scoring.json").read_text(encoding="utf-8"))
@@ -70,6 +71,10 @@ def _run(case):
         image = _vector(inp["values"]).reshape(shape)
         out = resize_bilinear(image, inp["out_height"], inp["out_width"])
         return {"values": [float(x).hex() for x in out.reshape(-1)]}
+    if kind == "fit":
+        shape = (inp["height"], inp["width"], inp["channels"])
+        pixels = np.frombuffer(bytes.fromhex(inp["pixels"]), dtype=np.uint8).reshape(shape)
+        return {"pixels": fit_image(pixels, tuple(inp["input_shape"])).tobytes().hex()}
     if kind == "classifier-score":
         if "probabilities" in inp:
             answer = ClassifyAnswer(
@@ -136,6 +141,7 @@ def test_every_kind_has_valid_and_invalid_cases():
         "copy",
         "crop-size",
         "resize",
+        "fit",
         "classifier-score",
         "outcome",
         "cosine",

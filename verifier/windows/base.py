@@ -17,6 +17,7 @@ from protocol.errors import OracleError, ParameterError, VerificationError
 from protocol.items import ImageItem, Item
 from protocol.prg import Prg
 from verifier.oracles.base import Oracle, OracleInfo
+from verifier.scoring.fit import fit_image
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ def by_shape(
     """
     shapes = [_shape(image) for image in images]
     runs = request_runs(shapes, per_request)
+    if len(runs) == 1 and isinstance(images, np.ndarray):
+        return ask(np.ascontiguousarray(images))  # one request: the answer is checked whole
     parts = []
     for run in runs:
         if isinstance(images, np.ndarray):
@@ -119,7 +122,7 @@ def by_shape(
                 f"the oracle answered {len(part)} rows for a request of {len(run)} images",
             )
         parts.append(part)
-    joined = join(parts) if len(parts) != 1 else parts[0]
+    joined = join(parts)
     if isinstance(images, np.ndarray):
         return joined  # one shape: the runs are consecutive, already in sent order
     return take(joined, np.argsort(np.concatenate([np.asarray(r, np.intp) for r in runs])))
@@ -177,9 +180,24 @@ class WindowScorer(abc.ABC, Generic[SpecT, AnswerT]):
     #: The answer type the oracle's query method returns (every subclass sets it).
     answer_type: type[AnswerT]
 
-    def __init__(self, spec: SpecT) -> None:
-        """Score with ``spec``."""
+    def __init__(self, spec: SpecT, fit: tuple[int, int, int] | None = None) -> None:
+        """Score with ``spec``; ``fit`` is the shape image queries are fitted to, if any.
+
+        A claim whose map carries ``input_fit`` fits every version's image to the
+        oracle's declared input shape before its queries are made (§10.2 step 5).
+        """
         self.spec = spec
+        self.fit = fit
+
+    def fitted(self, image: ImageItem) -> ImageItem:
+        """Return ``image`` fitted to :attr:`fit` (rule ``area``), or as it is without one."""
+        if self.fit is None:
+            return image
+        return ImageItem(fit_image(image.pixels, self.fit), image.label)
+
+    def query_side(self, record: dict[str, Value]) -> tuple[int, int] | None:
+        """Return the (H, W) a pair record's queries have when fitted, else None."""
+        return None if self.fit is None else (self.fit[0], self.fit[1])
 
     def check_oracle(self, oracle: Oracle, info: OracleInfo) -> None:
         """Raise ``ParameterError`` unless ``oracle`` can answer this function's queries."""

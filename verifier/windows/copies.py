@@ -63,12 +63,26 @@ def image_shape(record: dict[str, Value]) -> tuple[int, int]:
     return int(shape[0]), int(shape[1])  # type: ignore[arg-type]
 
 
-def check_params(record: dict[str, Value], seed: bytes, family: str, k: int, params: Value) -> None:
-    """Check a record's perturbation parameters are the ones the PRG draws (both versions)."""
+def check_params(
+    record: dict[str, Value],
+    seed: bytes,
+    family: str,
+    k: int,
+    params: Value,
+    *,
+    fit: tuple[int, int] | None = None,
+) -> None:
+    """Check a record's perturbation parameters are the ones the PRG draws (both versions).
+
+    The copies are drawn for the record's image shape, or for ``fit`` (H, W) where the
+    claim fits its queries to the model's input (§10.2 step 5).
+    """
     index = record.get("index")
     if not isinstance(index, int) or not isinstance(params, list) or len(params) != 2:
         raise replay_error(index, "malformed pair record")
     height, width = image_shape(record)
+    if fit is not None:
+        height, width = fit
     for version in (0, 1):
         expected = draw_params(family, Prg(seed, stream_label(index, version)), height, width, k)
         if encode(expected) != encode(params[version]):
@@ -91,7 +105,8 @@ class CopiesWindows(WindowScorer[SpecT, AnswerT]):
         for index, pair in zip(indices, items, strict=True):
             per_version: list[Value] = []
             for version, item in enumerate(pair):
-                drawn, images = self.draw(item, Prg(seed, stream_label(index, version)))
+                image = self.fitted(item) if isinstance(item, ImageItem) else item
+                drawn, images = self.draw(image, Prg(seed, stream_label(index, version)))
                 per_version.append(list(drawn))
                 queries.append(images)
             params.append(per_version)
@@ -117,5 +132,12 @@ class CopiesWindows(WindowScorer[SpecT, AnswerT]):
         answers = record.get("answers")
         if not isinstance(answers, list) or len(answers) != 2:
             raise replay_error(record.get("index"), "malformed pair record")
-        check_params(record, seed, self.spec.perturbation, self.spec.k, record.get("params"))
+        check_params(
+            record,
+            seed,
+            self.spec.perturbation,
+            self.spec.k,
+            record.get("params"),
+            fit=self.query_side(record),
+        )
         return answers

@@ -8,7 +8,7 @@ import numpy as np
 
 from protocol.encoding import Value
 from protocol.errors import OracleError, TwinauditError
-from protocol.items import Item
+from protocol.items import CaptionedImageItem, Item
 from verifier.oracles.base import OracleInfo
 from verifier.oracles.embedding import EmbeddingAnswer, matrix_from_value, matrix_to_value
 from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
@@ -44,7 +44,9 @@ class ImageTextWindows(WindowScorer[ImageTextSpec, ImageTextAnswer]):
         captions = []
         for pair in items:
             for item in pair:
-                queries.append(make_query(self.spec.check_item(item)))
+                version = self.spec.check_item(item)
+                image = self.fitted(version.image)
+                queries.append(make_query(CaptionedImageItem(image, version.caption)))
             captions.append(self.spec.check_item(pair[0]).caption)
         image_order, text_order = shuffled(seed, number, len(queries), len(captions))
         images = in_sent_order(queries, image_order)

@@ -21,7 +21,7 @@ from .image_text import ImageTextWindows
 from .language import LanguageWindows
 
 #: Each score function's window logic, by the function's claim name.
-WINDOW_SCORERS: Final[Mapping[str, Callable[[Any], AnyWindowScorer]]] = MappingProxyType(
+WINDOW_SCORERS: Final[Mapping[str, Callable[[Any, Any], AnyWindowScorer]]] = MappingProxyType(
     {
         "image-classifier": ClassifierWindows,
         "image-encoder": EncoderWindows,
@@ -35,9 +35,13 @@ if set(WINDOW_SCORERS) != set(SCORE_FUNCTIONS):
     )
 
 
-def scorer_for(spec: AnyScoreSpec) -> AnyWindowScorer:
-    """Return the window logic of ``spec``'s score function."""
+def scorer_for(spec: AnyScoreSpec, fit: tuple[int, int, int] | None = None) -> AnyWindowScorer:
+    """Return the window logic of ``spec``'s score function.
+
+    ``fit`` is the shape image queries are fitted to (the claim map's ``input_fit``
+    with the oracle's ``input_shape``, :attr:`ClaimMap.fit_shape`), or None.
+    """
     entry = score_function(spec.function)
     if not isinstance(spec, entry.spec_type):
         raise ParameterError(f"a {type(spec).__name__} is not the {entry.name} score's spec")
-    return WINDOW_SCORERS[entry.name](spec)
+    return WINDOW_SCORERS[entry.name](spec, fit)
