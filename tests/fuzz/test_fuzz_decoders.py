@@ -2,9 +2,10 @@
 
 One target per decoder: the canonical decoder, items, envelope JSON and signatures,
 the escrow messages (request, log entry, receipt, checkpoint, signed or not), verdicts,
-transcripts and their replay, claim maps, test states, Merkle proofs and public key
-files. Each is seeded from real artefacts (the spec's vectors, messages the code signs,
-a verdict and transcript of a tiny claim) and asserts one thing: every input is
+transcripts and their replay, claim maps, test states, Merkle proofs, public key
+files and a request's openings sent in several messages. Each is seeded from real
+artefacts (the spec's vectors, messages the code signs, a verdict and transcript of a
+tiny claim) and asserts one thing: every input is
 either accepted or refused with an error of the project's taxonomy
 (``protocol.errors``), never another exception; and an accepted input is one the
 code would have written (it re-encodes to the same bytes). Settings come from
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from google.protobuf.message import DecodeError
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -69,6 +71,8 @@ from tests.support.keys import KEY
 from verifier.oracles.base import OracleInfo
 from verifier.replay import replay
 from verifier.verdict import VERDICT_KIND, check_verdict, parse_verdict
+from wire.openings import ReceivedPair, collect_openings, opening_messages
+from wire.verifier.v1 import verifier_pb2 as vpb
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 #: The test key of spec appendix B: the vectors' verdicts are signed with it.
@@ -416,3 +420,48 @@ def test_public_key_file(key_dir, data):
     path = key_dir / "arbiter.key.pub"
     path.write_bytes(data)
     attempt(load_public_key, path, refusals=MALFORMED)
+
+
+def _opening_stream() -> list[bytes]:
+    """A request's openings as the owner sends them: small pairs whole, a large one in parts."""
+    pairs = [
+        ReceivedPair(i, bytes([i]) * 32, bytes([i]) * size, bytes([i + 1]) * (size + 1), [])
+        for i, size in enumerate((40, 3000, 12))
+    ]
+    return [m.SerializeToString() for m in opening_messages(pairs, budget=1024)]
+
+
+@st.composite
+def _opening_messages(draw: st.DrawFn) -> tuple[list[bytes], int]:
+    """The stream of :func:`_opening_stream` with messages dropped, repeated, moved or mutated."""
+    stream = _opening_stream()
+    for _ in range(draw(st.integers(0, 3))):
+        position = draw(st.integers(0, len(stream) - 1))
+        edit = draw(st.sampled_from(["drop", "repeat", "move", "mutate"]))
+        if edit == "drop" and len(stream) > 1:
+            stream.pop(position)
+        elif edit == "repeat":
+            stream.insert(position, stream[position])
+        elif edit == "move":
+            stream.insert(draw(st.integers(0, len(stream) - 1)), stream.pop(position))
+        else:
+            stream[position] = draw(mutated([stream[position]]))
+    return stream, draw(st.sampled_from([3, 3, 3, 2, 4]))  # 3 pairs were sent
+
+
+@fuzz(150)
+@given(_opening_messages())
+def test_openings_stream(case):
+    """Spec §10.2 step 4: a request's openings reassembled, or a typed refusal."""
+    stream, count = case
+    messages = []
+    for data in stream:
+        try:
+            messages.append(vpb.ClaimMessage.FromString(data))
+        except DecodeError:  # gRPC refuses a message that does not parse before the verifier
+            event("unparsable message")
+            return
+    feed = iter(messages)
+    pairs = attempt(collect_openings, None, lambda: next(feed, None), count, refusals=MALFORMED)
+    if pairs is not None:
+        assert len(pairs) == count
