@@ -44,10 +44,14 @@ class Declared(LinearOracle):
         return super().classify(images)
 
 
-def test_a_claim_on_a_declared_input_records_the_fit_and_sends_that_shape():
+@pytest.mark.parametrize("family", ["pad-shift-flip", "random-resized-crop-flip-v2"])
+def test_a_claim_on_a_declared_input_records_the_fit_and_sends_that_shape(family):
     pairs = make_pairset(12, salt_seed=b"fit")
     oracle = Declared((20, 24, 3))
-    session = run_session(pairs, oracle, max_pairs=6, rho=bytes(32), claim_nonce=bytes(32))
+    score = ScoreSpec(k=2, perturbation=family, knowledge="C1")
+    session = run_session(
+        pairs, oracle, score=score, max_pairs=6, rho=bytes(32), claim_nonce=bytes(32)
+    )
     assert session.claim_map["input_fit"] == "area"
     assert oracle.shapes == {(20, 24, 3)}
     records = [r for r in _records(session) if r["type"] == "pair"]
@@ -55,6 +59,11 @@ def test_a_claim_on_a_declared_input_records_the_fit_and_sends_that_shape():
     verdict = check_verdict(signed_verdict(session, KEY), KEY.public_key())
     result = replay(verdict, session.transcript.to_bytes())
     assert result.indicators == verdict["indicators"]
+    if family.startswith("random-resized-crop"):  # crops drawn inside the fitted 20x24
+        crops = [p for r in records for version in r["params"] for p in version]
+        assert max(p["top"] + p["height"] for p in crops) <= 20
+        assert max(p["left"] + p["width"] for p in crops) <= 24
+        assert any(p["height"] < 20 or p["width"] < 24 for p in crops)
 
 
 def test_the_fitted_query_is_the_rule_applied_to_the_version():
