@@ -31,6 +31,9 @@ MESSAGE_SLACK: Final = 64 * 1024
 MESSAGE_BUDGET: Final = MAX_MESSAGE_BYTES - MESSAGE_SLACK
 #: Longest version (an item's canonical encoding, spec §6.3): the decoder's cap.
 MAX_VERSION_BYTES: Final = limits.MAX_ENCODED_BYTES
+#: Fewest bytes of an OpeningPart that is not its pair's last: a pair's 128 MiB cannot be
+#: dripped a few bytes a message (each message costs the verifier a call and a copy).
+MIN_PART_BYTES: Final = 1024 * 1024
 #: Most bytes of one request's openings (salts, versions and proofs of all its pairs)
 #: that a verifier buffers (spec §10.2 step 4): above it, ``limit-exceeded``.
 MAX_REQUEST_OPENING_BYTES: Final = 2 * 1024 * 1024 * 1024
@@ -133,6 +136,7 @@ def collect_openings(
     count: int,
     *,
     max_request_bytes: int = MAX_REQUEST_OPENING_BYTES,
+    min_part_bytes: int = MIN_PART_BYTES,
 ) -> list[ReceivedPair]:
     """Reassemble the ``count`` pairs of one request from ``first`` and the messages after it.
 
@@ -140,8 +144,9 @@ def collect_openings(
     ``InputError`` for a message out of place (not ``Openings`` where pairs are due, not
     ``OpeningPart`` where a pair's parts are due, an empty message, more pairs than
     requested, parts that overrun their pair, a pair in parts that is not its message's
-    last) and ``LimitExceededError`` for a version above MAX_VERSION_BYTES or a request
-    above ``max_request_bytes``, each checked before the bytes are buffered.
+    last, a part under ``min_part_bytes`` that is not its pair's last) and
+    ``LimitExceededError`` for a version above MAX_VERSION_BYTES or a request above
+    ``max_request_bytes``, each checked before the bytes are buffered.
     """
     pairs: list[ReceivedPair] = []
     total = 0
@@ -174,7 +179,7 @@ def collect_openings(
                         "bytes of a request's openings", total + declared, max_request_bytes
                     )
             pair = (
-                _reassemble(sent, receive)
+                _reassemble(sent, receive, min_part_bytes)
                 if split
                 else ReceivedPair(
                     int(sent.index),
@@ -196,7 +201,7 @@ def collect_openings(
 
 
 def _reassemble(
-    header: pb.PairOpening, receive: Callable[[], pb.ClaimMessage | None]
+    header: pb.PairOpening, receive: Callable[[], pb.ClaimMessage | None], min_part_bytes: int
 ) -> ReceivedPair:
     """Read the OpeningPart messages of the pair ``header`` announces; return it whole."""
     sizes = (int(header.version0_size), int(header.version1_size))
@@ -220,6 +225,11 @@ def _reassemble(
             raise InputError("an OpeningPart message holds no bytes")
         if len(data) + len(chunk) > want:
             raise InputError(f"pair {int(header.index)}'s parts overrun its declared sizes")
+        if len(chunk) < min_part_bytes and len(data) + len(chunk) < want:
+            raise InputError(
+                f"a part of {len(chunk)} bytes that is not pair {int(header.index)}'s last: "
+                f"parts hold at least {min_part_bytes} bytes"
+            )
         data += chunk
     return ReceivedPair(
         int(header.index),

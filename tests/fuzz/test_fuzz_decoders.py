@@ -462,6 +462,9 @@ def test_openings_stream(case):
             event("unparsable message")
             return
     feed = iter(messages)
-    pairs = attempt(collect_openings, None, lambda: next(feed, None), count, refusals=MALFORMED)
+    pairs = attempt(
+        lambda: collect_openings(None, lambda: next(feed, None), count, min_part_bytes=512),
+        refusals=MALFORMED,
+    )
     if pairs is not None:
         assert len(pairs) == count

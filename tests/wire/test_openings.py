@@ -22,6 +22,7 @@ def _pair(index: int, size: int) -> ReceivedPair:
 
 def _collect(messages: list[pb.ClaimMessage], count: int, **kwargs: int) -> list[ReceivedPair]:
     stream = iter(messages)
+    kwargs.setdefault("min_part_bytes", 512)  # the budgets here are far below 1 MiB
     pairs = collect_openings(None, lambda: next(stream, None), count, **kwargs)
     assert next(stream, None) is None, "messages left after the request"
     return pairs
@@ -90,6 +91,7 @@ BROKEN = {
     "an empty part": ([_header(), _part(b"")], 1),
     "parts that overrun": ([_header(), _part(b"123456789")], 1),
     "parts that stop short": ([_header(), _part(b"1234")], 1),
+    "a small part before the pair's last": ([_header(), _part(b"1234"), _part(b"5678")], 1),
     "a split pair with bytes inline": ([_header(version0=b"ab"), _part(b"12345678")], 1),
     "a split pair with a zero size": ([_header(version1_size=0), _part(b"1234")], 1),
     "a split pair before another": (
