@@ -50,18 +50,28 @@ from .observe import NO_METRICS, Metrics, ObserveRpcs
 
 #: Largest message either side sends or accepts (a window of image pairs fits easily).
 MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
+#: Largest request an arbiter sends to an oracle, and an oracle accepts: one float32 query
+#: of the largest image an item holds (4096 x 4096 x 3 values, 192 MiB), with room. Only
+#: a request of one such query exceeds MAX_MESSAGE_BYTES (spec §10.2 step 5); replies
+#: stay within MAX_MESSAGE_BYTES.
+MAX_QUERY_MESSAGE_BYTES: Final = 256 * 1024 * 1024
 #: Default deadline of a unary call, in seconds.
 DEFAULT_DEADLINE_S: Final = 30.0
 #: Default deadline of a whole claim stream, in seconds.
 CLAIM_DEADLINE_S: Final = 3600.0
 
-_OPTIONS: Final = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
 #: A server also refuses a port another socket listens on: gRPC's default,
 #: SO_REUSEPORT, would let a second server share it and split the clients.
-_SERVER_OPTIONS: Final = [*_OPTIONS, ("grpc.so_reuseport", 0)]
+_NO_REUSEPORT: Final = ("grpc.so_reuseport", 0)
+
+
+def _limits(send: int, receive: int) -> list[tuple[str, int]]:
+    """Return the channel options of the message limits (bytes sent, bytes received)."""
+    return [
+        ("grpc.max_send_message_length", send),
+        ("grpc.max_receive_message_length", receive),
+    ]
+
 
 #: Longest host name in an address (RFC 1035).
 MAX_HOST_BYTES: Final = 253
@@ -467,6 +477,7 @@ def make_server(
     metrics: Metrics = NO_METRICS,
     health_probe: Callable[[], object] | None = None,
     reflection: bool = False,
+    max_receive_bytes: int = MAX_MESSAGE_BYTES,
 ) -> tuple[grpc.Server, int]:
     """Build and start a server with limits, a health service and optional (m)TLS.
 
@@ -478,7 +489,9 @@ def make_server(
     Every RPC is logged and counted in ``metrics`` (:class:`~wire.observe.ObserveRpcs`).
     With ``health_probe`` the health service answers ``NOT_SERVING`` while the probe
     raises (:class:`ProbedHealth`); without, ``SERVING`` once started. ``reflection``
-    serves gRPC reflection for ``service_names`` (``grpcio-reflection``).
+    serves gRPC reflection for ``service_names`` (``grpcio-reflection``). Messages it
+    receives are capped at ``max_receive_bytes`` (an oracle's: MAX_QUERY_MESSAGE_BYTES),
+    those it sends at MAX_MESSAGE_BYTES.
     """
     if is_unix_address(listen):  # a held model's child, in its sandbox
         check_unix_address(listen, what="the listen address")
@@ -487,7 +500,7 @@ def make_server(
         _refuse_port_in_use(host, port, listen)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
-        options=_SERVER_OPTIONS,
+        options=[*_limits(MAX_MESSAGE_BYTES, max_receive_bytes), _NO_REUSEPORT],
         interceptors=[ObserveRpcs(metrics), RefuseUndecodable()],
     )
     register(server)
@@ -525,16 +538,23 @@ def make_server(
     return server, bound
 
 
-def make_channel(target: str, *, tls: TlsFiles | None = None) -> grpc.Channel:
-    """Open a client channel with the same message limits; TLS when ``tls`` is given."""
+def make_channel(
+    target: str, *, tls: TlsFiles | None = None, max_send_bytes: int = MAX_MESSAGE_BYTES
+) -> grpc.Channel:
+    """Open a client channel with the same message limits; TLS when ``tls`` is given.
+
+    It sends messages of at most ``max_send_bytes`` (an arbiter's oracle channel:
+    MAX_QUERY_MESSAGE_BYTES) and receives at most MAX_MESSAGE_BYTES.
+    """
+    options = _limits(max_send_bytes, MAX_MESSAGE_BYTES)
     if tls is None:
-        return grpc.insecure_channel(target, options=_OPTIONS)
+        return grpc.insecure_channel(target, options=options)
     creds = grpc.ssl_channel_credentials(
         root_certificates=_read(tls.ca),
         private_key=_read(tls.key),
         certificate_chain=_read(tls.cert),
     )
-    return grpc.secure_channel(target, creds, options=_OPTIONS)
+    return grpc.secure_channel(target, creds, options=options)
 
 
 def wait_healthy(channel: grpc.Channel, service: str = "", timeout_s: float = 10.0) -> None:

@@ -19,17 +19,25 @@ from protocol.errors import InputError, LimitExceededError
 Shape = tuple[int, int, int]
 
 
-def queries_per_request(max_batch: int, max_bytes: int, query_bytes: int) -> int:
-    """Return ``m = min(max_batch, ⌊max_bytes / query_bytes⌋)``; ``limit-exceeded`` if 0.
+def queries_per_request(
+    max_batch: int, max_bytes: int, query_bytes: int, single_bytes: int = 0
+) -> int:
+    """Return ``m = min(max_batch, ⌊max_bytes / query_bytes⌋)``, or 1 for a query alone.
 
     ``query_bytes`` is what one query of a shape takes in a request of the oracle's
-    protocol and ``max_bytes`` that protocol's cap on a request.
+    protocol and ``max_bytes`` that protocol's cap on a request. A query above
+    ``max_bytes`` goes alone (``m = 1``) where it is within ``single_bytes``, the cap on
+    a request of one query (0: none); otherwise ``limit-exceeded``.
     """
-    if max_batch < 1 or query_bytes < 1 or max_bytes < 1:
-        raise InputError("max_batch, the request cap and a query's bytes must be positive")
+    if max_batch < 1 or query_bytes < 1 or max_bytes < 1 or single_bytes < 0:
+        raise InputError("max_batch, the request caps and a query's bytes must be positive")
     fits = max_bytes // query_bytes
     if fits < 1:
-        raise LimitExceededError("bytes of one image query", query_bytes, max_bytes)
+        if query_bytes <= single_bytes:
+            return 1
+        raise LimitExceededError(
+            "bytes of one image query", query_bytes, max(max_bytes, single_bytes)
+        )
     return min(max_batch, fits)
 
 

@@ -82,29 +82,42 @@ def _schedule(row: tuple[str, int, int, int, int, int]) -> Any:
     return case(name, "schedule", inp, compute)
 
 
-#: (name, shapes in sent order, max_batch, request_bytes, element_bytes)
-_REQUESTS: list[tuple[str, list[list[int]], int, int, int]] = [
-    ("one shape, one request", [[4, 4, 1]] * 5, 64, 4 << 20, 4),
-    ("one shape cut by max_batch", [[4, 4, 1]] * 7, 3, 4 << 20, 4),
-    ("one shape cut by bytes", [[32, 32, 3]] * 7, 64, 3 * 32 * 32 * 3 * 4 + 1, 4),
+_OIP_CAP = 4 * 1024 * 1024 - 64 * 1024
+_ONE_QUERY_CAP = 256 * 1024 * 1024
+#: (name, shapes in sent order, max_batch, request_bytes, single_bytes, element_bytes)
+_REQUESTS: list[tuple[str, list[list[int]], int, int, int, int]] = [
+    ("one shape, one request", [[4, 4, 1]] * 5, 64, 4 << 20, 0, 4),
+    ("one shape cut by max_batch", [[4, 4, 1]] * 7, 3, 4 << 20, 0, 4),
+    ("one shape cut by bytes", [[32, 32, 3]] * 7, 64, 3 * 32 * 32 * 3 * 4 + 1, 0, 4),
     (
         "two shapes, first occurrence order, each cut",
         [[8, 8, 3], [4, 4, 1], [8, 8, 3], [8, 8, 3], [4, 4, 1], [8, 8, 3], [4, 4, 1]],
         2,
         4 << 20,
+        0,
         4,
     ),
-    ("REST's 24 bytes an element", [[64, 64, 3]] * 4, 64, 4 * 1024 * 1024 - 64 * 1024, 24),
-    ("a query above the request cap", [[1024, 1024, 3]], 64, 4 * 1024 * 1024 - 64 * 1024, 4),
+    ("REST's 24 bytes an element", [[64, 64, 3]] * 4, 64, _OIP_CAP, 0, 24),
+    ("a query above the request cap", [[1024, 1024, 3]], 64, _OIP_CAP, 0, 4),
+    (
+        "12-MP colour photos above the cap go one a request, small ones together",
+        [[3000, 4000, 3], [32, 32, 3], [3000, 4000, 3], [32, 32, 3]],
+        64,
+        64 * 1024 * 1024 - 256,
+        _ONE_QUERY_CAP - 256,
+        4,
+    ),
+    ("a query above the one-query cap", [[4096, 4096, 3]], 64, 1 << 20, 1 << 26, 4),
 ]
 
 
-def _requests(row: tuple[str, list[list[int]], int, int, int]) -> Any:
-    name, shapes, max_batch, request_bytes, element_bytes = row
+def _requests(row: tuple[str, list[list[int]], int, int, int, int]) -> Any:
+    name, shapes, max_batch, request_bytes, single_bytes, element_bytes = row
     inp = {
         "shapes": shapes,
         "max_batch": max_batch,
         "request_bytes": request_bytes,
+        "single_bytes": single_bytes,
         "element_bytes": element_bytes,
     }
 
@@ -112,7 +125,7 @@ def _requests(row: tuple[str, list[list[int]], int, int, int]) -> Any:
         def per_request(shape: Shape) -> int:
             height, width, channels = shape
             query = height * width * channels * element_bytes
-            return queries_per_request(max_batch, request_bytes, query)
+            return queries_per_request(max_batch, request_bytes, query, single_bytes)
 
         runs = request_runs([(h, w, c) for h, w, c in shapes], per_request)
         return {"requests": runs}
@@ -1360,10 +1373,11 @@ def build() -> dict[str, Any]:
             "fails; the claim MUST fail with 'error'. Floats are C99 hex strings. "
             "'requests': how a window's image queries are cut into requests to the oracle "
             "(§10.2 step 5). Input: the 'shapes' [H, W, C] of the queries in the order sent, "
-            "the oracle's 'max_batch', the protocol's 'request_bytes' cap and the bytes an "
-            "intensity takes in a request ('element_bytes'; a query takes H·W·C of them). "
+            "the oracle's 'max_batch', the protocol's 'request_bytes' cap, its cap on a "
+            "request of one query ('single_bytes', 0: none) and the bytes an intensity "
+            "takes in a request ('element_bytes'; a query takes H·W·C of them). "
             "Expected: the 'requests', each the positions (in the order sent) of the queries "
-            "it holds, in the order they are sent; invalid where one query exceeds the cap."
+            "it holds, in the order they are sent; invalid where one query exceeds both caps."
         ),
         "cases": [
             *[_schedule(row) for row in _SCHEDULES],

@@ -187,7 +187,9 @@ def test_requests(case: dict[str, Any]) -> None:
 
     def per_request(shape: tuple[int, int, int]) -> int:
         query = shape[0] * shape[1] * shape[2] * inp["element_bytes"]
-        return queries_per_request(inp["max_batch"], inp["request_bytes"], query)
+        return queries_per_request(
+            inp["max_batch"], inp["request_bytes"], query, inp["single_bytes"]
+        )
 
     def runs() -> list[list[int]]:
         return request_runs([(h, w, c) for h, w, c in inp["shapes"]], per_request)

@@ -8,6 +8,9 @@ the cap (spec §10.2 step 4), the arbiter fits every query to the model's declar
 (rule ``area``, §10.2 step 5), and the claims run to verdicts that check, replay, and
 replay with the openings.
 
+A model that declares no input shape gets each photo at its own size: a float32 query of
+a 12-MP colour photo is 144 MB, so it goes alone in a request of its own.
+
 The photos are made here (never committed): small textured images blown up to 4000x3000
 (or 3000x4000, or grey) with a fine grain, marked with a pattern that the fitting keeps.
 """
@@ -175,6 +178,56 @@ def test_a_fixed_input_model_answers_a_claim_on_12_mp_photos(tmp_path):
     claim = verdict["claim"]
     assert claim["input_fit"] == "area" and claim["model"]["oracle"]["input_shape"] == list(INPUT)
     assert oracle.shapes == {INPUT}  # every query fitted, whatever the photo's shape
+
+
+class AnySize(ClassifierOracle):
+    """A model of any input size: the softmax of each image's mean per channel, scaled.
+
+    It declares no input shape, so it gets every photo at its own size; it records the
+    shape and count of every request.
+    """
+
+    def __init__(self) -> None:
+        self._info = OracleInfo("any-size", "test", ("classify",), "probabilities", 10, 64)
+        self.requests: list[tuple[int, ...]] = []
+
+    @property
+    def info(self) -> OracleInfo:
+        return self._info
+
+    def classify(self, images: Any) -> ClassifyAnswer:
+        self.requests.append(tuple(images.shape))
+        means = images.astype(np.float64).mean(axis=(1, 2))
+        logits = np.concatenate([means, -means, means**2, -(means**2)], axis=1)[:, :10]
+        logits = np.pad(logits, ((0, 0), (0, 10 - logits.shape[1]))) * 50.0
+        rows = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return ClassifyAnswer(probabilities=rows / rows.sum(axis=1, keepdims=True))
+
+
+def test_a_model_of_any_size_gets_each_12_mp_photo_at_its_own_size(tmp_path):
+    _, _, owner = _vault(tmp_path, 2, seed=41)
+    oracle = AnySize()
+    server, port = serve_oracle(oracle, "127.0.0.1:0")
+    try:
+        with sqlite_arbiter(tmp_path, KEY) as address:
+            channel = make_channel(address)
+            receipt = owner.escrow(channel, KEY.public_key(), "photos owner")
+            outcome = _claim(
+                channel,
+                owner,
+                receipt,
+                f"127.0.0.1:{port}",
+                k=1,
+                perturbation="dither",
+                knowledge="C2",
+            )
+            verdict = _checked(channel, outcome, owner)
+            channel.close()
+    finally:
+        server.stop(None)
+    assert "input_fit" not in verdict["claim"]
+    # A float32 query of a 12-MP colour photo is 144 MB: each went alone, at its size.
+    assert sorted(oracle.requests) == [(1, 3000, 4000, 3)] * 2 + [(1, 4000, 3000, 3)] * 2
 
 
 @pytest.mark.skipif(

@@ -442,20 +442,21 @@ def test_oversized_requests_are_resource_exhausted(oracle, serve):
 def test_message_above_the_transport_limit_is_resource_exhausted(oracle):
     server, port = serve_oracle(oracle, "127.0.0.1:0")
     big = grpc.insecure_channel(
-        f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 80 * 1024 * 1024)]
+        f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 300 * 1024 * 1024)]
     )
     try:
         stub = oracle_pb2_grpc.OracleStub(big)
-        pixels = bytes(transport.MAX_MESSAGE_BYTES)  # one image row of zeros, 64 MiB
+        side = 3000  # two images of 36 MB: above 64 MiB together (one alone may be more)
+        image = oracle_pb2.Image(
+            height=side, width=side, channels=1, pixels_f32le=bytes(4 * side * side)
+        )
+        request = oracle_pb2.ClassifyRequest(images=[image, image])
+        assert _status(lambda: stub.Classify(request, timeout=20)) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED
+        )
+        pixels = bytes(transport.MAX_QUERY_MESSAGE_BYTES)  # above the largest one-query request
         request = oracle_pb2.ClassifyRequest(
-            images=[
-                oracle_pb2.Image(
-                    height=1,
-                    width=transport.MAX_MESSAGE_BYTES // 4,
-                    channels=1,
-                    pixels_f32le=pixels,
-                )
-            ]
+            images=[oracle_pb2.Image(height=1, width=1, channels=1, pixels_f32le=pixels)]
         )
         assert _status(lambda: stub.Classify(request, timeout=20)) == (
             grpc.StatusCode.RESOURCE_EXHAUSTED

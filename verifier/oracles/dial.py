@@ -49,4 +49,7 @@ def dial_oracle(
     # A malformed endpoint is the claimant's error (INVALID_ARGUMENT), never a
     # failed lookup of whatever text she sent.
     transport.parse_address(endpoint, what="the oracle endpoint")
-    return GrpcOracle(transport.make_channel(endpoint, tls=tls), timeout_s)
+    channel = transport.make_channel(
+        endpoint, tls=tls, max_send_bytes=transport.MAX_QUERY_MESSAGE_BYTES
+    )
+    return GrpcOracle(channel, timeout_s, max_query_bytes=transport.MAX_QUERY_MESSAGE_BYTES)

@@ -126,8 +126,15 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         timeout_s: float = transport.DEFAULT_DEADLINE_S,
         *,
         max_message_bytes: int = transport.MAX_MESSAGE_BYTES,
+        max_query_bytes: int = 0,
     ) -> None:
-        """Use ``channel`` with a deadline of ``timeout_s`` seconds on every call."""
+        """Use ``channel`` with a deadline of ``timeout_s`` seconds on every call.
+
+        Requests and replies are held to ``max_message_bytes``, except that one image
+        query above it goes alone in a request of at most ``max_query_bytes`` (0: the
+        same cap; an oracle channel of :func:`~verifier.oracles.dial.dial_oracle` sends
+        :data:`~wire.transport.MAX_QUERY_MESSAGE_BYTES`, spec §10.2 step 5).
+        """
         if not timeout_s > 0:
             raise ParameterError(f"timeout must be positive, got {timeout_s!r}")
         self._methods = {
@@ -136,6 +143,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         }
         self._timeout_s = float(timeout_s)
         self._max_message_bytes = max_message_bytes
+        self._max_query_bytes = max(max_query_bytes, max_message_bytes)
         self._info: OracleInfo | None = None
 
     def _call(self, name: str, request: Any, values: int = 0) -> Any:
@@ -196,8 +204,9 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         if per_answer is None:
             per_answer = 8 * info.n_classes if info.classify_output == "probabilities" else 3
         room = self._max_message_bytes - _MESSAGE_SLACK
+        alone = self._max_query_bytes - _MESSAGE_SLACK
         return min(
-            queries_per_request(info.max_batch, room, per_image),
+            queries_per_request(info.max_batch, room, per_image, alone),
             queries_per_request(info.max_batch, room, per_answer),
         )
 

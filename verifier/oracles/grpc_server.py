@@ -10,8 +10,9 @@ checked before the model sees it, and every answer validated before it is sent.
 Request checks and their status codes:
 
 - more than :data:`transport.MAX_MESSAGE_BYTES` (or the servicer's smaller
-  ``max_request_bytes``), or more images (texts) than ``max_batch``:
-  ``RESOURCE_EXHAUSTED``;
+  ``max_request_bytes``), except a request of one image, which may take up to
+  :data:`transport.MAX_QUERY_MESSAGE_BYTES` (the largest image's float32 query, spec
+  §10.2 step 5), or more images (texts) than ``max_batch``: ``RESOURCE_EXHAUSTED``;
 - no image (no text, or neither for ``EmbedImageText``), images of different
   shapes, a side outside 1..4096, channels not 1 or 3, ``pixels_f32le`` not
   ``4·H·W·C`` bytes, an intensity not finite or outside [0, 1], a text of 0 or more
@@ -61,6 +62,8 @@ def decode_images(request: Any, max_batch: int, max_request_bytes: int) -> F32Im
     count = len(request.images)
     if count > max_batch:
         raise LimitExceededError("images per classify request", count, max_batch)
+    if count > 1:  # only a request of one query may exceed the usual message cap
+        _check_size(request, min(max_request_bytes, transport.MAX_MESSAGE_BYTES))
     if count == 0:
         raise InputError("a request needs at least one image")
     first = request.images[0]
@@ -90,7 +93,7 @@ def decode_images(request: Any, max_batch: int, max_request_bytes: int) -> F32Im
 
 def decode_texts(request: Any, max_batch: int, max_request_bytes: int) -> list[str]:
     """Check a request's ``texts`` and return them."""
-    _check_size(request, max_request_bytes)
+    _check_size(request, min(max_request_bytes, transport.MAX_MESSAGE_BYTES))
     if len(request.texts) > max_batch:
         raise LimitExceededError("texts per request", len(request.texts), max_batch)
     return check_texts(list(request.texts))
@@ -129,7 +132,7 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
     """The ``Oracle`` service backed by an :class:`Oracle` (see the module docstring)."""
 
     def __init__(
-        self, oracle: Oracle, *, max_request_bytes: int = transport.MAX_MESSAGE_BYTES
+        self, oracle: Oracle, *, max_request_bytes: int = transport.MAX_QUERY_MESSAGE_BYTES
     ) -> None:
         """Serve ``oracle``; requests above ``max_request_bytes`` are refused."""
         self._oracle = oracle
@@ -298,4 +301,5 @@ def serve_oracle(
         service_names=(SERVICE_NAME,),
         metrics=metrics,
         reflection=reflection,
+        max_receive_bytes=transport.MAX_QUERY_MESSAGE_BYTES,
     )

@@ -431,8 +431,12 @@ class HeldOracle(GrpcOracle):
         :func:`verifier.oracles.sandbox.policy`).
         """
         self._child = _Child(model, options, threads, policy or sandbox_policy())
-        self._channel = transport.make_channel(self._child.address)
-        super().__init__(self._channel, timeout_s)
+        self._channel = transport.make_channel(
+            self._child.address, max_send_bytes=transport.MAX_QUERY_MESSAGE_BYTES
+        )
+        super().__init__(
+            self._channel, timeout_s, max_query_bytes=transport.MAX_QUERY_MESSAGE_BYTES
+        )
         self._digest = digest
         self._held_info: OracleInfo | None = None
         child = self._child
