@@ -145,6 +145,21 @@ def _checked(channel, outcome, owner):
     return verdict
 
 
+def _served_claim(tmp_path, owner, oracle, **score):
+    """Escrow ``owner``'s pairs, serve ``oracle`` over gRPC, claim; return the checked verdict."""
+    server, port = serve_oracle(oracle, "127.0.0.1:0")
+    try:
+        with sqlite_arbiter(tmp_path, KEY) as address:
+            channel = make_channel(address)
+            receipt = owner.escrow(channel, KEY.public_key(), "photos owner")
+            outcome = _claim(channel, owner, receipt, f"127.0.0.1:{port}", **score)
+            verdict = _checked(channel, outcome, owner)
+            channel.close()
+    finally:
+        server.stop(None)
+    return verdict
+
+
 def test_a_fixed_input_model_answers_a_claim_on_12_mp_photos(tmp_path):
     _, _, owner = _vault(tmp_path, 3, seed=39)
     module = torch.jit.script(FixedInput().eval())
@@ -153,26 +168,16 @@ def test_a_fixed_input_model_answers_a_claim_on_12_mp_photos(tmp_path):
         load_model(tmp_path / "fixed.pt"), probe_shape=INPUT, model_name="fixed"
     )
     oracle = Recording(model)
-    server, port = serve_oracle(oracle, "127.0.0.1:0")
-    try:
-        with sqlite_arbiter(tmp_path, KEY) as address:
-            channel = make_channel(address)
-            receipt = owner.escrow(channel, KEY.public_key(), "photos owner")
-            outcome = _claim(
-                channel,
-                owner,
-                receipt,
-                f"127.0.0.1:{port}",
-                k=2,
-                perturbation="pad-shift-flip-dither",
-                knowledge="C2",
-                window=2,
-                window_max=2,
-            )
-            verdict = _checked(channel, outcome, owner)
-            channel.close()
-    finally:
-        server.stop(None)
+    verdict = _served_claim(
+        tmp_path,
+        owner,
+        oracle,
+        k=2,
+        perturbation="pad-shift-flip-dither",
+        knowledge="C2",
+        window=2,
+        window_max=2,
+    )
     assert verdict["decision"] in ("detected", "not-detected")
     assert sorted(verdict["opened"]) == [0, 1, 2]
     claim = verdict["claim"]
@@ -207,24 +212,7 @@ class AnySize(ClassifierOracle):
 def test_a_model_of_any_size_gets_each_12_mp_photo_at_its_own_size(tmp_path):
     _, _, owner = _vault(tmp_path, 2, seed=41)
     oracle = AnySize()
-    server, port = serve_oracle(oracle, "127.0.0.1:0")
-    try:
-        with sqlite_arbiter(tmp_path, KEY) as address:
-            channel = make_channel(address)
-            receipt = owner.escrow(channel, KEY.public_key(), "photos owner")
-            outcome = _claim(
-                channel,
-                owner,
-                receipt,
-                f"127.0.0.1:{port}",
-                k=1,
-                perturbation="dither",
-                knowledge="C2",
-            )
-            verdict = _checked(channel, outcome, owner)
-            channel.close()
-    finally:
-        server.stop(None)
+    verdict = _served_claim(tmp_path, owner, oracle, k=1, perturbation="dither", knowledge="C2")
     assert "input_fit" not in verdict["claim"]
     # A float32 query of a 12-MP colour photo is 144 MB: each went alone, at its size.
     assert sorted(oracle.requests) == [(1, 3000, 4000, 3)] * 2 + [(1, 4000, 3000, 3)] * 2
