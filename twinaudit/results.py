@@ -64,6 +64,9 @@ def verdict_figures(verdict: Any) -> dict[str, Any]:
         "unopened_pairs": unopened_pairs(verdict),
         "model": claim["model"]["name"],
         "oracle": claim["model"]["oracle"],
+        # "area": every image query was fitted to the oracle's input_shape (spec §10.2
+        # step 5); None: the images went at their own size.
+        "input_fit": claim.get("input_fit"),
         "arbiter": verdict["arbiter"],
         "time": verdict["time"],
     }
