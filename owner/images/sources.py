@@ -1047,8 +1047,8 @@ def _check_side(side: int, what: str, where: str) -> None:
 def _check_pixel_bytes(shape: Shape, where: str) -> None:
     """Refuse an image whose pixels no item may hold (spec §2.3: a byte string's cap).
 
-    An image item's pixels are one byte string of at most ``MAX_BIN_BYTES`` (32 MiB):
-    a colour photo of about 11.1 megapixels (3840×2880) at most; 4000×3000 is above.
+    An image item's pixels are one byte string of at most ``MAX_BIN_BYTES`` (48 MiB):
+    a colour photo of 4096×4096 at most; a 12 MP phone photo (4000×3000) fits.
     """
     size = math.prod(shape)
     if size > MAX_BIN_BYTES:

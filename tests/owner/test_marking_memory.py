@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from owner.images.sources import open_source
+from owner.images.sources import _check_pixel_bytes, open_source
 from owner.mark import mark
 from owner.marking import MarkingConfig, make_marker
 from owner.marking.memory import (
@@ -174,18 +174,20 @@ def test_thirty_4mp_photos_mark_with_the_defaults_within_the_memory_setting(tmp_
     assert (version0[0] != version1[0]).mean() > 0.5
 
 
-def test_a_photo_above_an_items_pixel_cap_is_refused_when_the_folder_is_read(tmp_path):
+def test_a_12mp_phone_photo_is_an_item_and_the_pixel_cap_refuses_what_sides_allow(tmp_path):
+    """A 12 MP colour photo (36 MB) fits the 48 MiB item cap (spec §2.3, issue #39 part 1).
+
+    With every side at most 4096, a colour image holds at most 48 MiB: the cap refuses an
+    array whose pixels exceed it (here, one built past the sides' rule by hand).
+    """
     folder = tmp_path / "photos"
     write_photos(folder, 1, 48, 64)
     Image.new("RGB", (4000, 3000), (90, 120, 200)).save(folder / "phone-12mp.png")
-    Image.new("RGB", (3840, 2880), (90, 120, 200)).save(folder / "largest-4x3.png")
-    Image.new("L", (4000, 3000), 128).save(folder / "grey-12mp.png")  # 12 MB: an item
-    with pytest.raises(LimitExceededError) as raised:
-        open_source(folder)
-    assert "phone-12mp.png" in str(raised.value) and "megapixels" in str(raised.value)
-    result = cli("owner", "mark", str(folder), "--out", str(tmp_path / "vault"), check=False)
-    assert result.returncode == 2 and "phone-12mp.png" in result.stderr, result.stderr
-    assert "largest-4x3.png" not in result.stderr and not (tmp_path / "vault").exists()
+    Image.new("L", (4000, 3000), 128).save(folder / "grey-12mp.png")
+    source = open_source(folder)  # no refusal: both are items
+    assert source is not None
+    with pytest.raises(LimitExceededError, match="megapixels"):
+        _check_pixel_bytes((4100, 4100, 3), "too-large.png")
 
 
 def test_a_proxy_training_set_too_large_for_the_setting_is_refused_before_any_work(tmp_path):
