@@ -1,5 +1,6 @@
 """The claim engine in-process: determinism, resume, budgets, tie rules, bad input, shuffling."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -121,6 +122,23 @@ def test_resume_equals_uninterrupted(pair_set):
     _answer(part, pair_set)
     state, transcript = part.checkpoint()
     resumed = ClaimSession.resume(state, transcript, part.record, part.params, LinearOracle())
+    _run(resumed, pair_set)
+    assert encode(_payload(resumed)) == encode(_payload(whole))
+
+
+def test_a_claim_resumes_with_the_prior_it_started_with(pair_set):
+    """A claim left open under grid15-v1 resumes under it after the default became grid16-v1.
+
+    Its resume (a ClaimStart, which names no prior) gives the default; the claim keeps
+    the prior its stored claim map names (spec §7.3.1), and ends as it would have.
+    """
+    whole = _run(_session(pair_set, window=4, test="mixture-e", prior="grid15-v1"), pair_set)
+    part = _session(pair_set, window=4, test="mixture-e", prior="grid15-v1")
+    _answer(part, pair_set)
+    state, transcript = part.checkpoint()
+    default = dataclasses.replace(part.params, prior=None)
+    resumed = ClaimSession.resume(state, transcript, part.record, default, LinearOracle())
+    assert resumed.claim.test_params["prior"] == "grid15-v1"
     _run(resumed, pair_set)
     assert encode(_payload(resumed)) == encode(_payload(whole))
 
