@@ -107,6 +107,7 @@ def register(commands: Any) -> None:
     _register_inspect(sub)
     _register_claim(sub)
     register_openings(sub)
+    _register_vault_migrate(sub)
 
 
 def _register_mark(sub: Any) -> None:
@@ -424,6 +425,16 @@ def _register_inspect(sub: Any) -> None:
     inspect.set_defaults(handler=_inspect)
 
 
+def _register_vault_migrate(sub: Any) -> None:
+    migrate = sub.add_parser(
+        "vault-migrate",
+        help="rewrite a vault of an older format in the current, compact one (atomically; "
+        "the root, every opening and the receipt stay the same)",
+    )
+    migrate.add_argument("vault", type=Path, help="vault directory")
+    migrate.set_defaults(handler=_vault_migrate)
+
+
 def _register_claim(sub: Any) -> None:
     claim = sub.add_parser(
         "claim",
@@ -738,6 +749,13 @@ def _publish(args: argparse.Namespace) -> int:
     vault = Vault.open(args.vault)
     kind = item_kind(vault.item_kind)
     print(kind.publish(vault, args.out, original=args.input, show=not args.quiet))
+    return EXIT_OK
+
+
+def _vault_migrate(args: argparse.Namespace) -> int:
+    from owner.vault.migration import migrate_vault
+
+    print(migrate_vault(args.vault).describe())
     return EXIT_OK
 
 

@@ -59,6 +59,7 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
         "twinaudit owner openings vault/ --verdict claim/verdict.json "
         "--arbiter-key arbiter.key.pub --out openings.bin",
     ),
+    "owner vault-migrate": ("twinaudit owner vault-migrate vault/",),
     "verifier keygen": ("twinaudit verifier keygen --key keys/arbiter.key",),
     "verifier serve": (
         "twinaudit verifier serve --listen 127.0.0.1:7443 --db escrow.db --key arbiter.key",

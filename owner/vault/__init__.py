@@ -14,8 +14,9 @@ Layout (every file mode 0600, every directory 0700)::
                            then one record per durable chunk (file, start, count,
                            item shape, SHA-256, labels, names); each record framed as
                            length ‖ canonical msgpack ‖ SHA-256
-        chunks/000000.npy  one per batch: uint8 array (2, B, H, W, C), version 0 then 1
-        chunks/000001.npy  ...   (image and captioned-image vaults)
+        chunks/000000.pairs  one per batch: both versions of its B images, H × W × C,
+        chunks/000001.pairs  ...  compressed losslessly (:mod:`owner.vault.pair_codec`)
+                             (image and captioned-image vaults)
         chunks/000000.msgpack    text vaults: canonical map of the batch's originals
                                  and both versions (:mod:`owner.vault.text_chunks`)
         manifest.msgpack   written by finish: canonical msgpack with the format and spec
@@ -34,6 +35,13 @@ journal record) or ``encode_item(TextItem(v_k))`` (text vaults; the originals ke
 chunk are never committed); the root is the RFC 6962 root of the commitments in pair
 order. Nothing holds a time, so the same inputs, secret and batch sizes give
 byte-identical files (the root and every opening do not depend on the batch sizes).
+
+Formats: this is format 2. Format 1 stored each image chunk as a raw ``.npy`` array
+``(2, B, H, W, C)`` (``chunks/000000.npy``), about four times the bytes of format 2 for
+photos; everything else was alike. Both are read; a marking run continues in the format
+it was started in, and :func:`owner.vault.migration.migrate_vault` (``owner
+vault-migrate``) rewrites a format-1 vault in format 2 atomically, keeping the root,
+every opening and the receipt.
 
 Resume: a chunk counts as written once its journal record is durable. The chunk file
 is made durable first (temp file, fsync, rename, fsync directory), so a crash leaves at

@@ -1,9 +1,10 @@
-"""Chunk files: both versions of a batch of consecutive items, as one ``.npy`` array.
+"""Chunk files: both versions of a batch of consecutive items.
 
-A chunk file holds a C-ordered uint8 array of shape ``(2, B, H, W, C)``: index 0 on
-the first axis is version 0 of each item, index 1 version 1. The ``.npy`` format has no
-timestamps, so the same pixels always give the same bytes, and it is read with
-``allow_pickle=False`` only. Labels and names live in the chunk's journal record.
+Read back, a chunk is a uint8 array of shape ``(2, B, H, W, C)``: index 0 on the first
+axis is version 0 of each item, index 1 version 1. Format 2 (``.pairs``) stores it
+compactly (:mod:`owner.vault.pair_codec`); format 1 (``.npy``) stored the array raw,
+read with ``allow_pickle=False`` only. Neither holds a timestamp, so the same pixels
+always give the same bytes. Labels and names live in the chunk's journal record.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from protocol.items import (
     encode_item,
 )
 
+from . import files
 from .errors import VaultIntegrityError
 from .journal import ChunkRecord
-from .layout import MAX_CHUNK_BYTES, MAX_NAME_BYTES
+from .layout import COMPACT_CHUNK_SUFFIX, MAX_CHUNK_BYTES, MAX_NAME_BYTES, RAW_CHUNK_SUFFIX
+from .pair_codec import ChunkFormatError, PairsFile, encode_pairs, max_chunk_bytes
 from .secret import pair_salt
 
 #: Room for the ``.npy`` header on top of the pixels.
@@ -102,35 +105,85 @@ def check_names(names: object, count: int) -> list[str]:
     return list(names)
 
 
-def encode_chunk(versions0: Pixels, versions1: Pixels) -> bytes:
-    """Return the ``.npy`` bytes of a batch's two versions, stacked as ``(2, B, H, W, C)``.
+def encode_chunk(versions0: Pixels, versions1: Pixels, format_version: int) -> list[bytes]:
+    """Return the chunk file of a batch's two versions in ``format_version``, in pieces.
 
-    The bytes ``np.save`` writes for the stacked array, built with one copy of the
-    pixels (a batch of photos is hundreds of megabytes).
+    The file is the concatenation of the pieces (they are written and hashed in turn,
+    so a batch of photos is held once more, not twice). Format 2 is compact
+    (:func:`~owner.vault.pair_codec.encode_pairs`); format 1 is the ``.npy`` bytes
+    ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
     """
+    if format_version >= 2:
+        return encode_pairs(versions0, versions1)
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
         header, {"descr": "|u1", "fortran_order": False, "shape": (2, *versions0.shape)}
     )
     parts = (np.ascontiguousarray(versions0), np.ascontiguousarray(versions1))
-    return b"".join([header.getvalue(), *(part.data.cast("B") for part in parts)])
+    return [header.getvalue(), *(part.data.cast("B").tobytes() for part in parts)]
 
 
-def read_chunk(
+class StoredChunk:
+    """A pixel chunk read from its file and checked: both versions of its items, on demand.
+
+    A format-1 chunk is held as its array; a format-2 chunk as its compressed bytes,
+    each item decoded when asked for (a claim's opening decodes one item, not the
+    chunk).
+    """
+
+    def __init__(self, vault: Path, relative: str, content: Pixels | PairsFile, count: int) -> None:
+        """Hold the checked ``content`` of the chunk file ``relative`` of ``vault``."""
+        self._vault = vault
+        self._relative = relative
+        self._content = content
+        self.count = count
+
+    def item(self, offset: int) -> Pixels:
+        """Return both versions of the chunk's item ``offset``, as a ``(2, H, W, C)`` array."""
+        if isinstance(self._content, np.ndarray):
+            return np.array(self._content[:, offset])
+        try:
+            return self._content.item(offset)
+        except ChunkFormatError as exc:
+            raise VaultIntegrityError(self._vault, self._relative, str(exc)) from None
+
+    def pixels(self) -> Pixels:
+        """Return the whole chunk as a ``(2, B, H, W, C)`` array."""
+        if isinstance(self._content, np.ndarray):
+            return self._content
+        pixels = np.empty((2, self.count, *self._content.shape), dtype=np.uint8)
+        for offset in range(self.count):
+            pixels[:, offset] = self.item(offset)
+        return pixels
+
+
+def read_stored_chunk(
     vault: Path, relative: str, sha256: bytes, count: int, shape: tuple[int, int, int]
-) -> Pixels:
-    """Read a chunk file, check its SHA-256 and shape; return its ``(2, B, H, W, C)`` array."""
-    path = vault / relative
-    limit = 2 * count * shape[0] * shape[1] * shape[2] + _HEADER_ALLOWANCE
+) -> StoredChunk:
+    """Read a chunk file, check its SHA-256 and layout; return it, its items read on demand.
+
+    The file's suffix tells its format (``.pairs``: format 2, ``.npy``: format 1; the
+    journal names every chunk after its vault's format). No read goes past what the
+    recorded shape allows, and a format-2 item never inflates past it.
+    """
+    compact = relative.endswith(f".{COMPACT_CHUNK_SUFFIX}")
+    if not compact and not relative.endswith(f".{RAW_CHUNK_SUFFIX}"):
+        raise VaultIntegrityError(vault, relative, "is not named as a pixel chunk")
+    raw = 2 * count * shape[0] * shape[1] * shape[2]
+    limit = max_chunk_bytes(count, shape) if compact else raw + _HEADER_ALLOWANCE
     try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
+        data = files.read_bounded(vault / relative, limit)
     except OSError as exc:
         raise VaultIntegrityError(vault, relative, f"cannot be read: {exc.strerror}") from None
     if len(data) > limit:
         raise VaultIntegrityError(vault, relative, "is larger than its recorded shape allows")
     if hashlib.sha256(data).digest() != sha256:
         raise VaultIntegrityError(vault, relative, "was modified (SHA-256 differs)")
+    if compact:
+        try:
+            return StoredChunk(vault, relative, PairsFile(data, count, shape), count)
+        except ChunkFormatError as exc:
+            raise VaultIntegrityError(vault, relative, str(exc)) from None
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -138,7 +191,7 @@ def read_chunk(
     expected = (2, count, *shape)
     if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.shape != expected:
         raise VaultIntegrityError(vault, relative, f"does not hold a uint8 array of {expected}")
-    return array
+    return StoredChunk(vault, relative, array, count)
 
 
 def check_captions(captions: object, count: int) -> list[str]:
@@ -159,45 +212,38 @@ def pixel_item(pixels: Pixels, label: int | None, caption: str | None) -> Item:
     return image if caption is None else CaptionedImageItem(image, caption)
 
 
-def pair_commitments(
-    secret: bytes,
-    start: int,
-    pixels: Pixels,
-    labels: Sequence[int | None],
-    captions: Sequence[str] | None = None,
-) -> list[bytes]:
-    """Return the commitments of the pairs of one chunk (items ``start, start + 1, ...``).
+def pair_commitment(
+    secret: bytes, index: int, pair: Pixels, label: int | None, caption: str | None
+) -> bytes:
+    """Return the commitment of pair ``index`` from its ``(2, H, W, C)`` pixels.
 
-    With ``captions``, each version is the captioned image (its version's pixels and
-    the item's caption); otherwise the image.
+    With ``caption``, each version is the captioned image (its version's pixels and the
+    item's caption); otherwise the image.
     """
-    commitments = []
-    for offset, label in enumerate(labels):
-        caption = None if captions is None else captions[offset]
-        version0 = encode_item(pixel_item(pixels[0, offset], label, caption))
-        version1 = encode_item(pixel_item(pixels[1, offset], label, caption))
-        commitment, _ = commit_pair(version0, version1, pair_salt(secret, start + offset))
-        commitments.append(commitment)
-    return commitments
+    version0 = encode_item(pixel_item(pair[0], label, caption))
+    version1 = encode_item(pixel_item(pair[1], label, caption))
+    commitment, _ = commit_pair(version0, version1, pair_salt(secret, index))
+    return commitment
 
 
-def read_record_pixels(vault: Path, record: ChunkRecord) -> Pixels:
-    """Read the pixels of an image or captioned-image chunk record (checked)."""
+def read_record(vault: Path, record: ChunkRecord) -> StoredChunk:
+    """Read the chunk of an image or captioned-image chunk record (checked)."""
     if record.shape is None:
         raise VaultIntegrityError(vault, record.file, "is a text chunk, not pixels")
-    return read_chunk(vault, record.file, record.sha256, record.count, record.shape)
+    return read_stored_chunk(vault, record.file, record.sha256, record.count, record.shape)
 
 
 def commit_chunks(vault: Path, secret: bytes, records: Sequence[ChunkRecord]) -> bytearray:
     """Read every pixel chunk (checking its SHA-256) and return all pair commitments, packed.
 
-    One chunk is in memory at a time; the result holds 32 bytes per pair.
+    One chunk file is in memory at a time (a format-2 chunk's items are decoded one by
+    one); the result holds 32 bytes per pair.
     """
     packed = bytearray()
     for record in records:
-        pixels = read_record_pixels(vault, record)
-        for commitment in pair_commitments(
-            secret, record.start, pixels, record.labels, record.captions
-        ):
-            packed += commitment
+        chunk = read_record(vault, record)
+        for offset, label in enumerate(record.labels):
+            caption = None if record.captions is None else record.captions[offset]
+            index = record.start + offset
+            packed += pair_commitment(secret, index, chunk.item(offset), label, caption)
     return packed

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from protocol.errors import StateError
@@ -43,15 +44,18 @@ def remove_if_present(path: Path) -> None:
         path.unlink()
 
 
-def write_new_file(path: Path, data: bytes) -> None:
+def write_new_file(path: Path, data: bytes | Sequence[bytes]) -> None:
     """Create ``path`` (which must not exist) with ``data``, mode 0600, fsynced.
 
-    The directory is not fsynced: the caller does it once for several files.
+    ``data`` is the file's bytes, or pieces whose concatenation they are. The directory
+    is not fsynced: the caller does it once for several files.
     """
+    pieces = [data] if isinstance(data, bytes) else data
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)  # whatever the umask
-        write_all(fd, data)
+        for piece in pieces:
+            write_all(fd, piece)
         os.fsync(fd)
     except BaseException:
         os.close(fd)

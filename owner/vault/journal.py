@@ -35,6 +35,7 @@ from .layout import (
     JOURNAL_FILE,
     MAX_NAME_BYTES,
     MAX_RECORD_BYTES,
+    READABLE_FORMAT_VERSIONS,
     chunk_file,
 )
 
@@ -78,20 +79,26 @@ class _MalformedError(Exception):
 
 @dataclass(frozen=True)
 class RunParameters:
-    """What a marking run was started with; a resumed run must be started with the same."""
+    """What a marking run was started with; a resumed run must be started with the same.
+
+    ``format_version`` is the vault format the run writes: a new run writes
+    :data:`~owner.vault.layout.FORMAT_VERSION`, and a resumed run continues in the
+    format it was started in.
+    """
 
     item_kind: str
     n_items: int
     source: dict[str, Value]
     config: dict[str, Value]
     secret_check: bytes
+    format_version: int = FORMAT_VERSION
 
     def to_value(self) -> dict[str, Value]:
         """Return the header record's map."""
         return {
             "record": "header",
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
+            "format_version": self.format_version,
             "spec": SPEC_VERSION,
             "item_kind": self.item_kind,
             "n_items": self.n_items,
@@ -105,7 +112,7 @@ class RunParameters:
         """Parse a header record strictly (the format and spec versions first)."""
         if not isinstance(value, dict) or value.get("record") != "header":
             raise _MalformedError("the first record is not a header")
-        require_format(value.get("format"), value.get("format_version"), "journal header")
+        version = require_format(value.get("format"), value.get("format_version"), "journal header")
         require_supported(value.get("spec"), "vault journal")
         fields = _exact(value, _HEADER_KEYS, "header")
         source, config = fields["source"], fields["config"]
@@ -117,6 +124,7 @@ class RunParameters:
             source=source,
             config=config,
             secret_check=_digest(fields["secret_check"], "secret_check"),
+            format_version=version,
         )
 
 
@@ -217,13 +225,23 @@ class JournalContents:
         return sum(record.count for record in self.chunks)
 
 
-def require_format(name: object, version: object, what: str) -> None:
-    """Raise VersionError unless ``name``/``version`` are this vault format."""
-    if name != FORMAT_NAME or isinstance(version, bool) or version != FORMAT_VERSION:
+def require_format(name: object, version: object, what: str) -> int:
+    """Return ``version`` if ``name``/``version`` are a vault format this code reads.
+
+    Raises VersionError otherwise.
+    """
+    if (
+        name != FORMAT_NAME
+        or isinstance(version, bool)
+        or not isinstance(version, int)
+        or version not in READABLE_FORMAT_VERSIONS
+    ):
+        readable = " or ".join(str(known) for known in READABLE_FORMAT_VERSIONS)
         raise VersionError(
             f"{what} is format {name!r} version {version!r}; "
-            f"this implementation reads {FORMAT_NAME!r} version {FORMAT_VERSION}"
+            f"this implementation reads {FORMAT_NAME!r} version {readable}"
         )
+    return version
 
 
 def frame(value: dict[str, Value]) -> bytes:
@@ -290,7 +308,8 @@ def _check_sequence(parameters: RunParameters, chunks: Sequence[ChunkRecord]) ->
     """Check that chunk records number 0, 1, ... and cover consecutive items."""
     start = 0
     for ordinal, record in enumerate(chunks):
-        if record.ordinal != ordinal or record.file != chunk_file(ordinal, parameters.item_kind):
+        expected = chunk_file(ordinal, parameters.item_kind, parameters.format_version)
+        if record.ordinal != ordinal or record.file != expected:
             raise _MalformedError(f"chunk record {ordinal} is numbered or named out of order")
         if record.start != start:
             raise _MalformedError(f"chunk {ordinal} starts at item {record.start}, not {start}")

@@ -58,6 +58,7 @@ class Manifest:
     root: bytes
     files: dict[str, bytes]
     receipt_proof: list[bytes] | None = None
+    format_version: int = FORMAT_VERSION
 
     def to_value(self) -> dict[str, Value]:
         """Return the manifest map."""
@@ -66,7 +67,7 @@ class Manifest:
             receipt = {"inclusion_proof": list[Value](self.receipt_proof)}
         return {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
+            "format_version": self.format_version,
             "spec": SPEC_VERSION,
             "item_kind": self.item_kind,
             "n_pairs": self.n_pairs,
@@ -110,14 +111,16 @@ def read_manifest(vault: Path) -> Manifest:
     if not isinstance(value, dict):
         raise VaultIntegrityError(vault, MANIFEST_FILE, "is not a map")
     # A later format may lay out (and check) its manifest differently: refuse it first.
-    require_format(value.get("format"), value.get("format_version"), f"{vault}/{MANIFEST_FILE}")
+    version = require_format(
+        value.get("format"), value.get("format_version"), f"{vault}/{MANIFEST_FILE}"
+    )
     checksum = value.get("checksum")
     body = {key: item for key, item in value.items() if key != "checksum"}
     if not isinstance(checksum, bytes) or not hmac.compare_digest(checksum, sha256(encode(body))):
         raise VaultIntegrityError(vault, MANIFEST_FILE, "was modified (its checksum differs)")
     require_supported(value.get("spec"), f"{vault}/{MANIFEST_FILE}")
     try:
-        return _parse(value)
+        return replace(_parse(value), format_version=version)
     except ValueError as exc:
         raise VaultIntegrityError(vault, MANIFEST_FILE, str(exc)) from None
 

@@ -37,7 +37,7 @@ from protocol.merkle import MerkleTree
 from protocol.seeds import publication_bits
 
 from . import files
-from .chunks import pixel_item, read_record_pixels
+from .chunks import StoredChunk, pixel_item, read_record
 from .committing import commit_records
 from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, read_journal
@@ -70,6 +70,7 @@ class Vault:
     """A finished vault: every pair, its salt and commitment, and the escrow receipt."""
 
     path: Path
+    format_version: int
     item_kind: str
     n_pairs: int
     root: bytes
@@ -91,6 +92,7 @@ class Vault:
     ) -> None:
         """Build a vault from checked parts; use :meth:`open` (or the writer's finish)."""
         self.path = path
+        self.format_version = manifest.format_version
         self.item_kind = manifest.item_kind
         self.n_pairs = manifest.n_pairs
         self.root = manifest.root
@@ -106,7 +108,7 @@ class Vault:
         self._commitments = commitments
         self._tree = commitment_tree(commitments) if tree is None else tree
         self._bits: list[bool] | None = None
-        self._cached: tuple[int, Pixels | TextChunk] | None = None
+        self._cached: tuple[int, StoredChunk | TextChunk] | None = None
 
     # --- Opening and checking -------------------------------------------------------------
 
@@ -218,6 +220,15 @@ class Vault:
         """Return the label of every item (None where it has none), in pair order."""
         return [label for record in self._records for label in record.labels]
 
+    @property
+    def manifest(self) -> Manifest:
+        """The manifest as this vault read (or last wrote) it."""
+        return self._manifest
+
+    def packed_commitments(self) -> bytes:
+        """Return every pair's commitment, 32 bytes each, in pair order."""
+        return bytes(self._commitments)
+
     def commitment(self, index: int) -> bytes:
         """Return the commitment of pair ``index`` (leaf ``index`` of the tree)."""
         offset = 32 * self._check_index(index)
@@ -283,10 +294,8 @@ class Vault:
             return TextItem(content.versions0[offset]), TextItem(content.versions1[offset])
         label = record.labels[offset]
         caption = None if record.captions is None else record.captions[offset]
-        return (
-            pixel_item(np.array(content[0, offset]), label, caption),
-            pixel_item(np.array(content[1, offset]), label, caption),
-        )
+        pixels = content.item(offset)
+        return pixel_item(pixels[0], label, caption), pixel_item(pixels[1], label, caption)
 
     def pair_opening(self, index: int) -> PairOpening:
         """Return the commitment opening (salt, both encoded versions) of pair ``index``.
@@ -419,14 +428,14 @@ class Vault:
             raise ParameterError(f"pair {index} is not in [0, {self.n_pairs})")
         return int(index)
 
-    def _chunk_of(self, index: int) -> tuple[ChunkRecord, Pixels | TextChunk]:
+    def _chunk_of(self, index: int) -> tuple[ChunkRecord, StoredChunk | TextChunk]:
         ordinal = bisect.bisect_right(self._starts, index) - 1
         record = self._records[ordinal]
         if self._cached is None or self._cached[0] != ordinal:
-            content: Pixels | TextChunk = (
+            content: StoredChunk | TextChunk = (
                 read_text_chunk(self.path, record)
                 if self.item_kind == "text"
-                else read_record_pixels(self.path, record)
+                else read_record(self.path, record)
             )
             self._cached = (ordinal, content)
         return record, self._cached[1]
@@ -434,7 +443,7 @@ class Vault:
     def _read(self, record: ChunkRecord) -> Pixels:
         if self.item_kind not in PIXEL_ITEM_KINDS:
             raise StateError(f"vault {self.path} holds {self.item_kind} items, not images")
-        return read_record_pixels(self.path, record)
+        return read_record(self.path, record).pixels()
 
 
 def commitment_tree(commitments: bytearray) -> MerkleTree:
@@ -505,8 +514,18 @@ def _check_journal(path: Path, manifest: Manifest, secret: bytes) -> list[ChunkR
         raise VaultIntegrityError(path, SECRET_FILE, "is not the secret the run started with")
     if parameters.item_kind not in VAULT_ITEM_KINDS:
         raise VaultIntegrityError(path, JOURNAL_FILE, f"item kind {parameters.item_kind!r}")
-    recorded = (manifest.item_kind, manifest.n_pairs, encode(manifest.source))
-    started = (parameters.item_kind, parameters.n_items, encode(parameters.source))
+    recorded = (
+        manifest.format_version,
+        manifest.item_kind,
+        manifest.n_pairs,
+        encode(manifest.source),
+    )
+    started = (
+        parameters.format_version,
+        parameters.item_kind,
+        parameters.n_items,
+        encode(parameters.source),
+    )
     if recorded != started or encode(manifest.config) != encode(parameters.config):
         raise VaultIntegrityError(path, MANIFEST_FILE, "disagrees with the journal's header")
     if journal.completed != manifest.n_pairs:

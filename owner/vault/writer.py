@@ -34,9 +34,11 @@ from .journal import ChunkRecord, JournalAppender, RunParameters, frame, read_jo
 from .layout import (
     CHUNKS_DIR,
     DIR_MODE,
+    FORMAT_VERSION,
     JOURNAL_FILE,
     MANIFEST_FILE,
     MAX_PARAMETERS_BYTES,
+    READABLE_FORMAT_VERSIONS,
     SECRET_BYTES,
     SECRET_FILE,
     TEMP_PREFIX,
@@ -88,6 +90,7 @@ class VaultWriter:
         config: Mapping[str, Value],
         n_items: int,
         secret: bytes | None = None,
+        format_version: int = FORMAT_VERSION,
     ) -> VaultWriter:
         """Create the vault at ``path``, or resume the unfinished run there.
 
@@ -95,7 +98,10 @@ class VaultWriter:
         or 32 bytes from ``os.urandom``. An existing unfinished vault must have been
         started with identical ``item_kind``, ``source``, ``config`` and ``n_items`` (and
         ``secret``, when one is given); every durable chunk is checked, leftovers of an
-        interrupted batch are removed, and writing resumes at :attr:`completed`.
+        interrupted batch are removed, and writing resumes at :attr:`completed`, in the
+        vault format the run was started in. ``format_version`` is the format of a new
+        vault: the current one unless told otherwise (format 1, raw pixels, is kept
+        writable for checks against vaults written before format 2).
 
         Raises:
             ParameterError: an argument is out of range, or differs from what the
@@ -107,7 +113,7 @@ class VaultWriter:
 
         """
         path = Path(path)
-        parameters = _check_parameters(item_kind, source, config, n_items)
+        parameters = _check_parameters(item_kind, source, config, n_items, format_version)
         given = None if secret is None else check_secret(secret)
         if path.exists() and not path.is_dir():
             raise InputError(f"{path} is a file, not a vault directory")
@@ -224,11 +230,11 @@ class VaultWriter:
             caption_list = check_captions(captions, count)
         elif captions is not None:
             raise ParameterError(f"a vault of {self.item_kind} items takes no captions")
-        data = encode_chunk(versions0, versions1)
+        pieces = encode_chunk(versions0, versions1, self._parameters.format_version)
         record = self._record(
-            count, shape, data, label_list, names=name_list, captions=caption_list
+            count, shape, pieces, label_list, names=name_list, captions=caption_list
         )
-        self._write_chunk(record, data)
+        self._write_chunk(record, pieces)
 
     def append_texts(
         self,
@@ -254,17 +260,17 @@ class VaultWriter:
         if self.item_kind != "text":
             raise StateError(f"vault {self.path} holds {self.item_kind} items: use append")
         chunk, name_list = check_text_batch(originals, versions0, versions1, names)
-        data = encode_text_chunk(chunk)
+        pieces = [encode_text_chunk(chunk)]
         record = self._record(
-            len(chunk), None, data, [None] * len(chunk), names=name_list, captions=None
+            len(chunk), None, pieces, [None] * len(chunk), names=name_list, captions=None
         )
-        self._write_chunk(record, data)
+        self._write_chunk(record, pieces)
 
     def _record(
         self,
         count: int,
         shape: tuple[int, int, int] | None,
-        data: bytes,
+        pieces: Sequence[bytes],
         labels: list[int | None],
         *,
         names: list[str],
@@ -276,19 +282,22 @@ class VaultWriter:
                 f"{self.n_items} items"
             )
         ordinal = len(self._records)
+        digest = hashlib.sha256()
+        for piece in pieces:
+            digest.update(piece)
         return ChunkRecord(
             ordinal=ordinal,
-            file=chunk_file(ordinal, self.item_kind),
+            file=chunk_file(ordinal, self.item_kind, self._parameters.format_version),
             start=self.completed,
             count=count,
             shape=shape,
-            sha256=hashlib.sha256(data).digest(),
+            sha256=digest.digest(),
             labels=labels,
             names=names,
             captions=captions,
         )
 
-    def _write_chunk(self, record: ChunkRecord, data: bytes) -> None:
+    def _write_chunk(self, record: ChunkRecord, pieces: Sequence[bytes]) -> None:
         """Write the chunk file durably, then its journal record; all or nothing."""
         ordinal, count = record.ordinal, record.count
         frame(record.to_value())  # a record too large fails here, before any write
@@ -296,7 +305,7 @@ class VaultWriter:
         temp = final.with_name(f"{TEMP_PREFIX}{final.name}")
         try:
             files.remove_if_present(temp)
-            files.write_new_file(temp, data)
+            files.write_new_file(temp, pieces)
             os.replace(temp, final)
             files.fsync_dir(final.parent)
             self._journal.append(record.to_value())
@@ -339,6 +348,7 @@ class VaultWriter:
                 config=self._parameters.config,
                 root=tree.root(),
                 files=digests,
+                format_version=self._parameters.format_version,
             )
             manifest.write(self.path)
         except OSError as exc:
@@ -378,6 +388,7 @@ def write_vault(  # noqa: PLR0917 - the positional form is the documented API
     config: Mapping[str, Value],
     secret: bytes | None = None,
     batch_items: int = DEFAULT_BATCH_ITEMS,
+    format_version: int = FORMAT_VERSION,
 ) -> Vault:
     """Write a whole vault from in-memory arrays (tests, demos, small tools) and open it.
 
@@ -390,7 +401,13 @@ def write_vault(  # noqa: PLR0917 - the positional form is the documented API
         raise InputError("versions0 must be a numpy array of shape (N, H, W, C)")
     total = len(versions0)
     with VaultWriter.create_or_resume(
-        path, item_kind=item_kind, source=source, config=config, n_items=total, secret=secret
+        path,
+        item_kind=item_kind,
+        source=source,
+        config=config,
+        n_items=total,
+        secret=secret,
+        format_version=format_version,
     ) as writer:
         for start in range(writer.completed, total, batch_items):
             stop = min(start + batch_items, total)
@@ -404,7 +421,7 @@ def write_vault(  # noqa: PLR0917 - the positional form is the documented API
 
 
 def _check_parameters(
-    item_kind: object, source: object, config: object, n_items: object
+    item_kind: object, source: object, config: object, n_items: object, format_version: object
 ) -> RunParameters:
     """Check the run's parameters; return them canonical (secret check left empty)."""
     if not isinstance(item_kind, str) or item_kind not in ITEM_KINDS:
@@ -423,7 +440,15 @@ def _check_parameters(
         source=_canonical_map(source, "source"),
         config=_canonical_map(config, "config"),
         secret_check=b"",
+        format_version=_format_version(format_version),
     )
+
+
+def _format_version(value: object) -> int:
+    if isinstance(value, bool) or value not in READABLE_FORMAT_VERSIONS:
+        raise ParameterError(f"format_version must be one of {READABLE_FORMAT_VERSIONS}")
+    assert isinstance(value, int)
+    return value
 
 
 def _canonical_map(value: object, what: str) -> dict[str, Value]:
@@ -477,6 +502,7 @@ def _create(path: Path, parameters: RunParameters, secret: bytes) -> None:
         source=parameters.source,
         config=parameters.config,
         secret_check=secret_check(secret),
+        format_version=parameters.format_version,
     )
     staging: Path | None = None
     try:

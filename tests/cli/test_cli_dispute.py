@@ -126,7 +126,7 @@ def test_dispute_through_the_cli(tmp_path):
 
             check_and_replay(out, pub, "DETECTED")
 
-            chunk = vault / "chunks" / "000000.npy"
+            chunk = vault / "chunks" / "000000.pairs"
             data = bytearray(chunk.read_bytes())
             data[-5] ^= 0x01
             chunk.write_bytes(bytes(data))
@@ -136,7 +136,7 @@ def test_dispute_through_the_cli(tmp_path):
                 str(tmp_path / "other"),
                 check=False,
             )
-            assert refused.returncode == 1 and "chunks/000000.npy" in refused.stderr
+            assert refused.returncode == 1 and "chunks/000000.pairs" in refused.stderr
             assert not (tmp_path / "other").exists()
         finally:
             for process in processes:

@@ -26,7 +26,7 @@ from owner.inspect import inspect_vault
 from owner.mark import mark, mark_path, secret_from_seed
 from owner.marking import MarkingConfig
 from owner.publish import publish
-from owner.vault import Vault, VaultStorageError
+from owner.vault import Vault, VaultStorageError, write_vault
 from protocol.errors import InputError, ParameterError, StateError, VerificationError
 from protocol.keys import public_key_pem
 from protocol.seeds import publication_bits
@@ -143,11 +143,11 @@ def test_killed_mark_process_resumes_to_identical_bytes(tmp_path):
     process = subprocess.Popen([*command, "--out", str(tmp_path / "cut")], cwd=ROOT)
     chunks = tmp_path / "cut" / "chunks"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(chunks.glob("*.npy"))) < 5:
+    while time.monotonic() < deadline and len(list(chunks.glob("*.pairs"))) < 5:
         time.sleep(0.01)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    written = len(list(chunks.glob("*.npy")))
+    written = len(list(chunks.glob("*.pairs")))
     assert 5 <= written < 100, "the run was not killed mid-way"
     subprocess.run([*command, "--out", str(tmp_path / "cut")], cwd=ROOT, check=True)
     assert _files(tmp_path / "cut") == _files(tmp_path / "whole")
@@ -235,11 +235,8 @@ def arbiter(tmp_path):
         yield address
 
 
-def _escrowed(photos, tmp_path, address) -> Vault:
-    images, labels, _, _ = photos
-    vault = mark_path(
-        images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False
-    ).vault
+def _store_receipt(vault: Vault, address: str) -> None:
+    """Escrow the vault's root with the arbiter at ``address`` and store the receipt."""
     escrowed = escrow_root(
         make_channel(address),
         root=vault.root,
@@ -250,6 +247,14 @@ def _escrowed(photos, tmp_path, address) -> Vault:
         arbiter_public_key=KEY.public_key(),
     )
     vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
+
+
+def _escrowed(photos, tmp_path, address) -> Vault:
+    images, labels, _, _ = photos
+    vault = mark_path(
+        images, tmp_path / "v", GAUSSIAN, labels=labels, secret=SEED, show_progress=False
+    ).vault
+    _store_receipt(vault, address)
     return Vault.open(tmp_path / "v")
 
 
@@ -335,7 +340,7 @@ def test_escrow_to_an_unreachable_arbiter_stores_nothing(photos, tmp_path, capsy
 
 def test_modified_vault_is_refused_by_every_command(photos, tmp_path, arbiter, capsys):
     vault = _escrowed(photos, tmp_path, arbiter)
-    chunk = vault.path / "chunks" / "000001.npy"
+    chunk = vault.path / "chunks" / "000001.pairs"
     data = bytearray(chunk.read_bytes())
     data[-1] ^= 0x01
     chunk.write_bytes(bytes(data))
@@ -351,15 +356,54 @@ def test_modified_vault_is_refused_by_every_command(photos, tmp_path, arbiter, c
             "--arbiter-key",
             str(tmp_path / "arbiter.key.pub"),
         ],
+        ["owner", "vault-migrate", str(vault.path)],
     ):
         assert main(command) == 1
-        assert "chunks/000001.npy" in capsys.readouterr().err
+        assert "chunks/000001.pairs" in capsys.readouterr().err
     assert not (tmp_path / "pub").exists()
     with pytest.raises(VerificationError):
         Vault.open(vault.path)
 
 
 # --- claim: the default knowledge condition -------------------------------------------------
+
+
+def test_vault_migrate_rewrites_a_format_1_vault_compactly(photos, tmp_path, arbiter, capsys):
+    """A vault written before format 2, escrowed: migrated, it publishes the same files."""
+    images, labels, _, _ = photos
+    marked = mark_path(images, tmp_path / "v2", GAUSSIAN, labels=labels, secret=SEED).vault
+    chunks = list(marked.chunks())
+    old = write_vault(
+        tmp_path / "v",
+        "image",
+        np.concatenate([chunk[1] for chunk in chunks]),
+        np.concatenate([chunk[2] for chunk in chunks]),
+        marked.labels(),
+        marked.names(),
+        source=marked.source,
+        config=marked.config,
+        secret=SEED,
+        batch_items=len(chunks[0][1]),
+        format_version=1,
+    )
+    assert old.root == marked.root and old.format_version == 1
+    _store_receipt(old, arbiter)
+    assert main(["owner", "publish", str(old.path), "--out", str(tmp_path / "before"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["owner", "vault-migrate", str(old.path)]) == 0
+    line = capsys.readouterr().out
+    assert "format 1 -> 2" in line and "root, commitments and receipt unchanged" in line
+    migrated = Vault.open(old.path)
+    assert migrated.format_version == 2 and migrated.root == old.root
+    assert {n: d for n, d in _files(old.path).items() if n.startswith("chunks/")} == {
+        n: d for n, d in _files(tmp_path / "v2").items() if n.startswith("chunks/")
+    }
+    assert main(["owner", "publish", str(old.path), "--out", str(tmp_path / "after"), "-q"]) == 0
+    assert _files(tmp_path / "after") == _files(tmp_path / "before")
+    assert main(["owner", "vault-migrate", str(old.path)]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert main(["owner", "vault-migrate", str(tmp_path / "absent")]) == 2  # bad input
+    assert "no vault" in capsys.readouterr().err
 
 
 def _escrowed_vault(photos, tmp_path, address, *, with_labels: bool) -> Path:
@@ -372,16 +416,7 @@ def _escrowed_vault(photos, tmp_path, address, *, with_labels: bool) -> Path:
         secret=SEED,
         show_progress=False,
     ).vault
-    escrowed = escrow_root(
-        make_channel(address),
-        root=vault.root,
-        n_pairs=vault.n_pairs,
-        item_kind="image",
-        owner="",
-        claim_key=vault.claim_public_key(),
-        arbiter_public_key=KEY.public_key(),
-    )
-    vault.store_receipt(escrowed.envelope, KEY.public_key(), escrowed.inclusion_proof)
+    _store_receipt(vault, address)
     return tmp_path / "v"
 
 

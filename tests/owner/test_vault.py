@@ -117,9 +117,9 @@ def test_layout_and_permissions(tmp_path):
         "secret.key",
         "journal",
         "manifest.msgpack",
-        "chunks/000000.npy",
-        "chunks/000001.npy",
-        "chunks/000002.npy",
+        "chunks/000000.pairs",
+        "chunks/000001.pairs",
+        "chunks/000002.pairs",
     }
     assert files["secret.key"] == SECRET
     for path in [tmp_path / "v", *(tmp_path / "v").rglob("*")]:
@@ -200,14 +200,14 @@ def test_open_keeps_little_in_memory_and_reads_chunk_by_chunk(tmp_path, monkeypa
     import owner.vault.chunks as chunks_module
 
     sizes = []
-    original = chunks_module.read_chunk
+    original = chunks_module.read_stored_chunk
 
     def spy(*args, **kwargs):
-        array = original(*args, **kwargs)
-        sizes.append(array.shape[1])
-        return array
+        chunk = original(*args, **kwargs)
+        sizes.append(chunk.count)
+        return chunk
 
-    monkeypatch.setattr(chunks_module, "read_chunk", spy)
+    monkeypatch.setattr(chunks_module, "read_stored_chunk", spy)
     Vault.open(tmp_path / "v")
     assert sizes == [3, 3, 3, 3]
 
@@ -386,9 +386,9 @@ def _forge_journal(vault: Path) -> None:
 
 
 MODIFICATIONS = [
-    ("chunk pixel", lambda v: _flip_byte(v / "chunks/000001.npy"), "chunks/000001.npy"),
-    ("chunk header", lambda v: _flip_byte(v / "chunks/000000.npy", 20), "chunks/000000.npy"),
-    ("chunk truncated", lambda v: (v / "chunks/000002.npy").write_bytes(b""), "000002.npy"),
+    ("chunk pixel", lambda v: _flip_byte(v / "chunks/000001.pairs"), "chunks/000001.pairs"),
+    ("chunk header", lambda v: _flip_byte(v / "chunks/000000.pairs", 20), "chunks/000000.pairs"),
+    ("chunk truncated", lambda v: (v / "chunks/000002.pairs").write_bytes(b""), "000002.pairs"),
     ("manifest byte", lambda v: _flip_byte(v / "manifest.msgpack", 200), "manifest.msgpack"),
     ("manifest spec byte", lambda v: _flip_byte(v / "manifest.msgpack", -40), "manifest"),
     ("manifest root", lambda v: _edit_manifest(v, root=bytes(32)), "manifest.msgpack"),
@@ -407,16 +407,16 @@ MODIFICATIONS = [
     ("journal forged", _forge_journal, "manifest.msgpack"),
     (
         "chunk rehashed",
-        lambda v: (_flip_byte(v / "chunks/000001.npy"), _rehash(v, "chunks/000001.npy")),
-        "chunks/000001.npy",
+        lambda v: (_flip_byte(v / "chunks/000001.pairs"), _rehash(v, "chunks/000001.pairs")),
+        "chunks/000001.pairs",
     ),
     ("extra file", lambda v: (v / "notes.txt").write_text("hi"), "notes.txt"),
-    ("extra chunk", lambda v: (v / "chunks/000003.npy").write_bytes(b"x"), "chunks/000003.npy"),
+    ("extra chunk", lambda v: (v / "chunks/000003.pairs").write_bytes(b"x"), "chunks/000003.pairs"),
     ("extra directory", lambda v: (v / "extra").mkdir(), "extra"),
     ("symlink", lambda v: (v / "link").symlink_to(v / "journal"), "link"),
     ("temp leftover", lambda v: (v / ".tmp-manifest.msgpack").write_bytes(b""), "temporary"),
     ("stray receipt", lambda v: (v / "receipt.json").write_bytes(b"{}"), "interrupted"),
-    ("missing chunk", lambda v: (v / "chunks/000001.npy").unlink(), "chunks/000001.npy"),
+    ("missing chunk", lambda v: (v / "chunks/000001.pairs").unlink(), "chunks/000001.pairs"),
     ("missing journal", lambda v: (v / "journal").unlink(), "journal"),
 ]
 
@@ -435,17 +435,17 @@ def test_open_names_every_modification(tmp_path, case, modify, named):
 def test_a_chunk_modified_after_open_is_caught_on_read(tmp_path):
     make_vault(tmp_path / "v")
     vault = Vault.open(tmp_path / "v")
-    _flip_byte(tmp_path / "v" / "chunks/000002.npy")
-    with pytest.raises(VaultIntegrityError, match=r"chunks/000002.npy"):
+    _flip_byte(tmp_path / "v" / "chunks/000002.pairs")
+    with pytest.raises(VaultIntegrityError, match=r"chunks/000002.pairs"):
         vault.opening(9)
-    with pytest.raises(VaultIntegrityError, match=r"chunks/000002.npy"):
+    with pytest.raises(VaultIntegrityError, match=r"chunks/000002.pairs"):
         list(vault.chunks())
     vault.opening(0)  # other chunks still read
 
 
 @pytest.mark.parametrize(
     ("change", "match"),
-    [({"format_version": 2}, "version 2"), ({"spec": "9.9"}, "9.9"), ({"format": "x"}, "'x'")],
+    [({"format_version": 3}, "version 3"), ({"spec": "9.9"}, "9.9"), ({"format": "x"}, "'x'")],
 )
 def test_open_refuses_other_versions(tmp_path, change, match):
     make_vault(tmp_path / "v")

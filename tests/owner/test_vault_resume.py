@@ -93,7 +93,7 @@ def test_exception_after_chunk_before_journal_leaves_no_trace(tmp_path, monkeypa
     monkeypatch.setattr(JournalAppender, "append", crash)
     with pytest.raises(RuntimeError, match="interrupted"):
         writer.append(*batch(4))
-    assert written == [["000000.npy", "000001.npy"]]  # the chunk file was in place
+    assert written == [["000000.pairs", "000001.pairs"]]  # the chunk file was in place
     assert snapshot(tmp_path / "v") == before and writer.completed == 4
     monkeypatch.undo()
     writer.close()
@@ -132,12 +132,12 @@ def test_hard_crash_mid_batch_resumes_identically(tmp_path, reference, torn):
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, check=False
     )
     assert done.returncode == 3, done.stderr.decode()
-    assert (path / "chunks" / "000001.npy").exists()  # the unjournaled chunk file remains
+    assert (path / "chunks" / "000001.pairs").exists()  # the unjournaled chunk file remains
     journal_size = (path / "journal").stat().st_size
     writer = open_writer(path)
     assert writer.completed == 4
     assert (path / "journal").stat().st_size <= journal_size  # a torn tail is cut off
-    assert not (path / "chunks" / "000001.npy").exists()
+    assert not (path / "chunks" / "000001.pairs").exists()
     run_to_end(writer)
     assert snapshot(path) == reference
 
@@ -226,8 +226,8 @@ def test_disk_full_while_creating_leaves_nothing(tmp_path, monkeypatch):
 
 
 RESUME_DAMAGE = [
-    ("modified chunk", lambda v: (v / "chunks/000000.npy").write_bytes(b"x"), "000000.npy"),
-    ("missing chunk", lambda v: (v / "chunks/000000.npy").unlink(), "000000.npy"),
+    ("modified chunk", lambda v: (v / "chunks/000000.pairs").write_bytes(b"x"), "000000.pairs"),
+    ("missing chunk", lambda v: (v / "chunks/000000.pairs").unlink(), "000000.pairs"),
     ("modified secret", lambda v: (v / "secret.key").write_bytes(bytes(32)), "secret.key"),
     ("short secret", lambda v: (v / "secret.key").write_bytes(bytes(3)), "secret.key"),
     ("extra file", lambda v: (v / "notes.txt").write_text("x"), "notes.txt"),
@@ -280,8 +280,8 @@ def test_fsync_order(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", replace)
     writer.append(*batch(0))
     assert events == [
-        ("fsync", "/v/chunks/.tmp-000000.npy"),
-        ("rename", "/v/chunks/000000.npy"),
+        ("fsync", "/v/chunks/.tmp-000000.pairs"),
+        ("rename", "/v/chunks/000000.pairs"),
         ("fsync", "/v/chunks"),
         ("fsync", "/v/journal"),
     ]
@@ -313,8 +313,8 @@ def test_write_vault_resumes_after_an_interruption(tmp_path, monkeypatch, refere
         write_vault(tmp_path / "v", "image", *items(), batch_items=BATCH, **arguments)
     monkeypatch.undo()
     assert sorted(p.name for p in (tmp_path / "v" / "chunks").iterdir()) == [
-        "000000.npy",
-        "000001.npy",
+        "000000.pairs",
+        "000001.pairs",
     ]
     write_vault(tmp_path / "v", "image", *items(), batch_items=BATCH, **arguments)
     assert snapshot(tmp_path / "v") == reference

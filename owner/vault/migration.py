@@ -1,0 +1,210 @@
+"""``owner vault-migrate``: rewrite a format-1 vault in the current, compact format.
+
+Nothing a vault commits to changes: the same pairs give the same commitments, root,
+inclusion proofs and openings, so the escrow receipt and its inclusion proof stay
+valid. What changes is how the chunks are stored (:mod:`owner.vault.pair_codec`), hence
+their names and SHA-256, the journal's records and the manifest's file list.
+
+The migration never touches the old vault until the new one is complete:
+
+1. the old vault is opened (every check of :meth:`Vault.open`) and locked;
+2. the new one is written in a sibling directory ``.<name>.migrating-<random>``: the
+   secret, each chunk re-encoded one at a time, the journal, the receipt and the
+   arbiter's key as they were, and the manifest;
+3. the new one is opened (every check again, the receipt included), and its
+   commitments compared with the old one's, pair by pair;
+4. the two directories are swapped in one atomic step (``renameat2`` with
+   ``RENAME_EXCHANGE``), the parent directory made durable, and the old vault, now
+   under the sibling's name, removed.
+
+A crash before step 4 leaves the old vault in place, unchanged, and at most a sibling
+directory that the next run removes; a crash after it leaves the new vault in place,
+and the old one in the sibling, which the next run removes too. Where the file system
+cannot swap two directories atomically the migration stops before step 4 and leaves
+the old vault as it was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hmac
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Final
+
+from protocol.errors import StateError
+
+from . import files
+from .chunks import encode_chunk, read_record
+from .errors import VaultIntegrityError, VaultStorageError
+from .journal import ChunkRecord, frame, read_journal
+from .layout import (
+    ARBITER_KEY_FILE,
+    CHUNKS_DIR,
+    DIR_MODE,
+    FORMAT_VERSION,
+    JOURNAL_FILE,
+    MANIFEST_FILE,
+    MAX_CHUNK_BYTES,
+    MAX_RECEIPT_FILE_BYTES,
+    RECEIPT_FILE,
+    SECRET_FILE,
+    chunk_file,
+)
+from .manifest import Manifest, read_manifest
+from .secret import read_secret
+from .vault import PIXEL_ITEM_KINDS, Vault
+
+#: ``renameat2``'s flag that swaps two paths atomically, and the "current directory" fd.
+_RENAME_EXCHANGE: Final = 2
+_AT_FDCWD: Final = -100
+#: What ``renameat2`` answers where the file system (or kernel) cannot exchange.
+_CANNOT_EXCHANGE: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What :func:`migrate_vault` did: the formats before and after, and the bytes on disk."""
+
+    path: Path
+    from_version: int
+    to_version: int
+    bytes_before: int
+    bytes_after: int
+
+    def describe(self) -> str:
+        """Return one line for a person."""
+        if self.from_version == self.to_version:
+            return (
+                f"vault {self.path} is already format {self.to_version}; nothing to do "
+                f"({self.bytes_after:,} bytes)"
+            )
+        return (
+            f"vault {self.path}: format {self.from_version} -> {self.to_version}, "
+            f"{self.bytes_before:,} -> {self.bytes_after:,} bytes; root, commitments and "
+            "receipt unchanged"
+        )
+
+
+def migrate_vault(path: Path) -> Migration:
+    """Rewrite the vault at ``path`` in the current format, atomically (see the module).
+
+    Raises:
+        InputError, StateError, VersionError, VaultIntegrityError: the vault does not
+            open (it is named as by :meth:`Vault.open`), or another writer holds it.
+        StateError: the file system cannot swap two directories atomically; nothing
+            was changed.
+        VaultStorageError: writing the new vault failed (the disk is full?); the old
+            vault is as it was.
+
+    """
+    old = Vault.open(Path(path))
+    path = Path(path).resolve()  # a link to the vault: swap the directory it names
+    with files.DirectoryLock(path):
+        _remove_leftovers(path)
+        before = _size(path)
+        if old.format_version == FORMAT_VERSION:
+            return Migration(path, old.format_version, FORMAT_VERSION, before, before)
+        manifest = read_manifest(path)
+        if manifest != old.manifest:
+            raise StateError(f"vault {path} changed since it was opened; run the migration again")
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(path), dir=path.parent))
+        try:
+            os.chmod(staging, DIR_MODE)
+            _write_migrated(path, staging, old.item_kind, manifest)
+            new = Vault.open(staging)
+            if new.root != old.root or not hmac.compare_digest(
+                new.packed_commitments(), old.packed_commitments()
+            ):
+                raise VaultIntegrityError(staging, MANIFEST_FILE, "commits to other pairs")
+            _exchange(staging, path)
+        except BaseException as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise VaultStorageError(path, "write the migrated vault", exc) from exc
+            raise
+        shutil.rmtree(staging, ignore_errors=True)  # the old vault, now under that name
+    return Migration(path, old.format_version, FORMAT_VERSION, before, _size(path))
+
+
+def _write_migrated(source: Path, target: Path, item_kind: str, manifest: Manifest) -> None:
+    """Write the vault at ``source`` in the current format into the empty ``target``."""
+    journal = read_journal(source)
+    parameters = replace(journal.parameters, format_version=FORMAT_VERSION)
+    (target / CHUNKS_DIR).mkdir(mode=DIR_MODE)
+    records: list[ChunkRecord] = []
+    for record in journal.chunks:
+        records.append(_migrate_chunk(source, target, record, item_kind))
+    files.write_new_file(target / SECRET_FILE, read_secret(source))
+    framed = [frame(parameters.to_value()), *(frame(record.to_value()) for record in records)]
+    files.write_new_file(target / JOURNAL_FILE, framed)
+    digests = {name: digest for name, digest in manifest.files.items() if "/" not in name}
+    digests[JOURNAL_FILE] = files.sha256_file(target / JOURNAL_FILE)
+    digests.update({record.file: record.sha256 for record in records})
+    for name in (RECEIPT_FILE, ARBITER_KEY_FILE):
+        if name in manifest.files:
+            files.write_new_file(
+                target / name, files.read_bounded(source / name, MAX_RECEIPT_FILE_BYTES)
+            )
+    files.fsync_dir(target / CHUNKS_DIR)
+    replace(manifest, files=digests, format_version=FORMAT_VERSION).write(target)
+
+
+def _migrate_chunk(source: Path, target: Path, record: ChunkRecord, item_kind: str) -> ChunkRecord:
+    """Write one chunk of the old vault into the new one; return its new journal record."""
+    name = chunk_file(record.ordinal, item_kind, FORMAT_VERSION)
+    if item_kind in PIXEL_ITEM_KINDS:
+        pixels = read_record(source, record).pixels()
+        pieces = encode_chunk(pixels[0], pixels[1], FORMAT_VERSION)
+        del pixels
+    else:  # text chunks are stored alike in both formats
+        pieces = [files.read_bounded(source / record.file, MAX_CHUNK_BYTES)]
+    files.write_new_file(target / name, pieces)
+    return replace(record, file=name, sha256=files.sha256_file(target / name))
+
+
+def _exchange(first: Path, second: Path) -> None:
+    """Swap the directories ``first`` and ``second`` atomically, durably; StateError if not here."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        raise StateError(
+            "this system cannot swap two directories atomically (no renameat2); the vault "
+            "was left as it was"
+        ) from None
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes.append(ctypes.c_uint)
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE):
+        error = ctypes.get_errno()
+        if error in _CANNOT_EXCHANGE:
+            raise StateError(
+                f"the file system of {second} cannot swap two directories atomically; the "
+                "vault was left as it was"
+            )
+        raise OSError(error, os.strerror(error), str(second))
+    files.fsync_dir(second.parent)
+
+
+def _staging_prefix(path: Path) -> str:
+    return f".{path.name}.migrating-"
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Remove what an interrupted migration of ``path`` left beside it (old or new copies)."""
+    parent = path.parent
+    if not parent.is_dir():
+        return
+    prefix = _staging_prefix(path)
+    for entry in parent.iterdir():
+        if entry.name.startswith(prefix) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _size(path: Path) -> int:
+    present, _, _ = files.list_tree(path)
+    return sum((path / name).stat().st_size for name in present)
