@@ -1,0 +1,236 @@
+"""The vault's size against the input photos: format 2 (compact) against format 1 (raw).
+
+Run with ``python -m bench vault`` (``python -m bench.bench_vault --synthetic 0`` for the
+real photos only). Two sets of JPEG photos are marked with ``owner mark photos/ --labels``
+(``proxy-own``, the default with labels; its proxy trained 50 steps rather than 3,160 to
+save time: the marks have the default's form, PGD's ±ε steps at the working resolution
+carried back to full size, neutral), in this process:
+
+- real photos: scikit-learn's ``china.jpg`` and ``flower.jpg`` as shipped (640×427 JPEG
+  files), and scikit-image's astronaut, coffee, chelsea and rocket photos (stored as
+  PNG in the package) written as JPEG at quality 92;
+- synthetic photo-like images (:func:`bench.bench_photos.photos`: a smooth colour field,
+  soft shapes, sensor-like noise of σ = 4) of 1 MP, written as JPEG at quality 92 (as
+  ``bench mark_scale`` writes them).
+
+For each set it prints the bytes of the input files; of the vault ``owner mark`` wrote
+(format 2) and their ratio to the inputs (target ≤ 3×, issue #39); of the same vault
+written in format 1 from its pairs (the same root, checked); what the format-2 chunks
+hold (the photo as the versions' midpoint, the mark, the clipped levels' parity) and,
+for reference, the midpoint as a WebP lossless file (a stronger lossless image coder); the
+CPU time of writing and of reading back every chunk in each format; and the time of a
+claim's openings, every pair opened in a random order (an audit's order is random),
+each format from a freshly opened vault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import random
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import skimage.data
+from PIL import Image
+from sklearn.datasets import load_sample_images
+
+from bench.bench_photos import photos
+from owner.mark import secret_from_seed
+from owner.vault import Vault, VaultWriter
+from owner.vault.chunks import encode_chunk
+from owner.vault.pair_codec import MAGIC
+from twinaudit.cli import main as twinaudit
+
+#: JPEG quality of the photos written here (``bench mark_scale`` writes at 92 too).
+QUALITY: Final = 92
+#: scikit-image's colour photos (the package stores them as PNG).
+SKIMAGE_PHOTOS: Final = ("astronaut", "coffee", "chelsea", "rocket")
+#: Proxy training steps (marking costs the same whatever the weights).
+TRAIN_STEPS: Final = 50
+TARGET: Final = 3.0
+#: ``owner mark --seed``: the secret, reproducible (the format-1 copy needs it).
+SEED_TEXT: Final = "bench vault"
+
+
+def real_photos(folder: Path) -> None:
+    """Write the real photos into ``folder`` (scikit-learn's JPEG files as they are)."""
+    folder.mkdir(parents=True)
+    sample_dir = Path(load_sample_images().filenames[0]).parent
+    for name in ("china.jpg", "flower.jpg"):
+        shutil.copyfile(sample_dir / name, folder / name)
+    for name in SKIMAGE_PHOTOS:
+        Image.fromarray(getattr(skimage.data, name)()).save(folder / f"{name}.jpg", quality=QUALITY)
+
+
+def synthetic_photos(folder: Path, count: int, height: int, width: int) -> None:
+    """Write ``count`` synthetic photo-like images of ``height`` × ``width`` as JPEGs."""
+    folder.mkdir(parents=True)
+    for index, image in enumerate(photos(count, height, width, seed=5)):
+        Image.fromarray(image).save(folder / f"photo-{index:03d}.jpg", quality=QUALITY)
+
+
+def labels_for(folder: Path) -> Path:
+    """Write a labels CSV (two classes) for the photos of ``folder``; return its path."""
+    rows = ["filename,label"]
+    rows += [f"{p.name},{i % 2}" for i, p in enumerate(sorted(folder.glob("*.jpg")))]
+    path = folder.parent / f"{folder.name}.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def tree_bytes(path: Path) -> int:
+    """Return the bytes of every file under ``path``."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def stream_bytes(vault: Path) -> tuple[int, int, int]:
+    """Return the bytes of the midpoint, mark and parity streams of a format-2 vault."""
+    totals = [0, 0, 0]
+    for chunk in sorted((vault / "chunks").glob("*.pairs")):
+        with chunk.open("rb") as handle:
+            head = handle.read(len(MAGIC) + 16)
+            count = struct.unpack_from(">I", head, len(MAGIC))[0]
+            lengths = struct.unpack(f">{3 * count}Q", handle.read(24 * count))
+        for k, length in enumerate(lengths):
+            totals[k % 3] += length
+    return totals[0], totals[1], totals[2]
+
+
+def webp_midpoints(vault: Vault) -> int:
+    """Return the bytes of every pair's midpoint (the photo) as a WebP lossless file."""
+    total = 0
+    for _, versions0, versions1, _, _ in vault.chunks():
+        for first, second in zip(versions0, versions1, strict=True):
+            midpoint = ((first.astype(np.int16) + second) >> 1).astype(np.uint8)
+            if midpoint.shape[2] == 1:
+                midpoint = np.repeat(midpoint, 3, axis=2)
+            out = io.BytesIO()
+            Image.fromarray(midpoint).save(out, "WEBP", lossless=True, quality=100, method=4)
+            total += len(out.getvalue())
+    return total
+
+
+def open_all(vault: Path, order: list[int]) -> float:
+    """Return the wall seconds of opening every pair of a freshly opened vault, in ``order``."""
+    opened = Vault.open(vault)
+    start = time.perf_counter()
+    for index in order:
+        opened.opening(index)
+    return time.perf_counter() - start
+
+
+def read_all(vault: Vault) -> float:
+    """Return the CPU seconds of reading (and checking) every chunk of ``vault``."""
+    start = time.process_time()
+    for _ in vault.chunks():
+        pass
+    return time.process_time() - start
+
+
+def encode_all(vault: Vault, format_version: int) -> float:
+    """Return the CPU seconds of encoding every chunk of ``vault`` in ``format_version``."""
+    total = 0.0
+    for _, versions0, versions1, _, _ in vault.chunks():
+        start = time.process_time()
+        encode_chunk(versions0, versions1, format_version)
+        total += time.process_time() - start
+    return total
+
+
+def bench_set(label: str, folder: Path, work: Path) -> None:
+    """Mark one set of photos and print its figures (module docstring)."""
+    labels = labels_for(folder)
+    inputs = sum(p.stat().st_size for p in folder.glob("*.jpg"))
+    count = len(list(folder.glob("*.jpg")))
+    megapixels = sum(int(np.prod(Image.open(p).size)) for p in folder.glob("*.jpg")) / 1e6
+    compact = work / f"{folder.name}-vault"
+    argv = ["owner", "mark", str(folder), "--labels", str(labels), "--out", str(compact)]
+    code = twinaudit([*argv, "--seed", SEED_TEXT, "-q"])
+    assert code == 0, code
+    new = Vault.open(compact)
+    raw = work / f"{folder.name}-format1"
+    old = format1_copy(new, raw, secret_from_seed(SEED_TEXT))
+    assert old.root == new.root
+    compact_bytes, raw_bytes = tree_bytes(compact), tree_bytes(raw)
+    midpoint, mark, parity = stream_bytes(compact)
+    order = list(range(new.n_pairs))
+    random.Random(0).shuffle(order)
+    open_new, open_old = open_all(compact, order), open_all(raw, order)
+    open_new_again = open_all(compact, order)
+    print(
+        f"{label}: {count} photos, {megapixels:.2f} MP, inputs {inputs / 2**20:.2f} MiB "
+        f"({inputs / megapixels / 1e6:.2f} bytes/pixel)"
+    )
+    print(
+        f"  vault format 2 {compact_bytes / 2**20:7.2f} MiB = {compact_bytes / inputs:5.2f}x the "
+        f"inputs (target <= {TARGET}x); format 1 {raw_bytes / 2**20:7.2f} MiB = "
+        f"{raw_bytes / inputs:5.2f}x; format 2 / format 1 = {compact_bytes / raw_bytes:.3f}"
+    )
+    print(
+        f"  format 2 chunks: midpoint (the photo) {midpoint / inputs:.2f}x the inputs, mark "
+        f"{mark / inputs:.2f}x, parity {parity / inputs:.3f}x; for reference, the midpoint "
+        f"as WebP lossless (Pillow, method 4) {webp_midpoints(new) / inputs:.2f}x"
+    )
+    print(
+        f"  CPU s to write every chunk: format 2 {encode_all(new, 2):.2f}, format 1 "
+        f"{encode_all(new, 1):.2f}; to read them back: format 2 {read_all(new):.2f}, "
+        f"format 1 {read_all(old):.2f}"
+    )
+    print(
+        f"  {len(order)} openings in a random order: format 2 {open_new:.2f} s "
+        f"({open_new / len(order) * 1e3:.1f} ms each; again {open_new_again:.2f} s), "
+        f"format 1 {open_old:.2f} s ({open_old / len(order) * 1e3:.1f} ms each)",
+        flush=True,
+    )
+
+
+def format1_copy(vault: Vault, path: Path, secret: bytes) -> Vault:
+    """Write ``vault``'s pairs again in format 1, chunk for chunk (same batches, same secret)."""
+    with VaultWriter.create_or_resume(
+        path,
+        item_kind=vault.item_kind,
+        source=vault.source,
+        config=vault.config,
+        n_items=vault.n_pairs,
+        secret=secret,
+        format_version=1,
+    ) as writer:
+        for _, versions0, versions1, labels, names in vault.chunks():
+            writer.append(versions0, versions1, labels, names)
+        return writer.finish()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the figures of the module docstring."""
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_vault", description=__doc__)
+    parser.add_argument(
+        "--synthetic", type=int, default=8, help="synthetic 1 MP photos (default 8; 0: none)"
+    )
+    args = parser.parse_args([] if argv is None else argv)
+    import owner.marking.proxy as proxy  # noqa: PLC0415
+
+    proxy.OWN_STEPS = TRAIN_STEPS  # type: ignore[misc]
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; JPEG quality {QUALITY}; proxy trained "
+        f"{TRAIN_STEPS} steps",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-vault-") as tmp:
+        work = Path(tmp)
+        real_photos(work / "real")
+        bench_set("real photos (scikit-learn, scikit-image)", work / "real", work)
+        if args.synthetic:
+            synthetic_photos(work / "synthetic", args.synthetic, 864, 1152)
+            bench_set("synthetic photo-like, 1 MP (1152x864)", work / "synthetic", work)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
