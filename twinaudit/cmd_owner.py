@@ -430,6 +430,12 @@ def _register_vault_migrate(sub: Any) -> None:
         "vault-migrate",
         help="rewrite a vault of an older format in the current, compact one (atomically; "
         "the root, every opening and the receipt stay the same)",
+        description="Rewrite a vault written in vault format 1 (raw pixels) in format 2 "
+        "(compact). The root, every commitment, opening and inclusion proof, the secret and "
+        "the receipt stay the same. The new vault is written and checked beside the old one, "
+        "then the two directories are swapped in one atomic step: interrupted, the command "
+        "leaves the old vault or the new one, whole, and the next run clears what it left "
+        "beside it. A vault already in format 2 is left as it is.",
     )
     migrate.add_argument("vault", type=Path, help="vault directory")
     migrate.set_defaults(handler=_vault_migrate)

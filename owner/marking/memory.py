@@ -45,7 +45,8 @@ MAX_MEMORY: Final = 2**50
 #: photos with the proxy or EfficientNet-Lite0 on the CPU; the rest is margin.
 BASE_BYTES: Final = 640 * 2**20
 #: Bytes held per byte of a batch's pixels: the pixels read, both versions, and the
-#: chunk file's bytes (both versions again) while the vault writes it; and one more,
+#: chunk file's bytes (at most both versions again; compressed since vault format 2,
+#: about a quarter of that for photos) while the vault writes it; and one more,
 #: measured: 40 photos of 11 MP in batches of 8 peaked 290 MiB above the five (the
 #: allocator keeps freed image-sized blocks).
 HELD_PER_BYTE: Final = 6
