@@ -61,6 +61,7 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
     ),
     "owner vault-migrate": ("twinaudit owner vault-migrate vault/",),
     "verifier keygen": ("twinaudit verifier keygen --key keys/arbiter.key",),
+    "verifier store-check": ("twinaudit verifier store-check --db escrow.db --key arbiter.key",),
     "verifier serve": (
         "twinaudit verifier serve --listen 127.0.0.1:7443 --db escrow.db --key arbiter.key",
         "twinaudit verifier serve --listen 0.0.0.0:7443 --db escrow.db --key arbiter.key "
