@@ -103,6 +103,23 @@ def serve_arbiter(
         max_workers=max_workers + max_claims,
         service_names=(ESCROW_SERVICE, VERIFIER_SERVICE),
         metrics=metrics,
-        health_probe=store.size,
+        health_probe=_health_probe(store, signing_key),
         reflection=reflection,
     )
+
+
+def _health_probe(store: EscrowStore, signer: object) -> Callable[[], object]:
+    """Return the health probe: the store answers a query and the signer is alive.
+
+    A signer that can say whether it is alive (a signer process) is asked: one that died
+    leaves nothing signed, so the health service answers ``NOT_SERVING``.
+    """
+    check_alive = getattr(signer, "check_alive", None)
+
+    def probe() -> object:
+        size = store.size()
+        if callable(check_alive):
+            check_alive()
+        return size
+
+    return probe

@@ -122,6 +122,12 @@ class ProcessSigner(PublicKeyHolder):
             raise StateError("the signer process answered without a signature")
         return signed_envelope(payload, kind, signature, self._public)
 
+    def check_alive(self) -> None:
+        """Raise :class:`StateError` if the signer process has ended (the health probe's)."""
+        code = self._process.poll()
+        if code is not None:
+            raise StateError(f"the signer process ended (exit status {code}): nothing is signed")
+
     def close(self) -> None:
         """Stop the signer process (idempotent)."""
         with self._lock:

@@ -32,7 +32,7 @@ import pytest
 from demo.seeded import fixed_salts
 from owner.claim_client import run_claim
 from protocol.encoding import encode
-from protocol.errors import InputError, LimitExceededError, OracleError
+from protocol.errors import InputError, LimitExceededError, OracleError, StateError
 from protocol.escrow_messages import CHECKPOINT_KIND, Checkpoint, verify_checkpoint
 from protocol.items import encode_item
 from protocol.keys import key_id, load_public_key
@@ -349,3 +349,39 @@ def test_an_oversized_onnx_input_that_reaches_a_child_is_refused_before_its_prob
     onnx_file = write_oversized_onnx(tmp_path / "big.onnx", side=65536)
     with pytest.raises(OracleError, match=r"\[limit-exceeded\] the ONNX model's input dimension"):
         start_held(onnx_file, ServeOptions(name="big"), digest=file_sha256(onnx_file))
+
+
+def test_an_arbiter_whose_signer_process_died_is_not_serving(tmp_path):
+    """Nothing can be signed once the signer process is gone: health says NOT_SERVING."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from verifier.escrow.sqlite_store import SqliteEscrowStore
+    from verifier.server import serve_arbiter
+    from verifier.signer_process import ProcessSigner
+    from wire.transport import make_channel
+
+    key = tmp_path / "arbiter.key"
+    cli("verifier", "keygen", "--key", str(key))
+    signer = ProcessSigner.start(key)
+    store = SqliteEscrowStore(tmp_path / "escrow.db", signer)
+    server, port = serve_arbiter(store, signer, "127.0.0.1:0")
+    try:
+        with make_channel(f"127.0.0.1:{port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            serving = health_pb2.HealthCheckResponse.SERVING
+            assert health.Check(health_pb2.HealthCheckRequest(), timeout=10).status == serving
+            signer.check_alive()
+            signer._process.kill()
+            signer._process.wait(10)
+            with pytest.raises(StateError, match="signer process ended"):
+                signer.check_alive()
+            deadline = time.monotonic() + 10  # the probe runs at most once a second or so
+            status = serving
+            while status == serving and time.monotonic() < deadline:
+                time.sleep(0.2)
+                status = health.Check(health_pb2.HealthCheckRequest(), timeout=10).status
+            assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        server.stop(None)
+        store.close()
+        signer.close()
