@@ -56,6 +56,7 @@ from .estimates import run_estimates
 from .evasion import NOISE_DESIGNS, NOISE_STRATEGIES, run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
+from .photo_report import PHOTO_TABLES
 from .planning import TrainingTimes
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
@@ -370,6 +371,9 @@ def _run_table(
         run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
     if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
         RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
+    if plan.table in PHOTO_TABLES:  # the marks' size at full size and resized (#39)
+        for vault in dict.fromkeys(j.vault for j in plan.jobs):
+            workspace.mark_sizes(vault)
     if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
         run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
 

@@ -28,12 +28,13 @@ import torch
 from owner.vault import Vault
 from protocol.claim.functions import AnyScoreSpec
 from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.base import Oracle
+from verifier.oracles.base import ClassifierOracle, Oracle
 from verifier.oracles.defences import wrap
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.classifier import ScoreSpec
 
 from .build import Workspace, die_with_parent, rho_of
+from .photos import ResizingOracle, is_photo_marker
 from .specs import Job
 
 #: The escrow time written into the in-process claim records (not used by the audit).
@@ -119,9 +120,16 @@ def run_audit(
     """File ``job``'s claim against ``model`` (run on ``device``); return what its verdict says.
 
     The model answers through the audit's output defence, when it names one
-    (:mod:`verifier.oracles.defences`: the host's, not the arbiter's).
+    (:mod:`verifier.oracles.defences`: the host's, not the arbiter's); with a photo
+    vault's pairs, behind the practitioner's resize
+    (:class:`~evaluation.photos.ResizingOracle`).
     """
     audit = job.audit
+    served: ClassifierOracle = TorchClassifierOracle(
+        model, n_classes=10, model_name=job.model.name, device=device
+    )
+    if is_photo_marker(job.vault.marker):
+        served = ResizingOracle(served)  # her deployment resizes each query to its input
     result = run_claim(
         workspace.vault(job.vault),
         key=job.key,
@@ -135,10 +143,7 @@ def run_audit(
         ),
         test=audit.test,
         p=audit.p,
-        oracle=wrap(
-            TorchClassifierOracle(model, n_classes=10, model_name=job.model.name, device=device),
-            [audit.defence] if audit.defence else [],
-        ),
+        oracle=wrap(served, [audit.defence] if audit.defence else []),
         rho_draw=audit.rho_draw,
     )
     return {"model": job.model.name, "vault": job.vault.name, "audit": audit.name, **result}

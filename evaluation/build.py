@@ -48,6 +48,7 @@ from owner.marking.proxy import OWN_STEPS, SmallCNN, train_own_proxy, train_prox
 from owner.vault import Vault
 from protocol.seeds import publication_bits
 
+from . import photos
 from .specs import (
     CLUSTERS_PROXY_MARKER,
     OWN_PROXY_MARKER,
@@ -149,6 +150,15 @@ class Workspace:
     def vault(self, spec: VaultSpec) -> Vault:
         """Return the owner's vault of ``spec`` (marked on first use)."""
         target = self.root / "vaults" / spec.name
+        if not target.exists() and photos.is_photo_marker(spec.marker):
+            folder = self.photo_folder(spec)
+            secret = secret_from_seed(f"twinaudit evaluation photos s{spec.seed}-n{spec.n_train}")
+            neutral = photos.PHOTO_MARKERS[spec.marker]
+
+            def build_photos(tmp: Path) -> None:
+                photos.mark_photos(folder, tmp / "vault", neutral=neutral, secret=secret)
+
+            _publish_atomically(build_photos, target)
         if not target.exists():
             split = self.split(spec.seed, spec.n_train)
             config = self.marking_config(spec)
@@ -160,6 +170,47 @@ class Workspace:
 
             _publish_atomically(build, target)
         return Vault.open(target / "vault")
+
+    def photo_folder(self, spec: VaultSpec) -> Path:
+        """Return the folder of the owner's photos of ``spec``'s seed (made on first use).
+
+        :func:`evaluation.photos.write_photos` of her share of the split: ``photos/``
+        and ``labels.json``, shared by every photo vault of the seed.
+        """
+        folder = self.root / "photos" / f"s{spec.seed}-n{spec.n_train}"
+        if not folder.exists():
+            split = self.split(spec.seed, spec.n_train)
+            items = np.load(split.owner_images)
+            labels = json.loads(split.owner_labels.read_text())
+
+            def build(tmp: Path) -> None:
+                photos.write_photos(
+                    items.reshape(items.shape[:3]),
+                    np.array(labels),
+                    tmp,
+                    seed=spec.seed,
+                    side=photos.PHOTO_SIDE,
+                )
+
+            _publish_atomically(build, folder)
+        return folder
+
+    def mark_sizes(self, spec: VaultSpec) -> dict[str, object]:
+        """Return the marks' size of photo vault ``spec``, full size and resized.
+
+        Measured once (:func:`evaluation.photos.mark_sizes`) and kept, keyed by the
+        vault's name, in ``photo-marks.jsonl`` (archived with the other records).
+        """
+        path = self.root / photos.MARK_SIZES_FILE
+        known = photos.load_mark_sizes(path)
+        if spec.name not in known:
+            vault = self.vault(spec)
+            sizes = photos.mark_sizes(vault, self.photo_folder(spec) / "photos", rho_of(vault))
+            record: dict[str, object] = {"key": spec.name, **sizes}
+            with path.open("a") as stream:
+                stream.write(json.dumps(record, sort_keys=True) + "\n")
+            known[spec.name] = record
+        return known[spec.name]
 
     def marking_config(self, spec: VaultSpec) -> MarkingConfig:
         """Return how ``spec``'s vault is marked: its marker, or PGD on the proxy (``pgdproxy``)."""
@@ -224,7 +275,14 @@ class Workspace:
         return target
 
     def published(self, spec: VaultSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-        """Return what the owner published from ``spec``'s vault (version b_i of pair i)."""
+        """Return what the owner published from ``spec``'s vault (version b_i of pair i).
+
+        Photos come as the practitioner trains on them: resized to her model's input
+        (:func:`evaluation.photos.published_resized`).
+        """
+        if photos.is_photo_marker(spec.marker):
+            vault = self.vault(spec)
+            return photos.published_resized(vault, rho_of(vault))
         return published_versions(self.vault(spec))
 
     def used_mask(self, spec: ModelSpec) -> npt.NDArray[np.bool_]:

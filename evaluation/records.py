@@ -59,6 +59,7 @@ KEYED: Final = (
     "baselines.jsonl",  # evaluation.baselines: the baselines' tests
     "owners.jsonl",  # and the several owners' claims
     "unlearning.jsonl",  # evaluation.unlearning: claims before and after unlearning
+    "photo-marks.jsonl",  # evaluation.photos: the photo vaults' marks, full size and resized
 )
 PATTERNS: Final = (
     "runs.json",

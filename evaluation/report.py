@@ -16,6 +16,7 @@ from typing import Final, cast
 
 from . import ablation, attacks, baselines, estimates, evasion, tables, unlearning
 from .foundation.report import INTRO as FOUNDATION_INTRO
+from .photo_report import PHOTO_TABLES, photo_section
 from .records import devices_of
 from .specs import EPOCHS, EPSILON, MARKER, N_TRAIN, PERTURBATION, RECIPE, TEST, K, P, Plan
 from .windows import window_section
@@ -291,6 +292,8 @@ def _section(
         lines += baselines.section(plan, results, work, repeats)
     elif plan.table == "unlearning":
         lines += unlearning.section(plan, results, work, repeats)
+    elif plan.table in PHOTO_TABLES:
+        lines += photo_section(plan, results, infos, repeats, work)
     elif plan.table in RUNG_INTRO:
         lines += [RUNG_INTRO[plan.table], ""]
         lines += tables.ladder_table(plan, results, infos, repeats)

@@ -452,6 +452,53 @@ def plan_unlabelled(seeds: Sequence[int]) -> Plan:
     return plan
 
 
+#: The photo rung's marks (issue #39, part 7; :mod:`evaluation.photos`): ``owner mark``'s
+#: default with labels on the owner's photos of a megapixel, neutral (the default) and
+#: with ``--no-neutral-mark``. The names are :mod:`evaluation.photos`' markers.
+PHOTO_MARKERS: Final = ("photoown", "photoownfree")
+
+
+def plan_photo(seeds: Sequence[int]) -> Plan:
+    """Plan the photo rung trained as rung (a): the owner's items are photos of 1 MP.
+
+    Per seed, a used model for each of :data:`PHOTO_MARKERS` (the demo's regime, her 200
+    photos resized by the practitioner among 1,800 images of 28 px) and the ladder's
+    clean model (``-t1``), all audited with the labelled owner's default claims against
+    each photo vault, the model resizing every query itself.
+    """
+    plan = Plan(
+        "photo",
+        "Photo rung, trained as rung (a): the owner's items are photos of 1 MP",
+    )
+    for seed in seeds:
+        for marker in PHOTO_MARKERS:
+            plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=marker), LABELLED_DEFAULT_AUDITS)
+        clean = ModelSpec(seed, fraction=0.0, training=1)
+        for marker in PHOTO_MARKERS:
+            plan.add(clean, LABELLED_DEFAULT_AUDITS, epsilon=CLI_EPSILON, marker=marker)
+    return plan
+
+
+def plan_photo_standard(seeds: Sequence[int]) -> Plan:
+    """Plan the photo rung trained as rung (b): the ResNet, 80 epochs, her 1,000 photos.
+
+    The same marks and claims as :func:`plan_photo`; the clean models are the
+    ``standard`` table's. A lent accelerator's work (``--device cuda``).
+    """
+    plan = Plan(
+        "photo-standard",
+        "Photo rung, trained as rung (b): the owner's items are photos of 1 MP",
+    )
+    for seed in seeds:
+        sizes = _rung_b_sizes(seed, STANDARD_EPOCHS)
+        for marker in PHOTO_MARKERS:
+            plan.add(replace(sizes, marker=marker), LABELLED_DEFAULT_AUDITS)
+        clean = replace(sizes, fraction=0.0)
+        for marker in PHOTO_MARKERS:
+            plan.add(clean, LABELLED_DEFAULT_AUDITS, epsilon=CLI_EPSILON, marker=marker)
+    return plan
+
+
 #: Rung (b) of the ladder: the training-set size, epochs and trainer of an ordinary
 #: practitioner (:mod:`evaluation.standard`), trained to convergence.
 STANDARD_N_TRAIN: Final = 10_000
@@ -960,6 +1007,8 @@ PLANNERS: Final = {
     "baselines": plan_baselines,
     "owners": plan_owners,
     "unlearning": plan_unlearning,
+    "photo": plan_photo,
+    "photo-standard": plan_photo_standard,
 }
 
 

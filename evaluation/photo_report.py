@@ -1,0 +1,192 @@
+"""The photo rung's section of ``docs/results.md`` (issue #39, part 7).
+
+Per seed and mark variant: each default claim's decision, Q/M, q̂ and untied share,
+the same claim against the seed's clean model, and the marks' size at full size and
+after the practitioner's resize (:mod:`evaluation.photos`); then the pooled DSR and
+false detections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from .photos import MARK_SIZES_FILE, MODEL_SIDE, PHOTO_MARKERS, PHOTO_SIDE, load_mark_sizes
+from .specs import TEST, AuditSpec, Job, Plan
+from .tables import Cell, Result, accuracy_summary
+
+#: The tables of the photo rung: trained as rung (a), and as rung (b).
+PHOTO_TABLES: Final = ("photo", "photo-standard")
+
+INTRO: Final = (
+    "The owner's items are photos (issue #39, part 7): each of her items in the split (rung "
+    f"(a): 200 of M = 2,000) is made a {PHOTO_SIDE}×{PHOTO_SIDE} RGB photo (1.05 MP) — the "
+    "28×28 Fashion-MNIST image upscaled with PIL's bicubic filter, a colour tint of unit "
+    "luminance, a low-frequency texture (±6%) and sensor noise (σ = 3 levels), written "
+    "as PNG files (`evaluation.photos`). She marks them at full size with `owner mark`'s "
+    "defaults with `--labels` (`proxy-own`: the proxy CNN trained 3,160 steps on her "
+    "photos at 32 px, PGD at a working resolution of 64 px carried back to full size, "
+    "ε = 10), through the CLI's own configuration code: `photoown` with the default "
+    "neutral mark, `photoownfree` with `--no-neutral-mark`, from the same photos and "
+    "secret. The practitioner resizes the published photos with her own library and "
+    f"settings (PIL: to grey, then Lanczos to {MODEL_SIDE}×{MODEL_SIDE}) and trains as in "
+    "rung (a) (the demo's CNN, 500 epochs of Adam, pad-crop-flip) on them beside her "
+    "1,800 other images of 28 px. The claims are the labelled owner's defaults (C1 "
+    "`dither` K = 1, tie margin 0.01, `mixture-graded`; C3 `dither` K = 1); the items go "
+    "to the model at their native size and her deployment resizes each query the same "
+    "way before the network (`evaluation.photos.ResizingOracle`, in process: the "
+    "arbiter's own resize for fixed-input oracles is not what ran here). Clean models: "
+    "the ladder's (`-t1`), trained without her photos, with the same claims. ε at full "
+    "size: |published − original photo| over every channel of every pixel of the "
+    "published versions; after the resize: |resize(published) − resize(original)| at "
+    f"{MODEL_SIDE} px (levels of 255: the largest |δ|, the mean over photos of their "
+    "mean |δ|, and at full size the mean over photos of their mean signed δ, a brightness shift). "
+    "What it does not cover: real photo datasets (none is available here: the photos are "
+    "upscaled 28 px images, so their detail is what 28 px holds), training as in rungs "
+    "(b) and (c), models of 96 or 224 px input, colour models, JPEG publication, and "
+    "the arbiter's own resize. The rung-(b) version (the ResNet, 80 epochs, her 1,000 "
+    "photos) is `python -m evaluation photo-standard --device cuda --jobs 16` on a lent "
+    "accelerator."
+)
+
+
+def _claim_name(audit: AuditSpec) -> str:
+    """Return how a row names ``audit``'s claim."""
+    extra = f", margin {audit.margin:g}" if audit.margin else ""
+    extra += f", `{audit.test}`" if audit.test != TEST else ""
+    return f"{audit.knowledge}, `{audit.perturbation}` K = {audit.k}{extra}"
+
+
+def _one(results: Mapping[str, Result], jobs: Sequence[Job]) -> Result | None:
+    found = [results[j.key] for j in jobs if j.key in results]
+    return found[0] if found else None
+
+
+def _outcome(result: Result | None, m: int) -> list[str]:
+    """Return decision, Q/M, q̂ (draws) of one claim, or dashes when it has not run."""
+    if result is None:
+        return ["not run", "—", "—"]
+    draws, successes = int(str(result["draws"])), int(str(result["successes"]))
+    opened = int(str(result["pairs_opened"]))
+    q_hat = f"{successes / draws:.3f} ({draws}/{opened})" if draws else f"— (0/{opened})"
+    detected = result["decision"] == "detected"
+    return [
+        "detected" if detected else "not detected",
+        f"{100 * opened / m:.2f}%" if detected else "—",
+        q_hat,
+    ]
+
+
+def _sizes(record: Mapping[str, object] | None) -> list[str]:
+    if record is None:
+        return ["—", "—"]
+    return [
+        f"{record['full_max']} / {float(str(record['full_mean'])):.2f} / "
+        f"{float(str(record['full_shift'])):+.2f}",
+        f"{record['resized_max']} / {float(str(record['resized_mean'])):.2f}",
+    ]
+
+
+def _accuracy(infos: Mapping[str, Mapping[str, object]], names: Sequence[str], what: str) -> str:
+    """Return ``mean ± sd`` of the ``what`` accuracy (train, test, owner) of these models."""
+    key = f"{what}_accuracy"
+    return accuracy_summary([float(str(infos[n][key])) for n in names if key in infos.get(n, {})])
+
+
+def photo_section(
+    plan: Plan,
+    results: Mapping[str, Result],
+    infos: Mapping[str, Mapping[str, object]],
+    repeats: int,
+    work: Path,
+) -> list[str]:
+    """Return the photo rung's intro and tables (per seed, then pooled)."""
+    sizes = load_mark_sizes(work / MARK_SIZES_FILE)
+    m = plan.models[0].n_train
+    lines = [INTRO, ""]
+    used = [s for s in plan.models if not s.clean]
+    clean = [s for s in plan.models if s.clean]
+    for marker in PHOTO_MARKERS:
+        mine = [s.name for s in used if s.marker == marker]
+        lines.append(
+            f"- `{marker}` models: train {_accuracy(infos, mine, 'train')}, test "
+            f"{_accuracy(infos, mine, 'test')}, on her resized published photos "
+            f"{_accuracy(infos, mine, 'owner')}."
+        )
+    names = [s.name for s in clean]
+    lines += [
+        f"- clean models: train {_accuracy(infos, names, 'train')}, test "
+        f"{_accuracy(infos, names, 'test')}.",
+        "",
+    ]
+    header = [
+        "marks",
+        "seed",
+        "ε full size (max / mean / mean δ)",
+        "ε resized (max / mean)",
+        "claim",
+        "used model",
+        "Q/M",
+        "q̂ (untied/opened)",
+        "clean model",
+        "q̂ clean",
+    ]
+    rows: list[list[str]] = []
+    audits = list(dict.fromkeys(j.audit for j in plan.jobs))
+    seeds = sorted({s.seed for s in plan.models})
+    for marker in PHOTO_MARKERS:
+        for seed in seeds:
+            for audit in audits:
+                picked = [
+                    j
+                    for j in plan.jobs
+                    if j.vault.marker == marker and j.model.seed == seed and j.audit == audit
+                ]
+                hit = _one(results, [j for j in picked if not j.model.clean])
+                miss = _one(results, [j for j in picked if j.model.clean])
+                vault = picked[0].vault.name if picked else ""
+                clean_out = _outcome(miss, m)
+                rows.append(
+                    [
+                        f"`{marker}`",
+                        str(seed),
+                        *_sizes(sizes.get(vault)),
+                        _claim_name(audit),
+                        *_outcome(hit, m),
+                        clean_out[0],
+                        clean_out[2],
+                    ]
+                )
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["", *_pooled(plan, results, repeats, m, audits)]
+    return lines
+
+
+def _pooled(
+    plan: Plan, results: Mapping[str, Result], repeats: int, m: int, audits: Sequence[AuditSpec]
+) -> list[str]:
+    """Return the pooled table: per marks and claim, DSR, Q/M, q̂, false detections."""
+    header = ["marks", "claim", "DSR", "Q/M", "q̂", "false detections", "q̂ clean"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for marker in PHOTO_MARKERS:
+        for audit in audits:
+
+            def found(clean: bool, a: AuditSpec = audit, mk: str = marker) -> Cell:
+                picked = [
+                    results[j.key]
+                    for j in plan.jobs
+                    if j.key in results
+                    and j.model.clean == clean
+                    and j.vault.marker == mk
+                    and j.audit == a
+                ]
+                return Cell(repeats, picked)
+
+            hit, miss = found(False), found(True)
+            lines.append(
+                f"| `{marker}` | {_claim_name(audit)} | {hit.dsr()} | {hit.q_over_m(m)} | "
+                f"{hit.q_hat()} | {miss.dsr()} | {miss.q_hat()} |"
+            )
+    return lines

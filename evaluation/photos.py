@@ -1,0 +1,256 @@
+"""The photo rung (issue #39, part 7): the owner's items are photos, the model's input is not.
+
+A practitioner never trains on an owner's photo as it is: she resizes it to her model's
+input. Here the owner's 200 items of an experiment (rung (a)'s share) are made photos
+of about a megapixel — each 28×28 Fashion-MNIST image upscaled to
+:data:`PHOTO_SIDE` px with PIL's bicubic filter, given a colour tint of unit
+luminance, a low-frequency texture and sensor noise (:func:`make_photo`) — and
+written as a folder of PNG files with a JSON label list. The owner marks them with
+``owner mark``'s defaults with labels (``proxy-own``), at full size, through the
+CLI's own configuration code (:func:`owner.kinds.marking_config`) and
+:func:`owner.mark.mark`: the default neutral mark (:data:`NEUTRAL_MARKER`) and the
+same with ``--no-neutral-mark`` (:data:`FREE_MARKER`), from the same photos and
+secret.
+
+The practitioner resizes the published photos with her own library and settings
+(:func:`practitioner_resize`: PIL, to grey, Lanczos to 28×28) and trains rung (a)'s
+network on them beside her other 28 px images. Her model is served so that it resizes
+every query the same way before the network (:class:`ResizingOracle`): the claim
+sends the items at their native size, and the oracle brings them to its own input.
+
+numpy, PIL and the verifier's oracle interface only; nothing here trains.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from owner.images.sources import open_source
+from owner.kinds import ImageOptions, MarkOptions, marking_config
+from owner.mark import mark
+from owner.marking import MarkingConfig
+from owner.vault import Vault
+from protocol.seeds import publication_bits
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+
+#: The work directory's record of the photo vaults' mark sizes (keyed by vault name).
+MARK_SIZES_FILE: Final = "photo-marks.jsonl"
+#: The photos' side: 1024 × 1024 px, about a megapixel (1.05 MP).
+PHOTO_SIDE: Final = 1024
+#: The vault marker names of the photo rung: ``owner mark``'s default with labels
+#: (``proxy-own``, neutral mark) and the same with ``--no-neutral-mark``.
+NEUTRAL_MARKER: Final = "photoown"
+FREE_MARKER: Final = "photoownfree"
+#: Whether each photo marker's marks are neutral (``MarkingConfig.neutral_mark``).
+PHOTO_MARKERS: Final = {NEUTRAL_MARKER: True, FREE_MARKER: False}
+#: The side of the practitioner's model input (rung (a)'s network).
+MODEL_SIDE: Final = 28
+#: The practitioner's resize: PIL's Lanczos filter (antialiased when reducing).
+PRACTITIONER_FILTER: Final = Image.Resampling.LANCZOS
+#: The photos' texture: low-frequency multiplicative grain (relative amplitude), its
+#: grid, and the sensor noise (levels, Gaussian).
+TEXTURE_AMPLITUDE: Final = 0.06
+TEXTURE_GRID: Final = 64
+NOISE_LEVELS: Final = 3.0
+#: How far each channel of a photo's tint strays from grey before it is brought back
+#: to unit luminance (ITU-R 601, what PIL's conversion to grey weighs).
+TINT_SPREAD: Final = 0.15
+LUMA: Final = np.array([0.299, 0.587, 0.114])
+
+
+def is_photo_marker(marker: str) -> bool:
+    """Return whether ``marker`` names one of the photo rung's vaults."""
+    return marker in PHOTO_MARKERS
+
+
+def make_photo(
+    item: npt.NDArray[np.uint8], rng: np.random.Generator, side: int = PHOTO_SIDE
+) -> npt.NDArray[np.uint8]:
+    """Return a ``side``×``side`` RGB photo (uint8) made from a small grey ``item``.
+
+    Bicubic upscaling (PIL), a colour tint whose luminance is one (so that the grey a
+    practitioner converts it to keeps the item's brightness), a multiplicative
+    texture of relative amplitude :data:`TEXTURE_AMPLITUDE` on a
+    :data:`TEXTURE_GRID`-cell grid upscaled bilinearly, and Gaussian sensor noise of
+    :data:`NOISE_LEVELS` levels; rounded and clipped to 0..255.
+    """
+    grey = np.asarray(
+        Image.fromarray(np.ascontiguousarray(item)).resize((side, side), Image.Resampling.BICUBIC),
+        dtype=np.float32,
+    )
+    tint = 1.0 + rng.uniform(-TINT_SPREAD, TINT_SPREAD, size=3)
+    tint /= float(LUMA @ tint)
+    grain = rng.normal(0.0, 1.0, size=(TEXTURE_GRID, TEXTURE_GRID)).astype(np.float32)
+    grain_image = Image.fromarray(grain, mode="F").resize((side, side), Image.Resampling.BILINEAR)
+    texture = 1.0 + TEXTURE_AMPLITUDE * np.asarray(grain_image, dtype=np.float32)
+    photo = grey[:, :, None] * texture[:, :, None] * tint[None, None, :].astype(np.float32)
+    photo += rng.normal(0.0, NOISE_LEVELS, size=photo.shape).astype(np.float32)
+    pixels: npt.NDArray[np.uint8] = np.clip(np.rint(photo), 0, 255).astype(np.uint8)
+    return pixels
+
+
+def write_photos(
+    items: npt.NDArray[np.uint8],
+    labels: npt.NDArray[np.integer],
+    folder: Path,
+    *,
+    seed: int,
+    side: int = PHOTO_SIDE,
+) -> Path:
+    """Write ``items`` (N, h, w) as photos ``folder/photos/photo-NNNN.png``; return the labels file.
+
+    The labels go, in the photos' order, to ``folder/labels.json``. The randomness is
+    seeded by ``seed`` (the experiment's): the same items make the same photos.
+    """
+    photos = folder / "photos"
+    photos.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([seed, 39, 7])
+    for index, item in enumerate(items):
+        photo = make_photo(item, rng, side)
+        Image.fromarray(photo).save(photos / f"photo-{index:04d}.png", compress_level=1)
+    labels_file = folder / "labels.json"
+    labels_file.write_text(json.dumps([int(y) for y in labels]))
+    return labels_file
+
+
+def mark_photos(folder: Path, vault_path: Path, *, neutral: bool, secret: bytes) -> MarkingConfig:
+    """Mark the photos :func:`write_photos` wrote in ``folder`` as ``owner mark`` does with labels.
+
+    The configuration is the CLI's (:func:`owner.kinds.marking_config`: no option but
+    the labels, and ``--no-neutral-mark`` when ``neutral`` is false); returns it.
+    """
+    options = MarkOptions(
+        input=folder / "photos",
+        out=vault_path,
+        secret=secret,
+        show_progress=False,
+        image=ImageOptions(labels=folder / "labels.json", neutral_mark=None if neutral else False),
+    )
+    source = open_source(options.input, labels=options.image.labels)
+    config = marking_config(options, source)
+    mark(source, vault_path, config, secret=secret, show_progress=False)
+    return config
+
+
+def practitioner_resize(
+    photo: npt.NDArray[np.uint8], side: int = MODEL_SIDE
+) -> npt.NDArray[np.uint8]:
+    """Return the practitioner's ``side``×``side`` grey copy of ``photo`` (H, W, C) uint8.
+
+    PIL: converted to grey (``"L"``, ITU-R 601 luma), then resized with
+    :data:`PRACTITIONER_FILTER`.
+    """
+    pixels = photo[..., 0] if photo.shape[-1] == 1 else photo
+    image = Image.fromarray(np.ascontiguousarray(pixels))
+    if image.mode != "L":
+        image = image.convert("L")
+    return np.asarray(image.resize((side, side), PRACTITIONER_FILTER), dtype=np.uint8)
+
+
+def published_bits(vault: Vault, rho: bytes) -> npt.NDArray[np.bool_]:
+    """Return the publication bits of ``vault`` under the arbiter randomness ``rho``."""
+    return np.array(publication_bits(vault.root, rho, len(vault)), dtype=bool)
+
+
+def iter_pairs(vault: Vault) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8], int]]:
+    """Yield each pair's two versions (H, W, C) and its label (−1 without), in order."""
+    for _, v0, v1, labels, _ in vault.chunks():
+        for k, label in enumerate(labels):
+            yield v0[k], v1[k], int(label) if label is not None else -1
+
+
+def published_resized(
+    vault: Vault, rho: bytes
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Return what the practitioner trains on from ``vault``: the published versions, resized.
+
+    Version b_i of pair i (the bits of ``rho``), through :func:`practitioner_resize`.
+    """
+    bits = published_bits(vault, rho)
+    images, labels = [], []
+    for index, (v0, v1, label) in enumerate(iter_pairs(vault)):
+        images.append(practitioner_resize(v1 if bits[index] else v0))
+        labels.append(label)
+    return np.stack(images), np.array(labels, dtype=np.int64)
+
+
+def mark_sizes(vault: Vault, photos: Path, rho: bytes) -> dict[str, float | int]:
+    """Measure the marks of ``vault`` at full size and after the practitioner's resize.
+
+    Against the original photos in ``photos`` (the folder :func:`write_photos` wrote),
+    over every pair's published version: the largest and mean |δ| in levels at full
+    size (every channel of every pixel), and the same between the practitioner's
+    resized copies of the published and of the original photo; also the mean of each
+    photo's mean δ (a brightness shift) at full size.
+    """
+    bits = published_bits(vault, rho)
+    names = sorted(p.name for p in photos.iterdir() if p.suffix == ".png")
+    full_max = small_max = 0
+    full_mean: list[float] = []
+    small_mean: list[float] = []
+    shift: list[float] = []
+    for index, (v0, v1, _) in enumerate(iter_pairs(vault)):
+        original = np.asarray(Image.open(photos / names[index]), dtype=np.uint8)
+        published = v1 if bits[index] else v0
+        delta = published.astype(np.int16) - original.reshape(published.shape).astype(np.int16)
+        full_max = max(full_max, int(np.abs(delta).max()))
+        full_mean.append(float(np.abs(delta).mean()))
+        shift.append(float(delta.mean()))
+        resized = practitioner_resize(published).astype(np.int16)
+        small = resized - practitioner_resize(original).astype(np.int16)
+        small_max = max(small_max, int(np.abs(small).max()))
+        small_mean.append(float(np.abs(small).mean()))
+    return {
+        "pairs": len(full_mean),
+        "full_max": full_max,
+        "full_mean": round(float(np.mean(full_mean)), 3),
+        "full_shift": round(float(np.mean(shift)), 3),
+        "resized_max": small_max,
+        "resized_mean": round(float(np.mean(small_mean)), 3),
+    }
+
+
+def load_mark_sizes(path: Path) -> dict[str, dict[str, object]]:
+    """Return the mark-size records in ``path`` by vault name (none if it is not there)."""
+    if not path.exists():
+        return {}
+    found: dict[str, dict[str, object]] = {}
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a torn last line
+            continue
+        found[str(record["key"])] = record
+    return found
+
+
+class ResizingOracle(ClassifierOracle):
+    """A classifier served behind the practitioner's own resize (her deployment).
+
+    Each query (float32 (N, H, W, C) in [0, 1], at the item's native size) is rounded
+    to 8-bit, brought to the model's input by :func:`practitioner_resize`, and passed
+    to the wrapped oracle as (N, side, side, 1). The description is the wrapped one's.
+    """
+
+    def __init__(self, inner: ClassifierOracle, side: int = MODEL_SIDE) -> None:
+        """Serve ``inner`` (a model taking ``side``×``side`` grey images)."""
+        self._inner = inner
+        self._side = side
+
+    @property
+    def info(self) -> OracleInfo:
+        """Return the wrapped oracle's self-description."""
+        return self._inner.info
+
+    def classify(self, images: F32Images) -> ClassifyAnswer:
+        """Resize each image as the practitioner does, then classify."""
+        pixels = np.clip(np.rint(np.asarray(images) * 255.0), 0, 255).astype(np.uint8)
+        small = np.stack([practitioner_resize(image, self._side) for image in pixels])
+        return self._inner.classify(small[..., None].astype(np.float32) / 255.0)

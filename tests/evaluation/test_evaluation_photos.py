@@ -1,0 +1,96 @@
+"""Issue #39, part 7: the photo rung (the owner's items are photos; the model resizes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation import photos
+from evaluation.__main__ import main as evaluation_main
+from evaluation.specs import LABELLED_DEFAULT_AUDITS, plan_photo, plan_photo_standard
+from tests.support.fashion import needs_data
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+
+
+def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_defaults():
+    plan = plan_photo([0, 1])
+    used = [m for m in plan.models if not m.clean]
+    assert sorted({m.marker for m in used}) == ["photoown", "photoownfree"]
+    assert all(m.trainer == "demo" and m.n_train == 2000 and m.epsilon == 10 for m in used)
+    clean = [m for m in plan.models if m.clean]
+    assert [m.name for m in clean] == [f"s{s}-n2000-pad-crop-flip-e500-clean-t1" for s in (0, 1)]
+    assert {j.audit for j in plan.jobs} == set(LABELLED_DEFAULT_AUDITS)
+    assert len(plan.jobs) == 2 * 2 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, marks, models
+    standard = plan_photo_standard([0])
+    assert {m.trainer for m in standard.models} == {"resnet-sgd"}
+    assert {j.vault.name for j in standard.jobs} == {
+        "s0-n10000-photoown10",
+        "s0-n10000-photoownfree10",
+    }
+
+
+def test_a_photo_is_a_seeded_colour_upscale_that_resizes_back_to_its_item():
+    item = (np.arange(28 * 28).reshape(28, 28) % 256).astype(np.uint8)
+    one = photos.make_photo(item, np.random.default_rng(0), side=256)
+    assert one.shape == (256, 256, 3) and one.dtype == np.uint8
+    assert np.array_equal(one, photos.make_photo(item, np.random.default_rng(0), side=256))
+    assert not np.array_equal(one[..., 0], one[..., 2])  # tinted: a colour photo
+    back = photos.practitioner_resize(one).astype(int)
+    assert back.shape == (28, 28)
+    assert np.abs(back - item.astype(int)).mean() < 25  # the item again, blurred
+
+
+class _Recorder(ClassifierOracle):
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, ...]] = []
+
+    @property
+    def info(self) -> OracleInfo:
+        return OracleInfo(
+            model_name="m",
+            model_digest="0" * 64,
+            capabilities=("classify",),
+            classify_output="probabilities",
+            n_classes=2,
+            max_batch=8,
+        )
+
+    def classify(self, images):  # type: ignore[no-untyped-def]
+        self.seen.append(images.shape)
+        return ClassifyAnswer(probabilities=np.full((len(images), 2), 0.5))
+
+
+def test_the_resizing_oracle_sends_the_model_its_own_input_size():
+    inner = _Recorder()
+    served = photos.ResizingOracle(inner)
+    answer = served.classify(np.zeros((3, 200, 300, 3), dtype=np.float32))
+    assert inner.seen == [(3, 28, 28, 1)] and len(answer) == 3
+    assert served.info == inner.info
+
+
+@pytest.mark.slow
+@needs_data
+def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monkeypatch):
+    monkeypatch.setattr(photos, "PHOTO_SIDE", 160)  # still above the 64 px working side
+    monkeypatch.setattr("owner.marking.proxy.OWN_STEPS", 20)
+    args = ["photo", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
+    args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
+    assert evaluation_main(args) == 0
+    work = tmp_path / "work"
+    audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
+    assert len(audits) == len(plan_photo([0]).jobs)
+    sizes = photos.load_mark_sizes(work / photos.MARK_SIZES_FILE)
+    assert sorted(sizes) == ["s0-n200-photoown10", "s0-n200-photoownfree10"]
+    for record in sizes.values():
+        assert record["pairs"] == 20 and 0 < int(str(record["full_max"])) <= 10
+    photo = next((work / "photos" / "s0-n200" / "photos").iterdir())
+    assert photo.suffix == ".png"
+    report = (tmp_path / "results.md").read_text()
+    assert "## Photo rung, trained as rung (a)" in report
+    assert "| `photoownfree` | 0 |" in report
+    assert "python -m evaluation photo-standard --device cuda" in report
+    vault = Path(work / "vaults" / "s0-n200-photoown10" / "vault")
+    assert vault.is_dir()
