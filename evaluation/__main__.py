@@ -56,6 +56,7 @@ from .estimates import run_estimates
 from .evasion import NOISE_DESIGNS, NOISE_STRATEGIES, run_evasion
 from .foundation import run as foundation
 from .foundation.specs import KINDS
+from .photo_pairs import score_photo_pairs
 from .photo_report import PHOTO_TABLES
 from .planning import TrainingTimes
 from .records import archive, trained_on
@@ -371,9 +372,10 @@ def _run_table(
         run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
     if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
         RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
-    if plan.table in PHOTO_TABLES:  # the marks' size at full size and resized (#39)
+    if plan.table in PHOTO_TABLES:  # the marks' size, and q̂ over all pairs (#39)
         for vault in dict.fromkeys(j.vault for j in plan.jobs):
             workspace.mark_sizes(vault)
+        score_photo_pairs(workspace, plan, say)
     if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
         run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
 

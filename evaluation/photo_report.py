@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from . import ablation
 from .photos import MARK_SIZES_FILE, MODEL_SIDE, PHOTO_MARKERS, PHOTO_SIDE, load_mark_sizes
 from .specs import TEST, AuditSpec, Job, Plan
 from .tables import Cell, Result, accuracy_summary
@@ -51,6 +52,15 @@ INTRO: Final = (
 )
 
 
+#: Above the rung-(b) version's table.
+INTRO_STANDARD: Final = (
+    "The photo rung above, trained as rung (b): the ResNet of the `standard-own` table, 80 "
+    "epochs, M = 10,000 of which her 1,000 photos; the same photos, marks, resize and "
+    "claims, the `standard` table's clean models. A lent accelerator's work: `python -m "
+    "evaluation photo-standard --device cuda --jobs 16 --repeats 3`."
+)
+
+
 def _claim_name(audit: AuditSpec) -> str:
     """Return how a row names ``audit``'s claim."""
     extra = f", margin {audit.margin:g}" if audit.margin else ""
@@ -78,6 +88,20 @@ def _outcome(result: Result | None, m: int) -> list[str]:
     ]
 
 
+def _all_pairs(scored: Mapping[str, Mapping[str, object]], job: Job) -> str:
+    """Return q̂ over all pairs of ``job``'s model and vault with its claim's score, or —."""
+    variant = ablation.Variant(
+        job.audit.knowledge, job.audit.perturbation, job.audit.k, margin=job.audit.margin
+    )
+    record = scored.get(ablation.key(job.model, job.vault, variant))
+    if record is None:
+        return "—"
+    wins, losses = int(str(record["wins"])), int(str(record["losses"]))
+    if wins + losses == 0:
+        return "— (0)"
+    return f"{wins / (wins + losses):.3f} ({wins + losses})"
+
+
 def _sizes(record: Mapping[str, object] | None) -> list[str]:
     if record is None:
         return ["—", "—"]
@@ -103,8 +127,11 @@ def photo_section(
 ) -> list[str]:
     """Return the photo rung's intro and tables (per seed, then pooled)."""
     sizes = load_mark_sizes(work / MARK_SIZES_FILE)
+    scored = ablation.load(work / "ablation.jsonl")
     m = plan.models[0].n_train
-    lines = [INTRO, ""]
+    lines = [INTRO if plan.table == "photo" else INTRO_STANDARD, ""]
+    if not any(j.key in results for j in plan.jobs):
+        return [*lines, "Not run yet."]
     used = [s for s in plan.models if not s.clean]
     clean = [s for s in plan.models if s.clean]
     for marker in PHOTO_MARKERS:
@@ -129,8 +156,10 @@ def photo_section(
         "used model",
         "Q/M",
         "q̂ (untied/opened)",
+        "q̂ all pairs (untied)",
         "clean model",
         "q̂ clean",
+        "q̂ clean all pairs",
     ]
     rows: list[list[str]] = []
     audits = list(dict.fromkeys(j.audit for j in plan.jobs))
@@ -147,6 +176,7 @@ def photo_section(
                 miss = _one(results, [j for j in picked if j.model.clean])
                 vault = picked[0].vault.name if picked else ""
                 clean_out = _outcome(miss, m)
+                every = [_all_pairs(scored, j) for j in picked]
                 rows.append(
                     [
                         f"`{marker}`",
@@ -154,39 +184,73 @@ def photo_section(
                         *_sizes(sizes.get(vault)),
                         _claim_name(audit),
                         *_outcome(hit, m),
+                        next(
+                            (e for j, e in zip(picked, every, strict=True) if not j.model.clean),
+                            "—",
+                        ),
                         clean_out[0],
                         clean_out[2],
+                        next((e for j, e in zip(picked, every, strict=True) if j.model.clean), "—"),
                     ]
                 )
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines += ["", *_pooled(plan, results, repeats, m, audits)]
+    lines += ["", *_pooled(plan, results, scored, repeats=repeats, m=m, audits=audits)]
     return lines
 
 
 def _pooled(
-    plan: Plan, results: Mapping[str, Result], repeats: int, m: int, audits: Sequence[AuditSpec]
+    plan: Plan,
+    results: Mapping[str, Result],
+    scored: Mapping[str, Mapping[str, object]],
+    *,
+    repeats: int,
+    m: int,
+    audits: Sequence[AuditSpec],
 ) -> list[str]:
     """Return the pooled table: per marks and claim, DSR, Q/M, q̂, false detections."""
-    header = ["marks", "claim", "DSR", "Q/M", "q̂", "false detections", "q̂ clean"]
+    header = [
+        "marks",
+        "claim",
+        "DSR",
+        "Q/M",
+        "q̂",
+        "q̂ all pairs",
+        "false detections",
+        "q̂ clean",
+        "q̂ clean all pairs",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for marker in PHOTO_MARKERS:
         for audit in audits:
-
-            def found(clean: bool, a: AuditSpec = audit, mk: str = marker) -> Cell:
-                picked = [
-                    results[j.key]
-                    for j in plan.jobs
-                    if j.key in results
-                    and j.model.clean == clean
-                    and j.vault.marker == mk
-                    and j.audit == a
-                ]
-                return Cell(repeats, picked)
-
-            hit, miss = found(False), found(True)
+            mine = [j for j in plan.jobs if j.vault.marker == marker and j.audit == audit]
+            hit, miss = (
+                Cell(
+                    repeats,
+                    [results[j.key] for j in mine if j.key in results and j.model.clean == c],
+                )
+                for c in (False, True)
+            )
+            every = [
+                _pooled_all_pairs(scored, [j for j in mine if j.model.clean == c])
+                for c in (False, True)
+            ]
             lines.append(
                 f"| `{marker}` | {_claim_name(audit)} | {hit.dsr()} | {hit.q_over_m(m)} | "
-                f"{hit.q_hat()} | {miss.dsr()} | {miss.q_hat()} |"
+                f"{hit.q_hat()} | {every[0]} | {miss.dsr()} | {miss.q_hat()} | {every[1]} |"
             )
     return lines
+
+
+def _pooled_all_pairs(scored: Mapping[str, Mapping[str, object]], jobs: Sequence[Job]) -> str:
+    """Return q̂ over all pairs pooled over ``jobs``' models (untied pairs), or —."""
+    wins = losses = 0
+    for job in jobs:
+        variant = ablation.Variant(
+            job.audit.knowledge, job.audit.perturbation, job.audit.k, margin=job.audit.margin
+        )
+        record = scored.get(ablation.key(job.model, job.vault, variant))
+        if record is not None:
+            wins += int(str(record["wins"]))
+            losses += int(str(record["losses"]))
+    return f"{wins / (wins + losses):.3f} ({wins + losses})" if wins + losses else "—"

@@ -86,6 +86,11 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     assert sorted(sizes) == ["s0-n200-photoown10", "s0-n200-photoownfree10"]
     for record in sizes.values():
         assert record["pairs"] == 20 and 0 < int(str(record["full_max"])) <= 10
+    scored = (work / "ablation.jsonl").read_text().splitlines()
+    assert len(scored) == 2 * 4  # two scores, two used models and the clean one twice
+    for line in scored:
+        record = json.loads(line)
+        assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
     photo = next((work / "photos" / "s0-n200" / "photos").iterdir())
     assert photo.suffix == ".png"
     report = (tmp_path / "results.md").read_text()

@@ -1,0 +1,91 @@
+"""q̂ over all pairs of a photo vault, through the practitioner's resize (issue #39, part 7).
+
+A claim stops once its test decides, so its q̂ is over the pairs it opened. As the
+ablation does for the 28 px tables (:mod:`evaluation.ablation`), the photo rung scores
+the labelled owner's default scores on every pair of each vault against each model,
+with the claims' perturbation streams and the ablation's audit seed, the model
+answering behind :class:`~evaluation.photos.ResizingOracle`. A vault's photos are read
+a chunk of pairs at a time (a pair of 1 MP RGB photos is 25 MB as the float copies the
+score draws). Records go to ``ablation.jsonl`` under the ablation's keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final, cast
+
+import numpy as np
+
+from protocol.seeds import audit_seed, publication_bits
+from twinaudit.estimate import pair_outcomes, tally
+from verifier.oracles.torch_oracle import TorchClassifierOracle
+from verifier.scoring.augment import stream_label
+
+from .ablation import Variant, ablation_nonce, key
+from .audit import AuditLog
+from .build import Workspace, rho_of
+from .photos import ResizingOracle, is_photo_marker
+from .specs import Plan
+
+#: The scores of the labelled owner's default claims (the graded test's pairs are the
+#: mixture's: the test only sizes the bets).
+PHOTO_VARIANTS: Final = (Variant("C1", "dither", 1, margin=0.01), Variant("C3", "dither", 1))
+#: Pairs scored at a time.
+CHUNK: Final = 8
+
+
+def score_photo_pairs(
+    workspace: Workspace, plan: Plan, say: Callable[[str], None]
+) -> dict[str, dict[str, object]]:
+    """Score :data:`PHOTO_VARIANTS` on every pair of ``plan``'s photo vaults; return the records."""
+    log = AuditLog(workspace.root / "ablation.jsonl")
+    for model, spec in dict.fromkeys((j.model, j.vault) for j in plan.jobs):
+        todo = [v for v in PHOTO_VARIANTS if key(model, spec, v) not in log.results]
+        if not is_photo_marker(spec.marker) or not todo:
+            continue
+        if not (workspace.model_dir(model) / "model.pt").exists():
+            continue
+        net = workspace.load_model(model)
+        inner = TorchClassifierOracle(net, n_classes=10, model_name=model.name)
+        # pair_outcomes reads only classify and info, which the resizing host serves.
+        oracle = cast(TorchClassifierOracle, ResizingOracle(inner))
+        vault = workspace.vault(spec)
+        rho = rho_of(vault)
+        bits = publication_bits(vault.root, rho, len(vault))
+        seed = audit_seed(vault.root, rho, ablation_nonce(model, spec))
+        outcomes: dict[Variant, list[np.ndarray]] = {v: [] for v in todo}
+        for start, v0, v1, labels, _ in vault.chunks():
+            for first in range(0, len(v0), CHUNK):
+                last = min(first + CHUNK, len(v0))
+                offset = start + first
+                versions = np.stack([v0[first:last], v1[first:last]], axis=1)
+                chunk_labels = [int(y) if y is not None else -1 for y in labels[first:last]]
+
+                def streams(i: int, v: int, offset: int = offset) -> str:
+                    return stream_label(offset + i, v)
+
+                for variant in todo:
+                    outcomes[variant].append(
+                        pair_outcomes(
+                            oracle,
+                            versions=versions,
+                            labels=chunk_labels,
+                            bits=bits[offset : offset + last - first],
+                            seed=seed,
+                            spec=variant.spec(),
+                            streams=streams,
+                        )
+                    )
+        for variant in todo:
+            counted = tally(np.concatenate(outcomes[variant]))
+            log.add(
+                {
+                    "key": key(model, spec, variant),
+                    "model": model.name,
+                    "wins": counted.wins,
+                    "losses": counted.losses,
+                    "ties": counted.ties,
+                }
+            )
+        say(f"  all pairs: {model.name} with {spec.name}: {len(todo)} scores")
+    return log.results
