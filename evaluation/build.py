@@ -154,9 +154,12 @@ class Workspace:
             folder = self.photo_folder(spec)
             secret = secret_from_seed(f"twinaudit evaluation photos s{spec.seed}-n{spec.n_train}")
             neutral = photos.PHOTO_MARKERS[spec.marker]
+            proxies = self.root / "proxy"  # the seed's two vaults share their proxy
 
             def build_photos(tmp: Path) -> None:
-                photos.mark_photos(folder, tmp / "vault", neutral=neutral, secret=secret)
+                photos.mark_photos(
+                    folder, tmp / "vault", neutral=neutral, secret=secret, proxies=proxies
+                )
 
             _publish_atomically(build_photos, target)
         if not target.exists():

@@ -163,7 +163,7 @@ def photo_section(
     ]
     rows: list[list[str]] = []
     audits = list(dict.fromkeys(j.audit for j in plan.jobs))
-    seeds = sorted({s.seed for s in plan.models})
+    seeds = sorted({j.model.seed for j in plan.jobs if j.key in results})  # those run
     for marker in PHOTO_MARKERS:
         for seed in seeds:
             for audit in audits:

@@ -23,8 +23,10 @@ numpy, PIL and the verifier's oracle interface only; nothing here trains.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -36,6 +38,7 @@ from owner.images.sources import open_source
 from owner.kinds import ImageOptions, MarkOptions, marking_config
 from owner.mark import mark
 from owner.marking import MarkingConfig
+from owner.marking import proxy as proxy_module
 from owner.vault import Vault
 from protocol.seeds import publication_bits
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
@@ -120,11 +123,51 @@ def write_photos(
     return labels_file
 
 
-def mark_photos(folder: Path, vault_path: Path, *, neutral: bool, secret: bytes) -> MarkingConfig:
+@contextlib.contextmanager
+def proxies_kept_in(folder: Path) -> Iterator[None]:
+    """While open, each proxy ``owner mark`` trains on the owner's items is kept in ``folder``.
+
+    :func:`owner.marking.proxy.train_own_proxy` is wrapped: a proxy already trained on
+    the same images, labels, seed and steps is read back from its file instead of
+    trained again (training is deterministic on one thread, so it is the same proxy,
+    and the vault records its weights' digest either way). The neutral and the free
+    marks of a seed share one proxy: 3,160 steps once, not twice.
+    """
+    original = proxy_module.train_own_proxy
+
+    def kept(
+        images: npt.NDArray[np.uint8],
+        labels: npt.NDArray[np.integer],
+        *,
+        seed: int = 0,
+        steps: int | None = None,
+        progress: Callable[[int, float, float], None] | None = None,
+    ) -> proxy_module.SmallCNN:
+        what = f"{images.shape} {seed} {steps} {proxy_module.OWN_STEPS}".encode()
+        name = hashlib.sha256(what + images.tobytes() + np.asarray(labels).tobytes()).hexdigest()
+        path = folder / f"own-photos-{name[:16]}.pt"
+        if path.exists():
+            return proxy_module.load_proxy_state(str(path))[0]
+        model = original(images, labels, seed=seed, steps=steps, progress=progress)
+        folder.mkdir(parents=True, exist_ok=True)
+        proxy_module.write_proxy(model, path)
+        return model
+
+    proxy_module.train_own_proxy = kept
+    try:
+        yield
+    finally:
+        proxy_module.train_own_proxy = original
+
+
+def mark_photos(
+    folder: Path, vault_path: Path, *, neutral: bool, secret: bytes, proxies: Path | None = None
+) -> MarkingConfig:
     """Mark the photos :func:`write_photos` wrote in ``folder`` as ``owner mark`` does with labels.
 
     The configuration is the CLI's (:func:`owner.kinds.marking_config`: no option but
-    the labels, and ``--no-neutral-mark`` when ``neutral`` is false); returns it.
+    the labels, and ``--no-neutral-mark`` when ``neutral`` is false); returns it. With
+    ``proxies``, the proxy is kept there and shared (:func:`proxies_kept_in`).
     """
     options = MarkOptions(
         input=folder / "photos",
@@ -135,7 +178,8 @@ def mark_photos(folder: Path, vault_path: Path, *, neutral: bool, secret: bytes)
     )
     source = open_source(options.input, labels=options.image.labels)
     config = marking_config(options, source)
-    mark(source, vault_path, config, secret=secret, show_progress=False)
+    with proxies_kept_in(proxies) if proxies is not None else contextlib.nullcontext():
+        mark(source, vault_path, config, secret=secret, show_progress=False)
     return config
 
 

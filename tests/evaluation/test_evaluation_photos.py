@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from evaluation import photos
 from evaluation.__main__ import main as evaluation_main
 from evaluation.specs import LABELLED_DEFAULT_AUDITS, plan_photo, plan_photo_standard
+from owner.vault import Vault
 from tests.support.fashion import needs_data
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 
@@ -97,5 +97,12 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     assert "## Photo rung, trained as rung (a)" in report
     assert "| `photoownfree` | 0 |" in report
     assert "python -m evaluation photo-standard --device cuda" in report
-    vault = Path(work / "vaults" / "s0-n200-photoown10" / "vault")
-    assert vault.is_dir()
+    # The neutral and the free marks of the seed share one proxy, trained once.
+    assert len(list((work / "proxy").glob("own-photos-*.pt"))) == 1
+    configs = [
+        Vault.open(work / "vaults" / f"s0-n200-{marker}10" / "vault").config
+        for marker in ("photoown", "photoownfree")
+    ]
+    assert configs[0]["extractor"] == "proxy-own" and configs[0]["neutral_mark"] is True
+    assert "neutral_mark" not in configs[1]  # --no-neutral-mark: recorded by omission
+    assert configs[0]["extractor_weights"] == configs[1]["extractor_weights"]
