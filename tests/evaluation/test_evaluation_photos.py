@@ -21,7 +21,7 @@ def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_de
     assert sorted({m.marker for m in used}) == ["photoown", "photoownfree"]
     assert all(m.trainer == "demo" and m.n_train == 2000 and m.epsilon == 10 for m in used)
     clean = [m for m in plan.models if m.clean]
-    assert [m.name for m in clean] == [f"s{s}-n2000-pad-crop-flip-e500-clean-t1" for s in (0, 1)]
+    assert [m.name for m in clean] == [f"s{s}-n2000-pad-crop-flip-e500-clean-t2" for s in (0, 1)]
     assert {j.audit for j in plan.jobs} == set(LABELLED_DEFAULT_AUDITS)
     assert len(plan.jobs) == 2 * 2 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, marks, models
     standard = plan_photo_standard([0])
