@@ -353,6 +353,8 @@ def _run_table(
         run_missing(workspace, trained, log, say, workers=args.jobs, device=args.device)
         if plan.table == "attacks":
             run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
+        if plan.table in PHOTO_TABLES:
+            _measure_photos(workspace, Plan(plan.table, plan.title, jobs=trained), say)
         return
     workspace.train_missing(
         plan.models,
@@ -372,12 +374,17 @@ def _run_table(
         run_evasion(workspace, noaug_plan(plan), say, NOISE_DESIGNS, NOISE_STRATEGIES)
     if plan.table in RUNNERS:  # the baselines and several owners (issue #25)
         RUNNERS[plan.table](workspace, plan, say, jobs=args.jobs, device=args.device)
-    if plan.table in PHOTO_TABLES:  # the marks' size, and q̂ over all pairs (#39)
-        for vault in dict.fromkeys(j.vault for j in plan.jobs):
-            workspace.mark_sizes(vault)
-        score_photo_pairs(workspace, plan, say)
+    if plan.table in PHOTO_TABLES:
+        _measure_photos(workspace, plan, say)
     if plan.table == "unlearning":  # unlearn, then claims on fresh pairs (issue #25)
         run_unlearning(workspace, plan, say, jobs=args.jobs, device=args.device)
+
+
+def _measure_photos(workspace: Workspace, plan: Plan, say: Callable[[str], None]) -> None:
+    """Measure the photo vaults' marks (full size, resized) and q̂ over all pairs (#39)."""
+    for vault in dict.fromkeys(j.vault for j in plan.jobs):
+        workspace.mark_sizes(vault)
+    score_photo_pairs(workspace, plan, say)
 
 
 def _write(
