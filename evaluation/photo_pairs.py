@@ -11,6 +11,7 @@ score draws). Records go to ``ablation.jsonl`` under the ablation's keys.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Final, cast
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from protocol.seeds import audit_seed, publication_bits
 from twinaudit.estimate import pair_outcomes, tally
+from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
 from verifier.oracles.torch_oracle import TorchClassifierOracle
 from verifier.scoring.augment import stream_label
 
@@ -34,6 +36,36 @@ PHOTO_VARIANTS: Final = (Variant("C1", "dither", 1, margin=0.01), Variant("C3", 
 CHUNK: Final = 8
 
 
+class RememberingOracle(ClassifierOracle):
+    """An oracle that answers a query it has answered before from memory.
+
+    The default scores both query each version once with a ``dither`` copy from the same
+    stream, so the second score asks exactly the first one's queries: answered once.
+    """
+
+    def __init__(self, inner: ClassifierOracle) -> None:
+        """Remember the answers of ``inner``."""
+        self._inner = inner
+        self._answers: dict[bytes, ClassifyAnswer] = {}
+
+    @property
+    def info(self) -> OracleInfo:
+        """Return the wrapped oracle's self-description."""
+        return self._inner.info
+
+    def classify(self, images: F32Images) -> ClassifyAnswer:
+        """Answer ``images`` as the wrapped oracle did, or ask it."""
+        array = np.ascontiguousarray(images)
+        digest = hashlib.sha256(str(array.shape).encode() + array.tobytes()).digest()
+        if digest not in self._answers:
+            self._answers[digest] = self._inner.classify(array)
+        return self._answers[digest]
+
+    def forget(self) -> None:
+        """Let go of every answer."""
+        self._answers.clear()
+
+
 def score_photo_pairs(
     workspace: Workspace, plan: Plan, say: Callable[[str], None]
 ) -> dict[str, dict[str, object]]:
@@ -47,8 +79,9 @@ def score_photo_pairs(
             continue
         net = workspace.load_model(model)
         inner = TorchClassifierOracle(net, n_classes=10, model_name=model.name)
+        remembering = RememberingOracle(ResizingOracle(inner))
         # pair_outcomes reads only classify and info, which the resizing host serves.
-        oracle = cast(TorchClassifierOracle, ResizingOracle(inner))
+        oracle = cast(TorchClassifierOracle, remembering)
         vault = workspace.vault(spec)
         rho = rho_of(vault)
         bits = publication_bits(vault.root, rho, len(vault))
@@ -64,6 +97,7 @@ def score_photo_pairs(
                 def streams(i: int, v: int, offset: int = offset) -> str:
                     return stream_label(offset + i, v)
 
+                remembering.forget()  # the variants of this chunk share their queries
                 for variant in todo:
                     outcomes[variant].append(
                         pair_outcomes(

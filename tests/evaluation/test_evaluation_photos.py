@@ -9,6 +9,7 @@ import pytest
 
 from evaluation import photos
 from evaluation.__main__ import main as evaluation_main
+from evaluation.photo_pairs import RememberingOracle
 from evaluation.specs import LABELLED_DEFAULT_AUDITS, plan_photo, plan_photo_standard
 from owner.vault import Vault
 from tests.support.fashion import needs_data
@@ -106,3 +107,14 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     assert configs[0]["extractor"] == "proxy-own" and configs[0]["neutral_mark"] is True
     assert "neutral_mark" not in configs[1]  # --no-neutral-mark: recorded by omission
     assert configs[0]["extractor_weights"] == configs[1]["extractor_weights"]
+
+
+def test_the_remembering_oracle_asks_each_query_once():
+    inner = _Recorder()
+    served = RememberingOracle(inner)
+    images = np.zeros((2, 28, 28, 1), dtype=np.float32)
+    first, again = served.classify(images), served.classify(images.copy())
+    assert len(inner.seen) == 1 and first is again
+    served.forget()
+    served.classify(images)
+    assert len(inner.seen) == 2
