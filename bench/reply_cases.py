@@ -12,9 +12,11 @@ parties' bytes: peak memory per reply byte and seconds per MiB. The parsers:
   (:func:`~verifier.oracles.oip_transport.grpc_outputs`) and the ``twinaudit.oracle.v1``
   ``ClassifyResponse`` and ``TokenLogprobsResponse``
   (:func:`~verifier.oracles.grpc_client.classify_answer`,
-  :func:`~verifier.oracles.grpc_client.logprob_answer`), each parsed from its bytes as the
-  gRPC channel does. protobuf's C parser allocates outside Python's allocator, so for
-  these the peak resident memory is taken too (:data:`NATIVE`).
+  :func:`~verifier.oracles.grpc_client.logprob_answer`), each read from its bytes as the
+  clients read them (:func:`~verifier.oracles.grpc_replies.read_capped`, with the
+  objects the client allows: 1,024, or one per text asked for TokenLogprobs). Until
+  issue #40 was closed protobuf's C parser read them, outside Python's allocator, so
+  for these the peak resident memory is taken too (:data:`NATIVE`).
 
 A REST reply's size is bounded before it is parsed by the cap of its request
 (:func:`~verifier.oracles.oip_transport.rest_reply_cap`; 64 KiB and 32 bytes per value
@@ -31,6 +33,7 @@ import numpy as np
 
 from verifier.oracles.base import MAX_CLASSIFY_IMAGES, OracleInfo
 from verifier.oracles.grpc_client import classify_answer, logprob_answer
+from verifier.oracles.grpc_replies import MAX_REPLY_OBJECTS, read_capped
 from verifier.oracles.json_reply import load_small
 from verifier.oracles.oip_tensors import model_meta_from_json
 from verifier.oracles.oip_transport import MAX_METADATA_BYTES, grpc_outputs, rest_outputs
@@ -144,8 +147,19 @@ def completions_cases() -> Iterator[Case]:
     yield name, "strings as log-probabilities", wrong, _completions(prompts)
 
 
+def _read(message_type: object, data: bytes, objects: int = MAX_REPLY_OBJECTS) -> object:
+    """Read ``data`` as the client reads a reply of ``message_type`` (caps: its length)."""
+    return read_capped(
+        message_type.DESCRIPTOR,  # type: ignore[attr-defined]
+        data,
+        what="reply",
+        max_bytes=len(data),
+        max_objects=objects,
+    )
+
+
 def _grpc_outputs(data: bytes) -> object:
-    return grpc_outputs(oip_pb.ModelInferResponse.FromString(data), SIZE)
+    return grpc_outputs(_read(oip_pb.ModelInferResponse, data), SIZE)
 
 
 def _tensor(**fields: object) -> oip_pb.ModelInferResponse.InferOutputTensor:
@@ -167,6 +181,9 @@ def grpc_cases() -> Iterator[Case]:
     small = oip_pb.ModelInferResponse(outputs=[_tensor(datatype="INT64", shape=[SIZE])])
     small.outputs[0].contents.int64_contents.extend([1] * SIZE)
     yield name, "INT64 contents, 1 byte each", small.SerializeToString(), _grpc_outputs
+    wide = oip_pb.ModelInferResponse(outputs=[_tensor(datatype="INT64", shape=[SIZE // 10])])
+    wide.outputs[0].contents.int64_contents.extend([-1] * (SIZE // 10))
+    yield name, "INT64 contents, 10 bytes each", wide.SerializeToString(), _grpc_outputs
     empty = oip_pb.ModelInferResponse(outputs=[_tensor()] * (SIZE // 5))
     yield name, "outputs with a name only (refused)", empty.SerializeToString(), _grpc_outputs
     info = OracleInfo("m", "d", ("classify",), "probabilities", 10, 4096)
@@ -176,7 +193,7 @@ def grpc_cases() -> Iterator[Case]:
     )
 
     def classify(data: bytes) -> object:
-        return classify_answer(oracle_pb2.ClassifyResponse.FromString(data), images, info)
+        return classify_answer(_read(oracle_pb2.ClassifyResponse, data), images, info)
 
     yield "oracle gRPC Classify", "probabilities (valid)", probs.SerializeToString(), classify
     info_labels = OracleInfo("m", "d", ("classify",), "label", 10, 4096)
@@ -185,14 +202,17 @@ def grpc_cases() -> Iterator[Case]:
     )
 
     def classify_labels(data: bytes) -> object:
-        answer = oracle_pb2.ClassifyResponse.FromString(data)
+        answer = _read(oracle_pb2.ClassifyResponse, data)
         return classify_answer(answer, MAX_CLASSIFY_IMAGES, info_labels)
 
     yield "oracle gRPC Classify", "labels, 1 byte each", labels.SerializeToString(), classify_labels
+    # Field 4 (labels) sent one value at a time, as protobuf also accepts: key 0x20.
+    unpacked = b"\x20\x01" * MAX_CLASSIFY_IMAGES
+    yield "oracle gRPC Classify", "labels unpacked (refused)", unpacked, classify_labels
     items = oracle_pb2.TokenLogprobsResponse(items=[oracle_pb2.TokenLogprobs()] * (SIZE // 2))
 
     def logprobs(data: bytes) -> object:
-        return logprob_answer(oracle_pb2.TokenLogprobsResponse.FromString(data), 16)
+        return logprob_answer(_read(oracle_pb2.TokenLogprobsResponse, data, 16), 16)
 
     yield "oracle gRPC TokenLogprobs", "empty items (refused)", items.SerializeToString(), logprobs
     full = oracle_pb2.TokenLogprobsResponse(

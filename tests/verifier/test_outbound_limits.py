@@ -363,3 +363,24 @@ def test_a_flooding_oracle_grpc_reply_is_refused_before_it_is_parsed():
         server.stop(None)
     assert error.reason == "invalid-answer", error
     assert "Classify answered 8388" in str(error) and "above the cap of 65636" in str(error)
+
+
+def test_issue_40_n3_a_grpc_reply_of_empty_messages_is_refused_before_they_are_built():
+    """Two bytes on the wire, a message object in memory: 16x before the bounded reader.
+
+    30,000 empty items fit the cap of a request for one long text, so only their count,
+    taken before any is built (:mod:`verifier.oracles.proto_reader`), refuses them.
+    """
+    describe = oracle_pb2.DescribeResponse(
+        model_name="m", model_digest="d", capabilities=["token-logprobs"], max_batch=8
+    )
+    items = oracle_pb2.TokenLogprobsResponse(items=[oracle_pb2.TokenLogprobs()] * 30_000)
+    answers = {"Describe": describe.SerializeToString(), "TokenLogprobs": items.SerializeToString()}
+    server, port = _raw_grpc_server("twinaudit.oracle.v1.Oracle", answers)
+    try:
+        oracle = dial_oracle(f"127.0.0.1:{port}", timeout_s=DEADLINE_S)
+        error, _ = _timed_failure(lambda: oracle.token_logprobs(["x" * 20_000]))
+    finally:
+        server.stop(None)
+    assert error.reason == "invalid-answer", error
+    assert "TokenLogprobs: the reply holds more messages or strings than were asked" in str(error)

@@ -287,7 +287,8 @@ class ClassifyAnswer:
             assert labels is not None
             if labels.shape != (n_images,):
                 raise _invalid(f"labels have shape {labels.shape}, expected {(n_images,)}")
-            if not bool(np.all((labels >= 0) & (labels < n_classes))):
+            # min and max rather than a mask: no array of the answer's size is made.
+            if labels.size and not 0 <= int(labels.min()) <= int(labels.max()) < n_classes:
                 raise _invalid(f"labels outside 0..{n_classes - 1}")
         return self
 

@@ -37,7 +37,7 @@ from wire.oracle.v1 import oracle_pb2
 
 from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
 from .embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle
-from .grpc_replies import CappedMethod, reply_cap
+from .grpc_replies import MAX_REPLY_OBJECTS, CappedMethod, reply_cap
 from .image_text import ImageTextAnswer, ImageTextOracle
 from .language import LanguageModelOracle, LogprobAnswer, check_texts
 
@@ -63,8 +63,8 @@ def _rpc_error(exc: grpc.RpcError, what: str) -> OracleError:
 
 
 def _floats(values: Any) -> npt.NDArray[np.float64]:
-    """Return a repeated double field as float64, without a list of Python floats."""
-    return np.fromiter(values, dtype=np.float64, count=len(values))
+    """Return a repeated double field (an array, :mod:`.proto_reader`) as float64."""
+    return np.asarray(values, dtype=np.float64)
 
 
 def _embeddings(values: Any, count: int, dim: int, what: str) -> npt.NDArray[np.float64]:
@@ -102,7 +102,7 @@ def classify_answer(answer: Any, count: int, info: OracleInfo) -> ClassifyAnswer
                 "invalid-answer",
                 f"expected {count} labels, got {len(answer.labels)} and probabilities",
             )
-        labels = np.fromiter(answer.labels, dtype=np.int64, count=len(answer.labels))
+        labels = np.asarray(answer.labels, dtype=np.int64)
         result = ClassifyAnswer(labels=labels)
     return result.validate(count, info.n_classes)
 
@@ -146,11 +146,18 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         self._max_query_bytes = max(max_query_bytes, max_message_bytes)
         self._info: OracleInfo | None = None
 
-    def _call(self, name: str, request: Any, values: int = 0) -> Any:
-        """Call method ``name``; its reply may hold ``values`` values (:func:`reply_cap`)."""
+    def _call(
+        self, name: str, request: Any, values: int = 0, objects: int = MAX_REPLY_OBJECTS
+    ) -> Any:
+        """Call method ``name``; its reply may hold ``values`` values (:func:`reply_cap`).
+
+        It may hold ``objects`` messages and strings (one per text for TokenLogprobs).
+        """
         cap = reply_cap(values, self._max_message_bytes)
         try:
-            return self._methods[name](request, timeout=self._timeout_s, max_bytes=cap)
+            return self._methods[name](
+                request, timeout=self._timeout_s, max_bytes=cap, max_objects=objects
+            )
         except grpc.RpcError as exc:
             raise _rpc_error(exc, name) from None
 
@@ -168,7 +175,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
                 max_batch=answer.max_batch,
                 framework=answer.framework,
                 model_format=answer.model_format,
-                input_shape=tuple(answer.input_shape),
+                input_shape=tuple(int(d) for d in answer.input_shape),
             )
             self._check_info(info)
             self._info = info
@@ -284,7 +291,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         for batch in self._text_batches(texts):
             request = oracle_pb2.TokenLogprobsRequest(texts=batch)
             tokens = sum(2 * len(text.encode("utf-8")) + 2 for text in batch)
-            answer = self._call("TokenLogprobs", request, tokens)
+            answer = self._call("TokenLogprobs", request, tokens, objects=len(batch))
             parts.append(logprob_answer(answer, len(batch)))
         return LogprobAnswer.concatenate(parts)
 

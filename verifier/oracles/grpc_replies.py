@@ -7,7 +7,10 @@ grows, and a repeated message of two bytes a whole message (``python -m bench
 decoders``). A client knows how many values it asked for, so it asks each call through
 a :class:`CappedMethod`: the reply arrives as bytes, is refused if it is longer than
 :func:`reply_cap` of those values (``OracleError("invalid-answer")``), and only then
-parsed. The deadline of the call is gRPC's own, for the whole call (issue #40 N2, N3).
+read, by :func:`~verifier.oracles.proto_reader.read_reply` rather than protobuf's
+parser: numbers go straight into numpy arrays (at most 8 bytes a wire byte), and a reply
+holding more messages or strings than the call allows is refused before they are built.
+The deadline of the call is gRPC's own, for the whole call (issue #40 N2, N3).
 """
 
 from __future__ import annotations
@@ -15,15 +18,19 @@ from __future__ import annotations
 from typing import Any, Final
 
 import grpc
-from google.protobuf.message import DecodeError
 
 from protocol.errors import OracleError
 from wire.transport import MAX_MESSAGE_BYTES
+
+from .proto_reader import Reply, read_reply
 
 #: The room a reply has beyond its values (names, shapes, descriptions), in bytes.
 REPLY_OVERHEAD_BYTES: Final = 64 * 1024
 #: The most bytes one value takes on the wire: a varint of a negative 64-bit integer.
 VALUE_BYTES: Final = 10
+#: The most messages, strings and byte strings a reply may hold unless its call says
+#: otherwise (tensors, their names and shapes' messages, capabilities, versions).
+MAX_REPLY_OBJECTS: Final = 1024
 
 
 def reply_cap(values: int, limit: int = MAX_MESSAGE_BYTES) -> int:
@@ -45,23 +52,40 @@ class CappedMethod:
             f"/{service}/{name}", request_serializer=_serialize, response_deserializer=None
         )
         self._name = name
-        self._reply_type = reply_type
+        self._descriptor = reply_type.DESCRIPTOR
 
-    def __call__(self, request: Any, *, timeout: float, max_bytes: int) -> Any:
+    def __call__(
+        self,
+        request: Any,
+        *,
+        timeout: float,
+        max_bytes: int,
+        max_objects: int = MAX_REPLY_OBJECTS,
+    ) -> Reply:
         """Send ``request``; return the reply if it is at most ``max_bytes`` long.
 
-        A failed call raises :class:`grpc.RpcError`, as a stub's method does.
+        The reply is refused too if it holds more than ``max_objects`` messages, strings
+        and byte strings (:func:`~verifier.oracles.proto_reader.read_reply`). A failed
+        call raises :class:`grpc.RpcError`, as a stub's method does.
         """
         data = self._call(request, timeout=timeout)
-        if len(data) > max_bytes:
-            raise OracleError(
-                "invalid-answer",
-                f"{self._name} answered {len(data)} bytes, above the cap of {max_bytes} "
-                "for what was asked",
-            )
-        try:
-            return self._reply_type.FromString(data)
-        except DecodeError:
-            raise OracleError(
-                "invalid-answer", f"{self._name} answered bytes that are not its reply"
-            ) from None
+        return read_capped(
+            self._descriptor, data, what=self._name, max_bytes=max_bytes, max_objects=max_objects
+        )
+
+
+def read_capped(
+    descriptor: Any, data: bytes, *, what: str, max_bytes: int, max_objects: int
+) -> Reply:
+    """Return ``data`` read as a ``descriptor`` reply of ``what``, within both caps.
+
+    Longer than ``max_bytes``, or holding over ``max_objects`` messages and strings,
+    it is refused (``OracleError("invalid-answer")``) before anything is built.
+    """
+    if len(data) > max_bytes:
+        raise OracleError(
+            "invalid-answer",
+            f"{what} answered {len(data)} bytes, above the cap of {max_bytes} "
+            "for what was asked",
+        )
+    return read_reply(descriptor, data, max_objects=max_objects, what=what)

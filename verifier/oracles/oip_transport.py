@@ -357,7 +357,7 @@ def grpc_tensor(output: Any, raw: bytes | None, max_values: int) -> Tensor:
 
     One of more than ``max_values`` values is refused before its values are read.
     """
-    meta = tensor_meta(output.name, output.datatype, list(output.shape), "output")
+    meta = tensor_meta(output.name, output.datatype, [int(d) for d in output.shape], "output")
     check_shape(list(meta.shape), "output", free=False)
     dtype = DTYPES.get(meta.datatype)
     if dtype is None:
@@ -373,7 +373,7 @@ def grpc_tensor(output: Any, raw: bytes | None, max_values: int) -> Tensor:
         if len(values) > max_values:
             raise OracleError("invalid-answer", f"ModelInfer answered over {max_values} values")
         kind = np.float64 if meta.datatype.startswith("FP") else dtype
-        data = np.fromiter(values, dtype=kind, count=len(values))
+        data = np.asarray(values, dtype=kind)
     else:
         raise OracleError("invalid-answer", f"output {meta.name!r} ({meta.datatype}) is not raw")
     return Tensor(meta.name, meta.datatype, meta.shape, data)
@@ -438,7 +438,7 @@ class GrpcTransport:
         def tensors(items: Any, what: str) -> list[Any]:
             if len(items) > MAX_TENSORS:
                 raise OracleError("invalid-answer", f"the model has over {MAX_TENSORS} {what}s")
-            return [tensor_meta(t.name, t.datatype, list(t.shape), what) for t in items]
+            return [tensor_meta(t.name, t.datatype, [int(d) for d in t.shape], what) for t in items]
 
         return model_meta(
             reply.name,
