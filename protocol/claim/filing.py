@@ -252,9 +252,10 @@ def parse_claim_request(value: Value) -> ClaimRequest:
 
 def _decode_request(payload: bytes) -> ClaimRequest:
     """Decode a claim request payload strictly, refusing more values than one holds."""
-    if check(payload, max_bytes=MAX_CLAIM_REQUEST_PAYLOAD_BYTES) > MAX_CLAIM_REQUEST_VALUES:
-        raise InputError(
-            f"a claim request holds at most {MAX_CLAIM_REQUEST_VALUES} values (map keys included)"
+    values = check(payload, max_bytes=MAX_CLAIM_REQUEST_PAYLOAD_BYTES)
+    if values > MAX_CLAIM_REQUEST_VALUES:
+        raise LimitExceededError(
+            "claim request values (map keys included)", values, MAX_CLAIM_REQUEST_VALUES
         )
     return parse_claim_request(decode(payload, max_bytes=MAX_CLAIM_REQUEST_PAYLOAD_BYTES))
 

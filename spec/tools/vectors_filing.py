@@ -221,6 +221,8 @@ def _request_cases() -> list[dict[str, Any]]:
     start_value = nine_probes["start"]
     assert isinstance(start_value, dict)
     start_value["probes"] = [[28, 28, 1]] * 9
+    crowded = copy.deepcopy(good.to_value())
+    crowded["nonce"] = list(range(100))  # 101 values more than the nonce's one
     rows: list[tuple[str, bytes, dict[str, Value], str | None]] = [
         ("a request the claim key signed for this arbiter and this start", good_json, start, None),
         ("signed by another key", _signed(good, OTHER_KEY), start, "invalid-signature"),
@@ -251,6 +253,7 @@ def _request_cases() -> list[dict[str, Any]]:
             "unsupported-version",
         ),
         ("an envelope of 8193 bytes", b" " * 8193, start, "limit-exceeded"),
+        ("a payload of more than 100 values", _raw_signed(crowded), start, "limit-exceeded"),
     ]  # fmt: skip
     cases = []
     for name, envelope, received, error in rows:
