@@ -380,7 +380,7 @@ def check_filing(filing: Filing, claim: ClaimMap, arbiter: str, describe: Descri
     """Check that ``filing`` asked for exactly the claim a verdict records (spec §11 step 7).
 
     The signature verifies under ``filing.claim_key``; the request names the verdict's
-    arbiter, is a start (no resume, no dry run) of a claim on the claim map's record
+    arbiter, is a start (no resume, no dry run, no probes) of a claim on the claim map's record
     (index and root), with its model endpoint and name, its test (name, ``p``, and the
     paper's test's ``alpha``, ``p/2`` where the request left it 0), tie rule, limits and
     window schedule (the request's 0 read as the default), no exclusions unless it asked
@@ -396,7 +396,8 @@ def check_filing(filing: Filing, claim: ClaimMap, arbiter: str, describe: Descri
     request, start = filing.request, filing.request.start
     if request.arbiter != arbiter:
         raise VerificationError("the filing request names another arbiter than the verdict's")
-    if start["resume_claim_id"] != "" or start["dry_run"]:
+    if start["resume_claim_id"] != "" or start["dry_run"] or start["probes"]:
+        # A start with probes is a dry run's (§10.7): no arbiter files one.
         raise VerificationError("a verdict's filing is the request that started the claim")
     score, test = start["score"], start["test"]
     assert isinstance(score, dict)

@@ -648,6 +648,10 @@ FILING_CHECK_CASES: dict[str, tuple[Edit, str]] = {
         _resigned(lambda r: r["start"].__setitem__("dry_run", True)),
         "verification-failed",
     ),
+    "filing.request has probes, which only a dry run carries": (
+        _resigned(lambda r: r["start"].__setitem__("probes", [[28, 28, 1]])),
+        "verification-failed",
+    ),
     "filing without its signature": (drop_field("filing.signature"), "invalid-input"),
     "filing.claim_key of 31 bytes": (set_field("filing.claim_key", bytes(31)), "invalid-input"),
     "filing.signature of 63 bytes": (set_field("filing.signature", bytes(63)), "invalid-input"),
