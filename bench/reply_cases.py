@@ -209,6 +209,9 @@ def grpc_cases() -> Iterator[Case]:
     # Field 4 (labels) sent one value at a time, as protobuf also accepts: key 0x20.
     unpacked = b"\x20\x01" * MAX_CLASSIFY_IMAGES
     yield "oracle gRPC Classify", "labels unpacked (refused)", unpacked, classify_labels
+    # Two-byte fields that hold nothing (empty packed labels): counted, not read.
+    chunks = b"\x22\x00" * (SIZE // 2)
+    yield "oracle gRPC Classify", "empty packed fields (refused)", chunks, classify_labels
     items = oracle_pb2.TokenLogprobsResponse(items=[oracle_pb2.TokenLogprobs()] * (SIZE // 2))
 
     def logprobs(data: bytes) -> object:

@@ -80,6 +80,10 @@ def test_embed_image_text_round_trip_whole_or_split(serve, clip, client_args):
     assert np.array_equal(remote.texts, local.texts)
     many = client.embed_image_text(_images(9), [f"caption {i}" for i in range(8)])
     assert many.images.shape[0] == 9 and many.texts.shape[0] == 8
+    # Captions alone (verifier.windows.image_text sends them so when images differ in
+    # shape): this raised ValueError from range() before.
+    alone = client.embed_image_text(None, texts)
+    assert alone.images.shape[0] == 0 and np.array_equal(alone.texts, local.texts)
 
 
 def test_missing_capabilities_are_refused(serve, encoder, lm):

@@ -9,6 +9,7 @@ bytes before it builds them.
 
 from __future__ import annotations
 
+import copy
 import random
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from google.protobuf.message import DecodeError
 
 from protocol.errors import OracleError
+from verifier.oracles.oip_transport import grpc_outputs
 from verifier.oracles.proto_reader import read_reply
 from wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
 from wire.oracle.v1 import oracle_pb2
@@ -144,6 +146,9 @@ def test_a_mutated_reply_is_read_as_protobuf_reads_it_or_refused():
         (bytes([0x0A, 1, 0xFF]), "not UTF-8"),
         (bytes([0x15, 0, 0, 0, 0]), "wire type 5"),
         (bytes([0x1A, 3, 0, 0, 0]), "partial value"),
+        # A key, then a length, written in 6 bytes: protobuf reads at most 5.
+        (bytes([0x90, 0x80, 0x80, 0x80, 0x80, 0x00, 5]), "overlong varint"),
+        (bytes([0x0A, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]), "overlong varint"),
     ],
 )
 def test_malformed_replies_are_refused_with_what_is_wrong(data, reason):
@@ -193,3 +198,34 @@ def test_numbers_come_back_as_arrays_of_their_field_type():
     # 5,000 ten-byte varints cross the decoder's block boundaries.
     long = oip_pb.InferTensorContents(int64_contents=[-1, 300] * 2500).SerializeToString()
     assert _read(oip_pb.InferTensorContents, long).int64_contents.tolist() == [-1, 300] * 2500
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [b"\x22\x00", b"\x22\x02\x80\x01", b"\x10\x00", b"\x78\x00", b"\x7a\x00"],
+    ids=["empty packed", "packed chunks", "scalar again", "unknown varint", "unknown bytes"],
+)
+def test_a_flood_of_small_fields_is_refused_before_it_is_read(unit):
+    """Each field costs Python work: 2-byte fields cost 2-8 s per MiB before this bound."""
+    _read(oracle_pb2.ClassifyResponse, unit * (8 * 16 + 64), objects=16)
+    with pytest.raises(OracleError, match="more fields than were asked for"):
+        _read(oracle_pb2.ClassifyResponse, unit * (8 * 16 + 65), objects=16)
+
+
+def test_a_reply_copies_like_a_message():
+    reply = _read(
+        oracle_pb2.ClassifyResponse, oracle_pb2.ClassifyResponse(n_classes=3).SerializeToString()
+    )
+    assert copy.copy(reply).n_classes == 3
+
+
+def test_typed_contents_beyond_their_datatype_are_refused():
+    """INT8 259 held in the 32-bit contents field wrapped to 3 (a valid label) before."""
+    output = oip_pb.ModelInferResponse.InferOutputTensor(name="y", datatype="INT8", shape=[2])
+    output.contents.int_contents.extend([259, 3])
+    data = oip_pb.ModelInferResponse(outputs=[output]).SerializeToString()
+    with pytest.raises(OracleError, match="overflows INT8"):
+        grpc_outputs(_read(oip_pb.ModelInferResponse, data), 10)
+    output.contents.int_contents[0] = -128
+    fine = oip_pb.ModelInferResponse(outputs=[output]).SerializeToString()
+    assert grpc_outputs(_read(oip_pb.ModelInferResponse, fine), 10)[0].data.tolist() == [-128, 3]

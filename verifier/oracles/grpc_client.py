@@ -316,7 +316,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
             if n + len(texts) <= info.max_batch and both.ByteSize() < self._max_message_bytes // 2:
                 requests.append(both)
         if not requests:
-            for start in range(0, n, step):
+            for start in range(0, n, max(step, 1)):  # captions alone: n = step = 0
                 assert images is not None
                 chunk = images[start : start + step]
                 requests.append(oracle_pb2.EmbedImageTextRequest(images=self._images(chunk)))

@@ -85,7 +85,6 @@ def read_capped(
     if len(data) > max_bytes:
         raise OracleError(
             "invalid-answer",
-            f"{what} answered {len(data)} bytes, above the cap of {max_bytes} "
-            "for what was asked",
+            f"{what} answered {len(data)} bytes, above the cap of {max_bytes} for what was asked",
         )
     return read_reply(descriptor, data, max_objects=max_objects, what=what)

@@ -372,8 +372,18 @@ def grpc_tensor(output: Any, raw: bytes | None, max_values: int) -> Tensor:
         values = getattr(output.contents, _CONTENTS[meta.datatype])
         if len(values) > max_values:
             raise OracleError("invalid-answer", f"ModelInfer answered over {max_values} values")
-        kind = np.float64 if meta.datatype.startswith("FP") else dtype
-        data = np.asarray(values, dtype=kind)
+        if meta.datatype.startswith("FP"):
+            data = np.asarray(values, dtype=np.float64)
+        else:
+            # A 32-bit contents field holds 8- and 16-bit types: refuse what they cannot
+            # hold (as the REST reader does) instead of wrapping 259 to 3.
+            if dtype.kind in "iu" and len(values):
+                limits = np.iinfo(dtype.name)
+                if int(values.min()) < limits.min or int(values.max()) > limits.max:
+                    raise OracleError(
+                        "invalid-answer", f"output {meta.name!r} overflows {meta.datatype}"
+                    )
+            data = np.asarray(values, dtype=dtype)
     else:
         raise OracleError("invalid-answer", f"output {meta.name!r} ({meta.datatype}) is not raw")
     return Tensor(meta.name, meta.datatype, meta.shape, data)

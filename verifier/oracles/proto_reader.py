@@ -8,9 +8,11 @@ empty (two bytes on the wire, a whole message object in memory: 16x). A reply is
 here instead, from its message descriptor, in two passes over each message:
 
 1. count: every field's occurrences and, for a packed varint field, its values (the
-   bytes below 0x80, counted with numpy); a message holding more repeated messages,
-   strings or byte strings than the caller's ``max_objects`` in all is refused here,
-   before anything is built;
+   bytes below 0x80, counted with numpy); a reply holding more repeated messages,
+   strings or byte strings than the caller's ``max_objects`` in all, or more field
+   occurrences of any kind (unknown ones, map entries, empty packed fields, a scalar
+   sent again) than eight a permitted object and 64 more, is refused here, before
+   anything is built;
 2. fill: each repeated number field goes into one numpy array of exactly its count
    (varint fields as int64, or uint64 for ``uint64``/``fixed64``; floats as float64 or
    float32), packed varints decoded a block at a time so that the work space does not
@@ -20,7 +22,8 @@ So a reply costs at most about 8 bytes per wire byte for its numbers, plus a bou
 number of objects. What protobuf accepts, this accepts, with two exceptions it refuses
 as ``invalid-answer``: a known field sent with the wrong wire type, and a singular
 message field sent twice (a conforming server never sends either). Groups (wire types
-3 and 4) are refused too; unknown fields are skipped, as protobuf skips them, and so
+3 and 4) and keys or lengths written in more than 5 bytes (as protobuf refuses them) are
+refused too; unknown fields are skipped, as protobuf skips them, and so
 are map fields (no caller reads a reply's ``parameters``), which read as empty. Numbers
 of a repeated field sent one by one rather than packed (which proto3 serialisers never
 do for these messages) count as objects, so that a reply cannot make the reader loop
@@ -44,6 +47,13 @@ _BLOCK: Final = 1 << 12
 _MAX_VARINT_BYTES: Final = 10
 _MAX_DEPTH: Final = 16
 _MAX_FIELD_NUMBER: Final = 2**29 - 1
+#: The longest varint of a key or a length (32 bits), as protobuf reads them.
+_MAX_KEY_BYTES: Final = 5
+#: Field occurrences a reply may hold per object it may hold, and beyond them: every
+#: occurrence costs Python work, so one of two bytes (an empty packed field, an unknown
+#: field, a scalar sent again) must be bounded like an object.
+_FIELDS_PER_OBJECT: Final = 8
+_FIELDS_BEYOND: Final = 64
 
 _T = FieldDescriptor
 _VARINT_TYPES: Final = frozenset(
@@ -94,9 +104,11 @@ def _wire_type(field: FieldDescriptor) -> int:
     return _LEN
 
 
-def _read_varint(data: memoryview, pos: int, end: int) -> tuple[int, int]:
+def _read_varint(
+    data: memoryview, pos: int, end: int, longest: int = _MAX_VARINT_BYTES
+) -> tuple[int, int]:
     value = shift = 0
-    for i in range(pos, min(end, pos + _MAX_VARINT_BYTES)):
+    for i in range(pos, min(end, pos + longest)):
         byte = data[i]
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
@@ -113,7 +125,7 @@ def _fields(data: memoryview, start: int, end: int) -> Iterator[tuple[int, int, 
     """
     pos = start
     while pos < end:
-        key, pos = _read_varint(data, pos, end)
+        key, pos = _read_varint(data, pos, end, _MAX_KEY_BYTES)
         number, wire = key >> 3, key & 7
         if not 1 <= number <= _MAX_FIELD_NUMBER:
             raise _invalid(f"the reply holds field number {number}")
@@ -126,7 +138,7 @@ def _fields(data: memoryview, start: int, end: int) -> Iterator[tuple[int, int, 
         elif wire == _I32:
             size = 4
         elif wire == _LEN:
-            size, pos = _read_varint(data, pos, end)
+            size, pos = _read_varint(data, pos, end, _MAX_KEY_BYTES)
         else:
             raise _invalid(f"the reply holds wire type {wire} (groups are not read)")
         if size > end - pos:
@@ -242,6 +254,8 @@ class Reply:
 
     def __getattr__(self, name: str) -> Any:
         """Return field ``name``'s value, or its default if the reply left it out."""
+        if name.startswith("_"):  # copy and pickle probe before the slots are set
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
@@ -273,6 +287,7 @@ class _Reader:
     def __init__(self, data: memoryview, max_objects: int) -> None:
         self.data = data
         self.objects_left = max_objects
+        self.fields_left = _FIELDS_PER_OBJECT * max_objects + _FIELDS_BEYOND
 
     def take(self, what: str) -> None:
         self.objects_left -= 1
@@ -326,6 +341,9 @@ class _Reader:
         """Pass 1: each known field's values, objects taken from the budget."""
         counts: dict[int, int] = {}
         for number, wire, first, last in _fields(self.data, start, end):
+            self.fields_left -= 1
+            if self.fields_left < 0:
+                raise _invalid("the reply holds more fields than were asked for")
             field = descriptor.fields_by_number.get(number)
             if field is None or _is_map(field):
                 continue
