@@ -37,6 +37,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import grpc
 import numpy as np
+import numpy.typing as npt
 
 from protocol.errors import OracleError
 from wire.oip.v2 import grpc_predict_v2_pb2 as pb
@@ -51,6 +52,7 @@ from .oip_tensors import (
     MAX_TENSORS,
     ModelMeta,
     Tensor,
+    TensorMeta,
     check_shape,
     model_meta,
     model_meta_from_json,
@@ -175,11 +177,21 @@ def _rest_output(stream: Iterator[Event], budget: int) -> Tensor:
     if meta.datatype == "BOOL":
         return Tensor(meta.name, meta.datatype, meta.shape, values.astype(np.bool_))
     if not meta.datatype.startswith("FP"):
-        limits = np.iinfo(DTYPES[meta.datatype].name)
-        if values.size and (values.min() < limits.min or values.max() > limits.max):
-            raise OracleError("invalid-answer", f"output {meta.name!r} overflows {meta.datatype}")
-        values = values.astype(DTYPES[meta.datatype])
+        values = _integers_as(meta, values)
     return Tensor(meta.name, meta.datatype, meta.shape, values)
+
+
+def _integers_as(meta: TensorMeta, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Return integer ``values`` in ``meta``'s datatype, refusing any it cannot hold.
+
+    A reply's integers arrive wider than their type (JSON numbers; the 32-bit contents
+    field that also holds 8- and 16-bit types), and a cast would wrap 259 to 3.
+    """
+    dtype = DTYPES[meta.datatype]
+    limits = np.iinfo(dtype.name)
+    if values.size and (values.min() < limits.min or values.max() > limits.max):
+        raise OracleError("invalid-answer", f"output {meta.name!r} overflows {meta.datatype}")
+    return np.asarray(values, dtype=dtype)
 
 
 def rest_outputs(body: bytes, max_values: int) -> list[Tensor]:
@@ -374,15 +386,9 @@ def grpc_tensor(output: Any, raw: bytes | None, max_values: int) -> Tensor:
             raise OracleError("invalid-answer", f"ModelInfer answered over {max_values} values")
         if meta.datatype.startswith("FP"):
             data = np.asarray(values, dtype=np.float64)
+        elif dtype.kind in "iu":
+            data = _integers_as(meta, values)
         else:
-            # A 32-bit contents field holds 8- and 16-bit types: refuse what they cannot
-            # hold (as the REST reader does) instead of wrapping 259 to 3.
-            if dtype.kind in "iu" and len(values):
-                limits = np.iinfo(dtype.name)
-                if int(values.min()) < limits.min or int(values.max()) > limits.max:
-                    raise OracleError(
-                        "invalid-answer", f"output {meta.name!r} overflows {meta.datatype}"
-                    )
             data = np.asarray(values, dtype=dtype)
     else:
         raise OracleError("invalid-answer", f"output {meta.name!r} ({meta.datatype}) is not raw")
