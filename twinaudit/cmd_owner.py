@@ -576,6 +576,16 @@ def _register_claim(sub: Any) -> None:
         "(docs/unlearning.md)",
     )
     claim.add_argument(
+        "--resume",
+        metavar="CLAIM_ID",
+        default="",
+        help="run claim CLAIM_ID of this record again from where it stopped, with the "
+        "options it was filed with: a claim whose connection broke, or one that failed "
+        "before any pair's outcome was computed (the failure says so), which then runs "
+        "as the same claim, with the same pairs in the same order, and counts once; "
+        "refused once another claim was filed on the record after it",
+    )
+    claim.add_argument(
         "--out",
         type=Path,
         help="directory for verdict and transcript (required but with --dry-run); one that "
@@ -886,6 +896,8 @@ def _claim(args: argparse.Namespace) -> int:
     # On a record that binds the vault's claim key, the vault signs the claim (spec §10.7).
     claim_key = vault.claim_key() if vault.record_binds_claim_key else None
     if args.dry_run:
+        if args.resume:
+            raise InputError("--dry-run checks a new claim; it cannot --resume one")
         return _dry_run(args, vault, request, channel, claim_key=claim_key, arbiter_key=arbiter_key)
     filed: list[str] = []
     try:
@@ -897,6 +909,7 @@ def _claim(args: argparse.Namespace) -> int:
             arbiter=key_id(arbiter_key),
             on_progress=show,
             on_accepted=filed.append,
+            resume_claim_id=args.resume,
         )
     except grpc.RpcError as exc:
         print(f"twinaudit: {_attempt_words(exc, filed, request.record_index)}", file=sys.stderr)
@@ -959,6 +972,14 @@ def _attempt_words(error: Any, filed: list[str], record: int) -> str:
         return (
             f"this attempt was not filed: it does not count on record {record}; "
             "--dry-run checks a claim without filing it"
+        )
+    if details is not None and details.restart:
+        return (
+            f"claim {claim_id} was filed on record {record} and counted once; it failed "
+            "before any pair's outcome was computed, so it can run again at no further "
+            f"cost: the same command with --resume {claim_id} runs it again as the same "
+            "claim (same pairs, same order, counted once), as long as no other claim is "
+            f"filed on record {record} first; a new claim instead counts one more"
         )
     return (
         f"claim {claim_id} was filed on record {record} before it failed: it counts among "

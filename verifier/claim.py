@@ -26,7 +26,13 @@ from protocol.claim.transcript import TranscriptWriter, iter_records
 from protocol.claim.verdict import stop_reason, verdict_payload
 from protocol.commitment import PairOpening, version_digest
 from protocol.encoding import Value, decode, encode
-from protocol.errors import InputError, ParameterError, RootMismatchError, StateError
+from protocol.errors import (
+    InputError,
+    ParameterError,
+    RootMismatchError,
+    StateError,
+    TwinauditError,
+)
 from protocol.items import Item, decode_pair
 from protocol.merkle import verify_inclusion
 from protocol.prg import bit_stream
@@ -44,6 +50,7 @@ __all__ = [
     "PreparedWindow",
     "Progress",
     "disclosed_pairs",
+    "outcome_computed",
 ]
 
 
@@ -679,3 +686,22 @@ def disclosed_pairs(snapshot: bytes, record: ClaimRecord, header: bytes = b"") -
         count += first_size + claim.schedule.size(windows + 1, count + first_size)
     order = claim.order(audit_seed(record.root, record.rho, claim.claim_nonce))
     return [next(order) for _ in range(min(count, claim.population))]
+
+
+def outcome_computed(snapshot: bytes) -> bool:
+    """Return whether a claim's saved state records any pair's outcome (spec §10.7).
+
+    True once a window was fed to the test: a pair opened and scored (``opened`` > 0),
+    or the test has drawn. A claim that failed with neither may be run again as the
+    same claim (:func:`protocol.claim.restart.restart_refusal`). A state that cannot
+    be read counts as one that computed an outcome, so it is never restarted.
+    """
+    try:
+        state = _state_map(snapshot)
+        opened, test_state = state.get("opened"), test_from_state(state.get("test_state"))
+    except TwinauditError:
+        return True
+    count = len(opened) if isinstance(opened, list) else opened
+    if isinstance(count, bool) or not isinstance(count, int):
+        return True
+    return count > 0 or test_state.draws > 0

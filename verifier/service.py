@@ -5,8 +5,11 @@ stream. The claim's state is persisted in the escrow store after every window. A
 whose stream is interrupted (the owner disconnects, the verifier restarts) stays
 open and is resumed by its id (``resume_claim_id``), on this verifier process or on
 any other one that shares its database; a claim that fails a check is marked failed
-and is never signed. The verdict is signed only once the claim has stopped, over the
-payload of spec §11, and stored with its transcript.
+and is never signed, unless it failed before any pair's outcome was computed and its
+owner runs it again, as the same claim, by a resume of its id while no other claim
+was filed on the record after it (spec §10.7, *Running a failed claim again*). The
+verdict is signed only once the claim has stopped, over the payload of spec §11, and
+stored with its transcript.
 
 Each run of a claim holds the claim's lease in the store (:mod:`verifier.escrow.leases`),
 so no two runs, on one process or several, ever process one claim at once: a resume
@@ -34,6 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from protocol import SPEC_VERSION
 from protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
+from protocol.claim.restart import restart_refusal
 from protocol.commitment import PairOpening
 from protocol.encoding import Value, decode, encode
 from protocol.envelope import Envelope
@@ -57,6 +61,7 @@ from verifier.escrow.store import (
     ClaimLease,
     ClaimsChangedError,
     EscrowStore,
+    StoredClaim,
     check_claim_id,
 )
 from verifier.oracles.base import ClassifierOracle, Oracle
@@ -78,6 +83,7 @@ from .claim import (
     PreparedWindow,
     Progress,
     disclosed_pairs,
+    outcome_computed,
 )
 from .claim_slots import DEFAULT_MAX_CLAIMS, ClaimSlots
 from .signing import as_signer
@@ -260,7 +266,8 @@ class VerifierService(pb_grpc.VerifierServicer):
             # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id, lease)
             self._metrics.claim_finished("failed")
-            transport.abort_with_error(context, exc, **_counted(claim_id, session))
+            restart = bool(claim_id) and self._may_restart(claim_id)
+            transport.abort_with_error(context, exc, **_counted(claim_id, session, restart))
         finally:
             self._leases.release(lease)
             self._metrics.claim_ended()
@@ -360,10 +367,18 @@ class VerifierService(pb_grpc.VerifierServicer):
                 raise InputError(f"no claim {resumed!r} to resume")
             if not stored.finished:
                 self._leases.hold(resumed, lease)  # released when this run ends, however
-            if stored.status != "open" or stored.record_index != record.index:
-                raise StateError(f"claim {resumed!r} is {stored.status}; it cannot resume")
+            restart = stored.status != "open" or stored.record_index != record.index
+            if restart:
+                # A failed claim that computed no outcome runs again as itself (§10.7).
+                refusal = self._restart_refusal(resumed, stored, record.index)
+                if refusal is not None:
+                    raise StateError(refusal)
+                self._check_load(record.index, restart=True)
             transcript = self._store.load_transcript(resumed) or b""
-            return ClaimSession.resume(stored.state, transcript, record, params, oracle)
+            session = ClaimSession.resume(stored.state, transcript, record, params, oracle)
+            if restart:  # only once every check held: a refusal changes nothing
+                self._store.restart_claim(resumed, lease=lease)
+            return session
         claim_id, claim_nonce = self._entropy(16).hex(), self._entropy(32)
         if not params.fresh_pairs:
             session = ClaimSession.start(claim_id, record, params, oracle, claim_nonce)
@@ -383,6 +398,25 @@ class VerifierService(pb_grpc.VerifierServicer):
                 )
         self._leases.hold(session.claim_id, lease)
         return session
+
+    def _restart_refusal(self, claim_id: str, stored: StoredClaim, record: int) -> str | None:
+        """Return why failed claim ``claim_id`` cannot run again, or None (spec §10.7)."""
+        filed = [c.claim_id for c in self._store.claims_for_record(stored.record_index)]
+        return restart_refusal(
+            claim_id,
+            status=stored.status,
+            outcome_computed=outcome_computed(stored.state),
+            claim_record=stored.record_index,
+            record=record,
+            filed_on_record=filed,
+        )
+
+    def _may_restart(self, claim_id: str) -> bool:
+        """Whether a claim that just failed may run again as itself (spec §10.7)."""
+        stored = self._store.load_claim(claim_id)
+        if stored is None:
+            return False
+        return self._restart_refusal(claim_id, stored, stored.record_index) is None
 
     def _start_fresh(
         self,
@@ -557,8 +591,12 @@ class VerifierService(pb_grpc.VerifierServicer):
         self._store.use_claim_nonce(entry.index, request.nonce)
         return envelope
 
-    def _check_load(self, record_index: int) -> None:
-        """Refuse a new claim on a record with too many open or recently failed claims."""
+    def _check_load(self, record_index: int, *, restart: bool = False) -> None:
+        """Refuse a new claim on a record with too many open or recently failed claims.
+
+        A failed claim run again (``restart``) files nothing and leaves the failed count
+        one lower: only the open claims bound it.
+        """
         load = self._store.claim_load(record_index, FAILED_WINDOW_S)
         if load.open >= self._max_open:
             raise LimitExceededError(
@@ -566,7 +604,7 @@ class VerifierService(pb_grpc.VerifierServicer):
                 load.open + 1,
                 self._max_open,
             )
-        if load.failed_recently >= self._max_failed:
+        if not restart and load.failed_recently >= self._max_failed:
             raise LimitExceededError(
                 f"failed claims on record {record_index} in the last day",
                 load.failed_recently + 1,
@@ -654,20 +692,27 @@ class VerifierService(pb_grpc.VerifierServicer):
         return pb.GetPublicKeyResponse(public_key_pem=public_key_pem(public), key_id=self._key_id)
 
 
-def _counted(claim_id: str, session: ClaimSession | None) -> dict[str, Any]:
-    """Say in a failed claim's status whether the claim was filed and counts (spec §10.7)."""
+def _counted(claim_id: str, session: ClaimSession | None, restart: bool = False) -> dict[str, Any]:
+    """Say in a failed claim's status whether it counts, and may run again (spec §10.7)."""
     if not claim_id:
         return {
             "metadata": {"counted": "false"},
             "note": "nothing was filed: this attempt does not count on the record",
         }
     record = session.record.index if session is not None else "its record"
+    note = (
+        f"claim {claim_id} was filed on record {record}: it counts among the record's "
+        "claims (earlier_claims of every later verdict on it)"
+    )
+    if restart:
+        note += (
+            f"; it failed before any pair's outcome was computed, so resuming claim "
+            f"{claim_id} runs it again as the same claim, counted once, as long as no "
+            f"other claim is filed on record {record} first"
+        )
     return {
-        "metadata": {"counted": "true", "claim": claim_id},
-        "note": (
-            f"claim {claim_id} was filed on record {record}: it counts among the record's "
-            "claims (earlier_claims of every later verdict on it)"
-        ),
+        "metadata": {"counted": "true", "claim": claim_id, "restart": str(restart).lower()},
+        "note": note,
     }
 
 

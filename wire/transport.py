@@ -295,7 +295,7 @@ def abort_with_error(
     ``google.rpc.ErrorInfo`` whose ``reason`` is the error's code (:func:`error_reason`),
     whose ``domain`` is :data:`ERROR_DOMAIN`, and whose ``metadata`` has the refusal
     ``rule`` if it names one, and the entries of ``metadata`` (a failed claim's
-    ``counted`` and ``claim``, spec §10.7).
+    ``counted``, ``claim`` and ``restart``, spec §10.7).
     """
     code = status if status is not None else status_for(error)
     entries = dict(metadata or {})
@@ -324,6 +324,9 @@ class ErrorDetails:
     #: on the record (``counted``), and its id; None where the failure does not say.
     counted: bool | None = None
     claim_id: str = ""
+    #: For a filed claim that failed: whether it failed before any pair's outcome and may
+    #: run again as the same claim, by a resume of its id (``restart``, spec §10.7).
+    restart: bool | None = None
 
 
 def error_details(error: grpc.RpcError) -> ErrorDetails | None:
@@ -342,12 +345,13 @@ def error_details(error: grpc.RpcError) -> ErrorDetails | None:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
             rule = info.metadata.get("rule")
-            counted = info.metadata.get("counted")
+            counted, restart = info.metadata.get("counted"), info.metadata.get("restart")
             return ErrorDetails(
                 code=info.reason.lower().replace("_", "-"),
                 rule=rule or None,
                 counted=None if counted is None else counted == "true",
                 claim_id=info.metadata.get("claim", ""),
+                restart=None if restart is None else restart == "true",
             )
     return None
 

@@ -10,6 +10,8 @@ spec section       module
 §10.1, §10.3–10.6  :mod:`.functions` — the table of score functions
 §10.2 step 2       :mod:`.order` — the opening order, pairs of earlier claims excluded
 §10.2 step 3       :mod:`.schedule` — the window schedule
+§10.7              :mod:`.filing` — claim requests; :mod:`.restart` — running a failed
+                   claim again, and the recount of a record's claims
 §10.3              :mod:`.scores.classifier`, :mod:`.scores.knowledge`
 §10.3, §10.4       :mod:`.scores.perturbations` — the perturbation families' names
 §10.4              :mod:`.scores.encoder`

@@ -10,7 +10,9 @@ Four kinds of case:
   message received and the request envelope; a valid one's nonce, or the error of the
   first check of §10.7 it fails;
 - ``count``: what the arbiter answered each claim start on one record, in order, and the
-  ``earlier_claims`` the verdict of each filed claim carries.
+  ``earlier_claims`` the verdict of each filed claim carries; and histories where filed
+  claims fail, before or after an outcome, and the owner asks to run one again
+  (``restart``), with the arbiter's answers (§10.7, *Running a failed claim again*).
 """
 
 from __future__ import annotations
@@ -310,7 +312,66 @@ def _count_cases() -> list[dict[str, Any]]:
                 "expected": {"earlier_claims": earlier},
             }
         )
-    return cases
+    return cases + _restart_cases()
+
+
+def _restart_cases() -> list[dict[str, Any]]:
+    """Histories with failures and restarts (§10.7, *Running a failed claim again*).
+
+    Written out by hand, as the rule reads: a restart (a resume of a failed claim) is
+    resumed only on the claim's own record, when the claim computed no outcome and no
+    claim was filed on that record after it; it files nothing, so the claim counts once.
+    Each history is a line of events, ``claim[@record] word`` each (see :func:`_event`).
+    """
+    histories = {
+        "a claim that failed before any outcome runs again and counts once": (
+            "a filed, a failed-no-outcome, a restart, a failed-no-outcome, a restart, b filed",
+            {"a": 0, "b": 1},
+            ["resumed", "resumed"],
+        ),
+        "a claim that failed after an outcome cannot run again": (
+            "a filed, a failed-after-outcome, a restart, b filed",
+            {"a": 0, "b": 1},
+            ["refused"],
+        ),
+        "a claim restarted once fails after an outcome and cannot run again": (
+            "a filed, a failed-no-outcome, a restart, a failed-after-outcome, a restart",
+            {"a": 0},
+            ["resumed", "refused"],
+        ),
+        "a failed claim another claim followed cannot run again, and counts": (
+            "a filed, a failed-no-outcome, b refused, c dry-run, a restart, d filed, "
+            "a restart, e filed",
+            {"a": 0, "d": 1, "e": 2},
+            ["resumed", "refused"],
+        ),
+        "a claim runs again on its own record only": (
+            "x@1 filed, x@1 failed-no-outcome, a filed, x restart, x@1 restart, b filed",
+            {"x": 0, "a": 0, "b": 1},
+            ["refused", "resumed"],
+        ),
+    }
+    return [
+        {
+            "name": f"count: {name}",
+            "kind": "count",
+            "valid": True,
+            "input": {"events": [_event(word) for word in line.split(", ")]},
+            "expected": {"earlier_claims": earlier, "restarts": restarts},
+        }
+        for name, (line, earlier, restarts) in histories.items()
+    ]
+
+
+def _event(words: str) -> dict[str, Any]:
+    """``"x@1 filed"`` → the event of claim x on record 1; ``restart`` is a request."""
+    claim, word = words.split(" ")
+    name, _, record = claim.partition("@")
+    event: dict[str, Any] = {"claim": name}
+    if record:
+        event["record"] = int(record)
+    event["request" if word == "restart" else "answer"] = word
+    return event
 
 
 def build() -> dict[str, Any]:
@@ -331,8 +392,14 @@ def build() -> dict[str, Any]:
             "checked as §10.7 steps 2 to 6 say, a valid one gives its 'nonce', an invalid "
             "one its 'error'. 'count': what the arbiter answered each claim start on one "
             "record, in order ('refused' before filing, 'dry-run', 'filed', 'resumed'), "
-            "and the earlier_claims of each filed claim's verdict. The arbiter's key is "
-            "appendix B's."
+            "and the earlier_claims of each filed claim's verdict; in the cases with "
+            "'restarts', an event is also what became of a filed claim "
+            "('failed-no-outcome', 'failed-after-outcome': whether any pair's outcome had "
+            "been computed), or a request to run a failed claim again ('request': "
+            "'restart', a resume of its id), whose answers ('resumed' or 'refused'), in "
+            "order, are 'restarts'; an event without 'record' is on record 0, and "
+            "earlier_claims counts the claims filed on the same record. The arbiter's key "
+            "is appendix B's."
         ),
         "cases": [*_escrow_cases(), *_start_map_cases(), *_request_cases(), *_count_cases()],
     }

@@ -32,7 +32,7 @@ from protocol.keys import public_key_pem
 from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
-from tests.support.fake_oracle import LinearOracle
+from tests.support.fake_oracle import FlakyOracle, LinearOracle
 from tests.support.keys import KEY, OTHER
 from twinaudit.cli import main
 from verifier.oracles.grpc_server import serve_oracle
@@ -546,3 +546,33 @@ def test_a_claim_says_whether_its_failure_counts_and_its_verdict_leads_with_the_
         right.stop(None)
     first = capsys.readouterr().out.splitlines()[0]
     assert "false-detection bound 0.1 = (earlier claims + 1)·p = (1 + 1)·0.05" in first
+
+
+def test_a_claim_that_failed_before_any_outcome_says_so_and_runs_again_with_resume(
+    photos, tmp_path, arbiter, capsys
+):
+    """Spec §10.7, *Running a failed claim again*: counted once, and the CLI says how."""
+    vault = _escrowed_vault(photos, tmp_path, arbiter, with_labels=True)
+    model = FlakyOracle(failures=1)  # the model's host fails the first window's queries
+    server, port = serve_oracle(model, "127.0.0.1:0")
+    try:
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}") == 1
+        err = capsys.readouterr().err
+        (failed,) = _record_claims(tmp_path)
+        assert failed.status == "failed"
+        assert f"claim {failed.claim_id} was filed on record 0 and counted once" in err
+        assert "before any pair's outcome was computed" in err
+        assert f"--resume {failed.claim_id} runs it again as the same claim" in err
+        resume = ("--resume", failed.claim_id)
+        assert _owner_claim(vault, arbiter, f"127.0.0.1:{port}", *resume) == 0
+    finally:
+        server.stop(None)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert f"claim {failed.claim_id}" in first and "(0 + 1)·0.05" in first
+    assert [(c.claim_id, c.status) for c in _record_claims(tmp_path)] == [
+        (failed.claim_id, "finished")
+    ]
+    files, pub = tmp_path / "verdict", str(vault.parent / "arbiter.key.pub")
+    assert main(["verifier", "check", str(files / "verdict.json"), "--pubkey", pub]) == 0
+    replay = ["verifier", "replay", str(files / "verdict.json"), "--transcript"]
+    assert main([*replay, str(files / "transcript.bin"), "--pubkey", pub]) == 0

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from protocol.claim.filing import verify_claim_request
+from protocol.claim.restart import recount
 from protocol.encoding import encode
 from protocol.escrow_messages import parse_entry, parse_request
 from protocol.keys import public_key_from_raw
@@ -62,6 +63,11 @@ def test_the_document_covers_every_kind_valid_and_invalid() -> None:
     assert {("escrow-request", True), ("escrow-request", False), ("log-entry", True)} <= kinds
     assert {("claim-request", True), ("claim-request", False), ("start-map", True)} <= kinds
     assert ("count", True) in kinds
+    restarts = [c for c in DOC["cases"] if "restarts" in c.get("expected", {})]
+    answers = {a for c in restarts for a in c["expected"]["restarts"]}
+    events = {e.get("answer") for c in restarts for e in c["input"]["events"]}
+    assert answers == {"resumed", "refused"}
+    assert {"failed-no-outcome", "failed-after-outcome"} <= events
     assert len({c["name"] for c in DOC["cases"]}) == len(DOC["cases"])
 
 
@@ -95,8 +101,9 @@ def test_case(case: dict[str, Any]) -> None:
         assert check().nonce.hex() == case["expected"]["nonce"]
     else:
         assert kind == "count"
-        filed = [e["claim"] for e in given["events"] if e["answer"] == "filed"]
-        assert {c: i for i, c in enumerate(filed)} == case["expected"]["earlier_claims"]
+        counted = recount(given["events"])
+        assert counted.earlier_claims == case["expected"]["earlier_claims"]
+        assert counted.restarts == case["expected"].get("restarts", [])
 
 
 def test_the_committed_file_is_what_the_builder_makes() -> None:

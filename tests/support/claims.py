@@ -81,6 +81,26 @@ def claim_params(
     )
 
 
+def linear_claim(
+    record_index: int, record_root: bytes, endpoint: str, **fields: Any
+) -> ClaimParams:
+    """A small claim on a :class:`~tests.support.fake_oracle.LinearOracle` (named ``linear``).
+
+    The image classifier with one dithered copy a query, knowing C1, at most 8 pairs in
+    windows of 4, unless ``fields`` say otherwise (as for :func:`claim_params`).
+    """
+    return claim_params(
+        record_index,
+        record_root,
+        endpoint,
+        "linear",
+        k=1,
+        perturbation="dither",
+        knowledge="C1",
+        **{"max_pairs": 8, "window": 4, **fields},
+    )
+
+
 def make_pairset(n=40, seed=3, epsilon=16, *, salt_seed=None):
     """Commit ``n`` synthetic pairs: fresh salts, or salts hashed from ``salt_seed`` so
     that the root, and with it every choice a claim draws, is the same on every run."""

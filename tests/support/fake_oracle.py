@@ -7,8 +7,11 @@ are identical on every run. ``label_only`` returns the argmax only.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
+from protocol.errors import OracleError
 from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
 
 
@@ -44,3 +47,22 @@ class LinearOracle(ClassifierOracle):
         if self._info.classify_output == "label":
             return ClassifyAnswer(labels=probs.argmax(axis=1).astype(np.int64))
         return ClassifyAnswer(probabilities=probs)
+
+
+class FlakyOracle(LinearOracle):
+    """A :class:`LinearOracle` whose next ``failures`` calls fail (set it to fail again).
+
+    ``seen`` lists the SHA-256 of every request's images, in the order they came.
+    """
+
+    def __init__(self, failures: int = 1, **kwargs):
+        super().__init__(**kwargs)
+        self.failures = failures
+        self.seen: list[str] = []
+
+    def classify(self, images):
+        self.seen.append(hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest())
+        if self.failures > 0:
+            self.failures -= 1
+            raise OracleError("unreachable", "the model's host is overloaded (failing on cue)")
+        return super().classify(images)

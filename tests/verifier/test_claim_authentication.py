@@ -24,7 +24,7 @@ from owner.claim_client import dry_run_claim, run_claim, sign_start
 from protocol.claim.filing import verify_claim_request
 from protocol.escrow_messages import EscrowRequest, open_receipt
 from protocol.keys import key_id, public_key_from_raw
-from tests.support.claims import claim_params, make_pairset
+from tests.support.claims import claim_params, linear_claim, make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
 from twinaudit.results import bound_line, claims_authenticated, verdict_reading
@@ -68,16 +68,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 
 def _params(world: dict[str, Any], endpoint: str = "", **fields: Any) -> Any:
-    return claim_params(
-        world["record"],
-        world["pairs"].root,
-        endpoint or world["oracle"],
-        "linear",
-        k=1,
-        perturbation="dither",
-        knowledge="C1",
-        **{"max_pairs": 8, "window": 4, **fields},
-    )
+    return linear_claim(world["record"], world["pairs"].root, endpoint or world["oracle"], **fields)
 
 
 def _stream(channel: grpc.Channel, start: pb.ClaimStart, openings: Any = None) -> grpc.RpcError:

@@ -35,7 +35,12 @@ from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema
 from verifier.escrow.sql_store import SqlEscrowStore
 from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.escrow.store import ClaimBusyError, ClaimLease, ClaimsChangedError
+from verifier.escrow.store import (
+    ClaimBusyError,
+    ClaimLease,
+    ClaimsChangedError,
+    UnknownClaimError,
+)
 from verifier.server import serve_arbiter
 from verifier.service import FRESH_START_ATTEMPTS, VerifierService
 from verifier.verdict import check_verdict
@@ -274,6 +279,12 @@ def test_create_claim_files_only_after_the_claims_named(open_store):
             )
         assert isinstance(changed.value, ClaimBusyError) and changed.value.code == "claim-busy"
         assert [c.claim_id for c in one.claims_for_record(record)] == ["c1"]  # nothing filed
+        # Named, but open (a failed claim run again meanwhile, spec §10.7): not yet.
+        with pytest.raises(ClaimsChangedError):
+            two.create_claim(
+                "c2", record, "open", b"s2", lease=ClaimLease("run-2", 30.0), earlier=["c1"]
+            )
+        one.save_claim("c1", record, "failed", b"s1", lease=lease)
         two.create_claim(
             "c2", record, "open", b"s2", lease=ClaimLease("run-2", 30.0), earlier=["c1"]
         )
@@ -285,3 +296,34 @@ def test_create_claim_files_only_after_the_claims_named(open_store):
             two.acquire_claim("c1", ClaimLease("run-4", 30.0))
         with pytest.raises(StateError):  # an id is filed once
             two.create_claim("c1", record, "open", b"again", lease=ClaimLease("run-5", 30.0))
+
+
+def test_a_failed_claim_runs_again_only_while_no_claim_followed_it(open_store):
+    """restart_claim (spec §10.7): atomic with every filing, so no fresh claim misses it."""
+    with open_store() as one, open_store() as two:
+        one.commit(EscrowRequest(root=PAIRS.root, n_pairs=len(PAIRS), item_kind="image", owner="o"))
+        record = one.size() - 1
+        first, second = ClaimLease("run-1", 30.0), ClaimLease("run-2", 30.0)
+        one.create_claim("f1", record, "failed", b"s1", b"header|", lease=first)
+        with pytest.raises(UnknownClaimError):
+            two.restart_claim("f0", lease=second)
+        with pytest.raises(ClaimBusyError):  # the run that failed it still holds it
+            two.restart_claim("f1", lease=second)
+        one.release_claim("f1", first)
+        assert two.acquire_claim("f1", second) is not None
+        two.restart_claim("f1", lease=second)
+        assert one.load_claim("f1").status == "open"
+        with pytest.raises(StateError, match="is open"):
+            two.restart_claim("f1", lease=second)
+        # A claim on fresh pairs that read f1 failed cannot be filed once f1 runs again.
+        with pytest.raises(ClaimsChangedError):
+            one.create_claim("c2", record, "open", b"s2", lease=first, earlier=["f1"])
+        two.save_claim("f1", record, "failed", b"s1", lease=second)
+        one.create_claim("c2", record, "open", b"s2", lease=first, earlier=["f1"])
+        # Filed after it: f1 can no longer run again, and nothing changes.
+        with pytest.raises(StateError, match="1 claim"):
+            two.restart_claim("f1", lease=second)
+        assert [(c.claim_id, c.status) for c in one.claims_for_record(record)] == [
+            ("f1", "failed"),
+            ("c2", "open"),
+        ]

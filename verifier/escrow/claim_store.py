@@ -224,6 +224,11 @@ class SqlClaimStore(ClaimStore):
                         f"another claim was filed on record {record_index} while this one"
                         f" started ({len(filed)} filed, not {len(expected)}); start it again"
                     )
+                if any(summary.status == "open" for summary in filed):
+                    raise ClaimsChangedError(
+                        f"an earlier claim on record {record_index} was run again while this"
+                        " one started; start it again"
+                    )
             self._insert_claim(cur, claim_id, record_index, status=status, state=state, lease=lease)
             cur.execute(
                 "INSERT INTO escrow_claim_filings (claim_id, record_index, filed_at, request)"
@@ -232,6 +237,37 @@ class SqlClaimStore(ClaimStore):
             )
             if part:
                 self._append_part(cur, claim_id, part)
+
+    def restart_claim(self, claim_id: str, *, lease: ClaimLease) -> None:
+        """Set a failed claim open again, if no claim followed it (see :class:`ClaimStore`)."""
+        claim_id = check_claim_id(claim_id)
+        _check_lease_type(lease)
+        with self._db.lock, self._db.transaction(write=True) as cur:
+            # The head row's lock serialises this with every filing: no claim can be
+            # filed on the record between the check below and the update.
+            self._db.head(cur, lock=True)
+            cur.execute(
+                "SELECT seq, record_index, status, finished FROM escrow_claims WHERE claim_id = ?",
+                (claim_id,),
+            )
+            row = cur.fetchone()
+            if row is None:
+                raise UnknownClaimError(f"no claim {claim_id}")
+            seq, record_index, status = int(row[0]), int(row[1]), str(row[2])
+            if int(row[3]) or status != "failed":
+                raise StateError(f"claim {claim_id} is {status}; it cannot run again")
+            cur.execute(
+                "SELECT COUNT(*) FROM escrow_claims WHERE record_index = ? AND seq > ?",
+                (record_index, seq),
+            )
+            later = int(cur.fetchone()[0])
+            if later:
+                raise StateError(
+                    f"claim {claim_id} failed and {later} claim(s) were filed on record"
+                    f" {record_index} after it; it cannot run again (spec 10.7)"
+                )
+            self._check_lease(cur, claim_id, lease)
+            cur.execute("UPDATE escrow_claims SET status = 'open' WHERE claim_id = ?", (claim_id,))
 
     def _insert_claim(
         self,

@@ -126,6 +126,10 @@ class MeteredStore(EscrowStore):
             ),
         )
 
+    def restart_claim(self, claim_id: str, *, lease: ClaimLease) -> None:
+        """Set a failed claim open again (timed as ``save_claim``)."""
+        self._timed("save_claim", lambda: self.inner.restart_claim(claim_id, lease=lease))
+
     def load_claim(self, claim_id: str) -> StoredClaim | None:
         """Load a claim (timed as ``load_claim``)."""
         return self._timed("load_claim", lambda: self.inner.load_claim(claim_id))

@@ -130,6 +130,10 @@ class SqlEscrowStore(EscrowStore):
             authorization=authorization,
         )
 
+    def restart_claim(self, claim_id: str, *, lease: ClaimLease) -> None:
+        """Set a failed claim open again, if no claim followed it on its record."""
+        self.claims.restart_claim(claim_id, lease=lease)
+
     def load_claim(self, claim_id: str) -> StoredClaim | None:
         """Return a claim's record index, status and state, or None."""
         return self.claims.load_claim(claim_id)

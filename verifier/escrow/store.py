@@ -381,12 +381,27 @@ class ClaimStore(ABC):
         filed on the record are exactly those, checked in the transaction that files
         it, so what the caller computed from them (the pairs a claim on fresh pairs
         excludes, spec §10.2 step 2) covers every claim filed before the new one, by
-        any process on the database.
+        any process on the database, and none of those is ``open`` (a failed claim run
+        again meanwhile, :meth:`restart_claim`, would open pairs after the exclusions
+        were fixed).
 
         Raises :class:`ClaimsChangedError` when another claim was filed on the record
-        meanwhile, :class:`UnknownRecordError` for a record not in the log and
-        :class:`~protocol.errors.StateError` when the claim id is taken; each changes
-        nothing.
+        meanwhile or one of ``earlier`` is open again, :class:`UnknownRecordError` for a
+        record not in the log and :class:`~protocol.errors.StateError` when the claim id
+        is taken; each changes nothing.
+        """
+
+    @abstractmethod
+    def restart_claim(self, claim_id: str, *, lease: ClaimLease) -> None:
+        """Set a failed claim held by ``lease`` open again, to run it again (spec §10.7).
+
+        Only while the claim's status is ``failed`` and no claim was filed on its record
+        after it, checked in the transaction that changes the status, so no claim can be
+        filed in between. The caller has checked, with the claim held, that it computed
+        no outcome. Raises :class:`~protocol.errors.StateError` (``invalid-state``) when
+        the claim is not failed or a later claim exists, :class:`UnknownClaimError` for
+        a claim never saved and :class:`ClaimBusyError` when ``lease`` does not hold it;
+        each changes nothing.
         """
 
     @abstractmethod
