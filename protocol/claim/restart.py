@@ -42,7 +42,10 @@ def restart_refusal(
     record: int,
     filed_on_record: Sequence[str],
 ) -> str | None:
-    """Return why a resume of failed claim ``claim_id`` is refused, or None to restart it.
+    """Return why a resume of claim ``claim_id`` is refused, or None to run it.
+
+    An open claim resumes as any claim does (on its own record); a failed one only as
+    below.
 
     ``status`` is the claim's stored status, ``outcome_computed`` whether its saved state
     records any pair's outcome, ``claim_record`` the record it was filed on, ``record``
@@ -54,6 +57,8 @@ def restart_refusal(
     """
     if claim_record != record:
         return f"claim {claim_id!r} was filed on record {claim_record}, not {record}"
+    if status == "open":
+        return None  # an ordinary resume (spec §10.2 step 8), not a restart
     if status != FAILED:
         return f"claim {claim_id!r} is {status}; it cannot resume"
     if outcome_computed:

@@ -340,8 +340,8 @@ def _restart_cases() -> list[dict[str, Any]]:
             ["resumed", "refused"],
         ),
         "a failed claim another claim followed cannot run again, and counts": (
-            "a filed, a failed-no-outcome, b refused, c dry-run, a restart, d filed, "
-            "a restart, e filed",
+            "a filed, a failed-no-outcome, b refused, c dry-run, a restart, "
+            "a failed-no-outcome, d filed, a restart, e filed",
             {"a": 0, "d": 1, "e": 2},
             ["resumed", "refused"],
         ),

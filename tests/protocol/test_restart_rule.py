@@ -30,6 +30,9 @@ def _refusal(**changes: object) -> str | None:
         ({"outcome_computed": True}, "computed a pair's outcome"),
         ({"filed_on_record": ["a", "b", "c"]}, "2 claim(s) were filed on record 0 after it"),
         ({"filed_on_record": ["x"]}, "not filed on record 0"),
+        # An open claim resumes as any does, whatever was filed after it (§10.2 step 8).
+        ({"status": "open", "filed_on_record": ["a", "b"]}, None),
+        ({"status": "open", "record": 1}, "filed on record 0, not 1"),
     ],
 )
 def test_a_failed_claim_runs_again_only_as_the_rule_says(changes, words):
