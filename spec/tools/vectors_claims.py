@@ -42,6 +42,7 @@ from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
 
 from .typed_json import from_typed, to_typed
 from .vectors_core import TEST_KEY_SEED, case, error_fields, render
+from .vectors_transport import opening_cases, request_cases
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "claims.json"
 
@@ -1377,11 +1378,24 @@ def build() -> dict[str, Any]:
             "request of one query ('single_bytes', 0: none) and the bytes an intensity "
             "takes in a request ('element_bytes'; a query takes H·W·C of them). "
             "Expected: the 'requests', each the positions (in the order sent) of the queries "
-            "it holds, in the order they are sent; invalid where one query exceeds both caps."
+            "it holds, in the order they are sent; invalid where one query exceeds both caps. "
+            "A 'requests' case may add 'answer_bytes', the most bytes one query's answer "
+            "takes (a request then holds at most request_bytes/answer_bytes queries, at "
+            "least 1), and 'fixed_batch' true (a model whose batch is fixed at max_batch: "
+            "runs of exactly max_batch, whatever the byte cap, and 'padding', the blank "
+            "images added to each request, expected too); a case without them has neither "
+            "bound. 'openings': a request's openings split into gRPC messages (§10.2 step 4, "
+            "transport). Input: the 'count' of pairs requested, the 'messages' in the order "
+            "sent ('openings' with its 'pairs' and 'more', or a 'part' with its data), and "
+            "the two byte thresholds scaled down for the vectors ('min_part_bytes' for 1 "
+            "MiB, 'max_request_bytes' for MAX_REQUEST_OPENING_BYTES; MAX_ENCODED_BYTES is "
+            "not scaled). Expected: the reassembled 'pairs' in order, or the error."
         ),
         "cases": [
             *[_schedule(row) for row in _SCHEDULES],
             *[_requests(row) for row in _REQUESTS],
+            *request_cases(),
+            *opening_cases(),
             *claims.values(),
             *_broken_cases(claims),
         ],

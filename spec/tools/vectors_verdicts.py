@@ -427,6 +427,15 @@ CHECK_CASES: dict[str, Edit] = {
     "claim.model.endpoint held: without a SHA-256": set_field(
         "claim.model.endpoint", "held:court-exhibit-7"
     ),
+    "an opened pair beyond the record (index n_pairs)": lambda p: p["opened"].__setitem__(
+        -1, p["claim"]["record"]["n_pairs"]
+    ),
+    "claim.model.oracle.capabilities not sorted": set_field(
+        "claim.model.oracle.capabilities", ["embed-images", "classify"]
+    ),
+    "claim.model.oracle.capabilities with a name in upper case": set_field(
+        "claim.model.oracle.capabilities", ["Classify"]
+    ),
 }
 
 
