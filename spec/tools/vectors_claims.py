@@ -1005,6 +1005,22 @@ def _mixed_size_cases() -> dict[str, dict[str, Any]]:
     }
 
 
+def _alpha_cases() -> dict[str, dict[str, Any]]:
+    """A pprm-chernoff claim whose alpha is not p/2 (spec §10.1: any 0 < α < p)."""
+    name = "image-classifier C3 label answers, dither K=1, pprm-chernoff alpha 0.01, coin"
+    params = {
+        "score": ScoreSpec(k=1, perturbation="dither", knowledge="C3"),
+        "test_name": "pprm-chernoff",
+        "p": 0.05,
+        "alpha": 0.01,
+        "tie_rule": TiePolicy.COIN,
+        "window": 4,
+        "window_max": 8,
+    }
+    record = _records()["labelled"]
+    return {name: _claim_case(name, record, StandIn("classify", "label"), params)}
+
+
 #: A change to a claim case's input; it also gets the pairs of the claim's first request.
 Edit = Callable[[dict[str, Any], list[int]], None]
 
@@ -1333,7 +1349,7 @@ def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
-    claims = _claim_cases() | _mixed_size_cases()
+    claims = _claim_cases() | _mixed_size_cases() | _alpha_cases()
     for name, made in claims.items():
         assert run_claim(made["input"]) == made["expected"], name
     return {
@@ -1367,7 +1383,7 @@ def build() -> dict[str, Any]:
             "record holds them) and the transcript's chain head and record count (§12); and "
             "'payload', the canonical "
             "verdict payload of §11 — compared byte for byte, except that its "
-            "final.log_statistic is compared to a relative 1e-9 (§12). The answers were "
+            "final.log_statistic is compared under the agreement rule of §7.3.3. The answers were "
             "made by a stand-in model that reads SHA-256 of each query, one that recalls "
             "the published versions in the 'detected' claims. Invalid claim cases change one "
             "input of a valid one and keep the openings and answers up to the request that "

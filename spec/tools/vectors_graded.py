@@ -206,7 +206,7 @@ def build() -> dict[str, Any]:
             "grid16-v1, the default of new claims (§7.3.8). 'grade': the grade of a "
             "score difference under a tie margin (0 is a tie). 'e-value': M_t exactly as "
             "numerator/denominator (decimal strings, lowest terms) and the informative log "
-            "statistic (compare within 1e-12 absolute) for per-grade counts "
+            "statistic (compare under the agreement rule of §7.3.3) for per-grade counts "
             "[S_1, F_1, S_2, F_2, S_3, F_3]. 'decision': whether M_t >= 1/p, exactly; "
             "near-tie cases put p at the binary64 value nearest 1/M_t and its neighbours. "
             "'detector': feed 'outcomes' (comma-separated bit then grade, e.g. '13' is a one "
