@@ -676,6 +676,10 @@ FILING_CHECK_CASES: dict[str, tuple[Edit, str]] = {
         set_field("filing.request.nonce", bytes(16)),
         "invalid-input",
     ),
+    "arbiter is another key's id than the signing key's (§11 step 6)": (
+        set_field("arbiter", "ab" * 32),
+        "invalid-signature",
+    ),
 }
 
 
