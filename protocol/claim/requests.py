@@ -20,25 +20,47 @@ Shape = tuple[int, int, int]
 
 
 def queries_per_request(
-    max_batch: int, max_bytes: int, query_bytes: int, single_bytes: int = 0
+    max_batch: int,
+    max_bytes: int,
+    query_bytes: int,
+    single_bytes: int = 0,
+    *,
+    answer_bytes: int = 0,
+    fixed_batch: int = 0,
 ) -> int:
-    """Return ``m = min(max_batch, ⌊max_bytes / query_bytes⌋)``, or 1 for a query alone.
+    """Return the most queries of one shape in a request (spec §10.2 step 5).
 
+    That is ``m = min(max_batch, ⌊max_bytes / query_bytes⌋, ⌊max_bytes / answer_bytes⌋)``:
     ``query_bytes`` is what one query of a shape takes in a request of the oracle's
-    protocol and ``max_bytes`` that protocol's cap on a request. A query above
-    ``max_bytes`` goes alone (``m = 1``) where it is within ``single_bytes``, the cap on
-    a request of one query (0: none); otherwise ``limit-exceeded``.
+    protocol, ``max_bytes`` that protocol's cap on a request (and on a reply), and
+    ``answer_bytes`` the most bytes one query's answer may take (0: no bound on
+    replies). A query above ``max_bytes`` goes alone (``m = 1``, the answer bound
+    still applying) where it is within ``single_bytes``, the cap on a request of one
+    query (0: none); otherwise ``limit-exceeded``. A model with a fixed batch size
+    (``fixed_batch`` > 0, over the Open Inference Protocol) gets runs of exactly that
+    size whatever the byte caps say, once one query fits a request.
     """
     if max_batch < 1 or query_bytes < 1 or max_bytes < 1 or single_bytes < 0:
         raise InputError("max_batch, the request caps and a query's bytes must be positive")
+    if answer_bytes < 0 or fixed_batch < 0:
+        raise InputError("an answer's bytes and a fixed batch size cannot be negative")
     fits = max_bytes // query_bytes
     if fits < 1:
-        if query_bytes <= single_bytes:
-            return 1
-        raise LimitExceededError(
-            "bytes of one image query", query_bytes, max(max_bytes, single_bytes)
-        )
+        if query_bytes > single_bytes:
+            raise LimitExceededError(
+                "bytes of one image query", query_bytes, max(max_bytes, single_bytes)
+            )
+        fits = 1
+    if fixed_batch:
+        return fixed_batch
+    if answer_bytes:
+        fits = min(fits, max(1, max_bytes // answer_bytes))
     return min(max_batch, fits)
+
+
+def padding(runs: Sequence[Sequence[int]], fixed_batch: int) -> list[int]:
+    """Return the blank images that pad each request to a fixed batch (0 without one)."""
+    return [max(fixed_batch - len(run), 0) if fixed_batch else 0 for run in runs]
 
 
 def request_runs(shapes: Sequence[Shape], per_request: Callable[[Shape], int]) -> list[list[int]]:

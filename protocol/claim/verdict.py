@@ -156,8 +156,10 @@ def parse_verdict(value: Value, describe: DescribeParser) -> Verdict:
         raise InputError("queries cannot be negative")
     opened = value["opened"]
     assert isinstance(opened, list)
-    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in opened):
-        raise InputError("opened must list non-negative pair indices")
+    if not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < claim.n_pairs for i in opened
+    ):
+        raise InputError(f"opened must list pair indices in 0..{claim.n_pairs - 1}")
     if len(set(opened)) != len(opened):
         raise InputError("a pair is listed as opened twice")
     if claim.excluded and not set(claim.excluded).isdisjoint(opened):

@@ -50,6 +50,25 @@ def check_probability(name: str, value: float, *, low: float = 0.0, high: float 
     return v
 
 
+#: Relative and per-draw absolute slack of :func:`log_statistics_agree` (spec §7.3.3).
+LOG_STATISTIC_RELATIVE = 1e-9
+LOG_STATISTIC_PER_DRAW = 1e-12
+
+
+def log_statistics_agree(x: float, y: float, draws: int) -> bool:
+    """Return whether two log statistics of a test after ``draws`` bits agree (spec §7.3.3).
+
+    The log statistic is informative and not specified to the bit: two values agree
+    when ``|x − y| ≤ 1e-9·max(|x|, |y|) + 1e-12·(1 + draws)``. The term in ``draws``
+    covers a binary64 log-sum-exp, whose terms grow with the draws and cancel where the
+    e-value is near 1 (measured: 1.06e-9 from the exact value at a million draws).
+    """
+    if not (math.isfinite(x) and math.isfinite(y)) or draws < 0:
+        return False
+    slack = LOG_STATISTIC_RELATIVE * max(abs(x), abs(y)) + LOG_STATISTIC_PER_DRAW * (1 + draws)
+    return abs(x - y) <= slack
+
+
 #: The field of a verdict's ``final`` that a test sets once it has drawn (spec §11).
 Reported = Literal["interval", "log_statistic"]
 

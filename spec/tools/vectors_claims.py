@@ -42,6 +42,7 @@ from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
 
 from .typed_json import from_typed, to_typed
 from .vectors_core import TEST_KEY_SEED, case, error_fields, render
+from .vectors_transport import opening_cases, request_cases
 
 VECTOR_FILE = Path(__file__).resolve().parent.parent / "vectors" / "claims.json"
 
@@ -1004,6 +1005,22 @@ def _mixed_size_cases() -> dict[str, dict[str, Any]]:
     }
 
 
+def _alpha_cases() -> dict[str, dict[str, Any]]:
+    """A pprm-chernoff claim whose alpha is not p/2 (spec §10.1: any 0 < α < p)."""
+    name = "image-classifier C3 label answers, dither K=1, pprm-chernoff alpha 0.01, coin"
+    params = {
+        "score": ScoreSpec(k=1, perturbation="dither", knowledge="C3"),
+        "test_name": "pprm-chernoff",
+        "p": 0.05,
+        "alpha": 0.01,
+        "tie_rule": TiePolicy.COIN,
+        "window": 4,
+        "window_max": 8,
+    }
+    record = _records()["labelled"]
+    return {name: _claim_case(name, record, StandIn("classify", "label"), params)}
+
+
 #: A change to a claim case's input; it also gets the pairs of the claim's first request.
 Edit = Callable[[dict[str, Any], list[int]], None]
 
@@ -1332,7 +1349,7 @@ def _broken_cases(valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
-    claims = _claim_cases() | _mixed_size_cases()
+    claims = _claim_cases() | _mixed_size_cases() | _alpha_cases()
     for name, made in claims.items():
         assert run_claim(made["input"]) == made["expected"], name
     return {
@@ -1366,7 +1383,7 @@ def build() -> dict[str, Any]:
             "record holds them) and the transcript's chain head and record count (§12); and "
             "'payload', the canonical "
             "verdict payload of §11 — compared byte for byte, except that its "
-            "final.log_statistic is compared to a relative 1e-9 (§12). The answers were "
+            "final.log_statistic is compared under the agreement rule of §7.3.3. The answers were "
             "made by a stand-in model that reads SHA-256 of each query, one that recalls "
             "the published versions in the 'detected' claims. Invalid claim cases change one "
             "input of a valid one and keep the openings and answers up to the request that "
@@ -1377,11 +1394,24 @@ def build() -> dict[str, Any]:
             "request of one query ('single_bytes', 0: none) and the bytes an intensity "
             "takes in a request ('element_bytes'; a query takes H·W·C of them). "
             "Expected: the 'requests', each the positions (in the order sent) of the queries "
-            "it holds, in the order they are sent; invalid where one query exceeds both caps."
+            "it holds, in the order they are sent; invalid where one query exceeds both caps. "
+            "A 'requests' case may add 'answer_bytes', the most bytes one query's answer "
+            "takes (a request then holds at most request_bytes/answer_bytes queries, at "
+            "least 1), and 'fixed_batch' true (a model whose batch is fixed at max_batch: "
+            "runs of exactly max_batch, whatever the byte cap, and 'padding', the blank "
+            "images added to each request, expected too); a case without them has neither "
+            "bound. 'openings': a request's openings split into gRPC messages (§10.2 step 4, "
+            "transport). Input: the 'count' of pairs requested, the 'messages' in the order "
+            "sent ('openings' with its 'pairs' and 'more', or a 'part' with its data), and "
+            "the two byte thresholds scaled down for the vectors ('min_part_bytes' for 1 "
+            "MiB, 'max_request_bytes' for MAX_REQUEST_OPENING_BYTES; MAX_ENCODED_BYTES is "
+            "not scaled). Expected: the reassembled 'pairs' in order, or the error."
         ),
         "cases": [
             *[_schedule(row) for row in _SCHEDULES],
             *[_requests(row) for row in _REQUESTS],
+            *request_cases(),
+            *opening_cases(),
             *claims.values(),
             *_broken_cases(claims),
         ],

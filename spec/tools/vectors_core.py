@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from protocol import SPEC_VERSION, limits
 from protocol.commitment import commit_pair, version_digest
 from protocol.encoding import encode
-from protocol.envelope import pae, payload_type, sign_envelope
+from protocol.envelope import Envelope, pae, payload_type, sign_envelope
 from protocol.errors import TwinauditError
 from protocol.escrow_messages import (
     Checkpoint,
@@ -533,6 +533,7 @@ def build_envelope() -> dict[str, Any]:
         text[:signatures] + "[]," * (limits.MAX_SIGNATURES + 1) + text[signatures:],
         "limit-exceeded",
     )
+    cases += _keyid_lengths(good, pub, verdict_type)
     cases += _escrow_envelopes(key, other)
     return _doc(
         "envelope",
@@ -541,6 +542,32 @@ def build_envelope() -> dict[str, Any]:
         "changed after signing.",
         cases,
     )
+
+
+def _keyid_lengths(good: Envelope, pub: bytes, verdict_type: str) -> list[dict[str, Any]]:
+    """``verify`` cases whose keyid is 128 or 129 characters (§8.2: code points, not bytes).
+
+    A valid case verifies the envelope JSON under ``public_key`` (key ids are hints, so
+    the label does not matter) and expects the payload's bytes.
+    """
+    cases = []
+    for name, keyid in (
+        ("a keyid of 128 'é' (256 UTF-8 bytes) is 128 characters", "é" * 128),
+        ("a keyid of 128 ASCII letters", "a" * 128),
+        ("a keyid of 129 ASCII letters", "a" * 129),
+        ("a keyid of 129 'é'", "é" * 129),
+    ):
+        doc = json.loads(good.to_json())
+        doc["signatures"][0]["keyid"] = keyid
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        inp = {"public_key": pub.hex(), "expected_type": verdict_type, "json": text}
+        entry: dict[str, Any] = {"name": name, "kind": "verify", "input": inp}
+        if len(keyid) <= 128:
+            entry |= {"valid": True, "expected": {"payload": good.payload.hex()}}
+        else:
+            entry |= {"valid": False, "error": "non-canonical-encoding"}
+        cases.append(entry)
+    return cases
 
 
 def _escrow_envelopes(key: Ed25519PrivateKey, other: Ed25519PrivateKey) -> list[dict[str, Any]]:

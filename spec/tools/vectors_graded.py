@@ -39,6 +39,22 @@ def _hex(x: float) -> str:
     return float(x).hex()
 
 
+def state_to_json(state: dict[str, Any]) -> dict[str, Any]:
+    """Return a test state (§7.4) as the file writes it: ``params.p`` as a C99 hex float.
+
+    Before 2026-11-28 this file wrote ``p`` as a JSON number, unlike every other float
+    of the vectors (spec §14, §1.2); the value is the same.
+    """
+    params = state["params"]
+    return {**state, "params": {**params, "p": _hex(params["p"])}}
+
+
+def state_from_json(state: dict[str, Any]) -> dict[str, Any]:
+    """Return the test state a case writes with :func:`state_to_json`."""
+    params = state["params"]
+    return {**state, "params": {**params, "p": float.fromhex(params["p"])}}
+
+
 def counts_of(flat: list[int]) -> Counts:
     """Return ``((S_1, F_1), (S_2, F_2), (S_3, F_3))`` from the flat list of the vectors."""
     return counts_from_list(flat)
@@ -126,16 +142,16 @@ def _detector(name: str, n: int, p: float, outcomes: str, prior: str = PRIOR) ->
         for item in outcomes.split(","):
             if test.update(int(item[0]), int(item[1:])).decision is not Decision.CONTINUE:
                 break
-        return {"decision": test.decision.value, "state": test.state()}
+        return {"decision": test.decision.value, "state": state_to_json(test.state())}
 
     return case(name, "detector", inp, compute)
 
 
 def _state(name: str, state: dict[str, Any]) -> dict[str, Any]:
     def compute() -> dict[str, Any]:
-        return {"state": GradedMixtureTest.from_state(state).state()}
+        return {"state": state_to_json(GradedMixtureTest.from_state(state).state())}
 
-    return case(name, "state", {"state": state}, compute)
+    return case(name, "state", {"state": state_to_json(state)}, compute)
 
 
 def _state_cases() -> list[dict[str, Any]]:
@@ -190,13 +206,14 @@ def build() -> dict[str, Any]:
             "grid16-v1, the default of new claims (§7.3.8). 'grade': the grade of a "
             "score difference under a tie margin (0 is a tie). 'e-value': M_t exactly as "
             "numerator/denominator (decimal strings, lowest terms) and the informative log "
-            "statistic (compare within 1e-12 absolute) for per-grade counts "
+            "statistic (compare under the agreement rule of §7.3.3) for per-grade counts "
             "[S_1, F_1, S_2, F_2, S_3, F_3]. 'decision': whether M_t >= 1/p, exactly; "
             "near-tie cases put p at the binary64 value nearest 1/M_t and its neighbours. "
             "'detector': feed 'outcomes' (comma-separated bit then grade, e.g. '13' is a one "
             "at grade 3) until the test decides; the expected state is §7.5.4's. 'state': "
-            "restore a state and write it back. Floats are C99 hex strings. Invalid cases "
-            "name the error code."
+            "restore a state and write it back. Floats are C99 hex strings, a state's "
+            "params.p too (before 2026-11-28 this file wrote that one as a JSON number). "
+            "Invalid cases name the error code."
         ),
         "cases": [
             *_grade_cases(),

@@ -814,6 +814,26 @@ def _crop_v2_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def _sum_boundary_rows(score_value: Any) -> list[tuple[str, Any, dict[str, Any]]]:
+    """Rows whose exactly rounded sum is the last one in 1 ± 1e-3 or the first one out.
+
+    §10.3: a row passes when |σ − 1.0| ≤ 1e-3 (the binary64 constant); 1 + k·2^−52 and
+    1 − j·2^−53 are the extreme sums that pass. Each row is [σ − 0.5, 0.5, 0, 0], exact.
+    """
+    above = 4503599627370 * 2.0**-52  # ⌊1e-3 · 2^52⌋ ulps of 1 above it
+    below = 9007199254740 * 2.0**-53  # ⌊1e-3 · 2^53⌋ half-ulps of 1 below it
+    sums = [
+        ("a row summing to the largest sum that passes, 1 + 4503599627370·2^-52", 1.0 + above),
+        ("a row summing to the least sum that passes, 1 − 9007199254740·2^-53", 1.0 - below),
+        ("invalid: a row summing to one ulp above the largest that passes", 1.0 + above + 2.0**-52),
+        ("invalid: a row summing to one step below the least that passes", 1.0 - below - 2.0**-53),
+    ]
+    return [
+        (name, score_value, {"probabilities": _hex([[total - 0.5, 0.5, 0.0, 0.0]]), "label": None})
+        for name, total in sums
+    ]
+
+
 def _classifier_cases() -> list[dict[str, Any]]:
     rng = np.random.default_rng(13)
     soft = rng.dirichlet(np.ones(4), size=3)
@@ -1084,6 +1104,7 @@ def _classifier_cases() -> list[dict[str, Any]]:
             score_map(0, "C4"),
             {"labels": [], "label": None},
         ),
+        *_sum_boundary_rows(score_map(1, "C2")),
     ]
     cases = []
     for name, score_value, answer in rows:

@@ -427,6 +427,15 @@ CHECK_CASES: dict[str, Edit] = {
     "claim.model.endpoint held: without a SHA-256": set_field(
         "claim.model.endpoint", "held:court-exhibit-7"
     ),
+    "an opened pair beyond the record (index n_pairs)": lambda p: p["opened"].__setitem__(
+        -1, p["claim"]["record"]["n_pairs"]
+    ),
+    "claim.model.oracle.capabilities not sorted": set_field(
+        "claim.model.oracle.capabilities", ["embed-images", "classify"]
+    ),
+    "claim.model.oracle.capabilities with a name in upper case": set_field(
+        "claim.model.oracle.capabilities", ["Classify"]
+    ),
 }
 
 
@@ -667,6 +676,10 @@ FILING_CHECK_CASES: dict[str, tuple[Edit, str]] = {
         set_field("filing.request.nonce", bytes(16)),
         "invalid-input",
     ),
+    "arbiter is another key's id than the signing key's (§11 step 6)": (
+        set_field("arbiter", "ab" * 32),
+        "invalid-signature",
+    ),
 }
 
 
@@ -835,8 +848,9 @@ def build() -> dict[str, Any]:
             "the test key of appendix B (public key "
             f"{raw_public_key(key.public_key()).hex()}) and its transcript (hex of the "
             "framed records); checking the verdict (§11) and replaying the transcript (§12) "
-            "succeed and give 'expected' (log_statistic as a C99 hex float, compared to a "
-            "relative 1e-9). A verdict on a keyed record carries 'filing', the request the "
+            "succeed and give 'expected' (log_statistic as a C99 hex float, compared under the "
+            "agreement rule of §7.3.3). A verdict on a keyed record carries 'filing', the "
+            "request the "
             "owner signed with her claim key (§10.7), which checking verifies (§11 step 7). "
             "'check' cases are a valid verdict with one field changed and "
             "signed again: checking it fails with 'error'. 'replay' cases change one "

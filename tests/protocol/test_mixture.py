@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import itertools
 import math
 import random
@@ -14,7 +15,7 @@ from protocol import limits
 from protocol.encoding import decode, encode
 from protocol.errors import InputError, LimitExceededError, ParameterError, StateError
 from protocol.stats import mixture, power
-from protocol.stats.base import Decision, TiePolicy
+from protocol.stats.base import Decision, TiePolicy, log_statistics_agree
 from protocol.stats.mixture import MixtureTest, detection_boundary, e_value, log_e_value, reaches
 from protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS, GridPrior, get_prior
 
@@ -461,3 +462,39 @@ def test_plan_validates() -> None:
         power.plan("mixture-e", 100, 0.7, tie_fraction=1.0)
     with pytest.raises(ParameterError):
         power.iid_survival([1, 2], 5, 0.5)
+
+
+def _exact_log_e_value(draws: int, successes: int, prior: GridPrior) -> float:
+    """ln M_t from the exact terms, in 60-digit decimal arithmetic (correctly rounded ln)."""
+    context = decimal.Context(prec=60)
+    ln = context.ln
+    failures = draws - successes
+    terms = [
+        ln(w) + successes * ln(a) + (failures * ln(prior.resolution - a) if failures else 0)
+        for a, w in prior.atoms
+        if not (failures and a == prior.resolution)
+    ]
+    top = max(terms)
+    total = sum(context.exp(x - top) for x in terms)
+    scale = ln(prior.total_weight) + draws * ln(prior.half_resolution)
+    return float(top + ln(total) - scale)
+
+
+def test_log_statistics_agree_by_the_draws() -> None:
+    """Spec §7.3.3: a million draws near M_t = 1 need the slack that grows with t."""
+    prior = get_prior("grid16-v1")
+    exact = _exact_log_e_value(1_000_000, 501_595, prior)
+    reference = log_e_value(1_000_000, 501_595, prior)
+    assert abs(exact) < 0.01 and abs(reference - exact) > 1e-10  # cancellation at work
+    assert not math.isclose(reference, exact, rel_tol=1e-9, abs_tol=1e-12)  # the old rule
+    assert log_statistics_agree(reference, exact, 1_000_000)
+    assert not log_statistics_agree(reference, exact, 0)
+
+
+def test_log_statistics_agree_refuses() -> None:
+    value = log_e_value(64, 40)
+    assert log_statistics_agree(value, _exact_log_e_value(64, 40, get_prior("grid16-v1")), 64)
+    assert not log_statistics_agree(value, value * (1 + 1e-6), 64)
+    assert not log_statistics_agree(value, math.inf, 64)
+    assert not log_statistics_agree(math.nan, math.nan, 64)
+    assert log_statistics_agree(0.0, 1e-12, 0) and not log_statistics_agree(0.0, 3e-12, 1)

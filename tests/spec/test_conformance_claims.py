@@ -10,32 +10,35 @@ builds today.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from protocol.claim.requests import queries_per_request, request_runs
+from protocol.claim.requests import padding, queries_per_request, request_runs
 from protocol.claim.schedule import WindowSchedule
 from protocol.encoding import decode, encode
+from protocol.stats.base import log_statistics_agree
 from spec.tools import vectors_claims
 from spec.tools.typed_json import from_typed
 from spec.tools.vectors_claims import run_claim
 from spec.tools.vectors_core import render
+from spec.tools.vectors_transport import opening_message, pair_fields
 from tests.support.vectors import raises_its_error
 from verifier.verdict import parse_verdict
+from wire.openings import collect_openings
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "claims.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
 SCHEDULES = [c for c in DOC["cases"] if c["kind"] == "schedule"]
 REQUESTS = [c for c in DOC["cases"] if c["kind"] == "requests"]
+OPENINGS = [c for c in DOC["cases"] if c["kind"] == "openings"]
 CLAIMS = [c for c in DOC["cases"] if c["kind"] == "claim"]
 
 
 def test_the_document_is_the_claims_topic() -> None:
     assert DOC["topic"] == "claims"
-    assert {case["kind"] for case in DOC["cases"]} == {"schedule", "requests", "claim"}
+    assert {case["kind"] for case in DOC["cases"]} == {"schedule", "requests", "openings", "claim"}
     assert len({case["name"] for case in DOC["cases"]}) == len(DOC["cases"])
     for kind in ("schedule", "requests", "claim"):
         assert {c["valid"] for c in DOC["cases"] if c["kind"] == kind} == {True, False}
@@ -188,8 +191,15 @@ def test_requests(case: dict[str, Any]) -> None:
     def per_request(shape: tuple[int, int, int]) -> int:
         query = shape[0] * shape[1] * shape[2] * inp["element_bytes"]
         return queries_per_request(
-            inp["max_batch"], inp["request_bytes"], query, inp["single_bytes"]
+            inp["max_batch"],
+            inp["request_bytes"],
+            query,
+            inp["single_bytes"],
+            answer_bytes=inp.get("answer_bytes", 0),
+            fixed_batch=fixed,
         )
+
+    fixed = inp["max_batch"] if inp.get("fixed_batch", False) else 0
 
     def runs() -> list[list[int]]:
         return request_runs([(h, w, c) for h, w, c in inp["shapes"]], per_request)
@@ -198,16 +208,55 @@ def test_requests(case: dict[str, Any]) -> None:
         raises_its_error(case, runs)
         return
     assert runs() == case["expected"]["requests"]
+    if fixed:
+        assert padding(runs(), fixed) == case["expected"]["padding"]
+    else:
+        assert "padding" not in case["expected"]
     positions = [n for run in case["expected"]["requests"] for n in run]
     assert sorted(positions) == list(range(len(inp["shapes"])))
 
 
+def test_requests_cover_both_bounds() -> None:
+    """The answer bound and the fixed batch each have valid and refused cases."""
+    fixed = [c["valid"] for c in REQUESTS if c["input"].get("fixed_batch")]
+    answered = [c for c in REQUESTS if "answer_bytes" in c["input"]]
+    assert True in fixed and False in fixed
+    assert any(
+        len(c["expected"]["requests"][0])
+        == c["input"]["request_bytes"] // c["input"]["answer_bytes"]
+        for c in answered
+    )
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in OPENINGS])
+def test_openings(case: dict[str, Any]) -> None:
+    """Reassemble a request's openings from its messages (spec §10.2 step 4, transport)."""
+    inp = case["input"]
+
+    def reassemble() -> list[dict[str, Any]]:
+        stream = iter([opening_message(m) for m in inp["messages"]])
+        pairs = collect_openings(
+            None,
+            lambda: next(stream, None),
+            inp["count"],
+            max_request_bytes=inp["max_request_bytes"],
+            min_part_bytes=inp["min_part_bytes"],
+        )
+        return [pair_fields(p) for p in pairs]
+
+    if not case["valid"]:
+        raises_its_error(case, reassemble)
+        return
+    assert reassemble() == case["expected"]["pairs"]
+
+
 def _same_payload(mine: str, expected: str) -> bool:
-    """Equal payload bytes, but final.log_statistic only to a relative 1e-9 (spec §12)."""
+    """Equal payload bytes, but final.log_statistic only under §7.3.3's rule (spec §14)."""
     ours, theirs = decode(bytes.fromhex(mine)), decode(bytes.fromhex(expected))
     assert isinstance(ours, dict) and isinstance(theirs, dict)
     a, b = ours["final"]["log_statistic"], theirs["final"]["log_statistic"]  # type: ignore[index]
-    if (a is None) != (b is None) or (a is not None and not math.isclose(a, b, rel_tol=1e-9)):
+    draws = theirs["final"]["draws"]  # type: ignore[index]
+    if (a is None) != (b is None) or (a is not None and not log_statistics_agree(a, b, draws)):
         return False
     ours["final"]["log_statistic"] = b  # type: ignore[index]
     return encode(ours) == encode(theirs)

@@ -22,6 +22,7 @@ from protocol.stats.graded import (
 from protocol.stats.mixture_prior import get_prior
 from spec.tools import vectors_graded
 from spec.tools.vectors_core import render
+from spec.tools.vectors_graded import state_from_json, state_to_json
 from tests.support.vectors import check_test_case
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
@@ -53,9 +54,10 @@ def _run(case):
         for item in inp["outcomes"].split(","):
             if test.update(int(item[0]), int(item[1:])).decision is not Decision.CONTINUE:
                 break
-        return {"decision": test.decision.value, "state": test.state()}
+        return {"decision": test.decision.value, "state": state_to_json(test.state())}
     if kind == "state":
-        return {"state": GradedMixtureTest.from_state(inp["state"]).state()}
+        restored = GradedMixtureTest.from_state(state_from_json(inp["state"]))
+        return {"state": state_to_json(restored.state())}
     raise AssertionError(kind)
 
 

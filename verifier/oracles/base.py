@@ -195,6 +195,8 @@ class OracleInfo:
         caps = value["capabilities"]
         if not isinstance(caps, list):
             raise _invalid("capabilities must be a list")
+        if not all(isinstance(c, str) for c in caps) or caps != sorted(caps):
+            raise _invalid("a Describe map lists its capabilities sorted (spec §10.1)")
         shape = value.get("input_shape", [])
         if not isinstance(shape, list):
             raise _invalid("input_shape must be a list")

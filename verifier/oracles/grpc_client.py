@@ -212,10 +212,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
             per_answer = 8 * info.n_classes if info.classify_output == "probabilities" else 3
         room = self._max_message_bytes - _MESSAGE_SLACK
         alone = self._max_query_bytes - _MESSAGE_SLACK
-        return min(
-            queries_per_request(info.max_batch, room, per_image, alone),
-            queries_per_request(info.max_batch, room, per_answer),
-        )
+        return queries_per_request(info.max_batch, room, per_image, alone, answer_bytes=per_answer)
 
     def queries_per_request(self, shape: tuple[int, int, int], capability: str) -> int:
         """Return how many images of ``shape`` one request holds (:meth:`batch_size`)."""

@@ -80,8 +80,10 @@ class OipOracle(ClassifierOracle, EncoderOracle):
         """
         plan = self.plan
         per_image = int(np.prod(shape)) * self._transport.element_bytes(plan.input.datatype)
-        fits = queries_per_request(plan.max_batch, self._address.options.request_bytes, per_image)
-        return plan.fixed_batch or fits
+        request_bytes = self._address.options.request_bytes
+        return queries_per_request(
+            plan.max_batch, request_bytes, per_image, fixed_batch=plan.fixed_batch
+        )
 
     def _run(self, images: F32Images, capability: str) -> list[tuple[Tensor, int]]:
         images = check_images(images)
