@@ -34,6 +34,13 @@ ENVIRONMENT: Final = {
 
 #: Examples shown at the end of each command's help (each one parses: tests/cli/test_cli.py).
 EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
+    "verify": (
+        "twinaudit verify verdict.json --pubkey arbiter.key.pub",
+        "twinaudit verify verdict.json --transcript transcript.bin --pubkey arbiter.key.pub "
+        "--html verdict.html",
+        "twinaudit verify verdict.json --transcript transcript.bin --openings openings.bin "
+        "--pubkey arbiter.key.pub --json",
+    ),
     "plan": ("twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",),
     "owner mark": (
         "twinaudit owner mark photos/ --labels labels.csv --out vault/",

@@ -1,4 +1,4 @@
-"""A verdict a person can read: one self-contained HTML page (``verifier check/replay --html``).
+"""A verdict a person can read: one self-contained HTML page (``twinaudit verify --html``).
 
 The page says what the decision is and, in words a judge reads, what it does and does
 not establish (a detection bounds the false-detection probability by p for this
@@ -323,10 +323,10 @@ def _checks(checked: Checked) -> str:
         )
     else:
         items.append(
-            "It was not replayed: <code>verifier check</code> does not recompute the "
-            "decision. The plots below are recomputed from the verdict's signed indicators; "
-            "<code>twinaudit verifier replay</code> with the claim's transcript recomputes "
-            "the decision from the model's recorded answers."
+            "It was not replayed: checking a verdict does not recompute the decision. The "
+            "plots below are recomputed from the verdict's signed indicators; "
+            "<code>twinaudit verify</code> with the claim's transcript recomputes the "
+            "decision from the model's recorded answers."
         )
     return '<div class="checks">' + _bullets(items) + "</div>"
 
@@ -528,7 +528,7 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
         return out[0] + (
             "<p>The graded test sizes each pair's bet by how far apart its two scores are "
             "(spec §7.5); the scores are in the transcript, not in the verdict, so its path "
-            "is drawn by <code>twinaudit verifier replay … --html</code>. Its final log "
+            "is drawn by <code>twinaudit verify … --transcript … --html</code>. Its final log "
             f"e-value is {_e(_number(final) if isinstance(final, float) else final)}, "
             f"against log(1/p) = {_e(_number(threshold))}.</p>"
         )
@@ -536,7 +536,7 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
         return (
             out[0] + '<div class="warn">The verdict\'s signed indicators do not lead to its '
             f"signed final figures ({_e(exc)}). Do not rely on this verdict before "
-            "<code>twinaudit verifier replay</code> with its transcript succeeds.</div>"
+            "<code>twinaudit verify</code> with its transcript succeeds.</div>"
         )
     fed = "Horizontal axis: pairs processed, in the order the arbiter opened them."
     if path.test == "mixture-graded":
@@ -655,9 +655,8 @@ def render_report(
         ),
         "<footer><p>This page is a rendering of the signed verdict file named above; the "
         "file, not this page, is what the arbiter signed. Anyone holding the arbiter's "
-        "public key can check it offline: <code>twinaudit verifier check verdict.json "
-        "--pubkey arbiter.key.pub</code>, and replay its decision: <code>twinaudit verifier "
-        "replay verdict.json --transcript transcript.bin --pubkey arbiter.key.pub</code>.</p>"
+        "public key can check it offline and replay its decision: <code>twinaudit verify "
+        "verdict.json --transcript transcript.bin --pubkey arbiter.key.pub</code>.</p>"
         f"<p>Made by {_e(generator)}.</p></footer>",
     ]
     return (
