@@ -45,7 +45,7 @@ PLAN_HELP = paragraphs(
     "boundary, iid indicators with success rate q), not simulated. The oracle column is "
     "the SPRT that knows q (its likelihood ratio against 1/p): no test valid for every "
     "q can match it at every q, and it is the yardstick the tests are judged by.",
-    "example: twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",
+    "example: twinaudit plan --pairs 1000 --false-detection 0.05 --rates 0.6 0.7 --ties 0.9",
 )
 
 
@@ -63,13 +63,15 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--pairs", type=int, required=True, help="number of marked pairs N")
     parser.add_argument(
+        "--false-detection",
         "--p",
         "--fdr",
         dest="fdr",
+        metavar="P",
         type=float,
         default=0.05,
-        help="false-detection bound p, owner claim's --p (default %(default)s; --fdr is the "
-        "older name)",
+        help="false-detection bound p, owner claim's --false-detection (default "
+        "%(default)s; --p is the short name, --fdr the older one)",
     )
     parser.add_argument(
         "--alpha", type=float, default=None, help="PPRM level of the paper's test (default p/2)"
