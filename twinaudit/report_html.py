@@ -34,6 +34,13 @@ from protocol.claim.transcript import iter_records
 from protocol.errors import InputError
 from protocol.stats.graded import grade_of
 
+from .report_labels import (
+    LabelAnswers,
+    label_answers,
+    label_note,
+    label_only_knowledge,
+    label_words,
+)
 from .results import authentication_line, claims_authenticated
 from .verdict_plots import (
     GradesNeededError,
@@ -134,7 +141,8 @@ class OpenedPair:
 
     ``outcome`` is the indicator character ("" for a pair opened after the decision);
     ``window``, ``published`` and ``scores`` (score of version 0, of version 1) come
-    from a transcript and are None when only the verdict was read.
+    from a transcript and are None when only the verdict was read; so does ``labels``,
+    the labels a label-only classifier score read (None for any other score).
     """
 
     index: int
@@ -142,6 +150,7 @@ class OpenedPair:
     window: int | None = None
     published: int | None = None
     scores: tuple[float, float] | None = None
+    labels: LabelAnswers | None = None
 
 
 def pairs_from_verdict(verdict: VerdictView) -> list[OpenedPair]:
@@ -160,7 +169,11 @@ def pairs_from_transcript(transcript: bytes) -> list[OpenedPair]:
     form is taken as checked.
     """
     pairs = []
+    knowledge = None
     for record in iter_records(transcript):
+        if record.get("type") == "header":
+            claim: Any = record["claim"]
+            knowledge = label_only_knowledge(claim["score"])
         if record.get("type") != "pair":
             continue
         scores: Any = record["scores"]
@@ -171,6 +184,7 @@ def pairs_from_transcript(transcript: bytes) -> list[OpenedPair]:
                 int(record["window"]),  # type: ignore[arg-type]
                 int(record["published"]),  # type: ignore[arg-type]
                 (float(scores[0]), float(scores[1])),
+                label_answers(record, knowledge) if knowledge else None,
             )
         )
     return pairs
@@ -538,7 +552,15 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
             f"signed final figures ({_e(exc)}). Do not rely on this verdict before "
             "<code>twinaudit verify</code> with its transcript succeeds.</div>"
         )
-    fed = "Horizontal axis: pairs processed, in the order the arbiter opened them."
+    fed = "Horizontal axis: pairs opened, in the order the arbiter opened them."
+    c = _counts(verdict)
+    if c["after"]:
+        decided = c["opened"] - c["after"]
+        fed += (
+            f" The axis ends at pair {decided}, where the test decided; the other "
+            f"{c['after']} of the {c['opened']} pairs opened came in the same request, "
+            "after the decision, and were not fed to the test."
+        )
     if path.test == "mixture-graded":
         out.append(
             _figure(
@@ -583,10 +605,24 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
     return "".join(out)
 
 
+def _score_cell(pair: OpenedPair, version: int) -> str:
+    """Return one version's score cell: its labels in words for a label-only score."""
+    assert pair.scores is not None
+    number = _e(_number(pair.scores[version]))
+    if pair.labels is None:
+        return f'<td class="num">{number}</td>'
+    words = _e(label_words(pair.labels.copies[version], pair.labels.committed))
+    return f'<td>{words} <span class="muted">(score {number})</span></td>'
+
+
 def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
     head = ["#", "pair", "outcome"]
+    labelled = next((pair.labels for pair in pairs if pair.labels is not None), None)
     if from_transcript:
-        head = ["#", "pair", "request", "published", "score published", "score hidden", "outcome"]
+        scored = ("published version's labels", "hidden version's labels")
+        if labelled is None:
+            scored = ("score published", "score hidden")
+        head = ["#", "pair", "request", "published", *scored, "outcome"]
     rows = []
     for n, pair in enumerate(pairs[:MAX_TABLE_ROWS], start=1):
         words = _e(OUTCOME_WORDS.get(pair.outcome, pair.outcome))
@@ -598,8 +634,8 @@ def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
             cells += [
                 f'<td class="num">{pair.window}</td>',
                 f"<td>version {b}</td>",
-                f'<td class="num">{_e(_number(pair.scores[b]))}</td>',
-                f'<td class="num">{_e(_number(pair.scores[1 - b]))}</td>',
+                _score_cell(pair, b),
+                _score_cell(pair, 1 - b),
             ]
         cells.append(f"<td{mark}>{words}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -612,9 +648,13 @@ def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
     if len(pairs) > MAX_TABLE_ROWS:
         more = f"<p>… and {len(pairs) - MAX_TABLE_ROWS} more pairs, not listed.</p>"
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
+    note = ""
+    if labelled is not None:
+        note = f"<p>{_e(label_note(labelled.knowledge, len(labelled.copies[0])))}</p>"
     return (
         f"<h2>Opened pairs</h2><p>{len(pairs)} pairs, in the order they were opened, {source}."
-        f"</p><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>" + more
+        f"</p>{note}<table><thead><tr>{header}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>" + more
     )
 
 
