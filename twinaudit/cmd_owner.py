@@ -101,8 +101,9 @@ def _tls(args: argparse.Namespace) -> TlsFiles | None:
 def _arbiter_channel(args: argparse.Namespace) -> grpc.Channel:
     """Open the channel to ``--arbiter``, refusing anything but HOST:PORT.
 
-    gRPC would dial a bare host (``localhost``) on port 443, which no arbiter serves
-    by default (docs/arbiter.md): the address must name its port.
+    gRPC would dial a bare host (``localhost``) on port 443; an arbiter listens on the
+    port its ``verifier serve --listen`` names, which has no default, so the address
+    must name it too.
     """
     parse_address(args.arbiter, what="--arbiter")
     return make_channel(args.arbiter, tls=_tls(args))
