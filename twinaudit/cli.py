@@ -18,7 +18,15 @@ import grpc
 from protocol import SPEC_VERSION
 from protocol.errors import InputError, TwinauditError
 
-from . import cmd_completion, cmd_oracle, cmd_owner, cmd_plan, cmd_verifier, conventions
+from . import (
+    cmd_completion,
+    cmd_oracle,
+    cmd_owner,
+    cmd_plan,
+    cmd_verifier,
+    cmd_verify,
+    conventions,
+)
 from .threads import passive_wait
 
 #: Exit status for a check that ran and failed.
@@ -74,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package and protocol-spec versions and exit",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (cmd_plan, cmd_owner, cmd_verifier, cmd_oracle, cmd_completion):
+    for module in (cmd_verify, cmd_plan, cmd_owner, cmd_verifier, cmd_oracle, cmd_completion):
         module.register(commands)
     conventions.apply(parser)
     return parser

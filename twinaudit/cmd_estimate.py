@@ -64,7 +64,14 @@ def register(sub: Any) -> None:
         default=["C1", "C3"],
         help="conditions to score (default C1 C3: probabilities or top label, with the label)",
     )
-    parser.add_argument("--k", type=int, help="copies per version (default: owner claim's, 1)")
+    parser.add_argument(
+        "--copies",
+        "--k",
+        dest="k",
+        metavar="K",
+        type=int,
+        help="copies per version, k (default: owner claim's, 1; --k is the short name)",
+    )
     parser.add_argument(
         "--perturbation", help="perturbation family (default: owner claim's, dither)"
     )
@@ -93,7 +100,15 @@ def register(sub: Any) -> None:
         help=f"share of pairs kept out of training as the control (default {CONTROL_SHARE})",
     )
     parser.add_argument("--test", default=TEST, help=f"the claim's test (default {TEST})")
-    parser.add_argument("--p", type=float, default=P, help=f"false-detection bound (default {P})")
+    parser.add_argument(
+        "--false-detection",
+        "--p",
+        dest="p",
+        metavar="P",
+        type=float,
+        default=P,
+        help=f"false-detection bound p (default {P}; --p is the short name)",
+    )
     parser.add_argument("--out", type=Path, help="also write the estimate as JSON (a new file)")
     threads_arg(parser)
     parser.set_defaults(handler=_estimate)

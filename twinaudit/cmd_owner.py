@@ -15,7 +15,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
@@ -23,7 +23,7 @@ from protocol.claim.scores.perturbations import SINGLE_COPY
 from protocol.errors import InputError
 from protocol.keys import load_public_key
 from protocol.stats.registry import TESTS
-from wire.transport import TlsFiles, make_channel
+from wire.transport import TlsFiles, make_channel, parse_address
 
 from .cmd_estimate import register as register_estimate
 from .cmd_openings import register_openings
@@ -38,6 +38,9 @@ from .results import (
     verdict_figures,
 )
 from .threads import threads_arg, use_threads
+
+if TYPE_CHECKING:
+    import grpc
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -78,6 +81,7 @@ def _arbiter_args(parser: argparse.ArgumentParser) -> None:
         "--arbiter",
         default=address,
         required=address is None,
+        metavar="HOST:PORT",
         help=f"HOST:PORT of the arbiter (default: ${ARBITER_ENV})",
     )
     parser.add_argument(
@@ -85,12 +89,24 @@ def _arbiter_args(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path(key) if key else None,
         required=key is None,
+        metavar="KEY",
         help=f"arbiter public key (PEM) (default: ${ARBITER_KEY_ENV})",
     )
 
 
 def _tls(args: argparse.Namespace) -> TlsFiles | None:
     return TlsFiles(args.cert, args.cert_key, args.ca) if args.ca else None
+
+
+def _arbiter_channel(args: argparse.Namespace) -> grpc.Channel:
+    """Open the channel to ``--arbiter``, refusing anything but HOST:PORT.
+
+    gRPC would dial a bare host (``localhost``) on port 443; an arbiter listens on the
+    port its ``verifier serve --listen`` names, which has no default, so the address
+    must name it too.
+    """
+    parse_address(args.arbiter, what="--arbiter")
+    return make_channel(args.arbiter, tls=_tls(args))
 
 
 def register(commands: Any) -> None:
@@ -470,7 +486,13 @@ def _register_claim(sub: Any) -> None:
         "mixture-e (whole bets) | pprm-chernoff (the paper's). docs/owner.md, Which test",
     )
     claim.add_argument(
-        "--p", type=float, default=0.05, help="false-detection bound (default %(default)s)"
+        "--false-detection",
+        "--p",
+        dest="p",
+        metavar="P",
+        type=float,
+        default=0.05,
+        help="false-detection bound p (default %(default)s; --p is the short name)",
     )
     claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
     claim.add_argument(
@@ -479,9 +501,13 @@ def _register_claim(sub: Any) -> None:
         help=_score_help(),
     )
     claim.add_argument(
+        "--copies",
         "--k",
+        dest="k",
+        metavar="K",
         type=int,
-        help=f"{_takers('k')}: perturbed copies per version (default {_defaults('k')}; "
+        help=f"{_takers('k')}: perturbed copies per version, k (--k is the short name; "
+        f"default {_defaults('k')}; "
         f"for the image-classifier {_CLASSIFIER.parameter('k').chosen_default} with a "
         f"--perturbation other than {' or '.join(SINGLE_COPY)})",
     )
@@ -720,7 +746,7 @@ def _escrow(args: argparse.Namespace) -> int:
     arbiter_key = load_public_key(args.arbiter_key)
     if args.receipt is not None and args.receipt.exists():
         raise InputError(f"{args.receipt} exists; refusing to overwrite a receipt")
-    channel = make_channel(args.arbiter, tls=_tls(args))
+    channel = _arbiter_channel(args)
     escrowed = escrow_root(
         channel,
         root=vault.root,
@@ -876,7 +902,7 @@ def _claim(args: argparse.Namespace) -> int:
         window_max=args.window_max,
         fresh_pairs=args.fresh_pairs,
     )
-    channel = make_channel(args.arbiter, tls=_tls(args))
+    channel = _arbiter_channel(args)
 
     def show(progress: Any) -> None:
         if args.quiet:

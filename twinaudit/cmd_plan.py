@@ -11,6 +11,7 @@ simulated. Beside them, the same figures for the SPRT that knows q
 from __future__ import annotations
 
 import argparse
+import textwrap
 from fractions import Fraction
 from typing import Any
 
@@ -27,6 +28,11 @@ from .results import print_json
 #: (spec §7.5), which no rate q says; with every gap in its top grade it is `mixture-e`.
 TESTS = tuple(name for name, test in REGISTERED.items() if not test.graded)
 
+#: ``owner claim``'s default test, and the computed test it decides as when every untied
+#: pair is in its top grade (a score without a tie margin) and no tie is a coin's half bet.
+CLAIM_DEFAULT = "mixture-graded"
+CLAIM_DEFAULT_AS = "mixture-e"
+
 #: Success rates reported unless the user asks for others.
 DEFAULT_RATES = (0.6, 0.7, 0.8, 0.9, 0.99)
 
@@ -39,7 +45,7 @@ PLAN_HELP = paragraphs(
     "boundary, iid indicators with success rate q), not simulated. The oracle column is "
     "the SPRT that knows q (its likelihood ratio against 1/p): no test valid for every "
     "q can match it at every q, and it is the yardstick the tests are judged by.",
-    "example: twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",
+    "example: twinaudit plan --pairs 1000 --false-detection 0.05 --rates 0.6 0.7 --ties 0.9",
 )
 
 
@@ -57,13 +63,15 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--pairs", type=int, required=True, help="number of marked pairs N")
     parser.add_argument(
+        "--false-detection",
         "--p",
         "--fdr",
         dest="fdr",
+        metavar="P",
         type=float,
         default=0.05,
-        help="false-detection bound p, owner claim's --p (default %(default)s; --fdr is the "
-        "older name)",
+        help="false-detection bound p, owner claim's --false-detection (default "
+        "%(default)s; --p is the short name, --fdr the older one)",
     )
     parser.add_argument(
         "--alpha", type=float, default=None, help="PPRM level of the paper's test (default p/2)"
@@ -134,6 +142,26 @@ def _figures(args: argparse.Namespace, alpha: float) -> list[dict[str, Any]]:
     return rows
 
 
+def _default_as(args: argparse.Namespace) -> str | None:
+    """Return the computed test whose figures the claim's default has here, or None."""
+    return CLAIM_DEFAULT_AS if args.tie_rule == "skip" or not args.ties else None
+
+
+def _default_line(args: argparse.Namespace) -> str:
+    """Say how to read the table for owner claim's default test, mixture-graded."""
+    reading = (
+        f"without a tie margin its figures are the {CLAIM_DEFAULT_AS} columns' (every untied "
+        "pair is in its top grade); with one they depend on the model's score gaps"
+        if _default_as(args)
+        else "with coin-decided ties (half bets) its figures are not computed here"
+    )
+    return textwrap.fill(
+        f"owner claim's default test, {CLAIM_DEFAULT}, sizes each bet by the gap between "
+        f"a pair's two scores (spec 7.5), which no rate q gives: {reading}.",
+        width=88,
+    )
+
+
 def _plan(args: argparse.Namespace) -> int:
     n, p = args.pairs, args.fdr
     alpha = args.alpha if args.alpha is not None else p / 2
@@ -149,6 +177,8 @@ def _plan(args: argparse.Namespace) -> int:
                 "ties": args.ties,
                 "tie_rule": args.tie_rule,
                 "prior": args.prior,
+                "default_test": CLAIM_DEFAULT,
+                "default_test_as": _default_as(args),
                 "rates": _figures(args, alpha),
             }
         )
@@ -161,6 +191,7 @@ def _plan(args: argparse.Namespace) -> int:
     if args.ties:
         rule = "skipped" if args.tie_rule == "skip" else "decided by a fair coin"
         print(f"ties: {args.ties:.0%} of pairs tie and are {rule}; q is the non-tied rate")
+    print(_default_line(args))
     print("exact figures for iid indicators with success rate q (dynamic programming):\n")
     header = f"{'q':>6}" + "".join(
         f"  {name + ' P(detect)':>24}  {'E[pairs]':>9}" for name in TESTS

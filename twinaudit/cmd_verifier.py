@@ -22,7 +22,7 @@ from verifier.escrow.store import (
 )
 from wire.transport import TlsFiles, parse_address
 
-from .results import print_json, verdict_figures, verdict_reading
+from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 from .serve_options import add_operations_args, add_plaintext_arg, check_listen, start_operations
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -367,13 +367,6 @@ def _keygen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
-
-
 def _open_store(db: str, key: Any) -> Any:
     if db.startswith(("postgresql://", "postgres://")):
         from verifier.escrow.postgres_store import PostgresEscrowStore
@@ -504,68 +497,26 @@ def _serve_signed(args: argparse.Namespace, host: str, signer: Any) -> int:
     return EXIT_OK
 
 
-def _report_target(args: argparse.Namespace, *inputs: Path | None) -> None:
-    """Refuse an ``--html`` FILE that cannot be written, before any checking is done."""
-    target: Path | None = args.html
-    if target is None:
-        return
-    if not target.parent.is_dir():
-        raise InputError(f"--html: {target.parent} is not a folder: create it first (mkdir -p)")
-    if target.is_dir():
-        raise InputError(f"--html: {target} is a folder; name the report file")
-    if target.exists() and any(s is not None and s.exists() and target.samefile(s) for s in inputs):
-        raise InputError(f"--html: {target} is an input of this command, not a report")
-
-
-def _write_report(
-    args: argparse.Namespace, verdict: Any, data: bytes, transcript: bytes | None
-) -> None:
-    """Render the HTML report of a verdict that has checked (and replayed) and write it."""
-    import hashlib
-
-    from .cli import package_version
-    from .report_html import Checked, pairs_from_transcript, render_report, write_report
-
-    checked = Checked(
-        key_id=str(verdict["arbiter"]),
-        replayed=transcript is not None,
-        file_name=args.verdict.name,
-        file_sha256=hashlib.sha256(data).hexdigest(),
-    )
-    pairs = pairs_from_transcript(transcript) if transcript is not None else None
-    page = render_report(verdict, checked, pairs, generator=f"twinaudit {package_version()}")
-    try:
-        write_report(args.html, page)
-    except OSError as exc:
-        raise InputError(f"cannot write the report {args.html}: {exc.strerror or exc}") from None
-
-
 def _check(args: argparse.Namespace) -> int:
-    from verifier.verdict import check_verdict
+    from . import verdict_files as files
 
-    _report_target(args, args.verdict, args.pubkey)
+    files.check_report_target(args.html, args.verdict, args.pubkey)
     pubkey = load_public_key(args.pubkey)
-    data = _read(args.verdict, "verdict")
+    data = files.read_input(args.verdict, "verdict")
     try:
-        verdict = check_verdict(data, pubkey)
+        verdict = files.checked_verdict(data, pubkey)
     except TwinauditError as exc:
         print(f"INVALID: {exc.diagnostics()}", file=sys.stderr)
         if args.json:
             print_json({"valid": False, "error": exc.diagnostics()})
         return EXIT_INVALID
     if args.html is not None:
-        _write_report(args, verdict, data, None)
+        files.write_verdict_report(args.html, args.verdict, verdict, data, None)
     if args.json:
         report = {"html": str(args.html)} if args.html is not None else {}
         print_json({"valid": True, **verdict_figures(verdict), **report})
         return EXIT_OK
-    final = verdict["final"]
-    print(
-        f"VALID verdict {verdict['claim_id']}: {verdict['decision'].upper()} "
-        f"(stop: {verdict['stop']}; pairs opened {len(verdict['opened'])}, "
-        f"draws {final['draws']}, successes {final['successes']}, queries {verdict['queries']}, "
-        f"test {verdict['claim']['test']['name']})"
-    )
+    print(f"VALID verdict {verdict['claim_id']}: {verdict_summary(verdict)}")
     for line in verdict_reading(verdict):
         print(f"  {line}")
     if args.html is not None:
@@ -574,104 +525,59 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from protocol.encoding import decode
-    from protocol.envelope import Envelope
-    from verifier.replay import replay
-    from verifier.verdict import check_verdict, parse_verdict
+    from . import verdict_files as files
 
     if args.html is not None and args.pubkey is None:
         raise InputError(
             "--html needs --pubkey: a report is written only for a verdict whose "
             "signature was checked"
         )
-    _report_target(args, args.verdict, args.transcript, args.pubkey)
-    data = _read(args.verdict, "verdict")
-    transcript = _read(args.transcript, "transcript")
-    openings = _read(args.openings, "openings") if args.openings is not None else None
+    files.check_report_target(args.html, args.verdict, args.transcript, args.pubkey)
+    data = files.read_input(args.verdict, "verdict")
+    transcript = files.read_input(args.transcript, "transcript")
+    openings = files.read_input(args.openings, "openings") if args.openings is not None else None
     try:
-        if args.pubkey is not None:
-            verdict = check_verdict(data, load_public_key(args.pubkey))
-        else:
-            verdict = parse_verdict(decode(Envelope.from_json(data).payload))
-        result = replay(verdict, transcript)
-        opened = _check_openings(verdict, transcript, openings)
+        pubkey = load_public_key(args.pubkey) if args.pubkey is not None else None
+        verdict = files.checked_verdict(data, pubkey)
+        done = files.replayed(verdict, transcript, openings)
     except TwinauditError as exc:
         print(f"REPLAY FAILED: {exc.diagnostics()}", file=sys.stderr)
         if args.json:
             print_json({"identical": False, "error": exc.diagnostics()})
         return EXIT_INVALID
     if args.html is not None:
-        _write_report(args, verdict, data, transcript)
-    from .report_html import identical_answers, identical_answers_note, pairs_from_transcript
-
-    pairs = pairs_from_transcript(transcript)
-    alike, scored = identical_answers(pairs)
-    note = identical_answers_note(verdict, pairs)
+        files.write_verdict_report(args.html, args.verdict, verdict, data, transcript)
+    figures = files.replay_figures(verdict, transcript, done)
     if args.json:
-        figures = verdict_figures(verdict)
         report = {"html": str(args.html)} if args.html is not None else {}
         print_json(
             {
-                **figures,
+                **verdict_figures(verdict),
                 "identical": True,
-                "pairs_replayed": result.pairs,
-                "pairs_scored_alike": alike,
-                "pairs_scored": scored,
-                "scored_alike_note": note,
+                **figures,
                 "signature_checked": args.pubkey is not None,
-                "openings_checked": opened,
                 **report,
             }
         )
         return EXIT_OK
-    final = result.final
-    interval = final["interval"]
-    log_e = final["log_statistic"]
-    shown = [
-        f"final {final['successes']!r}/{final['draws']!r}",
-        *([f"interval [{interval[0]!r}, {interval[1]!r}]"] if isinstance(interval, list) else []),
-        *([f"log e-value {log_e!r}"] if log_e is not None else []),
-    ]
-    print(
-        f"REPLAYED {result.pairs} pairs: decision {result.decision.upper()}, "
-        f"{', '.join(shown)}; identical to the verdict"
-    )
-    if opened is not None:
-        print(
-            f"the items of its {opened} pairs are the openings': their digests, and what an "
-            "image score records of them (labels, shapes, copy parameters, query digests)"
-        )
-    else:
-        print(
-            "not recomputed without --openings: what the items fix (their digests; an image "
-            "score's labels, shapes, copy parameters and query digests), which the signature binds"
-        )
-    if note is not None:
-        print(f"note: {note}")
+    for line in files.replay_lines(done):
+        print(line)
+    if figures["scored_alike_note"] is not None:
+        print(f"note: {figures['scored_alike_note']}")
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
     return EXIT_OK
 
 
-def _check_openings(verdict: Any, transcript: bytes, openings: bytes | None) -> int | None:
-    """Check a replayed verdict's records against ``openings``; return the pairs checked."""
-    if openings is None:
-        return None
-    from verifier.reexecute import check_openings
-
-    return check_openings(verdict, transcript, openings)
-
-
 def _reexecute(args: argparse.Namespace) -> int:
-    from protocol.encoding import decode
-    from protocol.envelope import Envelope
     from verifier.reexecute import ModelOptions, reexecute
-    from verifier.verdict import check_verdict, parse_verdict
+
+    from . import verdict_files as files
 
     _set_isolation(args)
-    data = _read(args.verdict, "verdict")
-    transcript = _read(args.transcript, "transcript")
-    openings = _read(args.openings, "openings")
+    data = files.read_input(args.verdict, "verdict")
+    transcript = files.read_input(args.transcript, "transcript")
+    openings = files.read_input(args.openings, "openings")
     if not args.model.is_file():
         raise InputError(f"model file {str(args.model)!r} does not exist")
     options = ModelOptions(
@@ -682,10 +588,8 @@ def _reexecute(args: argparse.Namespace) -> int:
         std=tuple(args.std) if args.std else None,
     )
     try:
-        if args.pubkey is not None:
-            verdict = check_verdict(data, load_public_key(args.pubkey))
-        else:
-            verdict = parse_verdict(decode(Envelope.from_json(data).payload))
+        pubkey = load_public_key(args.pubkey) if args.pubkey is not None else None
+        verdict = files.checked_verdict(data, pubkey)
         result = reexecute(verdict, transcript, openings, args.model, options)
     except InputError:
         raise

@@ -7,7 +7,9 @@ command (each leaf of the tree):
   drops progress lines, ``-v`` adds the traceback to an error and more log events
   (a server's ``--log-level`` moves one step; see :func:`verbosity`);
 - environment variables for the flags a user repeats in every command of a dispute
-  (:data:`ENVIRONMENT`): the option's default, shown in its help, an option given wins;
+  (:data:`ENVIRONMENT`): the option's default, shown in its help and named after its
+  usage line (an option marked required there is not when its variable is set), an
+  option given wins;
 - its exit status in its help: the command's own paragraph where it has one, else
   :data:`EXIT_STATUS`, what :func:`twinaudit.cli.main` returns for every command;
 - the examples of :data:`EXAMPLES` at the end of its help, and a formatter that wraps
@@ -34,7 +36,14 @@ ENVIRONMENT: Final = {
 
 #: Examples shown at the end of each command's help (each one parses: tests/cli/test_cli.py).
 EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
-    "plan": ("twinaudit plan --pairs 1000 --p 0.05 --rates 0.6 0.7 --ties 0.9",),
+    "verify": (
+        "twinaudit verify verdict.json --pubkey arbiter.key.pub",
+        "twinaudit verify verdict.json --transcript transcript.bin --pubkey arbiter.key.pub "
+        "--html verdict.html",
+        "twinaudit verify verdict.json --transcript transcript.bin --openings openings.bin "
+        "--pubkey arbiter.key.pub --json",
+    ),
+    "plan": ("twinaudit plan --pairs 1000 --false-detection 0.05 --rates 0.6 0.7 --ties 0.9",),
     "owner mark": (
         "twinaudit owner mark photos/ --labels labels.csv --out vault/",
         "twinaudit owner mark photos/ --out vault/ --threads 2",
@@ -190,6 +199,30 @@ def _add_examples(words: tuple[str, ...], parser: argparse.ArgumentParser) -> No
     parser.epilog = f"{parser.epilog}\n\n{block}" if parser.epilog else block
 
 
+def _usage_environment(parser: argparse.ArgumentParser) -> None:
+    """End the usage line with the environment variables that stand for its options.
+
+    An option that a variable can supply is marked required when the variable is not
+    set; the line after the usage says which variable would do instead.
+    """
+    named: dict[str, str] = {}  # variable -> the option it stands for (its first name)
+    for action in parser._actions:
+        variables = [ENVIRONMENT[o] for o in action.option_strings if o in ENVIRONMENT]
+        if variables and variables[0] not in named:
+            named[variables[0]] = action.option_strings[0]
+    if not named:
+        return
+    usage = parser.format_usage().removeprefix("usage: ").rstrip("\n")
+    note = "or set " + ", ".join(f"${variable} for {option}" for variable, option in named.items())
+    indent = " " * len("usage: ")
+    lines = textwrap.wrap(note, _USAGE_WIDTH - len(indent), break_on_hyphens=False)
+    parser.usage = (usage + "".join(f"\n{indent}{line}" for line in lines)).replace("%", "%%")
+
+
+#: The width the environment line after a usage line is wrapped to.
+_USAGE_WIDTH: Final = 79
+
+
 def apply(parser: argparse.ArgumentParser, environ: dict[str, str] | None = None) -> None:
     """Give every command of ``parser`` the shared options, environment, exit status, examples."""
     env = dict(os.environ if environ is None else environ)
@@ -198,6 +231,7 @@ def apply(parser: argparse.ArgumentParser, environ: dict[str, str] | None = None
         _add_environment(command, env)
         _add_exit_status(command)
         _add_examples(words, command)
+        _usage_environment(command)
 
 
 def verbosity(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""A verdict a person can read: one self-contained HTML page (``verifier check/replay --html``).
+"""A verdict a person can read: one self-contained HTML page (``twinaudit verify --html``).
 
 The page says what the decision is and, in words a judge reads, what it does and does
 not establish (a detection bounds the false-detection probability by p for this
@@ -34,6 +34,13 @@ from protocol.claim.transcript import iter_records
 from protocol.errors import InputError
 from protocol.stats.graded import grade_of
 
+from .report_labels import (
+    LabelAnswers,
+    label_answers,
+    label_note,
+    label_only_knowledge,
+    label_words,
+)
 from .results import authentication_line, claims_authenticated
 from .verdict_plots import (
     GradesNeededError,
@@ -134,7 +141,8 @@ class OpenedPair:
 
     ``outcome`` is the indicator character ("" for a pair opened after the decision);
     ``window``, ``published`` and ``scores`` (score of version 0, of version 1) come
-    from a transcript and are None when only the verdict was read.
+    from a transcript and are None when only the verdict was read; so does ``labels``,
+    the labels a label-only classifier score read (None for any other score).
     """
 
     index: int
@@ -142,6 +150,7 @@ class OpenedPair:
     window: int | None = None
     published: int | None = None
     scores: tuple[float, float] | None = None
+    labels: LabelAnswers | None = None
 
 
 def pairs_from_verdict(verdict: VerdictView) -> list[OpenedPair]:
@@ -160,7 +169,11 @@ def pairs_from_transcript(transcript: bytes) -> list[OpenedPair]:
     form is taken as checked.
     """
     pairs = []
+    knowledge = None
     for record in iter_records(transcript):
+        if record.get("type") == "header":
+            claim: Any = record["claim"]
+            knowledge = label_only_knowledge(claim["score"])
         if record.get("type") != "pair":
             continue
         scores: Any = record["scores"]
@@ -171,6 +184,7 @@ def pairs_from_transcript(transcript: bytes) -> list[OpenedPair]:
                 int(record["window"]),  # type: ignore[arg-type]
                 int(record["published"]),  # type: ignore[arg-type]
                 (float(scores[0]), float(scores[1])),
+                label_answers(record, knowledge) if knowledge else None,
             )
         )
     return pairs
@@ -323,10 +337,10 @@ def _checks(checked: Checked) -> str:
         )
     else:
         items.append(
-            "It was not replayed: <code>verifier check</code> does not recompute the "
-            "decision. The plots below are recomputed from the verdict's signed indicators; "
-            "<code>twinaudit verifier replay</code> with the claim's transcript recomputes "
-            "the decision from the model's recorded answers."
+            "It was not replayed: checking a verdict does not recompute the decision. The "
+            "plots below are recomputed from the verdict's signed indicators; "
+            "<code>twinaudit verify</code> with the claim's transcript recomputes the "
+            "decision from the model's recorded answers."
         )
     return '<div class="checks">' + _bullets(items) + "</div>"
 
@@ -528,7 +542,7 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
         return out[0] + (
             "<p>The graded test sizes each pair's bet by how far apart its two scores are "
             "(spec §7.5); the scores are in the transcript, not in the verdict, so its path "
-            "is drawn by <code>twinaudit verifier replay … --html</code>. Its final log "
+            "is drawn by <code>twinaudit verify … --transcript … --html</code>. Its final log "
             f"e-value is {_e(_number(final) if isinstance(final, float) else final)}, "
             f"against log(1/p) = {_e(_number(threshold))}.</p>"
         )
@@ -536,9 +550,17 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
         return (
             out[0] + '<div class="warn">The verdict\'s signed indicators do not lead to its '
             f"signed final figures ({_e(exc)}). Do not rely on this verdict before "
-            "<code>twinaudit verifier replay</code> with its transcript succeeds.</div>"
+            "<code>twinaudit verify</code> with its transcript succeeds.</div>"
         )
-    fed = "Horizontal axis: pairs processed, in the order the arbiter opened them."
+    fed = "Horizontal axis: pairs opened, in the order the arbiter opened them."
+    c = _counts(verdict)
+    if c["after"]:
+        decided = c["opened"] - c["after"]
+        fed += (
+            f" The axis ends at pair {decided}, where the test decided; the other "
+            f"{c['after']} of the {c['opened']} pairs opened came in the same request, "
+            "after the decision, and were not fed to the test."
+        )
     if path.test == "mixture-graded":
         out.append(
             _figure(
@@ -583,10 +605,24 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
     return "".join(out)
 
 
+def _score_cell(pair: OpenedPair, version: int) -> str:
+    """Return one version's score cell: its labels in words for a label-only score."""
+    assert pair.scores is not None
+    number = _e(_number(pair.scores[version]))
+    if pair.labels is None:
+        return f'<td class="num">{number}</td>'
+    words = _e(label_words(pair.labels.copies[version], pair.labels.committed))
+    return f'<td>{words} <span class="muted">(score {number})</span></td>'
+
+
 def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
     head = ["#", "pair", "outcome"]
+    labelled = next((pair.labels for pair in pairs if pair.labels is not None), None)
     if from_transcript:
-        head = ["#", "pair", "request", "published", "score published", "score hidden", "outcome"]
+        scored = ("published version's labels", "hidden version's labels")
+        if labelled is None:
+            scored = ("score published", "score hidden")
+        head = ["#", "pair", "request", "published", *scored, "outcome"]
     rows = []
     for n, pair in enumerate(pairs[:MAX_TABLE_ROWS], start=1):
         words = _e(OUTCOME_WORDS.get(pair.outcome, pair.outcome))
@@ -598,8 +634,8 @@ def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
             cells += [
                 f'<td class="num">{pair.window}</td>',
                 f"<td>version {b}</td>",
-                f'<td class="num">{_e(_number(pair.scores[b]))}</td>',
-                f'<td class="num">{_e(_number(pair.scores[1 - b]))}</td>',
+                _score_cell(pair, b),
+                _score_cell(pair, 1 - b),
             ]
         cells.append(f"<td{mark}>{words}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -612,9 +648,13 @@ def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
     if len(pairs) > MAX_TABLE_ROWS:
         more = f"<p>… and {len(pairs) - MAX_TABLE_ROWS} more pairs, not listed.</p>"
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
+    note = ""
+    if labelled is not None:
+        note = f"<p>{_e(label_note(labelled.knowledge, len(labelled.copies[0])))}</p>"
     return (
         f"<h2>Opened pairs</h2><p>{len(pairs)} pairs, in the order they were opened, {source}."
-        f"</p><table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>" + more
+        f"</p>{note}<table><thead><tr>{header}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>" + more
     )
 
 
@@ -655,9 +695,8 @@ def render_report(
         ),
         "<footer><p>This page is a rendering of the signed verdict file named above; the "
         "file, not this page, is what the arbiter signed. Anyone holding the arbiter's "
-        "public key can check it offline: <code>twinaudit verifier check verdict.json "
-        "--pubkey arbiter.key.pub</code>, and replay its decision: <code>twinaudit verifier "
-        "replay verdict.json --transcript transcript.bin --pubkey arbiter.key.pub</code>.</p>"
+        "public key can check it offline and replay its decision: <code>twinaudit verify "
+        "verdict.json --transcript transcript.bin --pubkey arbiter.key.pub</code>.</p>"
         f"<p>Made by {_e(generator)}.</p></footer>",
     ]
     return (

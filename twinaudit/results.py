@@ -72,6 +72,16 @@ def verdict_figures(verdict: Any) -> dict[str, Any]:
     }
 
 
+def verdict_summary(verdict: Any) -> str:
+    """Return a checked verdict's decision and figures in one line (``verifier check``)."""
+    final = verdict["final"]
+    return (
+        f"{verdict['decision'].upper()} (stop: {verdict['stop']}; pairs opened "
+        f"{len(verdict['opened'])}, draws {final['draws']}, successes {final['successes']}, "
+        f"queries {verdict['queries']}, test {verdict['claim']['test']['name']})"
+    )
+
+
 def false_detection_bound(verdict: Any) -> float:
     """Return ``(earlier_claims + 1)·p`` (at most 1): the bound across the record's claims.
 

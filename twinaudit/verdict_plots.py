@@ -325,7 +325,7 @@ def svg_plot(path: Trajectory, title: str, *, width: int = 640, height: int = 32
         side = ("end", x - 4) if x > left + plot_w / 2 else ("start", x + 4)
         out.append(
             f'<text x="{side[1]:.1f}" y="{top + plot_h - 8}" text-anchor="{side[0]}" '
-            f'fill="#27ae60">detected after {path.detected_at} pairs</text>'
+            f'fill="#27ae60">detected at pair {path.detected_at}</text>'
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"

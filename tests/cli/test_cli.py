@@ -1,5 +1,6 @@
 """The console script: plan, keygen, verdict check and replay, with their exit codes."""
 
+import json
 import subprocess
 import sys
 
@@ -16,6 +17,22 @@ def test_plan_reports_both_tests(capsys):
     assert "threshold T = 562" in out
     assert "pprm-chernoff" in out and "mixture-e" in out
     assert "exact" in out and "0.99" in out
+
+
+def test_plan_names_the_claims_default_test(capsys):
+    """Issue #44: plan showed pprm-chernoff and mixture-e, not owner claim's default."""
+    assert main(["plan", "--pairs", "200", "--rates", "0.8"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "owner claim's default test, mixture-graded," in out
+    assert "without a tie margin its figures are the mixture-e columns'" in out
+    assert main(["plan", "--pairs", "200", "--rates", "0.8", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["default_test"], figures["default_test_as"]) == ("mixture-graded", "mixture-e")
+    coin = ["plan", "--pairs", "200", "--ties", "0.5", "--tie-rule", "coin", "--json"]
+    assert main(coin) == 0
+    assert json.loads(capsys.readouterr().out)["default_test_as"] is None
+    assert main(coin[:-1]) == 0
+    assert "coin-decided ties (half bets)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_plan_rejects_bad_parameters(capsys):

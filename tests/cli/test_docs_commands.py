@@ -19,12 +19,13 @@ are one shell session), and must exit 0, or with the status a ``# exit N`` comme
 states:
 
 - every ``twinaudit plan`` command (pure computation; it must print its figures);
-- every ``twinaudit verifier check`` and ``verifier replay`` command (README, verdicts,
-  unlearning, demo, walkthrough), against a real signed verdict: the spec vectors'
-  first valid whole claim (spec/vectors/verdicts.json, signed with the test key of
-  appendix B) and its transcript. A name ending ``verdict.json``, ``transcript.bin`` or
-  ``.pub`` is that verdict's file, wherever the document put it; ``check`` must print
-  VALID, ``replay`` identical, ``--json`` JSON saying so, ``--html`` must write a page;
+- every ``twinaudit verify``, ``verifier check`` and ``verifier replay`` command
+  (README, verdicts, unlearning, demo, walkthrough), against a real signed verdict: the
+  spec vectors' first valid whole claim (spec/vectors/verdicts.json, signed with the
+  test key of appendix B) and its transcript. A name ending ``verdict.json``,
+  ``transcript.bin`` or ``.pub`` is that verdict's file, wherever the document put it;
+  ``verify`` must print VERIFIED (VALID without a transcript), ``check`` VALID,
+  ``replay`` identical, ``--json`` JSON saying so, ``--html`` must write a page;
 - every ``twinaudit verifier keygen --key …`` (the key 0600, the ``.pub`` a PEM key)
   and ``verifier model list --models …`` (on an empty folder), the path moved into
   ``tmp_path``;
@@ -491,8 +492,8 @@ def test_the_readme_quick_start_runs(tmp_path, monkeypatch, capsys):
         for process in servers:
             stop(process)
     out = capsys.readouterr().out
-    assert ran[-2:] == ["twinaudit verifier check", "kill %1 %2"]
-    assert "VALID verdict" in out
+    assert ran[-2:] == ["twinaudit verify runs/try/claim/verdict.json", "kill %1 %2"]
+    assert "VERIFIED verdict" in out
     assert (tmp_path / "try" / "claim" / "transcript.bin").is_file()
 
 
@@ -561,6 +562,7 @@ def _local(words: list[str], files: dict[str, Path], folder: Path) -> list[str]:
 #: What each command the tests run is recognised by (its first words).
 RUN = {
     "plan": ("twinaudit", "plan"),
+    "verify": ("twinaudit", "verify"),
     "check": ("twinaudit", "verifier", "check"),
     "replay": ("twinaudit", "verifier", "replay"),
     "keygen": ("twinaudit", "verifier", "keygen"),
@@ -646,8 +648,8 @@ def test_the_documents_have_commands_to_run():
         kinds[key] = kinds.get(key, 0) + 1
     assert kinds[("README.md", "plan")] >= 1 and kinds[("owner.md", "plan")] >= 2
     assert kinds[("demo.md", "plan")] >= 2
-    assert kinds[("README.md", "check")] >= 1 and kinds[("README.md", "replay")] >= 1
-    assert kinds[("verdicts.md", "check")] >= 2 and kinds[("verdicts.md", "replay")] >= 3
+    assert kinds[("README.md", "verify")] >= 2 and kinds[("verdicts.md", "verify")] >= 5
+    assert kinds[("verdicts.md", "check")] >= 1 and kinds[("walkthrough.md", "replay")] >= 1
     assert kinds[("README.md", "keygen")] >= 1 and kinds[("arbiter.md", "keygen")] >= 1
     assert kinds[("walkthrough.md", "about")] == 3
     assert {c.words[2] for c in completion_commands()} == {"bash", "zsh"}
@@ -673,12 +675,15 @@ def test_a_documented_command_runs(command, env, tmp_path, monkeypatch, capsys):
         assert re.fullmatch(r"twinaudit \S+ \(spec \S+\)\n", out)
     if kind == "check" and "--json" not in words:
         assert out.startswith("VALID verdict")
+    if kind == "verify" and "--json" not in words:
+        assert out.startswith("VERIFIED verdict" if "--transcript" in words else "VALID verdict")
     if kind == "replay" and "--json" not in words:
         assert out.startswith("REPLAYED") and "identical to the verdict" in out
     if "--json" in words and kind == "plan":
         assert json.loads(out)["rates"], f"{command.where}: {command.text!r} has no figures"
     elif "--json" in words:
-        assert json.loads(out)["valid" if kind == "check" else "identical"] is True
+        field = {"check": "valid", "verify": "verified"}.get(str(kind), "identical")
+        assert json.loads(out)[field] is True
     if "--html" in words:
         page = Path(words[words.index("--html") + 1])
         assert page.is_file() and "</html>" in page.read_text(encoding="utf-8").lower()
@@ -1037,7 +1042,8 @@ class _Run:
             assert re.search(r"(serving|listening) on 127\.0\.0\.1:\d+$", line), command.where
         elif program == "twinaudit":
             kind = _kind(words)
-            if kind in ("check", "replay") and not (self.folder / rest[2]).exists():
+            verdict = rest[1] if kind == "verify" else rest[2]
+            if kind in ("check", "replay", "verify") and not (self.folder / verdict).exists():
                 # A verdict this session did not make: test_a_documented_command_runs runs
                 # the command against a signed one.
                 self.ran.append(command.where)
@@ -1145,6 +1151,12 @@ def _expect(run: _Run, command: Command, args: list[str], code: int, out: str, e
     elif kind == "verifier keygen":
         key = _option(args, "--key")
         assert key.stat().st_mode & 0o777 == 0o600 and Path(f"{key}.pub").is_file(), where
+    elif args[0] == "verify" and "--json" in args:
+        assert json.loads(out)["verified"], where
+    elif args[0] == "verify":
+        replayed = "--transcript" in args
+        assert out.startswith("VERIFIED verdict" if replayed else "VALID verdict"), where
+        assert not replayed or "identical to the verdict" in out, where
     elif kind == "verifier check":
         assert json.loads(out)["valid"] if "--json" in args else out.startswith("VALID"), where
     elif kind == "verifier replay":

@@ -159,7 +159,7 @@ def test_replay_report_of_a_detection_says_what_it_establishes(detected, tmp_pat
     # Both plots of the mixture test, as inline SVG.
     assert page.count("<svg") == 2
     assert "Confidence sequence" in text and "log e-value" in text
-    assert "detected after" in text
+    assert "detected at pair" in text
     # The transcript's table: one row per opened pair, with the published version's score.
     rows = re.findall(r"<tbody>(.*)</tbody>", page, re.S)[0].count("<tr>")
     assert rows == len(verdict["opened"])
@@ -191,7 +191,7 @@ def test_a_graded_verdict_is_plotted_from_its_transcript_only(graded, tmp_path):
     replayed, checked = tmp_path / "replayed.html", tmp_path / "checked.html"
     assert _replay(graded, "--html", str(replayed)) == 0
     text = _text(replayed.read_text(encoding="utf-8"))
-    assert "graded mixture e-value" in text and "detected after" in text
+    assert "graded mixture e-value" in text and "detected at pair" in text
     assert replayed.read_text(encoding="utf-8").count("<svg") == 1
     assert _check(graded, "--html", str(checked)) == 0
     page = checked.read_text(encoding="utf-8")

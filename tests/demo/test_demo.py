@@ -212,7 +212,7 @@ def test_svg_plot_is_well_formed():
     root = ET.fromstring(svg_plot(path, "a <title> & more"))
     assert root.tag.endswith("svg")
     texts = "".join(e.text or "" for e in root.iter() if e.tag.endswith("text"))
-    assert "log(1/p)" in texts and "detected after" in texts and "a <title> & more" in texts
+    assert "log(1/p)" in texts and "detected at pair" in texts and "a <title> & more" in texts
 
 
 def test_problems_name_what_went_wrong():
