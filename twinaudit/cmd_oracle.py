@@ -80,6 +80,11 @@ KINDS = ("classifier", "encoder", "lm", "clip")
 MODEL_FORMATS = ("torchscript", "torch-export", "state-dict", "safetensors", "pickle", "onnx")
 #: Formats whose files declare their input shape.
 SHAPED_FORMATS = ("torch-export", "onnx")
+#: What a classifier whose file declares no fixed input shape needs (the end of the error).
+NEEDS_SHAPE = (
+    "give --input-shape H,W,C, the size it is fed, to probe it (claims then fit every query "
+    "to that size), or --n-classes to serve it unprobed"
+)
 
 
 def _shape(text: str) -> tuple[int, int, int]:
@@ -193,7 +198,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_shape,
         metavar="H,W,C",
         help="the image shape the model takes: probed at start (classes, batch, output) "
-        "and reported by Describe (ONNX and torch.export files declare it)",
+        "and reported by Describe (ONNX and torch.export files declare it, unless their "
+        "height or width is dynamic)",
     )
     serve.add_argument(
         "--label-only", action="store_true", help="answer only the top label, never probabilities"
@@ -403,7 +409,9 @@ def make_oracle(args: argparse.Namespace) -> Any:
 
         loaded = _loaded_model(args)
         if args.n_classes is None and args.input_shape is None and loaded.input_shape is None:
-            raise InputError("give --n-classes, or --input-shape to probe it")
+            from verifier.oracles.formats import undeclared_shape
+
+            raise InputError(f"{undeclared_shape(loaded)}: {NEEDS_SHAPE}")
         from verifier.oracles.defences import wrap
 
         return wrap(
@@ -504,7 +512,9 @@ def run_serve(args: argparse.Namespace) -> int:
         and args.input_shape is None
         and not _may_declare_shape(args)
     ):
-        raise InputError("give --n-classes, or --input-shape to probe it")
+        raise InputError(
+            f"only ONNX and torch.export files declare their input shape: {NEEDS_SHAPE}"
+        )
     if args.trust_pickle and args.model is None:
         raise InputError("--trust-pickle goes with --model")
     if args.defence:  # a bad --defence is refused before any loading

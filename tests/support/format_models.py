@@ -209,3 +209,33 @@ class Float64Input(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(x.flatten(1))
+
+
+class AnySize(nn.Module):
+    """A grey-image classifier of any height and width (a convolution, then global pooling).
+
+    Exported with dynamic height and width, its file declares no image size.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = torch.nn.functional.adaptive_avg_pool2d(torch.relu(self.conv(x)), 1)
+        return self.fc(pooled.flatten(1))
+
+
+def onnx_export(model: nn.Module, path: Path, dynamic: tuple[int, ...] = (0,)) -> Path:
+    """Write ``model`` with ``torch.onnx.export``, its default exporter, as a practitioner would.
+
+    The example input is two 28×28 grey images; ``dynamic`` names the dimensions of the
+    (N, C, H, W) input left dynamic (the batch by default; none: every size fixed).
+    """
+    names = {0: "batch", 2: "height", 3: "width"}
+    shapes = ({d: torch.export.Dim(names[d]) for d in dynamic},) if dynamic else None
+    torch.onnx.export(
+        model.eval(), (torch.zeros(2, 1, 28, 28),), str(path), dynamic_shapes=shapes, verbose=False
+    )
+    return path

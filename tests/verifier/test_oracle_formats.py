@@ -9,6 +9,11 @@ torch model computes. A claim through a real arbiter against the ONNX model reco
 them in the verdict's model section, and the verdict checks and replays. Every model
 that does not fit is refused at ``serve`` time with one typed line, before anything
 is served.
+
+Issue #44: a file written by ``torch.onnx.export`` (torch 2.13's default exporter, which
+needs onnxscript) is served with neither ``--input-shape`` nor ``--n-classes`` and
+answers a claim; one whose height and width are dynamic is refused in a line that
+says so until ``--input-shape`` gives its size.
 """
 
 from __future__ import annotations
@@ -211,39 +216,15 @@ def test_a_claim_against_a_saved_model_records_what_it_is(
     files, tmp_path, name, extra, reported, onnx
 ):
     """A claim through a real arbiter: the verdict's model section carries the description."""
-    n_pairs = 16
-    pairs = synthetic_pairs(n_pairs, seed=21, epsilon=16)
-    versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(n_pairs)]
-    owner = PairSet("image", versions, fixed_salts(n_pairs))
-    key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
     path = files["paths"][name]
     args = build_parser().parse_args(
         ["oracle", "serve", "--listen", "127.0.0.1:0", "--model", str(path), "--name", "m", *extra]
     )
     server, port = serve_oracle(cmd_oracle.make_oracle(args), "127.0.0.1:0")
     try:
-        with sqlite_arbiter(tmp_path, key) as address:
-            channel = make_channel(address)
-            receipt = owner.escrow(channel, key.public_key(), "formats owner")
-            request = claim_params(
-                receipt.entry.index,
-                owner.root,
-                f"127.0.0.1:{port}",
-                "m",
-                perturbation="dither",
-                knowledge="C2",
-                max_pairs=8,
-            )
-            outcome = run_claim(
-                channel, request, owner.opening, claim_key=owner.claim_key, timeout_s=120
-            )
-            stored = pb_grpc.VerifierStub(channel).GetVerdict(
-                pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
-            )
-            channel.close()
+        verdict, transcript = _claim(f"127.0.0.1:{port}", "m", tmp_path)
     finally:
         server.stop(None)
-    verdict = check_verdict(outcome.verdict, key.public_key())
     oracle = verdict["claim"]["model"]["oracle"]
     framework = f"onnxruntime {formats_version('onnxruntime')}" if onnx else TORCH
     digest = hashlib.sha256(path.read_bytes()).hexdigest() if onnx else files["digest"]
@@ -253,7 +234,113 @@ def test_a_claim_against_a_saved_model_records_what_it_is(
     assert oracle["model_digest"] == digest
     assert verdict_figures(verdict)["oracle"] == oracle
     # Replay reads the description from the transcript's claim map, checked strictly.
-    assert replay(verdict, stored.transcript).decision == verdict["decision"]
+    assert replay(verdict, transcript).decision == verdict["decision"]
+
+
+def _claim(oracle: str, model_name: str, tmp_path: Path) -> tuple[dict[str, Any], bytes]:
+    """Run a claim of 16 pairs (C2, dither, 8 opened at most) against ``oracle``.
+
+    Through a real arbiter; return the verdict, checked, and its transcript.
+    """
+    n_pairs = 16
+    pairs = synthetic_pairs(n_pairs, seed=21, epsilon=16)
+    versions = [tuple(encode_item(item) for item in pairs.items(i)) for i in range(n_pairs)]
+    owner = PairSet("image", versions, fixed_salts(n_pairs))
+    key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+    with sqlite_arbiter(tmp_path, key) as address:
+        channel = make_channel(address)
+        receipt = owner.escrow(channel, key.public_key(), "formats owner")
+        request = claim_params(
+            receipt.entry.index,
+            owner.root,
+            oracle,
+            model_name,
+            perturbation="dither",
+            knowledge="C2",
+            max_pairs=8,
+        )
+        outcome = run_claim(
+            channel, request, owner.opening, claim_key=owner.claim_key, timeout_s=120
+        )
+        stored = pb_grpc.VerifierStub(channel).GetVerdict(
+            pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
+        )
+        channel.close()
+    return check_verdict(outcome.verdict, key.public_key()), stored.transcript
+
+
+# --- a file written by torch.onnx.export (issue #44) ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exported(files, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The TinyCNN written by torch.onnx.export with a dynamic batch, and :class:`fm.AnySize`
+    with dynamic height and width too (torch 2.13's default exporter needs onnxscript)."""
+    folder = tmp_path_factory.mktemp("exported")
+    return {
+        "model": fm.onnx_export(files["model"], folder / "model.onnx"),
+        "any size": fm.onnx_export(fm.AnySize(), folder / "any-size.onnx", dynamic=(0, 2, 3)),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_oracle_serve_runs_a_file_torch_onnx_export_wrote(files, exported, tmp_path):
+    """No --input-shape, no --n-classes: the file says both; a claim through it is replayed."""
+    path = exported["model"]
+    process, address = _serve("--model", str(path), "--max-batch", "4", "--name", "m")
+    try:
+        framework = f"onnxruntime-{formats_version('onnxruntime')}"
+        line = process.stdout.readline()
+        assert line.endswith(f" format onnx framework {framework} input 28,28,1\n"), line
+        channel = make_channel(address)
+        remote = GrpcClassifierOracle(channel, timeout_s=20)
+        info = remote.info
+        assert (info.n_classes, info.input_shape, info.model_format) == (10, (28, 28, 1), "onnx")
+        assert info.model_digest == hashlib.sha256(path.read_bytes()).hexdigest()
+        probabilities = remote.classify(files["images"]).probabilities  # requests of 4 and 1
+        np.testing.assert_allclose(probabilities, files["probabilities"], rtol=0, atol=1e-5)
+        channel.close()
+        verdict, transcript = _claim(address, "m", tmp_path)
+    finally:
+        _stop(process)
+    assert verdict["claim"]["model"]["oracle"] == info.to_value()
+    assert replay(verdict, transcript).decision == verdict["decision"]
+
+
+@pytest.mark.slow  # the exports take about 5 s
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_dynamic_image_size_needs_input_shape_and_says_so(exported, capsys, monkeypatch):
+    """A file that leaves height and width dynamic is refused in one line naming them and the
+    option; with --input-shape it is probed at that size, which Describe reports."""
+    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    path = str(exported["any size"])
+    assert cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", "--model", path]) == 2
+    assert capsys.readouterr().err == (
+        "twinaudit: error: [invalid-input] the ONNX model declares its input (N, C, H, W) as "
+        f"(?, 1, ?, ?), its height and width dynamic: {cmd_oracle.NEEDS_SHAPE}\n"
+    )
+    serve = ["oracle", "serve", "--listen", "127.0.0.1:0", "--model", path, "--input-shape"]
+    oracle = cmd_oracle.make_oracle(build_parser().parse_args([*serve, "32,24,1"]))
+    assert (oracle.info.input_shape, oracle.info.n_classes) == ((32, 24, 1), 10)
+    # the channels the file fixes are checked against the shape given
+    assert cli_main([*serve, "32,24,3"]) == 2
+    assert capsys.readouterr().err == (
+        "twinaudit: error: [model-mismatch] input-shape: the input shape given is 32,24,3 "
+        "(H,W,C) but the onnx file declares ?,?,1\n"
+    )
+
+
+def test_a_file_declaring_no_shape_needs_input_shape_and_says_so(files, capsys, monkeypatch):
+    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    torchscript = str(files["paths"]["torchscript"])
+    assert cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", "--model", torchscript]) == 2
+    assert capsys.readouterr().err == (
+        "twinaudit: error: [invalid-input] only ONNX and torch.export files declare their input "
+        f"shape: {cmd_oracle.NEEDS_SHAPE}\n"
+    )
+    loaded = formats.load_model(files["paths"]["torchscript"])
+    assert formats.undeclared_shape(loaded) == "a TorchScript file does not declare its input shape"
 
 
 def _no_serving(*_: Any, **__: Any) -> Any:

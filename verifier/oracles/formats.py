@@ -77,8 +77,11 @@ class LoadedModel:
     ``module`` maps an NCHW float32 batch to the model's output. ``digest`` is the hex
     model digest (None: the oracle computes the state-dict digest of ``module``).
     ``input_shape`` is the image shape (H, W, C) the file declares, None when it
-    declares none; ``fixed_batch`` the batch size it requires, None when the batch is
-    dynamic or the file does not say.
+    declares none or leaves one of them dynamic; ``fixed_batch`` the batch size it
+    requires, None when the batch is dynamic or the file does not say.
+    ``declared_input`` is the (N, C, H, W) input as the file declares it, None for each
+    dynamic dimension; empty for a format that declares none (TorchScript, weights, a
+    pickle).
     """
 
     module: torch.nn.Module
@@ -87,6 +90,39 @@ class LoadedModel:
     digest: str | None = None
     input_shape: tuple[int, int, int] | None = None
     fixed_batch: int | None = None
+    declared_input: tuple[int | None, ...] = ()
+
+
+#: How a message names a file of each format.
+_FILE_NAMES: Final = {
+    "torchscript": "a TorchScript file",
+    "torch-export": "the torch.export program",
+    "state-dict": "a state dict",
+    "safetensors": "a safetensors file",
+    "pickle": "a pickled module",
+    "onnx": "the ONNX model",
+}
+#: The dimensions of an (N, C, H, W) input, as a message names them.
+_DIMENSIONS: Final = ("batch", "channels", "height", "width")
+
+
+def undeclared_shape(loaded: LoadedModel) -> str:
+    """Say why ``loaded`` has no input shape to probe: what its file declares, if anything.
+
+    One clause for an error message, such as ``the ONNX model declares its input
+    (N, C, H, W) as (?, 1, ?, ?), its height and width dynamic``.
+    """
+    what = _FILE_NAMES.get(loaded.model_format, f"a {loaded.model_format} file")
+    if len(loaded.declared_input) != len(_DIMENSIONS):
+        return f"{what} does not declare its input shape"
+    shown = ", ".join("?" if d is None else str(d) for d in loaded.declared_input)
+    declared = f"{what} declares its input (N, C, H, W) as ({shown})"
+    dims = zip(_DIMENSIONS[1:], loaded.declared_input[1:], strict=True)
+    dynamic = [name for name, size in dims if size is None]
+    if not dynamic:
+        return declared
+    names = ", ".join(dynamic[:-1]) + " and " + dynamic[-1] if len(dynamic) > 1 else dynamic[0]
+    return f"{declared}, its {names} dynamic"
 
 
 def torch_framework() -> str:
@@ -303,6 +339,7 @@ def _torch_export(path: Path) -> LoadedModel:
         torch_framework(),
         input_shape=input_shape,
         fixed_batch=shape[0],
+        declared_input=shape,
     )
 
 
@@ -451,4 +488,5 @@ def _onnx(path: Path, threads: int | None) -> LoadedModel:
         digest=digest,
         input_shape=input_shape,
         fixed_batch=shape[0],
+        declared_input=shape,
     )

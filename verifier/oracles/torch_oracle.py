@@ -222,19 +222,26 @@ def input_shape_of(
 ) -> tuple[int, int, int] | None:
     """Return the input shape to probe: the one given, or the one the file declares.
 
-    Both present must agree (``ModelMismatchError("input-shape")``). A given shape
-    must be three positive integers (``ParameterError``).
+    Both present must agree, and a shape given for a file that leaves some dimensions
+    dynamic must match those it fixes (``ModelMismatchError("input-shape")``). A given
+    shape must be three positive integers (``ParameterError``).
     """
     if given is not None and (
         len(given) != 3 or not all(isinstance(s, int) and s >= 1 for s in given)
     ):
         raise ParameterError(f"probe shape must be (H, W, C), got {given!r}")
-    declared = loaded.input_shape if loaded is not None else None
-    if given is not None and declared is not None and tuple(given) != declared:
+    if given is None or loaded is None:
+        return given if given is not None else (loaded.input_shape if loaded else None)
+    # (H, W, C) as the file declares them, None for a dynamic one (nothing declared: all None)
+    dims = loaded.declared_input
+    declared: tuple[int | None, ...] = (
+        (dims[2], dims[3], dims[1]) if len(dims) == 4 else loaded.input_shape or (None,) * 3
+    )
+    if any(d is not None and d != g for d, g in zip(declared, given, strict=True)):
+        shown = ",".join("?" if d is None else str(d) for d in declared)
         raise ModelMismatchError(
             "input-shape",
             f"the input shape given is {','.join(map(str, given))} (H,W,C) but the "
-            f"{loaded.model_format if loaded else ''} file declares "
-            f"{','.join(map(str, declared))}",
+            f"{loaded.model_format} file declares {shown}",
         )
-    return tuple(given) if given is not None else declared  # type: ignore[return-value]
+    return given
