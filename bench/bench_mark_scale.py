@@ -99,7 +99,7 @@ def default_markers(pixels: Pixels) -> dict[str, Marker]:
     }
     markers: dict[str, Marker] = {}
     for extractor, labels in targets.items():
-        model = train_own_proxy(squares, labels, seed=0, steps=TRAIN_STEPS)
+        model = train_own_proxy(squares, labels, seed=0, steps=TRAIN_STEPS, converge=False)
         markers[extractor] = make_marker(
             default_config(extractor), SEED, device="cpu", extractor=proxy_extractor(model, SIDE)
         )

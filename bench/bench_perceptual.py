@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
         f" {config.step_size:g}, epsilon {config.epsilon}, work_scale {config.work_scale}",
         flush=True,
     )
-    model = train_own_proxy(squares, np.arange(len(photos)), seed=0, steps=args.steps)
+    model = train_own_proxy(
+        squares, np.arange(len(photos)), seed=0, steps=args.steps, converge=False
+    )
     imagenet = load_extractor("efficientnet-lite0", input_size=96)
     results = {}
     for neutral in (False, True):

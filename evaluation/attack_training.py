@@ -129,7 +129,7 @@ def mark_perturb(
     of the seeded generator (the practitioner's, not the protocol's).
     """
     torch.set_num_threads(1)
-    proxy = train_own_proxy(images, labels, seed=seed, steps=proxy_steps)
+    proxy = train_own_proxy(images, labels, seed=seed, steps=proxy_steps, converge=False)
     side = int(images.shape[1])
     pgd = pgd_defaults(OWN_PROXY, MARKPERTURB_EPSILON)
     config = MarkingConfig(

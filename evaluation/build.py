@@ -51,6 +51,7 @@ from protocol.seeds import publication_bits
 from . import photos
 from .specs import (
     CLUSTERS_PROXY_MARKER,
+    OWN_FIT_PROXY_MARKER,
     OWN_PROXY_MARKER,
     PROXY_MARKER,
     RANDOM_PROXY_MARKER,
@@ -113,7 +114,13 @@ def _publish_atomically(build: Callable[[Path], None], target: Path) -> Path:
 
 
 #: The marks made by PGD on a proxy's hidden layer.
-PROXY_MARKERS: Final = (PROXY_MARKER, OWN_PROXY_MARKER, CLUSTERS_PROXY_MARKER, RANDOM_PROXY_MARKER)
+PROXY_MARKERS: Final = (
+    PROXY_MARKER,
+    OWN_PROXY_MARKER,
+    OWN_FIT_PROXY_MARKER,
+    CLUSTERS_PROXY_MARKER,
+    RANDOM_PROXY_MARKER,
+)
 
 
 class Workspace:
@@ -253,13 +260,17 @@ class Workspace:
         """Return the proxy trained on the owner's own labelled items of ``spec`` (seed 0).
 
         :func:`~owner.marking.proxy.train_own_proxy` on her share of the split, what
-        ``owner mark`` trains when she gives labels and no extractor.
+        ``owner mark`` trains when she gives labels and no extractor: every step for
+        ``pgdown`` and ``pgdclusters`` (what it did when their tables ran), until it fits
+        her items for ``pgdownfit`` (``MarkingConfig.proxy_converge``, its default since).
         """
         steps = OWN_STEPS * self.proxy_epochs // PROXY_EPOCHS  # fewer in smoke runs
         smoke = "" if steps == OWN_STEPS else f"-t{steps}"
-        kind = {OWN_PROXY_MARKER: "own", CLUSTERS_PROXY_MARKER: "clusters"}.get(
-            spec.marker, "untrained"
-        )
+        kind = {
+            OWN_PROXY_MARKER: "own",
+            OWN_FIT_PROXY_MARKER: "ownfit",
+            CLUSTERS_PROXY_MARKER: "clusters",
+        }.get(spec.marker, "untrained")
         target = self.root / "proxy" / f"{kind}-s{spec.seed}-n{spec.n_train}{smoke}.pt"
         if not target.exists():
             split = self.split(spec.seed, spec.n_train)
@@ -272,7 +283,8 @@ class Workspace:
                     torch.manual_seed(0)
                     model = SmallCNN()
             else:
-                model = train_own_proxy(images, labels, seed=0, steps=steps)
+                converge = spec.marker == OWN_FIT_PROXY_MARKER
+                model = train_own_proxy(images, labels, seed=0, steps=steps, converge=converge)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_proxy(model, target)
         return target

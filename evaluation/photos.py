@@ -141,14 +141,27 @@ def proxies_kept_in(folder: Path) -> Iterator[None]:
         *,
         seed: int = 0,
         steps: int | None = None,
+        converge: bool = True,
+        device: str = "cpu",
         progress: Callable[[int, float, float], None] | None = None,
+        check: proxy_module.FitCheck | None = None,
     ) -> proxy_module.SmallCNN:
-        what = f"{images.shape} {seed} {steps} {proxy_module.OWN_STEPS}".encode()
+        fit = " fit" if converge else ""  # the names of proxies trained every step stay
+        what = f"{images.shape} {seed} {steps} {proxy_module.OWN_STEPS}{fit}".encode()
         name = hashlib.sha256(what + images.tobytes() + np.asarray(labels).tobytes()).hexdigest()
         path = folder / f"own-photos-{name[:16]}.pt"
         if path.exists():
             return proxy_module.load_proxy_state(str(path))[0]
-        model = original(images, labels, seed=seed, steps=steps, progress=progress)
+        model = original(
+            images,
+            labels,
+            seed=seed,
+            steps=steps,
+            converge=converge,
+            device=device,
+            progress=progress,
+            check=check,
+        )
         folder.mkdir(parents=True, exist_ok=True)
         proxy_module.write_proxy(model, path)
         return model
@@ -166,7 +179,8 @@ def mark_photos(
     """Mark the photos :func:`write_photos` wrote in ``folder`` as ``owner mark`` does with labels.
 
     The configuration is the CLI's (:func:`owner.kinds.marking_config`: no option but
-    the labels, and ``--no-neutral-mark`` when ``neutral`` is false); returns it. With
+    the labels, and ``--no-neutral-mark`` when ``neutral`` is false) as it was when the
+    photo rung ran, before ``--proxy-converge`` (so ``--no-proxy-converge``); returns it. With
     ``proxies``, the proxy is kept there and shared (:func:`proxies_kept_in`).
     """
     options = MarkOptions(
@@ -174,7 +188,11 @@ def mark_photos(
         out=vault_path,
         secret=secret,
         show_progress=False,
-        image=ImageOptions(labels=folder / "labels.json", neutral_mark=None if neutral else False),
+        image=ImageOptions(
+            labels=folder / "labels.json",
+            neutral_mark=None if neutral else False,
+            proxy_converge=False,
+        ),
     )
     source = open_source(options.input, labels=options.image.labels)
     config = marking_config(options, source)

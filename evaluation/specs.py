@@ -314,6 +314,9 @@ PROXY_MARKER: Final = "pgdproxy"
 #: PGD in the features of a proxy trained on the owner's own labelled items only
 #: (:func:`owner.marking.proxy.train_own_proxy`): no public data needed.
 OWN_PROXY_MARKER: Final = "pgdown"
+#: The same proxy trained until it fits her items (``MarkingConfig.proxy_converge``, the
+#: CLI's default since issue #39 part 3) instead of every one of its 3,160 steps.
+OWN_FIT_PROXY_MARKER: Final = "pgdownfit"
 #: The same proxy trained on the owner's own items with pseudo-labels instead of labels:
 #: their k-means clusters in EfficientNet-Lite0's features (``--extractor proxy-clusters``).
 CLUSTERS_PROXY_MARKER: Final = "pgdclusters"
@@ -448,6 +451,40 @@ def plan_unlabelled(seeds: Sequence[int]) -> Plan:
             [*audits, *_null_audits(audits=UNLABELLED_AUDITS)],
             epsilon=CLI_EPSILON,
             marker=CLUSTERS_PROXY_MARKER,
+        )
+    return plan
+
+
+#: The clean models of the ``proxyfit`` table: the demo's regime without the owner's items,
+#: trained a fourth time (``-t3``), the ladder's (``-t1``) and the photo rung's (``-t2``)
+#: keeping no weights here and not coming back as archived when trained again.
+PROXYFIT_CLEAN_TRAINING: Final = 3
+#: The ``proxyfit`` table's claims: the labelled owner's defaults (C1 ``dither`` margin
+#: 0.01 ``mixture-graded``, C3 ``dither``) and C3 with the training family, K = 32.
+PROXYFIT_AUDITS: Final = (*LABELLED_DEFAULT_AUDITS, *FAMILY_AUDITS)
+
+
+def plan_proxyfit(seeds: Sequence[int]) -> Plan:
+    """Plan rung (a) with the proxy of the owner's own items trained until it fits them.
+
+    ``pgdownfit``: the ladder's ``pgdown`` marks made on a proxy that stops training once
+    it fits her 200 items (issue #39 part 3), with the ladder's claims that matter for
+    the comparison; the ladder's ``pgdown`` rows (every step) are the other side. Clean
+    models: :data:`PROXYFIT_CLEAN_TRAINING`, with the defaults under 20 fresh publication
+    bits each.
+    """
+    plan = Plan(
+        "proxyfit",
+        "Regime ladder (a): the proxy of the owner's own items trained until it fits them "
+        "(`pgdownfit`)",
+    )
+    for seed in seeds:
+        plan.add(ModelSpec(seed, epsilon=CLI_EPSILON, marker=OWN_FIT_PROXY_MARKER), PROXYFIT_AUDITS)
+        plan.add(
+            ModelSpec(seed, fraction=0.0, training=PROXYFIT_CLEAN_TRAINING),
+            [*PROXYFIT_AUDITS, *_null_audits(audits=LABELLED_DEFAULT_AUDITS)],
+            epsilon=CLI_EPSILON,
+            marker=OWN_FIT_PROXY_MARKER,
         )
     return plan
 
@@ -1014,6 +1051,7 @@ PLANNERS: Final = {
     "unlearning": plan_unlearning,
     "photo": plan_photo,
     "photo-standard": plan_photo_standard,
+    "proxyfit": plan_proxyfit,
 }
 
 

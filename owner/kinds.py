@@ -69,6 +69,7 @@ class ImageOptions:
     input_size: int | None = None
     work_scale: int | None = None
     neutral_mark: bool | None = None
+    proxy_converge: bool | None = None
     #: Bytes marking may hold (``--memory``); None: the default, 2 GiB.
     memory: int | None = None
 
@@ -183,6 +184,7 @@ _IMAGE_ONLY: Final = MappingProxyType(
         "step_size": None,
         "memory": None,
         "neutral_mark": None,
+        "proxy_converge": None,
     }
 )
 
@@ -249,6 +251,9 @@ def marking_config(options: MarkOptions, images: ImageSource) -> MarkingConfig:
         work_scale=image.work_scale if image.work_scale is not None else defaults.work_scale,
         neutral_mark=(
             image.neutral_mark if image.neutral_mark is not None else defaults.neutral_mark
+        ),
+        proxy_converge=(
+            image.proxy_converge if image.proxy_converge is not None else defaults.proxy_converge
         ),
     )
 

@@ -138,7 +138,7 @@ def mark(
     extractor = None
     if own_proxy:
         config, extractor = _train_own_proxy(
-            images, config, budget=budget, show_progress=show_progress
+            images, config, budget=budget, show_progress=show_progress, device=device
         )
     marker = None
     if not vault_path.exists() or (vault_path.is_dir() and not any(vault_path.iterdir())):
@@ -237,7 +237,12 @@ def _fits(
 
 
 def _train_own_proxy(
-    images: ImageSource, config: MarkingConfig, *, budget: int, show_progress: bool
+    images: ImageSource,
+    config: MarkingConfig,
+    *,
+    budget: int,
+    show_progress: bool,
+    device: str | None = None,
 ) -> tuple[MarkingConfig, Extractor]:
     """Train the ``proxy-own`` or ``proxy-clusters`` extractor on ``images``.
 
@@ -246,14 +251,20 @@ def _train_own_proxy(
     ``proxy-own`` learns the labels, as class indices in sorted order;
     ``proxy-clusters`` each image's cluster
     (:func:`~owner.marking.clusters.cluster_labels`, on the resized images).
-    Returns ``config`` with the trained weights' digest as its ``extractor_weights``,
-    and the extractor. Raises ParameterError when ``config`` already names another
-    digest (a resumed run whose proxy did not train again bit for bit).
+    It trains on ``device`` (CUDA when there is one, unless told), until it fits the
+    images when ``config.proxy_converge`` (:class:`~owner.marking.proxy.FitCheck`), else
+    every step. Returns ``config`` with the trained weights' digest as its
+    ``extractor_weights``, and the extractor. Raises ParameterError when ``config``
+    already names another digest (a resumed run whose proxy did not train again bit for
+    bit).
     """
     # torch is imported here, on use: reading or resuming other vaults does without it.
     from .marking.extractors import proxy_extractor  # noqa: PLC0415
+    from .marking.markers import pick_device  # noqa: PLC0415
     from .marking.proxy import (  # noqa: PLC0415
+        BATCH,
         OWN_STEPS,
+        FitCheck,
         own_proxy_epochs,
         square_images,
         train_own_proxy,
@@ -293,21 +304,36 @@ def _train_own_proxy(
             progress.update(epoch - done[0])
         done[0] = epoch
 
+    torch_device = pick_device(device)
+    where = "one thread" if torch_device.type == "cpu" else str(torch_device)
+    length = "until it fits them, at most " if config.proxy_converge else ""
     if progress is not None:
         print(
             f"training the {config.extractor} extractor on {len(targets)} {learns} at "
-            f"{side}x{side} ({OWN_STEPS} steps, one thread)",
+            f"{side}x{side} ({length}{OWN_STEPS} steps, {where})",
             flush=True,
         )
-    model = train_own_proxy(squared, targets, seed=0, progress=advance)
+    check = FitCheck(len(targets))
+    model = train_own_proxy(
+        squared,
+        targets,
+        seed=0,
+        converge=config.proxy_converge,
+        device=str(torch_device),
+        progress=advance,
+        check=check,
+    )
     if progress is not None:
         progress.finish()
+        if check.stopped is not None:
+            steps = check.stopped * -(-len(targets) // BATCH)
+            print(f"the proxy fits its {len(targets)} images after {steps} steps", flush=True)
     digest = weights_digest(model)
     if config.extractor_weights not in (None, digest):
         raise ParameterError(
             f"the proxy trained again on these images has weights {digest}, not the "
             f"recorded {config.extractor_weights}: it retrains bit for bit only on the "
-            "same machine and torch; mark into a new directory"
+            "same machine, device and torch; mark into a new directory"
         )
     return replace(config, extractor_weights=digest), proxy_extractor(model, side)
 

@@ -129,7 +129,7 @@ def register(commands: Any) -> None:
 def _register_mark(sub: Any) -> None:
     from owner.kinds import KINDS
     from owner.marking import MarkingConfig
-    from owner.marking.config import OWN_MAX_SIDE, OWN_OTHER_SIDE
+    from owner.marking.config import OWN_MAX_SIDE, OWN_OTHER_SIDE, OWN_PROXY_STEPS
 
     defaults = MarkingConfig()
     mark = sub.add_parser(
@@ -260,7 +260,18 @@ def _register_mark(sub: Any) -> None:
         "channel and of mean zero, so that it casts no colour (default); --no-neutral-mark "
         "resumes a vault marked before this option existed",
     )
-    mark.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    mark.add_argument(
+        "--proxy-converge",
+        action=argparse.BooleanOptionalAction,
+        help="proxy-own and proxy-clusters: train the proxy until it fits the images (its "
+        "mean training loss over its last 64 steps below 0.01), at most "
+        f"{OWN_PROXY_STEPS:,} steps (default); --no-proxy-converge trains every step, "
+        "which resumes a vault marked before this option existed",
+    )
+    mark.add_argument(
+        "--device",
+        help="torch device, for the proxy's training too (default: cuda if available, else cpu)",
+    )
     mark.add_argument(
         "--memory",
         help="images: the most memory marking may hold, e.g. 2G or 1500M (default 2G): "
@@ -704,6 +715,7 @@ def _mark(args: argparse.Namespace) -> int:
             input_size=args.input_size,
             work_scale=args.work_scale,
             neutral_mark=args.neutral_mark,
+            proxy_converge=args.proxy_converge,
             memory=None if args.memory is None else parse_memory(args.memory),
         ),
         text=TextOptions(

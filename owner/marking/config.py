@@ -53,7 +53,7 @@ MAX_WORK_SCALE: Final = 64
 LEGACY_WORK_SCALE: Final = 0
 #: Fields a record leaves out at their legacy value (0 or false), with that value's type:
 #: a record made before the field existed reads as what it was marked with.
-_OMITTED_AT_LEGACY: Final = {"work_scale": int, "neutral_mark": bool}
+_OMITTED_AT_LEGACY: Final = {"work_scale": int, "neutral_mark": bool, "proxy_converge": bool}
 
 #: How errors about a recorded configuration name it.
 _WHAT: Final = "marking config"
@@ -141,6 +141,13 @@ class MarkingConfig:
             averages out (``docs/owner.md``, "Large photos", measures both). Images
             marked at their own size are not affected. False: free (what a vault
             recorded without this field was marked with).
+        proxy_converge: for ``proxy-own`` and ``proxy-clusters``, the proxy trains until
+            it fits the images (:class:`owner.marking.proxy.FitCheck`: its mean training
+            loss over the last 64 steps or more below 0.01), at most
+            :data:`~owner.marking.proxy.OWN_STEPS` steps, instead of every one of them;
+            on 200 Fashion-MNIST items it stops at about half (``docs/benchmarks.md``,
+            "The proxy's training"). Other extractors are not affected. False: every step (what a vault
+            recorded without this field was marked with).
 
     """
 
@@ -154,6 +161,7 @@ class MarkingConfig:
     input_size: int = 96
     work_scale: int = 2
     neutral_mark: bool = True
+    proxy_converge: bool = True
 
     def __post_init__(self) -> None:
         """Check every field; raise ParameterError on the first one out of its domain."""
@@ -179,8 +187,9 @@ class MarkingConfig:
         check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
         check_int("input_size", self.input_size, MIN_INPUT_SIZE, MAX_INPUT_SIZE)
         check_int("work_scale", self.work_scale, 0, MAX_WORK_SCALE)
-        if not isinstance(self.neutral_mark, bool):
-            raise ParameterError(f"neutral_mark must be a bool, got {self.neutral_mark!r}")
+        for name in ("neutral_mark", "proxy_converge"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(f"{name} must be a bool, got {getattr(self, name)!r}")
         step = self.step_size
         if isinstance(step, bool) or not isinstance(step, int | float):
             raise ParameterError(f"step_size must be a number, got {type(step).__name__}")
@@ -192,9 +201,9 @@ class MarkingConfig:
     def to_value(self) -> dict[str, Value]:
         """Return the canonical-encodable record of this configuration.
 
-        Every field, except ``work_scale`` (0) and ``neutral_mark`` (false) at their
-        legacy values: such a configuration records exactly as it did before the field
-        existed.
+        Every field, except ``work_scale`` (0), ``neutral_mark`` and ``proxy_converge``
+        (false) at their legacy values: such a configuration records exactly as it did
+        before the field existed.
         """
         value = fields_value(self)
         for name in _OMITTED_AT_LEGACY:
@@ -209,7 +218,7 @@ class MarkingConfig:
         Raises:
             InputError: ``value`` is not a map with exactly the recorded fields, a field
                 has the wrong type, or ``work_scale`` is written out as 0 or
-                ``neutral_mark`` as false.
+                ``neutral_mark`` or ``proxy_converge`` as false.
             ParameterError: a field is of the right type but outside its domain.
 
         """
@@ -245,6 +254,7 @@ class MarkingConfig:
             input_size=typed_field(value, "input_size", int, _WHAT),
             work_scale=int(legacy["work_scale"]),
             neutral_mark=bool(legacy["neutral_mark"]),
+            proxy_converge=bool(legacy["proxy_converge"]),
         )
 
 
@@ -254,8 +264,14 @@ class MarkingConfig:
 #: the twins further apart.
 PROXY_STEPS: Final = 10
 PROXY_BATCH_SIZE: Final = 64
-#: Epochs ``twinaudit owner proxy`` trains the proxy for unless told.
+#: Epochs ``twinaudit owner proxy`` trains the proxy for unless told, in batches of
+#: :data:`PROXY_TRAIN_BATCH` images.
 PROXY_EPOCHS: Final = 40
+PROXY_TRAIN_BATCH: Final = 128
+#: The most optimiser steps a proxy of the owner's own items trains
+#: (:func:`owner.marking.proxy.train_own_proxy`): those of :data:`PROXY_EPOCHS` epochs over
+#: 10,000 images, what the proxy trained on public data takes.
+OWN_PROXY_STEPS: Final = PROXY_EPOCHS * -(-10_000 // PROXY_TRAIN_BATCH)
 
 
 #: Largest side a proxy trained on the owner's own images is fed at her images' own size.

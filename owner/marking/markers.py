@@ -332,7 +332,7 @@ def make_marker(
         return BernoulliMarker(config, seed)
     if config.marker == "gaussian":
         return GaussianMarker(config, seed)
-    torch_device = _pick_device(device)
+    torch_device = pick_device(device)
     if extractor is None:
         extractor = load_extractor(
             config.extractor,
@@ -342,7 +342,11 @@ def make_marker(
     return PgdMarker(config, seed, extractor.to(torch_device))
 
 
-def _pick_device(device: str | None) -> torch.device:
+def pick_device(device: str | None) -> torch.device:
+    """Return the torch device ``device`` names; ``None`` picks CUDA when available, else the CPU.
+
+    Raises ParameterError for a name torch does not know or a CUDA device without CUDA.
+    """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:

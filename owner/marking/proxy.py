@@ -19,9 +19,10 @@ weights with the input they expect, and :func:`load_proxy` returns the
 ``--extractor proxy-cnn --extractor-weights FILE`` names.
 
 :func:`train_own_proxy` trains the same proxy on the owner's own labelled images,
-the very ones she marks, for a fixed number of optimiser steps: what ``owner mark``
-does when she gives labels and no extractor (``--extractor proxy-own``), so that an
-owner without labelled public data still marks in the features of her domain.
+the very ones she marks, until it fits them (a convergence check on its training loss,
+at most a fixed number of optimiser steps): what ``owner mark`` does when she gives
+labels and no extractor (``--extractor proxy-own``), so that an owner without labelled
+public data still marks in the features of her domain.
 
 Training is deterministic for a fixed number of torch threads: weights initialised
 under ``torch.manual_seed(seed)``, batches shuffled and augmented from a
@@ -44,7 +45,7 @@ from torch import nn
 
 from protocol.errors import InputError, ParameterError
 
-from .config import PROXY_EPOCHS
+from .config import OWN_PROXY_STEPS, PROXY_EPOCHS, PROXY_TRAIN_BATCH
 
 #: Zero padding on each side before the random crop of :func:`pad_crop_flip` (pixels).
 PAD: Final = 4
@@ -55,11 +56,19 @@ HIDDEN: Final = 1024
 SIDE: Final = 28
 #: Training defaults of :func:`train_proxy`.
 EPOCHS: Final = PROXY_EPOCHS
-BATCH: Final = 128
+BATCH: Final = PROXY_TRAIN_BATCH
 LR: Final = 1e-3
 #: Optimiser steps of a proxy trained on the owner's own items (:func:`train_own_proxy`):
 #: those of :data:`EPOCHS` epochs over 10,000 images in batches of :data:`BATCH`.
-OWN_STEPS: Final = EPOCHS * ((10_000 + BATCH - 1) // BATCH)
+OWN_STEPS: Final = OWN_PROXY_STEPS
+#: The convergence check of :func:`train_own_proxy`: it stops once the mean training loss
+#: (cross-entropy on the augmented batches) over its last whole epochs of at least
+#: :data:`CONVERGED_WINDOW` optimiser steps is below :data:`CONVERGED_LOSS`, the proxy then
+#: fitting nearly every one of the owner's items however they are cropped and flipped.
+#: On 200 Fashion-MNIST images (two batches an epoch) it stops at step 1,606 of 3,160
+#: (``python -m bench proxy_fit``; docs/benchmarks.md, "The proxy's training").
+CONVERGED_LOSS: Final = 0.01
+CONVERGED_WINDOW: Final = 64
 #: Keys of a proxy file that describe the input rather than hold weights.
 _META: Final = ("proxy.side", "proxy.channels")
 
@@ -156,20 +165,25 @@ def fit(
     progress: Callable[[int, float, float], None] | None = None,
     device: str = "cpu",
     mixed: bool = False,
-) -> None:
+    stop: Callable[[int, float, float], bool] | None = None,
+) -> int:
     """Train ``model`` (already on ``device``) in place: cross-entropy, one step per batch.
 
     Batches are shuffled and augmented (``augment``) from a ``torch.Generator`` seeded
     with ``seed``, on the CPU; ``schedule`` (if any) steps after every batch. With
     ``mixed`` (an accelerator only) the forward pass runs in bfloat16 autocast and
     batches are sent channels-last.
-    ``progress(epoch, loss, train_accuracy)`` is called after every epoch (the accuracy
-    on the augmented batches seen in that epoch).
+    ``progress(epoch, loss, train_accuracy)`` is called after every epoch (the mean loss
+    and the accuracy on the augmented batches seen in that epoch); then
+    ``stop(epoch, loss, train_accuracy)``, with the same figures, ends training early when
+    it returns true. Returns the epochs trained.
     """
     x = to_tensor(images)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
     generator = torch.Generator().manual_seed(seed)
     model.train()
+    measure = progress is not None or stop is not None
+    epoch = 0
     for epoch in range(1, epochs + 1):
         order = torch.randperm(x.shape[0], generator=generator)
         total_loss, correct = 0.0, 0
@@ -189,11 +203,14 @@ def fit(
             optimiser.step()
             if schedule is not None:
                 schedule.step()
-            if progress is not None:  # reading the loss waits for the device: only when asked
+            if measure:  # reading the loss waits for the device: only when asked
                 total_loss += float(loss.detach()) * len(index)
                 correct += int((logits.argmax(1) == target).sum())
         if progress is not None:
             progress(epoch, total_loss / x.shape[0], correct / x.shape[0])
+        if stop is not None and stop(epoch, total_loss / x.shape[0], correct / x.shape[0]):
+            break
+    return epoch
 
 
 def train_proxy(
@@ -203,11 +220,15 @@ def train_proxy(
     epochs: int = EPOCHS,
     seed: int = 0,
     progress: Callable[[int, float, float], None] | None = None,
+    stop: Callable[[int, float, float], bool] | None = None,
+    device: str = "cpu",
 ) -> SmallCNN:
     """Train a proxy on labelled uint8 images (N, H, W, C), H = W divisible by 4; eval mode.
 
-    Adam at :data:`LR` with a cosine decay to 0 over all steps, batches of
+    Adam at :data:`LR` with a cosine decay to 0 over ``epochs`` epochs' steps, batches of
     :data:`BATCH`, pad-crop-flip augmentation. Labels are 0..n−1 (``n`` the classes).
+    ``stop`` may end training before (:func:`fit`); the schedule keeps its length. The
+    model trains on ``device`` and is returned on the CPU.
     """
     if images.ndim == 3:
         images = images[..., None]
@@ -219,7 +240,7 @@ def train_proxy(
     torch.manual_seed(seed)
     model = SmallCNN(
         channels=images.shape[3], side=images.shape[1], n_classes=max(int(classes.max()) + 1, 2)
-    )
+    ).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=LR)
     steps = epochs * ((len(images) + BATCH - 1) // BATCH)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)
@@ -234,19 +255,47 @@ def train_proxy(
         batch_size=BATCH,
         augment=pad_crop_flip,
         progress=progress,
+        device=device,
+        stop=stop,
     )
-    return model.eval()
+    return model.cpu().eval()
 
 
 def own_proxy_epochs(n_images: int, steps: int | None = None) -> int:
     """Return the epochs that give a proxy on ``n_images`` images ``steps`` steps or more.
 
-    ``steps`` defaults to :data:`OWN_STEPS`.
+    ``steps`` defaults to :data:`OWN_STEPS`: the most a proxy of the owner's own items
+    trains (:func:`train_own_proxy` stops before once it fits them).
     """
     if n_images < 1:
         raise InputError("a proxy needs at least one image")
     per_epoch = (n_images + BATCH - 1) // BATCH
     return max(1, -(-(OWN_STEPS if steps is None else steps) // per_epoch))
+
+
+class FitCheck:
+    """The convergence check of :func:`train_own_proxy`, called after every epoch.
+
+    True once the mean of the last epochs' training losses, over whole epochs of at
+    least :data:`CONVERGED_WINDOW` optimiser steps together (one epoch is
+    ⌈n / :data:`BATCH`⌉ steps), is below :data:`CONVERGED_LOSS`. Records the epoch it
+    stopped at (``stopped``), None while it has not.
+    """
+
+    def __init__(self, n_images: int) -> None:
+        """Check a proxy trained on ``n_images`` images."""
+        per_epoch = (n_images + BATCH - 1) // BATCH
+        self.window = max(1, -(-CONVERGED_WINDOW // per_epoch))
+        self.losses: list[float] = []
+        self.stopped: int | None = None
+
+    def __call__(self, epoch: int, loss: float, _accuracy: float) -> bool:
+        """Record epoch ``epoch``'s mean loss; return whether training may stop."""
+        self.losses = [*self.losses[-(self.window - 1) :], loss] if self.window > 1 else [loss]
+        if len(self.losses) == self.window and sum(self.losses) / self.window < CONVERGED_LOSS:
+            self.stopped = epoch
+            return True
+        return False
 
 
 def train_own_proxy(
@@ -255,24 +304,41 @@ def train_own_proxy(
     *,
     seed: int = 0,
     steps: int | None = None,
+    converge: bool = True,
+    device: str = "cpu",
     progress: Callable[[int, float, float], None] | None = None,
+    check: FitCheck | None = None,
 ) -> SmallCNN:
-    """Train a proxy on the owner's own labelled images: :data:`OWN_STEPS` optimiser steps.
+    """Train a proxy on the owner's own labelled images until it fits them.
 
     What ``owner mark`` does when she gives labels and no extractor: a proxy of her
-    domain trained on the very items she marks, for as many steps as the proxy
-    trained on 10,000 public images takes (:func:`train_proxy` otherwise). It trains
-    on one torch thread (the caller's thread count is restored after), so that a
-    resumed marking run on the same machine retrains bit-identical weights whatever
-    ``--threads`` it is given. ``steps`` other than the default are for smoke runs.
+    domain trained on the very items she marks. It trains with :func:`train_proxy`'s
+    recipe, its schedule as long as :data:`OWN_STEPS` steps in whole epochs (as many
+    as the proxy trained on 10,000 public images takes; ``steps`` other than the
+    default are for smoke runs), and with ``converge`` it stops at the first epoch
+    where ``check`` (a :class:`FitCheck` of the images, made here when not given; it
+    records where it stopped) says it fits them; without, it trains every step (what
+    ``owner mark`` did before ``MarkingConfig.proxy_converge``).
+
+    On the CPU it trains on one torch thread (the caller's thread count is restored
+    after), so that a resumed marking run on the same machine retrains bit-identical
+    weights whatever ``--threads`` it is given; on a GPU with cuDNN's deterministic
+    algorithms, for the same reason.
     """
     epochs = own_proxy_epochs(len(images), steps)
+    stop = (check if check is not None else FitCheck(len(images))) if converge else None
     threads = torch.get_num_threads()
+    cudnn = torch.backends.cudnn
+    deterministic, benchmark = cudnn.deterministic, cudnn.benchmark
     torch.set_num_threads(1)
+    cudnn.deterministic, cudnn.benchmark = True, False
     try:
-        return train_proxy(images, labels, epochs=epochs, seed=seed, progress=progress)
+        return train_proxy(
+            images, labels, epochs=epochs, seed=seed, progress=progress, stop=stop, device=device
+        )
     finally:
         torch.set_num_threads(threads)
+        cudnn.deterministic, cudnn.benchmark = deterministic, benchmark
 
 
 def weights_digest(model: nn.Module) -> str:

@@ -8,8 +8,6 @@ measures (CIEDE2000, SSIM, colour cast) measure what they say.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 import torch
@@ -22,8 +20,7 @@ from owner.mark import mark
 from owner.marking import MarkingConfig, make_marker
 from owner.marking.extractors import Extractor
 from owner.marking.markers import neutral_projection
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, ParameterError
+from protocol.errors import InputError
 from tests.support.photos import photo, write_photos
 
 SEED = bytes(range(32))
@@ -65,17 +62,6 @@ def test_the_projection_is_grey_zero_mean_and_in_the_box():
     assert projected.abs().max() <= 10.0
     assert torch.equal(projected[:, 0], projected[:, 2])
     assert projected.mean(dim=(2, 3)).abs().max() < 0.5
-
-
-def test_records_without_the_field_read_as_the_free_mark():
-    current = MarkingConfig()
-    assert current.neutral_mark is True and current.to_value()["neutral_mark"] is True
-    assert MarkingConfig.from_value(decode(encode(current.to_value()))) == current
-    legacy = replace(current, neutral_mark=False)
-    assert "neutral_mark" not in legacy.to_value()
-    assert MarkingConfig.from_value(decode(encode(legacy.to_value()))) == legacy
-    with pytest.raises(ParameterError):
-        MarkingConfig(neutral_mark=1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("recorded", [False, 1, "yes", None])
