@@ -146,8 +146,8 @@ class MarkingConfig:
             loss over the last 64 steps or more below 0.01), at most
             :data:`~owner.marking.proxy.OWN_STEPS` steps, instead of every one of them;
             on 200 Fashion-MNIST items it stops at about half (``docs/benchmarks.md``,
-            "The proxy's training"). Other extractors are not affected. False: every step (what a vault
-            recorded without this field was marked with).
+            "The proxy's training"). Other extractors are not affected. False: every
+            step (what a vault recorded without this field was marked with).
 
     """
 
