@@ -92,7 +92,7 @@ def run(name: str, images: Pixels, labels: npt.NDArray[np.int64]) -> None:
         start = time.process_time()
         model = train_own_proxy(images, labels, converge=converge, check=check)
         seconds[converge] = time.process_time() - start
-        steps = cap if check.stopped is None else check.stopped * per_epoch
+        steps = cap if check.stopped_step is None else check.stopped_step
         how = "until it fits" if converge else "every step   "
         print(
             f"  {name:<34} {how}  {steps:5d} of {cap} steps  {seconds[converge]:7.1f} CPU s  "

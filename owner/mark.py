@@ -262,7 +262,6 @@ def _train_own_proxy(
     from .marking.extractors import proxy_extractor  # noqa: PLC0415
     from .marking.markers import pick_device  # noqa: PLC0415
     from .marking.proxy import (  # noqa: PLC0415
-        BATCH,
         OWN_STEPS,
         FitCheck,
         own_proxy_epochs,
@@ -325,9 +324,11 @@ def _train_own_proxy(
     )
     if progress is not None:
         progress.finish()
-        if check.stopped is not None:
-            steps = check.stopped * -(-len(targets) // BATCH)
-            print(f"the proxy fits its {len(targets)} images after {steps} steps", flush=True)
+        if check.stopped_step is not None:
+            print(
+                f"the proxy fits its {len(targets)} images after {check.stopped_step} steps",
+                flush=True,
+            )
     digest = weights_digest(model)
     if config.extractor_weights not in (None, digest):
         raise ParameterError(

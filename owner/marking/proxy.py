@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -279,19 +280,25 @@ class FitCheck:
     True once the mean of the last epochs' training losses, over whole epochs of at
     least :data:`CONVERGED_WINDOW` optimiser steps together (one epoch is
     ⌈n / :data:`BATCH`⌉ steps), is below :data:`CONVERGED_LOSS`. Records the epoch it
-    stopped at (``stopped``), None while it has not.
+    stopped at (``stopped``, and ``stopped_step`` the optimiser steps then), None while
+    it has not.
     """
 
     def __init__(self, n_images: int) -> None:
         """Check a proxy trained on ``n_images`` images."""
-        per_epoch = (n_images + BATCH - 1) // BATCH
-        self.window = max(1, -(-CONVERGED_WINDOW // per_epoch))
-        self.losses: list[float] = []
+        self.per_epoch = (n_images + BATCH - 1) // BATCH
+        self.window = max(1, -(-CONVERGED_WINDOW // self.per_epoch))
+        self.losses: deque[float] = deque(maxlen=self.window)
         self.stopped: int | None = None
+
+    @property
+    def stopped_step(self) -> int | None:
+        """Return the optimiser steps trained when it stopped, None while it has not."""
+        return None if self.stopped is None else self.stopped * self.per_epoch
 
     def __call__(self, epoch: int, loss: float, _accuracy: float) -> bool:
         """Record epoch ``epoch``'s mean loss; return whether training may stop."""
-        self.losses = [*self.losses[-(self.window - 1) :], loss] if self.window > 1 else [loss]
+        self.losses.append(loss)
         if len(self.losses) == self.window and sum(self.losses) / self.window < CONVERGED_LOSS:
             self.stopped = epoch
             return True
