@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt wire/torchvision_hook.py wire/torchvisi
 	$(BIN)/pip install --quiet --upgrade "pip>=24"
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,ml,text,postgres,ops,formats,oip,completion]'
 	# A plain `import transformers` in .venv then works too (wire/torchvision_hook.py).
-	$(BIN)/python -m wire.torchvision_hook install
+	$(BIN)/python -m twinaudit.wire.torchvision_hook install
 	touch $(STAMP)
 
 test: $(STAMP) lint typecheck pytest
@@ -22,7 +22,7 @@ test: $(STAMP) lint typecheck pytest
 # ruff, then the layer contracts of pyproject.toml's [tool.importlinter] (docs/architecture.md).
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check protocol wire twinaudit
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)

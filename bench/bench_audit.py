@@ -30,17 +30,17 @@ from demo.pairset import PairSet
 from demo.seeded import SeededEntropy
 from demo.synthetic import synthetic_pairs
 from demo.tiny_cnn import TinyCNN
-from owner.claim_client import run_claim
-from owner.escrow_client import escrow_root
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.items import encode_item
-from protocol.stats.base import TiePolicy
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.formats import load_model
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.server import serve_arbiter
-from wire.transport import make_channel
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.practitioner.formats import load_model
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire.transport import make_channel
 
 N_PAIRS = 400
 K = 16

@@ -6,7 +6,7 @@ generator, three ways, and checks that all three give the same bits:
 
 - ``fsum``: the spec's definition term by term (one :func:`math.fsum` per dot
   product), the implementation the verifier had before;
-- ``binary32``: :func:`~verifier.scoring.cosine.pairwise_cosine_sum` on binary32
+- ``binary32``: :func:`~twinaudit.verifier.scoring.cosine.pairwise_cosine_sum` on binary32
   values (what a float32 model answers): exact limb matrix products;
 - ``binary64``: the same on values that are not binary32: certified error-free sums.
 
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from verifier.scoring.cosine import pairwise_cosine_sum, pairwise_cosine_sum_by_definition
+from twinaudit.verifier.scoring.cosine import pairwise_cosine_sum, pairwise_cosine_sum_by_definition
 
 K = 64
 DIM = 512

@@ -46,12 +46,17 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bench.reply_cases import NATIVE, reply_cases
-from protocol import limits
-from protocol.claim.transcript import chain_head
-from protocol.encoding import decode, encode
-from protocol.envelope import MAX_ENVELOPE_JSON_BYTES, Envelope, payload_type, sign_envelope
-from protocol.errors import TwinauditError
-from protocol.escrow_messages import (
+from twinaudit.protocol import limits
+from twinaudit.protocol.claim.transcript import chain_head
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.envelope import (
+    MAX_ENVELOPE_JSON_BYTES,
+    Envelope,
+    payload_type,
+    sign_envelope,
+)
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.escrow_messages import (
     CHECKPOINT_KIND,
     MAX_CHECKPOINT_ENVELOPE_BYTES,
     MAX_CHECKPOINT_PAYLOAD_BYTES,
@@ -64,9 +69,9 @@ from protocol.escrow_messages import (
     open_receipt,
     verify_checkpoint,
 )
-from protocol.items import ImageItem, TextItem, decode_item, encode_item
-from protocol.keys import key_id
-from verifier.verdict import VERDICT_KIND, check_verdict
+from twinaudit.protocol.items import ImageItem, TextItem, decode_item, encode_item
+from twinaudit.protocol.keys import key_id
+from twinaudit.verifier.verdict import VERDICT_KIND, check_verdict
 
 #: The canonical decoder's inputs are about this long.
 SIZE = 2 * 2**20

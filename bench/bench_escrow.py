@@ -41,17 +41,17 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.escrow_client import escrow_root
-from protocol.escrow_messages import EscrowRequest, open_receipt, verify_receipt
-from protocol.keys import raw_public_key
-from verifier.escrow.rate_limit import RateLimit
-from verifier.escrow.service import serve_escrow
-from verifier.escrow.sql_store import SqlEscrowStore
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.server import serve_arbiter
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.observe import PrometheusMetrics, configure_logging
-from wire.transport import make_channel
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt, verify_receipt
+from twinaudit.protocol.keys import raw_public_key
+from twinaudit.verifier.escrow.rate_limit import RateLimit
+from twinaudit.verifier.escrow.service import serve_escrow
+from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.observe import PrometheusMetrics, configure_logging
+from twinaudit.wire.transport import make_channel
 
 N_COMMITS = 2_000
 CLIENTS = 16
@@ -269,7 +269,7 @@ def _postgres_figure(dsn: str) -> None:
     """Figure 2 on PostgreSQL, in a throwaway schema (psycopg is an optional extra)."""
     import psycopg  # noqa: PLC0415
 
-    from verifier.escrow.postgres_store import PostgresEscrowStore  # noqa: PLC0415
+    from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore  # noqa: PLC0415
 
     schema = f"bench_{uuid.uuid4().hex[:12]}"
     try:

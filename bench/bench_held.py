@@ -7,7 +7,7 @@ Run with ``python -m bench held``. Two figures, each a ratio measured in this ru
    same start without bubblewrap (``--allow-weak-isolation``'s child: the same
    command, limits and Unix socket), alternated ROUNDS times; medians;
 2. signatures per second on checkpoint payloads, through the signer process
-   (:class:`~verifier.signer_process.ProcessSigner`: a pipe, strict decoding, the
+   (:class:`~twinaudit.verifier.signer_process.ProcessSigner`: a pipe, strict decoding, the
    signature checked by the server) against an in-process signer doing the same check.
 """
 
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import torch
 
-from protocol.escrow_messages import CHECKPOINT_KIND, Checkpoint
-from protocol.keys import write_keypair
-from verifier.oracles.held import ServeOptions, file_sha256, start_held
-from verifier.oracles.sandbox import ChildLimits, SandboxPolicy, find_bwrap
-from verifier.signer_process import ProcessSigner
-from verifier.signing import arbiter_signer
+from twinaudit.protocol.escrow_messages import CHECKPOINT_KIND, Checkpoint
+from twinaudit.protocol.keys import write_keypair
+from twinaudit.verifier.oracles.held import ServeOptions, file_sha256, start_held
+from twinaudit.verifier.oracles.sandbox import ChildLimits, SandboxPolicy, find_bwrap
+from twinaudit.verifier.signer_process import ProcessSigner
+from twinaudit.verifier.signing import arbiter_signer
 
 ROUNDS = 5
 SIGNATURES = 2000

@@ -40,17 +40,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from demo.pairset import PairSet
 from demo.synthetic import synthetic_pairs
 from demo.tiny_cnn import TinyCNN
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.encoding import decode
-from protocol.escrow_messages import EscrowRequest, make_entry
-from protocol.items import encode_item
-from protocol.stats.base import TiePolicy
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.escrow.log_check import check_log
-from verifier.escrow.log_tables import append_entries, read_frontier
-from verifier.escrow.sql_store import SqlEscrowStore
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.torch_oracle import TorchClassifierOracle
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.encoding import decode
+from twinaudit.protocol.escrow_messages import EscrowRequest, make_entry
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.escrow.log_check import check_log
+from twinaudit.verifier.escrow.log_tables import append_entries, read_frontier
+from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 SIZES = (1_000, 100_000, 1_000_000)
@@ -137,7 +137,7 @@ def _open_part() -> None:
 def _postgres_opens(dsn: str) -> None:
     import psycopg  # noqa: PLC0415
 
-    from verifier.escrow.postgres_store import PostgresEscrowStore  # noqa: PLC0415
+    from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore  # noqa: PLC0415
 
     schemas = {size: f"bench_{uuid.uuid4().hex[:12]}" for size in PG_SIZES}
     print("Store open, PostgreSQL (local server, a new connection each):")

@@ -9,7 +9,7 @@ pixels are above its 32 MiB byte string, and ``owner mark`` refuses it) are mark
 (``proxy-clusters``): PGD with the proxy settings (10 steps of ε/4, batches of up to 64
 cut to the memory setting) on a small CNN trained on the photos at 32 px, at the
 working resolution (64 px on the longer side), the mark carried back to full size in
-bands (:mod:`owner.marking.full_size`), neutral (:attr:`MarkingConfig.neutral_mark`).
+bands (:mod:`twinaudit.owner.marking.full_size`), neutral (:attr:`MarkingConfig.neutral_mark`).
 The proxies are trained 50 steps here (their cost is the training's, not marking's).
 
 For each size it prints:
@@ -50,14 +50,14 @@ import torch
 from PIL import Image
 
 from bench.bench_photos import Timing, photos, raw_passes
-from owner.marking import MarkingConfig, make_marker
-from owner.marking.clusters import cluster_labels
-from owner.marking.config import CLUSTERS_PROXY, OWN_PROXY, pgd_defaults
-from owner.marking.extractors import proxy_extractor
-from owner.marking.markers import Marker, PgdMarker
-from owner.marking.memory import DEFAULT_MEMORY, describe
-from owner.marking.proxy import square_images, train_own_proxy
-from twinaudit.threads import default_threads, use_threads
+from twinaudit.cli.threads import default_threads, use_threads
+from twinaudit.owner.marking import MarkingConfig, make_marker
+from twinaudit.owner.marking.clusters import cluster_labels
+from twinaudit.owner.marking.config import CLUSTERS_PROXY, OWN_PROXY, pgd_defaults
+from twinaudit.owner.marking.extractors import proxy_extractor
+from twinaudit.owner.marking.markers import Marker, PgdMarker
+from twinaudit.owner.marking.memory import DEFAULT_MEMORY, describe
+from twinaudit.owner.marking.proxy import square_images, train_own_proxy
 
 Pixels = npt.NDArray[np.uint8]
 
@@ -116,11 +116,11 @@ def _high_water_bytes() -> int:
 
 def _run_mark(argv: list[str], train_steps: int | None, threads: int) -> tuple[int, int, float]:
     """In a fresh process: run ``twinaudit ARGV``; return exit code, peak RSS, CPU seconds."""
-    import owner.marking.proxy as proxy  # noqa: PLC0415
+    import twinaudit.owner.marking.proxy as proxy  # noqa: PLC0415
 
     if train_steps is not None:
         proxy.OWN_STEPS = train_steps  # type: ignore[misc]
-    from twinaudit.cli import main  # noqa: PLC0415
+    from twinaudit.cli.main import main  # noqa: PLC0415
 
     code = main([*argv, "--threads", str(threads), "-q"])
     usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -33,10 +33,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from owner.images.sources import open_source
-from owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
-from owner.marking.extractors import Extractor, to_unit_tensor
-from owner.marking.markers import Marker, PgdMarker
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
+from twinaudit.owner.marking.extractors import Extractor, to_unit_tensor
+from twinaudit.owner.marking.markers import Marker, PgdMarker
 
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 N_IMAGES = 512

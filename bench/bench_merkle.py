@@ -17,7 +17,7 @@ import time
 import tracemalloc
 from collections.abc import Iterable
 
-from protocol.merkle import MerkleTree, verify_consistency, verify_inclusion
+from twinaudit.protocol.merkle import MerkleTree, verify_consistency, verify_inclusion
 
 N_LEAVES = 1_000_000
 N_PROOFS = 1_000

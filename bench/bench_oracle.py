@@ -4,13 +4,13 @@ Run ``python -m bench oracle`` (a minute or two on two cores). For N = 5,000 pai
 p ∈ {0.05, 0.001}, with iid Bernoulli(q) indicators and no ties:
 
 1. per q in {0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 0.99}, the expected pairs opened by the
-   oracle SPRT (:mod:`protocol.stats.oracle`) and by ``mixture-e`` under each
+   oracle SPRT (:mod:`twinaudit.protocol.stats.oracle`) and by ``mixture-e`` under each
    registered prior, and their ratios: the figures ``twinaudit plan --json`` prints
-   (the same functions of :mod:`protocol.stats.power`, the exact forward recursion);
+   (the same functions of :mod:`twinaudit.protocol.stats.power`, the exact forward recursion);
 2. each prior's worst ratio over q = 0.55, 0.56, …, 0.99, and where it falls;
 3. the lower bound on that worst ratio for *any* test that stops only to detect and
    detects within N pairs with probability at most p under H0
-   (:mod:`protocol.stats.minimax`), at the weights and price stored in ``CERTIFICATES``.
+   (:mod:`twinaudit.protocol.stats.minimax`), at the weights and price stored in ``CERTIFICATES``.
    Any weights give a valid bound; these were found by ``--search``, column generation
    over the grid (a linear program over the Bayes rules of :func:`bayes_rule`; minutes),
    which also prints the least worst ratio a randomised mixture of those rules reaches,
@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import linprog
 
-from protocol.stats import power
-from protocol.stats.minimax import bayes_rule, oracle_pairs, ratio_lower_bound
-from protocol.stats.mixture import detection_boundary
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS, get_prior
-from protocol.stats.oracle import oracle_boundary
+from twinaudit.protocol.stats import power
+from twinaudit.protocol.stats.minimax import bayes_rule, oracle_pairs, ratio_lower_bound
+from twinaudit.protocol.stats.mixture import detection_boundary
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS, get_prior
+from twinaudit.protocol.stats.oracle import oracle_boundary
 
 N = 5000
 PS = (0.05, 0.001)

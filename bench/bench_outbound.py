@@ -37,14 +37,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from demo.hostile_claims import CLAIM_KEY, file_hostile_claims
 from demo.hostile_http import HostileServer, drip, hostile_server
-from protocol import SPEC_VERSION
-from protocol.keys import raw_public_key
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.server import serve_arbiter
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as vpb
-from wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.keys import raw_public_key
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 HOSTILE_CLAIMS = 32

@@ -16,7 +16,7 @@ neutral one:
 
 - CIEDE2000 ΔE (mean, max), SSIM (mean, min) and the colour cast (largest mean change
   of a channel, levels) of both versions against the originals
-  (:mod:`owner.images.perceptual`), over all photos and on the landscape alone;
+  (:mod:`twinaudit.owner.images.perceptual`), over all photos and on the landscape alone;
 - the mean feature distance ‖h(x⁰) − h(x¹)‖₂ of the twins in the marking proxy (what
   PGD maximises; the detection an audit sees grows with it) and in EfficientNet-Lite0.
 
@@ -36,14 +36,14 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from owner.images.perceptual import PerceptualCheck, PerceptualMeasure
-from owner.images.sheet import write_fitted_contact_sheet
-from owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
-from owner.marking.config import OWN_PROXY, pgd_defaults
-from owner.marking.extractors import proxy_extractor
-from owner.marking.markers import PgdMarker
-from owner.marking.proxy import OWN_STEPS, square_images, train_own_proxy
-from twinaudit.threads import default_threads, use_threads
+from twinaudit.cli.threads import default_threads, use_threads
+from twinaudit.owner.images.perceptual import PerceptualCheck, PerceptualMeasure
+from twinaudit.owner.images.sheet import write_fitted_contact_sheet
+from twinaudit.owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
+from twinaudit.owner.marking.config import OWN_PROXY, pgd_defaults
+from twinaudit.owner.marking.extractors import proxy_extractor
+from twinaudit.owner.marking.markers import PgdMarker
+from twinaudit.owner.marking.proxy import OWN_STEPS, square_images, train_own_proxy
 
 Pixels = npt.NDArray[np.uint8]
 

@@ -44,10 +44,10 @@ import torch
 from PIL import Image
 from torch.nn import functional
 
-from owner.marking import MarkingConfig, feature_distances, make_marker
-from owner.marking.extractors import Extractor
-from owner.marking.markers import Marker, PgdMarker
-from twinaudit.threads import default_threads, use_threads
+from twinaudit.cli.threads import default_threads, use_threads
+from twinaudit.owner.marking import MarkingConfig, feature_distances, make_marker
+from twinaudit.owner.marking.extractors import Extractor
+from twinaudit.owner.marking.markers import Marker, PgdMarker
 
 Pixels = npt.NDArray[np.uint8]
 
@@ -187,7 +187,7 @@ def bench_size(
 
 def bench_png(pixels: Pixels) -> None:
     """Print the bytes and seconds of one image written as PNG at several zlib levels."""
-    from owner.images.writers import PNG_COMPRESS_LEVEL  # noqa: PLC0415
+    from twinaudit.owner.images.writers import PNG_COMPRESS_LEVEL  # noqa: PLC0415
 
     raw = pixels.nbytes
     parts = []

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from protocol.stats import pprm
-from protocol.stats.pprm import pprm_interval
+from twinaudit.protocol.stats import pprm
+from twinaudit.protocol.stats.pprm import pprm_interval
 
 N = 10**6
 STEPS = 10**4

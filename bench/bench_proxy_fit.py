@@ -3,7 +3,7 @@
 Run with ``python -m bench proxy_fit``. ``owner mark --labels`` (and without labels, on
 the images' clusters) trains a proxy CNN on the very items it marks. Before issue #39
 part 3 it trained a fixed 3,160 optimiser steps whatever the number of images; it now
-stops at the first epoch where :class:`owner.marking.proxy.FitCheck` says it fits them
+stops at the first epoch where :class:`twinaudit.owner.marking.proxy.FitCheck` says it fits them
 (``--no-proxy-converge`` trains every step). For each collection, both ways, in one
 run: the steps trained, the CPU seconds of the training (one torch thread, as
 ``owner mark`` trains), their ratio, and the accuracy on the items themselves without
@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from owner.marking.proxy import (
+from twinaudit.owner.marking.proxy import (
     BATCH,
     OWN_STEPS,
     FitCheck,

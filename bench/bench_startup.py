@@ -1,6 +1,6 @@
 """Interpreter start-up with the torchvision hook's path-configuration file, and without.
 
-Run with ``python -m bench startup``. The hook (:mod:`wire.torchvision_hook`) adds a line
+Run with ``python -m bench startup``. The hook (:mod:`twinaudit.wire.torchvision_hook`) adds a line
 that :mod:`site` runs at every start of the environment's interpreter, so its cost is
 paid by every ``python`` in ``.venv``, whatever it runs (issue #40 N11: the line that
 loaded the hook module by its path cost 20–28 ms of CPU). Two figures, each from fresh
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wire import torchvision_hook
+from twinaudit.wire import torchvision_hook
 
 #: Interpreters started per folder.
 ROUNDS = 40

@@ -7,7 +7,7 @@ Run ``python -m bench.bench_tests`` (a minute or two on two cores). For every N 
   Generators with fixed seeds): detection rate and mean pairs opened of each, and
   the ratio of the means (mixture / paper);
 - **exact**: the same two figures from the exact forward recursion of
-  :mod:`protocol.stats.power` (no simulation), and the ratio the targets are judged on.
+  :mod:`twinaudit.protocol.stats.power` (no simulation), and the ratio the targets are judged on.
 
 Draw models: ``iid`` (Bernoulli(q) indicators) and ``pop`` (a population of N pairs with
 round(q·N) ones, shuffled, opened without replacement). Then the false-detection rate
@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
-from protocol.stats import power
-from protocol.stats.base import TiePolicy
-from protocol.stats.mixture import detection_boundary as mixture_boundary
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, get_prior
-from protocol.stats.paper_test import detection_boundary as paper_boundary
+from twinaudit.protocol.stats import power
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.protocol.stats.mixture import detection_boundary as mixture_boundary
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, get_prior
+from twinaudit.protocol.stats.paper_test import detection_boundary as paper_boundary
 
 NS = (1000, 5000, 10_000)
 QS = (0.5, 0.55, 0.6, 0.7, 0.8, 0.9, 0.99)

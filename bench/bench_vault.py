@@ -43,11 +43,11 @@ from PIL import Image
 from sklearn.datasets import load_sample_images
 
 from bench.bench_photos import photos
-from owner.mark import secret_from_seed
-from owner.vault import Vault, VaultWriter
-from owner.vault.chunks import encode_chunk
-from owner.vault.pair_codec import MAGIC
-from twinaudit.cli import main as twinaudit
+from twinaudit.cli.main import main as twinaudit
+from twinaudit.owner.mark import secret_from_seed
+from twinaudit.owner.vault import Vault, VaultWriter
+from twinaudit.owner.vault.chunks import encode_chunk
+from twinaudit.owner.vault.pair_codec import MAGIC
 
 #: JPEG quality of the photos written here (``bench mark_scale`` writes at 92 too).
 QUALITY: Final = 92
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         "--synthetic", type=int, default=8, help="synthetic 1 MP photos (default 8; 0: none)"
     )
     args = parser.parse_args([] if argv is None else argv)
-    import owner.marking.proxy as proxy  # noqa: PLC0415
+    import twinaudit.owner.marking.proxy as proxy  # noqa: PLC0415
 
     proxy.OWN_STEPS = TRAIN_STEPS  # type: ignore[misc]
     print(

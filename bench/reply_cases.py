@@ -3,23 +3,23 @@
 :mod:`bench.bench_decoders` measures them as it measures the decoders of the other
 parties' bytes: peak memory per reply byte and seconds per MiB. The parsers:
 
-- the OIP REST inference reply (:func:`~verifier.oracles.oip_transport.rest_outputs`),
+- the OIP REST inference reply (:func:`~twinaudit.verifier.oracles.oip_transport.rest_outputs`),
   its model and server metadata and error bodies
-  (:func:`~verifier.oracles.json_reply.load_small`), at their caps;
+  (:func:`~twinaudit.wire.json_reply.load_small`), at their caps;
 - the OpenAI-compatible completions reply
-  (:func:`~verifier.oracles.openai_lm.parse_completions`);
+  (:func:`~twinaudit.practitioner.openai_lm.parse_completions`);
 - the gRPC replies: the OIP ``ModelInferResponse``
-  (:func:`~verifier.oracles.oip_transport.grpc_outputs`) and the ``twinaudit.oracle.v1``
+  (:func:`~twinaudit.verifier.oracles.oip_transport.grpc_outputs`) and the ``twinaudit.oracle.v1``
   ``ClassifyResponse`` and ``TokenLogprobsResponse``
-  (:func:`~verifier.oracles.grpc_client.classify_answer`,
-  :func:`~verifier.oracles.grpc_client.logprob_answer`), each read from its bytes as the
-  clients read them (:func:`~verifier.oracles.grpc_replies.read_capped`, with the
+  (:func:`~twinaudit.verifier.oracles.grpc_client.classify_answer`,
+  :func:`~twinaudit.verifier.oracles.grpc_client.logprob_answer`), each read from its bytes as the
+  clients read them (:func:`~twinaudit.verifier.oracles.grpc_replies.read_capped`, with the
   objects the client allows: 1,024, or one per text asked for TokenLogprobs). Until
   issue #40 was closed protobuf's C parser read them, outside Python's allocator, so
   for these the peak resident memory is taken too (:data:`NATIVE`).
 
 A REST reply's size is bounded before it is parsed by the cap of its request
-(:func:`~verifier.oracles.oip_transport.rest_reply_cap`; 64 KiB and 32 bytes per value
+(:func:`~twinaudit.verifier.oracles.oip_transport.rest_reply_cap`; 64 KiB and 32 bytes per value
 asked for): the inference replies here are about 2 MiB, those of a request for about
 65,000 values; the metadata replies are at their 256 KiB cap.
 """
@@ -31,15 +31,15 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from verifier.oracles.base import MAX_CLASSIFY_IMAGES, OracleInfo
-from verifier.oracles.grpc_client import classify_answer, logprob_answer
-from verifier.oracles.grpc_replies import MAX_REPLY_OBJECTS, read_capped
-from verifier.oracles.json_reply import load_small
-from verifier.oracles.oip_tensors import model_meta_from_json
-from verifier.oracles.oip_transport import MAX_METADATA_BYTES, grpc_outputs, rest_outputs
-from verifier.oracles.openai_lm import parse_completions
-from wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
-from wire.oracle.v1 import oracle_pb2
+from twinaudit.practitioner.openai_lm import parse_completions
+from twinaudit.protocol.oracles.base import MAX_CLASSIFY_IMAGES, OracleInfo
+from twinaudit.verifier.oracles.grpc_client import classify_answer, logprob_answer
+from twinaudit.verifier.oracles.grpc_replies import MAX_REPLY_OBJECTS, read_capped
+from twinaudit.verifier.oracles.oip_tensors import model_meta_from_json
+from twinaudit.verifier.oracles.oip_transport import MAX_METADATA_BYTES, grpc_outputs, rest_outputs
+from twinaudit.wire.json_reply import load_small
+from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
+from twinaudit.wire.oracle.v1 import oracle_pb2
 
 Case = tuple[str, str, bytes, Callable[[bytes], object]]
 

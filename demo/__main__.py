@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reliability",
         action="store_true",
         help="print the full run's false- and missed-detection probabilities, computed "
-        "exactly (protocol.stats.power), and exit",
+        "exactly (twinaudit.protocol.stats.power), and exit",
     )
     parser.add_argument("--epochs", type=int, help="override the training epochs")
     parser.add_argument("--n-train", type=int, help="override the training-set size")

@@ -14,13 +14,13 @@ from typing import Any
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from owner.claim_client import sign_start
-from owner.escrow_client import escrow_root
-from protocol.claim.functions import score_request_from_fields
-from protocol.keys import key_id, raw_public_key
-from verifier.claim import ClaimParams
-from wire.claim_start import to_claim_start
-from wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.owner.claim_client import sign_start
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.protocol.claim.functions import score_request_from_fields
+from twinaudit.protocol.keys import key_id, raw_public_key
+from twinaudit.verifier.claim import ClaimParams
+from twinaudit.wire.claim_start import to_claim_start
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
 
 #: The escrowed root the claims are filed on (8 image pairs).
 ROOT = bytes([7]) * 32

@@ -6,7 +6,7 @@ demo.models:make_net`` loads the trained state dict into, so it takes no argumen
 
 from __future__ import annotations
 
-from owner.marking.proxy import SmallCNN, conv_layers
+from twinaudit.owner.marking.proxy import SmallCNN, conv_layers
 
 __all__ = ["HIDDEN", "N_CLASSES", "WIDTH", "DemoCNN", "conv_layers", "make_net"]
 
@@ -19,7 +19,7 @@ HIDDEN = 1024
 
 
 class DemoCNN(SmallCNN):
-    """The owner's proxy network (:class:`owner.marking.proxy.SmallCNN`) at the demo's sizes.
+    """The owner's proxy network (:class:`~twinaudit.owner.marking.proxy.SmallCNN`), demo sizes.
 
     conv3×3(1→w)–ReLU–pool, conv3×3(w→2w)–ReLU–pool, fc(2w·49→hidden)–ReLU–fc(→10).
     With the defaults (w=16, hidden=1024) it has 1.62M weights, 99% of them in the

@@ -2,7 +2,7 @@
 
 The minimal owner-side state a claim needs — the escrow root and the opening (salt,
 both versions, inclusion proof) of any pair — without marking or a vault on disk. The
-owner's real store is :class:`owner.vault.Vault`.
+owner's real store is :class:`twinaudit.owner.vault.Vault`.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from owner.claim_client import Opening
-from owner.escrow_client import escrow_root
-from protocol import limits
-from protocol.commitment import PairOpening, commit_pair, new_salt
-from protocol.errors import InputError
-from protocol.escrow_messages import Receipt
-from protocol.items import ITEM_KINDS
-from protocol.keys import raw_public_key
-from protocol.merkle import MerkleTree
-from protocol.seeds import publication_bits
+from twinaudit.owner.claim_client import Opening
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.protocol import limits
+from twinaudit.protocol.commitment import PairOpening, commit_pair, new_salt
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.escrow_messages import Receipt
+from twinaudit.protocol.items import ITEM_KINDS
+from twinaudit.protocol.keys import raw_public_key
+from twinaudit.protocol.merkle import MerkleTree
+from twinaudit.protocol.seeds import publication_bits
 
 
 @dataclass

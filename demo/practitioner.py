@@ -29,8 +29,8 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 
-from owner.marking import proxy
-from owner.marking.proxy import pad_crop_flip, to_tensor
+from twinaudit.owner.marking import proxy
+from twinaudit.owner.marking.proxy import pad_crop_flip, to_tensor
 
 __all__ = ["RECIPES", "accuracy", "augmenter", "pad_crop_flip", "to_tensor", "train"]
 

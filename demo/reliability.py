@@ -1,7 +1,7 @@
 """How often ``make demo`` fails by chance: its false- and missed-detection probabilities.
 
 Both are computed exactly with the project's own power calculation
-(:mod:`protocol.stats.power`, the dynamic programming behind ``twinaudit plan``), for
+(:mod:`twinaudit.protocol.stats.power`, the dynamic programming behind ``twinaudit plan``), for
 the demo's test, bound p and number of pairs N:
 
 - **false detection** (the clean model DETECTED): the probability that the test's
@@ -29,8 +29,8 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from protocol.stats.base import TiePolicy
-from protocol.stats.power import boundary_for, iid_survival, plan
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.protocol.stats.power import boundary_for, iid_survival, plan
 
 from .run import FULL, Settings
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m demo.reliability",
         description="The demo's false- and missed-detection probabilities, computed "
-        "exactly with protocol.stats.power (what twinaudit plan uses).",
+        "exactly with twinaudit.protocol.stats.power (what twinaudit plan uses).",
     )
     parser.parse_args(argv)
     for line in describe():

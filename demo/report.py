@@ -1,7 +1,7 @@
 """The demo's report: verdict summaries, check and replay outcomes, timings, and plots.
 
 The plot of each claim is recomputed from the verdict alone
-(:func:`twinaudit.verdict_plots.trajectory`): its indicator string is fed, bit by bit,
+(:func:`twinaudit.cli.verdict_plots.trajectory`): its indicator string is fed, bit by bit,
 to the test the claim names, and the trajectory must end in the verdict's final state.
 For ``mixture-e`` the plot shows the log e-value against log(1/p); for
 ``pprm-chernoff`` the PPRM lower confidence bound against the Chernoff threshold T.
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twinaudit.verdict_plots import bound_trajectory, svg_plot, trajectory
-from verifier.verdict import Verdict
+from twinaudit.cli.verdict_plots import bound_trajectory, svg_plot, trajectory
+from twinaudit.verifier.verdict import Verdict
 
 
 @dataclass

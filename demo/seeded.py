@@ -1,7 +1,7 @@
 """Reproducible stand-ins for the randomness of the arbiter and the owner.
 
 The arbiter draws ρ, claim ids and nonces from an entropy source (the OS CSPRNG by
-default), and an owner salts each commitment with :func:`protocol.commitment.new_salt`.
+default), and an owner salts each commitment with :func:`twinaudit.protocol.commitment.new_salt`.
 Benchmarks and tests that must make the same claim twice (the same queries, the same
 transcript) pass these seeded versions instead. They are predictable by design: never
 use them for a real escrow record or claim.
@@ -18,8 +18,8 @@ class SeededEntropy:
     """An entropy source (``n`` -> ``n`` bytes) from a seed: SHAKE-256 of seed and counter.
 
     A stand-in for the arbiter's CSPRNG (the ``entropy`` argument of
-    :class:`verifier.escrow.sqlite_store.SqliteEscrowStore` and
-    :func:`verifier.server.serve_arbiter`): two sources with the same seed return the
+    :class:`twinaudit.verifier.escrow.sqlite_store.SqliteEscrowStore` and
+    :func:`twinaudit.verifier.server.serve_arbiter`): two sources with the same seed return the
     same bytes for the same sequence of calls.
     """
 

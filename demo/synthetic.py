@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from protocol.items import ImageItem
+from twinaudit.protocol.items import ImageItem
 
 SIDE = 28
 N_CLASSES = 10

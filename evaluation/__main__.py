@@ -9,7 +9,7 @@ accuracy), ``converged-own`` (that on the CLI's default marks with labels), ``sc
 (rung c: ResNet-18 on 54,000 images, for ``--device cuda``) and ``scale-own`` (that on
 the CLI's default marks with labels);
 ``attacks`` (issue #25: the paper's countermeasures at rung (a) — output defences a
-host serves, :mod:`verifier.oracles.defences`, and training-time attacks,
+host serves, :mod:`twinaudit.practitioner.defences`, and training-time attacks,
 :mod:`evaluation.attack_training`; table :mod:`evaluation.attacks`);
 ``baselines`` and ``owners`` (issue #25: RData and UBW-C beside ours, and several
 owners auditing one model; :mod:`evaluation.baselines`);
@@ -44,8 +44,8 @@ from pathlib import Path
 import torch
 
 from demo.data import DataNotFoundError, locate
-from owner.marking.config import PROXY_EPOCHS
-from protocol.errors import TwinauditError
+from twinaudit.owner.marking.config import PROXY_EPOCHS
+from twinaudit.protocol.errors import TwinauditError
 
 from .ablation import SCALE_OWN_VARIANTS, SCALE_VARIANTS, VARIANTS, run_ablation
 from .attacks import noaug_plan

@@ -4,9 +4,9 @@ A claim stops as soon as its test decides, so its q̂ is over the pairs it opene
 comparing score functions needs more: every variant scored on all N pairs of the
 same vault against the same model, with the same audit seed. This module does that
 with the verifier's own pieces — the perturbation draws and copies of spec §10.3
-(:func:`verifier.scoring.augment.draw_copies` from the streams ``augment/<i>/<v>``),
-the oracle the claims use (:class:`~verifier.oracles.torch_oracle.TorchClassifierOracle`)
-and the score (:func:`verifier.scoring.classifier.score`) — without the test, the
+(:func:`twinaudit.verifier.scoring.augment.draw_copies` from the streams ``augment/<i>/<v>``),
+the oracle the claims use (:class:`~twinaudit.practitioner.torch_oracle.TorchClassifierOracle`)
+and the score (:func:`twinaudit.verifier.scoring.classifier.score`) — without the test, the
 window schedule and the shuffling, which change neither a deterministic model's
 answers nor the outcome of a pair.
 
@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from protocol.seeds import audit_seed, publication_bits
-from twinaudit.estimate import pair_outcomes, tally
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.augment import stream_label
-from verifier.scoring.classifier import ScoreSpec
+from twinaudit.cli.estimate import pair_outcomes, tally
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.seeds import audit_seed, publication_bits
+from twinaudit.verifier.scoring.augment import stream_label
+from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from .audit import AuditLog
 from .build import Workspace, rho_of
@@ -141,7 +141,7 @@ def outcomes(
 ) -> dict[str, int]:
     """Score every pair under ``variant``; return wins, losses and ties of the published twin.
 
-    The scoring is ``twinaudit owner estimate``'s (:func:`twinaudit.estimate.pair_outcomes`);
+    The scoring is ``twinaudit owner estimate``'s (:func:`twinaudit.cli.estimate.pair_outcomes`);
     a ``shared`` variant draws both twins' copies from the one stream ``augment/<i>``.
     """
     outcome = pair_outcomes(

@@ -45,11 +45,11 @@ from torch import nn
 
 from demo.models import DemoCNN, make_net
 from demo.practitioner import augmenter, train
-from owner.marking import MarkingConfig
-from owner.marking.config import OWN_PROXY, pgd_defaults
-from owner.marking.extractors import proxy_extractor
-from owner.marking.markers import make_marker
-from owner.marking.proxy import OWN_STEPS, to_tensor, train_own_proxy
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.config import OWN_PROXY, pgd_defaults
+from twinaudit.owner.marking.extractors import proxy_extractor
+from twinaudit.owner.marking.markers import make_marker
+from twinaudit.owner.marking.proxy import OWN_STEPS, to_tensor, train_own_proxy
 
 from .specs import ATTACK_NAME
 

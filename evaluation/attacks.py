@@ -4,7 +4,7 @@
 seed, one model per training-time attack (:mod:`evaluation.attack_training`, early
 stopping and training without augmentation) on the ladder's regime with the CLI's
 default marks with labels (``pgdown``, ε = 10), and audits the ladder's unattacked
-model through each output defence a host can serve (:mod:`verifier.oracles.defences`).
+model through each output defence a host can serve (:mod:`twinaudit.practitioner.defences`).
 This module writes its table: per attack, test accuracy, DSR and Q/M in C1–C4 (the
 CLI's default claim in C1–C3, the training family at K = 32 in C4) and with that
 family in C1 and C3 too,
@@ -183,7 +183,7 @@ INTRO: Final = (
     "top-3 of ten classes; its DP σ are noise levels of its code, ours noise multipliers; "
     "its early stopping is 20/40/60 of 80 epochs, ours 125/250/375 of 500). Output "
     "defences are hosts around the unattacked models (`twinaudit oracle serve --defence "
-    "…`, `verifier.oracles.defences`; the probability maskings leave labels unchanged, so "
+    "…`, `twinaudit.practitioner.defences`; the probability maskings leave labels unchanged, so "
     "they are audited in C1 and C2 only); training-time attacks are models of their own "
     "(`evaluation.attack_training`). Claims: the CLI's default in C1–C3 (K = 1 "
     "`dither`, tie margin 0.01 with probabilities) and the training family "

@@ -1,8 +1,8 @@
 """Run the evaluation's claims in-process, with the verifier's own claim engine.
 
-Each audit is a :class:`verifier.claim.ClaimSession` — the code the arbiter's
+Each audit is a :class:`twinaudit.verifier.claim.ClaimSession` — the code the arbiter's
 service runs — fed the owner's openings from her vault and querying the model
-through :class:`verifier.oracles.torch_oracle.TorchClassifierOracle`, the code
+through :class:`twinaudit.practitioner.torch_oracle.TorchClassifierOracle`, the code
 ``twinaudit oracle serve`` runs. Only the transport is left out (the demo and the
 tests exercise it); the pairs opened, queries, indicators and decisions are those a
 served claim would produce with the same arbiter randomness and nonce.
@@ -25,14 +25,14 @@ from pathlib import Path
 
 import torch
 
-from owner.vault import Vault
-from protocol.claim.functions import AnyScoreSpec
-from protocol.commitment import PairOpening
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.base import ClassifierOracle, Oracle
-from verifier.oracles.defences import wrap
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.classifier import ScoreSpec
+from twinaudit.owner.vault import Vault
+from twinaudit.practitioner.defences import wrap
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.functions import AnyScoreSpec
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.oracles.base import ClassifierOracle, Oracle
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from .build import Workspace, die_with_parent, rho_of
 from .photos import ResizingOracle, is_photo_marker
@@ -121,7 +121,7 @@ class ChunkOpenings:
     reading each opening alone reads (and hashes) a chunk per pair: for a photo vault,
     64 pairs of 1 MP photos, 400 MB a pair opened. Here the first pair asked of a chunk
     reads the openings of all its pairs; each is handed out once and let go. The
-    openings are the vault's own (:meth:`~owner.vault.Vault.pair_opening`).
+    openings are the vault's own (:meth:`~twinaudit.owner.vault.Vault.pair_opening`).
     """
 
     def __init__(self, vault: Vault) -> None:
@@ -145,7 +145,7 @@ def run_audit(
     """File ``job``'s claim against ``model`` (run on ``device``); return what its verdict says.
 
     The model answers through the audit's output defence, when it names one
-    (:mod:`verifier.oracles.defences`: the host's, not the arbiter's); with a photo
+    (:mod:`twinaudit.practitioner.defences`: the host's, not the arbiter's); with a photo
     vault's pairs, behind the practitioner's resize
     (:class:`~evaluation.photos.ResizingOracle`).
     """

@@ -44,14 +44,20 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from owner.images.sources import open_source
-from owner.mark import mark, secret_from_seed
-from owner.marking import MarkingConfig
-from owner.marking.config import PROXY_EPOCHS, pgd_defaults
-from owner.marking.proxy import HIDDEN, OWN_STEPS, load_proxy_state, train_own_proxy, write_proxy
-from owner.vault import Vault
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.classifier import ScoreSpec
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark, secret_from_seed
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.config import PROXY_EPOCHS, pgd_defaults
+from twinaudit.owner.marking.proxy import (
+    HIDDEN,
+    OWN_STEPS,
+    load_proxy_state,
+    train_own_proxy,
+    write_proxy,
+)
+from twinaudit.owner.vault import Vault
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from . import paper, rdata, ubw
 from .audit import AuditLog, run_claim

@@ -7,7 +7,8 @@ complete, so nothing half-built is ever taken for finished.
 
 - ``data/s<seed>-n<n>/``: :func:`demo.data.write_split` of that seed;
 - ``vaults/<vault name>/``: ``owner mark`` of the owner's share (in-process), with a
-  secret derived from the experiment (reproducible; see :func:`owner.mark.secret_from_seed`);
+  secret derived from the experiment (reproducible; see
+  :func:`twinaudit.owner.mark.secret_from_seed`);
 - ``models/<model name>/model.pt`` and ``model.json``: :func:`demo.practitioner.train`
   (one torch thread; models are trained ``jobs`` at a time in worker processes).
 """
@@ -39,14 +40,20 @@ import torch
 from demo import data as demo_data
 from demo.models import make_net
 from demo.practitioner import accuracy, train
-from owner.images.sources import open_source
-from owner.mark import mark, secret_from_seed
-from owner.marking import MarkingConfig
-from owner.marking.clusters import cluster_labels
-from owner.marking.config import PROXY_EPOCHS, pgd_defaults
-from owner.marking.proxy import OWN_STEPS, SmallCNN, train_own_proxy, train_proxy, write_proxy
-from owner.vault import Vault
-from protocol.seeds import publication_bits
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark, secret_from_seed
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.clusters import cluster_labels
+from twinaudit.owner.marking.config import PROXY_EPOCHS, pgd_defaults
+from twinaudit.owner.marking.proxy import (
+    OWN_STEPS,
+    SmallCNN,
+    train_own_proxy,
+    train_proxy,
+    write_proxy,
+)
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.seeds import publication_bits
 
 from . import photos
 from .specs import (
@@ -242,7 +249,7 @@ class Workspace:
     def proxy(self) -> Path:
         """Return the owner's proxy (trained on first use; ``twinaudit owner proxy``'s code).
 
-        A :class:`~owner.marking.proxy.SmallCNN` trained :data:`PROXY_EPOCHS` epochs (seed
+        A :class:`~twinaudit.owner.marking.proxy.SmallCNN` trained :data:`PROXY_EPOCHS` epochs (seed
         99) on the 10,000 Fashion-MNIST test images, public data no practitioner here
         trains on: what an owner who holds labelled public images of her domain would train.
         """
@@ -259,7 +266,7 @@ class Workspace:
     def own_proxy(self, spec: VaultSpec) -> Path:
         """Return the proxy trained on the owner's own labelled items of ``spec`` (seed 0).
 
-        :func:`~owner.marking.proxy.train_own_proxy` on her share of the split, what
+        :func:`~twinaudit.owner.marking.proxy.train_own_proxy` on her share of the split, what
         ``owner mark`` trains when she gives labels and no extractor: every step for
         ``pgdown`` and ``pgdclusters`` (what it did when their tables ran), until it fits
         her items for ``pgdownfit`` (``MarkingConfig.proxy_converge``, its default since).

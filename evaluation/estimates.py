@@ -1,6 +1,6 @@
 """The owner's estimate of q before publishing, set against the q̂ the audited models show.
 
-``twinaudit owner estimate`` (:mod:`twinaudit.estimate`) trains a proxy practitioner on
+``twinaudit owner estimate`` (:mod:`twinaudit.cli.estimate`) trains a proxy practitioner on
 public images plus most of the owner's published twins and scores every pair. Here it
 runs on each marked vault of a ladder plan with what the evaluation's owner holds:
 the 10,000 Fashion-MNIST test images (the public data her marking proxy learnt too),
@@ -20,9 +20,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from owner.marking.config import PROXY_EPOCHS
-from twinaudit.estimate import estimate
-from twinaudit.estimate_config import STEPS, EstimateConfig
+from twinaudit.cli.estimate import estimate
+from twinaudit.cli.estimate_config import STEPS, EstimateConfig
+from twinaudit.owner.marking.config import PROXY_EPOCHS
 
 from . import ablation
 from .audit import AuditLog
@@ -38,7 +38,7 @@ MEASURED = {c: ablation.Variant(c, "dither", 1) for c in CONDITIONS}
 def config_for(workspace: Workspace) -> EstimateConfig:
     """Return the estimate's settings: the command's defaults (fewer steps in smoke runs).
 
-    A smoke run trains its proxy fewer than :data:`~owner.marking.config.PROXY_EPOCHS`
+    A smoke run trains its proxy fewer than :data:`~twinaudit.owner.marking.config.PROXY_EPOCHS`
     epochs; its practitioner takes as many fewer steps.
     """
     steps = max(1, round(STEPS * workspace.proxy_epochs / PROXY_EPOCHS))

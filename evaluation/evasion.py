@@ -2,7 +2,7 @@
 
 The practitioner holds what the owner published (it trained on it) and sees every
 query of a claim. Three ways to use that, each a wrapper around the honest oracle
-(:class:`~verifier.oracles.torch_oracle.TorchClassifierOracle`):
+(:class:`~twinaudit.practitioner.torch_oracle.TorchClassifierOracle`):
 
 ``exact``
     The red team's oracle of issue #19: a query that is bit for bit a published file,
@@ -19,7 +19,7 @@ query of a claim. Three ways to use that, each a wrapper around the honest oracl
     an earlier one in L∞ is answered with that query's answer. (The paper compares
     with a history of queries and a strict ``< 2ε``; the ``+ 2`` also catches twins
     whose copies were dithered.) Twins so caught tie, and ties are skipped. This is
-    :class:`verifier.oracles.defences.PairDetectOracle` with no memory across
+    :class:`twinaudit.practitioner.defences.PairDetectOracle` with no memory across
     requests (the host ``oracle serve --defence pairdetect`` runs remembers them).
 
 A query taken for a published twin gets the answer that lowers its score the most
@@ -41,16 +41,16 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
-from verifier.oracles.defences import (
+from twinaudit.practitioner.defences import (
     PAIR_SLACK,
     FeaturePairDetectOracle,
     PairDetectOracle,
     levels,
 )
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.augment import PAD
-from verifier.scoring.classifier import ScoreSpec
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+from twinaudit.verifier.scoring.augment import PAD
+from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from .audit import AuditLog, run_claim
 from .build import Workspace
@@ -59,7 +59,7 @@ from .specs import TEST, ModelSpec, P, Plan, VaultSpec
 #: The evading strategies, by name (the evasion table's columns, after ``honest``).
 STRATEGIES = ("exact", "near", "pairdetect")
 #: The strategies the ``noise`` claims meet: also PairDetect on shift- and flip-undone
-#: pooled features (:class:`verifier.oracles.defences.FeaturePairDetectOracle`, within a
+#: pooled features (:class:`twinaudit.practitioner.defences.FeaturePairDetectOracle`, within a
 #: request), which averages per-pixel noise away.
 NOISE_STRATEGIES = (*STRATEGIES, "pairdetect-features")
 #: ``near``: the largest per-pixel difference, in levels, still taken for the same image.

@@ -27,15 +27,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from protocol.prg import Prg
-from protocol.seeds import audit_seed, publication_bits
-from protocol.stats.base import Decision
-from protocol.stats.graded import GradedMixtureTest, grade_of
-from protocol.stats.mixture import MixtureTest
-from verifier.oracles.base import ClassifyAnswer
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.augment import draw_copies, stream_label
-from verifier.scoring.classifier import ScoreSpec, score
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.oracles.base import ClassifyAnswer
+from twinaudit.protocol.prg import Prg
+from twinaudit.protocol.seeds import audit_seed, publication_bits
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.graded import GradedMixtureTest, grade_of
+from twinaudit.protocol.stats.mixture import MixtureTest
+from twinaudit.verifier.scoring.augment import draw_copies, stream_label
+from twinaudit.verifier.scoring.classifier import ScoreSpec, score
 
 from .ablation import ablation_nonce, versions_of
 from .build import Workspace, rho_of

@@ -17,11 +17,11 @@ from typing import Final, cast
 
 import numpy as np
 
-from protocol.seeds import audit_seed, publication_bits
-from twinaudit.estimate import pair_outcomes, tally
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.scoring.augment import stream_label
+from twinaudit.cli.estimate import pair_outcomes, tally
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+from twinaudit.protocol.seeds import audit_seed, publication_bits
+from twinaudit.verifier.scoring.augment import stream_label
 
 from .ablation import Variant, ablation_nonce, key
 from .audit import AuditLog

@@ -7,8 +7,8 @@ of about a megapixel — each 28×28 Fashion-MNIST image upscaled to
 luminance, a low-frequency texture and sensor noise (:func:`make_photo`) — and
 written as a folder of PNG files with a JSON label list. The owner marks them with
 ``owner mark``'s defaults with labels (``proxy-own``), at full size, through the
-CLI's own configuration code (:func:`owner.kinds.marking_config`) and
-:func:`owner.mark.mark`: the default neutral mark (:data:`NEUTRAL_MARKER`) and the
+CLI's own configuration code (:func:`twinaudit.owner.kinds.marking_config`) and
+:func:`twinaudit.owner.mark.mark`: the default neutral mark (:data:`NEUTRAL_MARKER`) and the
 same with ``--no-neutral-mark`` (:data:`FREE_MARKER`), from the same photos and
 secret.
 
@@ -34,14 +34,14 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from owner.images.sources import open_source
-from owner.kinds import ImageOptions, MarkOptions, marking_config
-from owner.mark import mark
-from owner.marking import MarkingConfig
-from owner.marking import proxy as proxy_module
-from owner.vault import Vault
-from protocol.seeds import publication_bits
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.kinds import ImageOptions, MarkOptions, marking_config
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking import proxy as proxy_module
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
+from twinaudit.protocol.seeds import publication_bits
 
 #: The work directory's record of the photo vaults' mark sizes (keyed by vault name).
 MARK_SIZES_FILE: Final = "photo-marks.jsonl"
@@ -127,7 +127,7 @@ def write_photos(
 def proxies_kept_in(folder: Path) -> Iterator[None]:
     """While open, each proxy ``owner mark`` trains on the owner's items is kept in ``folder``.
 
-    :func:`owner.marking.proxy.train_own_proxy` is wrapped: a proxy already trained on
+    :func:`twinaudit.owner.marking.proxy.train_own_proxy` is wrapped: a proxy already trained on
     the same images, labels, seed and steps is read back from its file instead of
     trained again (training is deterministic on one thread, so it is the same proxy,
     and the vault records its weights' digest either way). The neutral and the free
@@ -178,7 +178,7 @@ def mark_photos(
 ) -> MarkingConfig:
     """Mark the photos :func:`write_photos` wrote in ``folder`` as ``owner mark`` does with labels.
 
-    The configuration is the CLI's (:func:`owner.kinds.marking_config`: no option but
+    The configuration is the CLI's (:func:`twinaudit.owner.kinds.marking_config`: no option but
     the labels, and ``--no-neutral-mark`` when ``neutral`` is false) as it was when the
     photo rung ran, before ``--proxy-converge`` (so ``--no-proxy-converge``); returns it. With
     ``proxies``, the proxy is kept there and shared (:func:`proxies_kept_in`).

@@ -9,7 +9,7 @@ weight at θ = 9/16 … 11/16 (``low-q``, the six consistency atoms kept), and u
 point prior at θ = 0.578 (``point``, the best any prior can do when q is exactly the
 rung-(a) C1 q̂ of 0.576, and a prior no owner could choose in advance), with the
 paper's test beside them. Figures are the exact forward recursion of
-:func:`protocol.stats.power.plan` (iid indicators, no ties).
+:func:`twinaudit.protocol.stats.power.plan` (iid indicators, no ties).
 
 The two extra priors are not registered: they are not protocol priors, and no claim
 can name them.
@@ -19,9 +19,9 @@ Run: ``python -m evaluation.prior_ceiling``.
 
 from __future__ import annotations
 
-from protocol.stats.mixture import detection_boundary
-from protocol.stats.mixture_prior import CONSISTENCY_ATOMS, PRIORS, GridPrior
-from protocol.stats.power import Power, iid_survival, plan
+from twinaudit.protocol.stats.mixture import detection_boundary
+from twinaudit.protocol.stats.mixture_prior import CONSISTENCY_ATOMS, PRIORS, GridPrior
+from twinaudit.protocol.stats.power import Power, iid_survival, plan
 
 #: θ = 1/2 + 2^-k, k = 10 … 5 at 0.5% each, as in the registered priors (consistency).
 CONSISTENCY = CONSISTENCY_ATOMS

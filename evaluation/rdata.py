@@ -10,7 +10,7 @@ so this module does, in its own code:
 
 - **Carriers.** One random unit vector u_g per group of classes, drawn independently and
   uniformly on the sphere of the marking network's feature space (d = 1,024: the hidden
-  layer of the owner's proxy, :class:`owner.marking.proxy.SmallCNN`), from a seed of the
+  layer of the owner's proxy, :class:`twinaudit.owner.marking.proxy.SmallCNN`), from a seed of the
   owner's. Groups (:data:`GROUPINGS`): ``class`` (one carrier per class: the owner knows
   the label the practitioner will give each item, RData as published), ``superclass``
   (one per coarse label, :data:`SUPERCLASSES`) and ``one`` (one carrier for all her
@@ -48,7 +48,7 @@ import torch
 from scipy import special, stats
 from torch import nn
 
-from owner.marking.proxy import pad_crop_flip, to_tensor
+from twinaudit.owner.marking.proxy import pad_crop_flip, to_tensor
 
 #: How the owner groups her items, one carrier per group: by class, by coarse label, or all one.
 GROUPINGS: Final = ("class", "superclass", "one")
@@ -163,7 +163,7 @@ def last_layer(model: nn.Module) -> tuple[nn.Module, nn.Linear]:
     """Return a classifier's feature map and its last linear layer (white-box access).
 
     Models with a ``hidden_layer()`` and a ``classifier`` ending in a linear layer
-    (the demo's and the proxy's :class:`~owner.marking.proxy.SmallCNN`) are supported.
+    (the demo's and the proxy's :class:`~twinaudit.owner.marking.proxy.SmallCNN`) are supported.
     """
     head = getattr(model, "classifier", None)
     hidden = getattr(model, "hidden_layer", None)

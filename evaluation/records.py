@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from protocol.errors import StateError
+from twinaudit.protocol.errors import StateError
 
 from .audit import AuditLog
 from .specs import ModelSpec

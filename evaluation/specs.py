@@ -174,7 +174,7 @@ class AuditSpec:
     #: The score's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
     margin: float = 0.0
     #: An output defence the model's host answers through
-    #: (:mod:`verifier.oracles.defences`, e.g. ``topk:1``); "" answers honestly.
+    #: (:mod:`twinaudit.practitioner.defences`, e.g. ``topk:1``); "" answers honestly.
     defence: str = ""
 
     @property
@@ -312,7 +312,7 @@ CLI_AUDITS: Final = (
 #: PGD in the features of the owner's proxy classifier (``twinaudit owner proxy``).
 PROXY_MARKER: Final = "pgdproxy"
 #: PGD in the features of a proxy trained on the owner's own labelled items only
-#: (:func:`owner.marking.proxy.train_own_proxy`): no public data needed.
+#: (:func:`twinaudit.owner.marking.proxy.train_own_proxy`): no public data needed.
 OWN_PROXY_MARKER: Final = "pgdown"
 #: The same proxy trained until it fits her items (``MarkingConfig.proxy_converge``, the
 #: CLI's default since issue #39 part 3) instead of every one of its 3,160 steps.
@@ -325,7 +325,7 @@ CLUSTERS_PROXY_MARKER: Final = "pgdclusters"
 RANDOM_PROXY_MARKER: Final = "pgduntrained"
 #: Tie margins measured on the probability conditions (spec §7.1): 0.1 was the best of
 #: 0.01–0.3 on rung (a)'s models over all pairs, 0.01 keeps more pairs where a model is
-#: near-certain of both twins (``owner claim``'s default, ``owner.claim_client``).
+#: near-certain of both twins (``owner claim``'s default, ``twinaudit.owner.claim_client``).
 MARGINS: Final = (0.01, 0.1)
 #: The probability conditions' claims with those margins (C1 with labels, C2 without).
 MARGIN_AUDITS: Final = tuple(
@@ -376,7 +376,7 @@ FAMILY_AUDITS: Final = (AuditSpec(knowledge="C3", perturbation="pad-shift-flip-d
 #: word ``unlabelled`` resolved to C4 for every oracle; its null checks go with it.
 LABEL_ONLY_AUDITS: Final = (AuditSpec(knowledge="C4"),)
 #: The claim ``owner claim`` files by default for an unlabelled vault, whatever the oracle
-#: answers (the word ``unlabelled`` with ``owner.claim_client.UNLABELLED_FAMILY``): C4
+#: answers (the word ``unlabelled`` with ``twinaudit.owner.claim_client.UNLABELLED_FAMILY``): C4
 #: with the training family dithered, whose copies are never a placement of a published
 #: file (the evasion table's ``exact`` host lists those and defeats plain
 #: ``pad-shift-flip``).
@@ -861,7 +861,7 @@ NOISE_AUDITS: Final = (
 )
 #: Fresh publication bits under which the ``noise`` claims run on the ``noaug`` clean model.
 NOISE_NULL_DRAWS: Final = 50
-#: Output defences (:mod:`verifier.oracles.defences`) around the unattacked models; the
+#: Output defences (:mod:`twinaudit.practitioner.defences`) around the unattacked models; the
 #: probability maskings leave labels as they are, so they are audited in C1 and C2 only.
 ATTACK_DEFENCES: Final = ("topk:1", "topk:3", "memguard", "pairdetect", "pairdetect-features")
 PROBABILITY_DEFENCES: Final = ("topk", "memguard")

@@ -30,7 +30,7 @@ from torch import nn
 
 from demo.models import N_CLASSES
 from demo.practitioner import augmenter
-from owner.marking.proxy import fit
+from twinaudit.owner.marking.proxy import fit
 
 #: Channels of the three stages (at 14×14, 7×7 and 4×4: each stage halves the side, the
 #: first too, which keeps a CPU epoch of 10,000 images near 10 s on one thread).

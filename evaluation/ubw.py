@@ -41,7 +41,7 @@ from scipy import stats
 from torch import nn
 from torch.nn import functional
 
-from owner.marking.proxy import pad_crop_flip, to_tensor
+from twinaudit.owner.marking.proxy import pad_crop_flip, to_tensor
 
 #: Side of the checkerboard trigger, in pixels.
 TRIGGER_SIDE: Final = 4

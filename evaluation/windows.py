@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.claim.schedule import WindowSchedule
 
 from .tables import Result
 

@@ -20,28 +20,28 @@ from typing import Final
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION
-from protocol.claim.filing import NONCE_BYTES, sign_claim_request
-from protocol.claim.filing import ClaimRequest as SignedRequest
-from protocol.claim.functions import (
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.filing import NONCE_BYTES, sign_claim_request
+from twinaudit.protocol.claim.filing import ClaimRequest as SignedRequest
+from twinaudit.protocol.claim.functions import (
     DEFAULT_FUNCTION,
     SCORE_FUNCTIONS,
     ParameterValue,
     ScoreRequest,
     score_request_from_fields,
 )
-from protocol.claim.params import ClaimParams
-from protocol.claim.scores.classifier import C4_ONE_COPY_RULE, LABELLED
-from protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
-from protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
-from protocol.claim.scores.perturbations import SINGLE_COPY
-from protocol.errors import InputError, ParameterError, TwinauditError
-from protocol.keys import key_id, load_public_key_pem
-from wire.claim_start import start_map, to_claim_start
-from wire.openings import ReceivedPair, opening_messages
-from wire.transport import CLAIM_DEADLINE_S
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.claim.scores.classifier import C4_ONE_COPY_RULE, LABELLED
+from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+from twinaudit.protocol.claim.scores.knowledge import KNOWLEDGE_WORDS
+from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
+from twinaudit.protocol.errors import InputError, ParameterError, TwinauditError
+from twinaudit.protocol.keys import key_id, load_public_key_pem
+from twinaudit.wire.claim_start import start_map, to_claim_start
+from twinaudit.wire.openings import ReceivedPair, opening_messages
+from twinaudit.wire.transport import CLAIM_DEADLINE_S
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Opening:
 
 
 #: The score function a claim names unless the owner chooses one, by the vault's item kind
-#: (the table of score functions, :data:`~protocol.claim.functions.DEFAULT_FUNCTION`).
+#: (the table of score functions, :data:`~twinaudit.protocol.claim.functions.DEFAULT_FUNCTION`).
 DEFAULT_SCORE: Final[Mapping[str, str]] = DEFAULT_FUNCTION
 #: The parameters each score function takes, with the owner's defaults (spec §10.3–10.6),
 #: from the table of score functions: the image-encoder's K = 64 and
@@ -84,7 +84,7 @@ LABELLED_CHOICES: Final = frozenset(
 
 
 #: The image-classifier's K for a perturbation family whose copies differ (any but
-#: :data:`~protocol.claim.scores.perturbations.SINGLE_COPY`, whose K is 1) asked for
+#: :data:`~twinaudit.protocol.claim.scores.perturbations.SINGLE_COPY`, whose K is 1) asked for
 #: without ``--k``: the K the regime ladder measured them with (``docs/results.md``,
 #: "Regime ladder", ``pad-shift-flip`` K = 32), from the table of score functions.
 FAMILY_K: Final = int(SCORE_FUNCTIONS[CLASSIFIER].parameter("k").chosen_default or 1)
@@ -116,7 +116,7 @@ class ScoreChoice:
     """The score fields of a claim (spec §10.1), those a function does not use unset.
 
     ``spec`` is the score they ask for, checked as the verifier will check it: what a
-    :class:`~protocol.claim.params.ClaimParams` carries.
+    :class:`~twinaudit.protocol.claim.params.ClaimParams` carries.
     """
 
     function: str
@@ -243,7 +243,7 @@ class ClaimRequest:
     the image-classifier, the word ``unlabelled`` (C4), :data:`UNLABELLED_FAMILY` at
     :data:`FAMILY_K` copies, the graded test at p = 0.05.
 
-    The owner's command files a :class:`~protocol.claim.params.ClaimParams` (checked
+    The owner's command files a :class:`~twinaudit.protocol.claim.params.ClaimParams` (checked
     before anything is sent); this field form is for tools and tests that must also
     send what the verifier refuses. :func:`run_claim` takes either.
     """
@@ -331,7 +331,7 @@ def sign_start(
     """Sign ``start`` as a claim request for ``arbiter`` with a fresh nonce (spec §10.7).
 
     The envelope goes into ``start.authorization``; it covers every other field of the
-    message, as :func:`~wire.claim_start.start_map` lists them. ``nonce`` is drawn from
+    message, as :func:`~twinaudit.wire.claim_start.start_map` lists them. ``nonce`` is drawn from
     the OS CSPRNG unless given (tests that must replay exactly give one).
     """
     request = SignedRequest(
@@ -440,7 +440,7 @@ def _openings(
     """Return the messages that answer ``request``: its pairs in order, split by bytes.
 
     Each message stays under the message cap; a pair too large for one message goes in
-    parts (spec §10.2 step 4, :mod:`wire.openings`).
+    parts (spec §10.2 step 4, :mod:`twinaudit.wire.openings`).
     """
     pairs = []
     for index in request.indices:

@@ -7,7 +7,7 @@ the arbiter runs under one overall deadline.
 
 Failures come in two families: a gRPC failure (unreachable arbiter, deadline, a status
 the arbiter returned) is raised as :class:`grpc.RpcError`; a bad answer is raised as a
-:class:`~protocol.errors.TwinauditError` (``InputError`` for malformed data, the
+:class:`~twinaudit.protocol.errors.TwinauditError` (``InputError`` for malformed data, the
 ``VerificationError`` family for a receipt that does not check out).
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol import SPEC_VERSION
-from protocol.errors import VerificationError
-from protocol.escrow_messages import (
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.errors import VerificationError
+from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
     Receipt,
@@ -30,8 +30,8 @@ from protocol.escrow_messages import (
     verify_log_extension,
     verify_receipt,
 )
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.transport import DEFAULT_DEADLINE_S
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.transport import DEFAULT_DEADLINE_S
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,10 @@ def escrow_root(
     """Escrow ``root`` with the arbiter on ``channel``; return the verified receipt.
 
     ``claim_key`` is the raw public half of the owner's claim key (the vault's,
-    :meth:`~owner.vault.Vault.claim_public_key`): the record binds it, and only
+    :meth:`~twinaudit.owner.vault.Vault.claim_public_key`): the record binds it, and only
     requests it signs can file claims on the record (spec §9.1, §10.7).
 
-    Returns the parsed :class:`~protocol.escrow_messages.Receipt`, the signed envelope
+    Returns the parsed :class:`~twinaudit.protocol.escrow_messages.Receipt`, the signed envelope
     bytes as received (keep those: they are what a claim cites) and the log inclusion
     proof they were verified with. ``timeout_s`` bounds the whole exchange.
 

@@ -3,7 +3,7 @@
 The report gives the counts, the marking configuration, the escrow receipt (verified
 again when the vault is opened), the ε bound checked over every pixel against the
 original images with the perceptual measures of the first pairs next to it (CIEDE2000
-colour difference, SSIM and colour cast, :mod:`owner.images.perceptual`), the mean
+colour difference, SSIM and colour cast, :mod:`twinaudit.owner.images.perceptual`), the mean
 feature-space distance between the two versions of the first pairs (whatever their
 sizes: the extractor resizes every image to its input side), and optionally a contact
 sheet of the first pairs (rows: raw, published, hidden, amplified difference, as in the
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from protocol.encoding import Value, encode
-from protocol.errors import InputError, ParameterError
-from protocol.keys import key_id
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.keys import key_id
 
 from . import marking  # its torch-dependent names load on first use
 from .images.perceptual import PerceptualCheck, PerceptualMeasure
@@ -248,7 +248,8 @@ def inspect_vault(
     """
     if vault.item_kind == "text":
         raise ParameterError(
-            f"{vault.path} holds texts: inspect it with owner.text.report.inspect_text_vault"
+            f"{vault.path} holds texts: inspect it with "
+            "twinaudit.owner.text.report.inspect_text_vault"
         )
     if sheet is not None and sheet_pairs < 1:
         raise ParameterError(f"the contact sheet needs at least 1 pair, got {sheet_pairs}")

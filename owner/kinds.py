@@ -5,14 +5,14 @@ option records below and call the handler of the item kind (:data:`KINDS`); noth
 else branches on the kind. A handler also names the options that do not apply to its
 kind (:attr:`ItemKind.foreign_options`), which the command refuses before any work.
 
-- ``image``: images marked by :func:`owner.mark.mark` within ε per pixel, published
-  in the input's format (:func:`owner.publish.publish`), inspected with the ε check
+- ``image``: images marked by :func:`twinaudit.owner.mark.mark` within ε per pixel, published
+  in the input's format (:func:`twinaudit.owner.publish.publish`), inspected with the ε check
   against the originals, feature distances and a contact sheet
-  (:func:`owner.inspect.inspect_vault`);
+  (:func:`twinaudit.owner.inspect.inspect_vault`);
 - ``text``: texts marked by synonym swaps or paraphrases
-  (:func:`owner.text.marking.mark_texts`), published as one file
-  (:func:`owner.text.publication.publish_texts`), inspected against the originals the
-  vault keeps (:func:`owner.text.report.inspect_text_vault`);
+  (:func:`twinaudit.owner.text.marking.mark_texts`), published as one file
+  (:func:`twinaudit.owner.text.publication.publish_texts`), inspected against the originals the
+  vault keeps (:func:`twinaudit.owner.text.report.inspect_text_vault`);
 - ``captioned-image``: the images marked as ``image`` with each caption kept, published
   as images plus a captions file.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from protocol.errors import InputError
+from twinaudit.protocol.errors import InputError
 
 if TYPE_CHECKING:
     from .images.sources import ImageSource
@@ -203,7 +203,7 @@ def marking_config(options: MarkOptions, images: ImageSource) -> MarkingConfig:
     """Return the marking config of ``options`` for the image source ``images``.
 
     Without an extractor, PGD marks in the features of a proxy trained on the images
-    themselves, at the side :func:`~owner.marking.config.own_proxy_side` picks: on their
+    themselves, at the side :func:`~twinaudit.owner.marking.config.own_proxy_side` picks: on their
     labels when they have them (``proxy-own``), else on their clusters
     (``proxy-clusters``); with fewer images than clustering needs, or with a weights
     file, in EfficientNet-Lite0's features.

@@ -1,6 +1,6 @@
 """``owner mark``: stream an image source through a marker into a vault, resumably.
 
-The source is read batch by batch (:meth:`~owner.images.sources.ImageSource.batches`),
+The source is read batch by batch (:meth:`~twinaudit.owner.images.sources.ImageSource.batches`),
 each batch is marked and written to the vault as one durable chunk, and the vault is
 finished (commitments and Merkle root) when every image is in. Killed at any point and
 run again with the same input and options, the run resumes after the last durable chunk
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from protocol.encoding import encode
-from protocol.errors import InputError, ParameterError
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import InputError, ParameterError
 
 from . import marking
 from .captioned.sources import CaptionedSource
@@ -83,10 +83,10 @@ def mark(
 ) -> MarkResult:
     """Mark every image of ``source`` into the vault at ``vault_path`` and finish it.
 
-    A :class:`~owner.captioned.sources.CaptionedSource` makes a captioned-image vault:
+    A :class:`~twinaudit.owner.captioned.sources.CaptionedSource` makes a captioned-image vault:
     each image is marked the same way and both versions keep the image's caption.
 
-    Every image is checked first (:meth:`~owner.images.sources.ImageSource.check_pixels`),
+    Every image is checked first (:meth:`~twinaudit.owner.images.sources.ImageSource.check_pixels`),
     so that a file that cannot be marked is named, with every other one, before any
     work. Creates the vault, or resumes an unfinished one started with the same source and
     configuration (a different one is refused, naming the difference). ``secret`` is
@@ -95,7 +95,7 @@ def mark(
     made from the same source with the same configuration.
 
     ``memory`` (bytes) bounds what the run holds whatever the images' size and number
-    (:mod:`owner.marking.memory`): batches are cut to fit it, and images that cannot
+    (:mod:`twinaudit.owner.marking.memory`): batches are cut to fit it, and images that cannot
     fit are refused before any work. A run resumed with the same ``memory`` cuts the
     same batches, and so writes exactly the files an uninterrupted run would have.
     """
@@ -202,7 +202,7 @@ def _check_memory(images: ImageSource, config: MarkingConfig, memory: int) -> in
     Whether PGD works at an image's own size is judged from ``config.input_size`` (a
     ``proxy-cnn`` file's side may differ: the marker's own count is checked again on
     every batch). A proxy trained while marking holds a small copy of every image
-    (:func:`~owner.marking.memory.proxy_training_bytes`), which must fit too.
+    (:func:`~twinaudit.owner.marking.memory.proxy_training_bytes`), which must fit too.
     """
     shapes = source_shapes(images)
     budget = batch_budget(memory, shapes)
@@ -250,9 +250,9 @@ def _train_own_proxy(
     channels when any is in colour), read in batches of at most ``budget`` bytes.
     ``proxy-own`` learns the labels, as class indices in sorted order;
     ``proxy-clusters`` each image's cluster
-    (:func:`~owner.marking.clusters.cluster_labels`, on the resized images).
+    (:func:`~twinaudit.owner.marking.clusters.cluster_labels`, on the resized images).
     It trains on ``device`` (CUDA when there is one, unless told), until it fits the
-    images when ``config.proxy_converge`` (:class:`~owner.marking.proxy.FitCheck`), else
+    images when ``config.proxy_converge`` (:class:`~twinaudit.owner.marking.proxy.FitCheck`), else
     every step. Returns ``config`` with the trained weights' digest as its
     ``extractor_weights``, and the extractor. Raises ParameterError when ``config``
     already names another digest (a resumed run whose proxy did not train again bit for

@@ -14,8 +14,8 @@ from collections.abc import Collection
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from protocol.encoding import Value
-from protocol.errors import InputError, ParameterError
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, ParameterError
 
 _T = TypeVar("_T")
 

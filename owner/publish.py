@@ -3,7 +3,7 @@
 The version of pair ``i`` that is published is ``b_i``, derived from the escrow
 receipt's ``rho`` and the vault's root (spec §5.5) — never chosen by the owner — so
 nothing can be published before the vault holds a verified receipt. The output is in
-the input's format (see :mod:`owner.images.writers`) and holds only the published
+the input's format (see :mod:`twinaudit.owner.images.writers`) and holds only the published
 pixels, the image names and the labels: no salts, bits, hidden versions or vault
 metadata. It is written to a temporary directory and renamed into place when
 complete, so a failed run leaves nothing that looks like a publication.
@@ -15,7 +15,7 @@ import csv
 import io
 from pathlib import Path
 
-from protocol.errors import StateError
+from twinaudit.protocol.errors import StateError
 
 from .images.sources import ImageBatch
 from .images.writers import open_writer, published_name
@@ -33,7 +33,7 @@ def publish(vault: Vault, out_dir: Path, *, show_progress: bool = True) -> list[
     ``captions.csv`` (``name,caption``: each image's published name and its caption,
     in order), so that every caption stays with its published image.
 
-    Returns the files written. Raises :class:`~protocol.errors.StateError` when the
+    Returns the files written. Raises :class:`~twinaudit.protocol.errors.StateError` when the
     vault has no escrow receipt yet (escrow it first).
     """
     if vault.receipt is None:

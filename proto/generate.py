@@ -8,8 +8,9 @@ The .proto files sit under ``proto/twinaudit/`` because their packages are the w
 names ``twinaudit.<service>.v1``; another protocol's file (the Open Inference
 Protocol's, package ``inference``) sits under ``proto/oip/v2/`` and its modules go to
 ``wire/oip/v2/``. protoc names each Python module after the path of its
-.proto file, which would put the modules in the CLI package ``twinaudit``; they belong
-to the wire layer, ``wire.<service>.v1``. So protoc writes into a scratch directory,
+.proto file, which would put them in ``twinaudit.<service>.v1``, beside the roles; they
+belong to the wire layer, the folder ``wire/`` installed as ``twinaudit.wire``, so their
+modules are ``twinaudit.wire.<service>.v1``. So protoc writes into a scratch directory,
 exactly as it always has, and each module is moved to ``wire/`` with the three places
 where protoc spells its Python location rewritten: the stubs' import of the messages,
 the messages' ``__module__`` and the file named in the stubs' version warning (and a
@@ -31,8 +32,10 @@ PROTO_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = PROTO_ROOT.parent
 #: The directory under proto/ holding the wire packages ``twinaudit.<service>.v1``.
 PROTO_PACKAGE_ROOT = "twinaudit"
-#: The Python package the generated modules live in (the wire layer).
+#: The folder the generated modules live in (the wire layer)...
 PYTHON_PACKAGE = "wire"
+#: ...which is installed, and imported, as ``twinaudit.wire`` (docs/architecture.md).
+INSTALLED_ROOT = "twinaudit"
 #: Directories of other protocols' .proto files, which keep their own package names:
 #: the Open Inference Protocol (package ``inference``), whose client the verifier has.
 FOREIGN_DIRS = (Path("oip", "v2"),)
@@ -70,7 +73,8 @@ _DEFAULT_POOL = (
 
 def _relocations(proto_dir: Path, python_dir: Path, stem: str) -> dict[str, list[tuple[str, str]]]:
     """Return, per generated file name, the exact text protoc writes and what replaces it."""
-    old_module, new_module = ".".join(proto_dir.parts), ".".join(python_dir.parts)
+    old_module = ".".join(proto_dir.parts)
+    new_module = ".".join([INSTALLED_ROOT, *python_dir.parts])
     own_pool = [_DEFAULT_POOL] if proto_dir in FOREIGN_DIRS else []
     return {
         f"{stem}_pb2.py": [

@@ -15,7 +15,7 @@ Every length header takes its shortest form and extension types are forbidden.
 Decoding is one pass over the bytes, without recursion, and checks every header
 before it builds anything (spec §3.3): a length is compared with the bytes left
 before a string is copied or a container made, and the sized values (arrays, maps,
-text and byte strings) are counted against :func:`protocol.limits.max_sized_values`,
+text and byte strings) are counted against :func:`twinaudit.protocol.limits.max_sized_values`,
 so that neither the time nor the memory of a decode exceeds a small multiple of
 its input. :func:`check` runs the same pass and builds nothing.
 """
@@ -463,7 +463,7 @@ def decode(
 
     Raises :class:`LimitExceededError` when ``data`` is longer than ``max_bytes``, a
     string, array or map inside it exceeds its cap, values nest too deeply, or it holds
-    more sized values than :func:`protocol.limits.max_sized_values` allows for its
+    more sized values than :func:`twinaudit.protocol.limits.max_sized_values` allows for its
     length; and :class:`EncodingError` for any malformed, truncated, trailing,
     non-shortest, unsorted, duplicated or forbidden content.
 

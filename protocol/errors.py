@@ -62,7 +62,7 @@ class EncodingError(InputError):
 
 
 class LimitExceededError(InputError):
-    """An input exceeds one of the named size caps in :mod:`protocol.limits`."""
+    """An input exceeds one of the named size caps in :mod:`twinaudit.protocol.limits`."""
 
     code = "limit-exceeded"
 

@@ -12,11 +12,11 @@ state is published as signed :class:`Checkpoint` s (kind ``log-checkpoint``, §9
 Every message is a canonical map (§3) with an exact key set. The dataclasses validate
 their fields when constructed, so an instance is always well formed; the ``decode_*``
 functions parse canonical bytes strictly and the ``parse_*`` functions already-decoded
-values. Failures are typed (§2.2): :class:`~protocol.errors.VersionError` for a spec
-version this code does not speak, :class:`~protocol.errors.LimitExceededError` for a
-value above a named cap, :class:`~protocol.errors.ParameterError` for a count or kind
-outside its domain, :class:`~protocol.errors.InputError` for any other malformed field,
-and the :class:`~protocol.errors.VerificationError` family for well-formed messages that
+values. Failures are typed (§2.2): :class:`~twinaudit.protocol.errors.VersionError` for a spec
+version this code does not speak, :class:`~twinaudit.protocol.errors.LimitExceededError` for a
+value above a named cap, :class:`~twinaudit.protocol.errors.ParameterError` for a count or kind
+outside its domain, :class:`~twinaudit.protocol.errors.InputError` for any other malformed field,
+and the :class:`~twinaudit.protocol.errors.VerificationError` family for well-formed messages that
 fail a check.
 
 This module is pure: no I/O, no clock. Callers pass the time in.
@@ -543,7 +543,7 @@ def sign_receipt(receipt: Receipt, key: Ed25519PrivateKey | Signer) -> bytes:
     """Sign ``receipt`` as an ``escrow-receipt`` envelope and return its DSSE JSON.
 
     The receipt's ``arbiter`` must be the key id of ``key`` (a private key, or a
-    :class:`~protocol.signer.Signer` that keeps it).
+    :class:`~twinaudit.protocol.signer.Signer` that keeps it).
     """
     _require_signer(receipt.arbiter, key, "receipt")
     return _sign(receipt.encode(), RECEIPT_KIND, key)
@@ -553,7 +553,7 @@ def sign_checkpoint(checkpoint: Checkpoint, key: Ed25519PrivateKey | Signer) -> 
     """Sign ``checkpoint`` as a ``log-checkpoint`` envelope and return its DSSE JSON.
 
     The checkpoint's ``arbiter`` must be the key id of ``key`` (a private key, or a
-    :class:`~protocol.signer.Signer`).
+    :class:`~twinaudit.protocol.signer.Signer`).
     """
     _require_signer(checkpoint.arbiter, key, "checkpoint")
     return _sign(checkpoint.encode(), CHECKPOINT_KIND, key)

@@ -103,7 +103,7 @@ def require_owner_only(path: Path, what: str = "private key") -> None:
     """Refuse a secret file that other users can access (spec §8.3: mode 0600).
 
     Any permission bit for the group or others is refused with an
-    :class:`~protocol.errors.InputError` naming the file and its mode. A missing file
+    :class:`~twinaudit.protocol.errors.InputError` naming the file and its mode. A missing file
     passes: reading it then fails with its own error. Used for the arbiter's signing
     key, a server's TLS key and an owner's vault secret alike.
     """

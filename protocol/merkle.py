@@ -26,9 +26,9 @@ stored nodes a proof needs (O(log n) of them), and :func:`fold_nodes` combines t
 :func:`verify_inclusion`, :func:`verify_inclusion_hash` and :func:`verify_consistency`
 are the verifier's side. They check the shape of their input (sizes in range, every
 hash exactly 32 bytes, the proof exactly as long as the RFC's definitions make it for
-the given sizes) before hashing anything, and raise :class:`~protocol.errors.ProofError`
+the given sizes) before hashing anything, and raise :class:`~twinaudit.protocol.errors.ProofError`
 when it is wrong; a well-shaped proof that leads elsewhere raises
-:class:`~protocol.errors.RootMismatchError`, which carries both roots. They return
+:class:`~twinaudit.protocol.errors.RootMismatchError`, which carries both roots. They return
 ``None`` on success: a verification never answers ``False``.
 
 An inclusion proof does not by itself bind the tree size: for some pairs of sizes the

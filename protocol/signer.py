@@ -3,7 +3,7 @@
 The arbiter signs three kinds of payload (spec §8): escrow receipts, log checkpoints
 and verdicts. Code that signs them takes a :class:`Signer`, never a private key, so
 that a deployed arbiter can keep its key in a separate process
-(:mod:`verifier.signer_process`) while tests and libraries sign in process with a
+(:mod:`twinaudit.verifier.signer_process`) while tests and libraries sign in process with a
 :class:`KeySigner`. A signer signs only the kinds it is made for, and may check each
 payload before signing it (``check``): it is not a signing oracle for other kinds.
 """
@@ -21,7 +21,7 @@ from .errors import InputError, SignatureError
 from .keys import key_id
 
 #: A check run on each payload before it is signed: ``check(payload, kind, key_id)``
-#: raises (an :class:`~protocol.errors.InputError`) for a payload it must not sign.
+#: raises (an :class:`~twinaudit.protocol.errors.InputError`) for a payload it must not sign.
 PayloadCheck = Callable[[bytes, str, str], None]
 
 

@@ -15,33 +15,33 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from protocol import SPEC_VERSION, limits
-from protocol.claim.claim_map import IMAGE_KINDS, INPUT_FIT_KEY, ClaimMap, check_input_fit
-from protocol.claim.filing import Filing
-from protocol.claim.functions import AnyScoreSpec, resolve_score
-from protocol.claim.outcome import feed, outcome
-from protocol.claim.params import ClaimParams
-from protocol.claim.schedule import WindowSchedule
-from protocol.claim.transcript import TranscriptWriter, iter_records
-from protocol.claim.verdict import stop_reason, verdict_payload
-from protocol.commitment import PairOpening, version_digest
-from protocol.encoding import Value, decode, encode
-from protocol.errors import (
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.claim.claim_map import IMAGE_KINDS, INPUT_FIT_KEY, ClaimMap, check_input_fit
+from twinaudit.protocol.claim.filing import Filing
+from twinaudit.protocol.claim.functions import AnyScoreSpec, resolve_score
+from twinaudit.protocol.claim.outcome import feed, outcome
+from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.claim.verdict import stop_reason, verdict_payload
+from twinaudit.protocol.commitment import PairOpening, version_digest
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import (
     InputError,
     ParameterError,
     RootMismatchError,
     StateError,
     TwinauditError,
 )
-from protocol.items import Item, decode_pair
-from protocol.merkle import verify_inclusion
-from protocol.prg import bit_stream
-from protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
-from protocol.stats.base import Decision, SequentialTest, Step
-from protocol.stats.registry import make_test, test_from_state
-from verifier.oracles.base import Oracle, OracleInfo
-from verifier.scoring.fit import AREA
-from verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
+from twinaudit.protocol.items import Item, decode_pair
+from twinaudit.protocol.merkle import verify_inclusion
+from twinaudit.protocol.oracles.base import Oracle, OracleInfo
+from twinaudit.protocol.prg import bit_stream
+from twinaudit.protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
+from twinaudit.protocol.stats.base import Decision, SequentialTest, Step
+from twinaudit.protocol.stats.registry import make_test, test_from_state
+from twinaudit.verifier.scoring.fit import AREA
+from twinaudit.verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
 __all__ = [
     "ClaimParams",
@@ -127,7 +127,7 @@ class ClaimSession:
     _saved_records: int = field(default=0, repr=False)
     #: The audit order (spec §5.3), positioned after the pairs already opened.
     _order: Iterator[int] | None = field(default=None, repr=False)
-    #: The score function's window logic (:mod:`verifier.windows`).
+    #: The score function's window logic (:mod:`twinaudit.verifier.windows`).
     _scorer: AnyWindowScorer | None = field(default=None, repr=False)
 
     # -- construction ----------------------------------------------------------------
@@ -693,7 +693,7 @@ def outcome_computed(snapshot: bytes) -> bool:
 
     True once a window was fed to the test: a pair opened and scored (``opened`` > 0),
     or the test has drawn. A claim that failed with neither may be run again as the
-    same claim (:func:`protocol.claim.restart.restart_refusal`). A state that cannot
+    same claim (:func:`twinaudit.protocol.claim.restart.restart_refusal`). A state that cannot
     be read counts as one that computed an outcome, so it is never restarted.
     """
     try:

@@ -4,7 +4,7 @@ A claim holds one of the gRPC server's threads for as long as it runs: while its
 sends openings and while its oracle answers, which a slow or hostile oracle can stretch
 to its deadline at every request (issue #40 N2). The arbiter's server therefore has
 ``max_claims`` threads beyond those of its other calls
-(:func:`verifier.server.serve_arbiter`), and a claim that would make ``max_claims + 1``
+(:func:`twinaudit.verifier.server.serve_arbiter`), and a claim that would make ``max_claims + 1``
 is refused at once (``limit-exceeded``, ``RESOURCE_EXHAUSTED``), before anything is read
 or stored: escrow commits, checkpoints, verdict reads and health checks always find a
 thread.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Final
 
-from protocol.errors import LimitExceededError, ParameterError
+from twinaudit.protocol.errors import LimitExceededError, ParameterError
 
 #: Claims one verifier runs at once unless ``--max-claims`` says otherwise.
 DEFAULT_MAX_CLAIMS: Final = 16

@@ -1,14 +1,14 @@
 """Re-execute a verdict's queries on the model artefact and compare every answer (spec §12.1).
 
-Replay (:mod:`verifier.replay`) recomputes the decision from the answers a transcript
+Replay (:mod:`twinaudit.verifier.replay`) recomputes the decision from the answers a transcript
 records; it cannot tell whether the model gave them. When the verdict's model is an
-artefact the arbiter held (``held:sha256:<hex>``, :mod:`verifier.oracles.held`), and
+artefact the arbiter held (``held:sha256:<hex>``, :mod:`twinaudit.verifier.oracles.held`), and
 its digest is the SHA-256 of a file, anyone holding the verdict, its transcript, the
-openings of its pairs (:mod:`protocol.claim.openings`) and that file can run the
+openings of its pairs (:mod:`twinaudit.protocol.claim.openings`) and that file can run the
 model again on the very queries the claim sent and confirm it answers what the
 transcript records:
 
-1. the verdict replays (:func:`~verifier.replay.replay`);
+1. the verdict replays (:func:`~twinaudit.verifier.replay.replay`);
 2. the file's SHA-256 is the model digest the verdict records (:func:`reexecute`);
 3. each opened pair's opening is under the verdict's root, and its versions have the
    digests its transcript record lists;
@@ -25,7 +25,7 @@ Bit-for-bit equality needs the conditions spec §12.1 states (CPU float32, the s
 torch version and CPU capability, one thread, deterministic algorithms, the same
 batches); the recorded framework text names what the arbiter ran, and a mismatch
 message says when this host differs. Every failure is a
-:class:`~protocol.errors.VerificationError` with one line naming the first pair that
+:class:`~twinaudit.protocol.errors.VerificationError` with one line naming the first pair that
 differs. Image classifiers (probabilities) and image encoders are re-executed.
 """
 
@@ -38,21 +38,21 @@ from typing import Final
 
 import numpy as np
 
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.functions import SCORE_FUNCTIONS, score_function
-from protocol.claim.openings import OpenedPair, decode_openings
-from protocol.claim.transcript import iter_records
-from protocol.claim.verdict import Verdict
-from protocol.commitment import version_digest
-from protocol.encoding import Value, encode
-from protocol.errors import InputError, OracleError, TwinauditError, VerificationError
-from protocol.items import Item, decode_pair
-from protocol.merkle import verify_inclusion
-from verifier.oracles.base import Oracle, OracleInfo
-from verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start_held
-from verifier.replay import replay
-from verifier.windows import scorer_for
-from verifier.windows.base import QueryBatch
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.functions import SCORE_FUNCTIONS, score_function
+from twinaudit.protocol.claim.openings import OpenedPair, decode_openings
+from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.claim.verdict import Verdict
+from twinaudit.protocol.commitment import version_digest
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import InputError, OracleError, TwinauditError, VerificationError
+from twinaudit.protocol.items import Item, decode_pair
+from twinaudit.protocol.merkle import verify_inclusion
+from twinaudit.protocol.oracles.base import Oracle, OracleInfo
+from twinaudit.verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start_held
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.windows import scorer_for
+from twinaudit.verifier.windows.base import QueryBatch
 
 #: Score functions whose answers can be re-executed: those of image models, which a held
 #: child serves (the table of score functions, by item kind).
@@ -99,7 +99,7 @@ def reexecute(
 ) -> ReexecuteResult:
     """Check ``model``'s SHA-256 against the verdict, run it, and compare every answer.
 
-    ``model`` is started as a held child (:func:`~verifier.oracles.held.start_held`)
+    ``model`` is started as a held child (:func:`~twinaudit.verifier.oracles.held.start_held`)
     with the verdict's recorded Describe fields (name, kind, input shape, classes,
     batch) and ``options``. A file whose digest is not the recorded one is refused
     before it runs; a model that does not start is an ``InputError``.

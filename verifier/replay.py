@@ -4,25 +4,30 @@ Anyone holding a verdict and its transcript can recompute, bit for bit, everythi
 the decision rests on: the audit order, every augmentation parameter, every score
 (float64, from the recorded answers), every tie coin, the indicator string and the
 sequential test's final state and decision (spec §12). The rules are the claim
-protocol's (:mod:`protocol.claim`: the claim map, the window schedule, the pair
-records, :func:`~protocol.claim.outcome.outcome`, the stop); the scores are
-recomputed by each function's window logic (:mod:`verifier.windows`).
+protocol's (:mod:`twinaudit.protocol.claim`: the claim map, the window schedule, the pair
+records, :func:`~twinaudit.protocol.claim.outcome.outcome`, the stop); the scores are
+recomputed by each function's window logic (:mod:`twinaudit.verifier.windows`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol import SPEC_VERSION
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.outcome import feed, outcome
-from protocol.claim.transcript import HEADER_KEYS, chain_head, check_pair_record, iter_records
-from protocol.claim.verdict import Verdict, final_state, stop_reason
-from protocol.encoding import Value, encode
-from protocol.errors import InputError, OracleError, ParameterError, VerificationError
-from protocol.stats.base import Decision, log_statistics_agree
-from verifier.oracles.base import OracleInfo
-from verifier.windows import AnyWindowScorer, scorer_for
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.outcome import feed, outcome
+from twinaudit.protocol.claim.transcript import (
+    HEADER_KEYS,
+    chain_head,
+    check_pair_record,
+    iter_records,
+)
+from twinaudit.protocol.claim.verdict import Verdict, final_state, stop_reason
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError, VerificationError
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.stats.base import Decision, log_statistics_agree
+from twinaudit.verifier.windows import AnyWindowScorer, scorer_for
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
 
     The log e-value is informative only (the decision is made exactly, spec §7.3); it
     is not specified to the bit, so it must agree under the rule of §7.3.3
-    (:func:`~protocol.stats.base.log_statistics_agree`), not bit for bit.
+    (:func:`~twinaudit.protocol.stats.base.log_statistics_agree`), not bit for bit.
     """
     exact = ("draws", "successes", "interval", "grades")
     if encode([replayed.get(k) for k in exact]) != encode([recorded.get(k) for k in exact]):

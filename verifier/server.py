@@ -8,15 +8,15 @@ from pathlib import Path
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol.signer import Signer
-from verifier.escrow.leases import DEFAULT_LEASE_S
-from verifier.escrow.metered_store import MeteredStore
-from verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
-from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
-from verifier.escrow.service import add_escrow_service
-from verifier.escrow.store import EscrowStore
-from wire.observe import NO_METRICS, Metrics
-from wire.transport import TlsFiles, make_server
+from twinaudit.protocol.signer import Signer
+from twinaudit.verifier.escrow.leases import DEFAULT_LEASE_S
+from twinaudit.verifier.escrow.metered_store import MeteredStore
+from twinaudit.verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
+from twinaudit.verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
+from twinaudit.verifier.escrow.service import add_escrow_service
+from twinaudit.verifier.escrow.store import EscrowStore
+from twinaudit.wire.observe import NO_METRICS, Metrics
+from twinaudit.wire.transport import TlsFiles, make_server
 
 from .claim_slots import DEFAULT_MAX_CLAIMS
 from .escrow.store import DEFAULT_MAX_FAILED_CLAIMS, DEFAULT_MAX_OPEN_CLAIMS
@@ -51,20 +51,20 @@ def serve_arbiter(
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
     Receipts, checkpoints and verdicts are signed by ``signing_key``: a
-    :class:`~protocol.signer.Signer` (``verifier serve`` passes one whose key stays in
-    a separate process, :mod:`verifier.signer_process`), or a private key.
+    :class:`~twinaudit.protocol.signer.Signer` (``verifier serve`` passes one whose key stays in
+    a separate process, :mod:`twinaudit.verifier.signer_process`), or a private key.
 
     ``entropy`` is for reproducible tests only (claim ids and nonces; default: the OS
     CSPRNG). ``escrow_rate_limit`` bounds each client's escrow commits (None: no limit).
     Claims reach model oracles through ``oracle_factory`` (by default gRPC clients,
     over TLS when ``oracle_tls`` is given), and run the model artefacts of the store
-    ``held_models`` (``held:sha256:<hex>``, :mod:`verifier.oracles.held`) in child
+    ``held_models`` (``held:sha256:<hex>``, :mod:`twinaudit.verifier.oracles.held`) in child
     processes. Concurrent claims run on separate threads: at most ``max_claims`` at once
     (one more is refused with ``RESOURCE_EXHAUSTED``), on threads of their own, so that
     the other calls always have ``max_workers`` threads, however many claims are
     filed and however slowly their oracles answer.
 
-    Every RPC is logged (:mod:`wire.observe`); RPCs, claims, escrow commits,
+    Every RPC is logged (:mod:`twinaudit.wire.observe`); RPCs, claims, escrow commits,
     oracle and store times are counted in ``metrics``. The health service answers
     ``NOT_SERVING`` while the store does not answer a query (its size). ``reflection``
     serves gRPC reflection.

@@ -1,6 +1,6 @@
 """The arbiter's ``twinaudit.verifier.v1.Verifier`` gRPC service (spec §10, §11).
 
-``FileClaim`` runs one :class:`~verifier.claim.ClaimSession` over a bidirectional
+``FileClaim`` runs one :class:`~twinaudit.verifier.claim.ClaimSession` over a bidirectional
 stream. The claim's state is persisted in the escrow store after every window. A claim
 whose stream is interrupted (the owner disconnects, the verifier restarts) stays
 open and is resumed by its id (``resume_claim_id``), on this verifier process or on
@@ -11,7 +11,7 @@ was filed on the record after it (spec §10.7, *Running a failed claim again*). 
 verdict is signed only once the claim has stopped, over the payload of spec §11, and
 stored with its transcript.
 
-Each run of a claim holds the claim's lease in the store (:mod:`verifier.escrow.leases`),
+Each run of a claim holds the claim's lease in the store (:mod:`twinaudit.verifier.escrow.leases`),
 so no two runs, on one process or several, ever process one claim at once: a resume
 of a claim that another run holds is refused with ``ABORTED`` (``claim-busy``,
 spec §10.2 step 8), and once that run stops, or its process dies and its lease
@@ -35,13 +35,13 @@ import grpc
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION
-from protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
-from protocol.claim.restart import restart_refusal
-from protocol.commitment import PairOpening
-from protocol.encoding import Value, decode, encode
-from protocol.envelope import Envelope
-from protocol.errors import (
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
+from twinaudit.protocol.claim.restart import restart_refusal
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.envelope import Envelope
+from twinaudit.protocol.errors import (
     InputError,
     LimitExceededError,
     NotFoundError,
@@ -49,11 +49,14 @@ from protocol.errors import (
     StateError,
     TwinauditError,
 )
-from protocol.escrow_messages import LogEntry, format_time
-from protocol.keys import public_key_from_raw, public_key_pem
-from protocol.signer import Signer
-from verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
-from verifier.escrow.store import (
+from twinaudit.protocol.escrow_messages import LogEntry, format_time
+from twinaudit.protocol.keys import public_key_from_raw, public_key_pem
+from twinaudit.protocol.oracles.base import ClassifierOracle, Oracle
+from twinaudit.protocol.oracles.embedding import EncoderOracle
+from twinaudit.protocol.oracles.image_text import ImageTextOracle
+from twinaudit.protocol.signer import Signer
+from twinaudit.verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
+from twinaudit.verifier.escrow.store import (
     DEFAULT_MAX_FAILED_CLAIMS,
     DEFAULT_MAX_OPEN_CLAIMS,
     FAILED_WINDOW_S,
@@ -64,17 +67,14 @@ from verifier.escrow.store import (
     StoredClaim,
     check_claim_id,
 )
-from verifier.oracles.base import ClassifierOracle, Oracle
-from verifier.oracles.dial import dial_oracle
-from verifier.oracles.embedding import EncoderOracle
-from verifier.oracles.image_text import ImageTextOracle
-from wire import transport
-from wire.claim_start import params_from_claim_start as params_from_proto
-from wire.claim_start import start_map
-from wire.observe import NO_METRICS, Metrics, annotate
-from wire.openings import ReceivedPair, collect_openings
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.verifier.oracles.dial import dial_oracle
+from twinaudit.wire import transport
+from twinaudit.wire.claim_start import params_from_claim_start as params_from_proto
+from twinaudit.wire.claim_start import start_map
+from twinaudit.wire.observe import NO_METRICS, Metrics, annotate
+from twinaudit.wire.openings import ReceivedPair, collect_openings
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 from .claim import (
     ClaimParams,
@@ -109,7 +109,7 @@ def grpc_oracle_factory(
 
     It also reaches models on Open Inference Protocol servers (``oip+http://``,
     ``oip+https://``, ``oip+grpc://``) and the artefacts of ``held_models``
-    (``held:sha256:<hex>``, run in a child process; :mod:`verifier.oracles.dial`).
+    (``held:sha256:<hex>``, run in a child process; :mod:`twinaudit.verifier.oracles.dial`).
     """
 
     def connect(endpoint: str) -> Oracle:
@@ -175,7 +175,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         ``max_failed_claims`` failed among those filed in the last day before a new claim
         on it is refused (spec §10.7's per-owner limits; one record, one claim key).
 
-        ``signing_key`` is a :class:`~protocol.signer.Signer` (``verifier serve``'s
+        ``signing_key`` is a :class:`~twinaudit.protocol.signer.Signer` (``verifier serve``'s
         keeps the key in its own process), or a private key signed with in this one.
 
         ``entropy(n)`` supplies claim ids and claim nonces: the OS CSPRNG unless a test
@@ -206,7 +206,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         """Run a claim, if fewer than ``max_claims`` run; else refuse it at once.
 
         The refusal is ``limit-exceeded`` (``RESOURCE_EXHAUSTED``) and stores nothing
-        (:mod:`verifier.claim_slots`).
+        (:mod:`twinaudit.verifier.claim_slots`).
         """
         try:
             self._claim_slots.take()
@@ -442,7 +442,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         fresh pairs or not: it would count as earlier without being excluded or
         abandoned. So the store files this claim only if the record's claims are still
         those read, in one write transaction serialised with every other write
-        (:meth:`~verifier.escrow.store.ClaimStore.create_claim`). If one came in
+        (:meth:`~twinaudit.verifier.escrow.store.ClaimStore.create_claim`). If one came in
         between, the exclusions are computed again with it, as if the owner had asked
         a moment later: it is excluded if it has stopped, and makes this claim
         ``claim-busy`` if it is being run, like any earlier claim being run.
@@ -469,7 +469,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         Every claim filed on the record counts, whatever became of it: a finished
         claim's opened pairs (its verdict's ``opened``); for one that failed or was left
         open, what its last saved state may have disclosed
-        (:func:`~verifier.claim.disclosed_pairs`). A claim left open is abandoned here,
+        (:func:`~twinaudit.verifier.claim.disclosed_pairs`). A claim left open is abandoned here,
         so that it can never resume and open pairs the new claim opens; one that
         another run is processing makes the new claim ``claim-busy``. The claim ids
         come first, oldest first: the new claim is filed only after exactly those.

@@ -1,19 +1,19 @@
 """The arbiter's signer process: the only process that reads the signing key.
 
 ``verifier serve`` starts it before anything else (:meth:`ProcessSigner.start`):
-``python -m verifier.signer_process``, a child with no arguments, over its stdin and
+``python -m twinaudit.verifier.signer_process``, a child with no arguments, over its stdin and
 stdout. The key file's path is its first message (never on a command line or in an
 environment), it reads the key and answers with the raw public key; the serving
 process then holds only the public key. Each later request is ``{"kind", "payload"}``;
-the signer runs :func:`verifier.signing.check_signable` (one of the three kinds the
+the signer runs :func:`twinaudit.verifier.signing.check_signable` (one of the three kinds the
 arbiter signs, decoded strictly, naming this key) and answers ``{"signature"}`` or
 ``{"error"}``. The server builds the envelope and checks the signature
-(:func:`protocol.signer.signed_envelope`).
+(:func:`twinaudit.protocol.signer.signed_envelope`).
 
 The signer runs no model code and starts no process: held models are children of the
-serving process, in their sandbox (:mod:`verifier.oracles.sandbox`), and neither see
+serving process, in their sandbox (:mod:`twinaudit.verifier.oracles.sandbox`), and neither see
 the signer nor can ask it for anything. Frames are a 4-byte big-endian length and a
-canonical map (:mod:`protocol.encoding`), each at most :data:`MAX_FRAME_BYTES`.
+canonical map (:mod:`twinaudit.protocol.encoding`), each at most :data:`MAX_FRAME_BYTES`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import IO, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol.encoding import Value, decode, encode
-from protocol.envelope import Envelope
-from protocol.errors import InputError, StateError, TwinauditError
-from protocol.keys import load_private_key, public_key_from_raw, raw_public_key
-from protocol.limits import MAX_ENVELOPE_PAYLOAD_BYTES
-from protocol.signer import PublicKeyHolder, signed_envelope
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.envelope import Envelope
+from twinaudit.protocol.errors import InputError, StateError, TwinauditError
+from twinaudit.protocol.keys import load_private_key, public_key_from_raw, raw_public_key
+from twinaudit.protocol.limits import MAX_ENVELOPE_PAYLOAD_BYTES
+from twinaudit.protocol.signer import PublicKeyHolder, signed_envelope
 
 from .children import stop_child
 from .signing import arbiter_signer
@@ -67,7 +67,7 @@ def _read(stream: IO[bytes]) -> dict[str, Value] | None:
 
 
 class ProcessSigner(PublicKeyHolder):
-    """A :class:`~protocol.signer.Signer` whose key lives in a child signer process."""
+    """A :class:`~twinaudit.protocol.signer.Signer` whose key lives in a child signer process."""
 
     def __init__(self, process: subprocess.Popen[bytes], public: Ed25519PublicKey) -> None:
         """Use the started signer ``process`` whose public key is ``public``."""
@@ -82,7 +82,7 @@ class ProcessSigner(PublicKeyHolder):
         A key the signer cannot load is an :class:`InputError` with its message.
         """
         process = subprocess.Popen(
-            [sys.executable, "-m", "verifier.signer_process"],
+            [sys.executable, "-m", "twinaudit.verifier.signer_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,

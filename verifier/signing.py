@@ -1,6 +1,6 @@
 """What the arbiter signs, checked before it is signed: receipts, checkpoints, verdicts.
 
-Every signature the arbiter makes goes through a :class:`~protocol.signer.Signer` that
+Every signature the arbiter makes goes through a :class:`~twinaudit.protocol.signer.Signer` that
 runs :func:`check_signable` first: the kind must be one of :data:`SIGNED_KINDS`, the
 payload must decode strictly as that kind (canonical encoding, the schema of spec §9.3,
 §9.4 or §11) and must name this signer's key id as its ``arbiter``. A process that can
@@ -15,17 +15,17 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol.claim.verdict import VERDICT_KIND
-from protocol.encoding import decode
-from protocol.errors import InputError
-from protocol.escrow_messages import (
+from twinaudit.protocol.claim.verdict import VERDICT_KIND
+from twinaudit.protocol.encoding import decode
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.escrow_messages import (
     CHECKPOINT_KIND,
     RECEIPT_KIND,
     decode_checkpoint,
     decode_receipt,
 )
-from protocol.limits import MAX_ENVELOPE_PAYLOAD_BYTES
-from protocol.signer import KeySigner, Signer
+from twinaudit.protocol.limits import MAX_ENVELOPE_PAYLOAD_BYTES
+from twinaudit.protocol.signer import KeySigner, Signer
 
 from .verdict import parse_verdict
 

@@ -1,15 +1,16 @@
 """The wire layer: the generated gRPC code and the plumbing every service and client shares.
 
-- ``wire.escrow.v1``, ``wire.verifier.v1``, ``wire.oracle.v1``: the modules generated
+- ``twinaudit.wire.escrow.v1``, ``twinaudit.wire.verifier.v1``, ``twinaudit.wire.oracle.v1``:
+  the modules generated
   from ``proto/twinaudit/<service>/v1/<service>.proto`` (wire packages
   ``twinaudit.<service>.v1``; regenerate with ``python proto/generate.py``).
-- :mod:`wire.transport`: message-size limits, deadlines, TLS credentials, the health
+- :mod:`twinaudit.wire.transport`: message-size limits, deadlines, TLS credentials, the health
   service and the mapping from the protocol's errors to gRPC status codes.
-- :mod:`wire.observe`: one log event per RPC and the servers' metrics.
-- :mod:`wire.torchvision_shim`: imports torchvision (and so ``transformers``) on the CPU
+- :mod:`twinaudit.wire.observe`: one log event per RPC and the servers' metrics.
+- :mod:`twinaudit.wire.torchvision_shim`: imports torchvision (and so ``transformers``) on the CPU
   torch, for the owner's extractors and text models and the verifier's Hugging Face
   oracles alike; the only module here that imports torch, and only when imported.
-- :mod:`wire.torchvision_hook`: the same fix for code outside the project (a user's
+- :mod:`twinaudit.wire.torchvision_hook`: the same fix for code outside the project (a user's
   ``from transformers import …``), installed into an environment as a ``.pth`` file.
 
 It stands on ``protocol`` alone; ``owner``, ``verifier`` and the CLI ``twinaudit``

@@ -1,4 +1,4 @@
-"""The claim parameters on the wire: :class:`~protocol.claim.params.ClaimParams` ⇄ ``ClaimStart``.
+"""The claim parameters on the wire: ``ClaimParams`` (spec §10.1) ⇄ ``ClaimStart``.
 
 The owner's client sends a claim's parameters as a ``twinaudit.verifier.v1.ClaimStart``
 (:func:`to_claim_start`); the verifier reads them back (:func:`params_from_claim_start`)
@@ -8,16 +8,16 @@ parameters change form between the owner's command line and the claim map.
 
 from __future__ import annotations
 
-from protocol import SPEC_VERSION
-from protocol.claim.filing import check_start_map
-from protocol.claim.functions import score_request_from_fields
-from protocol.claim.params import ClaimParams
-from protocol.claim.schedule import DEFAULT_WINDOW
-from protocol.encoding import Value
-from protocol.errors import InputError
-from protocol.stats.base import TiePolicy
-from protocol.versioning import require_supported
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.filing import check_start_map
+from twinaudit.protocol.claim.functions import score_request_from_fields
+from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.claim.schedule import DEFAULT_WINDOW
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.protocol.versioning import require_supported
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 #: The tie rules a ClaimStart may name (spec §7.1).
 TIE_RULES = tuple(rule.value for rule in TiePolicy)

@@ -1,6 +1,6 @@
 """What a running server tells its operator: one log line per RPC, and metrics.
 
-Every server made by :func:`wire.transport.make_server` runs
+Every server made by :func:`twinaudit.wire.transport.make_server` runs
 :class:`ObserveRpcs`, which logs one event per RPC on the ``twinaudit.rpc`` logger —
 the method, the peer, the status code, the duration and the claim or record id the
 handler named with :func:`annotate` — and logs every exception a handler let escape
@@ -11,7 +11,7 @@ stderr as text or as one JSON object per line.
 :class:`Metrics` is what services report to; it does nothing. :class:`PrometheusMetrics`
 (``prometheus-client``, the ``ops`` extra) keeps the counters and histograms in a
 registry of its own, which
-:func:`twinaudit.serve_options.serve_metrics` exposes over HTTP. Label values come
+:func:`twinaudit.cli.serve_options.serve_metrics` exposes over HTTP. Label values come
 from small fixed sets (method, status code, decision, store operation), never ids.
 
 Logs never carry a salt, a key, a hidden version or vault content: handlers name ids

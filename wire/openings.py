@@ -2,7 +2,7 @@
 
 An owner answers an ``OpeningRequest`` with the requested pairs in order, in one
 ``Openings`` message or in several, each under the message cap
-(:data:`wire.transport.MAX_MESSAGE_BYTES`). A pair too large for one message is sent
+(:data:`twinaudit.wire.transport.MAX_MESSAGE_BYTES`). A pair too large for one message is sent
 in parts: a ``PairOpening`` that declares its versions' sizes (``version0_size``,
 ``version1_size``) and ends its message, then ``OpeningPart`` messages that carry the
 bytes of version 0 and then version 1, in order. How a request is split changes no
@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from protocol import limits
-from protocol.errors import InputError, LimitExceededError
-from wire.transport import MAX_MESSAGE_BYTES
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError, LimitExceededError
+from twinaudit.wire.transport import MAX_MESSAGE_BYTES
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 #: Room kept in every message for its framing (message tags and lengths).
 MESSAGE_SLACK: Final = 64 * 1024

@@ -1,4 +1,4 @@
-"""The finder that :mod:`wire.torchvision_hook` runs at every interpreter start.
+"""The finder that :mod:`twinaudit.wire.torchvision_hook` runs at every interpreter start.
 
 Its text is compiled and run by the environment's path-configuration file, at each
 start of the interpreter, with nothing imported but :mod:`sys` and :mod:`os`, which the
@@ -6,11 +6,12 @@ interpreter has loaded already: it defines :class:`TorchvisionFinder` and puts o
 the front of :data:`sys.meta_path` (:func:`install_finder`), which costs a few dozen
 microseconds. The finder does nothing until something imports ``torchvision``; it then
 takes itself out and makes torchvision's two missing operator schemas exist
-(:func:`wire.torchvision_shim.prepare_torchvision`) before the ordinary import goes on.
+(:func:`twinaudit.wire.torchvision_shim.prepare_torchvision`) before the ordinary import goes on.
 
 The shim it runs is the installed project's, loaded by its absolute path, never found
 through :data:`sys.path`, whose first entry is the script's folder or the current one: a
-``wire/torchvision_shim.py`` planted there is not executed. Where a ``wire.torchvision_shim``
+``wire/torchvision_shim.py`` planted there is not executed. Where a
+``twinaudit.wire.torchvision_shim``
 is already imported (the project's own code is running, and calls it first), that one is
 used, so one copy holds the process's registration. Nothing here may fail loudly: any
 error (no torch, a moved project) leaves the import to go on as it would without the hook,
@@ -62,8 +63,8 @@ class TorchvisionFinder:
 
 
 def load_shim(shim: str) -> ModuleType:
-    """Return the process's ``wire.torchvision_shim``, or load the one at ``shim`` by path."""
-    loaded = sys.modules.get("wire.torchvision_shim") or sys.modules.get(SHIM_MODULE)
+    """Return the process's ``twinaudit.wire.torchvision_shim``, or load the one at ``shim``."""
+    loaded = sys.modules.get("twinaudit.wire.torchvision_shim") or sys.modules.get(SHIM_MODULE)
     if loaded is not None:
         return loaded
     if not os.path.isabs(shim):

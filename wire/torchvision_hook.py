@@ -1,6 +1,6 @@
 """Make a plain ``import torchvision`` (and so ``import transformers``) work in an environment.
 
-:mod:`wire.torchvision_shim` fixes torchvision's import for the code of this project,
+:mod:`twinaudit.wire.torchvision_shim` fixes torchvision's import for the code of this project,
 which calls it first. A user's own script in the same environment (``from transformers
 import GPT2LMHeadModel`` to build or save a model for ``oracle serve --hf``) does not, and
 fails with "operator torchvision::nms does not exist" where torch is the CPU build and
@@ -8,24 +8,24 @@ torchvision the CUDA-built wheel (the project's ``.venv``).
 
 This module installs, once per environment, a path-configuration file
 (:data:`PTH_NAME`, processed by :mod:`site` at every interpreter start). Its one line
-holds :mod:`wire.torchvision_finder` compiled at install time (:func:`finder_code`) and
+holds :mod:`twinaudit.wire.torchvision_finder` compiled at install time (:func:`finder_code`) and
 runs it, inside a ``try`` that swallows every error, so that a
-:class:`~wire.torchvision_finder.TorchvisionFinder` stands at the front of
+:class:`~twinaudit.wire.torchvision_finder.TorchvisionFinder` stands at the front of
 :data:`sys.meta_path`. It imports no module (``sys``, ``os`` and ``marshal`` are loaded
 already) and reads no project file: it adds about half a millisecond to an interpreter
 start (``python -m bench startup``), where loading this module by its path took 20–60 ms
 (its ``importlib.abc`` pulled in ``typing``, ``pathlib`` and ``tempfile``), and no edit
 of the project's files, a syntax error included, makes every interpreter print a
 traceback. The finder costs nothing until something imports ``torchvision``: it then
-removes itself and runs :func:`wire.torchvision_shim.prepare_torchvision` (which defines
+removes itself and runs :func:`twinaudit.wire.torchvision_shim.prepare_torchvision` (which defines
 the two missing operator schemas only where torchvision's extension cannot be loaded)
 from the installed project's file, by its absolute path, never through
 :data:`sys.path` (whose first entry is the current folder), and lets the ordinary
 import go on.
 
-``make .venv/.installed`` installs it; elsewhere ``python -m wire.torchvision_hook
+``make .venv/.installed`` installs it; elsewhere ``python -m twinaudit.wire.torchvision_hook
 install`` does (``remove`` takes it out, ``status`` says whether it is there), and again
-after :mod:`wire.torchvision_finder` changes, since the line holds a copy. Where
+after :mod:`twinaudit.wire.torchvision_finder` changes, since the line holds a copy. Where
 torchvision's extension loads, the hook changes nothing. A moved or deleted project
 leaves a line that does nothing; ``install`` again points it at the new place.
 """
@@ -43,7 +43,7 @@ from typing import Final
 
 #: The path-configuration file's name in the environment's ``site-packages``.
 PTH_NAME: Final = "twinaudit-torchvision-hook.pth"
-#: The name the finder's code runs under (:data:`wire.torchvision_finder.MARK`).
+#: The name the finder's code runs under (:data:`twinaudit.wire.torchvision_finder.MARK`).
 HOOK_NAME: Final = "twinaudit_torchvision_hook"
 #: The file name the finder's code object carries.
 _SOURCE_NAME: Final = "<twinaudit torchvision hook>"
@@ -54,7 +54,7 @@ _GUARDED: Final = "try:\n exec(marshal.loads(code), {'__name__': name})\nexcept 
 def finder_code(shim_file: Path) -> bytes:
     """Return the marshalled code that defines the finder and installs it for ``shim_file``.
 
-    It is :mod:`wire.torchvision_finder` without its docstrings and ``__future__`` import
+    It is :mod:`twinaudit.wire.torchvision_finder` without its docstrings and ``__future__`` import
     (compiled with postponed annotations instead), followed by
     ``install_finder(<shim_file>)``: a few kilobytes that load in microseconds.
     """
@@ -88,7 +88,8 @@ def pth_text(shim_file: Path) -> str:
     return (
         "# twinaudit: makes a plain `import torchvision` work (wire/torchvision_hook.py); "
         f"compiled from {_sibling('torchvision_finder.py')} for {tag}, runs {shim_file} when "
-        "torchvision is first imported. `python -m wire.torchvision_hook remove` removes it.\n"
+        "torchvision is first imported. "
+        "`python -m twinaudit.wire.torchvision_hook remove` removes it.\n"
         f"import sys, marshal; exec({_GUARDED!r}, {context}) "
         f"if sys.implementation.cache_tag == {tag!r} else None\n"
     )
@@ -98,7 +99,7 @@ def _sibling(name: str) -> Path:
     """Return the absolute path of ``name`` in this file's folder (the installed project's).
 
     This module never imports its siblings: a path-configuration line written before
-    the finder moved to :mod:`wire.torchvision_finder` loads this file by its path, with
+    the finder moved to :mod:`twinaudit.wire.torchvision_finder` loads this file by its path, with
     no package around it, and calls :func:`install_finder`.
     """
     return Path(__file__).resolve().with_name(name)
@@ -141,11 +142,11 @@ def remove(site_packages: Path | None = None) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m wire.torchvision_hook install|remove|status``; return the exit code."""
+    """``python -m twinaudit.wire.torchvision_hook install|remove|status``; return the exit code."""
     import argparse  # noqa: PLC0415 - only the command needs it, not the start-up hook
 
     parser = argparse.ArgumentParser(
-        prog="python -m wire.torchvision_hook",
+        prog="python -m twinaudit.wire.torchvision_hook",
         description="Let a plain `import torchvision` / `import transformers` work in this "
         "environment where torch is the CPU build and torchvision the CUDA-built wheel.",
     )

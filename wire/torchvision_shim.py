@@ -19,8 +19,8 @@ whenever it is installed. Before running code that may import either (a user's m
 module, an unpickled model), call :func:`prepare_torchvision`.
 
 It lives in the wire layer, below both roles, because both need it: the owner's
-extractors and text models (re-exported as ``owner.marking.torchvision_shim``) and the
-verifier's Hugging Face oracles (:mod:`verifier.oracles.hf`). Only a caller that imports
+extractors and text models (re-exported as ``twinaudit.owner.marking.torchvision_shim``) and the
+verifier's Hugging Face oracles (:mod:`twinaudit.practitioner.hf`). Only a caller that imports
 this module imports torch; nothing else in ``wire`` does.
 """
 

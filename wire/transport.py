@@ -8,7 +8,7 @@ Every server made here answers ``INVALID_ARGUMENT`` for a request it cannot pars
 (bad UTF-8 in a string field, truncated or garbled bytes) instead of gRPC's
 ``INTERNAL``, listens on exactly the ``HOST:PORT`` it is given (never sharing a port
 through ``SO_REUSEPORT``), and refuses a port in use with one line. It logs one event
-per RPC and counts RPCs in its metrics (:mod:`wire.observe`); its health service
+per RPC and counts RPCs in its metrics (:mod:`twinaudit.wire.observe`); its health service
 can follow a probe (the arbiter's: its store answers a query), and it serves gRPC
 reflection when asked.
 """
@@ -34,7 +34,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from protocol.errors import (
+from twinaudit.protocol.errors import (
     InputError,
     LimitExceededError,
     NotFoundError,
@@ -44,7 +44,7 @@ from protocol.errors import (
     VerificationError,
     VersionError,
 )
-from protocol.keys import require_owner_only
+from twinaudit.protocol.keys import require_owner_only
 
 from .observe import NO_METRICS, Metrics, ObserveRpcs
 
@@ -290,7 +290,7 @@ def abort_with_error(
     """Abort the call with ``error``, as spec §2.2 says a failure travels over gRPC.
 
     The status is ``status``, or :func:`status_for` the error's family; the message is
-    the error's :meth:`~protocol.errors.TwinauditError.diagnostics` (then ``note``, for
+    the error's :meth:`~twinaudit.protocol.errors.TwinauditError.diagnostics` (then ``note``, for
     people); the details (the ``grpc-status-details-bin`` trailer) hold one
     ``google.rpc.ErrorInfo`` whose ``reason`` is the error's code (:func:`error_reason`),
     whose ``domain`` is :data:`ERROR_DOMAIN`, and whose ``metadata`` has the refusal
@@ -318,7 +318,7 @@ class ErrorDetails:
 
     #: The error code of spec §2.2, such as ``invalid-parameter``.
     code: str
-    #: The refusal rule (:data:`protocol.errors.RULES`), or None.
+    #: The refusal rule (:data:`twinaudit.protocol.errors.RULES`), or None.
     rule: str | None
     #: For a failed claim (spec §10.7): whether the arbiter filed it, so that it counts
     #: on the record (``counted``), and its id; None where the failure does not say.
@@ -490,7 +490,7 @@ def make_server(
     :func:`check_unix_address`; the "port" returned is then 1); a port another socket
     listens on is refused. Both failures are an :class:`InputError` with a one-line message.
 
-    Every RPC is logged and counted in ``metrics`` (:class:`~wire.observe.ObserveRpcs`).
+    Every RPC is logged and counted in ``metrics`` (:class:`~twinaudit.wire.observe.ObserveRpcs`).
     With ``health_probe`` the health service answers ``NOT_SERVING`` while the probe
     raises (:class:`ProbedHealth`); without, ``SERVING`` once started. ``reflection``
     serves gRPC reflection for ``service_names`` (``grpcio-reflection``). Messages it

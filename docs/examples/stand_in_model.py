@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 from torch import nn
 
-from owner.marking.proxy import load_proxy_state
+from twinaudit.owner.marking.proxy import load_proxy_state
 
 
 class AnySize(nn.Module):

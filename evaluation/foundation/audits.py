@@ -1,12 +1,12 @@
 """Audit the foundation models in-process: one claim per model, with the verifier's engine.
 
 Each model is served by the oracle ``twinaudit oracle serve --kind`` runs for its
-type — :class:`~verifier.oracles.torch_encoder.TorchEncoderOracle` (the SimCLR
-backbone), :class:`~verifier.oracles.torch_lm.TorchLanguageModelOracle` (byte
-tokenizer with BOS), :class:`~verifier.oracles.torch_encoder.TorchImageTextOracle`
+type — :class:`~twinaudit.practitioner.torch_encoder.TorchEncoderOracle` (the SimCLR
+backbone), :class:`~twinaudit.practitioner.torch_lm.TorchLanguageModelOracle` (byte
+tokenizer with BOS), :class:`~twinaudit.practitioner.torch_encoder.TorchImageTextOracle`
 (:class:`~evaluation.foundation.captions.WordTokenizer`) — and the claim is run by
 :func:`evaluation.audit.run_claim`, the classifier evaluation's own driver of
-:class:`verifier.claim.ClaimSession`. Results go to the same kind of append-only
+:class:`twinaudit.verifier.claim.ClaimSession`. Results go to the same kind of append-only
 :class:`~evaluation.audit.AuditLog`, keyed by
 :attr:`~evaluation.foundation.specs.FoundationModel.audit_key`.
 """
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from verifier.oracles.base import Oracle
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
-from verifier.oracles.torch_lm import TorchLanguageModelOracle
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
+from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.protocol.oracles.base import Oracle
 
 from ..audit import AuditLog, run_claim
 from .build import FoundationWorkspace

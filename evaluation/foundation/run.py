@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from demo.data import DataNotFoundError, locate
-from protocol.errors import TwinauditError
+from twinaudit.protocol.errors import TwinauditError
 
 from ..audit import AuditLog
 from ..report import load_runs

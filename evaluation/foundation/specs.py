@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
-from protocol.claim.functions import AnyScoreSpec
-from verifier.scoring.encoder import EncoderSpec
-from verifier.scoring.image_text import ImageTextSpec
-from verifier.scoring.language import LanguageSpec
+from twinaudit.protocol.claim.functions import AnyScoreSpec
+from twinaudit.verifier.scoring.encoder import EncoderSpec
+from twinaudit.verifier.scoring.image_text import ImageTextSpec
+from twinaudit.verifier.scoring.language import LanguageSpec
 
 #: The model kinds, by command name.
 KINDS: Final = ("encoder", "lm", "clip")

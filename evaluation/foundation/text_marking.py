@@ -3,7 +3,7 @@
 Issue #7 asks to show how close the marked versions stay to the original and how far
 apart they are, as distributions and with a sample of ten pairs. Each experiment's
 vault is measured once with ``owner inspect``'s own code
-(:func:`owner.text.report.inspect_text_vault`: MiniLM similarity of each version to
+(:func:`twinaudit.owner.text.report.inspect_text_vault`: MiniLM similarity of each version to
 its original, word-level edit distance between the versions) and cached next to it
 as ``text-marking.json``; the results document pools the experiments' figures and
 shows seed 0's sample.
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from owner.text.report import inspect_text_vault
-from owner.text.words import word_distance
+from twinaudit.owner.text.report import inspect_text_vault
+from twinaudit.owner.text.words import word_distance
 
 from .build import FoundationWorkspace
 from .specs import Experiment

@@ -1,6 +1,6 @@
 """Captioned images (paper §6.3): an image source and one caption per image.
 
-The images come from any input :func:`owner.images.sources.open_source` reads (a
+The images come from any input :func:`twinaudit.owner.images.sources.open_source` reads (a
 folder of PNG/JPEG, ``.npy``, ``.npz``, idx). The captions file is one of:
 
 - CSV with a header. With a ``filename`` (or ``name``) column and a ``caption``
@@ -13,7 +13,7 @@ folder of PNG/JPEG, ``.npy``, ``.npz``, idx). The captions file is one of:
 
 The number of captions must equal the number of images; each caption must be a valid
 protocol text (1..65,536 UTF-8 bytes, not only white space). Every problem is an
-:class:`~protocol.errors.InputError` naming the file and the images or rows concerned.
+:class:`~twinaudit.protocol.errors.InputError` naming the file and the images or rows concerned.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from protocol.encoding import Value
-from protocol.errors import InputError
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError
 
 from ..images.sources import ImageBatch, ImageSource, open_source
 from ..text.sources import listed, read_utf8_file, text_problems

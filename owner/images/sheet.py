@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageDraw, ImageFont
 
-from protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
+from twinaudit.protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
 
 #: Height of the title band above each row.
 TITLE_HEIGHT: Final = 14

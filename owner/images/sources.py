@@ -64,13 +64,13 @@ uninterrupted run yields from there.
 
 Errors
 ------
-Every failure is a typed error from :mod:`protocol.errors` whose message names the
-file: :class:`~protocol.errors.NotFoundError` for a missing path, label file or
-npz key; :class:`~protocol.errors.LimitExceededError` for an image side above
-:data:`~protocol.items.MAX_IMAGE_SIDE`, more than
-:data:`~protocol.limits.MAX_PAIRS` images or an oversized label file;
-:class:`~protocol.errors.ParameterError` for bad call arguments;
-:class:`~protocol.errors.InputError` for everything else (corrupt or truncated
+Every failure is a typed error from :mod:`twinaudit.protocol.errors` whose message names the
+file: :class:`~twinaudit.protocol.errors.NotFoundError` for a missing path, label file or
+npz key; :class:`~twinaudit.protocol.errors.LimitExceededError` for an image side above
+:data:`~twinaudit.protocol.items.MAX_IMAGE_SIDE`, more than
+:data:`~twinaudit.protocol.limits.MAX_PAIRS` images or an oversized label file;
+:class:`~twinaudit.protocol.errors.ParameterError` for bad call arguments;
+:class:`~twinaudit.protocol.errors.InputError` for everything else (corrupt or truncated
 files, wrong dtype, shape or magic, label problems).
 """
 
@@ -101,15 +101,15 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
-from protocol.encoding import Value
-from protocol.errors import (
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import (
     InputError,
     LimitExceededError,
     NotFoundError,
     ParameterError,
 )
-from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
-from protocol.limits import MAX_BIN_BYTES, MAX_PAIRS
+from twinaudit.protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+from twinaudit.protocol.limits import MAX_BIN_BYTES, MAX_PAIRS
 
 #: File suffixes (lower case) read from an image folder.
 IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg"})
@@ -270,7 +270,7 @@ class ImageSource(ABC):
 
         A batch holds at most ``batch_size`` images and, when ``fits`` is given, at most
         ``fits(shape)`` images of that (H, W, C) shape (one at least): batches of photos
-        are cut by their size (:mod:`owner.marking.memory`), not only by their count.
+        are cut by their size (:mod:`twinaudit.owner.marking.memory`), not only by their count.
 
         Raises:
             ParameterError: ``batch_size`` < 1 or ``start`` outside [0, len(self)].

@@ -1,6 +1,6 @@
 """Publication writers: one version of each image, written in the input's format.
 
-:func:`open_writer` takes the :meth:`~owner.images.sources.ImageSource.describe`
+:func:`open_writer` takes the :meth:`~twinaudit.owner.images.sources.ImageSource.describe`
 entry of the input and returns a :class:`PublicationWriter` for the same format:
 
 - ``image-dir`` → one PNG per image under the same relative name. JPEG inputs are
@@ -23,8 +23,8 @@ and renamed to ``out_dir`` only by :meth:`PublicationWriter.close`, after every 
 has been flushed to disk: a folder named ``out_dir`` is always complete. ``out_dir``
 must not exist. On any failure the caller calls :meth:`PublicationWriter.abort` (a
 ``with`` block does it), which removes the staging folder. Misuse (a batch out of
-order, too many images, closing early) is a :class:`~protocol.errors.StateError`;
-bad data an :class:`~protocol.errors.InputError`. Errors of the file system itself
+order, too many images, closing early) is a :class:`~twinaudit.protocol.errors.StateError`;
+bad data an :class:`~twinaudit.protocol.errors.InputError`. Errors of the file system itself
 (disk full, no permission while writing) propagate as :class:`OSError`.
 """
 
@@ -49,8 +49,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from protocol.encoding import Value
-from protocol.errors import InputError, NotFoundError, ParameterError, StateError
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError, StateError
 
 from .sources import (
     IDX_IMAGES_MAGIC,
@@ -442,7 +442,8 @@ def open_writer(
     """Return a writer publishing ``count`` images in the format of the described input.
 
     Args:
-        source_description: The input's :meth:`~owner.images.sources.ImageSource.describe`.
+        source_description: The input's
+            :meth:`~twinaudit.owner.images.sources.ImageSource.describe`.
         out_dir: The publication folder; it must not exist, its parent must.
         count: How many images will be added.
         labels: Whether to publish the labels (every image must then have one).

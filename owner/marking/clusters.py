@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from protocol.errors import InputError
+from twinaudit.protocol.errors import InputError
 
 from .config import IMAGENET_EXTRACTOR, MIN_CLUSTERED
 from .extractors import Extractor, load_extractor

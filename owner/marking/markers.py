@@ -14,7 +14,7 @@ Three markers, chosen by :attr:`MarkingConfig.marker`:
 
 Outputs are ``version0 = clamp(x + round(δ))`` and ``version1 = clamp(x − round(δ))``
 as uint8 (round half to even, clamp to 0..255), so each version is within ε of x
-everywhere. Randomness is per image (see :mod:`owner.marking.noise`): the noise
+everywhere. Randomness is per image (see :mod:`twinaudit.owner.marking.noise`): the noise
 markers' output for image ``i`` does not depend on its batch-mates.
 
 The marking seed is **secret**. A model trainer who learned it (and the marker) could
@@ -31,10 +31,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from protocol import limits
-from protocol.errors import InputError, ParameterError
-from protocol.items import MAX_IMAGE_SIDE
-from protocol.prg import Prg
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.items import MAX_IMAGE_SIDE
+from twinaudit.protocol.prg import Prg
 
 from .config import MarkingConfig
 from .extractors import Extractor, check_pixels, load_extractor
@@ -194,7 +194,7 @@ class PgdMarker(Marker):
         """Optimise δ per chunk of ``config.batch_size`` images and write both versions.
 
         A photo marked at a working resolution has its δ carried back to full size and
-        applied image by image, in bands (:mod:`owner.marking.full_size`).
+        applied image by image, in bands (:mod:`twinaudit.owner.marking.full_size`).
         """
         size = self.config.batch_size
         full = (pixels.shape[1], pixels.shape[2])
@@ -236,7 +236,7 @@ class PgdMarker(Marker):
             x = x.permute(0, 3, 1, 2).float()
         else:
             # Optimise on a working-resolution copy, made image by image from the uint8
-            # pixels; δ goes back to full size in bands (owner.marking.full_size).
+            # pixels; δ goes back to full size in bands (twinaudit.owner.marking.full_size).
             x = torch.stack([working_copy(image, work) for image in pixels]).to(device)
         delta = torch.from_numpy(self.random_start(pixels, first_index, work)).to(device)
         cfg = self.config

@@ -4,13 +4,13 @@ A marking run holds, for every image of the batch it marks, the pixels as read, 
 versions, and the bytes of the chunk file the vault writes: :data:`HELD_PER_BYTE` bytes
 per byte of pixels. The full-resolution work (the mark carried back to full size,
 rounded and applied to the image) runs on one image at a time, in bands of rows
-(:mod:`owner.marking.full_size`), so it adds a bounded amount whatever the photo's size.
+(:mod:`twinaudit.owner.marking.full_size`), so it adds a bounded amount whatever the photo's size.
 PGD itself runs at the working resolution (:attr:`MarkingConfig.work_scale`), except on
 images small enough to be marked at their own size (or with ``work_scale`` 0), where
 its float tensors cost :data:`FULL_SIZE_PGD_PER_BYTE` more per byte of pixels.
 
 Batches are therefore cut by bytes as well as by count
-(:meth:`~owner.images.sources.ImageSource.batches`): at most as many images of a shape
+(:meth:`~twinaudit.owner.images.sources.ImageSource.batches`): at most as many images of a shape
 as fit in the memory setting less :data:`BASE_BYTES`, the process before any image
 (interpreter, torch, the extractor, PGD at the working resolution), and never more
 than the vault's largest chunk. The model is an upper bound, checked by
@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from protocol.errors import ParameterError
+from twinaudit.protocol.errors import ParameterError
 
 #: Units ``--memory`` accepts (binary multiples; ``G`` and ``GiB`` mean the same).
 _UNITS: Final = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}

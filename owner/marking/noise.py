@@ -1,7 +1,7 @@
 """Per-image random draws of the marking run, from the secret marking seed only.
 
 Image ``i``'s draws for a given purpose (``"bernoulli"``, ``"gaussian"``,
-``"pgd-start"``) come from the protocol's ChaCha20 stream (:mod:`protocol.prg`)
+``"pgd-start"``) come from the protocol's ChaCha20 stream (:mod:`twinaudit.protocol.prg`)
 named by the 32-byte marking seed and the label
 ``twinaudit/marking/v1/<purpose>/<i>``. They depend on nothing else: not on the other
 images of a batch, not on numpy, torch or Python global RNGs, and not on the numpy
@@ -20,9 +20,9 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from protocol import limits
-from protocol.errors import InputError
-from protocol.prg import Prg
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.prg import Prg
 
 #: Label prefix of every marking stream (bumped if any formula below changes).
 LABEL_PREFIX: Final = "twinaudit/marking/v1/"

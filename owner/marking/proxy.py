@@ -15,7 +15,7 @@ ladder").
 demo's practitioner network (``demo.models``). :func:`train_proxy` trains it the way
 the demo trains (Adam, cosine decay, pad-crop-flip), :func:`save_proxy` writes the
 weights with the input they expect, and :func:`load_proxy` returns the
-:class:`~owner.marking.extractors.Extractor` of its hidden layer, which
+:class:`~twinaudit.owner.marking.extractors.Extractor` of its hidden layer, which
 ``--extractor proxy-cnn --extractor-weights FILE`` names.
 
 :func:`train_own_proxy` trains the same proxy on the owner's own labelled images,
@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 from torch import nn
 
-from protocol.errors import InputError, ParameterError
+from twinaudit.protocol.errors import InputError, ParameterError
 
 from .config import OWN_PROXY_STEPS, PROXY_EPOCHS, PROXY_TRAIN_BATCH
 

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import Final
 
-from protocol.encoding import Value
-from protocol.errors import InputError, ParameterError
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, ParameterError
 
 from ..plain_data import check_field_names, check_int, fields_value, optional_field, typed_field
 from .similarity import EMBEDDERS

@@ -1,19 +1,19 @@
 """``owner mark --kind text``: make two versions of every text and store them in a vault.
 
 The run has two stages. First every text is checked and its versions are made in
-memory (texts are small): the thesaurus search of :mod:`owner.text.substitution`, or
+memory (texts are small): the thesaurus search of :mod:`twinaudit.owner.text.substitution`, or
 a paraphraser checked against the similarity bound. Only when every text has its two
 versions is the vault created, so an input with a bad text leaves nothing behind:
 
 - an empty or over-long text (protocol limit, or longer than the embedder reads) is
-  an :class:`~protocol.errors.InputError` naming every such text;
+  an :class:`~twinaudit.protocol.errors.InputError` naming every such text;
 - a text for which no version within the bound exists (no replaceable word with a
   synonym, or a paraphrase too far from it) is *unmarkable*: the run refuses the
   input with an InputError naming them all, unless ``drop_unmarkable`` is set, in
   which case they are left out of the vault, listed in its source record
   (``dropped``) and reported, and never published;
 - a paraphraser that returns identical versions is a
-  :class:`~owner.text.paraphrasers.ParaphraserError` naming the texts.
+  :class:`~twinaudit.owner.text.paraphrasers.ParaphraserError` naming the texts.
 
 The vault is then written chunk by chunk (``batch_size`` texts each), resumably: run
 again after an interruption, the marking seed comes from the unfinished vault's
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from protocol.encoding import Value, encode
-from protocol.errors import InputError, ParameterError, StateError
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import InputError, ParameterError, StateError
 
 from ..progress import Progress
 from ..vault import Vault, VaultWriter

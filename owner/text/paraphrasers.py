@@ -11,7 +11,7 @@ The paper made its text pairs with a paraphrase model (§6.2). Two adapters:
   ``{"a": ..., "b": ...}``. The API key, if any, is read from an environment
   variable and is never recorded in the vault.
 
-A paraphraser returns two texts; :mod:`owner.text.marking` checks them (valid text
+A paraphraser returns two texts; :mod:`twinaudit.owner.text.marking` checks them (valid text
 items, different from each other, each within the similarity bound). Failures are
 :class:`ParaphraserError`; identical versions are reported as such, by text name.
 """
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from protocol.errors import NotFoundError, TwinauditError
+from twinaudit.protocol.errors import NotFoundError, TwinauditError
 
 #: Seconds one chat request may take.
 DEFAULT_TIMEOUT_S: Final = 60.0
@@ -92,7 +92,7 @@ class Seq2SeqParaphraser:
             raise NotFoundError(f"{path}: no such model directory (models are not downloaded)")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            from owner.marking.torchvision_shim import import_torchvision  # noqa: PLC0415 - optional, loaded on use
+            from twinaudit.owner.marking.torchvision_shim import import_torchvision  # noqa: PLC0415 - optional, loaded on use
 
             import_torchvision()
             import transformers  # noqa: PLC0415 - optional, loaded on use

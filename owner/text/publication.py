@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from protocol.errors import InputError, NotFoundError, StateError
+from twinaudit.protocol.errors import InputError, NotFoundError, StateError
 
 from ..progress import Progress
 from ..vault import Vault

@@ -18,8 +18,8 @@ from typing import Final
 
 import numpy as np
 
-from protocol.encoding import Value
-from protocol.errors import ParameterError
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import ParameterError
 
 from ..inspect import ReceiptSummary, receipt_line, receipt_summary
 from ..plain_data import FieldsRecord

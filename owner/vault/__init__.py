@@ -15,10 +15,10 @@ Layout (every file mode 0600, every directory 0700)::
                            item shape, SHA-256, labels, names); each record framed as
                            length ‖ canonical msgpack ‖ SHA-256
         chunks/000000.pairs  one per batch: both versions of its B images, H × W × C,
-        chunks/000001.pairs  ...  compressed losslessly (:mod:`owner.vault.pair_codec`)
+        chunks/000001.pairs  ...  compressed losslessly (:mod:`twinaudit.owner.vault.pair_codec`)
                              (image and captioned-image vaults)
         chunks/000000.msgpack    text vaults: canonical map of the batch's originals
-                                 and both versions (:mod:`owner.vault.text_chunks`)
+                                 and both versions (:mod:`twinaudit.owner.vault.text_chunks`)
         manifest.msgpack   written by finish: canonical msgpack with the format and spec
                            versions, item kind, n_pairs, source, config, Merkle root,
                            the SHA-256 of every other file, the receipt's inclusion proof
@@ -27,7 +27,7 @@ Layout (every file mode 0600, every directory 0700)::
 
 Derived values: the salt of pair ``i`` is ``HMAC-SHA256(secret,
 "twinaudit/vault/v1/pair-salt" ‖ 0x00 ‖ uint64be(i))`` and the marking seed
-``HMAC-SHA256(secret, "twinaudit/vault/v1/marking-seed")`` (:mod:`owner.vault.secret`).
+``HMAC-SHA256(secret, "twinaudit/vault/v1/marking-seed")`` (:mod:`twinaudit.owner.vault.secret`).
 Pair ``i`` is committed as spec §6.1 over ``encode_item(ImageItem(v_k, label_i))``
 (image vaults), ``encode_item(CaptionedImageItem(ImageItem(v_k, label_i), caption_i))``
 (captioned-image vaults: the caption, the same for both versions, is kept in the chunk's
@@ -39,7 +39,7 @@ byte-identical files (the root and every opening do not depend on the batch size
 Formats: this is format 2. Format 1 stored each image chunk as a raw ``.npy`` array
 ``(2, B, H, W, C)`` (``chunks/000000.npy``), about four times the bytes of format 2 for
 photos; everything else was alike. Both are read; a marking run continues in the format
-it was started in, and :func:`owner.vault.migration.migrate_vault` (``owner
+it was started in, and :func:`twinaudit.owner.vault.migration.migrate_vault` (``owner
 vault-migrate``) rewrites a format-1 vault in format 2 atomically, keeping the root,
 every opening and the receipt.
 

@@ -2,7 +2,7 @@
 
 Read back, a chunk is a uint8 array of shape ``(2, B, H, W, C)``: index 0 on the first
 axis is version 0 of each item, index 1 version 1. Format 2 (``.pairs``) stores it
-compactly (:mod:`owner.vault.pair_codec`); format 1 (``.npy``) stored the array raw,
+compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1 (``.npy``) stored the array raw,
 read with ``allow_pickle=False`` only. Neither holds a timestamp, so the same pixels
 always give the same bytes. Labels and names live in the chunk's journal record.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from protocol.commitment import commit_pair
-from protocol.errors import InputError, ParameterError
-from protocol.items import (
+from twinaudit.protocol.commitment import commit_pair
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.items import (
     MAX_IMAGE_SIDE,
     MAX_LABEL,
     CaptionedImageItem,
@@ -110,7 +110,7 @@ def encode_chunk(versions0: Pixels, versions1: Pixels, format_version: int) -> l
 
     The file is the concatenation of the pieces (they are written and hashed in turn,
     so a batch of photos is held once more, not twice). Format 2 is compact
-    (:func:`~owner.vault.pair_codec.encode_pairs`); format 1 is the ``.npy`` bytes
+    (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1 is the ``.npy`` bytes
     ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
     """
     if format_version >= 2:

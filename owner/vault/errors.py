@@ -1,9 +1,9 @@
-"""Errors of the owner's vault, in the :mod:`protocol.errors` taxonomy.
+"""Errors of the owner's vault, in the :mod:`twinaudit.protocol.errors` taxonomy.
 
-- :class:`VaultIntegrityError` (a :class:`~protocol.errors.VerificationError`): a file
+- :class:`VaultIntegrityError` (a :class:`~twinaudit.protocol.errors.VerificationError`): a file
   of the vault is missing, unexpected, or not what the vault recorded. It names the
   file, relative to the vault directory.
-- :class:`VaultStorageError` (a :class:`~protocol.errors.StateError`): the operating
+- :class:`VaultStorageError` (a :class:`~twinaudit.protocol.errors.StateError`): the operating
   system refused a write (disk full, permissions, I/O error). Nothing of the failed
   step was kept, so the marking run can be resumed once the cause is fixed.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from protocol.errors import StateError, VerificationError
+from twinaudit.protocol.errors import StateError, VerificationError
 
 
 class VaultIntegrityError(VerificationError):

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from protocol.errors import StateError
+from twinaudit.protocol.errors import StateError
 
 from .layout import FILE_MODE, READ_BLOCK_BYTES, TEMP_PREFIX
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from protocol import SPEC_VERSION
-from protocol.encoding import Value, decode, encode
-from protocol.errors import InputError, VersionError
-from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL, MAX_TEXT_BYTES
-from protocol.versioning import require_supported
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import InputError, VersionError
+from twinaudit.protocol.items import MAX_IMAGE_SIDE, MAX_LABEL, MAX_TEXT_BYTES
+from twinaudit.protocol.versioning import require_supported
 
 from . import files
 from .errors import VaultIntegrityError
@@ -82,7 +82,7 @@ class RunParameters:
     """What a marking run was started with; a resumed run must be started with the same.
 
     ``format_version`` is the vault format the run writes: a new run writes
-    :data:`~owner.vault.layout.FORMAT_VERSION`, and a resumed run continues in the
+    :data:`~twinaudit.owner.vault.layout.FORMAT_VERSION`, and a resumed run continues in the
     format it was started in.
     """
 

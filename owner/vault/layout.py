@@ -6,7 +6,7 @@ import re
 from typing import Final
 
 #: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 2
-#: stores the pixels of image chunks compactly (:mod:`owner.vault.pair_codec`); format 1
+#: stores the pixels of image chunks compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1
 #: stored them raw (``.npy``). Both are read; an unfinished run continues in its format.
 FORMAT_NAME: Final = "twinaudit-vault"
 FORMAT_VERSION: Final = 2

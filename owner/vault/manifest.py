@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from protocol import SPEC_VERSION, limits
-from protocol.encoding import Value, decode, encode
-from protocol.errors import InputError
-from protocol.hashing import sha256
-from protocol.versioning import require_supported
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.hashing import sha256
+from twinaudit.protocol.versioning import require_supported
 
 from . import files
 from .errors import VaultIntegrityError

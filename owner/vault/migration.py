@@ -2,7 +2,7 @@
 
 Nothing a vault commits to changes: the same pairs give the same commitments, root,
 inclusion proofs and openings, so the escrow receipt and its inclusion proof stay
-valid. What changes is how the chunks are stored (:mod:`owner.vault.pair_codec`), hence
+valid. What changes is how the chunks are stored (:mod:`twinaudit.owner.vault.pair_codec`), hence
 their names and SHA-256, the journal's records and the manifest's file list.
 
 The migration never touches the old vault until the new one is complete:
@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from protocol.errors import StateError
+from twinaudit.protocol.errors import StateError
 
 from . import files
 from .chunks import encode_chunk, read_record

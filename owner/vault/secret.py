@@ -22,8 +22,8 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import limits
-from protocol.errors import InputError
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError
 
 from . import files
 from .errors import VaultIntegrityError

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.commitment import commit_pair
-from protocol.encoding import Value, decode, encode
-from protocol.errors import InputError, ParameterError
-from protocol.hashing import sha256
-from protocol.items import TextItem, encode_item
+from twinaudit.protocol.commitment import commit_pair
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.hashing import sha256
+from twinaudit.protocol.items import TextItem, encode_item
 
 from .chunks import check_names
 from .errors import VaultIntegrityError
@@ -46,7 +46,7 @@ def check_text_batch(
 ) -> tuple[TextChunk, list[str]]:
     """Check one batch of texts; return it as a chunk, and its names.
 
-    Every text must be a valid :class:`~protocol.items.TextItem` (1..65,536 UTF-8
+    Every text must be a valid :class:`~twinaudit.protocol.items.TextItem` (1..65,536 UTF-8
     bytes) and the two versions of an item must differ. Raises InputError (or
     ParameterError for counts) naming the item.
     """

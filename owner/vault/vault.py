@@ -19,22 +19,27 @@ import numpy as np
 import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from owner.claim_client import Opening
-from protocol.commitment import PairOpening
-from protocol.encoding import Value, encode
-from protocol.errors import (
+from twinaudit.owner.claim_client import Opening
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import (
     InputError,
     ParameterError,
     StateError,
     TwinauditError,
     VerificationError,
 )
-from protocol.escrow_messages import Receipt, verify_receipt
-from protocol.hashing import sha256
-from protocol.items import Item, TextItem, encode_item
-from protocol.keys import load_public_key, public_key_pem, raw_public_key, require_owner_only
-from protocol.merkle import MerkleTree
-from protocol.seeds import publication_bits
+from twinaudit.protocol.escrow_messages import Receipt, verify_receipt
+from twinaudit.protocol.hashing import sha256
+from twinaudit.protocol.items import Item, TextItem, encode_item
+from twinaudit.protocol.keys import (
+    load_public_key,
+    public_key_pem,
+    raw_public_key,
+    require_owner_only,
+)
+from twinaudit.protocol.merkle import MerkleTree
+from twinaudit.protocol.seeds import publication_bits
 
 from . import files
 from .chunks import StoredChunk, pixel_item, read_record

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from protocol import limits
-from protocol.encoding import Value, decode, encode
-from protocol.errors import InputError, LimitExceededError, ParameterError, StateError
-from protocol.items import ITEM_KINDS
+from twinaudit.protocol import limits
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.items import ITEM_KINDS
 
 from . import files
 from .chunks import check_batch, check_captions, encode_chunk

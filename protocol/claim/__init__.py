@@ -21,6 +21,6 @@ spec section       module
 =================  ===========================================================
 
 What needs the model's answers or numpy's image code — drawing the copies, scoring,
-asking the oracle, the claim session — is the verifier's (``verifier.claim``,
-``verifier.scoring``, ``verifier.windows``, ``verifier.replay``).
+asking the oracle, the claim session — is the verifier's (``twinaudit.verifier.claim``,
+``twinaudit.verifier.scoring``, ``twinaudit.verifier.windows``, ``twinaudit.verifier.replay``).
 """

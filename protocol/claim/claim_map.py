@@ -7,7 +7,7 @@ schedule's parameters, the claim nonce and, where the claim excludes the pairs e
 claims on the record opened, those pairs (``excluded``). The claim engine builds it from
 parameters it has already validated; a verdict or a transcript is input from anyone,
 so :meth:`ClaimMap.from_value` re-checks every key, type and range before any field
-is used. Every failure is ``invalid-input`` (:class:`~protocol.errors.InputError`),
+is used. Every failure is ``invalid-input`` (:class:`~twinaudit.protocol.errors.InputError`),
 naming the field.
 """
 
@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from protocol import limits
-from protocol.encoding import Value, encode
-from protocol.errors import InputError, OracleError, ParameterError
-from protocol.stats.base import SequentialTest, TiePolicy
-from protocol.stats.registry import make_test
+from twinaudit.protocol import limits
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.stats.base import SequentialTest, TiePolicy
+from twinaudit.protocol.stats.registry import make_test
 
 from .functions import AnyScoreSpec, score_spec_from_value
 from .order import check_excluded, claim_order

@@ -9,7 +9,7 @@ a resume or a dry run, carries a *claim request*: an envelope (§8) of kind
      "nonce": <32 bytes, fresh>}
 
 where the start map holds every field of the ``ClaimStart`` message the owner sends
-(:data:`START_KEYS`; ``wire.claim_start.start_map`` builds it from the message). The
+(:data:`START_KEYS`; ``twinaudit.wire.claim_start.start_map`` builds it from the message). The
 arbiter checks it (:func:`verify_claim_request`) before it stores, counts or dials
 anything, and refuses a nonce it has seen on the record before. A verdict of such a
 claim carries the request that filed it, with its signature (:class:`Filing`, the
@@ -31,10 +31,10 @@ from typing import Any, Final
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from protocol import SPEC_VERSION, limits
-from protocol.encoding import Value, check, decode, encode
-from protocol.envelope import Envelope, pae, payload_type, sign_envelope, verify_envelope
-from protocol.errors import (
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.encoding import Value, check, decode, encode
+from twinaudit.protocol.envelope import Envelope, pae, payload_type, sign_envelope, verify_envelope
+from twinaudit.protocol.errors import (
     InputError,
     LimitExceededError,
     OracleError,
@@ -42,8 +42,8 @@ from protocol.errors import (
     SignatureError,
     VerificationError,
 )
-from protocol.keys import key_id, public_key_from_raw, raw_public_key
-from protocol.versioning import require_supported
+from twinaudit.protocol.keys import key_id, public_key_from_raw, raw_public_key
+from twinaudit.protocol.versioning import require_supported
 
 from .claim_map import ClaimMap
 from .functions import resolve_score, score_request_from_fields

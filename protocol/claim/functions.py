@@ -6,12 +6,12 @@ capability it needs, its parameters with their defaults and choices, the type of
 claim parameters (its score spec) and the keys it adds to a transcript's pair records.
 Everything else is built from :data:`SCORE_FUNCTIONS`: parsing a claim's score map or
 the ``ScoreSpec`` message (:func:`score_spec_from_value`, :func:`score_request_from_fields`),
-the owner's defaults (``owner.claim_client``), the CLI's choices and help
+the owner's defaults (``twinaudit.owner.claim_client``), the CLI's choices and help
 (``twinaudit owner claim``), the HTML verdict report's wording, the functions
 ``verifier reexecute`` runs (those of image items) and the check of a pair record
 (:mod:`.transcript`). The
 verifier attaches each function's window logic to its name
-(``verifier.windows.registry``); a function added here without one fails there at import.
+(``twinaudit.verifier.windows.registry``); a function added here without one fails there at import.
 
 ==================  ===============  ================  =================  =============
 function            item kind        oracle capability queries / version  parameters
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from protocol.errors import ParameterError
+from twinaudit.protocol.errors import ParameterError
 
 from .scores import classifier, encoder
 from .scores.classifier import ScoreSpec
@@ -62,7 +62,7 @@ class Parameter:
     is the owner's default where another of her choices calls for it, in place of
     ``default`` (the image-classifier's K for a family of copies that differ, its margin
     for a condition that reads probabilities with the entropy statistic;
-    ``owner.claim_client.choose_score`` applies them); None where there is none.
+    ``twinaudit.owner.claim_client.choose_score`` applies them); None where there is none.
     """
 
     name: str
@@ -155,7 +155,7 @@ SCORE_FUNCTIONS: Final[Mapping[str, ScoreFunction]] = MappingProxyType(
                         fills_unset=True,
                     ),
                     # 0.01 where the condition reads probabilities with the entropy:
-                    # owner.claim_client.DEFAULT_MARGIN says why this value.
+                    # twinaudit.owner.claim_client.DEFAULT_MARGIN says why this value.
                     Parameter(
                         "margin",
                         0.0,

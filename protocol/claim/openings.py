@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from protocol import SPEC_VERSION, limits
-from protocol.commitment import PairOpening
-from protocol.encoding import Value, decode, encode
-from protocol.errors import InputError, LimitExceededError
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import InputError, LimitExceededError
 
 #: Largest openings file read (the transcript's cap).
 MAX_OPENINGS_BYTES: Final = 256 * 1024 * 1024

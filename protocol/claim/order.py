@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from protocol.errors import InputError
-from protocol.prg import without_replacement
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.prg import without_replacement
 
 
 def check_excluded(excluded: object, n_pairs: int, what: str = "claim.excluded") -> list[int]:

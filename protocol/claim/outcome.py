@@ -8,8 +8,8 @@ other score), so with ``m = 0`` only equal scores tie. Whether a pair ties depen
 untied pairs stay fair coins. A tie is skipped (rule ``skip``) or decided by the coin
 of the PRG stream ``tie/<i>`` (rule ``coin``, the paper's).
 
-:func:`outcome` is the one rule: the claim engine (``verifier.claim``) records what it
-returns, and replay (``verifier.replay``) recomputes it from the transcript. Both feed
+:func:`outcome` is the one rule: the claim engine (``twinaudit.verifier.claim``) records what it
+returns, and replay (``twinaudit.verifier.replay``) recomputes it from the transcript. Both feed
 it to the test with :func:`feed`, which adds the pair's grade (§7.5.1) for a graded test.
 """
 
@@ -19,10 +19,10 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
-from protocol.errors import InputError, ParameterError
-from protocol.prg import Prg
-from protocol.stats.base import SequentialTest, Step, TiePolicy
-from protocol.stats.graded import grade_of
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.prg import Prg
+from twinaudit.protocol.stats.base import SequentialTest, Step, TiePolicy
+from twinaudit.protocol.stats.graded import grade_of
 
 from .scores.classifier import MAX_MARGIN
 

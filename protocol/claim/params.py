@@ -1,7 +1,7 @@
 """The owner's claim parameters (spec §10.1): one typed form from the CLI to the claim map.
 
 The owner's tools build a :class:`ClaimParams` (``twinaudit owner claim``), the wire
-layer carries it as a ``ClaimStart`` message (``wire.claim_start``), the verifier reads
+layer carries it as a ``ClaimStart`` message (``twinaudit.wire.claim_start``), the verifier reads
 it back into a :class:`ClaimParams` and starts the claim from it; the claim map that
 transcripts and verdicts carry (:mod:`.claim_map`) holds these parameters with the
 knowledge condition resolved, the record and the oracle's description.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol import limits
-from protocol.errors import InputError, ParameterError
-from protocol.stats.base import TiePolicy
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.stats.base import TiePolicy
 
 from .functions import ScoreRequest
 from .schedule import DEFAULT_WINDOW, MAX_WINDOW, default_window_max

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from protocol.errors import InputError, LimitExceededError
+from twinaudit.protocol.errors import InputError, LimitExceededError
 
 #: An image query's shape: (height, width, channels).
 Shape = tuple[int, int, int]

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from protocol.errors import InputError
+from twinaudit.protocol.errors import InputError
 
 #: The status of a claim that failed (spec §10.2 step 4): the only one a restart takes.
 FAILED: Final = "failed"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.errors import ParameterError
+from twinaudit.protocol.errors import ParameterError
 
 #: Pairs of a claim's first request unless the claim says otherwise.
 DEFAULT_WINDOW = 8

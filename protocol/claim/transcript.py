@@ -10,7 +10,8 @@ canonical map. On disk and on the wire it is the concatenation of frames
 over the records' canonical bytes; the verdict carries the last link, so changing,
 dropping, reordering or appending a record changes the hash. The header record is
 ``{"type": "header", "spec", "claim"}``; each pair record has :data:`PAIR_KEYS` and the
-keys its score function adds (:attr:`~protocol.claim.functions.ScoreFunction.record_keys`),
+keys its score function adds
+(:attr:`~twinaudit.protocol.claim.functions.ScoreFunction.record_keys`),
 checked by :func:`check_pair_record`.
 """
 
@@ -21,11 +22,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from protocol.encoding import Value, decode, encode
-from protocol.errors import EncodingError, InputError, LimitExceededError
-from protocol.hashing import TAG_PREFIX
-from protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
-from protocol.limits import HASH_BYTES
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.errors import EncodingError, InputError, LimitExceededError
+from twinaudit.protocol.hashing import TAG_PREFIX
+from twinaudit.protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
+from twinaudit.protocol.limits import HASH_BYTES
 
 from .functions import score_function
 from .outcome import OUTCOME_CHARS

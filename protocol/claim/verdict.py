@@ -5,8 +5,8 @@ A verdict is a canonical map signed by the arbiter in an envelope of kind
 runs offline: it verifies the signature, decodes the payload strictly, checks the
 schema and the spec version, and returns the parsed verdict. :func:`verdict_payload`
 builds the payload a claim engine signs. The claim map inside is checked by
-:meth:`~protocol.claim.claim_map.ClaimMap.from_value`, with the Describe-map parser the
-caller gives (``verifier.verdict`` binds the verifier's).
+:meth:`~twinaudit.protocol.claim.claim_map.ClaimMap.from_value`, with the Describe-map parser the
+caller gives (``twinaudit.verifier.verdict`` binds the verifier's).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol import SPEC_VERSION
-from protocol.encoding import Value
-from protocol.envelope import Envelope, open_envelope, require_sole_signer
-from protocol.errors import InputError, SignatureError
-from protocol.keys import key_id
-from protocol.stats.base import Reported, Step
-from protocol.versioning import require_supported
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.envelope import Envelope, open_envelope, require_sole_signer
+from twinaudit.protocol.errors import InputError, SignatureError
+from twinaudit.protocol.keys import key_id
+from twinaudit.protocol.stats.base import Reported, Step
+from twinaudit.protocol.versioning import require_supported
 
 from .claim_map import ClaimMap
 from .filing import Filing, check_filing, parse_filing

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.encoding import Value
+from twinaudit.protocol.encoding import Value
 
 
 def to_typed(value: Value) -> dict[str, Any]:

@@ -16,29 +16,35 @@ from typing import Any
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION
-from protocol.claim.claim_map import check_input_fit
-from protocol.claim.functions import score_spec_from_value
-from protocol.claim.order import check_excluded
-from protocol.claim.requests import Shape, queries_per_request, request_runs
-from protocol.claim.schedule import WindowSchedule
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.claim.scores.encoder import EncoderSpec
-from protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
-from protocol.claim.transcript import iter_records
-from protocol.commitment import PairOpening, commit_pair
-from protocol.encoding import Value, encode
-from protocol.errors import TwinauditError
-from protocol.items import CaptionedImageItem, ImageItem, TextItem, decode_item, encode_item
-from protocol.keys import key_id
-from protocol.merkle import MerkleTree
-from protocol.seeds import publication_bits
-from protocol.stats.base import TiePolicy
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
-from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
-from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
-from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.claim_map import check_input_fit
+from twinaudit.protocol.claim.functions import score_spec_from_value
+from twinaudit.protocol.claim.order import check_excluded
+from twinaudit.protocol.claim.requests import Shape, queries_per_request, request_runs
+from twinaudit.protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.encoder import EncoderSpec
+from twinaudit.protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
+from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.commitment import PairOpening, commit_pair
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.items import (
+    CaptionedImageItem,
+    ImageItem,
+    TextItem,
+    decode_item,
+    encode_item,
+)
+from twinaudit.protocol.keys import key_id
+from twinaudit.protocol.merkle import MerkleTree
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, EncoderOracle
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer, ImageTextOracle
+from twinaudit.protocol.oracles.language import LanguageModelOracle, LogprobAnswer
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 
 from .typed_json import from_typed, to_typed
 from .vectors_core import TEST_KEY_SEED, case, error_fields, render

@@ -14,12 +14,12 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION, limits
-from protocol.commitment import commit_pair, version_digest
-from protocol.encoding import encode
-from protocol.envelope import Envelope, pae, payload_type, sign_envelope
-from protocol.errors import TwinauditError
-from protocol.escrow_messages import (
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.commitment import commit_pair, version_digest
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.envelope import Envelope, pae, payload_type, sign_envelope
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
     Receipt,
@@ -28,11 +28,11 @@ from protocol.escrow_messages import (
     sign_checkpoint,
     sign_receipt,
 )
-from protocol.hashing import tagged_hash
-from protocol.keys import key_id, raw_public_key
-from protocol.merkle import EMPTY_ROOT, MerkleTree
-from protocol.prg import Prg, bit_stream, stream_key, without_replacement
-from protocol.seeds import audit_seed, publication_bits, publication_seed
+from twinaudit.protocol.hashing import tagged_hash
+from twinaudit.protocol.keys import key_id, raw_public_key
+from twinaudit.protocol.merkle import EMPTY_ROOT, MerkleTree
+from twinaudit.protocol.prg import Prg, bit_stream, stream_key, without_replacement
+from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
 
 from .typed_json import to_typed
 

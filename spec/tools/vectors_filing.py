@@ -24,13 +24,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION
-from protocol.claim.filing import ClaimRequest, sign_claim_request
-from protocol.encoding import Value, encode
-from protocol.envelope import Envelope, Signature, payload_type, sign_envelope
-from protocol.keys import key_id, raw_public_key
-from wire.claim_start import start_map
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.filing import ClaimRequest, sign_claim_request
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.envelope import Envelope, Signature, payload_type, sign_envelope
+from twinaudit.protocol.keys import key_id, raw_public_key
+from twinaudit.wire.claim_start import start_map
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 from .typed_json import to_typed
 from .vectors_core import TEST_KEY_SEED, render

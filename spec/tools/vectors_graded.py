@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from protocol import SPEC_VERSION
-from protocol.stats.base import Decision
-from protocol.stats.graded import (
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.graded import (
     Counts,
     GradedMixtureTest,
     counts_from_list,
@@ -24,7 +24,7 @@ from protocol.stats.graded import (
     log_e_value,
     reaches,
 )
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, GRID15_V1, get_prior
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, GRID15_V1, get_prior
 
 from .vectors_core import case, render
 

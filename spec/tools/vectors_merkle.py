@@ -19,8 +19,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from protocol import SPEC_VERSION
-from protocol.merkle import EMPTY_ROOT, MAX_TREE_SIZE, MerkleTree
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.merkle import EMPTY_ROOT, MAX_TREE_SIZE, MerkleTree
 
 from .vectors_core import render
 

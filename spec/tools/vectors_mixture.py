@@ -14,10 +14,16 @@ import math
 from pathlib import Path
 from typing import Any
 
-from protocol import SPEC_VERSION, limits
-from protocol.stats.base import Decision
-from protocol.stats.mixture import MixtureTest, detection_boundary, e_value, log_e_value, reaches
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, GRID15_V1, get_prior
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.mixture import (
+    MixtureTest,
+    detection_boundary,
+    e_value,
+    log_e_value,
+    reaches,
+)
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, GRID15_V1, get_prior
 
 from .vectors_core import case, render
 

@@ -13,10 +13,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from protocol import SPEC_VERSION, limits
-from protocol.stats.base import Decision
-from protocol.stats.paper_test import PaperTest
-from protocol.stats.pprm import pprm_interval
+from twinaudit.protocol import SPEC_VERSION, limits
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.paper_test import PaperTest
+from twinaudit.protocol.stats.pprm import pprm_interval
 
 from .vectors_core import case, render
 

@@ -15,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from protocol import SPEC_VERSION
-from protocol.claim.outcome import LOSS, TIE, WIN, compare
-from protocol.errors import ParameterError
-from protocol.items import MAX_IMAGE_SIDE
-from protocol.prg import Prg
-from verifier.oracles.base import ClassifyAnswer
-from verifier.oracles.embedding import EmbeddingAnswer
-from verifier.oracles.image_text import ImageTextAnswer
-from verifier.oracles.language import LogprobAnswer
-from verifier.scoring import classifier, encoder, image_text, language
-from verifier.scoring.augment import (
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.outcome import LOSS, TIE, WIN, compare
+from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.items import MAX_IMAGE_SIDE
+from twinaudit.protocol.oracles.base import ClassifyAnswer
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer
+from twinaudit.protocol.oracles.language import LogprobAnswer
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring import classifier, encoder, image_text, language
+from twinaudit.verifier.scoring.augment import (
     CROP_FAMILIES,
     apply,
     bilinear_axis,
@@ -34,8 +34,8 @@ from verifier.scoring.augment import (
     resize_bilinear,
     to_unit,
 )
-from verifier.scoring.cosine import cosine
-from verifier.scoring.fit import fit_image
+from twinaudit.verifier.scoring.cosine import cosine
+from twinaudit.verifier.scoring.fit import fit_image
 
 from .typed_json import from_typed
 from .vectors_core import case, render

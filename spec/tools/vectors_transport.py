@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from protocol import limits
-from protocol.claim.requests import padding, queries_per_request, request_runs
-from wire.openings import ReceivedPair, collect_openings
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.protocol import limits
+from twinaudit.protocol.claim.requests import padding, queries_per_request, request_runs
+from twinaudit.wire.openings import ReceivedPair, collect_openings
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 from .vectors_core import case
 

@@ -33,22 +33,27 @@ import numpy as np
 import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import SPEC_VERSION
-from protocol.claim.filing import ClaimRequest, Filing, sign_claim_request
-from protocol.claim.openings import OpenedPair, encode_openings
-from protocol.claim.scores.classifier import MAX_MARGIN, ScoreSpec
-from protocol.claim.transcript import TranscriptWriter, iter_records
-from protocol.commitment import PairOpening, commit_pair
-from protocol.encoding import Value, decode, encode
-from protocol.envelope import Envelope, payload_type, sign_envelope
-from protocol.items import ImageItem, decode_item, encode_item
-from protocol.keys import key_id, raw_public_key
-from protocol.merkle import MerkleTree
-from protocol.seeds import publication_bits
-from protocol.stats.base import TiePolicy
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
-from wire.claim_start import start_map, to_claim_start
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.filing import ClaimRequest, Filing, sign_claim_request
+from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
+from twinaudit.protocol.claim.scores.classifier import MAX_MARGIN, ScoreSpec
+from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.commitment import PairOpening, commit_pair
+from twinaudit.protocol.encoding import Value, decode, encode
+from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
+from twinaudit.protocol.items import ImageItem, decode_item, encode_item
+from twinaudit.protocol.keys import key_id, raw_public_key
+from twinaudit.protocol.merkle import MerkleTree
+from twinaudit.protocol.oracles.base import (
+    ClassifierOracle,
+    ClassifyAnswer,
+    OracleInfo,
+    check_images,
+)
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.wire.claim_start import start_map, to_claim_start
 
 from .vectors_core import TEST_KEY_SEED, render
 

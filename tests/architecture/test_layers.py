@@ -26,13 +26,21 @@ CONTRACTS = {contract["id"]: contract["name"] for contract in CONFIG["contracts"
 #: One import per contract that only that contract's rule forbids, and the package
 #: (dotted) whose new module ``deliberate_violation`` makes it.
 VIOLATIONS = {
-    "protocol-alone": ("protocol", "import wire.transport\n"),
-    "wire-below-roles": ("wire", "import verifier.claim\n"),
-    "cli-on-top": ("owner", "import twinaudit.cli\n"),
-    "owner-verifier-apart": ("verifier", "import owner.vault\n"),
-    "layers": ("twinaudit", "import demo.run\n"),
-    "arbiter-apart-from-serving": ("verifier.escrow", "import verifier.oracles.torch_oracle\n"),
+    "roles": ("twinaudit.owner", "import twinaudit.verifier.claim\n"),
+    "tooling": ("twinaudit.cli", "import demo.run\n"),
+    "no-torch-for-the-arbiter": ("twinaudit.verifier.escrow", "import torch\n"),
+    "one-root": ("tests", "import protocol.errors\n"),
 }
+
+#: Imports the roles contract forbids, each in a module of the first package.
+ROLE_VIOLATIONS = [
+    ("twinaudit.protocol", "import twinaudit.wire.transport\n"),
+    ("twinaudit.wire", "import twinaudit.verifier.claim\n"),
+    ("twinaudit.owner", "import twinaudit.cli.main\n"),
+    ("twinaudit.verifier", "import twinaudit.owner.vault\n"),
+    ("twinaudit.practitioner", "import twinaudit.verifier.oracles.held\n"),
+    ("twinaudit.verifier.oracles", "import twinaudit.practitioner.torch_oracle\n"),
+]
 
 
 def _lint_imports(cwd):
@@ -58,6 +66,7 @@ def _not_python(folder, names):
 
 
 def _copy_python_files(target):
+    """Copy the packages' Python files, the roles' folders as the links lead (files, not links)."""
     for package in PACKAGES:
         shutil.copytree(ROOT / package, target / package, ignore=_not_python)
 
@@ -73,19 +82,12 @@ def test_every_contract_has_a_violation_case():
     assert set(VIOLATIONS) == set(CONTRACTS)
 
 
-def test_every_oracle_module_is_on_one_side():
-    """Each module of verifier/oracles/ is the arbiter's or the practitioner's, not both."""
-    (contract,) = [c for c in CONFIG["contracts"] if c["id"] == "arbiter-apart-from-serving"]
-    prefix = "verifier.oracles."
-    arbiter = {name for name in contract["source_modules"] if name.startswith(prefix)}
-    serving = {name for name in contract["forbidden_modules"] if name.startswith(prefix)}
-    modules = {
-        prefix + path.stem
-        for path in (ROOT / "verifier" / "oracles").glob("*.py")
-        if path.stem != "__init__"
-    }
-    assert not arbiter & serving
-    assert arbiter | serving == modules
+def test_the_roles_are_the_installed_roots_subpackages():
+    """Each role's folder is reached through the root: twinaudit/<role> links to it."""
+    for role in ("protocol", "wire", "owner", "verifier", "practitioner"):
+        link = ROOT / "twinaudit" / role
+        assert link.is_symlink(), link
+        assert link.resolve() == (ROOT / role).resolve()
 
 
 def _assert_breaks(tmp_path, contract, package, line):
@@ -108,9 +110,15 @@ def test_a_deliberate_violation_fails(tmp_path, contract):
     _assert_breaks(tmp_path, contract, package, line)
 
 
+@pytest.mark.parametrize(("package", "line"), ROLE_VIOLATIONS)
+def test_each_layer_and_role_boundary_is_kept(tmp_path, package, line):
+    """A lower layer importing a higher one, or a role importing another, breaks ``roles``."""
+    _assert_breaks(tmp_path, "roles", package, line)
+
+
 def test_bench_does_not_import_the_test_package(tmp_path):
     """bench/ uses public modules only (issue #21): ``tests`` is its sibling, not below it."""
-    broken = _assert_breaks(tmp_path, "layers", "bench", "import tests.support.data\n")
+    broken = _assert_breaks(tmp_path, "tooling", "bench", "import tests.support.data\n")
     assert "bench is not allowed to import tests" in broken.stdout, broken.stdout
 
 
@@ -131,8 +139,7 @@ def test_the_top_level_packages_import_one_another_without_a_cycle():
         order = list(TopologicalSorter(depends).static_order())
     except CycleError as error:
         pytest.fail(f"package-level cycle: {error.args[1]}")
-    assert order.index("protocol") < order.index("wire") < order.index("owner")
-    assert order.index("wire") < order.index("verifier") < order.index("twinaudit")
+    assert order.index("twinaudit") < order.index("demo") < order.index("evaluation")
 
 
 def _ruff_on(filename, source):
@@ -150,9 +157,11 @@ def _ruff_on(filename, source):
 
 
 PRIVATE_USES = {
-    "an imported private name": '"""x."""\n\nfrom protocol.encoding import _walk\n\nprint(_walk)\n',
+    "an imported private name": (
+        '"""x."""\n\nfrom twinaudit.protocol.encoding import _walk\n\nprint(_walk)\n'
+    ),
     "a private attribute": (
-        '"""x."""\n\nimport protocol.encoding\n\nprint(protocol.encoding._walk)\n'
+        '"""x."""\n\nimport twinaudit.protocol.encoding as enc\n\nprint(enc._walk)\n'
     ),
 }
 

@@ -50,15 +50,15 @@ def test_every_proto_package_is_versioned():
 
 
 def test_generated_modules_live_in_wire_under_their_wire_names():
-    # The Python location is wire.<service>.v1; the descriptors (file name, package,
+    # The Python location is twinaudit.wire.<service>.v1; the descriptors (file name, package,
     # services, so every method path) are those of proto/twinaudit/<service>/v1/.
     for proto in sorted((ROOT / "proto").rglob("*.proto")):
         rel = proto.relative_to(ROOT / "proto")
         package = rel.parent.as_posix().replace("/", ".")
-        module_name = "wire." + ".".join(rel.parent.parts[1:]) + f".{proto.stem}_pb2"
+        module_name = "twinaudit.wire." + ".".join(rel.parent.parts[1:]) + f".{proto.stem}_pb2"
         if rel.as_posix() in FOREIGN:
             package = FOREIGN[rel.as_posix()]
-            module_name = "wire." + ".".join(rel.parent.parts) + f".{proto.stem}_pb2"
+            module_name = "twinaudit.wire." + ".".join(rel.parent.parts) + f".{proto.stem}_pb2"
         module = importlib.import_module(module_name)
         assert module.DESCRIPTOR.name == rel.as_posix()
         assert module.DESCRIPTOR.package == package
@@ -79,7 +79,7 @@ def test_a_foreign_protocol_has_its_own_descriptor_pool():
     # pool; the OIP client's messages load beside either of them.
     from google.protobuf import descriptor_pool
 
-    from wire.oip.v2 import grpc_predict_v2_pb2 as oip
+    from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as oip
 
     assert oip.DESCRIPTOR.package == "inference"
     assert oip.DESCRIPTOR.pool is not descriptor_pool.Default()

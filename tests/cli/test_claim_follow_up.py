@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.claim.scores.classifier import ScoreSpec
 from tests.support.claims import make_pairset, run_session, signed_verdict
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
-from twinaudit.results import label_only_follow_up
-from verifier.verdict import check_verdict
+from twinaudit.cli.results import label_only_follow_up
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.verifier.verdict import check_verdict
 
 # Salts, rho and claim nonce fixed, so that every claim here is the same on every run:
 # the untrained oracle's claims end NOT-DETECTED with them (with fresh salts a claim

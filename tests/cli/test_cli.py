@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from protocol.keys import load_private_key, write_keypair
 from tests.support.claims import make_pairset, run_session, signed_verdict
-from twinaudit.cli import main
+from twinaudit.cli.main import main
+from twinaudit.protocol.keys import load_private_key, write_keypair
 
 
 def test_plan_reports_both_tests(capsys):
@@ -109,7 +109,7 @@ def test_keygen_never_overwrites(tmp_path):
 def test_version_names_the_package_and_the_spec(flag, capsys):
     from importlib import metadata
 
-    from protocol import SPEC_VERSION
+    from twinaudit.protocol import SPEC_VERSION
 
     with pytest.raises(SystemExit) as exit_info:
         main([flag])
@@ -142,7 +142,7 @@ def test_help_states_the_exit_codes(capsys):
 
 
 def test_a_missing_optional_extra_names_the_install_not_a_traceback(monkeypatch, capsys):
-    import twinaudit.cmd_plan as cmd_plan
+    import twinaudit.cli.cmd_plan as cmd_plan
 
     def needs_torch(args):
         raise ModuleNotFoundError("No module named 'torch'", name="torch")
@@ -156,7 +156,7 @@ def test_a_missing_optional_extra_names_the_install_not_a_traceback(monkeypatch,
 def test_every_option_of_every_command_has_help():
     import argparse
 
-    from twinaudit.cli import build_parser
+    from twinaudit.cli.main import build_parser
 
     lacking = []
 
@@ -180,8 +180,8 @@ def test_every_option_with_a_default_states_it(monkeypatch):
     """
     import argparse
 
-    from twinaudit import conventions
-    from twinaudit.cli import build_parser
+    from twinaudit.cli import conventions
+    from twinaudit.cli.main import build_parser
 
     for variable in set(conventions.ENVIRONMENT.values()):
         monkeypatch.delenv(variable, raising=False)
@@ -216,7 +216,7 @@ def test_plan_help_is_plain_text_with_an_example(capsys):
 
 
 def test_the_arbiter_address_and_key_come_from_the_environment(monkeypatch, tmp_path, capsys):
-    from twinaudit.cli import build_parser
+    from twinaudit.cli.main import build_parser
 
     vault = str(tmp_path / "vault")
     with pytest.raises(SystemExit):
@@ -234,7 +234,7 @@ def test_the_arbiter_address_and_key_come_from_the_environment(monkeypatch, tmp_
 def test_threads_holds_torch_to_the_count_and_refuses_zero(tmp_path, capsys):
     import torch
 
-    from twinaudit.threads import use_threads
+    from twinaudit.cli.threads import use_threads
 
     before = torch.get_num_threads()
     try:

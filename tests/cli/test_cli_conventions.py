@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from twinaudit import conventions
-from twinaudit.cli import build_parser, main
-from twinaudit.threads import MAX_DEFAULT_THREADS, default_threads, passive_wait
+from twinaudit.cli import conventions
+from twinaudit.cli.main import build_parser, main
+from twinaudit.cli.threads import MAX_DEFAULT_THREADS, default_threads, passive_wait
 
 
 def _commands():

@@ -18,11 +18,6 @@ import numpy as np
 import pytest
 import torch
 
-from owner.claim_client import ScoreChoice, choose_score
-from owner.text.publication import read_published_texts
-from protocol.errors import InputError, ParameterError
-from protocol.items import CaptionedImageItem, ImageItem
-from protocol.keys import load_public_key
 from tests.owner.test_owner_text_fixtures import ENTRIES, mark_text_args, write_text_inputs
 from tests.support import foundation as fm
 from tests.support.cli_processes import (
@@ -34,8 +29,13 @@ from tests.support.cli_processes import (
     stop,
 )
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import main
-from verifier.verdict import check_verdict
+from twinaudit.cli.main import main
+from twinaudit.owner.claim_client import ScoreChoice, choose_score
+from twinaudit.owner.text.publication import read_published_texts
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.items import CaptionedImageItem, ImageItem
+from twinaudit.protocol.keys import load_public_key
+from twinaudit.verifier.verdict import check_verdict
 
 #: More synonyms than the shared fixture's, so that most of the sentences can be marked.
 MORE_ENTRIES = {

@@ -25,12 +25,17 @@ from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
-from twinaudit.cli import main
-from twinaudit.results import EXIT_NOT_DETECTED
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.verdict import check_verdict
+from twinaudit.cli.main import main
+from twinaudit.cli.results import EXIT_NOT_DETECTED
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.oracles.base import (
+    ClassifierOracle,
+    ClassifyAnswer,
+    OracleInfo,
+    check_images,
+)
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.verdict import check_verdict
 
 N_IMAGES = 44
 

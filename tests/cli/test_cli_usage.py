@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from owner.vault import Vault, write_vault
-from protocol.keys import public_key_pem
 from tests.support.keys import KEY
-from twinaudit import conventions
-from twinaudit.cli import build_parser, main
+from twinaudit.cli import conventions
+from twinaudit.cli.main import build_parser, main
+from twinaudit.owner.vault import Vault, write_vault
+from twinaudit.protocol.keys import public_key_pem
 
 
 def _vault(tmp_path):

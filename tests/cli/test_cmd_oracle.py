@@ -12,10 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tests.support.models import TinyCNN  # noqa: E402
-from twinaudit.cli import main as cli_main  # noqa: E402
-from verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
-from verifier.oracles.torch_oracle import TorchClassifierOracle  # noqa: E402
-from wire.transport import make_channel  # noqa: E402
+from twinaudit.cli.main import main as cli_main  # noqa: E402
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle  # noqa: E402
+from twinaudit.verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
+from twinaudit.wire.transport import make_channel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,7 +223,7 @@ def test_usage_errors(tmp_path, capsys):
 
 def test_help_does_not_import_torch():
     code = (
-        "import sys; from twinaudit.cli import build_parser; build_parser(); "
+        "import sys; from twinaudit.cli.main import build_parser; build_parser(); "
         "assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

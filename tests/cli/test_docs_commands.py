@@ -4,7 +4,7 @@
 read as a script: each command line (``\\``-continued lines joined, ``#`` comments
 dropped) is checked without running it, and so is every ``twinaudit`` command quoted in
 a table. A ``twinaudit`` command must parse with the console script's own parser
-(:func:`twinaudit.cli.build_parser`, environment variables set by the block's
+(:func:`twinaudit.cli.main.build_parser`, environment variables set by the block's
 ``export`` lines included); ``python -m demo``, ``demo.practitioner``,
 ``evaluation`` and ``bench`` and the scripts under ``docs/examples/`` must parse with
 theirs (their ``parse_args`` is stopped before the command would run; ``--help`` is
@@ -13,7 +13,7 @@ fails the test, so a new kind of command in the docs needs a check here. Every
 relative link and every repository path quoted in code must exist.
 
 **Run.** These commands are also executed, in-process through
-:func:`twinaudit.cli.main`, each in its own ``tmp_path`` (its working directory), with
+:func:`twinaudit.cli.main.main`, each in its own ``tmp_path`` (its working directory), with
 only the ``TWINAUDIT_`` variables its document exported above it (a document's blocks
 are one shell session), and must exit 0, or with the status a ``# exit N`` comment
 states:
@@ -77,13 +77,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import owner.marking.proxy as proxy_module
-from owner.vault.layout import MANIFEST_FILE
+import twinaudit.owner.marking.proxy as proxy_module
 from tests.support import docs_world
 from tests.support.cli_processes import ROOT, serve, stop
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import build_parser
-from twinaudit.cli import main as cli_main
+from twinaudit.cli.main import build_parser
+from twinaudit.cli.main import main as cli_main
+from twinaudit.owner.vault.layout import MANIFEST_FILE
 
 #: The documents whose commands and links are checked.
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
@@ -443,25 +443,36 @@ def _photos(folder: Path, labels: Path, n: int = 12) -> None:
             rows.writerow([name, index % 3])
 
 
+def quick_start_in(folder: Path) -> list[tuple[Command, list[str]]]:
+    """Return the quick start's commands, their words made to run in ``folder``.
+
+    Twelve small photos and their labels stand in for the reader's, the runs folder is in
+    ``folder`` and the servers listen on free ports.
+    """
+    _photos(folder / "photos", folder / "photos.csv")
+    names = {
+        "~/photos.csv": str(folder / "photos.csv"),
+        "~/photos": str(folder / "photos"),
+        "runs/try": str(folder / "try"),
+        "127.0.0.1:7443": f"127.0.0.1:{_free_port()}",
+        "127.0.0.1:7500": f"127.0.0.1:{_free_port()}",
+    }
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)))
+    return [
+        (command, [pattern.sub(lambda m: names[m.group()], w) for w in command.words])
+        for command in _quick_start()
+    ]
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_the_readme_quick_start_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
-    _photos(tmp_path / "photos", tmp_path / "photos.csv")
-    names = {
-        "~/photos.csv": str(tmp_path / "photos.csv"),
-        "~/photos": str(tmp_path / "photos"),
-        "runs/try": str(tmp_path / "try"),
-        "127.0.0.1:7443": f"127.0.0.1:{_free_port()}",
-        "127.0.0.1:7500": f"127.0.0.1:{_free_port()}",
-    }
-    pattern = re.compile("|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)))
     servers = []
     ran = []
     try:
-        for command in _quick_start():
-            words = [pattern.sub(lambda m: names[m.group()], w) for w in command.words]
+        for command, words in quick_start_in(tmp_path):
             program, rest = words[0], words[1:]
             if program == ".":
                 continue  # the virtual environment: this test runs in it
@@ -516,7 +527,7 @@ VECTORS = ROOT / "spec" / "vectors" / "verdicts.json"
 
 def _signed_verdict(folder: Path) -> dict[str, Path]:
     """Write a real signed verdict, its transcript and the key that signed it into ``folder``."""
-    from protocol.keys import public_key_from_raw, public_key_pem
+    from twinaudit.protocol.keys import public_key_from_raw, public_key_pem
 
     vectors = json.loads(VECTORS.read_text(encoding="utf-8"))
     key = public_key_from_raw(bytes.fromhex(vectors["description"].split("public key ")[1][:64]))
@@ -708,7 +719,7 @@ def test_a_documented_completion_command_runs(command, tmp_path, monkeypatch, ca
 # 127.0.0.1 (each must print its ready line; a server started on the address another
 # one holds stops that one first, as a foreground server is stopped before the next is
 # typed), and every other ``twinaudit`` command runs in-process through
-# :func:`twinaudit.cli.main` and must exit as documented and leave what it says it
+# :func:`twinaudit.cli.main.main` and must exit as documented and leave what it says it
 # leaves (:func:`_expect`). Only :data:`ADDRESSES` and :data:`NAMES` are substituted;
 # the world a session starts from (:data:`WORLD`: tiny photos, model files, certificates,
 # a running arbiter and oracle, an escrowed vault) is made with the names the document
@@ -747,9 +758,9 @@ PLACEHOLDERS = {"FILE": "model.onnx", "DIR": "my-vit"}
 PICKLED_FILE = "whole.pt"
 #: The trainings a session runs, made tiny: (module, constant, value).
 FAST = (
-    ("owner.marking.proxy", "OWN_STEPS", 24),
-    ("owner.marking.proxy", "EPOCHS", 2),
-    ("twinaudit.cmd_estimate", "STEPS", 24),
+    ("twinaudit.owner.marking.proxy", "OWN_STEPS", 24),
+    ("twinaudit.owner.marking.proxy", "EPOCHS", 2),
+    ("twinaudit.cli.cmd_estimate", "STEPS", 24),
 )
 
 

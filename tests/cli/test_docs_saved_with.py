@@ -23,8 +23,8 @@ pytest.importorskip("safetensors")  # the formats extra; its onnxscript is neede
 import safetensors.torch  # noqa: E402
 
 from tests.support import format_models as fm  # noqa: E402
-from twinaudit import cmd_oracle  # noqa: E402
-from twinaudit.cli import build_parser  # noqa: E402
+from twinaudit.cli import cmd_oracle  # noqa: E402
+from twinaudit.cli.main import build_parser  # noqa: E402
 
 PRACTITIONER = ROOT / "docs" / "practitioner.md"
 #: The page's stand-in for a user's architecture, and the test's (the tiny CNN's weights).

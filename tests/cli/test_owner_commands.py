@@ -20,24 +20,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from owner.escrow_client import escrow_root
-from owner.images.sources import open_source
-from owner.inspect import inspect_vault
-from owner.mark import mark, mark_path, secret_from_seed
-from owner.marking import MarkingConfig
-from owner.publish import publish
-from owner.vault import Vault, VaultStorageError, write_vault
-from protocol.errors import InputError, ParameterError, StateError, VerificationError
-from protocol.keys import public_key_pem
-from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
 from tests.support.fake_oracle import FlakyOracle, LinearOracle
 from tests.support.keys import KEY, OTHER
-from twinaudit.cli import main
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.verdict import check_verdict
-from wire.transport import make_channel
+from twinaudit.cli.main import main
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.inspect import inspect_vault
+from twinaudit.owner.mark import mark, mark_path, secret_from_seed
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.publish import publish
+from twinaudit.owner.vault import Vault, VaultStorageError, write_vault
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.errors import InputError, ParameterError, StateError, VerificationError
+from twinaudit.protocol.keys import public_key_pem
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.transport import make_channel
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = secret_from_seed("owner tests")
@@ -115,7 +115,7 @@ def test_interrupted_mark_resumes_to_identical_bytes(photos, tmp_path, monkeypat
 
 
 def _marker(config: MarkingConfig):
-    from owner.marking import make_marker
+    from twinaudit.owner.marking import make_marker
 
     return make_marker(config, SEED)
 
@@ -168,7 +168,7 @@ def test_mark_again_on_a_finished_vault(photos, tmp_path):
 def test_disk_full_during_mark_is_resumable(photos, tmp_path, monkeypatch):
     images, labels, _, _ = photos
     mark_path(images, tmp_path / "whole", GAUSSIAN, labels=labels, secret=SEED, show_progress=False)
-    from owner.vault import files as vault_files
+    from twinaudit.owner.vault import files as vault_files
 
     real = vault_files.write_all
     written = {"n": 0}
@@ -494,7 +494,7 @@ def test_claim_with_c1_on_an_unlabelled_vault_is_refused_before_the_arbiter(
 
 
 def _record_claims(tmp_path: Path) -> list[object]:
-    from verifier.escrow.sqlite_store import SqliteEscrowStore
+    from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 
     with SqliteEscrowStore(tmp_path / "escrow.db", KEY) as store:
         return store.claims_for_record(0)

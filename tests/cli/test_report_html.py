@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from protocol.encoding import decode, encode
-from protocol.envelope import Envelope, payload_type, sign_envelope
-from protocol.errors import InputError
-from protocol.keys import key_id, public_key_from_raw, public_key_pem
 from tests.support.chromium import needs_chromium, png_size, screenshot
 from tests.support.keys import KEY
-from twinaudit import report_html
-from twinaudit.cli import main
-from twinaudit.report_html import Checked, render_report, write_report
-from verifier.verdict import check_verdict
+from twinaudit.cli import report_html
+from twinaudit.cli.main import main
+from twinaudit.cli.report_html import Checked, render_report, write_report
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.keys import key_id, public_key_from_raw, public_key_pem
+from twinaudit.verifier.verdict import check_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = json.loads((ROOT / "spec" / "vectors" / "verdicts.json").read_text(encoding="utf-8"))
@@ -235,10 +235,10 @@ def test_a_host_that_answers_both_versions_alike_is_remarked(tmp_path, capsys):
     The same claim against the model itself (a model of random weights, answering
     probabilities) scores no pair alike and gets no remark.
     """
-    from protocol.claim.scores.classifier import ScoreSpec
     from tests.support.claims import make_pairset, run_session, signed_verdict
     from tests.support.fake_oracle import LinearOracle
-    from verifier.oracles.defences import wrap
+    from twinaudit.practitioner.defences import wrap
+    from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 
     key = KEY
     pairs = make_pairset(n=24, epsilon=16)

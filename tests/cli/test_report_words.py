@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from protocol.claim.transcript import iter_records
-from protocol.encoding import decode, encode
-from protocol.envelope import Envelope, payload_type, sign_envelope
-from protocol.keys import key_id, public_key_from_raw, public_key_pem
 from tests.support.keys import KEY
-from twinaudit.cli import main
-from twinaudit.report_html import Checked, render_report
-from twinaudit.report_labels import label_words, top_label
-from verifier.verdict import check_verdict
+from twinaudit.cli.main import main
+from twinaudit.cli.report_html import Checked, render_report
+from twinaudit.cli.report_labels import label_words, top_label
+from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
+from twinaudit.protocol.keys import key_id, public_key_from_raw, public_key_pem
+from twinaudit.verifier.verdict import check_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = json.loads((ROOT / "spec" / "vectors" / "verdicts.json").read_text(encoding="utf-8"))
@@ -105,8 +105,8 @@ def test_a_c3_claims_scores_are_said_as_labels(tmp_path, capsys):
 
 
 def test_a_c4_claims_scores_are_said_as_label_agreement(tmp_path, capsys):
-    from protocol.claim.scores.classifier import ScoreSpec
     from tests.support.claims import make_pairset, run_session, signed_verdict
+    from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 
     pairs = make_pairset(n=12, epsilon=16, salt_seed=b"report words C4")
     score = ScoreSpec(k=3, perturbation="noise", knowledge="C4")

@@ -3,7 +3,7 @@
 Issue #40 N10: on main a non-loopback ``--listen`` served plaintext gRPC with no warning,
 and a TLS key at mode 0644 was accepted while the signing key at 0644 was refused. Now
 such a listen needs TLS or ``--insecure-plaintext``, and the TLS key is checked as the
-signing key is (one function, ``protocol.keys.require_owner_only``). Each refusal is one
+signing key is (one function, ``twinaudit.protocol.keys.require_owner_only``). Each refusal is one
 line, exit 2, before the store is opened or the model loaded.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from protocol.errors import InputError
-from protocol.keys import write_keypair
 from tests.support import pki
-from twinaudit.cli import main as cli_main
-from twinaudit.serve_options import check_listen, is_loopback
-from wire.transport import TlsFiles, make_server
+from twinaudit.cli.main import main as cli_main
+from twinaudit.cli.serve_options import check_listen, is_loopback
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.keys import write_keypair
+from twinaudit.wire.transport import TlsFiles, make_server
 
 
 def _tls_files(folder: Path, key_mode: int) -> list[str]:

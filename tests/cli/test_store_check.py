@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from protocol.escrow_messages import EscrowRequest
-from protocol.keys import write_keypair
-from twinaudit.cli import main
-from verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.cli.main import main
+from twinaudit.protocol.escrow_messages import EscrowRequest
+from twinaudit.protocol.keys import write_keypair
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 
 
 def test_store_check_passes_a_sound_log_and_names_a_corrupt_one(tmp_path, capsys):

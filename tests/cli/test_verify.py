@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from protocol.keys import public_key_from_raw, public_key_pem, write_keypair
-from twinaudit.cli import main
-from verifier.verdict import check_verdict
+from twinaudit.cli.main import main
+from twinaudit.protocol.keys import public_key_from_raw, public_key_pem, write_keypair
+from twinaudit.verifier.verdict import check_verdict
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "verdicts.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))

@@ -21,13 +21,13 @@ import pytest
 from demo import data as demo_data
 from demo.report import ClaimOutcome
 from demo.run import QUICK, problems_of, run_demo, with_overrides
-from protocol.stats.mixture import log_e_value
-from protocol.stats.paper_test import PaperTest
-from protocol.stats.registry import make_test
 from tests.support.chromium import CHROMIUM, png_size, screenshot
-from twinaudit.verdict_plots import mixture_lower_bounds, svg_plot, trajectory
-from verifier.replay import replay
-from verifier.verdict import Verdict
+from twinaudit.cli.verdict_plots import mixture_lower_bounds, svg_plot, trajectory
+from twinaudit.protocol.stats.mixture import log_e_value
+from twinaudit.protocol.stats.paper_test import PaperTest
+from twinaudit.protocol.stats.registry import make_test
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN = Path("/usr/share/datasets/fashion-mnist")
@@ -160,7 +160,7 @@ def _verdict(test: str, indicators: str, n_pairs: int = 50, p: float = 0.05) -> 
         final = {"draws": draws, "successes": successes, "interval": None}
         final["log_statistic"] = log_e_value(draws, successes)
     else:
-        from protocol.stats.pprm import pprm_interval
+        from twinaudit.protocol.stats.pprm import pprm_interval
 
         lo, hi = pprm_interval(n_pairs, draws, successes, params["alpha"])
         final = {"draws": draws, "successes": successes, "interval": [lo, hi]}
@@ -272,8 +272,8 @@ def test_quick_demo_runs_every_stage(tmp_path):
             assert png_size(shot) == (1100, 1600) and len(shot) > 20_000  # not a blank page
         verdict = json.loads((folder / "verdict.json").read_text())
         assert verdict  # an envelope
-        from protocol.keys import load_public_key
-        from verifier.verdict import check_verdict
+        from twinaudit.protocol.keys import load_public_key
+        from twinaudit.verifier.verdict import check_verdict
 
         parsed = check_verdict(
             (folder / "verdict.json").read_bytes(),
@@ -290,7 +290,7 @@ def test_quick_demo_runs_every_stage(tmp_path):
 
 
 def test_the_mixture_bound_reaches_one_half_exactly_when_the_test_detects():
-    from protocol.stats.mixture import reaches
+    from twinaudit.protocol.stats.mixture import reaches
 
     counts = [
         (d, k) for d in (0, 1, 5, 6, 10, 40, 118, 200) for k in range(0, d + 1, max(1, d // 9))

@@ -1,7 +1,7 @@
 """``make demo`` fails by chance less than once in 200 runs, and the docs say so truly.
 
 The false- and missed-detection probabilities of the full demo are recomputed with
-:mod:`protocol.stats.power` (seconds); each must be below 0.5%, the measurements the
+:mod:`twinaudit.protocol.stats.power` (seconds); each must be below 0.5%, the measurements the
 missed-detection figure starts from must be those archived in ``docs/results-data``,
 and the figures the README and ``docs/demo.md`` state must be the computed ones.
 """
@@ -25,9 +25,9 @@ from demo.reliability import (
     reliability,
 )
 from demo.run import EXPECTED, FULL, decision_of, problems_of
-from protocol.stats.base import TiePolicy
-from protocol.stats.power import plan
-from twinaudit.cli import main as cli_main
+from twinaudit.cli.main import main as cli_main
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.protocol.stats.power import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The main table's claim at the demo's regime, and its used models.

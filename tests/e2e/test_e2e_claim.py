@@ -13,22 +13,22 @@ import time
 import grpc
 import pytest
 
-from owner.claim_client import run_claim, sign_start
-from owner.escrow_client import escrow_root
-from protocol.claim.transcript import chain_head
-from protocol.errors import SignatureError, TwinauditError, VerificationError
-from protocol.keys import key_id
 from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
 from tests.support.keys import OTHER
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from wire.claim_start import to_claim_start
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.owner.claim_client import run_claim, sign_start
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.protocol.claim.transcript import chain_head
+from twinaudit.protocol.errors import SignatureError, TwinauditError, VerificationError
+from twinaudit.protocol.keys import key_id
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.claim_start import to_claim_start
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 #: Whole disputes over gRPC with trained models: run by CI, left out of make test-fast.
 pytestmark = pytest.mark.slow

@@ -16,16 +16,16 @@ import time
 import grpc
 import pytest
 
-from owner.claim_client import run_claim
-from protocol.encoding import decode
-from protocol.envelope import Envelope
 from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
-from twinaudit.results import false_detection_bound, unopened_pairs
-from verifier.replay import replay
-from verifier.verdict import check_verdict
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.cli.results import false_detection_bound, unopened_pairs
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.protocol.encoding import decode
+from twinaudit.protocol.envelope import Envelope
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 #: Whole disputes over gRPC with trained models: run by CI, left out of make test-fast.
 pytestmark = pytest.mark.slow

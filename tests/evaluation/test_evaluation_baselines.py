@@ -14,8 +14,8 @@ from evaluation import baselines, paper, rdata, specs, ubw
 from evaluation.__main__ import main as evaluation_main
 from evaluation.build import Workspace
 from evaluation.specs import OWNER_AUDITS, ModelSpec, plan_baselines, plan_owners
-from owner.marking.proxy import SmallCNN
 from tests.support.fashion import DEBIAN, needs_data
+from twinaudit.owner.marking.proxy import SmallCNN
 
 RNG = np.random.default_rng(0)
 

@@ -39,9 +39,9 @@ from evaluation.foundation.specs import (
     scaled_sizes,
 )
 from evaluation.foundation.train import train_clip, train_lm, train_simclr
-from protocol.errors import InputError, VerificationError
 from tests.support.fashion import DEBIAN
 from tests.support.fashion import needs_data as needs_images
+from twinaudit.protocol.errors import InputError, VerificationError
 
 TINY = ["--repeats", "1", "--n-train", "40", "--epochs", "2", "--jobs", "1"]
 

@@ -43,13 +43,13 @@ from evaluation.specs import (
     plan_unlabelled,
 )
 from evaluation.standard import SmallResNet, make_resnet18, train_standard
-from owner.claim_client import choose_score
-from protocol.prg import Prg
-from protocol.stats.mixture_prior import DEFAULT_PRIOR
-from protocol.stats.power import plan
 from tests.support.fashion import DEBIAN, needs_data
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
-from verifier.scoring.augment import draw_copies, to_unit
+from twinaudit.owner.claim_client import choose_score
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from twinaudit.protocol.prg import Prg
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR
+from twinaudit.protocol.stats.power import plan
+from twinaudit.verifier.scoring.augment import draw_copies, to_unit
 
 # --- plans -------------------------------------------------------------------------------------
 

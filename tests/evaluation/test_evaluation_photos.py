@@ -11,9 +11,9 @@ from evaluation import photos
 from evaluation.__main__ import main as evaluation_main
 from evaluation.photo_pairs import RememberingOracle
 from evaluation.specs import LABELLED_DEFAULT_AUDITS, plan_photo, plan_photo_standard
-from owner.vault import Vault
 from tests.support.fashion import needs_data
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 
 
 def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_defaults():
@@ -76,7 +76,7 @@ def test_the_resizing_oracle_sends_the_model_its_own_input_size():
 @needs_data
 def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monkeypatch):
     monkeypatch.setattr(photos, "PHOTO_SIDE", 160)  # still above the 64 px working side
-    monkeypatch.setattr("owner.marking.proxy.OWN_STEPS", 20)
+    monkeypatch.setattr("twinaudit.owner.marking.proxy.OWN_STEPS", 20)
     args = ["photo", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
     args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
     assert evaluation_main(args) == 0

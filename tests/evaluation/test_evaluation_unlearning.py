@@ -17,8 +17,8 @@ from evaluation.__main__ import main as evaluation_main
 from evaluation.audit import AuditLog
 from evaluation.build import Workspace
 from evaluation.specs import CLI_AUDITS, plan_unlearning, with_sizes
-from owner.marking.proxy import fit
 from tests.support.fashion import DEBIAN, needs_data
+from twinaudit.owner.marking.proxy import fit
 
 RNG = np.random.default_rng(0)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluation.windows import requests_until, window_section
-from protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.claim.schedule import WindowSchedule
 
 
 def _result(audit: str, needed: int, n_pairs: int, detected: bool) -> dict[str, object]:

@@ -7,7 +7,7 @@ files and a request's openings sent in several messages. Each is seeded from rea
 artefacts (the spec's vectors, messages the code signs, a verdict and transcript of a
 tiny claim) and asserts one thing: every input is
 either accepted or refused with an error of the project's taxonomy
-(``protocol.errors``), never another exception; and an accepted input is one the
+(``twinaudit.protocol.errors``), never another exception; and an accepted input is one the
 code would have written (it re-encodes to the same bytes). Settings come from
 ``tests/support/fuzz.py``: a few seconds in the normal run, 50 times as many
 examples with ``TWINAUDIT_FUZZ=long`` (docs/development.md).
@@ -27,18 +27,21 @@ from google.protobuf.message import DecodeError
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.transcript import TranscriptWriter, chain_head, iter_records
-from protocol.encoding import check, decode, encode
-from protocol.envelope import Envelope, payload_type, sign_envelope, verify_envelope
-from protocol.errors import (
+from tests.support.claims import make_pairset, run_session, signed_verdict
+from tests.support.fuzz import attempt, fuzz, mutated, mutated_value
+from tests.support.keys import KEY
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.transcript import TranscriptWriter, chain_head, iter_records
+from twinaudit.protocol.encoding import check, decode, encode
+from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope, verify_envelope
+from twinaudit.protocol.errors import (
     EncodingError,
     InputError,
     LimitExceededError,
     TwinauditError,
     VerificationError,
 )
-from protocol.escrow_messages import (
+from twinaudit.protocol.escrow_messages import (
     CHECKPOINT_KIND,
     RECEIPT_KIND,
     Checkpoint,
@@ -54,7 +57,7 @@ from protocol.escrow_messages import (
     sign_receipt,
     verify_checkpoint,
 )
-from protocol.items import (
+from twinaudit.protocol.items import (
     CaptionedImageItem,
     ImageItem,
     TextItem,
@@ -62,17 +65,14 @@ from protocol.items import (
     decode_pair,
     encode_item,
 )
-from protocol.keys import key_id, load_public_key, public_key_pem
-from protocol.merkle import MerkleTree, verify_consistency, verify_inclusion
-from protocol.stats.registry import test_from_state as restore_test
-from tests.support.claims import make_pairset, run_session, signed_verdict
-from tests.support.fuzz import attempt, fuzz, mutated, mutated_value
-from tests.support.keys import KEY
-from verifier.oracles.base import OracleInfo
-from verifier.replay import replay
-from verifier.verdict import VERDICT_KIND, check_verdict, parse_verdict
-from wire.openings import ReceivedPair, collect_openings, opening_messages
-from wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.protocol.keys import key_id, load_public_key, public_key_pem
+from twinaudit.protocol.merkle import MerkleTree, verify_consistency, verify_inclusion
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.stats.registry import test_from_state as restore_test
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import VERDICT_KIND, check_verdict, parse_verdict
+from twinaudit.wire.openings import ReceivedPair, collect_openings, opening_messages
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 #: The test key of spec appendix B: the vectors' verdicts are signed with it.

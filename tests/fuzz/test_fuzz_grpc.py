@@ -31,25 +31,25 @@ from grpc_health.v1 import health_pb2
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from owner.claim_client import sign_start
-from owner.escrow_client import escrow_root
-from protocol.encoding import encode
-from protocol.errors import InputError
-from protocol.items import ImageItem, encode_item
-from protocol.keys import key_id, raw_public_key
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.fuzz import Edit, apply_edits, edits, fuzz, mutated
 from tests.support.keys import KEY
 from tests.support.pairset import PairSet
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.base import check_images
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.server import serve_arbiter
-from wire.escrow.v1 import escrow_pb2
-from wire.oracle.v1 import oracle_pb2
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.owner.claim_client import sign_start
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.items import ImageItem, encode_item
+from twinaudit.protocol.keys import key_id, raw_public_key
+from twinaudit.protocol.oracles.base import check_images
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire.escrow.v1 import escrow_pb2
+from twinaudit.wire.oracle.v1 import oracle_pb2
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
 
 TIMEOUT_S = 20.0
 G = grpc.StatusCode
@@ -115,7 +115,7 @@ class ShapedOracle(LinearOracle):
     """The test model, refusing images of a shape it does not take (InputError).
 
     The oracle server answers INTERNAL when the model itself fails (a crash is not the
-    caller's fault, verifier/oracles/grpc_server.py), and LinearOracle multiplies
+    caller's fault, practitioner/grpc_server.py), and LinearOracle multiplies
     whatever it is given; a model adapter that knows its input shape refuses the others
     as invalid input, which is what the fuzz exercises.
     """

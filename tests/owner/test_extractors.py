@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
-from owner.marking.markers import PgdMarker
-from owner.marking.torchvision_shim import import_torchvision
+from twinaudit.owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
+from twinaudit.owner.marking.markers import PgdMarker
+from twinaudit.owner.marking.torchvision_shim import import_torchvision
 
 SEED = bytes(range(32))
 
@@ -27,7 +27,7 @@ def test_shim_imports_torchvision_resnet18_and_is_idempotent():
 def test_shim_in_a_fresh_process():
     """Twice in one process, then a plain import: no error, no duplicate definitions."""
     code = (
-        "from owner.marking.torchvision_shim import import_torchvision, shim_active\n"
+        "from twinaudit.owner.marking.torchvision_shim import import_torchvision, shim_active\n"
         "a = import_torchvision(); b = import_torchvision(); assert a is b\n"
         "import torchvision.models as m; m.resnet18(weights=None)\n"
         "print(shim_active())\n"

@@ -16,16 +16,16 @@ import numpy.typing as npt
 import pytest
 from PIL import Image
 
-from owner.images import ImageBatch, ImageSource, open_source
-from protocol.encoding import Value, encode
-from protocol.errors import (
+from twinaudit.owner.images import ImageBatch, ImageSource, open_source
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.errors import (
     InputError,
     LimitExceededError,
     NotFoundError,
     ParameterError,
     TwinauditError,
 )
-from protocol.items import MAX_IMAGE_SIDE
+from twinaudit.protocol.items import MAX_IMAGE_SIDE
 
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pytest
 from PIL import Image
 
-from owner.images import (
+from twinaudit.owner.images import (
     ImageBatch,
     ImageSource,
     amplified_difference,
@@ -22,9 +22,9 @@ from owner.images import (
     write_contact_sheet,
     write_fitted_contact_sheet,
 )
-from owner.images.sheet import GAP, TITLE_HEIGHT
-from protocol.encoding import Value
-from protocol.errors import InputError, NotFoundError, ParameterError, StateError
+from twinaudit.owner.images.sheet import GAP, TITLE_HEIGHT
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError, StateError
 
 Pixels = npt.NDArray[np.uint8]
 

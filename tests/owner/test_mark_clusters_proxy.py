@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import owner.marking.proxy as proxy_module
-from owner.images.sources import open_source
-from owner.mark import mark
-from owner.marking import MarkingConfig
-from owner.marking.clusters import cluster_count, cluster_labels, kmeans
-from owner.marking.config import CLUSTERS_PROXY, MIN_CLUSTERED
-from owner.vault import Vault
-from protocol.errors import InputError
+import twinaudit.owner.marking.proxy as proxy_module
 from tests.support.extractors import proxy_config
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.clusters import cluster_count, cluster_labels, kmeans
+from twinaudit.owner.marking.config import CLUSTERS_PROXY, MIN_CLUSTERED
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.errors import InputError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -110,7 +110,7 @@ def test_too_few_images_to_cluster_are_refused_before_anything_is_written(tmp_pa
 
 
 def test_inspect_measures_a_clusters_vault_in_the_default_extractor(tmp_path):
-    from owner.inspect import inspect_vault
+    from twinaudit.owner.inspect import inspect_vault
 
     source = _photos(tmp_path)
     vault = mark(source, tmp_path / "v", _config(), secret=SECRET, show_progress=False).vault

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from owner.images.sources import open_source
-from owner.mark import mark
-from owner.marking import MarkingConfig
-from protocol.errors import InputError
 from tests.support.cli_processes import cli
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.protocol.errors import InputError
 
 
 def _folder(tmp_path: Path) -> Path:

@@ -8,24 +8,29 @@ import numpy as np
 import pytest
 import torch
 
-import owner.marking.proxy as proxy_module
-from owner.images.sources import open_source
-from owner.mark import mark
-from owner.marking import MarkingConfig
-from owner.marking.config import (
+import twinaudit.owner.marking.proxy as proxy_module
+from tests.support.extractors import proxy_config
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
+from twinaudit.cli.main import main as cli_main
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.config import (
     OWN_OTHER_SIDE,
     OWN_PROXY,
     TRAINED_WHILE_MARKING,
     own_proxy_side,
     pgd_defaults,
 )
-from owner.marking.extractors import load_extractor
-from owner.marking.proxy import SmallCNN, own_proxy_epochs, train_own_proxy, weights_digest
-from owner.vault import Vault
-from protocol.errors import InputError, ParameterError
-from tests.support.extractors import proxy_config
-from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import main as cli_main
+from twinaudit.owner.marking.extractors import load_extractor
+from twinaudit.owner.marking.proxy import (
+    SmallCNN,
+    own_proxy_epochs,
+    train_own_proxy,
+    weights_digest,
+)
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.errors import InputError, ParameterError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -170,7 +175,7 @@ def test_the_cli_marks_with_its_own_proxy_when_given_labels(tmp_path, capsys):
 
 
 def test_without_labels_the_default_is_the_clusters_proxy_from_twenty_images(tmp_path):
-    from owner.kinds import ImageOptions, MarkOptions, marking_config
+    from twinaudit.owner.kinds import ImageOptions, MarkOptions, marking_config
 
     source = _photos(tmp_path, labels=False)
     options = MarkOptions(input=tmp_path, out=tmp_path / "v", image=ImageOptions(epsilon=10))
@@ -189,7 +194,7 @@ def test_without_labels_the_default_is_the_clusters_proxy_from_twenty_images(tmp
 
 
 def test_inspect_measures_an_own_proxy_vault_in_the_default_extractor(tmp_path):
-    from owner.inspect import inspect_vault
+    from twinaudit.owner.inspect import inspect_vault
 
     source = _photos(tmp_path)
     vault = mark(source, tmp_path / "v", _config(), secret=SECRET, show_progress=False).vault

@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch import nn
 
-from owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
-from owner.marking.extractors import Extractor
-from owner.marking.markers import PgdMarker
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, NotFoundError, ParameterError
+from twinaudit.owner.marking import MarkingConfig, feature_distances, load_extractor, make_marker
+from twinaudit.owner.marking.extractors import Extractor
+from twinaudit.owner.marking.markers import PgdMarker
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError
 
 SEED = bytes(range(32))
 OTHER_SEED = bytes(range(1, 33))
@@ -368,7 +368,7 @@ def test_feature_distances_checks_its_arrays():
 
 def test_config_import_does_not_import_torch():
     code = (
-        "import sys, owner.marking; owner.marking.MarkingConfig()\n"
+        "import sys, twinaudit.owner.marking; twinaudit.owner.marking.MarkingConfig()\n"
         "assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from owner.images.sources import _check_pixel_bytes, open_source
-from owner.mark import mark
-from owner.marking import MarkingConfig, make_marker
-from owner.marking.memory import (
+from tests.support.cli_processes import cli
+from tests.support.photos import photo, write_photos
+from twinaudit.owner.images.sources import _check_pixel_bytes, open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig, make_marker
+from twinaudit.owner.marking.memory import (
     BASE_BYTES,
     DEFAULT_MEMORY,
     MIN_MEMORY,
@@ -31,11 +33,9 @@ from owner.marking.memory import (
     parse_memory,
     proxy_training_bytes,
 )
-from owner.vault import Vault
-from owner.vault.writer import VaultWriter
-from protocol.errors import LimitExceededError, ParameterError
-from tests.support.cli_processes import cli
-from tests.support.photos import photo, write_photos
+from twinaudit.owner.vault import Vault
+from twinaudit.owner.vault.writer import VaultWriter
+from twinaudit.protocol.errors import LimitExceededError, ParameterError
 
 SEED = bytes(range(32))
 

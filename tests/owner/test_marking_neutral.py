@@ -13,15 +13,15 @@ import pytest
 import torch
 from torch import nn
 
-from owner.images.perceptual import MAX_MEASURED_PIXELS, PerceptualCheck
-from owner.images.sources import open_source
-from owner.inspect import inspect_vault
-from owner.mark import mark
-from owner.marking import MarkingConfig, make_marker
-from owner.marking.extractors import Extractor
-from owner.marking.markers import neutral_projection
-from protocol.errors import InputError
 from tests.support.photos import photo, write_photos
+from twinaudit.owner.images.perceptual import MAX_MEASURED_PIXELS, PerceptualCheck
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.inspect import inspect_vault
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig, make_marker
+from twinaudit.owner.marking.extractors import Extractor
+from twinaudit.owner.marking.markers import neutral_projection
+from twinaudit.protocol.errors import InputError
 
 SEED = bytes(range(32))
 SIDE = 16

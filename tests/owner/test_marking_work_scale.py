@@ -13,12 +13,12 @@ import pytest
 import torch
 from torch import nn
 
-from owner.marking import MarkingConfig, feature_distances, make_marker
-from owner.marking.config import LEGACY_WORK_SCALE, MAX_WORK_SCALE
-from owner.marking.extractors import Extractor
-from owner.marking.markers import PgdMarker
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, ParameterError
+from twinaudit.owner.marking import MarkingConfig, feature_distances, make_marker
+from twinaudit.owner.marking.config import LEGACY_WORK_SCALE, MAX_WORK_SCALE
+from twinaudit.owner.marking.extractors import Extractor
+from twinaudit.owner.marking.markers import PgdMarker
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, ParameterError
 
 SEED = bytes(range(32))
 SIDE = 16

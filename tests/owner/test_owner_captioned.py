@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from owner.captioned.sources import open_captioned_source
-from owner.mark import mark, secret_from_seed
-from owner.marking import MarkingConfig
-from owner.vault import Vault, VaultIntegrityError, VaultWriter
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, NotFoundError, ParameterError
-from protocol.items import CaptionedImageItem, decode_pair
 from tests.support.arbiter import sqlite_arbiter
-from twinaudit.cli import main
+from twinaudit.cli.main import main
+from twinaudit.owner.captioned.sources import open_captioned_source
+from twinaudit.owner.mark import mark, secret_from_seed
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultWriter
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError
+from twinaudit.protocol.items import CaptionedImageItem, decode_pair
 
 SECRET = secret_from_seed("captioned tests")
 CONFIG = MarkingConfig(marker="bernoulli", epsilon=8, batch_size=4)
@@ -167,7 +167,7 @@ def test_captioned_writer_requires_captions(tmp_path):
 
 def test_old_image_journals_are_unchanged(photos, tmp_path):
     # An image vault's chunk records keep exactly their keys (no captions, a shape).
-    from owner.mark import mark_path
+    from twinaudit.owner.mark import mark_path
 
     mark_path(photos[0], tmp_path / "v", CONFIG, secret=SECRET, show_progress=False)
     data = (tmp_path / "v" / "journal").read_bytes()

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from owner.escrow_client import fetch_checkpoint
-from owner.vault import Vault, write_vault
-from protocol.keys import public_key_pem
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.keys import KEY, OTHER
-from twinaudit.cli import main
-from wire.transport import make_channel
+from twinaudit.cli.main import main
+from twinaudit.owner.escrow_client import fetch_checkpoint
+from twinaudit.owner.vault import Vault, write_vault
+from twinaudit.protocol.keys import public_key_pem
+from twinaudit.wire.transport import make_channel
 
 
 def _vault(path: Path) -> Path:

@@ -9,16 +9,16 @@ import pytest
 import torch
 from torch import nn
 
-import twinaudit.estimate as estimate_module
-from owner.images.sources import open_source
-from owner.mark import mark
-from owner.marking import MarkingConfig
-from owner.vault import Vault
-from protocol.errors import InputError
+import twinaudit.cli.estimate as estimate_module
 from tests.support.data import synthetic_images
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import main as cli_main
-from twinaudit.estimate import EstimateConfig, Tally, control_mask, estimate
+from twinaudit.cli.estimate import EstimateConfig, Tally, control_mask, estimate
+from twinaudit.cli.main import main as cli_main
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.errors import InputError
 
 EPSILON = 32
 

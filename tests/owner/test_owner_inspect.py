@@ -11,15 +11,15 @@ import numpy.typing as npt
 import pytest
 from PIL import Image
 
-from owner.images.sheet import GAP, TITLE_HEIGHT
-from owner.images.sources import open_source
-from owner.inspect import inspect_vault
-from owner.mark import mark
-from owner.marking import MarkingConfig, feature_distances, load_extractor
-from owner.vault import Vault
-from protocol.errors import ParameterError
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import main
+from twinaudit.cli.main import main
+from twinaudit.owner.images.sheet import GAP, TITLE_HEIGHT
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.inspect import inspect_vault
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig, feature_distances, load_extractor
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.errors import ParameterError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

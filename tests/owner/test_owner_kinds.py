@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from owner import kinds
-from owner.kinds import (
+from twinaudit.cli import cmd_owner
+from twinaudit.owner import kinds
+from twinaudit.owner.kinds import (
     KINDS,
     ImageOptions,
     InspectOptions,
@@ -18,10 +19,9 @@ from owner.kinds import (
     item_kind,
     kind_of_input,
 )
-from owner.vault import Vault
-from protocol.errors import InputError
-from protocol.items import ITEM_KINDS
-from twinaudit import cmd_owner
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.items import ITEM_KINDS
 
 
 def test_the_table_has_one_handler_per_item_kind_of_the_protocol():

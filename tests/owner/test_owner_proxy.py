@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from owner.marking import MarkingConfig
-from owner.marking.extractors import load_extractor
-from owner.marking.markers import make_marker
-from owner.marking.proxy import (
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
+from twinaudit.cli.main import main as cli_main
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.extractors import load_extractor
+from twinaudit.owner.marking.markers import make_marker
+from twinaudit.owner.marking.proxy import (
     SmallCNN,
     load_proxy_state,
     save_proxy,
@@ -17,9 +19,7 @@ from owner.marking.proxy import (
     train_proxy,
     write_proxy,
 )
-from protocol.errors import InputError, ParameterError
-from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import main as cli_main
+from twinaudit.protocol.errors import InputError, ParameterError
 
 
 def _data(n=48, side=16, channels=1, seed=0):

@@ -7,21 +7,21 @@ import json
 import numpy as np
 import pytest
 
-from owner.text.config import TextMarkingConfig
-from owner.text.similarity import similarities
-from owner.text.sources import open_text_source
-from owner.text.substitution import SubstitutionSearch, TextPlan
-from owner.text.thesaurus import Thesaurus
-from owner.text.words import (
+from tests.owner.test_owner_text_fixtures import SENTENCES, FakeEmbedder, write_thesaurus
+from twinaudit.owner.text.config import TextMarkingConfig
+from twinaudit.owner.text.similarity import similarities
+from twinaudit.owner.text.sources import open_text_source
+from twinaudit.owner.text.substitution import SubstitutionSearch, TextPlan
+from twinaudit.owner.text.thesaurus import Thesaurus
+from twinaudit.owner.text.words import (
     fix_articles,
     is_plain_synonym,
     is_replaceable,
     split_words,
     word_distance,
 )
-from protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
-from protocol.items import MAX_TEXT_BYTES
-from tests.owner.test_owner_text_fixtures import SENTENCES, FakeEmbedder, write_thesaurus
+from twinaudit.protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
+from twinaudit.protocol.items import MAX_TEXT_BYTES
 
 SEED = bytes(range(32))
 
@@ -89,7 +89,7 @@ def test_thesaurus_malformed_index(tmp_path, index_text, match):
 
 
 def test_debian_thesaurus_when_installed():
-    from owner.text.thesaurus import DEFAULT_THESAURUS
+    from twinaudit.owner.text.thesaurus import DEFAULT_THESAURUS
 
     if not DEFAULT_THESAURUS.exists():
         pytest.skip("mythes-en-us is not installed")
@@ -223,7 +223,7 @@ def test_over_long_and_non_utf8_texts(tmp_path):
 
 
 def test_file_size_limit(tmp_path, monkeypatch):
-    import owner.text.sources as sources
+    import twinaudit.owner.text.sources as sources
 
     monkeypatch.setattr(sources, "MAX_TEXT_FILE_BYTES", 10)
     path = tmp_path / "a.txt"

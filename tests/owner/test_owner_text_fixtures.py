@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from owner.text.similarity import unit_rows
-from owner.text.words import tokens
+from twinaudit.owner.text.similarity import unit_rows
+from twinaudit.owner.text.words import tokens
 
 SENTENCES = [
     "A three-hour cinema master class.",

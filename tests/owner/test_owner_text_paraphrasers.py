@@ -8,13 +8,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from owner.text.config import TextMarkingConfig
-from owner.text.marking import mark_texts
-from owner.text.paraphrasers import ChatParaphraser, ParaphraserError, Seq2SeqParaphraser
-from owner.text.sources import open_text_source
-from owner.vault import Vault
-from protocol.errors import InputError, NotFoundError
 from tests.owner.test_owner_text_fixtures import FakeEmbedder
+from twinaudit.owner.text.config import TextMarkingConfig
+from twinaudit.owner.text.marking import mark_texts
+from twinaudit.owner.text.paraphrasers import ChatParaphraser, ParaphraserError, Seq2SeqParaphraser
+from twinaudit.owner.text.sources import open_text_source
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.errors import InputError, NotFoundError
 
 SECRET = bytes(range(32))
 

@@ -7,20 +7,20 @@ import json
 import pytest
 
 from demo.seeded import SeededEntropy
-from owner.text.config import TextMarkingConfig
-from owner.text.marking import mark_texts
-from owner.text.publication import PUBLISHED_TEXTS, publish_texts, read_published_texts
-from owner.text.report import inspect_text_vault
-from owner.text.sources import open_text_source
-from owner.text.thesaurus import Thesaurus
-from owner.vault import Vault, VaultIntegrityError, VaultWriter
-from protocol.commitment import PairOpening
-from protocol.errors import InputError, ParameterError, StateError
-from protocol.escrow_messages import EscrowRequest, open_receipt
-from protocol.items import TextItem, decode_pair
 from tests.owner.test_owner_text_fixtures import SENTENCES, FakeEmbedder, write_thesaurus
 from tests.support.keys import KEY
-from verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.owner.text.config import TextMarkingConfig
+from twinaudit.owner.text.marking import mark_texts
+from twinaudit.owner.text.publication import PUBLISHED_TEXTS, publish_texts, read_published_texts
+from twinaudit.owner.text.report import inspect_text_vault
+from twinaudit.owner.text.sources import open_text_source
+from twinaudit.owner.text.thesaurus import Thesaurus
+from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultWriter
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.errors import InputError, ParameterError, StateError
+from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt
+from twinaudit.protocol.items import TextItem, decode_pair
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 
 SECRET = bytes(range(32))
 CONFIG = TextMarkingConfig(min_similarity=0.8, batch_size=4, max_candidates=3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from owner.progress import ESTIMATE_AFTER_S, Progress, format_duration
+from twinaudit.owner.progress import ESTIMATE_AFTER_S, Progress, format_duration
 
 
 class _Clock:

@@ -8,12 +8,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import owner.marking.proxy as proxy_module
-from owner.images.sources import open_source
-from owner.mark import mark
-from owner.marking import MarkingConfig
-from owner.marking.config import OWN_PROXY, OWN_PROXY_STEPS
-from owner.marking.proxy import (
+import twinaudit.owner.marking.proxy as proxy_module
+from tests.support.extractors import proxy_config
+from tests.support.threads import one_thread  # noqa: F401 - the fixture
+from twinaudit.cli.main import main as cli_main
+from twinaudit.owner.images.sources import open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.config import OWN_PROXY, OWN_PROXY_STEPS
+from twinaudit.owner.marking.proxy import (
     BATCH,
     CONVERGED_LOSS,
     CONVERGED_WINDOW,
@@ -22,12 +25,9 @@ from owner.marking.proxy import (
     train_own_proxy,
     weights_digest,
 )
-from owner.vault import Vault
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, ParameterError
-from tests.support.extractors import proxy_config
-from tests.support.threads import one_thread  # noqa: F401 - the fixture
-from twinaudit.cli import main as cli_main
+from twinaudit.owner.vault import Vault
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, ParameterError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

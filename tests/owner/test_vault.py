@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from owner.vault import Vault, VaultIntegrityError, VaultWriter, write_vault
-from owner.vault.journal import frame
-from protocol.commitment import commit_pair, verify_opening
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, ParameterError, StateError, VersionError
-from protocol.items import ImageItem, decode_pair, encode_item
-from protocol.merkle import MerkleTree, verify_inclusion
+from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultWriter, write_vault
+from twinaudit.owner.vault.journal import frame
+from twinaudit.protocol.commitment import commit_pair, verify_opening
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, ParameterError, StateError, VersionError
+from twinaudit.protocol.items import ImageItem, decode_pair, encode_item
+from twinaudit.protocol.merkle import MerkleTree, verify_inclusion
 
 SECRET = bytes(range(32))
 SOURCE = {"dataset": "synthetic", "split": "train"}
@@ -197,7 +197,7 @@ def test_open_never_holds_all_pixels(tmp_path):
 
 def test_open_keeps_little_in_memory_and_reads_chunk_by_chunk(tmp_path, monkeypatch):
     make_vault(tmp_path / "v", n=12, batch_items=3)
-    import owner.vault.chunks as chunks_module
+    import twinaudit.owner.vault.chunks as chunks_module
 
     sizes = []
     original = chunks_module.read_stored_chunk
@@ -376,7 +376,7 @@ def _rehash(vault: Path, name: str) -> None:
 
 def _forge_journal(vault: Path) -> None:
     """Rewrite the header with another config, consistently framed and hashed."""
-    from owner.vault.journal import read_journal
+    from twinaudit.owner.vault.journal import read_journal
 
     journal = read_journal(vault)
     header = journal.parameters.to_value() | {"config": {"marker": "forged"}}

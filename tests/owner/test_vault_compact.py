@@ -11,12 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import owner.vault.files as vault_files
-import owner.vault.migration as migration_module
-from owner.vault import Vault, VaultIntegrityError, VaultStorageError, VaultWriter, write_vault
-from owner.vault.layout import FORMAT_VERSION
-from owner.vault.migration import migrate_vault
-from owner.vault.pair_codec import (
+import twinaudit.owner.vault.files as vault_files
+import twinaudit.owner.vault.migration as migration_module
+from tests.owner.test_vault_receipt import Arbiter
+from tests.support.keys import KEY
+from twinaudit.owner.vault import (
+    Vault,
+    VaultIntegrityError,
+    VaultStorageError,
+    VaultWriter,
+    write_vault,
+)
+from twinaudit.owner.vault.layout import FORMAT_VERSION
+from twinaudit.owner.vault.migration import migrate_vault
+from twinaudit.owner.vault.pair_codec import (
     BAND_ROWS,
     MAGIC,
     ChunkFormatError,
@@ -25,9 +33,7 @@ from owner.vault.pair_codec import (
     max_chunk_bytes,
     plane_sizes,
 )
-from protocol.errors import ParameterError, StateError
-from tests.owner.test_vault_receipt import Arbiter
-from tests.support.keys import KEY
+from twinaudit.protocol.errors import ParameterError, StateError
 
 SECRET = bytes(range(32))
 SOURCE = {"dataset": "synthetic"}

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-import owner.vault.files as vault_files
+import twinaudit.owner.vault.files as vault_files
 from demo.seeded import SeededEntropy
-from owner.vault import Vault, VaultIntegrityError, VaultStorageError, write_vault
-from protocol.encoding import decode, encode
-from protocol.errors import (
+from tests.support.keys import KEY, OTHER
+from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultStorageError, write_vault
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import (
     InputError,
     ProofError,
     RootMismatchError,
@@ -27,11 +28,10 @@ from protocol.errors import (
     StateError,
     VerificationError,
 )
-from protocol.escrow_messages import EscrowRequest, open_receipt
-from protocol.keys import load_public_key
-from protocol.seeds import publication_bits
-from tests.support.keys import KEY, OTHER
-from verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt
+from twinaudit.protocol.keys import load_public_key
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 
 OWNER = "vault tests"
 N = 12
@@ -268,7 +268,7 @@ def test_open_reverifies_the_stored_receipt(tmp_path, arbiter):
     with pytest.raises(VaultIntegrityError, match=r"receipt.json: does not verify"):
         Vault.open(path)
     restore()
-    from protocol.keys import public_key_pem
+    from twinaudit.protocol.keys import public_key_pem
 
     (path / "arbiter.pub").write_bytes(public_key_pem(OTHER.public_key()))
     _rehash(path, "arbiter.pub")

@@ -11,9 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import owner.vault.files as vault_files
-from owner.vault import Vault, VaultIntegrityError, VaultStorageError, VaultWriter, write_vault
-from owner.vault.journal import JournalAppender
+import twinaudit.owner.vault.files as vault_files
+from twinaudit.owner.vault import (
+    Vault,
+    VaultIntegrityError,
+    VaultStorageError,
+    VaultWriter,
+    write_vault,
+)
+from twinaudit.owner.vault.journal import JournalAppender
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = bytes(range(32))
@@ -106,7 +112,7 @@ import os, sys
 from pathlib import Path
 import numpy as np
 sys.path.insert(0, {root!r})
-from owner.vault.journal import JournalAppender, frame
+from twinaudit.owner.vault.journal import JournalAppender, frame
 from tests.owner.test_vault_resume import open_writer, batch
 
 path = Path({path!r})

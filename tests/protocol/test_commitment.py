@@ -2,17 +2,17 @@
 
 import pytest
 
-from protocol.commitment import (
+from twinaudit.protocol.commitment import (
     PairOpening,
     commit_pair,
     pair_commitment,
     verify_opening,
     version_digest,
 )
-from protocol.errors import CommitmentError, InputError
-from protocol.hashing import tagged_hash
-from protocol.prg import bit_stream
-from protocol.seeds import audit_seed, publication_bits, publication_seed
+from twinaudit.protocol.errors import CommitmentError, InputError
+from twinaudit.protocol.hashing import tagged_hash
+from twinaudit.protocol.prg import bit_stream
+from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
 
 SALT = bytes(range(32))
 

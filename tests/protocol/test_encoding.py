@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import limits
-from protocol.encoding import check, decode, encode
-from protocol.errors import EncodingError, LimitExceededError, TwinauditError
+from twinaudit.protocol import limits
+from twinaudit.protocol.encoding import check, decode, encode
+from twinaudit.protocol.errors import EncodingError, LimitExceededError, TwinauditError
 
 values = st.recursive(
     st.none()

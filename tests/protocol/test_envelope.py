@@ -7,8 +7,9 @@ import tracemalloc
 
 import pytest
 
-from protocol.encoding import encode
-from protocol.envelope import (
+from tests.support.keys import KEY, OTHER
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.envelope import (
     Envelope,
     open_envelope,
     pae,
@@ -16,10 +17,15 @@ from protocol.envelope import (
     sign_envelope,
     verify_envelope,
 )
-from protocol.errors import EncodingError, InputError, LimitExceededError, SignatureError
-from protocol.hashing import tagged_hash
-from protocol.keys import key_id, load_private_key, load_public_key, raw_public_key, write_keypair
-from tests.support.keys import KEY, OTHER
+from twinaudit.protocol.errors import EncodingError, InputError, LimitExceededError, SignatureError
+from twinaudit.protocol.hashing import tagged_hash
+from twinaudit.protocol.keys import (
+    key_id,
+    load_private_key,
+    load_public_key,
+    raw_public_key,
+    write_keypair,
+)
 
 TYPE = payload_type("verdict")
 
@@ -178,7 +184,7 @@ def test_hostile_json_is_refused_before_parsing(monkeypatch, name, build, error,
         raise AssertionError(f"{name}: reached the JSON parser")
 
     text = build()
-    monkeypatch.setattr("protocol.envelope.json.loads", no_parse)
+    monkeypatch.setattr("twinaudit.protocol.envelope.json.loads", no_parse)
     tracemalloc.start()
     started = time.perf_counter()
     try:

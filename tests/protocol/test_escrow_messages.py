@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol import limits
-from protocol.encoding import encode
-from protocol.envelope import payload_type, sign_envelope
-from protocol.errors import (
+from tests.support.keys import KEY, OTHER
+from twinaudit.protocol import limits
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.envelope import payload_type, sign_envelope
+from twinaudit.protocol.errors import (
     EncodingError,
     InputError,
     LimitExceededError,
@@ -25,7 +26,7 @@ from protocol.errors import (
     VerificationError,
     VersionError,
 )
-from protocol.escrow_messages import (
+from twinaudit.protocol.escrow_messages import (
     CHECKPOINT_KIND,
     MAX_OWNER_BYTES,
     RECEIPT_KIND,
@@ -49,9 +50,8 @@ from protocol.escrow_messages import (
     verify_receipt,
     verify_record,
 )
-from protocol.keys import key_id
-from protocol.merkle import EMPTY_ROOT, MerkleTree
-from tests.support.keys import KEY, OTHER
+from twinaudit.protocol.keys import key_id
+from twinaudit.protocol.merkle import EMPTY_ROOT, MerkleTree
 
 ARBITER = key_id(KEY.public_key())
 ROOT = bytes(range(32))

@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import pytest
 
-from protocol.errors import InputError, ParameterError, StateError
-from protocol.stats import mixture
-from protocol.stats.base import Decision
-from protocol.stats.graded import (
+from twinaudit.protocol.errors import InputError, ParameterError, StateError
+from twinaudit.protocol.stats import mixture
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.graded import (
     GRADE_QUARTERS,
     GradedMixtureTest,
     e_value,
@@ -17,9 +17,9 @@ from protocol.stats.graded import (
     log_e_value,
     reaches,
 )
-from protocol.stats.mixture_prior import DEFAULT_PRIOR
-from protocol.stats.registry import make_test
-from protocol.stats.registry import test_from_state as restore
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR
+from twinaudit.protocol.stats.registry import make_test
+from twinaudit.protocol.stats.registry import test_from_state as restore
 
 
 def test_grades_by_decade_of_the_margin():

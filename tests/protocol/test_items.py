@@ -6,9 +6,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from protocol.encoding import decode, encode
-from protocol.errors import EncodingError, InputError, LimitExceededError, TwinauditError
-from protocol.items import (
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import EncodingError, InputError, LimitExceededError, TwinauditError
+from twinaudit.protocol.items import (
     CaptionedImageItem,
     ImageItem,
     TextItem,

@@ -1,4 +1,4 @@
-"""protocol.merkle against RFC 6962's definitions, the CT test data, and mutations.
+"""twinaudit.protocol.merkle against RFC 6962's definitions, the CT test data, and mutations.
 
 The reference below is deliberately naive: MTH, PATH and SUBPROOF written as the RFC
 states them (recursion on lists of leaves, hashing with hashlib directly), sharing no
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import limits, merkle
-from protocol.errors import InputError, ParameterError, ProofError, RootMismatchError
-from protocol.merkle import (
+from spec.tools.vectors_merkle import CT_LEAVES
+from twinaudit.protocol import limits, merkle
+from twinaudit.protocol.errors import InputError, ParameterError, ProofError, RootMismatchError
+from twinaudit.protocol.merkle import (
     EMPTY_ROOT,
     MAX_TREE_SIZE,
     Frontier,
@@ -33,7 +34,6 @@ from protocol.merkle import (
     verify_inclusion,
     verify_inclusion_hash,
 )
-from spec.tools.vectors_merkle import CT_LEAVES
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""The mixture test (protocol.stats.mixture), its priors and the power calculator."""
+"""The mixture test (twinaudit.protocol.stats.mixture), its priors and the power calculator."""
 
 from __future__ import annotations
 
@@ -11,13 +11,19 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from protocol import limits
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, LimitExceededError, ParameterError, StateError
-from protocol.stats import mixture, power
-from protocol.stats.base import Decision, TiePolicy, log_statistics_agree
-from protocol.stats.mixture import MixtureTest, detection_boundary, e_value, log_e_value, reaches
-from protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS, GridPrior, get_prior
+from twinaudit.protocol import limits
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.stats import mixture, power
+from twinaudit.protocol.stats.base import Decision, TiePolicy, log_statistics_agree
+from twinaudit.protocol.stats.mixture import (
+    MixtureTest,
+    detection_boundary,
+    e_value,
+    log_e_value,
+    reaches,
+)
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS, GridPrior, get_prior
 
 #: θ = 3/4 with weight 4 and θ = 1 with weight 1: M_1(1) = (4·3 + 1·4)/(5·2) = 8/5,
 #: so p = 5/8 (a binary64 number) makes p·M_1 = 1 exactly.

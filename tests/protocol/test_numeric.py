@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import pytest
 
-from protocol import numeric
-from protocol.numeric import ln, log1p
+from twinaudit.protocol import numeric
+from twinaudit.protocol.numeric import ln, log1p
 
 # (x, ln(x)) and (x, log1p(x)), correctly rounded, computed once with mpmath at 600 bits.
 # "glibc" marks the arguments whose libm result (glibc 2.36, x86-64) is a unit off.

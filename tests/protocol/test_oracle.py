@@ -6,12 +6,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from protocol.errors import ParameterError
-from protocol.stats import power
-from protocol.stats.base import TiePolicy
-from protocol.stats.minimax import bayes_rule, oracle_pairs, ratio_lower_bound
-from protocol.stats.mixture import detection_boundary
-from protocol.stats.oracle import oracle_boundary
+from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.stats import power
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.protocol.stats.minimax import bayes_rule, oracle_pairs, ratio_lower_bound
+from twinaudit.protocol.stats.mixture import detection_boundary
+from twinaudit.protocol.stats.oracle import oracle_boundary
 
 
 def _least_exact(q: float, p: float, t: int) -> int:

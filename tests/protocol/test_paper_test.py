@@ -9,14 +9,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from protocol import limits
-from protocol.encoding import decode, encode
-from protocol.errors import InputError, LimitExceededError, ParameterError, StateError
-from protocol.stats import chernoff
-from protocol.stats.base import Decision
-from protocol.stats.chernoff import chernoff_threshold, pairs_needed
-from protocol.stats.paper_test import PaperTest, detection_boundary
-from protocol.stats.pprm import pprm_interval
+from twinaudit.protocol import limits
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.stats import chernoff
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.chernoff import chernoff_threshold, pairs_needed
+from twinaudit.protocol.stats.paper_test import PaperTest, detection_boundary
+from twinaudit.protocol.stats.pprm import pprm_interval
 
 # --- threshold -------------------------------------------------------------------------
 

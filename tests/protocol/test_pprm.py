@@ -1,4 +1,4 @@
-"""PPRM confidence sets (protocol.stats.pprm): exactness, shape, coverage, cost."""
+"""PPRM confidence sets (twinaudit.protocol.stats.pprm): exactness, shape, coverage, cost."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import gammaln
 
-from protocol import limits
-from protocol.errors import LimitExceededError, ParameterError
-from protocol.stats import pprm
-from protocol.stats.pprm import min_successes_for_lower, pprm_interval
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import LimitExceededError, ParameterError
+from twinaudit.protocol.stats import pprm
+from twinaudit.protocol.stats.pprm import min_successes_for_lower, pprm_interval
 
 
 def ratio(N: int, t: int, S: int, n: int) -> Fraction:

@@ -5,8 +5,8 @@ import collections
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
-from protocol.errors import InputError, ParameterError
-from protocol.prg import Prg, bit_stream, stream_key, without_replacement
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.prg import Prg, bit_stream, stream_key, without_replacement
 
 SEED = bytes(range(32))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.claim.restart import recount, restart_refusal
-from protocol.errors import InputError
+from twinaudit.protocol.claim.restart import recount, restart_refusal
+from twinaudit.protocol.errors import InputError
 
 
 def _refusal(**changes: object) -> str | None:

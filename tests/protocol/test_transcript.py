@@ -4,14 +4,14 @@ import struct
 
 import pytest
 
-from protocol import limits
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.claim.transcript import TranscriptWriter, chain_head, iter_records, link
-from protocol.encoding import encode
-from protocol.errors import EncodingError, LimitExceededError
-from protocol.hashing import tagged_hash
 from tests.support.claims import make_pairset, run_session
 from tests.support.fake_oracle import LinearOracle
+from twinaudit.protocol import limits
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.transcript import TranscriptWriter, chain_head, iter_records, link
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import EncodingError, LimitExceededError
+from twinaudit.protocol.hashing import tagged_hash
 
 
 def _writer(n=5):

@@ -16,11 +16,6 @@ from typing import Any
 
 import pytest
 
-from protocol.claim.transcript import TranscriptWriter, iter_records
-from protocol.encoding import decode, encode
-from protocol.envelope import Envelope, payload_type, sign_envelope
-from protocol.errors import EncodingError, InputError, VerificationError
-from protocol.keys import key_id, public_key_pem
 from spec.tools.vectors_verdicts import (
     CHECK_CASES,
     REPLAY_CASES,
@@ -29,9 +24,14 @@ from spec.tools.vectors_verdicts import (
 )
 from tests.support.claims import make_pairset, run_session
 from tests.support.keys import KEY
-from twinaudit.cli import main as cli_main
-from verifier.replay import replay
-from verifier.verdict import check_verdict, parse_verdict
+from twinaudit.cli.main import main as cli_main
+from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
+from twinaudit.protocol.errors import EncodingError, InputError, VerificationError
+from twinaudit.protocol.keys import key_id, public_key_pem
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import check_verdict, parse_verdict
 
 
 @pytest.fixture(scope="module")

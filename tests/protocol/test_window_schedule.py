@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.claim.schedule import MAX_WINDOW, WindowSchedule
-from protocol.errors import ParameterError
+from twinaudit.protocol.claim.schedule import MAX_WINDOW, WindowSchedule
+from twinaudit.protocol.errors import ParameterError
 
 
 def test_requests_double_up_to_the_cap() -> None:

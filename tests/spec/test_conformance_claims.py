@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 
-from protocol.claim.requests import padding, queries_per_request, request_runs
-from protocol.claim.schedule import WindowSchedule
-from protocol.encoding import decode, encode
-from protocol.stats.base import log_statistics_agree
 from spec.tools import vectors_claims
 from spec.tools.typed_json import from_typed
 from spec.tools.vectors_claims import run_claim
 from spec.tools.vectors_core import render
 from spec.tools.vectors_transport import opening_message, pair_fields
 from tests.support.vectors import raises_its_error
-from verifier.verdict import parse_verdict
-from wire.openings import collect_openings
+from twinaudit.protocol.claim.requests import padding, queries_per_request, request_runs
+from twinaudit.protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.stats.base import log_statistics_agree
+from twinaudit.verifier.verdict import parse_verdict
+from twinaudit.wire.openings import collect_openings
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "claims.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))

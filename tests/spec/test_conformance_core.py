@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol.commitment import PairOpening, commit_pair, verify_opening, version_digest
-from protocol.encoding import decode, encode
-from protocol.envelope import Envelope, open_envelope, pae, sign_envelope
-from protocol.escrow_messages import open_receipt, verify_checkpoint
-from protocol.hashing import tagged_hash
-from protocol.keys import key_id, public_key_from_raw, raw_public_key
-from protocol.prg import Prg, bit_stream, stream_key, without_replacement
-from protocol.seeds import audit_seed, publication_bits, publication_seed
 from spec.tools import vectors_core
 from spec.tools.typed_json import from_typed
 from tests.support.vectors import raises_its_error
+from twinaudit.protocol.commitment import PairOpening, commit_pair, verify_opening, version_digest
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.envelope import Envelope, open_envelope, pae, sign_envelope
+from twinaudit.protocol.escrow_messages import open_receipt, verify_checkpoint
+from twinaudit.protocol.hashing import tagged_hash
+from twinaudit.protocol.keys import key_id, public_key_from_raw, raw_public_key
+from twinaudit.protocol.prg import Prg, bit_stream, stream_key, without_replacement
+from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 

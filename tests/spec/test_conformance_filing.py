@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from protocol.claim.filing import verify_claim_request
-from protocol.claim.restart import recount
-from protocol.encoding import encode
-from protocol.escrow_messages import parse_entry, parse_request
-from protocol.keys import public_key_from_raw
 from spec.tools import vectors_filing
 from spec.tools.typed_json import from_typed
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
-from wire.claim_start import start_map
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.protocol.claim.filing import verify_claim_request
+from twinaudit.protocol.claim.restart import recount
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.escrow_messages import parse_entry, parse_request
+from twinaudit.protocol.keys import public_key_from_raw
+from twinaudit.wire.claim_start import start_map
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "filing.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))

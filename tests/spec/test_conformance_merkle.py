@@ -1,4 +1,4 @@
-"""Run every case of spec/vectors/merkle.json against protocol.merkle.
+"""Run every case of spec/vectors/merkle.json against twinaudit.protocol.merkle.
 
 Each case is read from its JSON alone, as a second implementation would: valid proof
 cases must verify and must be exactly what the prover generates for the named tree;
@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import TwinauditError
-from protocol.merkle import (
+from spec.tools import vectors_merkle
+from spec.tools.vectors_core import render
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.merkle import (
     MerkleTree,
     leaf_hash,
     verify_consistency,
     verify_inclusion,
     verify_inclusion_hash,
 )
-from spec.tools import vectors_merkle
-from spec.tools.vectors_core import render
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "merkle.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))

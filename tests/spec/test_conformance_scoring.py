@@ -13,19 +13,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from protocol.claim.outcome import LOSS, TIE, WIN, compare
-from protocol.errors import ParameterError
-from protocol.prg import Prg
 from spec.tools import vectors_scoring
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
-from verifier.oracles.base import ClassifyAnswer
-from verifier.oracles.embedding import EmbeddingAnswer, check_embeddings
-from verifier.oracles.language import LogprobAnswer
-from verifier.scoring import classifier, encoder, image_text, language
-from verifier.scoring.augment import apply, crop_size, draw_params, resize_bilinear, to_unit
-from verifier.scoring.cosine import cosine
-from verifier.scoring.fit import fit_image
+from twinaudit.protocol.claim.outcome import LOSS, TIE, WIN, compare
+from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.oracles.base import ClassifyAnswer
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, check_embeddings
+from twinaudit.protocol.oracles.language import LogprobAnswer
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring import classifier, encoder, image_text, language
+from twinaudit.verifier.scoring.augment import (
+    apply,
+    crop_size,
+    draw_params,
+    resize_bilinear,
+    to_unit,
+)
+from twinaudit.verifier.scoring.cosine import cosine
+from twinaudit.verifier.scoring.fit import fit_image
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 DOC = json.loads((VECTORS / "scoring.json").read_text(encoding="utf-8"))
@@ -369,7 +375,7 @@ def test_only_the_spec_arithmetic_of_a_v2_crop_passes_the_crop_size_vectors(how)
 
 def test_v2_crop_draws_need_no_libm(monkeypatch):
     """The -v2 draws vectors replay with exp and log unavailable (they are libm-free)."""
-    import verifier.scoring.augment as module
+    import twinaudit.verifier.scoring.augment as module
 
     def refuse(*_):
         raise AssertionError("libm")

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.stats.base import Decision
-from protocol.stats.graded import (
+from spec.tools import vectors_graded
+from spec.tools.vectors_core import render
+from spec.tools.vectors_graded import state_from_json, state_to_json
+from tests.support.vectors import check_test_case
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.graded import (
     GradedMixtureTest,
     counts_from_list,
     e_value,
@@ -19,11 +23,7 @@ from protocol.stats.graded import (
     log_e_value,
     reaches,
 )
-from protocol.stats.mixture_prior import get_prior
-from spec.tools import vectors_graded
-from spec.tools.vectors_core import render
-from spec.tools.vectors_graded import state_from_json, state_to_json
-from tests.support.vectors import check_test_case
+from twinaudit.protocol.stats.mixture_prior import get_prior
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 DOC = json.loads((VECTORS / "graded.json").read_text(encoding="utf-8"))

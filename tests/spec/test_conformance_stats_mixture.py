@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from protocol.stats.base import Decision
-from protocol.stats.mixture import MixtureTest, detection_boundary, e_value, log_e_value, reaches
-from protocol.stats.mixture_prior import get_prior
 from spec.tools import vectors_mixture
 from spec.tools.vectors_core import render
 from tests.support.vectors import check_test_case
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.mixture import (
+    MixtureTest,
+    detection_boundary,
+    e_value,
+    log_e_value,
+    reaches,
+)
+from twinaudit.protocol.stats.mixture_prior import get_prior
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 DOC = json.loads((VECTORS / "mixture.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""Run every case of spec/vectors/pprm.json against protocol.stats (spec §7.2).
+"""Run every case of spec/vectors/pprm.json against twinaudit.protocol.stats (spec §7.2).
 
 Each case is read from its JSON alone, as a second implementation would: floats come
 from their hex strings, valid cases must give exactly the expected values, invalid
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import StateError
-from protocol.stats.base import Decision
-from protocol.stats.paper_test import PaperTest
-from protocol.stats.pprm import pprm_interval
 from spec.tools import vectors_pprm
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
+from twinaudit.protocol.errors import StateError
+from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.paper_test import PaperTest
+from twinaudit.protocol.stats.pprm import pprm_interval
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "pprm.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from protocol.keys import public_key_from_raw
-from protocol.stats.base import log_statistics_agree
 from spec.tools import vectors_verdicts
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
-from verifier.reexecute import check_openings
-from verifier.replay import replay
-from verifier.verdict import check_verdict
+from twinaudit.protocol.keys import public_key_from_raw
+from twinaudit.protocol.stats.base import log_statistics_agree
+from twinaudit.verifier.reexecute import check_openings
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import check_verdict
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "verdicts.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import SPEC_VERSION
-from protocol.errors import VersionError
-from protocol.versioning import require_supported
+from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.errors import VersionError
+from twinaudit.protocol.versioning import require_supported
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"
 

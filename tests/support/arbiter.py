@@ -9,9 +9,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
-from protocol.keys import public_key_pem
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.server import serve_arbiter
+from twinaudit.protocol.keys import public_key_pem
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
 
 
 @contextmanager

@@ -14,10 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from demo.synthetic import SyntheticPairs
-from protocol.prg import Prg
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer
-from verifier.scoring.augment import stream_label
-from verifier.scoring.classifier import ScoreSpec, make_queries, score
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.augment import stream_label
+from twinaudit.verifier.scoring.classifier import ScoreSpec, make_queries, score
 
 
 @dataclass(frozen=True)

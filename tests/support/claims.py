@@ -10,15 +10,19 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from demo.pairset import PairSet
 from demo.seeded import fixed_salts
 from demo.synthetic import synthetic_pairs
-from protocol.claim.functions import SCORE_FUNCTIONS, ScoreRequest, score_request_from_fields
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.encoding import encode
-from protocol.envelope import payload_type, sign_envelope
-from protocol.items import encode_item
-from protocol.keys import key_id
-from protocol.stats.base import TiePolicy
 from tests.support.fake_oracle import LinearOracle
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.protocol.claim.functions import (
+    SCORE_FUNCTIONS,
+    ScoreRequest,
+    score_request_from_fields,
+)
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.envelope import payload_type, sign_envelope
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.keys import key_id
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 
 #: The fields of a claim's score (the ``ScoreSpec`` message), unset as the message leaves them.
 SCORE_FIELDS = {"k": 0, "perturbation": "", "knowledge": "", "statistic": "", "margin": 0.0}
@@ -27,9 +31,9 @@ SCORE_FIELDS = {"k": 0, "perturbation": "", "knowledge": "", "statistic": "", "m
 def score_request(function: str = "image-classifier", **fields: Any) -> ScoreRequest:
     """The score ``function`` asks for: its table defaults but for ``fields``, checked.
 
-    The defaults are :data:`~protocol.claim.functions.SCORE_FUNCTIONS`' (the
+    The defaults are :data:`~twinaudit.protocol.claim.functions.SCORE_FUNCTIONS`' (the
     image-classifier's K = 1, ``dither``, the entropy, no margin), not
-    :func:`~owner.claim_client.choose_score`'s choices, except the image-classifier's
+    :func:`~twinaudit.owner.claim_client.choose_score`'s choices, except the image-classifier's
     knowledge: C2, the probabilities without labels, which one ``dither`` copy serves
     (the table's word ``unlabelled`` resolves to C4, which needs copies that differ).
     A knowledge word stays a word, for the verifier to resolve against the oracle's

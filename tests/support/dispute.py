@@ -21,14 +21,14 @@ from demo.pairset import PairSet
 from demo.seeded import SeededEntropy, fixed_salts
 from demo.synthetic import synthetic_pairs
 from demo.tiny_cnn import train_classifier
-from protocol.items import encode_item
-from protocol.seeds import publication_bits
 from tests.support.keys import KEY
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.server import serve_arbiter
-from wire.transport import make_channel
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire.transport import make_channel
 
 #: The owner's pairs.
 N_PAIRS = 200

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from owner.marking import MarkingConfig
-from owner.marking.config import pgd_defaults
+from twinaudit.owner.marking import MarkingConfig
+from twinaudit.owner.marking.config import pgd_defaults
 
 
 def tiny_extractor() -> nn.Module:

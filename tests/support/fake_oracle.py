@@ -11,8 +11,13 @@ import hashlib
 
 import numpy as np
 
-from protocol.errors import OracleError
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
+from twinaudit.protocol.errors import OracleError
+from twinaudit.protocol.oracles.base import (
+    ClassifierOracle,
+    ClassifyAnswer,
+    OracleInfo,
+    check_images,
+)
 
 
 class LinearOracle(ClassifierOracle):

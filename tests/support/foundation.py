@@ -22,10 +22,10 @@ from torch import nn
 
 from demo.pairset import PairSet
 from demo.seeded import fixed_salts
-from protocol.items import CaptionedImageItem, ImageItem, TextItem, encode_item
-from protocol.prg import Prg
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.scoring.augment import draw_params, perturb, to_unit
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.protocol.items import CaptionedImageItem, ImageItem, TextItem, encode_item
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.augment import draw_params, perturb, to_unit
 
 SIDE = 12
 WORDS = tuple(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifier.oracles.base import Oracle
-from verifier.oracles.grpc_server import serve_oracle
-from wire import transport
-from wire.oracle.v1 import oracle_pb2_grpc
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.oracles.base import Oracle
+from twinaudit.wire import transport
+from twinaudit.wire.oracle.v1 import oracle_pb2_grpc
 
 
 class OracleServers:

@@ -6,7 +6,7 @@ model's ``config.json`` and ``model.safetensors``, and beside them the image pro
 configs are written here, the tokenizer is a byte-level BPE trained with the
 ``tokenizers`` library on a few words, and the image processors are constructed with
 their parameters. ``transformers`` is imported through
-:func:`verifier.oracles.hf.import_transformers` (the torchvision shim first).
+:func:`twinaudit.practitioner.hf.import_transformers` (the torchvision shim first).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tests.support.foundation import SWAPS, WORDS
-from verifier.oracles.hf import import_transformers
+from twinaudit.practitioner.hf import import_transformers
 
 #: The image side of the tiny vision models (their processors resize to it).
 SIDE = 16

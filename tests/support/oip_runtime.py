@@ -2,7 +2,7 @@
 
 Loaded by the MLServer process that :mod:`tests.support.oip_server` starts, never by
 the test process: importing :mod:`mlserver` registers its own ``inference.*``
-protobuf messages, the names that :mod:`wire.oip.v2` also registers.
+protobuf messages, the names that :mod:`twinaudit.wire.oip.v2` also registers.
 
 The model is a memoriser: the logit of class ``c`` for an image ``x`` is
 ``log Σ exp(−‖x − t_j‖² / τ)`` over the training images ``t_j`` labelled ``c`` (a

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import TwinauditError
-from protocol.stats.base import log_statistics_agree
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.stats.base import log_statistics_agree
 
 
 def raises_its_error(case: dict[str, Any], call: Callable[[], object]) -> None:

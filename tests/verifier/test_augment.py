@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from protocol.errors import InputError, ParameterError
-from protocol.prg import Prg
-from verifier.scoring.augment import (
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.augment import (
     CROP_ATTEMPTS,
     FAMILIES,
     LOG_RATIO,
@@ -360,7 +360,7 @@ def test_v2_crop_draw_order_matches_the_documented_procedure(family):
 
 @pytest.mark.parametrize("family", V2)
 def test_v2_crops_call_no_libm_function(family, monkeypatch):
-    import verifier.scoring.augment as module
+    import twinaudit.verifier.scoring.augment as module
 
     def refuse(*_):
         raise AssertionError("libm")

@@ -6,11 +6,13 @@ import os
 import numpy as np
 import pytest
 
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.claim.transcript import TranscriptWriter, iter_records
-from protocol.commitment import PairOpening
-from protocol.encoding import decode, encode
-from protocol.errors import (
+from tests.support.claims import make_pairset, run_session
+from tests.support.fake_oracle import LinearOracle
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.encoding import decode, encode
+from twinaudit.protocol.errors import (
     InputError,
     OracleError,
     ParameterError,
@@ -19,14 +21,12 @@ from protocol.errors import (
     StateError,
     VerificationError,
 )
-from protocol.prg import without_replacement
-from protocol.stats.base import TiePolicy
-from tests.support.claims import make_pairset, run_session
-from tests.support.fake_oracle import LinearOracle
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
-from verifier.oracles.base import ClassifyAnswer
-from verifier.replay import replay
-from verifier.verdict import parse_verdict
+from twinaudit.protocol.oracles.base import ClassifyAnswer
+from twinaudit.protocol.prg import without_replacement
+from twinaudit.protocol.stats.base import TiePolicy
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 NONCE = bytes(range(32, 64))

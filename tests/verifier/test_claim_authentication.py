@@ -20,21 +20,21 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import dry_run_claim, run_claim, sign_start
-from protocol.claim.filing import verify_claim_request
-from protocol.escrow_messages import EscrowRequest, open_receipt
-from protocol.keys import key_id, public_key_from_raw
 from tests.support.claims import claim_params, linear_claim, make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
-from twinaudit.results import bound_line, claims_authenticated, verdict_reading
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from wire.claim_start import start_map, to_claim_start
-from wire.transport import error_details, make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.cli.results import bound_line, claims_authenticated, verdict_reading
+from twinaudit.owner.claim_client import dry_run_claim, run_claim, sign_start
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.filing import verify_claim_request
+from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt
+from twinaudit.protocol.keys import key_id, public_key_from_raw
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.claim_start import start_map, to_claim_start
+from twinaudit.wire.transport import error_details, make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 TIMEOUT_S = 30.0
 ARBITER_ID = key_id(KEY.public_key())
@@ -92,7 +92,7 @@ def _stream(channel: grpc.Channel, start: pb.ClaimStart, openings: Any = None) -
 
 
 def pb_stub(channel: grpc.Channel) -> Any:
-    from wire.verifier.v1 import verifier_pb2_grpc
+    from twinaudit.wire.verifier.v1 import verifier_pb2_grpc
 
     return verifier_pb2_grpc.VerifierStub(channel)
 

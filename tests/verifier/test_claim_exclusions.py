@@ -8,18 +8,18 @@ what an unfinished claim may have disclosed is its opened pairs and two requests
 
 import pytest
 
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.order import claim_order
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.encoding import encode
-from protocol.errors import InputError, StateError, VerificationError
-from protocol.prg import without_replacement
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
-from verifier.oracles.base import OracleInfo
-from verifier.replay import replay
-from verifier.verdict import parse_verdict
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.order import claim_order
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import InputError, StateError, VerificationError
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.prg import without_replacement
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 SCORE = ScoreSpec(k=1, perturbation="none", knowledge="C1")

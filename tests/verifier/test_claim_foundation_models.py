@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 import torch
 
-from protocol.claim.scores.encoder import EncoderSpec
-from protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
-from protocol.claim.transcript import TranscriptWriter, iter_records
-from protocol.encoding import encode
-from protocol.errors import OracleError, ParameterError, VerificationError
-from protocol.seeds import publication_bits
 from tests.support import foundation as fm
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.embedding import EmbeddingAnswer
-from verifier.oracles.image_text import ImageTextAnswer
-from verifier.oracles.language import LogprobAnswer
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
-from verifier.oracles.torch_lm import TorchLanguageModelOracle
-from verifier.replay import replay
-from verifier.verdict import parse_verdict
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
+from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.protocol.claim.scores.encoder import EncoderSpec
+from twinaudit.protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
+from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import OracleError, ParameterError, VerificationError
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer
+from twinaudit.protocol.oracles.language import LogprobAnswer
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 NONCE = bytes(range(32, 64))

@@ -8,24 +8,29 @@ import numpy as np
 import pytest
 
 from demo.seeded import SeededEntropy, fixed_salts
-from owner.claim_client import run_claim
-from protocol.claim.requests import request_runs
-from protocol.errors import OracleError
-from protocol.items import ImageItem, encode_item
-from protocol.seeds import publication_bits
 from tests.support.claims import claim_params
 from tests.support.keys import KEY
 from tests.support.pairset import PairSet
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo, check_images
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from verifier.windows.base import by_shape, in_sent_order
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.requests import request_runs
+from twinaudit.protocol.errors import OracleError
+from twinaudit.protocol.items import ImageItem, encode_item
+from twinaudit.protocol.oracles.base import (
+    ClassifierOracle,
+    ClassifyAnswer,
+    OracleInfo,
+    check_images,
+)
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.verifier.windows.base import by_shape, in_sent_order
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 N_PAIRS = 48
 EPSILON = 16

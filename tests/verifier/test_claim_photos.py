@@ -27,25 +27,25 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from torch import nn
 
 from demo.seeded import fixed_salts
-from owner.claim_client import run_claim
-from protocol.claim.openings import OpenedPair, encode_openings
-from protocol.commitment import PairOpening
-from protocol.items import ImageItem, encode_item
-from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.claims import claim_params
 from tests.support.pairset import PairSet
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
-from verifier.oracles.formats import load_model
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.oracles.torch_oracle import TorchClassifierOracle
-from verifier.reexecute import check_openings
-from verifier.replay import replay
-from verifier.scoring.fit import fit_image
-from verifier.verdict import check_verdict
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.practitioner.formats import load_model
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
+from twinaudit.protocol.commitment import PairOpening
+from twinaudit.protocol.items import ImageItem, encode_item
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.reexecute import check_openings
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.scoring.fit import fit_image
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 pytestmark = pytest.mark.slow
 

@@ -8,15 +8,15 @@ test, is refused.
 
 import pytest
 
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.errors import InputError, ParameterError
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.base import OracleInfo
-from verifier.replay import replay
-from verifier.verdict import parse_verdict
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 SCORE = ScoreSpec(k=1, perturbation="none", knowledge="C1")

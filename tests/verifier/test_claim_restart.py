@@ -23,20 +23,20 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import dry_run_claim, run_claim, sign_start
-from protocol.keys import key_id
 from tests.support.claims import linear_claim, make_pairset
 from tests.support.fake_oracle import FlakyOracle
 from tests.support.keys import KEY
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from wire.claim_start import to_claim_start
-from wire.transport import error_details, make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc
+from twinaudit.owner.claim_client import dry_run_claim, run_claim, sign_start
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.keys import key_id
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.claim_start import to_claim_start
+from twinaudit.wire.transport import error_details, make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc
 
 TIMEOUT_S = 30.0
 ARBITER_ID = key_id(KEY.public_key())

@@ -15,23 +15,23 @@ import pytest
 import torch
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import ClaimRequest, run_claim
-from owner.escrow_client import escrow_root
-from protocol.seeds import publication_bits
 from tests.support import foundation as fm
 from tests.support.claims import claim_params
 from tests.support.keys import KEY
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
-from verifier.oracles.torch_lm import TorchLanguageModelOracle
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.owner.claim_client import ClaimRequest, run_claim
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
+from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 N = 24
 KINDS = {

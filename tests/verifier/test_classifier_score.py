@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from protocol.errors import OracleError, ParameterError
-from protocol.items import ImageItem
-from protocol.prg import Prg
-from verifier.oracles.base import ClassifyAnswer, OracleInfo
-from verifier.scoring.classifier import (
+from twinaudit.protocol.errors import OracleError, ParameterError
+from twinaudit.protocol.items import ImageItem
+from twinaudit.protocol.oracles.base import ClassifyAnswer, OracleInfo
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.classifier import (
     LABEL_FLOOR,
     LOG_EPSILON,
     ScoreSpec,
@@ -283,7 +283,7 @@ def test_trained_model_prefers_its_published_versions():
     from tests.support.audit_sim import success_rate
     from tests.support.data import synthetic_pairs
     from tests.support.models import train_classifier
-    from verifier.oracles.torch_oracle import TorchClassifierOracle
+    from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny convolutions: one thread is fastest on the 2-core runners

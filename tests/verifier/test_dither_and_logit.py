@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from protocol.claim.functions import score_spec_from_fields
-from protocol.errors import OracleError, ParameterError
-from protocol.prg import Prg, bit_stream
-from verifier.oracles.base import ClassifyAnswer
-from verifier.scoring.augment import (
+from twinaudit.protocol.claim.functions import score_spec_from_fields
+from twinaudit.protocol.errors import OracleError, ParameterError
+from twinaudit.protocol.oracles.base import ClassifyAnswer
+from twinaudit.protocol.prg import Prg, bit_stream
+from twinaudit.verifier.scoring.augment import (
     DITHER_KEY_BYTES,
     apply,
     dither_steps,
@@ -22,7 +22,7 @@ from verifier.scoring.augment import (
     stream_bits,
     to_unit,
 )
-from verifier.scoring.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
+from twinaudit.verifier.scoring.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
 
 SEED = bytes(range(32))
 

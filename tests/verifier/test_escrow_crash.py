@@ -25,15 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from protocol.escrow_messages import (
+from tests.support.keys import KEY
+from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     open_receipt,
     verify_log_extension,
     verify_receipt,
 )
-from tests.support.keys import KEY
-from verifier.escrow.sql_store import SqlEscrowStore
-from verifier.escrow.store import StoredEntry
+from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
+from twinaudit.verifier.escrow.store import StoredEntry
 
 REPO = Path(__file__).resolve().parents[2]
 PG_DSN_VAR = "TWINAUDIT_TEST_PG_DSN"
@@ -46,15 +46,15 @@ STARTUP_TIMEOUT_S = 120.0
 CHILD = r"""
 import sys, threading
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from protocol.escrow_messages import EscrowRequest
+from twinaudit.protocol.escrow_messages import EscrowRequest
 
 key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 kind, where, extra, round_ = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 if kind == "sqlite":
-    from verifier.escrow.sqlite_store import SqliteEscrowStore
+    from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
     store = SqliteEscrowStore(where, key)
 else:
-    from verifier.escrow.postgres_store import PostgresEscrowStore
+    from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore
     store = PostgresEscrowStore(where, key, schema=extra)
 out = threading.Lock()
 
@@ -164,7 +164,7 @@ def _crash_rounds(open_store, argv, rounds: int) -> None:
 
 @pytest.mark.slow
 def test_sigkill_during_sqlite_commits_loses_no_receipt(tmp_path):
-    from verifier.escrow.sqlite_store import SqliteEscrowStore
+    from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 
     path = tmp_path / "escrow.db"
     _crash_rounds(lambda: SqliteEscrowStore(path, KEY), ["sqlite", str(path), "-"], rounds=6)
@@ -192,7 +192,7 @@ def pg_schema() -> Iterator[tuple[str, str]]:
 
 
 def test_sigkill_during_postgres_commits_loses_no_receipt(pg_schema):
-    from verifier.escrow.postgres_store import PostgresEscrowStore
+    from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore
 
     dsn, schema = pg_schema
     _crash_rounds(

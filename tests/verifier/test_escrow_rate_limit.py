@@ -1,11 +1,11 @@
-"""Token buckets per client identity for escrow commits (verifier.escrow.rate_limit)."""
+"""Token buckets per client identity for escrow commits (twinaudit.verifier.escrow.rate_limit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from protocol.errors import LimitExceededError, ParameterError
-from verifier.escrow.rate_limit import (
+from twinaudit.protocol.errors import LimitExceededError, ParameterError
+from twinaudit.verifier.escrow.rate_limit import (
     DEFAULT_RATE_LIMIT,
     CommitLimiter,
     RateLimit,
@@ -60,7 +60,7 @@ def test_refusals_do_not_spend_the_budget():
 
 
 def test_forgetting_idle_clients_keeps_memory_bounded(monkeypatch):
-    import verifier.escrow.rate_limit as module
+    import twinaudit.verifier.escrow.rate_limit as module
 
     monkeypatch.setattr(module, "MAX_TRACKED", 10)
     clock = Clock()
@@ -130,7 +130,7 @@ def test_the_default_lets_a_handful_through_at_once_then_one_per_ten_seconds():
 
 
 def test_verifier_serve_defaults_to_the_default_limit():
-    from twinaudit.cli import build_parser
+    from twinaudit.cli.main import build_parser
 
     args = build_parser().parse_args(
         ["verifier", "serve", "--listen", "127.0.0.1:0", "--db", "e.db", "--key", "k"]

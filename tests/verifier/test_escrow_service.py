@@ -14,10 +14,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from owner.escrow_client import escrow_root, fetch_checkpoint
-from protocol import limits
-from protocol.errors import InputError, SignatureError, VerificationError
-from protocol.escrow_messages import (
+from tests.support import pki as certificates
+from tests.support.keys import KEY, OTHER
+from twinaudit.owner.escrow_client import escrow_root, fetch_checkpoint
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError, SignatureError, VerificationError
+from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     decode_entry,
     sign_checkpoint,
@@ -25,14 +27,12 @@ from protocol.escrow_messages import (
     verify_log_extension,
     verify_record,
 )
-from protocol.keys import key_id, raw_public_key
-from tests.support import pki as certificates
-from tests.support.keys import KEY, OTHER
-from verifier.escrow.service import SERVICE_NAME, serve_escrow
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.escrow.store import StoredEntry
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.transport import TlsFiles, make_channel, wait_healthy
+from twinaudit.protocol.keys import key_id, raw_public_key
+from twinaudit.verifier.escrow.service import SERVICE_NAME, serve_escrow
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.escrow.store import StoredEntry
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.transport import TlsFiles, make_channel, wait_healthy
 
 ROOT = bytes(range(32))
 #: The owner's claim key the records bind (spec §9.1).
@@ -340,7 +340,7 @@ class _TamperingEscrow(escrow_pb2_grpc.EscrowServicer):
     ],
 )
 def test_client_rejects_a_tampered_receipt(server, store, mode, error):
-    from wire.transport import make_server
+    from twinaudit.wire.transport import make_server
 
     proxy = _TamperingEscrow(server, mode)
     running, port = make_server(
@@ -448,7 +448,7 @@ def test_mtls_requires_a_client_certificate(store, pki):
 
 
 def test_commits_past_the_clients_rate_limit_are_refused_and_not_stored(store):
-    from verifier.escrow.rate_limit import RateLimit
+    from twinaudit.verifier.escrow.rate_limit import RateLimit
 
     server, port = serve_escrow(
         store, "127.0.0.1:0", max_workers=4, rate_limit=RateLimit(per_second=0.001, burst=2)
@@ -471,7 +471,7 @@ def test_commits_past_the_clients_rate_limit_are_refused_and_not_stored(store):
 
 
 def test_mtls_clients_are_limited_by_certificate(store, pki):
-    from verifier.escrow.rate_limit import RateLimit
+    from twinaudit.verifier.escrow.rate_limit import RateLimit
 
     server_tls = TlsFiles(cert=pki / "server.crt", key=pki / "server.key", ca=pki / "ca.crt")
     server, port = serve_escrow(

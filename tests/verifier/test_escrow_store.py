@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol.errors import InputError, LimitExceededError, ParameterError, StateError
-from protocol.escrow_messages import (
+from tests.support.keys import KEY, OTHER
+from tests.support.postgres import postgres_dsn
+from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.escrow_messages import (
     EscrowRequest,
     Receipt,
     make_entry,
@@ -30,13 +32,11 @@ from protocol.escrow_messages import (
     verify_log_extension,
     verify_receipt,
 )
-from protocol.merkle import EMPTY_ROOT, MerkleTree
-from tests.support.keys import KEY, OTHER
-from tests.support.postgres import postgres_dsn
-from verifier.escrow.log_check import check_log
-from verifier.escrow.sql_store import SqlEscrowStore
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.escrow.store import (
+from twinaudit.protocol.merkle import EMPTY_ROOT, MerkleTree
+from twinaudit.verifier.escrow.log_check import check_log
+from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.escrow.store import (
     MAX_TRANSCRIPT_BYTES,
     ClaimBusyError,
     ClaimLease,
@@ -129,7 +129,7 @@ class PostgresBackend(Backend):
         self.schema = f"escrow_test_{uuid.uuid4().hex[:12]}"
 
     def open(self, key=KEY, clock=None):
-        from verifier.escrow.postgres_store import PostgresEscrowStore
+        from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore
 
         return PostgresEscrowStore(self.dsn, key, schema=self.schema, clock=clock)
 
@@ -582,7 +582,7 @@ def test_transcript_parts_are_appended_with_the_state_and_folded_at_finish(store
 def test_a_part_over_the_transcript_cap_changes_nothing(store, monkeypatch):
     store.commit(_request())
     store.save_claim("c1", 0, "open", b"s0", b"12345")
-    monkeypatch.setattr("verifier.escrow.claim_store.MAX_TRANSCRIPT_BYTES", 8)
+    monkeypatch.setattr("twinaudit.verifier.escrow.claim_store.MAX_TRANSCRIPT_BYTES", 8)
     with pytest.raises(LimitExceededError):
         store.save_claim("c1", 0, "open", b"s1", b"6789")
     assert store.load_claim("c1") == StoredClaim(0, "open", b"s0")
@@ -619,7 +619,7 @@ def test_claim_rules(store):
 def test_rejected_finish_leaves_the_claim_as_it_was(store, monkeypatch):
     store.commit(_request())
     store.save_claim("c1", 0, "querying", b"s")
-    monkeypatch.setattr("verifier.escrow.claim_store.MAX_TRANSCRIPT_BYTES", 8)
+    monkeypatch.setattr("twinaudit.verifier.escrow.claim_store.MAX_TRANSCRIPT_BYTES", 8)
     with pytest.raises(LimitExceededError):
         store.finish_claim("c1", b"verdict", b"a transcript above the cap")
     assert store.load_claim("c1") == StoredClaim(0, "querying", b"s")
@@ -702,7 +702,7 @@ def test_rho_is_fresh_randomness(store, monkeypatch):
         drawn.append(n)
         return real(n)
 
-    monkeypatch.setattr("verifier.escrow.escrow_log.secrets.token_bytes", spy)
+    monkeypatch.setattr("twinaudit.verifier.escrow.escrow_log.secrets.token_bytes", spy)
     store.commit(_request())
     assert drawn == [32]
 

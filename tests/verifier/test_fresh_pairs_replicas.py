@@ -25,29 +25,29 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import ClaimOutcome, run_claim, sign_start
-from protocol.claim.params import ClaimParams
-from protocol.errors import StateError
-from protocol.escrow_messages import EscrowRequest
-from protocol.keys import key_id
 from tests.support.claims import claim_params, make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema
-from verifier.escrow.sql_store import SqlEscrowStore
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.escrow.store import (
+from twinaudit.owner.claim_client import ClaimOutcome, run_claim, sign_start
+from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.errors import StateError
+from twinaudit.protocol.escrow_messages import EscrowRequest
+from twinaudit.protocol.keys import key_id
+from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.escrow.store import (
     ClaimBusyError,
     ClaimLease,
     ClaimsChangedError,
     UnknownClaimError,
 )
-from verifier.server import serve_arbiter
-from verifier.service import FRESH_START_ATTEMPTS, VerifierService
-from verifier.verdict import check_verdict
-from wire.claim_start import to_claim_start
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.service import FRESH_START_ATTEMPTS, VerifierService
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.claim_start import to_claim_start
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(11, 43)))
 PAIRS = make_pairset(48, seed=5)
@@ -63,7 +63,7 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
         yield lambda: SqliteEscrowStore(tmp_path / "escrow.db", KEY)
         return
     with fresh_schema("fresh_pairs") as (dsn, schema):  # skips without PostgreSQL
-        from verifier.escrow.postgres_store import PostgresEscrowStore
+        from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore
 
         yield lambda: PostgresEscrowStore(dsn, KEY, schema=schema)
 

@@ -30,12 +30,6 @@ import grpc
 import pytest
 
 from demo.seeded import fixed_salts
-from owner.claim_client import run_claim
-from protocol.encoding import encode
-from protocol.errors import InputError, LimitExceededError, OracleError, StateError
-from protocol.escrow_messages import CHECKPOINT_KIND, Checkpoint, verify_checkpoint
-from protocol.items import encode_item
-from protocol.keys import key_id, load_public_key
 from tests.support.claims import claim_params
 from tests.support.cli_processes import cli, serve, stop
 from tests.support.data import synthetic_pairs
@@ -47,9 +41,15 @@ from tests.support.hostile_models import (
     write_zip_bomb_pt,
 )
 from tests.support.pairset import PairSet
-from verifier.oracles.held import ArtefactStore, ServeOptions, file_sha256, start_held
-from verifier.oracles.sandbox import GIB, ChildLimits, SandboxPolicy
-from wire.transport import make_channel
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import InputError, LimitExceededError, OracleError, StateError
+from twinaudit.protocol.escrow_messages import CHECKPOINT_KIND, Checkpoint, verify_checkpoint
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.keys import key_id, load_public_key
+from twinaudit.verifier.oracles.held import ArtefactStore, ServeOptions, file_sha256, start_held
+from twinaudit.verifier.oracles.sandbox import GIB, ChildLimits, SandboxPolicy
+from twinaudit.wire.transport import make_channel
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
@@ -234,7 +234,7 @@ def test_without_bubblewrap_held_models_are_refused_unless_weaker_isolation_is_a
 
 
 def test_the_signer_process_signs_only_the_arbiters_payloads(tmp_path):
-    from verifier.signer_process import ProcessSigner
+    from twinaudit.verifier.signer_process import ProcessSigner
 
     key = tmp_path / "arbiter.key"
     cli("verifier", "keygen", "--key", str(key))
@@ -289,7 +289,7 @@ def test_a_hidden_file_inside_a_bound_folder_is_masked(tmp_path, monkeypatch):
     """`verifier serve` hides its key and database even in a folder the sandbox binds."""
     import subprocess
 
-    from verifier.oracles.sandbox import child_command
+    from twinaudit.verifier.oracles.sandbox import child_command
 
     bound = tmp_path / "on-pythonpath"
     bound.mkdir()
@@ -355,10 +355,10 @@ def test_an_arbiter_whose_signer_process_died_is_not_serving(tmp_path):
     """Nothing can be signed once the signer process is gone: health says NOT_SERVING."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from verifier.escrow.sqlite_store import SqliteEscrowStore
-    from verifier.server import serve_arbiter
-    from verifier.signer_process import ProcessSigner
-    from wire.transport import make_channel
+    from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+    from twinaudit.verifier.server import serve_arbiter
+    from twinaudit.verifier.signer_process import ProcessSigner
+    from twinaudit.wire.transport import make_channel
 
     key = tmp_path / "arbiter.key"
     cli("verifier", "keygen", "--key", str(key))

@@ -22,35 +22,35 @@ import pytest
 import torch
 
 from demo.seeded import SeededEntropy, fixed_salts
-from owner.claim_client import run_claim
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.openings import OpenedPair, decode_openings, encode_openings
-from protocol.errors import InputError, NotFoundError, OracleError, VerificationError
-from protocol.items import encode_item
-from protocol.keys import public_key_pem
 from tests.support.claims import claim_params
 from tests.support.cli_processes import cli
 from tests.support.data import synthetic_pairs
 from tests.support.format_models import tiny_cnn
 from tests.support.keys import KEY
 from tests.support.pairset import PairSet
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.dial import dial_oracle
-from verifier.oracles.held import (
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.openings import OpenedPair, decode_openings, encode_openings
+from twinaudit.protocol.errors import InputError, NotFoundError, OracleError, VerificationError
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.keys import public_key_pem
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.oracles.dial import dial_oracle
+from twinaudit.verifier.oracles.held import (
     ArtefactStore,
     ServeOptions,
     held_address,
     parse_held_address,
     start_held,
 )
-from verifier.reexecute import recompute_answers, reexecute
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.verifier.reexecute import recompute_answers, reexecute
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="held models run in bubblewrap, not installed"
@@ -291,7 +291,7 @@ def test_model_add_refuses_what_does_not_start_and_stores_nothing(held, tmp_path
     ],
 )
 def test_an_openings_file_is_read_strictly(held, change, message):
-    from protocol.encoding import decode, encode
+    from twinaudit.protocol.encoding import decode, encode
 
     value = decode(held["openings"])
     change(value)

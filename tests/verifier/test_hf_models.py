@@ -36,27 +36,27 @@ pytest.importorskip("tokenizers")
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-from owner.claim_client import run_claim  # noqa: E402
-from protocol.errors import InputError, ParameterError  # noqa: E402
-from protocol.seeds import publication_bits  # noqa: E402
 from tests.cli.test_cmd_oracle import ROOT, _serve  # noqa: E402
 from tests.support import foundation as fm  # noqa: E402
 from tests.support import hf_models as hm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
 from tests.support.claims import claim_params  # noqa: E402
-from twinaudit import cmd_oracle  # noqa: E402
-from twinaudit.cli import build_parser  # noqa: E402
-from twinaudit.cli import main as cli_main  # noqa: E402
-from verifier.oracles.grpc_client import GrpcOracle  # noqa: E402
-from verifier.oracles.grpc_server import serve_oracle  # noqa: E402
-from verifier.oracles.hf import HF_FORMAT, import_transformers, load_hf_language_model  # noqa: E402
-from verifier.oracles.torch_oracle import state_dict_digest  # noqa: E402
-from verifier.replay import replay  # noqa: E402
-from verifier.verdict import check_verdict  # noqa: E402
-from wire.observe import configure_logging  # noqa: E402
-from wire.transport import make_channel  # noqa: E402
-from wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
+from twinaudit.cli import cmd_oracle  # noqa: E402
+from twinaudit.cli.main import build_parser  # noqa: E402
+from twinaudit.cli.main import main as cli_main  # noqa: E402
+from twinaudit.owner.claim_client import run_claim  # noqa: E402
+from twinaudit.practitioner.grpc_server import serve_oracle  # noqa: E402
+from twinaudit.practitioner.hf import HF_FORMAT, import_transformers, load_hf_language_model  # noqa: E402
+from twinaudit.practitioner.torch_oracle import state_dict_digest  # noqa: E402
+from twinaudit.protocol.errors import InputError, ParameterError  # noqa: E402
+from twinaudit.protocol.seeds import publication_bits  # noqa: E402
+from twinaudit.verifier.oracles.grpc_client import GrpcOracle  # noqa: E402
+from twinaudit.verifier.replay import replay  # noqa: E402
+from twinaudit.verifier.verdict import check_verdict  # noqa: E402
+from twinaudit.wire.observe import configure_logging  # noqa: E402
+from twinaudit.wire.transport import make_channel  # noqa: E402
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
 
 #: Pairs in each escrowed record.
 N = 24
@@ -147,7 +147,7 @@ def _reference(kind: str, directory: Path, images: Any, texts: list[str]) -> dic
 def test_transformers_imports_in_a_fresh_interpreter() -> None:
     """The shim comes first, so transformers and its torchvision-backed parts import."""
     code = (
-        "from verifier.oracles.hf import import_transformers\n"
+        "from twinaudit.practitioner.hf import import_transformers\n"
         "import_transformers()\n"
         "from transformers import AutoImageProcessor, CLIPModel, GPT2LMHeadModel\n"
         "from transformers import ViTForImageClassification\n"
@@ -338,7 +338,7 @@ def _no_serving(*_: Any, **__: Any) -> Any:
 
 def test_what_does_not_fit_is_refused_at_serve_time(dirs, tmp_path, capsys, monkeypatch):
     """One row per refusal: exit 2, one typed line on stderr, nothing served."""
-    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    monkeypatch.setattr("twinaudit.practitioner.grpc_server.serve_oracle", _no_serving)
     classifier, lm, clip = (str(dirs[k]) for k in ("classifier", "lm", "clip"))
     empty = tmp_path / "empty"
     empty.mkdir()

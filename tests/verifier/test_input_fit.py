@@ -15,19 +15,19 @@ import os
 import numpy as np
 import pytest
 
-from protocol.claim.claim_map import ClaimMap
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.claim.transcript import iter_records
-from protocol.errors import InputError
-from protocol.items import ImageItem, decode_item
 from tests.support.claims import make_pairset, run_session, signed_verdict
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.oracles.base import OracleInfo
-from verifier.replay import replay
-from verifier.scoring.fit import fit_image
-from verifier.verdict import check_verdict
+from twinaudit.protocol.claim.claim_map import ClaimMap
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.items import ImageItem, decode_item
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.scoring.fit import fit_image
+from twinaudit.verifier.verdict import check_verdict
 
 
 class Declared(LinearOracle):

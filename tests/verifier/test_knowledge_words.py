@@ -12,33 +12,33 @@ import grpc
 import pytest
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import (
+from tests.support.claims import claim_params, make_pairset
+from tests.support.data import synthetic_pairs
+from tests.support.fake_oracle import LinearOracle
+from tests.support.keys import KEY
+from tests.support.pairset import PairSet
+from twinaudit.owner.claim_client import (
     DEFAULT_MARGIN,
     ClaimRequest,
     ScoreChoice,
     choose_score,
     run_claim,
 )
-from owner.escrow_client import escrow_root
-from protocol.claim.functions import resolve_score, score_request_from_fields
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.claim.scores.knowledge import PendingScoreSpec, resolve_knowledge
-from protocol.encoding import encode
-from protocol.errors import InputError, ParameterError
-from protocol.items import ImageItem, encode_item
-from tests.support.claims import claim_params, make_pairset
-from tests.support.data import synthetic_pairs
-from tests.support.fake_oracle import LinearOracle
-from tests.support.keys import KEY
-from tests.support.pairset import PairSet
-from verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.base import OracleInfo
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.service import params_from_proto
-from verifier.verdict import check_verdict, parse_verdict
-from wire.transport import ErrorDetails, error_details, make_channel
+from twinaudit.owner.escrow_client import escrow_root
+from twinaudit.protocol.claim.functions import resolve_score, score_request_from_fields
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.knowledge import PendingScoreSpec, resolve_knowledge
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.items import ImageItem, encode_item
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.service import params_from_proto
+from twinaudit.verifier.verdict import check_verdict, parse_verdict
+from twinaudit.wire.transport import ErrorDetails, error_details, make_channel
 
 PROBABILITIES = OracleInfo("m", "d", ("classify",), "probabilities", 10, 8)
 LABELS = OracleInfo("m", "d", ("classify",), "label", 10, 8)

@@ -25,22 +25,22 @@ if importlib.util.find_spec("mlserver") is None:  # not imported: see oip_runtim
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import fixed_salts
-from owner.claim_client import run_claim
-from protocol.errors import OracleError
-from protocol.items import encode_item
-from protocol.seeds import publication_bits
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.claims import claim_params
 from tests.support.data import synthetic_pairs
 from tests.support.oip_server import OipModel, memoriser_logits, mlserver_process
 from tests.support.pairset import PairSet
-from twinaudit.results import verdict_figures
-from verifier.oracles.dial import dial_oracle
-from verifier.replay import replay
-from verifier.verdict import check_verdict
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.cli.results import verdict_figures
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.protocol.errors import OracleError
+from twinaudit.protocol.items import encode_item
+from twinaudit.protocol.seeds import publication_bits
+from twinaudit.verifier.oracles.dial import dial_oracle
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 pytestmark = pytest.mark.slow
 

@@ -17,20 +17,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
-from verifier.oracles import oip_transport
-from verifier.oracles.dial import dial_oracle
-from verifier.oracles.grpc_client import GrpcOracle
-from verifier.oracles.oip_address import OipOptions, is_oip_address, parse_oip_address
-from verifier.oracles.oip_oracle import OipOracle, dial_oip
-from verifier.oracles.oip_tensors import (
+from twinaudit.protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
+from twinaudit.verifier.oracles import oip_transport
+from twinaudit.verifier.oracles.dial import dial_oracle
+from twinaudit.verifier.oracles.grpc_client import GrpcOracle
+from twinaudit.verifier.oracles.oip_address import OipOptions, is_oip_address, parse_oip_address
+from twinaudit.verifier.oracles.oip_oracle import OipOracle, dial_oip
+from twinaudit.verifier.oracles.oip_tensors import (
     ModelMeta,
     Tensor,
     TensorMeta,
     model_meta_from_json,
     plan_model,
 )
-from verifier.oracles.oip_transport import TransientError, with_retries
+from twinaudit.verifier.oracles.oip_transport import TransientError, with_retries
 
 # -- addresses ------------------------------------------------------------------------
 

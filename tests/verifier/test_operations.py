@@ -29,30 +29,30 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from demo.seeded import SeededEntropy
-from owner.claim_client import run_claim
-from protocol.errors import InputError
 from tests.support.claims import claim_params, make_pairset
 from tests.support.cli_processes import ROOT, cli, stop
 from tests.support.fake_oracle import LinearOracle
-from twinaudit.serve_options import serve_metrics
-from verifier.escrow.metered_store import MeteredStore
-from verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.server import serve_arbiter
-from verifier.service import SERVICE_NAME as VERIFIER_SERVICE
-from verifier.verdict import check_verdict
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.observe import (
+from twinaudit.cli.serve_options import serve_metrics
+from twinaudit.owner.claim_client import run_claim
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.errors import InputError
+from twinaudit.verifier.escrow.metered_store import MeteredStore
+from twinaudit.verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.service import SERVICE_NAME as VERIFIER_SERVICE
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.observe import (
     RPC_LOGGER,
     JsonFormatter,
     PrometheusMetrics,
     TextFormatter,
     configure_logging,
 )
-from wire.transport import make_channel, make_server
-from wire.verifier.v1 import verifier_pb2 as vpb
-from wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
+from twinaudit.wire.transport import make_channel, make_server
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 PAIRS = make_pairset(16, seed=5)
@@ -475,7 +475,7 @@ def test_verifier_serve_logs_json_and_serves_metrics(tmp_path):
 
 
 def test_serve_options_have_help_and_refuse_a_bad_metrics_address(tmp_path, capsys):
-    from twinaudit.cli import main
+    from twinaudit.cli.main import main
 
     for command in (["verifier", "serve"], ["oracle", "serve"]):
         with pytest.raises(SystemExit):

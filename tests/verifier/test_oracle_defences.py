@@ -3,9 +3,7 @@
 import numpy as np
 import pytest
 
-from protocol.errors import InputError
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
-from verifier.oracles.defences import (
+from twinaudit.practitioner.defences import (
     DefenceSpec,
     FeaturePairDetectOracle,
     MemGuardOracle,
@@ -16,6 +14,8 @@ from verifier.oracles.defences import (
     top_k,
     wrap,
 )
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 
 RNG = np.random.default_rng(0)
 
@@ -219,7 +219,7 @@ def test_a_wrapped_oracle_reports_its_defences_in_describe_and_keeps_its_identit
 
 
 def test_oracle_serve_refuses_a_bad_defence_before_loading_anything(tmp_path, capsys):
-    from twinaudit.cli import main as cli_main
+    from twinaudit.cli.main import main as cli_main
 
     missing = str(tmp_path / "missing.pt")
     base = ["oracle", "serve", "--listen", "127.0.0.1:0", "--model", missing, "--n-classes", "10"]

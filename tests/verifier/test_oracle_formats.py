@@ -33,29 +33,29 @@ pytest.importorskip("safetensors")
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
 from demo.seeded import fixed_salts  # noqa: E402
-from owner.claim_client import run_claim  # noqa: E402
-from protocol.errors import OracleError  # noqa: E402
-from protocol.items import encode_item  # noqa: E402
 from tests.cli.test_cmd_oracle import _serve  # noqa: E402
 from tests.support import format_models as fm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
 from tests.support.claims import claim_params  # noqa: E402
 from tests.support.data import synthetic_pairs  # noqa: E402
 from tests.support.pairset import PairSet  # noqa: E402
-from twinaudit import cmd_oracle  # noqa: E402
-from twinaudit.cli import build_parser  # noqa: E402
-from twinaudit.cli import main as cli_main  # noqa: E402
-from twinaudit.results import verdict_figures  # noqa: E402
-from verifier.oracles import formats  # noqa: E402
-from verifier.oracles.base import OracleInfo  # noqa: E402
-from verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
-from verifier.oracles.grpc_server import serve_oracle  # noqa: E402
-from verifier.oracles.torch_oracle import TorchClassifierOracle, state_dict_digest  # noqa: E402
-from verifier.replay import replay  # noqa: E402
-from verifier.verdict import check_verdict  # noqa: E402
-from wire.transport import make_channel  # noqa: E402
-from wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
+from twinaudit.cli import cmd_oracle  # noqa: E402
+from twinaudit.cli.main import build_parser  # noqa: E402
+from twinaudit.cli.main import main as cli_main  # noqa: E402
+from twinaudit.cli.results import verdict_figures  # noqa: E402
+from twinaudit.owner.claim_client import run_claim  # noqa: E402
+from twinaudit.practitioner import formats  # noqa: E402
+from twinaudit.practitioner.grpc_server import serve_oracle  # noqa: E402
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle, state_dict_digest  # noqa: E402
+from twinaudit.protocol.errors import OracleError  # noqa: E402
+from twinaudit.protocol.items import encode_item  # noqa: E402
+from twinaudit.protocol.oracles.base import OracleInfo  # noqa: E402
+from twinaudit.verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
+from twinaudit.verifier.replay import replay  # noqa: E402
+from twinaudit.verifier.verdict import check_verdict  # noqa: E402
+from twinaudit.wire.transport import make_channel  # noqa: E402
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.*` is deprecated:DeprecationWarning")
 
@@ -313,7 +313,7 @@ def test_oracle_serve_runs_a_file_torch_onnx_export_wrote(files, exported, tmp_p
 def test_a_dynamic_image_size_needs_input_shape_and_says_so(exported, capsys, monkeypatch):
     """A file that leaves height and width dynamic is refused in one line naming them and the
     option; with --input-shape it is probed at that size, which Describe reports."""
-    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    monkeypatch.setattr("twinaudit.practitioner.grpc_server.serve_oracle", _no_serving)
     path = str(exported["any size"])
     assert cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", "--model", path]) == 2
     assert capsys.readouterr().err == (
@@ -332,7 +332,7 @@ def test_a_dynamic_image_size_needs_input_shape_and_says_so(exported, capsys, mo
 
 
 def test_a_file_declaring_no_shape_needs_input_shape_and_says_so(files, capsys, monkeypatch):
-    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    monkeypatch.setattr("twinaudit.practitioner.grpc_server.serve_oracle", _no_serving)
     torchscript = str(files["paths"]["torchscript"])
     assert cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", "--model", torchscript]) == 2
     assert capsys.readouterr().err == (
@@ -355,7 +355,7 @@ def _arch_file(directory: Path, cls: type) -> str:
 
 def test_every_mismatch_is_refused_at_serve_time(files, tmp_path, capsys, monkeypatch):
     """One row per mismatch: exit 2, one line on stderr naming it, nothing served."""
-    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    monkeypatch.setattr("twinaudit.practitioner.grpc_server.serve_oracle", _no_serving)
     paths = files["paths"]
 
     def arch(cls: type, *extra: str) -> tuple[str, ...]:
@@ -399,7 +399,7 @@ def test_every_mismatch_is_refused_at_serve_time(files, tmp_path, capsys, monkey
 
 
 def test_files_that_cannot_be_loaded_are_refused_in_one_line(files, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("verifier.oracles.grpc_server.serve_oracle", _no_serving)
+    monkeypatch.setattr("twinaudit.practitioner.grpc_server.serve_oracle", _no_serving)
     paths = files["paths"]
     garbage_onnx = tmp_path / "garbage.onnx"
     garbage_onnx.write_bytes(b"not a model")

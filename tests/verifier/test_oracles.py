@@ -10,20 +10,20 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from protocol.errors import InputError, OracleError, ParameterError  # noqa: E402
 from tests.support.grpc_serving import OracleServers  # noqa: E402
 from tests.support.models import TinyCNN  # noqa: E402
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo  # noqa: E402
-from verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
-from verifier.oracles.grpc_server import (  # noqa: E402
+from twinaudit.practitioner.grpc_server import (  # noqa: E402
     SERVICE_NAME,
     OracleServicer,
     describe_response,
     serve_oracle,
 )
-from verifier.oracles.torch_oracle import TorchClassifierOracle, state_dict_digest  # noqa: E402
-from wire import transport  # noqa: E402
-from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc  # noqa: E402
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle, state_dict_digest  # noqa: E402
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError  # noqa: E402
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo  # noqa: E402
+from twinaudit.verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
+from twinaudit.wire import transport  # noqa: E402
+from twinaudit.wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,19 +9,19 @@ import numpy as np
 import pytest
 import torch
 
-from protocol.claim.scores.function_only import LanguageSpec
-from protocol.encoding import encode
-from protocol.errors import InputError, OracleError
 from tests.support import foundation as fm
 from tests.support.grpc_serving import OracleServers
 from tests.verifier.test_claim_foundation_models import RHO, _payload, _run, _session
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.grpc_client import GrpcClassifierOracle, GrpcOracle
-from verifier.oracles.grpc_server import describe_response
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
-from verifier.oracles.torch_lm import TorchLanguageModelOracle
-from wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
+from twinaudit.practitioner.grpc_server import describe_response
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
+from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.protocol.claim.scores.function_only import LanguageSpec
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.errors import InputError, OracleError
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.verifier.oracles.grpc_client import GrpcClassifierOracle, GrpcOracle
+from twinaudit.wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 
 torch.set_num_threads(1)
 
@@ -80,7 +80,7 @@ def test_embed_image_text_round_trip_whole_or_split(serve, clip, client_args):
     assert np.array_equal(remote.texts, local.texts)
     many = client.embed_image_text(_images(9), [f"caption {i}" for i in range(8)])
     assert many.images.shape[0] == 9 and many.texts.shape[0] == 8
-    # Captions alone (verifier.windows.image_text sends them so when images differ in
+    # Captions alone (twinaudit.verifier.windows.image_text sends them so when images differ in
     # shape): this raised ValueError from range() before.
     alone = client.embed_image_text(None, texts)
     assert alone.images.shape[0] == 0 and np.array_equal(alone.texts, local.texts)

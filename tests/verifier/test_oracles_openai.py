@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from protocol.errors import InputError, OracleError, ParameterError
-from verifier.oracles.openai_lm import OpenAICompletionsOracle, parse_completions
-from verifier.scoring.language import score
+from twinaudit.practitioner.openai_lm import OpenAICompletionsOracle, parse_completions
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.verifier.scoring.language import score
 
 
 def _choice(index, prompt, values, tokens=None):

@@ -7,11 +7,11 @@ import torch
 from tests.cli.test_cmd_oracle import _run, _serve, _stop
 from tests.support import foundation as fm
 from tests.verifier.test_oracles_openai import _good, _json, _Server
-from verifier.oracles.grpc_client import GrpcOracle
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
-from verifier.oracles.torch_lm import TorchLanguageModelOracle
-from wire.transport import make_channel
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
+from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.verifier.oracles.grpc_client import GrpcOracle
+from twinaudit.wire.transport import make_channel
 
 torch.set_num_threads(1)
 

@@ -35,20 +35,20 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from demo.hostile_claims import CLAIM_KEY, file_hostile_claims
 from demo.hostile_http import HostileServer, drip, flood, hostile_server, redirect
-from protocol.errors import OracleError
-from protocol.keys import raw_public_key
 from tests.support.keys import KEY
 from tests.support.pki import certificate, certificate_pem, key_pem
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.dial import dial_oracle
-from verifier.oracles.openai_lm import OpenAICompletionsOracle
-from verifier.server import serve_arbiter
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
-from wire.oracle.v1 import oracle_pb2
-from wire.transport import TlsFiles, make_channel
-from wire.verifier.v1 import verifier_pb2 as vpb
-from wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
+from twinaudit.practitioner.openai_lm import OpenAICompletionsOracle
+from twinaudit.protocol.errors import OracleError
+from twinaudit.protocol.keys import raw_public_key
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.oracles.dial import dial_oracle
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
+from twinaudit.wire.oracle.v1 import oracle_pb2
+from twinaudit.wire.transport import TlsFiles, make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as vpb_grpc
 
 #: The deadline of every hostile call here, and how late its failure may come.
 DEADLINE_S = 0.5
@@ -369,7 +369,7 @@ def test_issue_40_n3_a_grpc_reply_of_empty_messages_is_refused_before_they_are_b
     """Two bytes on the wire, a message object in memory: 16x before the bounded reader.
 
     30,000 empty items fit the cap of a request for one long text, so only their count,
-    taken before any is built (:mod:`verifier.oracles.proto_reader`), refuses them.
+    taken before any is built (:mod:`twinaudit.verifier.oracles.proto_reader`), refuses them.
     """
     describe = oracle_pb2.DescribeResponse(
         model_name="m", model_digest="d", capabilities=["token-logprobs"], max_batch=8

@@ -1,6 +1,6 @@
 """The bounded reader of gRPC replies reads what protobuf reads, and refuses what costs more.
 
-:mod:`verifier.oracles.proto_reader` replaced protobuf's parser on the arbiter's side of
+:mod:`twinaudit.verifier.oracles.proto_reader` replaced protobuf's parser on the arbiter's side of
 every gRPC oracle call (issue #40 N3): it must give the same fields as protobuf on every
 reply protobuf accepts (its two documented refusals and map fields aside), accept
 nothing protobuf refuses, and refuse the replies whose memory grows faster than their
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from protocol.errors import OracleError
-from verifier.oracles.oip_transport import grpc_outputs
-from verifier.oracles.proto_reader import read_reply
-from wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
-from wire.oracle.v1 import oracle_pb2
+from twinaudit.protocol.errors import OracleError
+from twinaudit.verifier.oracles.oip_transport import grpc_outputs
+from twinaudit.verifier.oracles.proto_reader import read_reply
+from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as oip_pb
+from twinaudit.wire.oracle.v1 import oracle_pb2
 
 
 def _read(message_type, data: bytes, objects: int = 10_000):

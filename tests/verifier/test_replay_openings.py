@@ -19,18 +19,18 @@ from typing import Any
 
 import pytest
 
-from protocol.claim.openings import OpenedPair, encode_openings
-from protocol.claim.transcript import TranscriptWriter, iter_records
-from protocol.encoding import encode
-from protocol.envelope import payload_type, sign_envelope
-from protocol.errors import VerificationError
-from protocol.keys import key_id, public_key_pem
 from tests.support.claims import make_pairset, run_session
 from tests.support.keys import KEY
-from twinaudit.cli import main as cli_main
-from verifier.reexecute import check_openings
-from verifier.replay import replay
-from verifier.verdict import check_verdict
+from twinaudit.cli.main import main as cli_main
+from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
+from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.encoding import encode
+from twinaudit.protocol.envelope import payload_type, sign_envelope
+from twinaudit.protocol.errors import VerificationError
+from twinaudit.protocol.keys import key_id, public_key_pem
+from twinaudit.verifier.reexecute import check_openings
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.verdict import check_verdict
 
 
 @pytest.fixture(scope="module")

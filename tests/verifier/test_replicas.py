@@ -23,21 +23,21 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from owner.claim_client import ClaimOutcome, arbiter_key_id, run_claim, sign_start
-from protocol.claim.params import ClaimParams
-from protocol.keys import load_public_key
 from tests.support.claims import claim_params, make_pairset
 from tests.support.cli_processes import ROOT, cli, stop
 from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema, with_search_path
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.replay import replay
-from verifier.server import serve_arbiter
-from verifier.verdict import check_verdict
-from wire.claim_start import to_claim_start
-from wire.transport import make_channel
-from wire.verifier.v1 import verifier_pb2 as pb
-from wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from twinaudit.owner.claim_client import ClaimOutcome, arbiter_key_id, run_claim, sign_start
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.keys import load_public_key
+from twinaudit.verifier.replay import replay
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.verifier.verdict import check_verdict
+from twinaudit.wire.claim_start import to_claim_start
+from twinaudit.wire.transport import make_channel
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(7, 39)))
 PAIRS = make_pairset(48, seed=9)
@@ -77,7 +77,7 @@ def _replicas(dsn: str, schema: str, count: int, lease_s: float) -> Iterator[lis
 
     Yields ``(address, store)`` for each.
     """
-    from verifier.escrow.postgres_store import PostgresEscrowStore
+    from twinaudit.verifier.escrow.postgres_store import PostgresEscrowStore
 
     stores, servers, addresses = [], [], []
     try:

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from protocol.claim.functions import score_spec_from_fields, score_spec_from_value
-from protocol.errors import InputError, OracleError, ParameterError
-from protocol.items import CaptionedImageItem, ImageItem
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.image_text import ImageTextAnswer
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
-from verifier.oracles.torch_oracle import state_dict_digest
-from verifier.scoring.cosine import cosine
-from verifier.scoring.image_text import ImageTextSpec, make_query, score
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
+from twinaudit.practitioner.torch_oracle import state_dict_digest
+from twinaudit.protocol.claim.functions import score_spec_from_fields, score_spec_from_value
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.items import CaptionedImageItem, ImageItem
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer
+from twinaudit.verifier.scoring.cosine import cosine
+from twinaudit.verifier.scoring.image_text import ImageTextSpec, make_query, score
 
 torch.set_num_threads(1)
 

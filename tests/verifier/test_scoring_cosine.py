@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import OracleError
-from verifier.scoring import cosine
-from verifier.scoring.cosine import (
+from twinaudit.protocol.errors import OracleError
+from twinaudit.verifier.scoring import cosine
+from twinaudit.verifier.scoring.cosine import (
     exact_row_sums,
     pairwise_cosine_sum,
     pairwise_cosine_sum_by_definition,

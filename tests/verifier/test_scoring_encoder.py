@@ -5,20 +5,20 @@ import math
 import numpy as np
 import pytest
 
-from protocol.claim.functions import score_spec_from_fields, score_spec_from_value
-from protocol.errors import OracleError, ParameterError
-from protocol.items import ImageItem
-from protocol.prg import Prg
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.embedding import (
+from twinaudit.protocol.claim.functions import score_spec_from_fields, score_spec_from_value
+from twinaudit.protocol.errors import OracleError, ParameterError
+from twinaudit.protocol.items import ImageItem
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.embedding import (
     MAX_EMBEDDING_DIM,
     EmbeddingAnswer,
     matrix_from_value,
     matrix_to_value,
 )
-from verifier.scoring.augment import apply, draw_params, to_unit
-from verifier.scoring.cosine import cosine, pairwise_cosine_sum
-from verifier.scoring.encoder import EncoderSpec, make_queries, score
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.augment import apply, draw_params, to_unit
+from twinaudit.verifier.scoring.cosine import cosine, pairwise_cosine_sum
+from twinaudit.verifier.scoring.encoder import EncoderSpec, make_queries, score
 
 
 @pytest.mark.parametrize(

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from protocol.claim.functions import score_spec_from_fields, score_spec_from_value
-from protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
-from protocol.items import MAX_TEXT_BYTES, TextItem
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.language import MAX_TOKENS, LogprobAnswer, check_texts
-from verifier.oracles.tokenizer import ByteTokenizer
-from verifier.oracles.torch_lm import TorchLanguageModelOracle
-from verifier.oracles.torch_oracle import state_dict_digest
-from verifier.scoring.language import LanguageSpec, score
+from twinaudit.practitioner.tokenizer import ByteTokenizer
+from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.practitioner.torch_oracle import state_dict_digest
+from twinaudit.protocol.claim.functions import score_spec_from_fields, score_spec_from_value
+from twinaudit.protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
+from twinaudit.protocol.items import MAX_TEXT_BYTES, TextItem
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.language import MAX_TOKENS, LogprobAnswer, check_texts
+from twinaudit.verifier.scoring.language import LanguageSpec, score
 
 torch.set_num_threads(1)
 

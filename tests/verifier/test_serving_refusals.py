@@ -21,24 +21,24 @@ import pytest
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from grpc_health.v1 import health_pb2
 
-from owner.claim_client import sign_start
-from owner.escrow_client import escrow_root, fetch_checkpoint
-from protocol.errors import InputError
-from protocol.keys import key_id, write_keypair
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
-from twinaudit.cli import main as cli_main
-from verifier.escrow.service import serve_escrow
-from verifier.escrow.sqlite_store import SqliteEscrowStore
-from verifier.oracles.grpc_server import serve_oracle
-from verifier.server import serve_arbiter
-from wire import transport
-from wire.escrow.v1 import escrow_pb2
-from wire.oracle.v1 import oracle_pb2
-from wire.transport import make_channel, make_server, parse_address
-from wire.verifier.v1 import verifier_pb2 as vpb
+from twinaudit.cli.main import main as cli_main
+from twinaudit.owner.claim_client import sign_start
+from twinaudit.owner.escrow_client import escrow_root, fetch_checkpoint
+from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.keys import key_id, write_keypair
+from twinaudit.verifier.escrow.service import serve_escrow
+from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.server import serve_arbiter
+from twinaudit.wire import transport
+from twinaudit.wire.escrow.v1 import escrow_pb2
+from twinaudit.wire.oracle.v1 import oracle_pb2
+from twinaudit.wire.transport import make_channel, make_server, parse_address
+from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
 
 ROOT = bytes([7]) * 32
 PAIRS = make_pairset(16, seed=5)

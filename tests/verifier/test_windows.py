@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.claim.scores.encoder import EncoderSpec
-from protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
-from protocol.errors import OracleError, ParameterError
-from verifier.oracles.base import ClassifierOracle, OracleInfo
-from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
-from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
-from verifier.oracles.language import LanguageModelOracle
-from verifier.windows import QueryBatch, scorer_for
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.encoder import EncoderSpec
+from twinaudit.protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
+from twinaudit.protocol.errors import OracleError, ParameterError
+from twinaudit.protocol.oracles.base import ClassifierOracle, OracleInfo
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, EncoderOracle
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer, ImageTextOracle
+from twinaudit.protocol.oracles.language import LanguageModelOracle
+from twinaudit.verifier.windows import QueryBatch, scorer_for
 
 INFO = OracleInfo("broken", "digest", ("classify",), "probabilities", 10, 8)
 

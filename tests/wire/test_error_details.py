@@ -12,10 +12,10 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.errors import NotFoundError, ParameterError
-from verifier.escrow.store import ClaimBusyError
-from wire.transport import ERROR_DOMAIN, ErrorDetails, abort_with_error, error_details
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.errors import NotFoundError, ParameterError
+from twinaudit.verifier.escrow.store import ClaimBusyError
+from twinaudit.wire.transport import ERROR_DOMAIN, ErrorDetails, abort_with_error, error_details
 
 Handler = Callable[[bytes, grpc.ServicerContext], bytes]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import InputError, LimitExceededError
-from wire.openings import (
+from twinaudit.protocol.errors import InputError, LimitExceededError
+from twinaudit.wire.openings import (
     MAX_VERSION_BYTES,
     ReceivedPair,
     collect_openings,
     opening_messages,
 )
-from wire.verifier.v1 import verifier_pb2 as pb
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 
 def _pair(index: int, size: int) -> ReceivedPair:

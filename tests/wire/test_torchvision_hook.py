@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from wire import torchvision_finder, torchvision_hook
-from wire.torchvision_finder import TorchvisionFinder
-from wire.torchvision_hook import PTH_NAME
+from twinaudit.wire import torchvision_finder, torchvision_hook
+from twinaudit.wire.torchvision_finder import TorchvisionFinder
+from twinaudit.wire.torchvision_hook import PTH_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIM = ROOT / "wire" / "torchvision_shim.py"
@@ -103,12 +103,15 @@ def test_a_missing_shim_makes_the_line_do_nothing(tmp_path):
 
 
 def _plant(folder: Path) -> Path:
-    """A folder with a ``wire/torchvision_shim.py`` that says when it runs."""
-    (folder / "wire").mkdir(parents=True)
-    (folder / "wire" / "__init__.py").write_text("print('PLANTED wire')\n")
-    (folder / "wire" / "torchvision_shim.py").write_text(
-        "print('PLANTED shim')\ndef prepare_torchvision():\n    print('PLANTED prepare')\n"
-    )
+    """A folder with a ``twinaudit/wire/torchvision_shim.py`` (and a bare ``wire/`` one) that
+    says when it runs."""
+    for package in (folder / "twinaudit" / "wire", folder / "wire"):
+        package.mkdir(parents=True)
+        package.joinpath("__init__.py").write_text("print('PLANTED wire')\n")
+        package.joinpath("torchvision_shim.py").write_text(
+            "print('PLANTED shim')\ndef prepare_torchvision():\n    print('PLANTED prepare')\n"
+        )
+    (folder / "twinaudit" / "__init__.py").write_text("print('PLANTED twinaudit')\n")
     return folder
 
 
@@ -122,7 +125,7 @@ def _run_in(folder: Path, code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_issue_40_n11_a_shim_planted_in_the_current_folder_is_not_executed(tmp_path):
-    # On main the finder ran `from wire.torchvision_shim import prepare_torchvision`,
+    # On main the finder ran `from twinaudit.wire.torchvision_shim import prepare_torchvision`,
     # which found the current folder's wire package first (sys.path[0]).
     site_dir = tmp_path / "site"
     site_dir.mkdir()
@@ -141,10 +144,11 @@ def test_issue_40_n11_a_shim_planted_in_the_current_folder_is_not_executed(tmp_p
 
 def _project_copy(folder: Path) -> Path:
     """A copy of the project's ``wire`` hook files, as an installed project would hold them."""
-    (folder / "wire").mkdir(parents=True)
-    (folder / "wire" / "__init__.py").write_text("")
+    (folder / "twinaudit" / "wire").mkdir(parents=True)
+    (folder / "twinaudit" / "__init__.py").write_text("")
+    (folder / "twinaudit" / "wire" / "__init__.py").write_text("")
     for name in ("torchvision_hook.py", "torchvision_finder.py", "torchvision_shim.py"):
-        (folder / "wire" / name).write_bytes((ROOT / "wire" / name).read_bytes())
+        (folder / "twinaudit" / "wire" / name).write_bytes((ROOT / "wire" / name).read_bytes())
     return folder
 
 
@@ -155,14 +159,14 @@ def test_issue_40_n11_a_syntax_error_in_the_hook_prints_nothing_at_start(tmp_pat
     site_dir = tmp_path / "site"
     site_dir.mkdir()
     install = subprocess.run(
-        [sys.executable, "-S", "-m", "wire.torchvision_hook", "install", "--site-packages",
-         str(site_dir)],
+        [sys.executable, "-S", "-m", "twinaudit.wire.torchvision_hook", "install",
+         "--site-packages", str(site_dir)],
         capture_output=True, text=True, timeout=60, cwd=project, env={"PATH": "/usr/bin:/bin"},
         check=False,
     )  # fmt: skip
     assert install.returncode == 0, install.stderr
     for name in ("torchvision_hook.py", "torchvision_finder.py", "torchvision_shim.py"):
-        with (project / "wire" / name).open("a") as handle:
+        with (project / "twinaudit" / "wire" / name).open("a") as handle:
             handle.write("\ndef broken(:\n")
     out = _run_in(tmp_path, f"import site; site.addsitedir({str(site_dir)!r})\nprint('started')\n")
     assert (out.returncode, out.stdout, out.stderr) == (0, "started\n", "")
@@ -200,7 +204,7 @@ def test_preparing_the_shim_with_the_hook_installed_does_not_deadlock(tmp_path):
     torchvision_hook.install(tmp_path)
     out = _run_without_site(
         f"import site; site.addsitedir({str(tmp_path)!r})\n"
-        "from wire.torchvision_shim import prepare_torchvision\n"
+        "from twinaudit.wire.torchvision_shim import prepare_torchvision\n"
         "prepare_torchvision(); prepare_torchvision()\n"
         "import torchvision\nprint('prepared')\n",
         timeout=120,

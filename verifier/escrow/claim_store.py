@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocol.errors import InputError, LimitExceededError, StateError
+from twinaudit.protocol.errors import InputError, LimitExceededError, StateError
 
 from .cursor import Cursor
 from .sql import SqlDatabase

@@ -47,9 +47,9 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from protocol import limits
-from protocol.errors import InputError, ParameterError, StateError, TwinauditError
-from protocol.escrow_messages import (
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import InputError, ParameterError, StateError, TwinauditError
+from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
     LogEntry,
@@ -62,8 +62,13 @@ from protocol.escrow_messages import (
     sign_receipt,
     verify_checkpoint,
 )
-from protocol.merkle import Frontier, consistency_ranges, inclusion_ranges, verify_inclusion
-from protocol.signer import Signer
+from twinaudit.protocol.merkle import (
+    Frontier,
+    consistency_ranges,
+    inclusion_ranges,
+    verify_inclusion,
+)
+from twinaudit.protocol.signer import Signer
 
 from ..signing import as_signer
 from .cursor import Cursor

@@ -14,7 +14,7 @@ checks that
 4. every stored checkpoint carries the arbiter's valid signature over the size and
    root it is stored under, and that root is the rebuilt tree's at that size.
 
-Any difference raises :class:`~protocol.errors.StateError` naming the first one.
+Any difference raises :class:`~twinaudit.protocol.errors.StateError` naming the first one.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol.errors import StateError, TwinauditError
-from protocol.escrow_messages import decode_entry, rho_digest, verify_checkpoint
-from protocol.merkle import Frontier, NodeKey, leaf_hash
+from twinaudit.protocol.errors import StateError, TwinauditError
+from twinaudit.protocol.escrow_messages import decode_entry, rho_digest, verify_checkpoint
+from twinaudit.protocol.merkle import Frontier, NodeKey, leaf_hash
 
 from .cursor import Cursor
 from .log_tables import LOAD_CHUNK, find_roots

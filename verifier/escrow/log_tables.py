@@ -7,7 +7,7 @@ rows, or the rows of the entries it appends.
   hash)``: leaf hashes at height 0, and at height ``h`` the subtree of leaves
   ``[idx·2**h, (idx+1)·2**h)``. An append writes its leaf and the subtrees it
   completes (amortised two rows per entry). The head's frontier
-  (:class:`~protocol.merkle.Frontier`, O(log n) rows) gives the root; a proof is
+  (:class:`~twinaudit.protocol.merkle.Frontier`, O(log n) rows) gives the root; a proof is
   O(log n) rows (:func:`read_proof`).
 - ``escrow_roots`` maps each escrowed root to its entry's index; its primary key is
   the one-record-per-root rule (§9.1) as an index, so an append checks its roots
@@ -24,9 +24,9 @@ from typing import Final, TypeVar
 
 import msgpack
 
-from protocol import limits
-from protocol.errors import StateError
-from protocol.merkle import Frontier, NodeKey, fold_nodes, leaf_hash, range_nodes
+from twinaudit.protocol import limits
+from twinaudit.protocol.errors import StateError
+from twinaudit.protocol.merkle import Frontier, NodeKey, fold_nodes, leaf_hash, range_nodes
 
 from .cursor import Cursor
 

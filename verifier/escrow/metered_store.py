@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol.escrow_messages import EscrowRequest
-from wire.observe import Metrics
+from twinaudit.protocol.escrow_messages import EscrowRequest
+from twinaudit.wire.observe import Metrics
 
 from .store import (
     ClaimLease,

@@ -23,8 +23,8 @@ import psycopg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from psycopg import sql
 
-from protocol.errors import InputError, StateError
-from protocol.signer import Signer
+from twinaudit.protocol.errors import InputError, StateError
+from twinaudit.protocol.signer import Signer
 
 from .cursor import Cursor
 from .sql import SqlDatabase
@@ -136,7 +136,7 @@ class PostgresDatabase(SqlDatabase):
 
 
 class PostgresEscrowStore(SqlEscrowStore):
-    """An :class:`~verifier.escrow.store.EscrowStore` in a PostgreSQL database."""
+    """An :class:`~twinaudit.verifier.escrow.store.EscrowStore` in a PostgreSQL database."""
 
     def __init__(
         self,

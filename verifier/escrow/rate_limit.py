@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from protocol.errors import InputError, LimitExceededError, ParameterError
+from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError
 
 #: Buckets kept at most; beyond it the fullest (idlest) buckets are forgotten, which
 #: only ever grants a forgotten client a full bucket again.

@@ -1,7 +1,7 @@
 """The ``twinaudit.escrow.v1.Escrow`` gRPC service over an :class:`~.store.EscrowLog`.
 
 Every request field is validated before the store is touched, with the spec's error
-families mapped by :func:`wire.transport.status_for`: a malformed field is
+families mapped by :func:`twinaudit.wire.transport.status_for`: a malformed field is
 ``INVALID_ARGUMENT``, ``n_pairs`` above ``MAX_PAIRS`` is ``RESOURCE_EXHAUSTED``
 (``limit-exceeded``), as is a commit past the client's rate limit
 (:mod:`.rate_limit`); an unsupported spec version is ``FAILED_PRECONDITION``. A log
@@ -20,11 +20,11 @@ from typing import Any, Final, TypeVar
 import grpc
 import msgpack
 
-from protocol.errors import InputError, TwinauditError
-from protocol.escrow_messages import EscrowRequest
-from wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
-from wire.observe import NO_METRICS, Metrics, annotate
-from wire.transport import TlsFiles, abort_with_error, make_server
+from twinaudit.protocol.errors import InputError, TwinauditError
+from twinaudit.protocol.escrow_messages import EscrowRequest
+from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+from twinaudit.wire.observe import NO_METRICS, Metrics, annotate
+from twinaudit.wire.transport import TlsFiles, abort_with_error, make_server
 
 from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
 from .store import EscrowLog
@@ -169,7 +169,7 @@ def _receipt_index(receipt: bytes) -> int | None:
 def _serve(context: Any, fn: Callable[[], T]) -> T:
     """Run ``fn`` for one call, turning its failures into statuses with a human message.
 
-    A protocol error gets the status of its family (:func:`wire.transport.status_for`;
+    A protocol error gets the status of its family (:func:`twinaudit.wire.transport.status_for`;
     an index or size the log has not reached is NOT_FOUND); anything else is logged here
     and answered INTERNAL without details.
     """

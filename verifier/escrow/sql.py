@@ -45,8 +45,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import ClassVar, Final
 
-from protocol.errors import StateError
-from protocol.merkle import EMPTY_ROOT
+from twinaudit.protocol.errors import StateError
+from twinaudit.protocol.merkle import EMPTY_ROOT
 
 from .cursor import Cursor
 from .log_tables import fill_tree

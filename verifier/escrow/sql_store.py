@@ -15,8 +15,8 @@ from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from protocol.escrow_messages import EscrowRequest
-from protocol.signer import Signer
+from twinaudit.protocol.escrow_messages import EscrowRequest
+from twinaudit.protocol.signer import Signer
 
 from ..signing import as_signer
 from .claim_store import SqlClaimStore

@@ -19,8 +19,8 @@ from typing import ClassVar, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from protocol.errors import InputError, StateError
-from protocol.signer import Signer
+from twinaudit.protocol.errors import InputError, StateError
+from twinaudit.protocol.signer import Signer
 
 from .cursor import Cursor
 from .sql import SqlDatabase
@@ -83,7 +83,7 @@ class SqliteDatabase(SqlDatabase):
 
 
 class SqliteEscrowStore(SqlEscrowStore):
-    """An :class:`~verifier.escrow.store.EscrowStore` in one SQLite database file."""
+    """An :class:`~twinaudit.verifier.escrow.store.EscrowStore` in one SQLite database file."""
 
     def __init__(
         self,

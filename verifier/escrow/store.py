@@ -10,8 +10,8 @@ Two interfaces, one per role, and the records they return:
   lease that lets one verifier process at a time run each claim (:class:`ClaimLease`).
 
 An :class:`EscrowStore` is both, on one database; the arbiter's services use only
-these interfaces. :mod:`verifier.escrow.sqlite_store` and
-:mod:`verifier.escrow.postgres_store` implement them on one shared SQL core
+these interfaces. :mod:`twinaudit.verifier.escrow.sqlite_store` and
+:mod:`twinaudit.verifier.escrow.postgres_store` implement them on one shared SQL core
 (:mod:`.sql`, :mod:`.escrow_log`, :mod:`.claim_store`).
 
 Guarantees every implementation gives:
@@ -25,7 +25,7 @@ Guarantees every implementation gives:
 - :meth:`ClaimStore.create_claim` with ``earlier`` files a claim only if the claims
   filed on its record are exactly those, as one atomic step across every process on
   the database.
-- A bad argument raises a typed error from :mod:`protocol.errors` and changes nothing.
+- A bad argument raises a typed error from :mod:`twinaudit.protocol.errors` and changes nothing.
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ from typing import Final, Self
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protocol.errors import (
+from twinaudit.protocol.errors import (
     InputError,
     LimitExceededError,
     NotFoundError,
     ParameterError,
     StateError,
 )
-from protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
+from twinaudit.protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
 
 #: Status a claim gets from :meth:`EscrowStore.finish_claim`; no other call may set it.
 FINISHED_STATUS: Final = "finished"
@@ -222,7 +222,7 @@ def check_claim_id(claim_id: object) -> str:
     """Return ``claim_id`` if it is 1..MAX_CLAIM_ID_BYTES of ``[A-Za-z0-9._-]``.
 
     Anything else (empty, longer, other characters) is not a claim id at all: an
-    :class:`~protocol.errors.InputError` (gRPC ``INVALID_ARGUMENT``), the length
+    :class:`~twinaudit.protocol.errors.InputError` (gRPC ``INVALID_ARGUMENT``), the length
     checked first so that a long string is never scanned.
     """
     if not isinstance(claim_id, str) or not 1 <= len(claim_id) <= MAX_CLAIM_ID_BYTES:
@@ -312,7 +312,7 @@ class EscrowLog(ABC):
         """Return the proof that entry ``index`` is in the log of ``size`` entries (§6.2.2).
 
         Raises :class:`UnknownRecordError` when ``size > size()`` and
-        :class:`~protocol.errors.ParameterError` unless ``0 <= index < size``.
+        :class:`~twinaudit.protocol.errors.ParameterError` unless ``0 <= index < size``.
         """
 
     @abstractmethod
@@ -320,7 +320,7 @@ class EscrowLog(ABC):
         """Return the proof that the log of ``old_size`` entries is a prefix of ``new_size``.
 
         Raises :class:`UnknownRecordError` when ``new_size > size()`` and
-        :class:`~protocol.errors.ParameterError` unless ``0 <= old_size <= new_size``.
+        :class:`~twinaudit.protocol.errors.ParameterError` unless ``0 <= old_size <= new_size``.
         """
 
 
@@ -354,7 +354,7 @@ class ClaimStore(ABC):
         ``lease`` is created held by it; an existing one must be held by it.
 
         Raises :class:`UnknownRecordError` for a record not in the log,
-        :class:`~protocol.errors.StateError` when the claim is finished or was saved
+        :class:`~twinaudit.protocol.errors.StateError` when the claim is finished or was saved
         against another record, and :class:`ClaimBusyError` when another holder has it.
         """
 
@@ -387,7 +387,7 @@ class ClaimStore(ABC):
 
         Raises :class:`ClaimsChangedError` when another claim was filed on the record
         meanwhile or one of ``earlier`` is open again, :class:`UnknownRecordError` for a
-        record not in the log and :class:`~protocol.errors.StateError` when the claim id
+        record not in the log and :class:`~twinaudit.protocol.errors.StateError` when the claim id
         is taken; each changes nothing.
         """
 
@@ -398,7 +398,7 @@ class ClaimStore(ABC):
         Only while the claim's status is ``failed`` and no claim was filed on its record
         after it, checked in the transaction that changes the status, so no claim can be
         filed in between. The caller has checked, with the claim held, that it computed
-        no outcome. Raises :class:`~protocol.errors.StateError` (``invalid-state``) when
+        no outcome. Raises :class:`~twinaudit.protocol.errors.StateError` (``invalid-state``) when
         the claim is not failed or a later claim exists, :class:`UnknownClaimError` for
         a claim never saved and :class:`ClaimBusyError` when ``lease`` does not hold it;
         each changes nothing.
@@ -449,7 +449,7 @@ class ClaimStore(ABC):
 
         All three change in one transaction, and the claim's lease ends with it.
         Raises :class:`UnknownClaimError` for a claim never saved,
-        :class:`~protocol.errors.StateError` when it is already finished, and
+        :class:`~twinaudit.protocol.errors.StateError` when it is already finished, and
         :class:`ClaimBusyError` when another holder has it.
         """
 

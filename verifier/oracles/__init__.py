@@ -1,41 +1,17 @@
-"""Model oracles: the audited model as a black box the verifier queries.
+"""The arbiter's clients of a model oracle: how the verifier reaches the audited model.
 
-- :mod:`verifier.oracles.base` — :class:`Oracle`, :class:`OracleInfo`, and the
-  classifier interface :class:`ClassifierOracle` with :class:`ClassifyAnswer`;
-- :mod:`verifier.oracles.embedding`, :mod:`verifier.oracles.language`,
-  :mod:`verifier.oracles.image_text` — the image-encoder, language-model and
-  image-text interfaces and their strictly validated answers (numpy only);
-- :mod:`verifier.oracles.torch_oracle`, :mod:`verifier.oracles.torch_encoder`,
-  :mod:`verifier.oracles.torch_lm` — in-process adapters for torch modules (import
-  torch; import them explicitly), with :mod:`verifier.oracles.tokenizer` and
-  :mod:`verifier.oracles.hf` (Hugging Face ``transformers`` classifiers, causal LMs
-  and CLIP-style models, optional), and
-  :mod:`verifier.oracles.formats`, which loads a model file in any format ``oracle
-  serve`` takes (TorchScript, ``torch.export``, state dict, safetensors, pickle, ONNX);
-- :mod:`verifier.oracles.openai_lm` — an OpenAI-compatible completions endpoint;
-- :mod:`verifier.oracles.grpc_server` / :mod:`verifier.oracles.grpc_client` — any
-  oracle served as, or reached through, ``twinaudit.oracle.v1.Oracle``.
-- :mod:`verifier.oracles.oip_oracle` (with :mod:`.oip_address`, :mod:`.oip_tensors`,
-  :mod:`.oip_transport`) — a classifier or encoder on an Open Inference Protocol
-  (KServe v2) server, REST or gRPC; :mod:`verifier.oracles.dial` reaches whichever
-  oracle an address names.
+The interfaces they implement (:class:`~twinaudit.protocol.oracles.base.ClassifierOracle`
+and the others) live in :mod:`twinaudit.protocol.oracles`, below both the verifier and the
+practitioner's serving code (:mod:`twinaudit.practitioner`), which implements them too.
+
+- :mod:`twinaudit.verifier.oracles.grpc_client` (with :mod:`.grpc_replies` and
+  :mod:`.proto_reader`) — any oracle reached through ``twinaudit.oracle.v1.Oracle``;
+- :mod:`twinaudit.verifier.oracles.oip_oracle` (with :mod:`.oip_address`,
+  :mod:`.oip_tensors`, :mod:`.oip_transport`) — a classifier or encoder on an Open
+  Inference Protocol (KServe v2) server, REST or gRPC;
+- :mod:`twinaudit.verifier.oracles.dial` — whichever oracle an address names;
+- :mod:`twinaudit.verifier.oracles.held` (with :mod:`.sandbox` and
+  :mod:`.artefact_limits`) — a model the arbiter holds, served by ``twinaudit oracle
+  serve`` in a sandboxed child process, so that its code never runs in the arbiter's
+  process.
 """
-
-from .base import ClassifierOracle, ClassifyAnswer, Oracle, OracleInfo, check_images
-from .embedding import EmbeddingAnswer, EncoderOracle
-from .image_text import ImageTextAnswer, ImageTextOracle
-from .language import LanguageModelOracle, LogprobAnswer
-
-__all__ = [
-    "ClassifierOracle",
-    "ClassifyAnswer",
-    "EmbeddingAnswer",
-    "EncoderOracle",
-    "ImageTextAnswer",
-    "ImageTextOracle",
-    "LanguageModelOracle",
-    "LogprobAnswer",
-    "Oracle",
-    "OracleInfo",
-    "check_images",
-]

@@ -1,6 +1,6 @@
 """Caps on a model artefact, checked before anything loads it (``verifier model add``).
 
-A held model is loaded in its sandboxed child (:mod:`verifier.oracles.sandbox`), under
+A held model is loaded in its sandboxed child (:mod:`twinaudit.verifier.oracles.sandbox`), under
 memory and time limits; these caps refuse the obvious resource attacks earlier, from
 the file's structure alone, without running or unpickling anything (finding N4 of
 issue #40: a 1.2 MB zip-bomb ``.pt`` drove ``model add`` to 2.4 GB, a 205-byte ONNX
@@ -13,24 +13,23 @@ file declaring a 65536² input stalled it for 307 s):
   that total exceeds :data:`RATIO_FLOOR_BYTES` (torch stores its tensors uncompressed,
   a ratio of about 1);
 - ONNX files, read with the ``onnx`` package's protobuf parser (the graph is never
-  run): each declared input dimension at most :data:`MAX_INPUT_SIDE`, and the
-  elements of one declared input (fixed dimensions; a symbolic batch counts 1) at
-  most :data:`MAX_INPUT_ELEMENTS`; the same caps apply to ``--input-shape``
-  (:func:`check_input_shape`).
+  run): each declared input within the caps of
+  :mod:`twinaudit.protocol.oracles.model_inputs` (its side and its elements; fixed
+  dimensions, a symbolic batch counting 1); the same caps apply to ``--input-shape``
+  (:func:`~twinaudit.protocol.oracles.model_inputs.check_input_shape`).
 
-Each refusal is a :class:`~protocol.errors.LimitExceededError` naming its cap.
+Each refusal is a :class:`~twinaudit.protocol.errors.LimitExceededError` naming its cap.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from protocol.errors import InputError, LimitExceededError
+from twinaudit.protocol.errors import InputError, LimitExceededError
+from twinaudit.protocol.oracles.model_inputs import check_dims
 
 GIB: Final = 1 << 30
 MIB: Final = 1 << 20
@@ -47,10 +46,6 @@ RATIO_FLOOR_BYTES: Final = 64 * MIB
 #: Largest ONNX file parsed here (the graph is read whole); a larger one is checked by
 #: the sandboxed child, which refuses the same declared inputs before its probe.
 MAX_ONNX_PARSE_BYTES: Final = 256 * MIB
-#: Largest declared input dimension (height, width, channels) of an image model.
-MAX_INPUT_SIDE: Final = 8192
-#: Most elements of one declared input (one image: H × W × C).
-MAX_INPUT_ELEMENTS: Final = 1 << 26
 
 
 def check_artefact(path: Path) -> None:
@@ -85,7 +80,7 @@ def check_onnx(path: Path) -> None:
 
     Needs the ``onnx`` package (extra ``formats``); without it (and for files over
     :data:`MAX_ONNX_PARSE_BYTES`), the child refuses the same inputs before its probe
-    (:func:`verifier.oracles.formats.load_model`), under its memory limit.
+    (:func:`twinaudit.practitioner.formats.load_model`), under its memory limit.
     """
     try:
         onnx: Any = importlib.import_module("onnx")
@@ -104,28 +99,10 @@ def check_onnx(path: Path) -> None:
         check_dims(fixed, f"ONNX input {value.name[:100]!r}")
 
 
-def check_dims(dims: Sequence[int], what: str) -> None:
-    """Refuse a declared input with a dimension or an element count over the caps."""
-    for dim in dims:
-        if dim > MAX_INPUT_SIDE:
-            raise LimitExceededError(f"{what} dimension", dim, MAX_INPUT_SIDE)
-    elements = math.prod(d for d in dims if d > 0)
-    if elements > MAX_INPUT_ELEMENTS:
-        raise LimitExceededError(f"{what} elements", elements, MAX_INPUT_ELEMENTS)
-
-
-def check_input_shape(shape: tuple[int, int, int]) -> None:
-    """Refuse an ``--input-shape`` H,W,C over the caps (it sizes the probe's batch)."""
-    check_dims(shape, "--input-shape")
-
-
 __all__ = [
     "MAX_ARTEFACT_BYTES",
-    "MAX_INPUT_ELEMENTS",
-    "MAX_INPUT_SIDE",
     "MAX_UNCOMPRESSED_BYTES",
     "MAX_ZIP_MEMBERS",
     "MAX_ZIP_RATIO",
     "check_artefact",
-    "check_input_shape",
 ]

@@ -3,15 +3,15 @@
 The arbiter dials the oracle address a claim gives (``owner claim --oracle``):
 
 - ``HOST:PORT`` — a ``twinaudit.oracle.v1`` oracle (``oracle serve``), over gRPC
-  (:class:`~verifier.oracles.grpc_client.GrpcOracle`);
+  (:class:`~twinaudit.verifier.oracles.grpc_client.GrpcOracle`);
 - ``oip+http://HOST:PORT/v2/models/NAME…``, ``oip+https://…`` or
   ``oip+grpc://HOST:PORT/NAME…`` — a model on an Open Inference Protocol server
-  (:class:`~verifier.oracles.oip_oracle.OipOracle`, :mod:`.oip_address`);
+  (:class:`~twinaudit.verifier.oracles.oip_oracle.OipOracle`, :mod:`.oip_address`);
 - ``held:sha256:<hex>`` — a model artefact the arbiter holds (``verifier model add``),
   run in a child process the verifier starts for the claim and stops after it
-  (:class:`~verifier.oracles.held.HeldOracle`, :mod:`.held`).
+  (:class:`~twinaudit.verifier.oracles.held.HeldOracle`, :mod:`.held`).
 
-A malformed address is the claimant's error (:class:`~protocol.errors.InputError`,
+A malformed address is the claimant's error (:class:`~twinaudit.protocol.errors.InputError`,
 one line), found before anything is contacted.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wire import transport
+from twinaudit.protocol.oracles.base import Oracle
+from twinaudit.wire import transport
 
-from .base import Oracle
 from .grpc_client import GrpcOracle
 from .held import dial_held, is_held_address
 from .oip_address import is_oip_address

@@ -9,7 +9,7 @@ the same client for a remote that must offer ``classify``.
 Every call carries a deadline of ``timeout_s`` seconds for the whole call, and its
 reply is refused before it is parsed if it is longer than the values asked for can
 take (:mod:`.grpc_replies`: 64 KiB and 10 bytes a value). Failures become
-:class:`~protocol.errors.OracleError`:
+:class:`~twinaudit.protocol.errors.OracleError`:
 
 - ``UNAVAILABLE`` (nothing listening, connection lost, TLS failure) → ``"unreachable"``;
 - ``DEADLINE_EXCEEDED`` → ``"deadline"``;
@@ -30,16 +30,22 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from protocol.claim.requests import queries_per_request
-from protocol.errors import InputError, OracleError, ParameterError
-from wire import transport
-from wire.oracle.v1 import oracle_pb2
+from twinaudit.protocol.claim.requests import queries_per_request
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.oracles.base import (
+    ClassifierOracle,
+    ClassifyAnswer,
+    F32Images,
+    OracleInfo,
+    check_images,
+)
+from twinaudit.protocol.oracles.embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer, ImageTextOracle
+from twinaudit.protocol.oracles.language import LanguageModelOracle, LogprobAnswer, check_texts
+from twinaudit.wire import transport
+from twinaudit.wire.oracle.v1 import oracle_pb2
 
-from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
-from .embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle
 from .grpc_replies import MAX_REPLY_OBJECTS, CappedMethod, reply_cap
-from .image_text import ImageTextAnswer, ImageTextOracle
-from .language import LanguageModelOracle, LogprobAnswer, check_texts
 
 #: The oracle service's full name.
 _SERVICE: Final = oracle_pb2.DESCRIPTOR.services_by_name["Oracle"].full_name
@@ -132,8 +138,8 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
 
         Requests and replies are held to ``max_message_bytes``, except that one image
         query above it goes alone in a request of at most ``max_query_bytes`` (0: the
-        same cap; an oracle channel of :func:`~verifier.oracles.dial.dial_oracle` sends
-        :data:`~wire.transport.MAX_QUERY_MESSAGE_BYTES`, spec §10.2 step 5).
+        same cap; an oracle channel of :func:`~twinaudit.verifier.oracles.dial.dial_oracle` sends
+        :data:`~twinaudit.wire.transport.MAX_QUERY_MESSAGE_BYTES`, spec §10.2 step 5).
         """
         if not timeout_s > 0:
             raise ParameterError(f"timeout must be positive, got {timeout_s!r}")

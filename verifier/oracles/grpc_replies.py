@@ -1,13 +1,13 @@
 """gRPC replies held to a byte cap from their request, checked before they are parsed.
 
-The channel's message cap (:data:`wire.transport.MAX_MESSAGE_BYTES`, 64 MiB) bounds
+The channel's message cap (:data:`twinaudit.wire.transport.MAX_MESSAGE_BYTES`, 64 MiB) bounds
 what gRPC receives, but protobuf's parser can then spend far more than a reply's size:
 a packed field of one-byte varints takes 8 bytes a value in memory, and more while it
 grows, and a repeated message of two bytes a whole message (``python -m bench
 decoders``). A client knows how many values it asked for, so it asks each call through
 a :class:`CappedMethod`: the reply arrives as bytes, is refused if it is longer than
 :func:`reply_cap` of those values (``OracleError("invalid-answer")``), and only then
-read, by :func:`~verifier.oracles.proto_reader.read_reply` rather than protobuf's
+read, by :func:`~twinaudit.verifier.oracles.proto_reader.read_reply` rather than protobuf's
 parser: numbers go straight into numpy arrays (at most 8 bytes a wire byte), and a reply
 holding more messages or strings than the call allows is refused before they are built.
 The deadline of the call is gRPC's own, for the whole call (issue #40 N2, N3).
@@ -19,8 +19,8 @@ from typing import Any, Final
 
 import grpc
 
-from protocol.errors import OracleError
-from wire.transport import MAX_MESSAGE_BYTES
+from twinaudit.protocol.errors import OracleError
+from twinaudit.wire.transport import MAX_MESSAGE_BYTES
 
 from .proto_reader import Reply, read_reply
 
@@ -65,7 +65,7 @@ class CappedMethod:
         """Send ``request``; return the reply if it is at most ``max_bytes`` long.
 
         The reply is refused too if it holds more than ``max_objects`` messages, strings
-        and byte strings (:func:`~verifier.oracles.proto_reader.read_reply`). A failed
+        and byte strings (:func:`~twinaudit.verifier.oracles.proto_reader.read_reply`). A failed
         call raises :class:`grpc.RpcError`, as a stub's method does.
         """
         data = self._call(request, timeout=timeout)

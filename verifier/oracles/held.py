@@ -10,9 +10,9 @@ itself (:func:`dial_held`), never reaching the practitioner:
 
 - in a **child process** it starts for the claim and stops when the claim ends:
   ``python -m twinaudit oracle serve`` on the stored file, in a bubblewrap sandbox
-  under resource limits (:mod:`verifier.oracles.sandbox`), on a Unix socket,
+  under resource limits (:mod:`twinaudit.verifier.oracles.sandbox`), on a Unix socket,
   queried over ``twinaudit.oracle.v1`` by
-  :class:`~verifier.oracles.grpc_client.GrpcOracle`. The child is the very command a
+  :class:`~twinaudit.verifier.oracles.grpc_client.GrpcOracle`. The child is the very command a
   practitioner runs, so it loads every format ``oracle serve`` loads and runs the
   same probe forward pass at start (a model that does not fit never answers a
   query); the model's code (a pickle's, an ``--arch`` callable's) sees neither the
@@ -24,13 +24,13 @@ itself (:func:`dial_held`), never reaching the practitioner:
   CPU capability torch dispatches to and the thread count in its framework text);
 - with the **artefact's SHA-256** as the model digest of its Describe map
   (:class:`HeldOracle`), checked against the stored file each time it is started;
-- after the **caps** of :mod:`verifier.oracles.artefact_limits` (file size, zip
+- after the **caps** of :mod:`twinaudit.verifier.oracles.artefact_limits` (file size, zip
   ratio, declared inputs), checked by :meth:`ArtefactStore.add` before it loads.
 
 :func:`start_held` is what ``verifier reexecute`` uses to run a model file the
-same way. Errors: a malformed address is an :class:`~protocol.errors.InputError`, an
-artefact the store does not hold a :class:`~protocol.errors.NotFoundError`, a model
-that does not start an :class:`~protocol.errors.OracleError` naming the child's
+same way. Errors: a malformed address is an :class:`~twinaudit.protocol.errors.InputError`, an
+artefact the store does not hold a :class:`~twinaudit.protocol.errors.NotFoundError`, a model
+that does not start an :class:`~twinaudit.protocol.errors.OracleError` naming the child's
 one-line error.
 """
 
@@ -52,12 +52,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from protocol.errors import InputError, NotFoundError, OracleError
-from wire import transport
+from twinaudit.protocol.errors import InputError, NotFoundError, OracleError
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.model_inputs import check_input_shape
+from twinaudit.wire import transport
 
 from ..children import stop_child
-from .artefact_limits import check_artefact, check_input_shape
-from .base import OracleInfo
+from .artefact_limits import check_artefact
 from .grpc_client import GrpcOracle
 from .sandbox import (
     SOCKET_NAME,
@@ -114,7 +115,7 @@ class ServeOptions:
     """How an artefact is served: the options of ``oracle serve`` that an arbiter sets.
 
     ``kind`` is ``classifier`` or ``encoder``; ``model_format``, ``arch`` and
-    ``trust_pickle`` say how the file loads (:mod:`verifier.oracles.formats`);
+    ``trust_pickle`` say how the file loads (:mod:`twinaudit.practitioner.formats`);
     ``input_shape`` (H, W, C) is probed at start (None: the shape the file declares);
     ``n_classes`` is checked by the probe; ``mean``/``std`` normalise the inputs;
     ``max_batch`` bounds a request and a forward pass; ``name`` is the model name the
@@ -428,7 +429,7 @@ class HeldOracle(GrpcOracle):
         """Start the child on ``model`` with ``options``; query it with ``timeout_s`` deadlines.
 
         ``policy`` is how the child is isolated and limited (default: this process's,
-        :func:`verifier.oracles.sandbox.policy`).
+        :func:`twinaudit.verifier.oracles.sandbox.policy`).
         """
         self._child = _Child(model, options, threads, policy or sandbox_policy())
         self._channel = transport.make_channel(

@@ -12,8 +12,8 @@ oracle), an address may name a model on any Open Inference Protocol server:
 
 ``OPTIONS`` say what the model's metadata cannot (``key=value`` joined by ``&``, each
 key at most once; see :class:`OipOptions`). :func:`parse_oip_address` checks all of it
-before anything is contacted and raises :class:`~protocol.errors.InputError` (or
-:class:`~protocol.errors.ParameterError` for a value out of range) with one line.
+before anything is contacted and raises :class:`~twinaudit.protocol.errors.InputError` (or
+:class:`~twinaudit.protocol.errors.ParameterError` for a value out of range) with one line.
 numpy free, network free.
 """
 
@@ -24,10 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from protocol.errors import InputError, ParameterError
-from wire.transport import parse_address
-
-from .base import MAX_CLASSES, MAX_ORACLE_BATCH
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.oracles.base import MAX_CLASSES, MAX_ORACLE_BATCH
+from twinaudit.wire.transport import parse_address
 
 #: Address schemes of Open Inference Protocol oracles, and the transport of each.
 SCHEMES: Final = {"oip+http": "rest", "oip+https": "rest", "oip+grpc": "grpc"}

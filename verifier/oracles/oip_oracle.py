@@ -5,18 +5,18 @@
 over REST or gRPC, named by an oracle address (:mod:`.oip_address`). Its description
 comes from the server: the model's metadata (name, versions, platform, input and
 output tensors) and the server's own (its name and version), read with the address's
-options into an :class:`~verifier.oracles.oip_tensors.OipPlan` the first time
+options into an :class:`~twinaudit.verifier.oracles.oip_tensors.OipPlan` the first time
 :attr:`info` is read. It is the arbiter's reading of what the server declares; as with
 any oracle, the arbiter cannot check which model answers.
 
 A batch is sent in requests of at most the plan's ``max_batch`` images and at most
 the address's ``request_bytes`` of tensor data (default
-:data:`~verifier.oracles.oip_transport.MAX_REQUEST_BYTES`) (a fixed-batch
+:data:`~twinaudit.verifier.oracles.oip_transport.MAX_REQUEST_BYTES`) (a fixed-batch
 model gets exactly its batch, padded with blank images whose answers are dropped).
 Each request has the address's deadline for the whole call, its reply is capped by
-what the request asks for (:meth:`~verifier.oracles.oip_tensors.OipPlan.answer_values`),
+what the request asks for (:meth:`~twinaudit.verifier.oracles.oip_tensors.OipPlan.answer_values`),
 and it is retried only when the server could not answer
-(:func:`~verifier.oracles.oip_transport.with_retries`).
+(:func:`~twinaudit.verifier.oracles.oip_transport.with_retries`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,17 @@ import threading
 
 import numpy as np
 
-from protocol.claim.requests import queries_per_request
-from wire.transport import TlsFiles, make_channel
+from twinaudit.protocol.claim.requests import queries_per_request
+from twinaudit.protocol.oracles.base import (
+    ClassifierOracle,
+    ClassifyAnswer,
+    F32Images,
+    OracleInfo,
+    check_images,
+)
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, EncoderOracle
+from twinaudit.wire.transport import TlsFiles, make_channel
 
-from .base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo, check_images
-from .embedding import EmbeddingAnswer, EncoderOracle
 from .oip_address import OipAddress, parse_oip_address
 from .oip_tensors import OipPlan, Tensor, plan_model
 from .oip_transport import (

@@ -2,12 +2,12 @@
 
 An OIP model declares its input and output tensors in its metadata (name, datatype,
 shape with ``-1`` for a free dimension). :func:`plan_model` reads that metadata with
-the address's options (:class:`~verifier.oracles.oip_address.OipOptions`) into an
+the address's options (:class:`~twinaudit.verifier.oracles.oip_address.OipOptions`) into an
 :class:`OipPlan`: which input and output tensor, the input's layout and image shape,
 its fixed batch if it has one, what the output holds and how many classes, and the
-oracle's description (:class:`~verifier.oracles.base.OracleInfo`). Nothing is guessed
+oracle's description (:class:`~twinaudit.protocol.oracles.base.OracleInfo`). Nothing is guessed
 where the metadata is silent or ambiguous: the plan is refused with a
-:class:`~protocol.errors.ParameterError` naming the option that would settle it.
+:class:`~twinaudit.protocol.errors.ParameterError` naming the option that would settle it.
 
 :meth:`OipPlan.encode` turns a batch of float32 (N, H, W, C) images in [0, 1] into
 the input tensor (normalised, in the model's layout and datatype, padded to a fixed
@@ -26,10 +26,16 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.oracles.base import (
+    MAX_CLASSES,
+    MAX_ORACLE_BATCH,
+    ClassifyAnswer,
+    F32Images,
+    OracleInfo,
+)
+from twinaudit.protocol.oracles.embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer
 
-from .base import MAX_CLASSES, MAX_ORACLE_BATCH, ClassifyAnswer, F32Images, OracleInfo
-from .embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer
 from .oip_address import DEFAULT_MAX_BATCH, KINDS, OipAddress
 
 #: Numpy dtypes (little-endian) of the OIP datatypes this client reads or writes.

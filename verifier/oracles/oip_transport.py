@@ -1,9 +1,9 @@
 """The two transports of the Open Inference Protocol: REST (JSON) and gRPC.
 
-Both offer the same three calls to :class:`~verifier.oracles.oip_oracle.OipOracle`:
+Both offer the same three calls to :class:`~twinaudit.verifier.oracles.oip_oracle.OipOracle`:
 ``framework()`` (the server's name and version, from its metadata; ``""`` when the
 server does not say), ``model_metadata()`` and ``infer(tensor, output)``. Every call
-has the address's deadline. Failures are :class:`~protocol.errors.OracleError`:
+has the address's deadline. Failures are :class:`~twinaudit.protocol.errors.OracleError`:
 
 - the server could not answer — gRPC ``UNAVAILABLE``, HTTP 502, 503 or 504 or another
   5xx, a refused or reset connection — is a :class:`TransientError`, which
@@ -16,15 +16,15 @@ has the address's deadline. Failures are :class:`~protocol.errors.OracleError`:
 - any other error answer (HTTP 4xx, any other gRPC status), and any reply that is not
   what the protocol defines, is ``invalid-answer`` at once.
 
-Every REST call is one :func:`~verifier.oracles.http_call.http_call`: its deadline
+Every REST call is one :func:`~twinaudit.wire.http_call.http_call`: its deadline
 (the address's ``timeout=``) bounds the whole call however slowly the server sends, a
 redirect is refused and never followed, and the reply is capped while it streams —
 metadata at :data:`MAX_METADATA_BYTES`, an inference reply at :func:`rest_reply_cap` of
 the values the request asks for — and then read event by event
-(:mod:`~verifier.oracles.json_reply`), never built into Python objects as a whole
+(:mod:`~twinaudit.wire.json_reply`), never built into Python objects as a whole
 (issue #40 N2, N3, N8). A gRPC call's deadline is gRPC's own (the whole call), and its
 reply is held to a cap from its request before it is parsed
-(:mod:`~verifier.oracles.grpc_replies`). Nothing is contacted until a call is made.
+(:mod:`~twinaudit.verifier.oracles.grpc_replies`). Nothing is contacted until a call is made.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import OracleError
-from wire.oip.v2 import grpc_predict_v2_pb2 as pb
+from twinaudit.protocol.errors import OracleError
+from twinaudit.wire.http_call import Deadline, http_call
+from twinaudit.wire.json_reply import Event, Numbers, events, expect, keys, load_small, skip
+from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as pb
 
 from .grpc_replies import CappedMethod, reply_cap
-from .http_call import Deadline, http_call
-from .json_reply import Event, Numbers, events, expect, keys, load_small, skip
 from .oip_address import DEFAULT_REQUEST_BYTES, OipAddress
 from .oip_tensors import (
     DTYPES,
@@ -468,7 +468,7 @@ class GrpcTransport:
         """Send one ``ModelInfer``; return the output named ``output``.
 
         The reply is refused, before it is parsed, if it is longer than ``max_values``
-        values can take (:func:`~verifier.oracles.grpc_replies.reply_cap`), and so is one
+        values can take (:func:`~twinaudit.verifier.oracles.grpc_replies.reply_cap`), and so is one
         holding more than ``max_values`` values in all.
         """
         request = pb.ModelInferRequest(

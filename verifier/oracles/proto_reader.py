@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from protocol.errors import OracleError
+from twinaudit.protocol.errors import OracleError
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 #: Input bytes of a packed varint field decoded at a time (bounds the work space).

@@ -2,7 +2,7 @@
 
 An arbiter runs model code it did not write: a pickle's ``__reduce__``, an ``--arch``
 callable, a model that allocates whatever its file declares. That code runs in a child
-process (:mod:`verifier.oracles.held`) started by :func:`child_command` and
+process (:mod:`twinaudit.verifier.oracles.held`) started by :func:`child_command` and
 :class:`ChildLimits`, in layers, each stopping something named:
 
 - **bubblewrap** (``bwrap``, Debian's ``bubblewrap``; :func:`find_bwrap`), with
@@ -27,13 +27,13 @@ process (:mod:`verifier.oracles.held`) started by :func:`child_command` and
   files (finding N4: a zip bomb or a huge declared input runs out of memory in the
   child, not on the arbiter);
 - **wall time**, enforced by the parent: a start deadline and a lifetime after which
-  the child is killed (:mod:`verifier.oracles.held`);
+  the child is killed (:mod:`twinaudit.verifier.oracles.held`);
 - ``close_fds`` and a stdin pipe: the child inherits no descriptor but its three
   standard streams, and stops when its stdin closes (the parent stopped or died).
 
 Without bubblewrap the first layer is missing: the child then runs as the arbiter's
 user with its files, its ``/proc`` and its network. That is refused
-(:class:`~protocol.errors.OracleError`) unless the policy accepts weaker isolation
+(:class:`~twinaudit.protocol.errors.OracleError`) unless the policy accepts weaker isolation
 (``--allow-weak-isolation``), and said in the log when it does. No seccomp filter is
 applied (bubblewrap takes one as a compiled BPF program, and no maintained binding
 that compiles one is a dependency); the namespaces above are what stop the threats
@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from protocol.errors import InputError, OracleError
+from twinaudit.protocol.errors import InputError, OracleError
 
 LOG = logging.getLogger("twinaudit.sandbox")
 
@@ -66,8 +66,8 @@ ARCH_DIR: Final = "/arch"
 SOCKET_DIR: Final = "/run/oracle"
 #: The socket's file name in that folder.
 SOCKET_NAME: Final = "oracle.sock"
-#: The project's own top-level packages, bound (read-only) wherever they are installed.
-PROJECT_PACKAGES: Final = ("protocol", "wire", "owner", "verifier", "twinaudit")
+#: The project's one installed root, bound (read-only) wherever it is installed.
+PROJECT_PACKAGES: Final = ("twinaudit",)
 #: Top-level folders that are symbolic links on merged-/usr systems (re-made as links).
 _SYSTEM_DIRS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: Files of /etc the dynamic loader and Python read (bound when present).
@@ -139,7 +139,7 @@ def set_policy(policy: SandboxPolicy) -> None:
     """Set this process's policy for held models (``verifier serve`` sets it at start).
 
     One policy per process: it is the arbiter's, not a claim's, and the claims' code
-    paths (:func:`verifier.oracles.dial.dial_oracle`) need not carry it.
+    paths (:func:`twinaudit.verifier.oracles.dial.dial_oracle`) need not carry it.
     """
     global _policy  # noqa: PLW0603 - the process-wide setting this function exists for
     _policy = policy

@@ -113,11 +113,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from protocol.claim.scores.perturbations import FAMILIES, MAX_COPIES
-from protocol.encoding import Value
-from protocol.errors import InputError, ParameterError
-from protocol.items import MAX_IMAGE_SIDE
-from protocol.prg import Prg
+from twinaudit.protocol.claim.scores.perturbations import FAMILIES, MAX_COPIES
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.items import MAX_IMAGE_SIDE
+from twinaudit.protocol.prg import Prg
 
 #: Area fraction range of ``random-resized-crop``.
 SCALE: Final = (0.8, 1.0)
@@ -268,12 +268,12 @@ def draw_params(family: str, prg: Prg, height: int, width: int, k: int) -> list[
 
     The draws follow the module docstring exactly; the maps are canonical values
     ready for the transcript. Unknown families, sizes or ``k`` outside
-    ``1..MAX_COPIES`` raise :class:`~protocol.errors.ParameterError`.
+    ``1..MAX_COPIES`` raise :class:`~twinaudit.protocol.errors.ParameterError`.
     """
     if family not in FAMILIES:
         raise ParameterError(f"unknown perturbation family {family!r}; known: {FAMILIES}")
     if not isinstance(prg, Prg):
-        raise ParameterError("draw_params needs a protocol.prg.Prg stream")
+        raise ParameterError("draw_params needs a twinaudit.protocol.prg.Prg stream")
     _check_size(height, width)
     _check_int(k, "k")
     if not 1 <= k <= MAX_COPIES:
@@ -367,7 +367,7 @@ def _flip(params: dict[str, Value]) -> bool:
 def stream_bits(key: bytes, label: str, count: int) -> npt.NDArray[np.int16]:
     """Return bits ``0 .. count−1`` of the stream of seed ``key`` and ``label`` as 0/1.
 
-    The same bits as :func:`protocol.prg.bit_stream` from position 0 (spec §5.4: least
+    The same bits as :func:`twinaudit.protocol.prg.bit_stream` from position 0 (spec §5.4: least
     significant bit first within each byte of the keystream), unpacked by numpy.
     """
     raw = np.frombuffer(Prg(key, label).read((count + 7) // 8), dtype=np.uint8)
@@ -410,8 +410,8 @@ def apply(image: F64Image, params: dict[str, Value]) -> F32Image:
 
     The result is float32 (H, W, C) in [0, 1]. Parameter maps are checked strictly
     (exact keys, integer ranges that fit the image) with
-    :class:`~protocol.errors.ParameterError`; a malformed image raises
-    :class:`~protocol.errors.InputError`.
+    :class:`~twinaudit.protocol.errors.ParameterError`; a malformed image raises
+    :class:`~twinaudit.protocol.errors.InputError`.
     """
     if not isinstance(image, np.ndarray) or image.dtype != np.float64 or image.ndim != 3:
         raise InputError("apply needs a float64 image of shape (H, W, C)")

@@ -1,10 +1,10 @@
 """The image-classifier score function (paper Alg. 3, appendix C; spec §10.3).
 
 For one version of an opened pair the verifier queries the oracle on K perturbed
-copies (:mod:`verifier.scoring.augment`), averages the K answers in float64 to a
+copies (:mod:`twinaudit.verifier.scoring.augment`), averages the K answers in float64 to a
 vector ``p`` and scores it. Knowledge conditions (what the oracle reveals, and
 whether the committed label ``y`` is used; the claim parameters,
-:class:`~protocol.claim.scores.classifier.ScoreSpec`, live in the claim protocol):
+:class:`~twinaudit.protocol.claim.scores.classifier.ScoreSpec`, live in the claim protocol):
 
 ====  ====================  ==================  ======================================
 cond  oracle output used    label               score of ``p``
@@ -19,7 +19,7 @@ Exact arithmetic, all binary64, sums taken sequentially in index order:
 
 - **Average (C1, C2).** ``acc = 0``; for ``k = 0..K-1``: ``acc = acc + P[k]``
   (elementwise); ``p = acc / K``. Answers are validated
-  (:meth:`~verifier.oracles.base.ClassifyAnswer.validate`) and not renormalised.
+  (:meth:`~twinaudit.protocol.oracles.base.ClassifyAnswer.validate`) and not renormalised.
 - **Average (C3, C4).** ``p_c = count_c / K`` where ``count_c`` is the number of
   copies labelled ``c``; every ``p_c = 0`` becomes :data:`LABEL_FLOOR` (1e-5), so
   ``p`` then sums to slightly more than 1, as in the paper. An oracle that answers
@@ -47,7 +47,7 @@ read from the other classes' probabilities, which binary64 holds to full relativ
 precision, not from ``1 − P_k[y]``. The paper's statistic (above) is ``entropy``, the
 default, and its claim map has no ``statistic`` key.
 
-``ln`` and ``log1p`` are correctly rounded (:mod:`protocol.numeric`), as the spec
+``ln`` and ``log1p`` are correctly rounded (:mod:`twinaudit.protocol.numeric`), as the spec
 defines them: never the platform's (Python's :mod:`math` and numpy call the C library,
 whose ``log1p`` is a unit in the last place off for a few percent of arguments, and
 numpy's vectorised versions can also depend on the CPU's instruction set).
@@ -60,13 +60,13 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from protocol.claim.scores.classifier import ScoreSpec
-from protocol.encoding import Value
-from protocol.errors import OracleError, ParameterError
-from protocol.items import ImageItem
-from protocol.numeric import ln, log1p
-from protocol.prg import Prg
-from verifier.oracles.base import ClassifyAnswer
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import OracleError, ParameterError
+from twinaudit.protocol.items import ImageItem
+from twinaudit.protocol.numeric import ln, log1p
+from twinaudit.protocol.oracles.base import ClassifyAnswer
+from twinaudit.protocol.prg import Prg
 
 from .augment import draw_copies
 

@@ -15,7 +15,7 @@ or a second implementation, gets the same bits. The rules, for binary64 vectors
 An embedding whose ``dot(u, u)`` is 0 (all zeros, or so small that every square
 underflows) has no direction: it is an invalid answer of the oracle,
 ``OracleError("invalid-answer")``. Entries are bounded by
-:data:`~verifier.oracles.embedding.MAX_EMBEDDING_ABS` (checked when an answer is
+:data:`~twinaudit.protocol.oracles.embedding.MAX_EMBEDDING_ABS` (checked when an answer is
 validated), so no product or sum can overflow.
 
 The rules fix the bits, not the method; two faster ways to the same bits are used.
@@ -38,7 +38,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import OracleError
+from twinaudit.protocol.errors import OracleError
 
 F64Matrix = npt.NDArray[np.float64]
 

@@ -24,8 +24,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from protocol.errors import InputError
-from protocol.items import MAX_IMAGE_SIDE
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.items import MAX_IMAGE_SIDE
 
 #: The one fitting rule (the value of the claim map's ``input_fit``).
 AREA: Final = "area"

@@ -2,7 +2,7 @@
 
 A version of a captioned-image pair is scored by the cosine similarity of the
 model's embedding of its image and of its caption
-(:func:`~verifier.scoring.cosine.cosine`, binary64 with exactly rounded sums). Both
+(:func:`~twinaudit.verifier.scoring.cosine.cosine`, binary64 with exactly rounded sums). Both
 versions of a pair share the caption, so the pair is decided by which marked image
 the model places nearer to it. The image is sent unperturbed (float32 ``p/255``).
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from protocol.claim.scores.function_only import ImageTextSpec
-from protocol.items import CaptionedImageItem
+from twinaudit.protocol.claim.scores.function_only import ImageTextSpec
+from twinaudit.protocol.items import CaptionedImageItem
 
 from .augment import to_unit
 from .cosine import cosine

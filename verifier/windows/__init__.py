@@ -1,7 +1,7 @@
 """How each score function turns a window of opened pairs into oracle queries and scores.
 
 A claim processes pairs a window at a time (spec §10.2). For each score function a
-:class:`~verifier.windows.base.WindowScorer` builds the window's queries (every
+:class:`~twinaudit.verifier.windows.base.WindowScorer` builds the window's queries (every
 version's copies, drawn from the spec PRG, shuffled across the whole window with
 ``shuffle/<j>``), asks the oracle, puts the answers back in order, scores every
 version in binary64 and returns the function's part of each pair's transcript

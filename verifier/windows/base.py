@@ -11,13 +11,13 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from protocol.claim.requests import Shape, request_runs
-from protocol.encoding import Value
-from protocol.errors import OracleError, ParameterError, VerificationError
-from protocol.items import ImageItem, Item
-from protocol.prg import Prg
-from verifier.oracles.base import Oracle, OracleInfo
-from verifier.scoring.fit import fit_image
+from twinaudit.protocol.claim.requests import Shape, request_runs
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import OracleError, ParameterError, VerificationError
+from twinaudit.protocol.items import ImageItem, Item
+from twinaudit.protocol.oracles.base import Oracle, OracleInfo
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.fit import fit_image
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def by_shape(
 ) -> RowsT:
     """Send image queries to the oracle in requests; return the rows in sent order.
 
-    The requests are those of :func:`~protocol.claim.requests.request_runs` (spec
+    The requests are those of :func:`~twinaudit.protocol.claim.requests.request_runs` (spec
     §10.2 step 5): one shape's queries in their sent order, at most
     ``per_request(shape)`` of them, the shapes in the order they first occur; the
     answers' rows are put back in sent order (``join`` concatenates answers, ``take``

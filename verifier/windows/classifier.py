@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from protocol.encoding import Value
-from protocol.errors import InputError
-from protocol.items import ImageItem, Item
-from protocol.prg import Prg
-from verifier.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
-from verifier.scoring.classifier import ScoreSpec, make_queries, score
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.items import ImageItem, Item
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.classifier import ScoreSpec, make_queries, score
 
 from .base import QueryBatch, by_shape, unshuffle
 from .copies import CopiesWindows
@@ -31,7 +31,7 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
         self.spec.check_item(item)
 
     def draw(self, item: Item, prg: Prg) -> tuple[list[dict[str, Value]], npt.NDArray[np.float32]]:
-        """Draw one version's K copies (:func:`~verifier.scoring.classifier.make_queries`)."""
+        """Draw one version's K copies (:func:`.scoring.classifier.make_queries`)."""
         assert isinstance(item, ImageItem)
         return make_queries(self.spec, item, prg)
 

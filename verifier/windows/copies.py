@@ -16,10 +16,10 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from protocol.encoding import Value, encode
-from protocol.items import ImageItem, Item
-from protocol.prg import Prg
-from verifier.scoring.augment import draw_params, stream_label
+from twinaudit.protocol.encoding import Value, encode
+from twinaudit.protocol.items import ImageItem, Item
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.augment import draw_params, stream_label
 
 from .base import (
     ItemChecker,

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from protocol.encoding import Value
-from protocol.errors import TwinauditError
-from protocol.items import Item
-from protocol.prg import Prg
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.embedding import EmbeddingAnswer, EncoderOracle
-from verifier.scoring.encoder import EncoderSpec, make_queries, score
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.items import Item
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, EncoderOracle
+from twinaudit.protocol.prg import Prg
+from twinaudit.verifier.scoring.encoder import EncoderSpec, make_queries, score
 
 from .base import QueryBatch, by_shape, replay_error, unshuffle
 from .copies import CopiesWindows
@@ -26,7 +26,7 @@ class EncoderWindows(CopiesWindows[EncoderSpec, EmbeddingAnswer]):
     answer_type = EmbeddingAnswer
 
     def draw(self, item: Item, prg: Prg) -> tuple[list[dict[str, Value]], npt.NDArray[np.float32]]:
-        """Draw one version's K copies (:func:`~verifier.scoring.encoder.make_queries`)."""
+        """Draw one version's K copies (:func:`.scoring.encoder.make_queries`)."""
         return make_queries(self.spec, self.spec.check_item(item), prg)
 
     def query(self, oracle: Any, batch: QueryBatch) -> object:

@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from protocol.encoding import Value
-from protocol.errors import OracleError, TwinauditError
-from protocol.items import CaptionedImageItem, Item
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.embedding import EmbeddingAnswer, matrix_from_value, matrix_to_value
-from verifier.oracles.image_text import ImageTextAnswer, ImageTextOracle
-from verifier.scoring.image_text import ImageTextSpec, make_query, score
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import OracleError, TwinauditError
+from twinaudit.protocol.items import CaptionedImageItem, Item
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, matrix_from_value, matrix_to_value
+from twinaudit.protocol.oracles.image_text import ImageTextAnswer, ImageTextOracle
+from twinaudit.verifier.scoring.image_text import ImageTextSpec, make_query, score
 
 from .base import (
     QueryBatch,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.encoding import Value
-from protocol.errors import TwinauditError
-from protocol.items import Item, TextItem
-from verifier.oracles.base import OracleInfo
-from verifier.oracles.language import LanguageModelOracle, LogprobAnswer
-from verifier.scoring.language import LanguageSpec, score
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import TwinauditError
+from twinaudit.protocol.items import Item, TextItem
+from twinaudit.protocol.oracles.base import OracleInfo
+from twinaudit.protocol.oracles.language import LanguageModelOracle, LogprobAnswer
+from twinaudit.verifier.scoring.language import LanguageSpec, score
 
 from .base import QueryBatch, WindowScorer, replay_error, shuffled, unshuffle
 

@@ -1,6 +1,6 @@
 """The window logic of each score function, attached to its name in the table of scores.
 
-:data:`~protocol.claim.functions.SCORE_FUNCTIONS` names every score function and its
+:data:`~twinaudit.protocol.claim.functions.SCORE_FUNCTIONS` names every score function and its
 claim parameters; :data:`WINDOW_SCORERS` adds how the verifier builds and scores its
 windows. A function of the table without window logic here fails at import.
 """
@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from protocol.claim.functions import SCORE_FUNCTIONS, AnyScoreSpec, score_function
-from protocol.errors import ParameterError
+from twinaudit.protocol.claim.functions import SCORE_FUNCTIONS, AnyScoreSpec, score_function
+from twinaudit.protocol.errors import ParameterError
 
 from .base import AnyWindowScorer
 from .classifier import ClassifierWindows

@@ -7,5 +7,5 @@
 - :mod:`.function_only` — the language-model (§10.5) and image-text (§10.6) scores;
 - :mod:`.oracle_view` — what a score reads of the oracle's description (§10.1).
 
-The table that names them all is :mod:`protocol.claim.functions`.
+The table that names them all is :mod:`twinaudit.protocol.claim.functions`.
 """

@@ -15,7 +15,7 @@ C4    top labels            —                   negative entropy
 ====  ====================  ==================  ======================================
 
 How the answers become a score, in binary64, is the verifier's
-(:mod:`verifier.scoring.classifier`); this module holds what a claim may ask for.
+(:mod:`twinaudit.verifier.scoring.classifier`); this module holds what a claim may ask for.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from protocol.encoding import Value
-from protocol.errors import ParameterError
-from protocol.items import ImageItem
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.items import ImageItem
 
 from .oracle_view import OracleDescription
 from .perturbations import FAMILIES, MAX_COPIES
@@ -61,12 +61,12 @@ class ScoreSpec:
     """The score-function part of a claim: ``{"function", "k", "perturbation", "knowledge"}``.
 
     ``k`` (copies per version) is in ``1..MAX_COPIES``; ``perturbation`` one of
-    :data:`~protocol.claim.scores.perturbations.FAMILIES`; ``knowledge`` one of C1–C4;
+    :data:`~twinaudit.protocol.claim.scores.perturbations.FAMILIES`; ``knowledge`` one of C1–C4;
     ``statistic`` one of :data:`STATISTICS` (``logit`` for C1 and C2 only), in the
     claim map only when it is not the default ``entropy``. ``margin`` is the tie margin
     of spec §7.1 (a float in ``[0, MAX_MARGIN]``, C1 and C2 only): a pair whose two
     scores differ by at most it ties; in the claim map only when it is not 0. Invalid
-    values raise :class:`~protocol.errors.ParameterError`.
+    values raise :class:`~twinaudit.protocol.errors.ParameterError`.
     """
 
     function: str = FUNCTION

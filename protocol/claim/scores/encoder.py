@@ -3,7 +3,7 @@
 A claim's score map ``{"function": "image-encoder", "k", "perturbation"}``: K
 perturbed copies per version (default 64 SimCLR-style crops and flips), scored by the
 verifier as the sum of the cosine similarities of their embeddings
-(:mod:`verifier.scoring.encoder`).
+(:mod:`twinaudit.verifier.scoring.encoder`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from protocol.encoding import Value
-from protocol.errors import ParameterError
-from protocol.items import ImageItem
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.items import ImageItem
 
 from .oracle_view import OracleDescription
 from .perturbations import FAMILIES, MAX_COPIES
@@ -38,7 +38,7 @@ class EncoderSpec:
 
     ``k`` is in ``2..MAX_COPIES`` (one copy has no pair to compare);
     ``perturbation`` one of :data:`PERTURBING_FAMILIES`. Invalid values raise
-    :class:`~protocol.errors.ParameterError`.
+    :class:`~twinaudit.protocol.errors.ParameterError`.
     """
 
     function: str = FUNCTION

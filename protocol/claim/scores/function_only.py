@@ -6,7 +6,7 @@ parameter: one query per version, no perturbation, and the claim's score map is
 exactly ``{"function": <name>}``. :class:`FunctionOnlySpec` holds what such a spec
 does — validate and encode the map, parse it strictly, check the oracle's capability;
 a subclass names the function, the capability and the item kind, and checks the
-item's type. The scores themselves are the verifier's (``verifier.scoring``).
+item's type. The scores themselves are the verifier's (``twinaudit.verifier.scoring``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Final, Self
 
-from protocol.encoding import Value
-from protocol.errors import ParameterError
-from protocol.items import CaptionedImageItem, TextItem
+from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.items import CaptionedImageItem, TextItem
 
 from .oracle_view import OracleDescription
 

@@ -25,7 +25,7 @@ same score, so C4 needs copies that differ) detected 4/5 at rung (a) and 3/5 at 
 (b) where C2 from probabilities detected 3/5 and 1/5 (``docs/results.md``). C1 and C2
 stay available by name. Only the resolved condition enters the claim map, so
 transcripts, verdicts and replay never see a word, and
-:class:`~protocol.claim.scores.classifier.ScoreSpec` holds C1–C4 only.
+:class:`~twinaudit.protocol.claim.scores.classifier.ScoreSpec` holds C1–C4 only.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from protocol.errors import ParameterError
+from twinaudit.protocol.errors import ParameterError
 
 from .classifier import KNOWLEDGE_CONDITIONS, PROBABILITY_CONDITIONS, ScoreSpec
 from .oracle_view import OracleDescription

@@ -1,6 +1,6 @@
 """What a claim's score needs to know of the oracle's Describe answer (spec §10.1).
 
-The Describe map itself is parsed by the verifier (``verifier.oracles.base.OracleInfo``);
+The Describe map itself is parsed by the verifier (``twinaudit.protocol.oracles.base.OracleInfo``);
 the score specs only ask whether a capability is offered and what ``Classify``
 answers, through this structural type, so they stay free of the oracle code.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from protocol.encoding import Value
+from twinaudit.protocol.encoding import Value
 
 
 class OracleDescription(Protocol):

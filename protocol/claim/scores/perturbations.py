@@ -2,7 +2,7 @@
 
 Only the names live here, so that a claim's score parameters can be checked without
 numpy's image code; how each family draws and applies a copy is the verifier's
-(:mod:`verifier.scoring.augment`).
+(:mod:`twinaudit.verifier.scoring.augment`).
 """
 
 from __future__ import annotations

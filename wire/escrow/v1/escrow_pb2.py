@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/escrow/
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wire.escrow.v1.escrow_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'twinaudit.wire.escrow.v1.escrow_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_COMMITREQUEST']._serialized_start=57

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from wire.escrow.v1 import escrow_pb2 as twinaudit_dot_escrow_dot_v1_dot_escrow__pb2
+from twinaudit.wire.escrow.v1 import escrow_pb2 as twinaudit_dot_escrow_dot_v1_dot_escrow__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

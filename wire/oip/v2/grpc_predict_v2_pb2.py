@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.DescriptorPool().AddSerializedFile(b'\n\x1coip/v2/
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wire.oip.v2.grpc_predict_v2_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'twinaudit.wire.oip.v2.grpc_predict_v2_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MODELMETADATARESPONSE_TENSORMETADATA_PARAMETERSENTRY']._loaded_options = None

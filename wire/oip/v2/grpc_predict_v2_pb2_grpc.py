@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from wire.oip.v2 import grpc_predict_v2_pb2 as oip_dot_v2_dot_grpc__predict__v2__pb2
+from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as oip_dot_v2_dot_grpc__predict__v2__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/oracle/
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wire.oracle.v1.oracle_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'twinaudit.wire.oracle.v1.oracle_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_IMAGE']._serialized_start=57

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from wire.oracle.v1 import oracle_pb2 as twinaudit_dot_oracle_dot_v1_dot_oracle__pb2
+from twinaudit.wire.oracle.v1 import oracle_pb2 as twinaudit_dot_oracle_dot_v1_dot_oracle__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

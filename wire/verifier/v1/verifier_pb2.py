@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$twinaudit/verifie
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wire.verifier.v1.verifier_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'twinaudit.wire.verifier.v1.verifier_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CLAIMMESSAGE']._serialized_start=64

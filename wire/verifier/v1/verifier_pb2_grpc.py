@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from wire.verifier.v1 import verifier_pb2 as twinaudit_dot_verifier_dot_v1_dot_verifier__pb2
+from twinaudit.wire.verifier.v1 import verifier_pb2 as twinaudit_dot_verifier_dot_v1_dot_verifier__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

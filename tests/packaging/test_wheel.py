@@ -1,0 +1,223 @@
+"""The distribution as a user installs it: one top-level name, beside a package named protocol.
+
+``python -m build`` makes the sdist and, from it, the wheel; the wheel goes into a fresh
+virtual environment that already holds an unrelated package owning the top-level name
+``protocol``, and the console script and the README's quick start run there, from a
+folder outside the repository (so nothing is imported from the checkout).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_docs_commands import command_words, quick_start_in
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLES = ("protocol", "wire", "owner", "verifier", "practitioner", "cli")
+#: What the unrelated package's ``protocol`` module says about itself.
+UNRELATED = "an unrelated package that owns the name protocol"
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600):
+    result = subprocess.run(
+        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert result.returncode == 0, f"{shlex.join(args)}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Build the sdist, then the wheel from it (``python -m build``); return both."""
+    out = tmp_path_factory.mktemp("dist")
+    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)], ROOT)
+    (wheel,) = out.glob("twinaudit-*.whl")
+    (sdist,) = out.glob("twinaudit-*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
+
+
+def _unrelated_protocol(folder: Path) -> Path:
+    """Build a wheel of a package whose top-level module is ``protocol``; return it."""
+    source = folder / "unrelated"
+    (source / "protocol").mkdir(parents=True)
+    (source / "protocol" / "__init__.py").write_text(f"WHO = {UNRELATED!r}\n")
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "unrelated-protocol"\nversion = "1.0"\n'
+        '[tool.setuptools]\npackages = ["protocol"]\n'
+    )
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(folder),
+            str(source),
+        ],
+        folder,
+    )
+    (wheel,) = folder.glob("unrelated_protocol-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment: the unrelated ``protocol``, then the wheel and its needs.
+
+    The wheel's own dependencies are installed from the package index (constraints.txt's
+    pins). The model extras (torch and the rest, 1.7 GB) are not installed again: a
+    ``.pth`` line puts this environment's site-packages after the fresh one's, so the
+    quick start finds them while everything the fresh environment holds comes first.
+    """
+    folder = tmp_path_factory.mktemp("fresh")
+    target = folder / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(target)], folder)
+    python = target / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+    _run([*pip, "--no-deps", str(_unrelated_protocol(folder))], folder)
+    _run([*pip, "-c", str(ROOT / "constraints.txt"), str(dist["wheel"])], folder)
+    site = _run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], folder
+    ).stdout.strip()
+    Path(site, "zz-borrowed-extras.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    return target
+
+
+def _env(venv: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(venv)
+    return env
+
+
+def _serve(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start a server as the README does (its log to a file); return once it is ready."""
+    log = (cwd / f"{args[0]}.log").open("w")
+    process = subprocess.Popen(
+        ["twinaudit", *args], cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=log
+    )
+    log.close()
+    ready = "serving on" if args[0] == "verifier" else "listening on"
+    assert process.stdout is not None
+    for line in process.stdout:
+        if ready in line:
+            break
+    else:
+        pytest.fail(f"{shlex.join(args)} did not start: {(cwd / f'{args[0]}.log').read_text()}")
+    threading.Thread(target=process.stdout.read, daemon=True).start()
+    return process
+
+
+def test_the_wheel_installs_one_top_level_name(dist: dict[str, Path]) -> None:
+    with zipfile.ZipFile(dist["wheel"]) as wheel:
+        names = wheel.namelist()
+        tops = {name.split("/")[0] for name in names}
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = wheel.read(entry_points).decode()
+    (info,) = [top for top in tops if top.endswith(".dist-info")]
+    assert tops == {"twinaudit", info}
+    for role in ROLES:
+        assert f"twinaudit/{role}/__init__.py" in names, role
+    assert "twinaudit/py.typed" in names
+    assert "twinaudit/wire/verifier/v1/verifier_pb2.py" in names
+    assert not [n for n in names if re.search(r"/(tests|demo|evaluation|bench|spec)/", n)]
+    assert "twinaudit = twinaudit.cli.main:main" in scripts
+
+
+def test_the_sdist_holds_the_files_not_links(dist: dict[str, Path]) -> None:
+    with tarfile.open(dist["sdist"]) as sdist:
+        members = sdist.getmembers()
+    assert not [m.name for m in members if m.issym() or m.islnk()]
+    names = {m.name.split("/", 1)[1] for m in members if "/" in m.name}
+    assert "twinaudit/protocol/errors.py" in names
+    assert "twinaudit/practitioner/grpc_server.py" in names
+
+
+def test_pip_show_lists_files_under_the_root_alone(venv: Path) -> None:
+    shown = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "show",
+            "-f",
+            "twinaudit",
+        ],
+        venv,
+    ).stdout
+    files = [line.strip() for line in shown.split("Files:", 1)[1].splitlines() if line.strip()]
+    assert files
+    outside = [f for f in files if not f.startswith(("twinaudit/", "twinaudit-"))]
+    assert outside == ["../../../bin/twinaudit"], outside
+
+
+def test_the_console_script_runs_beside_an_unrelated_protocol(venv: Path, tmp_path: Path) -> None:
+    env = _env(venv)
+    version = _run(["twinaudit", "--version"], tmp_path, env).stdout
+    assert version.startswith("twinaudit "), version
+    probe = (
+        "import protocol, twinaudit, twinaudit.protocol.errors, twinaudit.cli.main;"
+        "print(protocol.WHO); print(twinaudit.__file__)"
+    )
+    who, where = _run([str(venv / "bin" / "python"), "-c", probe], tmp_path, env).stdout.split(
+        "\n"
+    )[:2]
+    assert who == UNRELATED
+    assert Path(where).is_relative_to(venv)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_readme_quick_start_runs_on_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
+    env = _env(venv)
+    servers: list[subprocess.Popen[str]] = []
+    ran = []
+    try:
+        for command, words in quick_start_in(tmp_path):
+            program, rest = words[0], words[1:]
+            if program == ".":
+                continue  # activating the environment: PATH leads to the fresh one
+            if program == "mkdir":
+                Path(rest[-1]).mkdir(parents=True, exist_ok=True)
+            elif program == "export":
+                env.update(a.split("=", 1) for a in rest)
+            elif program == "twinaudit" and rest[-1] == "&":
+                servers.append(_serve(command_words(rest), tmp_path, env))
+            elif program == "twinaudit":
+                _run(["twinaudit", *rest], tmp_path, env)
+            elif program == "python":
+                script = str(ROOT / rest[0])
+                _run([str(venv / "bin" / "python"), script, *rest[1:]], tmp_path, env)
+            elif program == "kill":
+                pass  # the servers stop below
+            else:
+                pytest.fail(f"{command.where}: the test cannot run {command.text!r}")
+            ran.append(" ".join(command.words[:3]))
+    finally:
+        for process in servers:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    assert ran[-2] == "twinaudit verify runs/try/claim/verdict.json"
+    assert (tmp_path / "try" / "claim" / "transcript.bin").is_file()

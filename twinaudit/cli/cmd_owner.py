@@ -1,0 +1,1153 @@
+"""``twinaudit owner …``: the data owner's commands.
+
+``owner mark`` turns images into twin pairs in a private vault (resumable);
+``owner escrow`` commits the vault's root with the arbiter and stores the verified
+receipt in the vault; ``owner publish`` writes the published versions (derived from
+the receipt) in the input's format; ``owner inspect`` reports on a vault; ``owner
+claim`` files a claim against a model and saves the verdict and its transcript (with
+the score function of ``--score``: by default the one for the vault's item kind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from twinaudit.protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
+from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
+from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.keys import load_public_key
+from twinaudit.protocol.stats.registry import TESTS
+from twinaudit.wire.transport import TlsFiles, make_channel, parse_address
+
+from .cmd_estimate import register as register_estimate
+from .cmd_openings import register_openings
+from .results import (
+    EXIT_NOT_DETECTED,
+    authentication_line,
+    bound_line,
+    claims_authenticated,
+    label_only_follow_up,
+    pairs_left_line,
+    print_json,
+    verdict_figures,
+)
+from .threads import threads_arg, use_threads
+
+if TYPE_CHECKING:
+    import grpc
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+ESCROW_EXIT = (
+    "exit status: 0 escrowed, the receipt checked and stored in the vault; 1 the "
+    "arbiter refused or could not be reached, or its receipt or key did not check out "
+    "(nothing is stored); 2 bad usage, or a vault already escrowed"
+)
+CLAIM_EXIT = (
+    "exit status: 0 a signed verdict was received, checked and saved, DETECTED or "
+    f"NOT-DETECTED (with --exit-code: 0 DETECTED, {EXIT_NOT_DETECTED} NOT-DETECTED; with "
+    "--json: the decision and detected fields); 1 the claim failed (refused by the "
+    "arbiter, an unreachable oracle, a verdict that does not check), nothing signed is "
+    "saved; 2 bad usage, including an --out that already holds a verdict"
+)
+
+
+#: The image-classifier's record in the table of score functions (its owner defaults).
+_CLASSIFIER = SCORE_FUNCTIONS[CLASSIFIER]
+
+
+def _tls_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ca", type=Path, help="CA certificate of the arbiter (enables TLS)")
+    parser.add_argument("--cert", type=Path, help="client certificate for mTLS")
+    parser.add_argument("--cert-key", type=Path, help="client private key for mTLS")
+
+
+#: Environment variables that stand for repeated options (read when the option is absent).
+ARBITER_ENV = "TWINAUDIT_ARBITER"
+ARBITER_KEY_ENV = "TWINAUDIT_ARBITER_KEY"
+
+
+def _arbiter_args(parser: argparse.ArgumentParser) -> None:
+    """Add --arbiter and --arbiter-key, defaulting to their environment variables."""
+    address, key = os.environ.get(ARBITER_ENV), os.environ.get(ARBITER_KEY_ENV)
+    parser.add_argument(
+        "--arbiter",
+        default=address,
+        required=address is None,
+        metavar="HOST:PORT",
+        help=f"HOST:PORT of the arbiter (default: ${ARBITER_ENV})",
+    )
+    parser.add_argument(
+        "--arbiter-key",
+        type=Path,
+        default=Path(key) if key else None,
+        required=key is None,
+        metavar="KEY",
+        help=f"arbiter public key (PEM) (default: ${ARBITER_KEY_ENV})",
+    )
+
+
+def _tls(args: argparse.Namespace) -> TlsFiles | None:
+    return TlsFiles(args.cert, args.cert_key, args.ca) if args.ca else None
+
+
+def _arbiter_channel(args: argparse.Namespace) -> grpc.Channel:
+    """Open the channel to ``--arbiter``, refusing anything but HOST:PORT.
+
+    gRPC would dial a bare host (``localhost``) on port 443; an arbiter listens on the
+    port its ``verifier serve --listen`` names, which has no default, so the address
+    must name it too.
+    """
+    parse_address(args.arbiter, what="--arbiter")
+    return make_channel(args.arbiter, tls=_tls(args))
+
+
+def register(commands: Any) -> None:
+    """Add the ``owner`` command group."""
+    group = commands.add_parser(
+        "owner", help="the data owner: mark, escrow, publish, inspect, file claims"
+    )
+    sub = group.add_subparsers(dest="owner_command", metavar="COMMAND", required=True)
+    _register_mark(sub)
+    _register_proxy(sub)
+    register_estimate(sub)
+    _register_escrow(sub)
+    _register_publish(sub)
+    _register_inspect(sub)
+    _register_claim(sub)
+    register_openings(sub)
+    _register_vault_migrate(sub)
+
+
+def _register_mark(sub: Any) -> None:
+    from twinaudit.owner.kinds import KINDS
+    from twinaudit.owner.marking import MarkingConfig
+    from twinaudit.owner.marking.config import OWN_MAX_SIDE, OWN_OTHER_SIDE, OWN_PROXY_STEPS
+
+    defaults = MarkingConfig()
+    mark = sub.add_parser(
+        "mark",
+        help="mark images, texts or captioned images into twin pairs in a private vault",
+        description="Make two versions of every input item, each within the utility bound "
+        "of it and as far apart as possible, commit to them, and store everything in a "
+        "private vault. Images (the default): within epsilon per pixel. Texts: synonym "
+        "swaps (or paraphrases) within an embedding-similarity bound. Captioned images: "
+        "marked image pairs with the same caption. Killed and run again with the same "
+        "arguments, it resumes.",
+    )
+    mark.add_argument(
+        "input",
+        type=Path,
+        help="images: folder of PNG/JPEG, .npy, .npz or idx(.gz); text: .jsonl, .csv or "
+        "plain text (one per line); captioned-image: images as for image, with --captions",
+    )
+    mark.add_argument("--out", type=Path, required=True, help="vault directory (new or unfinished)")
+    mark.add_argument(
+        "--kind",
+        choices=list(KINDS),
+        help="what the input holds (default: text for a .jsonl, .csv or .txt file, else image)",
+    )
+    mark.add_argument("--labels", type=Path, help="labels file (CSV or JSON), kept for claims")
+    mark.add_argument("--npz-key", help="array to read from an .npz input")
+    mark.add_argument(
+        "--marker",
+        help="image: pgd (default) | gaussian | bernoulli; text: thesaurus (default) | "
+        "seq2seq | chat",
+    )
+    mark.add_argument(
+        "--epsilon",
+        type=int,
+        default=defaults.epsilon,
+        help="max change per pixel, 1..255 (default %(default)s)",
+    )
+    mark.add_argument(
+        "--extractor",
+        help="pgd only: proxy-own (a small CNN trained on these images and their "
+        "labels; the default with --labels) | proxy-clusters (the same CNN trained on "
+        "the images' clusters; the default without, from 20 images) | efficientnet-lite0 "
+        "(the default for fewer) | resnet18 | proxy-cnn (a file from owner proxy, given as "
+        "--extractor-weights) | module.path:callable",
+    )
+    mark.add_argument("--extractor-weights", help="weights file for the extractor")
+    mark.add_argument(
+        "--steps",
+        type=int,
+        help=f"PGD steps (default {defaults.steps}; 10 with a proxy extractor)",
+    )
+    mark.add_argument(
+        "--step-size",
+        type=float,
+        help=f"PGD step, pixel units (default {defaults.step_size:g}; epsilon/4 with a proxy)",
+    )
+    mark.add_argument(
+        "--batch-size",
+        type=int,
+        help=f"items per batch and vault chunk (image default {defaults.batch_size}, 64 with a "
+        "proxy, fewer for photos that --memory leaves no room for; text 256)",
+    )
+    text = mark.add_argument_group("texts (--kind text)")
+    text.add_argument("--field", help="JSON Lines field or CSV column holding the text (text)")
+    text.add_argument(
+        "--text-format", choices=["jsonl", "csv", "text"], help="default: from the suffix"
+    )
+    text.add_argument(
+        "--min-similarity",
+        type=float,
+        default=0.85,
+        help="utility bound: MiniLM cosine similarity of each version to the original "
+        "(default %(default)s)",
+    )
+    text.add_argument(
+        "--max-candidates",
+        type=int,
+        default=4,
+        help="synonyms tried per word (default %(default)s)",
+    )
+    text.add_argument(
+        "--thesaurus",
+        type=Path,
+        help="MyThes .dat file (default /usr/share/mythes/th_en_US_v2.dat, mythes-en-us)",
+    )
+    text.add_argument(
+        "--drop-unmarkable",
+        action="store_true",
+        help="leave texts with no admissible version out of the vault (reported) instead "
+        "of refusing the input",
+    )
+    text.add_argument(
+        "--paraphrase-model",
+        help="seq2seq: a local Hugging Face model directory; chat: the model id",
+    )
+    text.add_argument("--endpoint", help="chat: the OpenAI-compatible base URL (…/v1)")
+    text.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="chat: environment variable holding the API key, never stored (default %(default)s)",
+    )
+    captioned = mark.add_argument_group("captioned images (--kind captioned-image)")
+    captioned.add_argument(
+        "--captions",
+        type=Path,
+        help="captions: CSV with filename,caption (folders) or name,caption / one per "
+        "line; or JSON (a list in order, or an object by name)",
+    )
+    mark.add_argument(
+        "--input-size",
+        type=int,
+        help="side the extractor sees (images are resized to it; default "
+        f"{defaults.input_size}, and for proxy-own and proxy-clusters the images' own "
+        f"side when all are square and at most {OWN_MAX_SIDE}, else {OWN_OTHER_SIDE})",
+    )
+    mark.add_argument(
+        "--work-scale",
+        type=int,
+        help="pgd: optimise an image larger than this many times the extractor's side at "
+        "that size and carry the mark back to full size (fast on large photos; default "
+        f"{defaults.work_scale}); 0 always at full size, which resumes a vault marked "
+        "before this option existed",
+    )
+    mark.add_argument(
+        "--neutral-mark",
+        action=argparse.BooleanOptionalAction,
+        help="pgd, photos marked at a working resolution: keep the mark the same in every "
+        "channel and of mean zero, so that it casts no colour (default); --no-neutral-mark "
+        "resumes a vault marked before this option existed",
+    )
+    mark.add_argument(
+        "--proxy-converge",
+        action=argparse.BooleanOptionalAction,
+        help="proxy-own and proxy-clusters: train the proxy until it fits the images (its "
+        "mean training loss over its last 64 steps below 0.01), at most "
+        f"{OWN_PROXY_STEPS:,} steps (default); --no-proxy-converge trains every step, "
+        "which resumes a vault marked before this option existed",
+    )
+    mark.add_argument(
+        "--device",
+        help="torch device, for the proxy's training too (default: cuda if available, else cpu)",
+    )
+    mark.add_argument(
+        "--memory",
+        help="images: the most memory marking may hold, e.g. 2G or 1500M (default 2G): "
+        "batches are cut to fit it whatever the images' size and number, and images that "
+        "cannot fit are refused before any work",
+    )
+    mark.add_argument(
+        "--seed",
+        help="derive the vault secret from this text (reproducible runs, tests and demos "
+        "only: the secret protects the salts and the hidden versions)",
+    )
+    mark.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    threads_arg(mark)
+    mark.set_defaults(handler=_mark)
+
+
+def _register_proxy(sub: Any) -> None:
+    from twinaudit.owner.marking.config import PROXY_EPOCHS as EPOCHS
+
+    proxy = sub.add_parser(
+        "proxy",
+        help="train a proxy classifier on labelled images of your domain, to mark with",
+        description="Train a small CNN (the proxy practitioner) on labelled images like "
+        "yours: public images of your domain, your own, or both. Marks made in its features "
+        "(owner mark --extractor proxy-cnn --extractor-weights FILE) are far apart for the "
+        "classifiers that learn from such images, where an ImageNet extractor's are not "
+        "(docs/results.md, Regime ladder). Images of other sizes are resized to --side.",
+    )
+    proxy.add_argument("input", type=Path, help="folder of PNG/JPEG, .npy, .npz or idx(.gz)")
+    proxy.add_argument(
+        "--labels", type=Path, help="labels file (CSV or JSON); idx and npz inputs carry theirs"
+    )
+    proxy.add_argument("--npz-key", help="array to read from an .npz input")
+    proxy.add_argument("--out", type=Path, required=True, help="the proxy's file (written new)")
+    proxy.add_argument(
+        "--side",
+        type=int,
+        help="side of the proxy's square input, a multiple of 4 (default: the images' side "
+        "when they are square, a multiple of 4 and all of one size)",
+    )
+    proxy.add_argument(
+        "--epochs", type=int, default=EPOCHS, help=f"training epochs (default {EPOCHS})"
+    )
+    proxy.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    threads_arg(proxy)
+    proxy.set_defaults(handler=_proxy)
+
+
+def _proxy(args: argparse.Namespace) -> int:
+    use_threads(args.threads)
+    import numpy as np
+
+    from twinaudit.owner.images.sources import open_source
+    from twinaudit.owner.marking.proxy import square_images, train_proxy, write_proxy
+
+    if args.epochs < 1:
+        raise InputError("--epochs must be at least 1")
+    if args.out.exists():
+        raise InputError(f"{args.out} exists; the proxy is written to a new file")
+    if not args.out.parent.is_dir():
+        raise InputError(f"{args.out.parent} is not a folder")
+    source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
+    if not source.has_labels:
+        raise InputError(f"{args.input} has no labels: give --labels (a proxy learns them)")
+    batches = list(source.batches(1024))
+    shapes = {b.pixels.shape[1:3] for b in batches}
+    if len({b.pixels.shape[3] for b in batches}) > 1:
+        # A colour proxy sees grey images repeated to three channels, as marking does.
+        print("the images mix grey and colour: the proxy sees the grey ones as colour")
+        batches = [
+            replace(b, pixels=np.repeat(b.pixels, 3, axis=3)) if b.pixels.shape[3] == 1 else b
+            for b in batches
+        ]
+    side = args.side
+    if side is None:
+        (height, width), *rest = shapes
+        if rest or height != width or height % 4:
+            raise InputError(
+                "the images are not all square of one side divisible by 4: give --side"
+            )
+        side = height
+    if side < 8 or side % 4 or side > 512:
+        raise InputError(f"--side must be a multiple of 4 in 8..512, not {side}")
+    images = np.concatenate([square_images(b.pixels, side) for b in batches])
+    labels = np.array([label for b in batches for label in b.labels], dtype=np.int64)
+    print(f"training a proxy on {len(images)} images at {side}x{side}, {args.epochs} epochs")
+
+    def progress(epoch: int, loss: float, accuracy: float) -> None:
+        if not args.quiet and (epoch == args.epochs or epoch % 10 == 0):
+            print(f"  epoch {epoch}: loss {loss:.3f}, accuracy {accuracy:.3f}", flush=True)
+
+    model = train_proxy(images, labels, epochs=args.epochs, seed=args.seed, progress=progress)
+    write_proxy(model, args.out)
+    print(
+        f"wrote {args.out}; next: mark in its features (twinaudit owner mark IMAGES "
+        f"--extractor proxy-cnn --extractor-weights {args.out} --out VAULT), or serve it "
+        f"as a stand-in model (python docs/examples/stand_in_model.py {args.out} --out "
+        "MODEL.pt)"
+    )
+    return EXIT_OK
+
+
+def _register_escrow(sub: Any) -> None:
+    escrow = sub.add_parser(
+        "escrow",
+        help="escrow a vault's root with the arbiter; store the verified receipt",
+        epilog=ESCROW_EXIT,
+    )
+    escrow.add_argument("vault", type=Path, help="vault directory")
+    _arbiter_args(escrow)
+    escrow.add_argument("--owner", default="", help="owner label recorded in the public log")
+    escrow.add_argument(
+        "--receipt", type=Path, help="also write a copy of the receipt here (it is public)"
+    )
+    escrow.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the record, its time, the log) instead of "
+        "the text line",
+    )
+    _tls_args(escrow)
+    escrow.set_defaults(handler=_escrow)
+
+
+def _register_publish(sub: Any) -> None:
+    publish = sub.add_parser(
+        "publish", help="write the published version of every pair (needs a receipt)"
+    )
+    publish.add_argument("vault", type=Path, help="vault directory")
+    publish.add_argument("--out", type=Path, required=True, help="new publication directory")
+    publish.add_argument(
+        "--input",
+        type=Path,
+        help="text vaults marked from JSON Lines: the file they were marked from (checked "
+        "against the hash the vault recorded); the publication then keeps each record's "
+        "other fields, under the file's own name, with the published text in its field",
+    )
+    publish.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    publish.set_defaults(handler=_publish)
+
+
+def _register_inspect(sub: Any) -> None:
+    from twinaudit.owner.marking import MarkingConfig
+    from twinaudit.owner.marking.config import IMAGENET_EXTRACTOR
+
+    defaults = MarkingConfig()
+    inspect = sub.add_parser("inspect", help="report on a vault (checks, distances, sheet)")
+    inspect.add_argument("vault", type=Path, help="vault directory")
+    inspect.add_argument(
+        "--input", type=Path, help="the original images (enables the epsilon check)"
+    )
+    inspect.add_argument("--labels", type=Path, help="labels file given to mark, if any")
+    inspect.add_argument("--npz-key", help="array of an .npz input")
+    inspect.add_argument("--captions", type=Path, help="captions file given to mark, if any")
+    inspect.add_argument(
+        "--distance-pairs",
+        type=int,
+        default=512,
+        help="the first pairs (whatever their sizes) embedded for the feature distance, or "
+        "for a text vault the pairs measured (similarity, word distance); default %(default)s, "
+        "0: skip, -1 (text): all",
+    )
+    inspect.add_argument(
+        "--extractor",
+        help="extractor for the feature distance (default: the one the marks were made in; "
+        "for marks made with proxy-own or proxy-clusters, which the vault does not keep, "
+        f"{IMAGENET_EXTRACTOR} at {defaults.input_size} px)",
+    )
+    inspect.add_argument("--sheet", type=Path, help="write a contact sheet PNG here (private)")
+    inspect.add_argument(
+        "--sheet-pairs",
+        type=int,
+        default=8,
+        help="the first pairs shown on the contact sheet, whatever their sizes (default 8; "
+        "images of several sizes are fitted to one cell for display)",
+    )
+    inspect.add_argument("--json", action="store_true", help="print the report as JSON")
+    inspect.set_defaults(handler=_inspect)
+
+
+def _register_vault_migrate(sub: Any) -> None:
+    migrate = sub.add_parser(
+        "vault-migrate",
+        help="rewrite a vault of an older format in the current, compact one (atomically; "
+        "the root, every opening and the receipt stay the same)",
+        description="Rewrite a vault written in vault format 1 (raw pixels) in format 2 "
+        "(compact). The root, every commitment, opening and inclusion proof, the secret and "
+        "the receipt stay the same. The new vault is written and checked beside the old one, "
+        "then the two directories are swapped in one atomic step: interrupted, the command "
+        "leaves the old vault or the new one, whole, and the next run clears what it left "
+        "beside it. A vault already in format 2 is left as it is.",
+    )
+    migrate.add_argument("vault", type=Path, help="vault directory")
+    migrate.set_defaults(handler=_vault_migrate)
+
+
+def _register_claim(sub: Any) -> None:
+    claim = sub.add_parser(
+        "claim",
+        help="file a claim against a model; save verdict and transcript",
+        epilog=CLAIM_EXIT,
+    )
+    claim.add_argument("vault", type=Path, help="vault directory (escrowed)")
+    _arbiter_args(claim)
+    claim.add_argument(
+        "--oracle",
+        required=True,
+        help="the model's oracle: HOST:PORT (oracle serve), or a model on an Open Inference "
+        "Protocol server, oip+http://HOST:PORT/v2/models/NAME or oip+grpc://HOST:PORT/NAME "
+        "(docs/practitioner.md)",
+    )
+    claim.add_argument(
+        "--model-name",
+        default="model",
+        help="the audited model's name, recorded in the claim and the verdict (default model)",
+    )
+    claim.add_argument(
+        "--test",
+        default="mixture-graded",
+        choices=list(TESTS),
+        help="mixture-graded (default: the mixture test with each bet sized by the pair's "
+        "score gap over the tie margin; with no margin it decides as mixture-e) | "
+        "mixture-e (whole bets) | pprm-chernoff (the paper's). docs/owner.md, Which test",
+    )
+    claim.add_argument(
+        "--false-detection",
+        "--p",
+        dest="p",
+        metavar="P",
+        type=float,
+        default=0.05,
+        help="false-detection bound p (default %(default)s; --p is the short name)",
+    )
+    claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
+    claim.add_argument(
+        "--score",
+        choices=list(SCORE_FUNCTIONS),
+        help=_score_help(),
+    )
+    claim.add_argument(
+        "--copies",
+        "--k",
+        dest="k",
+        metavar="K",
+        type=int,
+        help=f"{_takers('k')}: perturbed copies per version, k (--k is the short name; "
+        f"default {_defaults('k')}; "
+        f"for the image-classifier {_CLASSIFIER.parameter('k').chosen_default} with a "
+        f"--perturbation other than {' or '.join(SINGLE_COPY)})",
+    )
+    claim.add_argument(
+        "--perturbation",
+        help=f"{_takers('perturbation')}: the perturbation family, one of "
+        f"{' | '.join(_choices('perturbation'))} (default {_defaults('perturbation')}; "
+        "pad-shift-flip-dither for the image-classifier's C4 and unlabelled, which need "
+        "copies that differ). "
+        "dither is the image with every intensity moved by at most one level: none sends "
+        "the published file itself, which tells the model's host which twin is published, "
+        "and is refused without --allow-published-queries. noise moves every intensity "
+        "by up to 31 levels: for C3 or C4 against a model trained without augmentation, "
+        "which labels dither and shifted copies of both twins alike. "
+        "The crop families without -v2 "
+        "are kept so that older claims replay; a new claim should name the -v2 family",
+    )
+    claim.add_argument(
+        "--allow-published-queries",
+        action="store_true",
+        help="image-classifier: accept --perturbation none, whose queries of published "
+        "versions are the published files themselves (the paper's queries; a host that "
+        "compares queries with the files it was given can answer so as to evade)",
+    )
+    claim.add_argument(
+        "--statistic",
+        choices=list(_choices("statistic")),
+        help="image-classifier with probabilities (C1, C2): entropy of the averaged answers "
+        "(default, the paper's) or logit, the mean log-odds of the label per copy",
+    )
+    claim.add_argument(
+        "--margin",
+        type=float,
+        metavar="M",
+        help="image-classifier with probabilities (C1, C2): a pair whose two scores differ "
+        "by at most M ties and is skipped, so only pairs the model tells apart count "
+        f"(default {_CLASSIFIER.parameter('margin').chosen_default} for C1 and C2 "
+        "with the entropy statistic, else 0; "
+        "0 ties equal scores only; without --knowledge it asks for C1 with labels, else C2)",
+    )
+    claim.add_argument(
+        "--knowledge",
+        help="image-classifier: C1 | C2 | C3 | C4, or labelled | unlabelled for the "
+        "recommended condition the oracle supports (labelled: C3, the top label, with any "
+        "oracle; unlabelled: C4, the top label without committed labels, with any oracle, "
+        "which needs --k 2 or more and asks for pad-shift-flip-dither at K 32 unless "
+        "told). "
+        "Default: labelled when every item of the vault has a committed label, else "
+        "unlabelled; the arbiter resolves it and the verdict names it. Against a model "
+        "trained without augmentation C2 with dither, or C3 and C4 with noise, detect "
+        "where the defaults do not (docs/owner.md)",
+    )
+    claim.add_argument(
+        "--tie-rule",
+        default="skip",
+        choices=["skip", "coin"],
+        help="skip tied pairs (default, fewer pairs) or break ties by coin (the paper's)",
+    )
+    claim.add_argument(
+        "--max-pairs",
+        type=int,
+        default=0,
+        help="open at most this many pairs (default 0: every pair of the vault)",
+    )
+    claim.add_argument(
+        "--query-budget",
+        type=int,
+        default=0,
+        help="stop before the oracle queries would exceed this (default 0: no budget)",
+    )
+    claim.add_argument(
+        "--window",
+        type=int,
+        default=0,
+        help="pairs of the first request (default 8); request j asks for window·2^j "
+        "pairs up to --window-max. Smaller reveals fewer pairs beyond an early decision",
+    )
+    claim.add_argument(
+        "--window-max",
+        type=int,
+        default=0,
+        help="largest request (default 2 x --window, at most 256); equal to --window "
+        "for constant requests. Larger requests mean fewer round trips on long claims "
+        "but more pairs opened past an early decision",
+    )
+    claim.add_argument(
+        "--fresh-pairs",
+        action="store_true",
+        help="open only pairs that no earlier claim on this record opened (the verdict "
+        "lists the others as excluded and its test runs over the pairs left); for a "
+        "second audit of the same practitioner, such as after unlearning "
+        "(docs/unlearning.md)",
+    )
+    claim.add_argument(
+        "--resume",
+        metavar="CLAIM_ID",
+        default="",
+        help="run claim CLAIM_ID of this record again from where it stopped, with the "
+        "options it was filed with: a claim whose connection broke, or one that failed "
+        "before any pair's outcome was computed (the failure says so), which then runs "
+        "as the same claim, with the same pairs in the same order, and counts once; "
+        "refused once another claim was filed on the record after it",
+    )
+    claim.add_argument(
+        "--out",
+        type=Path,
+        help="directory for verdict and transcript (required but with --dry-run); one that "
+        "already holds either is refused before anything is sent (a signed verdict is never "
+        "overwritten)",
+    )
+    claim.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the claim without filing it: the arbiter checks the record, your signed "
+        "request, the parameters and the oracle, which answers one probe image of each of "
+        "the vault's image shapes; here, the size of a request of openings against the "
+        "message cap. Nothing is filed and nothing counts on the record",
+    )
+    claim.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (decision, detected, figures, files) instead "
+        "of the text line; progress stays on stderr",
+    )
+    claim.add_argument(
+        "--exit-code",
+        action="store_true",
+        help=f"exit {EXIT_NOT_DETECTED} for a verdict of NOT-DETECTED (0 stays DETECTED)",
+    )
+    _tls_args(claim)
+    claim.set_defaults(handler=_claim)
+
+
+def _score_help() -> str:
+    """Return ``--score``'s help: each function of the table and the defaults by item kind."""
+    functions = "; ".join(f"{f.name} audits {f.summary}" for f in SCORE_FUNCTIONS.values())
+    defaults = ", ".join(
+        f"{name} for a{'n' if kind[0] in 'aeiou' else ''} {kind} vault"
+        for kind, name in DEFAULT_FUNCTION.items()
+    )
+    return f"the score function: {functions} (default: {defaults})"
+
+
+def _takers(parameter: str) -> str:
+    """Return the score functions that take ``parameter``, comma-separated."""
+    return ", ".join(f.name for f in SCORE_FUNCTIONS.values() if parameter in f.parameter_names)
+
+
+def _defaults(parameter: str) -> str:
+    """Return ``parameter``'s default for each function that takes it (the table's)."""
+    defaults = [
+        f"{p.default} for {f.name}"
+        for f in SCORE_FUNCTIONS.values()
+        for p in f.parameters
+        if p.name == parameter
+    ]
+    return ", ".join(defaults)
+
+
+def _choices(parameter: str) -> tuple[str, ...]:
+    """Return every choice of ``parameter`` across the functions that take it, in order."""
+    choices: dict[str, None] = {}
+    for function in SCORE_FUNCTIONS.values():
+        for p in function.parameters:
+            if p.name == parameter:
+                choices.update(dict.fromkeys(p.choices))
+    return tuple(choices)
+
+
+def _mark(args: argparse.Namespace) -> int:
+    from twinaudit.owner.kinds import (
+        ImageOptions,
+        MarkOptions,
+        TextOptions,
+        item_kind,
+        kind_of_input,
+    )
+    from twinaudit.owner.marking.memory import parse_memory
+
+    use_threads(args.threads)
+    kind = item_kind(args.kind or kind_of_input(args.input))
+    kind.check_mark_options(vars(args))
+    options = MarkOptions(
+        input=args.input,
+        out=args.out,
+        marker=args.marker,
+        batch_size=args.batch_size,
+        captions=args.captions,
+        device=args.device,
+        secret=_seeded_secret(args),
+        show_progress=not args.quiet,
+        image=ImageOptions(
+            labels=args.labels,
+            npz_key=args.npz_key,
+            epsilon=args.epsilon,
+            extractor=args.extractor,
+            extractor_weights=args.extractor_weights,
+            steps=args.steps,
+            step_size=args.step_size,
+            input_size=args.input_size,
+            work_scale=args.work_scale,
+            neutral_mark=args.neutral_mark,
+            proxy_converge=args.proxy_converge,
+            memory=None if args.memory is None else parse_memory(args.memory),
+        ),
+        text=TextOptions(
+            field=args.field,
+            text_format=args.text_format,
+            min_similarity=args.min_similarity,
+            max_candidates=args.max_candidates,
+            thesaurus=args.thesaurus,
+            drop_unmarkable=args.drop_unmarkable,
+            paraphrase_model=args.paraphrase_model,
+            endpoint=args.endpoint,
+            api_key_env=args.api_key_env,
+        ),
+    )
+    for line in kind.mark(options):
+        print(line)
+    return EXIT_OK
+
+
+def _seeded_secret(args: argparse.Namespace) -> bytes | None:
+    from twinaudit.owner.mark import secret_from_seed
+
+    if args.seed is None:
+        return None
+    print(
+        "twinaudit: warning: --seed makes the vault secret reproducible; "
+        "use it for tests and demos only",
+        file=sys.stderr,
+    )
+    return secret_from_seed(args.seed)
+
+
+def _escrow(args: argparse.Namespace) -> int:
+    from twinaudit.owner.escrow_client import escrow_root
+    from twinaudit.owner.vault import Vault
+
+    vault = Vault.open(args.vault)
+    if vault.receipt is not None:
+        raise InputError(f"{vault.path} is already escrowed (record {vault.receipt.entry.index})")
+    arbiter_key = load_public_key(args.arbiter_key)
+    if args.receipt is not None and args.receipt.exists():
+        raise InputError(f"{args.receipt} exists; refusing to overwrite a receipt")
+    channel = _arbiter_channel(args)
+    escrowed = escrow_root(
+        channel,
+        root=vault.root,
+        n_pairs=vault.n_pairs,
+        item_kind=vault.item_kind,
+        owner=args.owner,
+        claim_key=vault.claim_public_key(),
+        arbiter_public_key=arbiter_key,
+    )
+    receipt = vault.store_receipt(
+        escrowed.envelope, arbiter_key, escrowed.inclusion_proof, expected_owner=args.owner
+    )
+    if args.receipt is not None:
+        args.receipt.write_bytes(escrowed.envelope)
+    if args.json:
+        print_json(
+            {
+                "escrowed": True,
+                "record": receipt.entry.index,
+                "time": receipt.entry.time,
+                "n_pairs": vault.n_pairs,
+                "item_kind": vault.item_kind,
+                "root": vault.root,
+                "log_size": receipt.log_size,
+                "log_root": receipt.log_root,
+                "vault": str(vault.path),
+                "receipt": None if args.receipt is None else str(args.receipt),
+            }
+        )
+        return EXIT_OK
+    print(
+        f"escrowed {vault.n_pairs} pairs as record {receipt.entry.index} at "
+        f"{receipt.entry.time}; receipt stored in {vault.path}; next: twinaudit owner publish"
+    )
+    return EXIT_OK
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from twinaudit.owner.kinds import item_kind
+    from twinaudit.owner.vault import Vault
+
+    vault = Vault.open(args.vault)
+    kind = item_kind(vault.item_kind)
+    print(kind.publish(vault, args.out, original=args.input, show=not args.quiet))
+    return EXIT_OK
+
+
+def _vault_migrate(args: argparse.Namespace) -> int:
+    from twinaudit.owner.vault.migration import migrate_vault
+
+    print(migrate_vault(args.vault).describe())
+    return EXIT_OK
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from twinaudit.owner.kinds import InspectOptions, item_kind
+    from twinaudit.owner.vault import Vault
+
+    vault = Vault.open(args.vault)
+    inspection = item_kind(vault.item_kind).inspect(
+        vault,
+        InspectOptions(
+            input=args.input,
+            labels=args.labels,
+            npz_key=args.npz_key,
+            captions=args.captions,
+            distance_pairs=args.distance_pairs,
+            extractor=args.extractor,
+            sheet=args.sheet,
+            sheet_pairs=args.sheet_pairs,
+        ),
+    )
+    report = inspection.report
+    if args.json:
+        print(json.dumps(report.to_value(), indent=2, sort_keys=True, default=_json_default))
+    else:
+        print(report.to_text())
+    return EXIT_OK if inspection.holds else EXIT_FAILED
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _claim(args: argparse.Namespace) -> int:
+    import grpc
+
+    from twinaudit.owner.claim_client import (
+        choose_score,
+        run_claim,
+    )
+    from twinaudit.owner.vault import Vault
+    from twinaudit.protocol.claim.params import ClaimParams
+    from twinaudit.protocol.claim.schedule import DEFAULT_WINDOW
+    from twinaudit.protocol.keys import key_id
+    from twinaudit.protocol.stats.base import TiePolicy
+    from twinaudit.verifier.verdict import check_verdict
+
+    if args.out is None and not args.dry_run:
+        raise InputError("owner claim needs --out (the folder for verdict and transcript)")
+    if args.out is not None:
+        _refuse_used_out(args.out)
+    vault = Vault.open(args.vault)
+    receipt = vault.receipt
+    if receipt is None or vault.arbiter_public_key is None:
+        raise InputError(f"{vault.path} is not escrowed yet: run twinaudit owner escrow first")
+    arbiter_key = load_public_key(args.arbiter_key)
+    if key_id(arbiter_key) != key_id(vault.arbiter_public_key):
+        raise InputError("the vault was escrowed with another arbiter (keys differ)")
+    labels = vault.labels()
+    score = choose_score(
+        vault.item_kind,
+        args.score,
+        k=args.k,
+        perturbation=args.perturbation,
+        knowledge=args.knowledge,
+        statistic=None if args.statistic in (None, "entropy") else args.statistic,
+        margin=args.margin,
+        has_labels=bool(labels) and all(label is not None for label in labels),
+    )
+    if score.function == CLASSIFIER and score.perturbation == "none":
+        if not args.allow_published_queries:
+            raise InputError(
+                "--perturbation none queries each published version with the published "
+                "file itself, so the model's host can tell which twin is published; use "
+                "--perturbation dither (the default), or add --allow-published-queries"
+            )
+        print(
+            "note: with --perturbation none the query of each published version is the "
+            "published file itself, so the model's host can tell which twin is published "
+            "and answer to evade; --perturbation dither queries as close to the image "
+            "without that leak",
+            file=sys.stderr,
+        )
+    assert score.spec is not None  # choose_score checked it
+    request = ClaimParams(
+        record_index=receipt.entry.index,
+        record_root=vault.root,
+        endpoint=args.oracle,
+        model_name=args.model_name,
+        score=score.spec,
+        test_name=args.test,
+        p=args.p,
+        alpha=args.alpha or None,
+        tie_rule=TiePolicy(args.tie_rule),
+        max_pairs=args.max_pairs,
+        query_budget=args.query_budget,
+        window=args.window or DEFAULT_WINDOW,
+        window_max=args.window_max,
+        fresh_pairs=args.fresh_pairs,
+    )
+    channel = _arbiter_channel(args)
+
+    def show(progress: Any) -> None:
+        if args.quiet:
+            return
+        interval = (
+            f" interval [{progress.interval_low}, {progress.interval_high}]"
+            if progress.has_interval
+            else f" log e-value {progress.log_statistic:.2f}"
+        )
+        print(
+            f"  pairs {progress.pairs_opened:6d}  successes {progress.successes}/"
+            f"{progress.draws}{interval}  {progress.decision}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    # On a record that binds the vault's claim key, the vault signs the claim (spec §10.7).
+    claim_key = vault.claim_key() if vault.record_binds_claim_key else None
+    if args.dry_run:
+        if args.resume:
+            raise InputError("--dry-run checks a new claim; it cannot --resume one")
+        return _dry_run(args, vault, request, channel, claim_key=claim_key, arbiter_key=arbiter_key)
+    filed: list[str] = []
+    try:
+        outcome = run_claim(
+            channel,
+            request,
+            vault.opening,
+            claim_key=claim_key,
+            arbiter=key_id(arbiter_key),
+            on_progress=show,
+            on_accepted=filed.append,
+            resume_claim_id=args.resume,
+        )
+    except grpc.RpcError as exc:
+        print(f"twinaudit: {_attempt_words(exc, filed, request.record_index)}", file=sys.stderr)
+        raise
+    verdict = check_verdict(outcome.verdict, arbiter_key)
+    from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
+    from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
+
+    stored = pb_grpc.VerifierStub(channel).GetVerdict(  # type: ignore[no-untyped-call]
+        pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=60
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    _write_new(args.out / "verdict.json", outcome.verdict)
+    _write_new(args.out / "transcript.bin", stored.transcript)
+    status = EXIT_NOT_DETECTED if args.exit_code and not verdict.detected else EXIT_OK
+    if args.json:
+        print_json(
+            {
+                **verdict_figures(verdict),
+                "knowledge_asked": score.knowledge,
+                "verdict_file": str(args.out / "verdict.json"),
+                "transcript_file": str(args.out / "transcript.bin"),
+            }
+        )
+        return status
+    print(
+        f"{verdict['decision'].upper()} (stop: {verdict['stop']}), {bound_line(verdict)}: "
+        f"claim {outcome.claim_id}, {len(verdict['opened'])} pairs opened, "
+        f"{verdict['queries']} queries{_knowledge_note(verdict, score.knowledge)}; verdict and "
+        f"transcript in {args.out}"
+    )
+    if not claims_authenticated(verdict):
+        print(f"note: {authentication_line(verdict)}")
+    print(pairs_left_line(verdict))
+    from .report_html import identical_answers_note, pairs_from_transcript
+
+    note = identical_answers_note(verdict, pairs_from_transcript(stored.transcript))
+    if note is not None:
+        print(f"note: {note}")
+    follow_up = label_only_follow_up(verdict)
+    if follow_up is not None:
+        print(f"note: {follow_up}")
+    return status
+
+
+def _attempt_words(error: Any, filed: list[str], record: int) -> str:
+    """Say whether a claim that failed was filed, and so counts on the record (spec §10.7).
+
+    The arbiter says so in the error's details; a failure on this side of the connection
+    (a message too large to send, a deadline) counts if the arbiter had accepted the claim.
+    """
+    from twinaudit.wire.transport import error_details
+
+    details = error_details(error)
+    counted = details.counted if details is not None and details.counted is not None else None
+    claim_id = (details.claim_id if details is not None else "") or (filed[0] if filed else "")
+    if counted is None:
+        counted = bool(filed)
+    if not counted:
+        return (
+            f"this attempt was not filed: it does not count on record {record}; "
+            "--dry-run checks a claim without filing it"
+        )
+    if details is not None and details.restart:
+        return (
+            f"claim {claim_id} was filed on record {record} and counted once; it failed "
+            "before any pair's outcome was computed, so it can run again at no further "
+            f"cost: the same command with --resume {claim_id} runs it again as the same "
+            "claim (same pairs, same order, counted once), as long as no other claim is "
+            f"filed on record {record} first; a new claim instead counts one more"
+        )
+    return (
+        f"claim {claim_id} was filed on record {record} before it failed: it counts among "
+        "the record's claims, so every later verdict on the record has a bound one p higher; "
+        "--dry-run checks a claim without filing it"
+    )
+
+
+def _dry_run(
+    args: argparse.Namespace,
+    vault: Any,
+    request: Any,
+    channel: Any,
+    *,
+    claim_key: Any,
+    arbiter_key: Any,
+) -> int:
+    """Check a claim without filing it (spec §10.7); exit 0 if every check holds, else 1."""
+    import json
+
+    from twinaudit.owner.claim_client import dry_run_claim
+    from twinaudit.protocol.encoding import decode
+    from twinaudit.protocol.keys import key_id
+    from twinaudit.wire.openings import MAX_REQUEST_OPENING_BYTES
+
+    shapes = vault.item_shapes()
+    report = dry_run_claim(
+        channel,
+        request,
+        claim_key=claim_key,
+        arbiter=key_id(arbiter_key),
+        probes=tuple(list(shapes)[:8]),
+    )
+    largest = vault.largest_opening_bytes()
+    request_bytes = largest * request.window_max
+    problems = [
+        f"the oracle failed on a {h}x{w}x{c} image: {error}"
+        for (h, w, c), error in report.probes
+        if error
+    ]
+    if request_bytes > MAX_REQUEST_OPENING_BYTES:
+        fits = max(1, MAX_REQUEST_OPENING_BYTES // max(1, largest))
+        problems.append(
+            f"a request of {request.window_max} pairs of the largest items is "
+            f"{request_bytes / 2**20:.1f} MiB, above the verifier's "
+            f"{MAX_REQUEST_OPENING_BYTES // 2**20} MiB a request: ask for "
+            f"--window {min(fits, request.window)} --window-max {fits}"
+        )
+    oracle = decode(report.oracle)
+    score = decode(report.score)
+    p = request.p
+    figures = {
+        "would_be_bound": min(1.0, (report.earlier_claims + 1) * p),
+        "earlier_claims": report.earlier_claims,
+        "claims_authenticated": claim_key is not None,
+        "record": request.record_index,
+        "n_pairs": report.n_pairs,
+        "oracle": oracle,
+        "score": score,
+        "probes": [
+            {"shape": list(shape), "ok": not error, "error": error}
+            for shape, error in report.probes
+        ],
+        "largest_opening_bytes": largest,
+        "largest_request_bytes": request_bytes,
+        "problems": problems,
+        "filed": False,
+    }
+    if args.json:
+        print_json(figures)
+        return EXIT_FAILED if problems else EXIT_OK
+    print(
+        f"DRY RUN of a claim on record {request.record_index} ({report.n_pairs} pairs): nothing "
+        f"was filed, nothing counts. Filed now, its verdict's bound would be "
+        f"({report.earlier_claims} + 1)·{p:g} = {figures['would_be_bound']:g}."
+    )
+    print(f"  score as the claim would record it: {json.dumps(score, default=_json_default)}")
+    print(f"  oracle: {json.dumps(oracle, default=_json_default)}")
+    for (h, w, c), error in report.probes:
+        print(f"  probe {h}x{w}x{c}: {'answered' if not error else 'FAILED: ' + error}")
+    print(
+        f"  openings: the largest pair is {largest / 2**20:.2f} MiB; a request of up to "
+        f"{request.window_max} pairs is {request_bytes / 2**20:.2f} MiB "
+        f"(cap {MAX_REQUEST_OPENING_BYTES // 2**20} MiB, sent in messages under the cap)"
+    )
+    if claim_key is None:
+        print(
+            "  note: the record binds no claim key (escrowed before claim keys): the claim "
+            "would not be signed, and anyone could file claims on the record"
+        )
+    for problem in problems:
+        print(f"  problem: {problem}")
+    print("every check holds" if not problems else f"{len(problems)} check(s) failed")
+    return EXIT_FAILED if problems else EXIT_OK
+
+
+#: The files a claim writes into its --out folder.
+CLAIM_FILES = ("verdict.json", "transcript.bin")
+
+
+def _refuse_used_out(out: Path) -> None:
+    """Refuse an --out that is not a folder, or that holds a claim's files already."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a folder")
+    held = [name for name in CLAIM_FILES if (out / name).exists()]
+    if held:
+        raise InputError(
+            f"{out} already holds {' and '.join(held)}: refusing to overwrite a signed "
+            "verdict; give another --out"
+        )
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a file that must not exist yet (another claim may have raced into --out)."""
+    try:
+        with path.open("xb") as stream:
+            stream.write(data)
+    except FileExistsError:
+        raise InputError(f"{path} appeared during the claim: refusing to overwrite it") from None
+
+
+def _knowledge_note(verdict: Any, asked: str) -> str:
+    """Return ", knowledge C3 (asked: labelled)": the condition the verdict records, if any."""
+    used = verdict["claim"]["score"].get("knowledge")
+    if not isinstance(used, str):
+        return ""
+    return f", knowledge {used}" + (f" (asked: {asked})" if asked != used else "")
