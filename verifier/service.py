@@ -55,6 +55,7 @@ from twinaudit.protocol.oracles.base import ClassifierOracle, Oracle
 from twinaudit.protocol.oracles.embedding import EncoderOracle
 from twinaudit.protocol.oracles.image_text import ImageTextOracle
 from twinaudit.protocol.signer import Signer
+from twinaudit.protocol.stats.registry import make_test
 from twinaudit.verifier.escrow.leases import DEFAULT_LEASE_S, LeaseKeeper
 from twinaudit.verifier.escrow.store import (
     DEFAULT_MAX_FAILED_CLAIMS,
@@ -349,6 +350,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         params = params_from_proto(start)
         stored_entry = self._store.entry(params.record_index)
         entry = stored_entry.entry
+        _check_test(params, entry.n_pairs)
         record = ClaimRecord(
             entry.index, entry.root, entry.n_pairs, entry.item_kind, stored_entry.rho, entry.time
         )
@@ -624,6 +626,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         params = params_from_proto(start)
         stored_entry = self._store.entry(params.record_index)
         entry = stored_entry.entry
+        _check_test(params, entry.n_pairs)
         self._authorize(start, entry)
         if start.resume_claim_id:
             raise InputError("a dry run checks a new claim; it cannot resume one")
@@ -719,6 +722,17 @@ def _counted(claim_id: str, session: ClaimSession | None, restart: bool = False)
 #: Most probe shapes a dry run takes, and the largest side of a probe image.
 MAX_PROBES: Final = 8
 MAX_PROBE_SIDE: Final = 4096
+
+
+def _check_test(params: ClaimParams, n_pairs: int) -> None:
+    """Refuse a test its parameters do not make (spec §10.7 step 1), before any dial.
+
+    The test, its ``p``, the paper's test's ``alpha`` and the mixture tests' ``prior``
+    parse as §7 requires over the record's pairs (``invalid-parameter``), before the
+    claim request is checked and before anything is stored, counted or dialled; the
+    claim builds its test again once it knows the pairs it may open.
+    """
+    make_test(params.test_name, n_pairs, params.p, params.alpha, params.prior)
 
 
 def _probe(

@@ -34,7 +34,9 @@ def to_claim_start(params: ClaimParams, resume_claim_id: str = "") -> pb.ClaimSt
         record_root=params.record_root,
         model=pb.ModelRef(oracle_endpoint=params.endpoint, name=params.model_name),
         score=score,
-        test=pb.TestSpec(name=params.test_name, p=params.p, alpha=params.alpha or 0.0),
+        test=pb.TestSpec(
+            name=params.test_name, p=params.p, alpha=params.alpha or 0.0, prior=params.prior or ""
+        ),
         tie_rule=params.tie_rule.value,
         max_pairs=params.max_pairs,
         query_budget=params.query_budget,
@@ -50,7 +52,8 @@ def params_from_claim_start(start: pb.ClaimStart) -> ClaimParams:
 
     A knowledge word in the score fields stays a word here; the claim resolves it when
     it starts, from the oracle's description (spec §10.2 step 1). Unset ``alpha``,
-    ``window`` and ``window_max`` (0) take their defaults.
+    ``window`` and ``window_max`` (0) take their defaults, an unset ``prior`` ("") the
+    mixture tests' default prior.
     """
     require_supported(start.spec_version, "claim")
     if start.tie_rule not in TIE_RULES:
@@ -73,6 +76,7 @@ def params_from_claim_start(start: pb.ClaimStart) -> ClaimParams:
         test_name=start.test.name,
         p=start.test.p,
         alpha=start.test.alpha or None,
+        prior=start.test.prior or None,
         tie_rule=TiePolicy(start.tie_rule),
         max_pairs=start.max_pairs,
         query_budget=start.query_budget,
@@ -87,9 +91,17 @@ def start_map(start: pb.ClaimStart) -> dict[str, Value]:
 
     Every field but ``spec_version`` and ``authorization`` itself, as sent (unset fields
     as their proto3 defaults), so that the owner who sends a message and the arbiter who
-    receives it build the same map.
+    receives it build the same map; the test's ``prior`` only where it is set, so that a
+    start without one has the map it had before the field existed.
     """
     probes: list[Value] = [[s.height, s.width, s.channels] for s in start.probes]
+    test: dict[str, Value] = {
+        "name": start.test.name,
+        "p": float(start.test.p),
+        "alpha": float(start.test.alpha),
+    }
+    if start.test.prior:
+        test["prior"] = start.test.prior
     return check_start_map(
         {
             "record_index": start.record_index,
@@ -104,11 +116,7 @@ def start_map(start: pb.ClaimStart) -> dict[str, Value]:
                 "statistic": start.score.statistic,
                 "margin": float(start.score.margin),
             },
-            "test": {
-                "name": start.test.name,
-                "p": float(start.test.p),
-                "alpha": float(start.test.alpha),
-            },
+            "test": test,
             "tie_rule": start.tie_rule,
             "max_pairs": start.max_pairs,
             "query_budget": start.query_budget,

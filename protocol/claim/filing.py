@@ -94,6 +94,8 @@ START_SCORE_KEYS: Final = frozenset(
     {"function", "k", "perturbation", "knowledge", "statistic", "margin"}
 )
 START_TEST_KEYS: Final = frozenset({"name", "p", "alpha"})
+#: The start map's test keys when the owner names a mixture test's prior (spec §10.7).
+START_TEST_KEYS_WITH_PRIOR: Final = START_TEST_KEYS | {"prior"}
 #: Keys of a verdict's ``filing`` map (§11).
 FILING_KEYS: Final = frozenset({"claim_key", "request", "signature"})
 
@@ -138,6 +140,10 @@ def _exact(value: object, keys: frozenset[str], what: str) -> dict[str, Any]:
     return value
 
 
+def _has_key(value: object, key: str) -> bool:
+    return isinstance(value, dict) and key in value
+
+
 def _checked_int(value: Value) -> int:
     """Return a start map's integer (its form already checked)."""
     assert isinstance(value, int)
@@ -166,8 +172,13 @@ def check_start_map(value: object) -> dict[str, Value]:
         _text(score[name], f"start.score.{name}")
     _uint(score["k"], "start.score.k", _U32)
     _float(score["margin"], "start.score.margin")
-    test = _exact(start["test"], START_TEST_KEYS, "start.test")
+    keys = START_TEST_KEYS_WITH_PRIOR if _has_key(start["test"], "prior") else START_TEST_KEYS
+    test = _exact(start["test"], keys, "start.test")
     _text(test["name"], "start.test.name")
+    if "prior" in test:
+        _text(test["prior"], "start.test.prior")
+        if test["prior"] == "":
+            raise InputError("start.test.prior is present only when the request names a prior")
     _float(test["p"], "start.test.p")
     _float(test["alpha"], "start.test.alpha")
     for name in ("max_pairs", "query_budget"):
@@ -382,7 +393,8 @@ def check_filing(filing: Filing, claim: ClaimMap, arbiter: str, describe: Descri
     The signature verifies under ``filing.claim_key``; the request names the verdict's
     arbiter, is a start (no resume, no dry run, no probes) of a claim on the claim map's record
     (index and root), with its model endpoint and name, its test (name, ``p``, and the
-    paper's test's ``alpha``, ``p/2`` where the request left it 0), tie rule, limits and
+    paper's test's ``alpha``, ``p/2`` where the request left it 0, and the mixture
+    test's prior where the request names one), tie rule, limits and
     window schedule (the request's 0 read as the default), no exclusions unless it asked
     for fresh pairs, and a score that resolves, against the recorded Describe map, to the
     claim map's (§10.1).
@@ -421,6 +433,8 @@ def check_filing(filing: Filing, claim: ClaimMap, arbiter: str, describe: Descri
         "window": (window, claim.window),
         "window_max": (window_max, claim.window_max),
     }
+    if "prior" in test:  # a request without one took the arbiter's default prior (§7.3.1)
+        checks["prior"] = (test["prior"], claim.test_params.get("prior"))
     for what, (asked, recorded) in checks.items():
         if asked != recorded or type(asked) is not type(recorded):
             raise VerificationError(

@@ -32,8 +32,8 @@ class ClaimParams:
     None is the test's default; ``window_max`` 0 is :func:`default_window_max`.
     ``fresh_pairs`` asks the verifier to exclude every pair that earlier claims on the
     record opened (the claim map's ``excluded``, §10.1). ``prior`` names the mixture
-    tests' prior (§7.3.1); None is the default prior, and what a claim started over the
-    wire gets (``ClaimStart`` does not carry one).
+    tests' prior (§7.3.2, ``TestSpec.prior`` on the wire); None is the default prior
+    (§7.3.1).
     """
 
     record_index: int

@@ -145,6 +145,7 @@ def _message_fields(start: pb.ClaimStart) -> dict[str, Any]:
             "name": start.test.name,
             "p": float(start.test.p).hex(),
             "alpha": float(start.test.alpha).hex(),
+            **({"prior": start.test.prior} if start.test.prior else {}),
         },
         "tie_rule": start.tie_rule,
         "max_pairs": start.max_pairs,
@@ -257,25 +258,29 @@ def _request_cases() -> list[dict[str, Any]]:
         ("an envelope of 8193 bytes", b" " * 8193, start, "limit-exceeded"),
         ("a payload of more than 100 values", _raw_signed(crowded), start, "limit-exceeded"),
     ]  # fmt: skip
-    cases = []
-    for name, envelope, received, error in rows:
-        case: dict[str, Any] = {
-            "name": f"claim request: {name}",
-            "kind": "claim-request",
-            "valid": error is None,
-            "input": {
-                "claim_key": raw_public_key(CLAIM_KEY.public_key()).hex(),
-                "arbiter": ARBITER_ID,
-                "start_map": to_typed(received),
-                "envelope": envelope.decode(),
-            },
-        }
-        if error is None:
-            case["expected"] = {"nonce": _nonce("good").hex()}
-        else:
-            case["error"] = error
-        cases.append(case)
-    return cases
+    return [_request_case(*row, nonce=_nonce("good")) for row in rows]
+
+
+def _request_case(
+    name: str, envelope: bytes, received: dict[str, Value], error: str | None, *, nonce: bytes
+) -> dict[str, Any]:
+    """A claim request case: what the arbiter holds, the envelope, the nonce or the error."""
+    case: dict[str, Any] = {
+        "name": f"claim request: {name}",
+        "kind": "claim-request",
+        "valid": error is None,
+        "input": {
+            "claim_key": raw_public_key(CLAIM_KEY.public_key()).hex(),
+            "arbiter": ARBITER_ID,
+            "start_map": to_typed(received),
+            "envelope": envelope.decode(),
+        },
+    }
+    if error is None:
+        case["expected"] = {"nonce": nonce.hex()}
+    else:
+        case["error"] = error
+    return case
 
 
 def _count_cases() -> list[dict[str, Any]]:
@@ -374,6 +379,35 @@ def _event(words: str) -> dict[str, Any]:
     return event
 
 
+def _prior_cases() -> list[dict[str, Any]]:
+    """A start that names the mixture test's prior (§10.7), its start map and requests."""
+    start = _start()
+    start.test.CopyFrom(pb.TestSpec(name="mixture-e", p=0.05, prior="grid15-v1"))
+    named = start_map(start)
+    good = ClaimRequest(arbiter=ARBITER_ID, start=named, nonce=_nonce("prior"))
+    empty = copy.deepcopy(good.to_value())
+    start_value = empty["start"]
+    assert isinstance(start_value, dict)
+    assert isinstance(start_value["test"], dict)
+    start_value["test"]["prior"] = ""
+    cases: list[dict[str, Any]] = [
+        {
+            "name": "start map: a start that names the mixture test's prior",
+            "kind": "start-map",
+            "valid": True,
+            "input": {"message": _message_fields(start)},
+            "expected": {"start_map": to_typed(named), "encoding": encode(named).hex()},
+        }
+    ]
+    rows = [
+        ("a request for a start that names a prior", _signed(good), named, None),
+        ("a start map whose test has an empty prior", _raw_signed(empty), named,
+         "invalid-input"),
+    ]  # fmt: skip
+    cases += [_request_case(*row, nonce=_nonce("prior")) for row in rows]
+    return cases
+
+
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
     return {
@@ -386,7 +420,8 @@ def build() -> dict[str, Any]:
             "'error', as a decoder of §9 messages reads them (a request without a claim key "
             "is a valid message, which an arbiter then refuses to escrow, §9.1). "
             "'start-map': the fields of a ClaimStart message (bytes in hex, floats "
-            "as C99 hex floats) and the start map a claim request signs over them. "
+            "as C99 hex floats; the test's 'prior' only where it is set) and the start map "
+            "a claim request signs over them. "
             "'claim-request': the record's claim key (raw Ed25519), the arbiter's key id, "
             "the start map of the message the arbiter received and the request envelope; "
             "checked as §10.7 steps 2 to 6 say, a valid one gives its 'nonce', an invalid "
@@ -401,7 +436,13 @@ def build() -> dict[str, Any]:
             "earlier_claims counts the claims filed on the same record. The arbiter's key "
             "is appendix B's."
         ),
-        "cases": [*_escrow_cases(), *_start_map_cases(), *_request_cases(), *_count_cases()],
+        "cases": [
+            *_escrow_cases(),
+            *_start_map_cases(),
+            *_request_cases(),
+            *_count_cases(),
+            *_prior_cases(),
+        ],
     }
 
 

@@ -42,6 +42,7 @@ def _message(fields: dict[str, Any]) -> pb.ClaimStart:
             name=fields["test"]["name"],
             p=float.fromhex(fields["test"]["p"]),
             alpha=float.fromhex(fields["test"]["alpha"]),
+            prior=fields["test"].get("prior", ""),
         ),
         tie_rule=fields["tie_rule"],
         max_pairs=fields["max_pairs"],

@@ -20,6 +20,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from demo.seeded import SeededEntropy
+from tests.support.arbiter_world import keyed_record_world
 from tests.support.claims import claim_params, linear_claim, make_pairset
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
@@ -43,28 +44,10 @@ ARBITER_ID = key_id(KEY.public_key())
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """An arbiter (one open claim at most per record), an oracle, one keyed record."""
-    directory = tmp_path_factory.mktemp("arbiter")
-    store = SqliteEscrowStore(directory / "escrow.db", KEY, entropy=SeededEntropy(b"rho"))
-    server, port = serve_arbiter(
-        store, KEY, "127.0.0.1:0", entropy=SeededEntropy(b"c"), max_open_claims=2
-    )
-    oracle, oracle_port = serve_oracle(LinearOracle(), "127.0.0.1:0")
-    channel = make_channel(f"127.0.0.1:{port}")
-    pairs = make_pairset(24, seed=11, salt_seed=b"authentication")
-    receipt = pairs.escrow(channel, KEY.public_key(), "alice")
-    try:
-        yield {
-            "store": store,
-            "channel": channel,
-            "pairs": pairs,
-            "record": receipt.entry.index,
-            "oracle": f"127.0.0.1:{oracle_port}",
-        }
-    finally:
-        channel.close()
-        server.stop(None)
-        oracle.stop(None)
-        store.close()
+    with keyed_record_world(
+        tmp_path_factory.mktemp("arbiter"), seed=11, salt_seed=b"authentication", max_open_claims=2
+    ) as world:
+        yield world
 
 
 def _params(world: dict[str, Any], endpoint: str = "", **fields: Any) -> Any:

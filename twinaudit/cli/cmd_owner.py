@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from twinaudit.protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
-from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.errors import InputError, ParameterError
 from twinaudit.protocol.keys import load_public_key
+from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS
+from twinaudit.protocol.stats.paper_test import PaperTest
 from twinaudit.protocol.stats.registry import TESTS
 from twinaudit.wire.transport import TlsFiles, make_channel, parse_address
 
@@ -507,6 +509,12 @@ def _register_claim(sub: Any) -> None:
     )
     claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
     claim.add_argument(
+        "--prior",
+        choices=sorted(PRIORS),
+        help="the mixture tests' prior (spec §7.3.2; default: the arbiter's, "
+        f"{DEFAULT_PRIOR.name} in this spec version); not with --test pprm-chernoff",
+    )
+    claim.add_argument(
         "--score",
         choices=list(SCORE_FUNCTIONS),
         help=_score_help(),
@@ -869,6 +877,10 @@ def _claim(args: argparse.Namespace) -> int:
 
     if args.out is None and not args.dry_run:
         raise InputError("owner claim needs --out (the folder for verdict and transcript)")
+    if args.prior is not None and args.test == PaperTest.name:
+        raise ParameterError(
+            f"--prior names a mixture test's prior; --test {PaperTest.name} has none"
+        )
     if args.out is not None:
         _refuse_used_out(args.out)
     vault = Vault.open(args.vault)
@@ -913,6 +925,7 @@ def _claim(args: argparse.Namespace) -> int:
         test_name=args.test,
         p=args.p,
         alpha=args.alpha or None,
+        prior=args.prior,
         tie_rule=TiePolicy(args.tie_rule),
         max_pairs=args.max_pairs,
         query_budget=args.query_budget,

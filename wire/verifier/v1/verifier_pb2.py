@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$twinaudit/verifier/v1/verifier.proto\x12\x15twinaudit.verifier.v1\"\xb3\x01\n\x0c\x43laimMessage\x12\x32\n\x05start\x18\x01 \x01(\x0b\x32!.twinaudit.verifier.v1.ClaimStartH\x00\x12\x33\n\x08openings\x18\x02 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.OpeningsH\x00\x12\x32\n\x04part\x18\x03 \x01(\x0b\x32\".twinaudit.verifier.v1.OpeningPartH\x00\x42\x06\n\x04kind\"\xc5\x03\n\nClaimStart\x12\x14\n\x0cspec_version\x18\x01 \x01(\t\x12\x14\n\x0crecord_index\x18\x02 \x01(\x04\x12\x13\n\x0brecord_root\x18\x03 \x01(\x0c\x12.\n\x05model\x18\x04 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.ModelRef\x12/\n\x05score\x18\x05 \x01(\x0b\x32 .twinaudit.verifier.v1.ScoreSpec\x12-\n\x04test\x18\x06 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.TestSpec\x12\x10\n\x08tie_rule\x18\x07 \x01(\t\x12\x11\n\tmax_pairs\x18\x08 \x01(\x04\x12\x14\n\x0cquery_budget\x18\t \x01(\x04\x12\x17\n\x0fresume_claim_id\x18\n \x01(\t\x12\x0e\n\x06window\x18\x0b \x01(\r\x12\x12\n\nwindow_max\x18\x0c \x01(\r\x12\x13\n\x0b\x66resh_pairs\x18\r \x01(\x08\x12\x15\n\rauthorization\x18\x0e \x01(\x0c\x12\x0f\n\x07\x64ry_run\x18\x0f \x01(\x08\x12\x31\n\x06probes\x18\x10 \x03(\x0b\x32!.twinaudit.verifier.v1.ImageShape\"=\n\nImageShape\x12\x0e\n\x06height\x18\x01 \x01(\r\x12\r\n\x05width\x18\x02 \x01(\r\x12\x10\n\x08\x63hannels\x18\x03 \x01(\r\"1\n\x08ModelRef\x12\x17\n\x0foracle_endpoint\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"t\n\tScoreSpec\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\r\x12\x14\n\x0cperturbation\x18\x03 \x01(\t\x12\x11\n\tknowledge\x18\x04 \x01(\t\x12\x11\n\tstatistic\x18\x05 \x01(\t\x12\x0e\n\x06margin\x18\x06 \x01(\x01\"2\n\x08TestSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\t\n\x01p\x18\x02 \x01(\x01\x12\r\n\x05\x61lpha\x18\x03 \x01(\x01\"\x8b\x01\n\x0bPairOpening\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04salt\x18\x02 \x01(\x0c\x12\x10\n\x08version0\x18\x03 \x01(\x0c\x12\x10\n\x08version1\x18\x04 \x01(\x0c\x12\r\n\x05proof\x18\x05 \x03(\x0c\x12\x15\n\rversion0_size\x18\x06 \x01(\x04\x12\x15\n\rversion1_size\x18\x07 \x01(\x04\"K\n\x08Openings\x12\x31\n\x05pairs\x18\x01 \x03(\x0b\x32\".twinaudit.verifier.v1.PairOpening\x12\x0c\n\x04more\x18\x02 \x01(\x08\"\x1b\n\x0bOpeningPart\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"\xb2\x02\n\x0fVerifierMessage\x12\x38\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32$.twinaudit.verifier.v1.ClaimAcceptedH\x00\x12\x38\n\x07request\x18\x02 \x01(\x0b\x32%.twinaudit.verifier.v1.OpeningRequestH\x00\x12\x33\n\x08progress\x18\x03 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.ProgressH\x00\x12\x36\n\x07verdict\x18\x04 \x01(\x0b\x32#.twinaudit.verifier.v1.VerdictReadyH\x00\x12\x36\n\x07\x64ry_run\x18\x05 \x01(\x0b\x32#.twinaudit.verifier.v1.DryRunReportH\x00\x42\x06\n\x04kind\"\x8a\x01\n\x0c\x44ryRunReport\x12\x0e\n\x06oracle\x18\x01 \x01(\x0c\x12\r\n\x05score\x18\x02 \x01(\x0c\x12\x0f\n\x07n_pairs\x18\x03 \x01(\x04\x12\x16\n\x0e\x65\x61rlier_claims\x18\x04 \x01(\x04\x12\x32\n\x06probes\x18\x05 \x03(\x0b\x32\".twinaudit.verifier.v1.ProbeResult\"Z\n\x0bProbeResult\x12\x30\n\x05shape\x18\x01 \x01(\x0b\x32!.twinaudit.verifier.v1.ImageShape\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"I\n\rClaimAccepted\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x0f\n\x07n_pairs\x18\x02 \x01(\x04\x12\x15\n\rresumed_pairs\x18\x03 \x01(\x04\"!\n\x0eOpeningRequest\x12\x0f\n\x07indices\x18\x01 \x03(\x04\"\xbf\x01\n\x08Progress\x12\x14\n\x0cpairs_opened\x18\x01 \x01(\x04\x12\r\n\x05\x64raws\x18\x02 \x01(\x04\x12\x11\n\tsuccesses\x18\x03 \x01(\x04\x12\x14\n\x0chas_interval\x18\x04 \x01(\x08\x12\x14\n\x0cinterval_low\x18\x05 \x01(\x04\x12\x15\n\rinterval_high\x18\x06 \x01(\x04\x12\x15\n\rlog_statistic\x18\x07 \x01(\x01\x12\x10\n\x08\x64\x65\x63ision\x18\x08 \x01(\t\x12\x0f\n\x07queries\x18\t \x01(\x04\"J\n\x0cVerdictReady\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x0f\n\x07verdict\x18\x02 \x01(\x0c\x12\x17\n\x0ftranscript_hash\x18\x03 \x01(\x0c\"%\n\x11GetVerdictRequest\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\"9\n\x12GetVerdictResponse\x12\x0f\n\x07verdict\x18\x01 \x01(\x0c\x12\x12\n\ntranscript\x18\x02 \x01(\x0c\"\x15\n\x13GetPublicKeyRequest\">\n\x14GetPublicKeyResponse\x12\x16\n\x0epublic_key_pem\x18\x01 \x01(\x0c\x12\x0e\n\x06key_id\x18\x02 \x01(\t2\xb4\x02\n\x08Verifier\x12\\\n\tFileClaim\x12#.twinaudit.verifier.v1.ClaimMessage\x1a&.twinaudit.verifier.v1.VerifierMessage(\x01\x30\x01\x12\x61\n\nGetVerdict\x12(.twinaudit.verifier.v1.GetVerdictRequest\x1a).twinaudit.verifier.v1.GetVerdictResponse\x12g\n\x0cGetPublicKey\x12*.twinaudit.verifier.v1.GetPublicKeyRequest\x1a+.twinaudit.verifier.v1.GetPublicKeyResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$twinaudit/verifier/v1/verifier.proto\x12\x15twinaudit.verifier.v1\"\xb3\x01\n\x0c\x43laimMessage\x12\x32\n\x05start\x18\x01 \x01(\x0b\x32!.twinaudit.verifier.v1.ClaimStartH\x00\x12\x33\n\x08openings\x18\x02 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.OpeningsH\x00\x12\x32\n\x04part\x18\x03 \x01(\x0b\x32\".twinaudit.verifier.v1.OpeningPartH\x00\x42\x06\n\x04kind\"\xc5\x03\n\nClaimStart\x12\x14\n\x0cspec_version\x18\x01 \x01(\t\x12\x14\n\x0crecord_index\x18\x02 \x01(\x04\x12\x13\n\x0brecord_root\x18\x03 \x01(\x0c\x12.\n\x05model\x18\x04 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.ModelRef\x12/\n\x05score\x18\x05 \x01(\x0b\x32 .twinaudit.verifier.v1.ScoreSpec\x12-\n\x04test\x18\x06 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.TestSpec\x12\x10\n\x08tie_rule\x18\x07 \x01(\t\x12\x11\n\tmax_pairs\x18\x08 \x01(\x04\x12\x14\n\x0cquery_budget\x18\t \x01(\x04\x12\x17\n\x0fresume_claim_id\x18\n \x01(\t\x12\x0e\n\x06window\x18\x0b \x01(\r\x12\x12\n\nwindow_max\x18\x0c \x01(\r\x12\x13\n\x0b\x66resh_pairs\x18\r \x01(\x08\x12\x15\n\rauthorization\x18\x0e \x01(\x0c\x12\x0f\n\x07\x64ry_run\x18\x0f \x01(\x08\x12\x31\n\x06probes\x18\x10 \x03(\x0b\x32!.twinaudit.verifier.v1.ImageShape\"=\n\nImageShape\x12\x0e\n\x06height\x18\x01 \x01(\r\x12\r\n\x05width\x18\x02 \x01(\r\x12\x10\n\x08\x63hannels\x18\x03 \x01(\r\"1\n\x08ModelRef\x12\x17\n\x0foracle_endpoint\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"t\n\tScoreSpec\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\r\x12\x14\n\x0cperturbation\x18\x03 \x01(\t\x12\x11\n\tknowledge\x18\x04 \x01(\t\x12\x11\n\tstatistic\x18\x05 \x01(\t\x12\x0e\n\x06margin\x18\x06 \x01(\x01\"A\n\x08TestSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\t\n\x01p\x18\x02 \x01(\x01\x12\r\n\x05\x61lpha\x18\x03 \x01(\x01\x12\r\n\x05prior\x18\x04 \x01(\t\"\x8b\x01\n\x0bPairOpening\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04salt\x18\x02 \x01(\x0c\x12\x10\n\x08version0\x18\x03 \x01(\x0c\x12\x10\n\x08version1\x18\x04 \x01(\x0c\x12\r\n\x05proof\x18\x05 \x03(\x0c\x12\x15\n\rversion0_size\x18\x06 \x01(\x04\x12\x15\n\rversion1_size\x18\x07 \x01(\x04\"K\n\x08Openings\x12\x31\n\x05pairs\x18\x01 \x03(\x0b\x32\".twinaudit.verifier.v1.PairOpening\x12\x0c\n\x04more\x18\x02 \x01(\x08\"\x1b\n\x0bOpeningPart\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"\xb2\x02\n\x0fVerifierMessage\x12\x38\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32$.twinaudit.verifier.v1.ClaimAcceptedH\x00\x12\x38\n\x07request\x18\x02 \x01(\x0b\x32%.twinaudit.verifier.v1.OpeningRequestH\x00\x12\x33\n\x08progress\x18\x03 \x01(\x0b\x32\x1f.twinaudit.verifier.v1.ProgressH\x00\x12\x36\n\x07verdict\x18\x04 \x01(\x0b\x32#.twinaudit.verifier.v1.VerdictReadyH\x00\x12\x36\n\x07\x64ry_run\x18\x05 \x01(\x0b\x32#.twinaudit.verifier.v1.DryRunReportH\x00\x42\x06\n\x04kind\"\x8a\x01\n\x0c\x44ryRunReport\x12\x0e\n\x06oracle\x18\x01 \x01(\x0c\x12\r\n\x05score\x18\x02 \x01(\x0c\x12\x0f\n\x07n_pairs\x18\x03 \x01(\x04\x12\x16\n\x0e\x65\x61rlier_claims\x18\x04 \x01(\x04\x12\x32\n\x06probes\x18\x05 \x03(\x0b\x32\".twinaudit.verifier.v1.ProbeResult\"Z\n\x0bProbeResult\x12\x30\n\x05shape\x18\x01 \x01(\x0b\x32!.twinaudit.verifier.v1.ImageShape\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"I\n\rClaimAccepted\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x0f\n\x07n_pairs\x18\x02 \x01(\x04\x12\x15\n\rresumed_pairs\x18\x03 \x01(\x04\"!\n\x0eOpeningRequest\x12\x0f\n\x07indices\x18\x01 \x03(\x04\"\xbf\x01\n\x08Progress\x12\x14\n\x0cpairs_opened\x18\x01 \x01(\x04\x12\r\n\x05\x64raws\x18\x02 \x01(\x04\x12\x11\n\tsuccesses\x18\x03 \x01(\x04\x12\x14\n\x0chas_interval\x18\x04 \x01(\x08\x12\x14\n\x0cinterval_low\x18\x05 \x01(\x04\x12\x15\n\rinterval_high\x18\x06 \x01(\x04\x12\x15\n\rlog_statistic\x18\x07 \x01(\x01\x12\x10\n\x08\x64\x65\x63ision\x18\x08 \x01(\t\x12\x0f\n\x07queries\x18\t \x01(\x04\"J\n\x0cVerdictReady\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\x12\x0f\n\x07verdict\x18\x02 \x01(\x0c\x12\x17\n\x0ftranscript_hash\x18\x03 \x01(\x0c\"%\n\x11GetVerdictRequest\x12\x10\n\x08\x63laim_id\x18\x01 \x01(\t\"9\n\x12GetVerdictResponse\x12\x0f\n\x07verdict\x18\x01 \x01(\x0c\x12\x12\n\ntranscript\x18\x02 \x01(\x0c\"\x15\n\x13GetPublicKeyRequest\">\n\x14GetPublicKeyResponse\x12\x16\n\x0epublic_key_pem\x18\x01 \x01(\x0c\x12\x0e\n\x06key_id\x18\x02 \x01(\t2\xb4\x02\n\x08Verifier\x12\\\n\tFileClaim\x12#.twinaudit.verifier.v1.ClaimMessage\x1a&.twinaudit.verifier.v1.VerifierMessage(\x01\x30\x01\x12\x61\n\nGetVerdict\x12(.twinaudit.verifier.v1.GetVerdictRequest\x1a).twinaudit.verifier.v1.GetVerdictResponse\x12g\n\x0cGetPublicKey\x12*.twinaudit.verifier.v1.GetPublicKeyRequest\x1a+.twinaudit.verifier.v1.GetPublicKeyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,35 +42,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCORESPEC']._serialized_start=815
   _globals['_SCORESPEC']._serialized_end=931
   _globals['_TESTSPEC']._serialized_start=933
-  _globals['_TESTSPEC']._serialized_end=983
-  _globals['_PAIROPENING']._serialized_start=986
-  _globals['_PAIROPENING']._serialized_end=1125
-  _globals['_OPENINGS']._serialized_start=1127
-  _globals['_OPENINGS']._serialized_end=1202
-  _globals['_OPENINGPART']._serialized_start=1204
-  _globals['_OPENINGPART']._serialized_end=1231
-  _globals['_VERIFIERMESSAGE']._serialized_start=1234
-  _globals['_VERIFIERMESSAGE']._serialized_end=1540
-  _globals['_DRYRUNREPORT']._serialized_start=1543
-  _globals['_DRYRUNREPORT']._serialized_end=1681
-  _globals['_PROBERESULT']._serialized_start=1683
-  _globals['_PROBERESULT']._serialized_end=1773
-  _globals['_CLAIMACCEPTED']._serialized_start=1775
-  _globals['_CLAIMACCEPTED']._serialized_end=1848
-  _globals['_OPENINGREQUEST']._serialized_start=1850
-  _globals['_OPENINGREQUEST']._serialized_end=1883
-  _globals['_PROGRESS']._serialized_start=1886
-  _globals['_PROGRESS']._serialized_end=2077
-  _globals['_VERDICTREADY']._serialized_start=2079
-  _globals['_VERDICTREADY']._serialized_end=2153
-  _globals['_GETVERDICTREQUEST']._serialized_start=2155
-  _globals['_GETVERDICTREQUEST']._serialized_end=2192
-  _globals['_GETVERDICTRESPONSE']._serialized_start=2194
-  _globals['_GETVERDICTRESPONSE']._serialized_end=2251
-  _globals['_GETPUBLICKEYREQUEST']._serialized_start=2253
-  _globals['_GETPUBLICKEYREQUEST']._serialized_end=2274
-  _globals['_GETPUBLICKEYRESPONSE']._serialized_start=2276
-  _globals['_GETPUBLICKEYRESPONSE']._serialized_end=2338
-  _globals['_VERIFIER']._serialized_start=2341
-  _globals['_VERIFIER']._serialized_end=2649
+  _globals['_TESTSPEC']._serialized_end=998
+  _globals['_PAIROPENING']._serialized_start=1001
+  _globals['_PAIROPENING']._serialized_end=1140
+  _globals['_OPENINGS']._serialized_start=1142
+  _globals['_OPENINGS']._serialized_end=1217
+  _globals['_OPENINGPART']._serialized_start=1219
+  _globals['_OPENINGPART']._serialized_end=1246
+  _globals['_VERIFIERMESSAGE']._serialized_start=1249
+  _globals['_VERIFIERMESSAGE']._serialized_end=1555
+  _globals['_DRYRUNREPORT']._serialized_start=1558
+  _globals['_DRYRUNREPORT']._serialized_end=1696
+  _globals['_PROBERESULT']._serialized_start=1698
+  _globals['_PROBERESULT']._serialized_end=1788
+  _globals['_CLAIMACCEPTED']._serialized_start=1790
+  _globals['_CLAIMACCEPTED']._serialized_end=1863
+  _globals['_OPENINGREQUEST']._serialized_start=1865
+  _globals['_OPENINGREQUEST']._serialized_end=1898
+  _globals['_PROGRESS']._serialized_start=1901
+  _globals['_PROGRESS']._serialized_end=2092
+  _globals['_VERDICTREADY']._serialized_start=2094
+  _globals['_VERDICTREADY']._serialized_end=2168
+  _globals['_GETVERDICTREQUEST']._serialized_start=2170
+  _globals['_GETVERDICTREQUEST']._serialized_end=2207
+  _globals['_GETVERDICTRESPONSE']._serialized_start=2209
+  _globals['_GETVERDICTRESPONSE']._serialized_end=2266
+  _globals['_GETPUBLICKEYREQUEST']._serialized_start=2268
+  _globals['_GETPUBLICKEYREQUEST']._serialized_end=2289
+  _globals['_GETPUBLICKEYRESPONSE']._serialized_start=2291
+  _globals['_GETPUBLICKEYRESPONSE']._serialized_end=2353
+  _globals['_VERIFIER']._serialized_start=2356
+  _globals['_VERIFIER']._serialized_end=2664
 # @@protoc_insertion_point(module_scope)

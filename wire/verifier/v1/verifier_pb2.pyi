@@ -87,14 +87,16 @@ class ScoreSpec(_message.Message):
     def __init__(self, function: _Optional[str] = ..., k: _Optional[int] = ..., perturbation: _Optional[str] = ..., knowledge: _Optional[str] = ..., statistic: _Optional[str] = ..., margin: _Optional[float] = ...) -> None: ...
 
 class TestSpec(_message.Message):
-    __slots__ = ("name", "p", "alpha")
+    __slots__ = ("name", "p", "alpha", "prior")
     NAME_FIELD_NUMBER: _ClassVar[int]
     P_FIELD_NUMBER: _ClassVar[int]
     ALPHA_FIELD_NUMBER: _ClassVar[int]
+    PRIOR_FIELD_NUMBER: _ClassVar[int]
     name: str
     p: float
     alpha: float
-    def __init__(self, name: _Optional[str] = ..., p: _Optional[float] = ..., alpha: _Optional[float] = ...) -> None: ...
+    prior: str
+    def __init__(self, name: _Optional[str] = ..., p: _Optional[float] = ..., alpha: _Optional[float] = ..., prior: _Optional[str] = ...) -> None: ...
 
 class PairOpening(_message.Message):
     __slots__ = ("index", "salt", "version0", "version1", "proof", "version0_size", "version1_size")
