@@ -1,6 +1,7 @@
 """The smaller command-line defects of issue #44 (Build 6).
 
-A bare ``--arbiter`` host is refused (gRPC dialled it on port 443); the one-letter
+A bare ``--arbiter`` host is refused (gRPC dialled it on port 443), and an ``--oracle``
+the arbiter could not dial before the vault is read; the one-letter
 long options ``--p`` and ``--k`` have readable names, the old ones kept; usage lines
 name the environment variables that stand for their options.
 """
@@ -50,6 +51,29 @@ def test_a_bare_arbiter_host_from_the_environment_is_refused(tmp_path, monkeypat
     monkeypatch.setenv("TWINAUDIT_ARBITER_KEY", str(tmp_path / "arbiter.key.pub"))
     assert main(["owner", "escrow", str(vault)]) == 2
     assert "--arbiter must be HOST:PORT" in capsys.readouterr().err
+
+
+#: --oracle values the arbiter could not dial, and what the refusal says.
+BAD_ORACLES = (
+    ("localhost", "--oracle must be HOST:PORT"),
+    ("oracle.example", "--oracle must be HOST:PORT"),
+    ("held:sha256:abc", "held:sha256:<64 lowercase hex digits>"),
+    ("oip+ftp://host:1/m", "starts with one of oip+http://"),
+)
+
+
+@pytest.mark.parametrize(("address", "says"), BAD_ORACLES)
+def test_an_oracle_the_arbiter_cannot_dial_is_refused_before_anything(
+    address, says, tmp_path, capsys
+):
+    vault = _vault(tmp_path)
+    args = ["owner", "claim", str(vault), "--oracle", address, "--out", str(tmp_path / "out")]
+    args += ["--arbiter", "127.0.0.1:1", "--arbiter-key", str(tmp_path / "arbiter.key.pub")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("twinaudit: error: [invalid-input] ") and says in err, err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
 
 
 #: (command, readable option, one-letter option, value, the attribute both set).

@@ -111,6 +111,25 @@ def _arbiter_channel(args: argparse.Namespace) -> grpc.Channel:
     return make_channel(args.arbiter, tls=_tls(args))
 
 
+def _check_oracle(address: str) -> None:
+    """Refuse an ``--oracle`` the arbiter cannot dial, before the vault is opened.
+
+    The arbiter dials the address the claim names: ``HOST:PORT`` (``oracle serve``), an
+    Open Inference Protocol URL or an arbiter-held model's ``held:sha256:<hex>``. A bare
+    host (``localhost``) would reach the arbiter and be refused there, after the vault's
+    checks and a round trip; here it is refused at once, with the form it needs.
+    """
+    from twinaudit.verifier.oracles.held import is_held_address, parse_held_address
+    from twinaudit.verifier.oracles.oip_address import is_oip_address, parse_oip_address
+
+    if is_held_address(address):
+        parse_held_address(address)
+    elif is_oip_address(address):
+        parse_oip_address(address)
+    else:
+        parse_address(address, what="--oracle")
+
+
 def register(commands: Any) -> None:
     """Add the ``owner`` command group."""
     group = commands.add_parser(
@@ -881,6 +900,7 @@ def _claim(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"--prior names a mixture test's prior; --test {PaperTest.name} has none"
         )
+    _check_oracle(args.oracle)
     if args.out is not None:
         _refuse_used_out(args.out)
     vault = Vault.open(args.vault)
