@@ -20,7 +20,7 @@ import hmac
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -36,7 +36,6 @@ from .errors import (
     SignatureError,
     VerificationError,
 )
-from .escrow_messages import Checkpoint
 from .keys import key_id as arbiter_key_id
 from .keys import raw_public_key
 from .merkle import EMPTY_ROOT, MAX_TREE_SIZE
@@ -52,6 +51,9 @@ from .note import (
     open_note,
     parse_note,
 )
+
+if TYPE_CHECKING:  # escrow_messages imports the signer, which imports this module
+    from .escrow_messages import Checkpoint
 
 #: The origin of an arbiter's log is this prefix and the arbiter's key id (§8.3).
 ORIGIN_PREFIX: Final = "twinaudit/log/"
@@ -140,6 +142,33 @@ def arbiter_text(size: int, root: bytes, public: Ed25519PublicKey) -> str:
     if size == 0 and root != EMPTY_ROOT:
         raise RootMismatchError(EMPTY_ROOT, root, what="root of the empty log")
     return CheckpointText(arbiter_origin(public), size, root).text()
+
+
+def require_arbiter_text(text: bytes, public: Ed25519PublicKey) -> CheckpointText:
+    """Return the checkpoint ``text`` if it is one the arbiter of ``public`` may sign.
+
+    That is exactly the three lines of :func:`arbiter_text` for some size and root
+    (§9.5.4): the arbiter's key signs no other note text, so that none of its note
+    signatures can be taken for another message.
+
+    Raises:
+        InputError: ``text`` is not such a checkpoint text (subclasses name how).
+
+    """
+    if not isinstance(text, bytes):
+        raise InputError("a checkpoint text to sign is bytes")
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("a checkpoint text is UTF-8") from None
+    parsed = parse_checkpoint_text(decoded)
+    if parsed.extensions or parsed.origin != arbiter_origin(public):
+        raise InputError("the arbiter signs only its own checkpoint texts, without extension lines")
+    if parsed.size == 0 and parsed.root != EMPTY_ROOT:
+        raise InputError("the empty log's checkpoint carries the root H()")
+    if parsed.text() != decoded:
+        raise InputError("a checkpoint text to sign is in its one accepted form")
+    return parsed
 
 
 def sign_checkpoint_note(size: int, root: bytes, key: Ed25519PrivateKey) -> bytes:
@@ -337,6 +366,7 @@ __all__ = [
     "arbiter_text",
     "checkpoint_note_from_signature",
     "parse_checkpoint_text",
+    "require_arbiter_text",
     "sign_checkpoint_note",
     "verify_checkpoint_note",
 ]
