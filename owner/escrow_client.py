@@ -20,6 +20,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.checkpoint_note import verify_checkpoint_note
 from twinaudit.protocol.errors import VerificationError
 from twinaudit.protocol.escrow_messages import (
     Checkpoint,
@@ -146,26 +147,32 @@ def fetch_checkpoint(
 ) -> tuple[Checkpoint, bytes]:
     """Fetch the arbiter's latest signed checkpoint; check it extends ``previous`` (§9.4).
 
+    Where the answer also carries the checkpoint as a signed note (§9.5.4), the note must
+    verify under the same key and name the same size and root.
+
     ``previous`` is the last checkpoint the caller accepted (None the first time); the
     new one must extend it, proven by a consistency proof fetched here. Returns the
     verified checkpoint and its envelope bytes, to keep as the next ``previous``.
 
     Raises:
         InputError: the answer is malformed.
-        VerificationError: the checkpoint does not verify, or the log does not extend
-            ``previous`` (shrunk, forked, or another arbiter).
+        VerificationError: the checkpoint or its note does not verify, they name two
+            trees, or the log does not extend ``previous`` (shrunk, forked, or another
+            arbiter).
         grpc.RpcError: a call failed or ran past the deadline.
 
     """
     deadline = time.monotonic() + timeout_s
     stub = escrow_pb2_grpc.EscrowStub(channel)  # type: ignore[no-untyped-call]
-    signed = bytes(
-        stub.GetCheckpoint(
-            escrow_pb2.GetCheckpointRequest(), timeout=_remaining(deadline)
-        ).checkpoint
-    )
+    answer = stub.GetCheckpoint(escrow_pb2.GetCheckpointRequest(), timeout=_remaining(deadline))
+    signed = bytes(answer.checkpoint)
     # 1. The checkpoint is signed by the arbiter and well formed.
     checkpoint = verify_checkpoint(signed, arbiter_public_key)
+    if answer.checkpoint_note:
+        # 1b. Its signed note (§9.5.4), where the arbiter sends one, states the same tree
+        #     under the same key (no witness policy is configured yet: k = 0).
+        note = verify_checkpoint_note(bytes(answer.checkpoint_note), arbiter_public_key)
+        note.require_same_tree(checkpoint)
     if previous is not None:
         # 2. The log grew append-only from the last checkpoint seen (§6.2.3); a smaller
         #    log is refused before asking for a proof that cannot exist.

@@ -159,12 +159,7 @@ def _check_item_kind(value: object) -> str:
 def _check_owner(value: object) -> str:
     if not isinstance(value, str):
         raise InputError(f"owner must be a text string, got {type(value).__name__}")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InputError("owner is not valid Unicode text") from None
-    if size > MAX_OWNER_BYTES:
-        raise LimitExceededError("owner label length in UTF-8 bytes", size, MAX_OWNER_BYTES)
+    limits.utf8_length(value, "owner label", MAX_OWNER_BYTES)
     return value
 
 

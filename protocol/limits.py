@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from .errors import InputError, LimitExceededError
+
 #: Length in bytes of every protocol hash (SHA-256).
 HASH_BYTES: Final = 32
 
@@ -72,3 +74,20 @@ MAX_ENVELOPE_PAYLOAD_BYTES: Final = 16 * 1024 * 1024
 
 #: Most signatures one envelope may carry.
 MAX_SIGNATURES: Final = 16
+
+
+def utf8_length(text: str, what: str, limit: int) -> int:
+    """Return the UTF-8 length of ``text``, refusing text above ``limit`` bytes.
+
+    Raises:
+        InputError: ``text`` is not valid Unicode (it holds a lone surrogate).
+        LimitExceededError: it encodes to more than ``limit`` bytes.
+
+    """
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid Unicode text") from None
+    if size > limit:
+        raise LimitExceededError(f"{what} length in UTF-8 bytes", size, limit)
+    return size

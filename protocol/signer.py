@@ -1,7 +1,8 @@
 """Who signs for the arbiter: the :class:`Signer` interface and the in-process :class:`KeySigner`.
 
 The arbiter signs three kinds of payload (spec §8): escrow receipts, log checkpoints
-and verdicts. Code that signs them takes a :class:`Signer`, never a private key, so
+and verdicts, and, as a :class:`NoteSigner`, its checkpoints' note texts (§9.5.4). Code
+that signs them takes a :class:`Signer`, never a private key, so
 that a deployed arbiter can keep its key in a separate process
 (:mod:`twinaudit.verifier.signer_process`) while tests and libraries sign in process with a
 :class:`KeySigner`. A signer signs only the kinds it is made for, and may check each
@@ -16,6 +17,7 @@ from typing import Protocol, runtime_checkable
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from .checkpoint_note import require_arbiter_text
 from .envelope import Envelope, Signature, pae, payload_type, sign_envelope
 from .errors import InputError, SignatureError
 from .keys import key_id
@@ -39,6 +41,21 @@ class Signer(Protocol):
 
     def sign(self, payload: bytes, kind: str) -> Envelope:
         """Return ``payload`` (canonical bytes) signed as an envelope of message ``kind``."""
+
+
+@runtime_checkable
+class NoteSigner(Protocol):
+    """Signs the arbiter's checkpoint note texts (spec §9.5.4) with its key."""
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        """The public key signatures verify under."""
+
+    def sign_note(self, text: bytes) -> bytes:
+        """Return the 64-byte Ed25519 signature of ``text``, an arbiter checkpoint text.
+
+        Any other text is refused (an :class:`~twinaudit.protocol.errors.InputError`).
+        """
 
 
 class PublicKeyHolder:
@@ -90,6 +107,11 @@ class KeySigner(PublicKeyHolder):
             self._check(payload, kind, self._key_id)
         return sign_envelope(payload, payload_type(kind), self._key)
 
+    def sign_note(self, text: bytes) -> bytes:
+        """Sign ``text`` if it is this arbiter's checkpoint note text (spec §9.5.4)."""
+        require_arbiter_text(text, self._public)
+        return self._key.sign(text)
+
     def signature(self, payload: bytes, kind: str) -> bytes:
         """Return only the 64 signature bytes of :meth:`sign` (a signer process's answer)."""
         envelope = self.sign(payload, kind)
@@ -112,4 +134,11 @@ def signed_envelope(
     return Envelope(type_, payload, (Signature(key_id(public), signature),))
 
 
-__all__ = ["KeySigner", "PayloadCheck", "PublicKeyHolder", "Signer", "signed_envelope"]
+__all__ = [
+    "KeySigner",
+    "NoteSigner",
+    "PayloadCheck",
+    "PublicKeyHolder",
+    "Signer",
+    "signed_envelope",
+]

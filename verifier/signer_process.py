@@ -8,7 +8,11 @@ process then holds only the public key. Each later request is ``{"kind", "payloa
 the signer runs :func:`twinaudit.verifier.signing.check_signable` (one of the three kinds the
 arbiter signs, decoded strictly, naming this key) and answers ``{"signature"}`` or
 ``{"error"}``. The server builds the envelope and checks the signature
-(:func:`twinaudit.protocol.signer.signed_envelope`).
+(:func:`twinaudit.protocol.signer.signed_envelope`). A request ``{"note"}`` asks for the
+signature of a checkpoint note text (spec §9.5.4), which the signer gives only for the
+arbiter's own three-line checkpoint text
+(:func:`twinaudit.protocol.checkpoint_note.require_arbiter_text`); the server checks it too
+(:func:`twinaudit.protocol.checkpoint_note.checkpoint_note_from_signature`).
 
 The signer runs no model code and starts no process: held models are children of the
 serving process, in their sandbox (:mod:`twinaudit.verifier.oracles.sandbox`), and neither see
@@ -122,6 +126,15 @@ class ProcessSigner(PublicKeyHolder):
             raise StateError("the signer process answered without a signature")
         return signed_envelope(payload, kind, signature, self._public)
 
+    def sign_note(self, text: bytes) -> bytes:
+        """Have the signer process sign the checkpoint note ``text`` (spec §9.5.4)."""
+        with self._lock:
+            reply = self._ask(self._process, {"note": text})
+        signature = reply.get("signature")
+        if not isinstance(signature, bytes):
+            raise StateError("the signer process answered without a signature")
+        return signature
+
     def check_alive(self) -> None:
         """Raise :class:`StateError` if the signer process has ended (the health probe's)."""
         code = self._process.poll()
@@ -154,10 +167,13 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> int:
     del path, first
     _write(replies, {"public_key": raw_public_key(signer.public_key)})
     while (request := _read(requests)) is not None:
-        kind, payload = request.get("kind"), request.get("payload")
+        kind, payload, note = request.get("kind"), request.get("payload"), request.get("note")
         try:
+            if isinstance(note, bytes) and len(request) == 1:
+                _write(replies, {"signature": signer.sign_note(note)})
+                continue
             if not isinstance(kind, str) or not isinstance(payload, bytes) or len(request) != 2:
-                raise InputError("a signing request is {kind, payload}")
+                raise InputError("a signing request is {kind, payload} or {note}")
             _write(replies, {"signature": signer.signature(payload, kind)})
         except TwinauditError as exc:
             _write(replies, {"error": str(exc)})

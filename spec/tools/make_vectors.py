@@ -12,6 +12,7 @@ from . import (
     vectors_graded,
     vectors_merkle,
     vectors_mixture,
+    vectors_notes,
     vectors_pprm,
     vectors_scoring,
     vectors_verdicts,
@@ -30,6 +31,7 @@ def main() -> None:
         vectors_claims,
         vectors_verdicts,
         vectors_filing,
+        vectors_notes,
     ):
         module.main()
 

@@ -1,7 +1,8 @@
 """Fuzz every decoder of bytes from another party (issue #22 item 8).
 
 One target per decoder: the canonical decoder, items, envelope JSON and signatures,
-the escrow messages (request, log entry, receipt, checkpoint, signed or not), verdicts,
+the escrow messages (request, log entry, receipt, checkpoint, signed or not), signed
+notes, vkeys and checkpoint notes with witness cosignatures, verdicts,
 transcripts and their replay, claim maps, test states, Merkle proofs, public key
 files and a request's openings sent in several messages. Each is seeded from real
 artefacts (the spec's vectors, messages the code signs, a verdict and transcript of a
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf.message import DecodeError
 from hypothesis import event, given
 from hypothesis import strategies as st
@@ -30,6 +32,13 @@ from hypothesis import strategies as st
 from tests.support.claims import make_pairset, run_session, signed_verdict
 from tests.support.fuzz import attempt, fuzz, mutated, mutated_value
 from tests.support.keys import KEY
+from twinaudit.protocol.checkpoint_note import (
+    WitnessPolicy,
+    add_signatures,
+    parse_checkpoint_text,
+    sign_checkpoint_note,
+    verify_checkpoint_note,
+)
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.transcript import TranscriptWriter, chain_head, iter_records
 from twinaudit.protocol.encoding import check, decode, encode
@@ -67,6 +76,14 @@ from twinaudit.protocol.items import (
 )
 from twinaudit.protocol.keys import key_id, load_public_key, public_key_pem
 from twinaudit.protocol.merkle import MerkleTree, verify_consistency, verify_inclusion
+from twinaudit.protocol.note import (
+    COSIGNATURE_V1,
+    VerifierKey,
+    cosign,
+    open_note,
+    parse_note,
+    parse_vkey,
+)
 from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.protocol.stats.registry import test_from_state as restore_test
 from twinaudit.verifier.replay import replay
@@ -286,6 +303,59 @@ def test_escrow_envelopes(kind):
         attempt(opener, data, PUBLIC, refusals=REFUSED)
 
     run()
+
+
+#: The witness of the checkpoint-note target: a key of its own (seed 7 7 … 7).
+WITNESS = Ed25519PrivateKey.from_private_bytes(bytes([7]) * 32)
+WITNESS_KEY = VerifierKey.of("witness.example/w1", COSIGNATURE_V1, WITNESS.public_key())
+NOW = 1_796_000_000
+
+
+@cache
+def note_seeds() -> list[bytes]:
+    """Signed notes: the spec's vectors (valid and broken) and a cosigned checkpoint note."""
+    seeds = [
+        bytes(case["input"]["note"], "utf-8")
+        for case in _vectors("notes")
+        if "note" in case["input"]
+    ]
+    note = sign_checkpoint_note(12, bytes(range(32)), KEY)
+    line = cosign(parse_note(note).text, WITNESS_KEY.name, WITNESS, NOW)
+    return [*seeds[:24], add_signatures(note, [line])]
+
+
+@fuzz(200)
+@given(st.deferred(lambda: mutated(note_seeds())))
+def test_signed_note(data):
+    """Spec §9.5.1: a note that re-encodes to the input, or a typed refusal; then opened."""
+    note = attempt(parse_note, data, refusals=MALFORMED)
+    if note is None:
+        return
+    assert note.encode() == data
+    attempt(open_note, data, [WITNESS_KEY], refusals=REFUSED)
+    attempt(parse_checkpoint_text, note.text, refusals=MALFORMED)
+
+
+@fuzz(150)
+@given(st.deferred(lambda: mutated(note_seeds()[-1:])))
+def test_checkpoint_note(data):
+    """Spec §9.5.4: the arbiter's note under a 1-of-1 witness policy, or a typed refusal."""
+    policy = WitnessPolicy((WITNESS_KEY,), 1, max_age=3600)
+    verify = partial(verify_checkpoint_note, now=NOW)
+    attempt(verify, data, PUBLIC, policy, refusals=REFUSED)
+
+
+@fuzz(100)
+@given(st.deferred(lambda: mutated([WITNESS_KEY.vkey().encode()])))
+def test_vkey(data):
+    """Spec §9.5.1: a vkey that writes back as the input, or a typed refusal."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    key = attempt(parse_vkey, text, refusals=MALFORMED)
+    if key is not None:
+        assert key.vkey() == text
 
 
 @st.composite

@@ -48,6 +48,7 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from twinaudit.protocol import limits
+from twinaudit.protocol.checkpoint_note import arbiter_text, checkpoint_note_from_signature
 from twinaudit.protocol.errors import InputError, ParameterError, StateError, TwinauditError
 from twinaudit.protocol.escrow_messages import (
     Checkpoint,
@@ -68,7 +69,7 @@ from twinaudit.protocol.merkle import (
     inclusion_ranges,
     verify_inclusion,
 )
-from twinaudit.protocol.signer import Signer
+from twinaudit.protocol.signer import NoteSigner, Signer
 
 from ..signing import as_signer
 from .cursor import Cursor
@@ -134,6 +135,7 @@ class SqlEscrowLog(EscrowLog):
         self._appending = False  # a thread is appending queued requests
         self._frontier = Frontier()  # the head's, as last read and checked
         self._head_root = self._frontier.root()
+        self._note: tuple[int, bytes, bytes] | None = None  # the last note: size, root, note
         with self._lock:
             self._open_checks()
 
@@ -354,6 +356,25 @@ class SqlEscrowLog(EscrowLog):
         if stored.size != size or stored.root != root:
             raise StateError(f"the stored checkpoint of size {size} does not match the log")
         return SignedCheckpoint(stored, envelope)
+
+    def checkpoint_note(self, checkpoint: SignedCheckpoint) -> bytes | None:
+        """Return ``checkpoint`` as the arbiter's signed checkpoint note (spec §9.5.4).
+
+        Ed25519 signatures are deterministic, so the note of one size is the same bytes
+        each time: the last one is kept in memory, none is stored. None where the
+        signer signs no notes.
+        """
+        if not isinstance(self._signer, NoteSigner):
+            return None
+        size, root = checkpoint.checkpoint.size, checkpoint.checkpoint.root
+        kept = self._note
+        if kept is not None and kept[0] == size and kept[1] == root:
+            return kept[2]
+        text = arbiter_text(size, root, self._public).encode("utf-8")
+        signature = self._signer.sign_note(text)
+        note = checkpoint_note_from_signature(size, root, self._public, signature)
+        self._note = (size, root, note)
+        return note
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""

@@ -71,6 +71,10 @@ class MeteredStore(EscrowStore):
         """Return the current signed checkpoint's envelope (timed as ``checkpoint``)."""
         return self._timed("checkpoint", self.inner.checkpoint)
 
+    def checkpoint_note(self, checkpoint: SignedCheckpoint) -> bytes | None:
+        """Return the checkpoint's signed note (timed as ``checkpoint``)."""
+        return self._timed("checkpoint", lambda: self.inner.checkpoint_note(checkpoint))
+
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return an inclusion proof (timed as ``inclusion_proof``)."""
         return self._timed("inclusion_proof", lambda: self.inner.inclusion_proof(index, size))

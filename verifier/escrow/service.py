@@ -122,10 +122,16 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
     def GetCheckpoint(  # noqa: N802
         self, request: escrow_pb2.GetCheckpointRequest, context: Any
     ) -> escrow_pb2.GetCheckpointResponse:
-        """Return the signed checkpoint of the current log (§9.4)."""
-        return _serve(
-            context, lambda: escrow_pb2.GetCheckpointResponse(checkpoint=self._store.checkpoint())
-        )
+        """Return the signed checkpoint of the current log (§9.4) and its note (§9.5.4)."""
+
+        def run() -> escrow_pb2.GetCheckpointResponse:
+            latest = self._store.latest_checkpoint()
+            note = self._store.checkpoint_note(latest)
+            return escrow_pb2.GetCheckpointResponse(
+                checkpoint=latest.envelope, checkpoint_note=note or b""
+            )
+
+        return _serve(context, run)
 
     def GetInclusionProof(  # noqa: N802
         self, request: escrow_pb2.GetInclusionProofRequest, context: Any

@@ -83,6 +83,10 @@ class SqlEscrowStore(EscrowStore):
         """Return the signed checkpoint of the current log (one per size, reused)."""
         return self.log.latest_checkpoint()
 
+    def checkpoint_note(self, checkpoint: SignedCheckpoint) -> bytes | None:
+        """Return ``checkpoint`` as the arbiter's signed checkpoint note (spec §9.5.4)."""
+        return self.log.checkpoint_note(checkpoint)
+
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""
         return self.log.inclusion_proof(index, size)

@@ -307,6 +307,15 @@ class EscrowLog(ABC):
         """Return the signed checkpoint (DSSE JSON, ``log-checkpoint``) of the current log."""
         return self.latest_checkpoint().envelope
 
+    def checkpoint_note(self, checkpoint: SignedCheckpoint) -> bytes | None:
+        """Return ``checkpoint`` (one of this log's) as a signed checkpoint note (§9.5.4).
+
+        None where the store's signer signs no note texts; the arbiter then serves the
+        envelope alone, as before §9.5.
+        """
+        del checkpoint
+        return None
+
     @abstractmethod
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return the proof that entry ``index`` is in the log of ``size`` entries (§6.2.2).

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/escrow/v1/escrow.proto\x12\x13twinaudit.escrow.v1\"y\n\rCommitRequest\x12\x14\n\x0cspec_version\x18\x01 \x01(\t\x12\x0c\n\x04root\x18\x02 \x01(\x0c\x12\x0f\n\x07n_pairs\x18\x03 \x01(\x04\x12\x11\n\titem_kind\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12\x11\n\tclaim_key\x18\x06 \x01(\x0c\"!\n\x0e\x43ommitResponse\x12\x0f\n\x07receipt\x18\x01 \x01(\x0c\"!\n\x10GetRecordRequest\x12\r\n\x05index\x18\x01 \x01(\x04\"a\n\x11GetRecordResponse\x12\r\n\x05\x65ntry\x18\x01 \x01(\x0c\x12\x10\n\x08log_size\x18\x02 \x01(\x04\x12\x17\n\x0finclusion_proof\x18\x03 \x03(\x0c\x12\x12\n\ncheckpoint\x18\x04 \x01(\x0c\"\x16\n\x14GetCheckpointRequest\"+\n\x15GetCheckpointResponse\x12\x12\n\ncheckpoint\x18\x01 \x01(\x0c\"7\n\x18GetInclusionProofRequest\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04size\x18\x02 \x01(\x04\"*\n\x19GetInclusionProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\"@\n\x1aGetConsistencyProofRequest\x12\x10\n\x08old_size\x18\x01 \x01(\x04\x12\x10\n\x08new_size\x18\x02 \x01(\x04\",\n\x1bGetConsistencyProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\x32\x8d\x04\n\x06\x45scrow\x12Q\n\x06\x43ommit\x12\".twinaudit.escrow.v1.CommitRequest\x1a#.twinaudit.escrow.v1.CommitResponse\x12Z\n\tGetRecord\x12%.twinaudit.escrow.v1.GetRecordRequest\x1a&.twinaudit.escrow.v1.GetRecordResponse\x12\x66\n\rGetCheckpoint\x12).twinaudit.escrow.v1.GetCheckpointRequest\x1a*.twinaudit.escrow.v1.GetCheckpointResponse\x12r\n\x11GetInclusionProof\x12-.twinaudit.escrow.v1.GetInclusionProofRequest\x1a..twinaudit.escrow.v1.GetInclusionProofResponse\x12x\n\x13GetConsistencyProof\x12/.twinaudit.escrow.v1.GetConsistencyProofRequest\x1a\x30.twinaudit.escrow.v1.GetConsistencyProofResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/escrow/v1/escrow.proto\x12\x13twinaudit.escrow.v1\"y\n\rCommitRequest\x12\x14\n\x0cspec_version\x18\x01 \x01(\t\x12\x0c\n\x04root\x18\x02 \x01(\x0c\x12\x0f\n\x07n_pairs\x18\x03 \x01(\x04\x12\x11\n\titem_kind\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12\x11\n\tclaim_key\x18\x06 \x01(\x0c\"!\n\x0e\x43ommitResponse\x12\x0f\n\x07receipt\x18\x01 \x01(\x0c\"!\n\x10GetRecordRequest\x12\r\n\x05index\x18\x01 \x01(\x04\"a\n\x11GetRecordResponse\x12\r\n\x05\x65ntry\x18\x01 \x01(\x0c\x12\x10\n\x08log_size\x18\x02 \x01(\x04\x12\x17\n\x0finclusion_proof\x18\x03 \x03(\x0c\x12\x12\n\ncheckpoint\x18\x04 \x01(\x0c\"\x16\n\x14GetCheckpointRequest\"D\n\x15GetCheckpointResponse\x12\x12\n\ncheckpoint\x18\x01 \x01(\x0c\x12\x17\n\x0f\x63heckpoint_note\x18\x02 \x01(\x0c\"7\n\x18GetInclusionProofRequest\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04size\x18\x02 \x01(\x04\"*\n\x19GetInclusionProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\"@\n\x1aGetConsistencyProofRequest\x12\x10\n\x08old_size\x18\x01 \x01(\x04\x12\x10\n\x08new_size\x18\x02 \x01(\x04\",\n\x1bGetConsistencyProofResponse\x12\r\n\x05proof\x18\x01 \x03(\x0c\x32\x8d\x04\n\x06\x45scrow\x12Q\n\x06\x43ommit\x12\".twinaudit.escrow.v1.CommitRequest\x1a#.twinaudit.escrow.v1.CommitResponse\x12Z\n\tGetRecord\x12%.twinaudit.escrow.v1.GetRecordRequest\x1a&.twinaudit.escrow.v1.GetRecordResponse\x12\x66\n\rGetCheckpoint\x12).twinaudit.escrow.v1.GetCheckpointRequest\x1a*.twinaudit.escrow.v1.GetCheckpointResponse\x12r\n\x11GetInclusionProof\x12-.twinaudit.escrow.v1.GetInclusionProofRequest\x1a..twinaudit.escrow.v1.GetInclusionProofResponse\x12x\n\x13GetConsistencyProof\x12/.twinaudit.escrow.v1.GetConsistencyProofRequest\x1a\x30.twinaudit.escrow.v1.GetConsistencyProofResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,15 +42,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETCHECKPOINTREQUEST']._serialized_start=349
   _globals['_GETCHECKPOINTREQUEST']._serialized_end=371
   _globals['_GETCHECKPOINTRESPONSE']._serialized_start=373
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=416
-  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_start=418
-  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=473
-  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_start=475
-  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_end=517
-  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=519
-  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=583
-  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_start=585
-  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_end=629
-  _globals['_ESCROW']._serialized_start=632
-  _globals['_ESCROW']._serialized_end=1157
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=441
+  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_start=443
+  _globals['_GETINCLUSIONPROOFREQUEST']._serialized_end=498
+  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_start=500
+  _globals['_GETINCLUSIONPROOFRESPONSE']._serialized_end=542
+  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_start=544
+  _globals['_GETCONSISTENCYPROOFREQUEST']._serialized_end=608
+  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_start=610
+  _globals['_GETCONSISTENCYPROOFRESPONSE']._serialized_end=654
+  _globals['_ESCROW']._serialized_start=657
+  _globals['_ESCROW']._serialized_end=1182
 # @@protoc_insertion_point(module_scope)

@@ -51,10 +51,12 @@ class GetCheckpointRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetCheckpointResponse(_message.Message):
-    __slots__ = ("checkpoint",)
+    __slots__ = ("checkpoint", "checkpoint_note")
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_NOTE_FIELD_NUMBER: _ClassVar[int]
     checkpoint: bytes
-    def __init__(self, checkpoint: _Optional[bytes] = ...) -> None: ...
+    checkpoint_note: bytes
+    def __init__(self, checkpoint: _Optional[bytes] = ..., checkpoint_note: _Optional[bytes] = ...) -> None: ...
 
 class GetInclusionProofRequest(_message.Message):
     __slots__ = ("index", "size")

@@ -79,7 +79,8 @@ class EscrowServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetCheckpoint(self, request, context):
-        """The latest signed log checkpoint (DSSE JSON, kind "log-checkpoint").
+        """The latest signed log checkpoint (DSSE JSON, kind "log-checkpoint"), and the same
+        checkpoint as a signed note (C2SP tlog-checkpoint, spec 9.5).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
