@@ -8,6 +8,7 @@ folder outside the repository (so nothing is imported from the checkout).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -22,10 +23,31 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_docs_commands import command_words, quick_start_in
+from tests.cli.test_docs_commands import _signed_verdict, command_words, quick_start_in
+from twinaudit.cli.main import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ("protocol", "wire", "owner", "verifier", "practitioner", "cli")
+#: The ``.pth`` file by which the fresh environment borrows this one's extras.
+BORROWED = "zz-borrowed-extras.pth"
+#: Modules of the optional extras (pyproject.toml) that a module may need at import.
+EXTRA_MODULES = frozenset({*EXTRAS, "onnx", "onnxruntime", "onnxscript", "safetensors", "mlserver"})
+#: Imports every module of the installed package; prints those that failed, as JSON.
+IMPORT_ALL = """
+import importlib, json, pkgutil, twinaudit
+failed = {}
+for info in pkgutil.walk_packages(twinaudit.__path__, "twinaudit."):
+    if info.name.endswith("__main__"):
+        continue  # runs the command
+    try:
+        importlib.import_module(info.name)
+    except ModuleNotFoundError as error:
+        failed[info.name] = ["missing", str(error.name)]
+    except Exception as error:
+        failed[info.name] = ["error", repr(error)]
+print(json.dumps(failed))
+"""
+
 #: What the unrelated package's ``protocol`` module says about itself.
 UNRELATED = "an unrelated package that owns the name protocol"
 
@@ -82,10 +104,8 @@ def _unrelated_protocol(folder: Path) -> Path:
 def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment: the unrelated ``protocol``, then the wheel and its needs.
 
-    The wheel's own dependencies are installed from the package index (constraints.txt's
-    pins). The model extras (torch and the rest, 1.7 GB) are not installed again: a
-    ``.pth`` line puts this environment's site-packages after the fresh one's, so the
-    quick start finds them while everything the fresh environment holds comes first.
+    The wheel's dependencies, and nothing else, are installed from the package index
+    (constraints.txt's pins): no extra, nothing of this environment.
     """
     folder = tmp_path_factory.mktemp("fresh")
     target = folder / "venv"
@@ -94,11 +114,28 @@ def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pat
     pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
     _run([*pip, "--no-deps", str(_unrelated_protocol(folder))], folder)
     _run([*pip, "-c", str(ROOT / "constraints.txt"), str(dist["wheel"])], folder)
-    site = _run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], folder
-    ).stdout.strip()
-    Path(site, "zz-borrowed-extras.pth").write_text(sysconfig.get_path("purelib") + "\n")
     return target
+
+
+@pytest.fixture(scope="module")
+def venv_with_extras(venv: Path) -> Path:
+    """The same environment, which then also sees this one's packages (the extras).
+
+    The model extras (torch and the rest, 1.7 GB) are not installed again: a ``.pth``
+    line puts this environment's site-packages after the fresh one's, so the quick start
+    finds them while everything the fresh environment holds comes first. The tests that
+    use it come last in this file: the tests above run without it.
+    """
+    site = _run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        venv,
+    ).stdout.strip()
+    Path(site, BORROWED).write_text(sysconfig.get_path("purelib") + "\n")
+    return venv
 
 
 def _env(venv: Path) -> dict[str, str]:
@@ -151,6 +188,38 @@ def test_the_sdist_holds_the_files_not_links(dist: dict[str, Path]) -> None:
     assert "twinaudit/practitioner/grpc_server.py" in names
 
 
+def _python(venv: Path) -> str:
+    return str(venv / "bin" / "python")
+
+
+def test_the_fresh_environment_holds_the_wheel_s_dependencies(venv: Path, tmp_path: Path) -> None:
+    """pip finds nothing missing, and every module imports but those that need an extra."""
+    site = _run(
+        [_python(venv), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        tmp_path,
+        _env(venv),
+    ).stdout.strip()
+    assert not Path(site, BORROWED).exists()
+    _run([sys.executable, "-m", "pip", "--python", _python(venv), "check"], tmp_path)
+    out = _run([_python(venv), "-c", IMPORT_ALL], tmp_path, _env(venv)).stdout
+    failed = json.loads(out.strip().splitlines()[-1])
+    errors = {name: why for name, why in failed.items() if why[0] != "missing"}
+    assert not errors, errors
+    unknown = {n: w[1] for n, w in failed.items() if w[1].split(".")[0] not in EXTRA_MODULES}
+    assert not unknown, f"modules that need an undeclared dependency: {unknown}"
+    assert "twinaudit.verifier.server" not in failed
+    assert "twinaudit.cli.main" not in failed
+
+
+def test_anyone_verifies_a_verdict_with_the_wheel_alone(venv: Path, tmp_path: Path) -> None:
+    """`twinaudit verify` (check and replay) needs no extra: the spec vectors' first claim."""
+    files = _signed_verdict(tmp_path)
+    args = ["twinaudit", "verify", str(files["verdict.json"]), "--pubkey", str(files[".pub"])]
+    args += ["--transcript", str(files["transcript.bin"])]
+    out = _run(args, tmp_path, _env(venv)).stdout
+    assert out.startswith("VERIFIED verdict"), out
+
+
 def test_pip_show_lists_files_under_the_root_alone(venv: Path) -> None:
     shown = _run(
         [
@@ -187,7 +256,10 @@ def test_the_console_script_runs_beside_an_unrelated_protocol(venv: Path, tmp_pa
 
 
 @pytest.mark.filterwarnings("ignore")
-def test_the_readme_quick_start_runs_on_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
+def test_the_readme_quick_start_runs_on_the_installed_wheel(
+    venv_with_extras: Path, tmp_path: Path
+) -> None:
+    venv = venv_with_extras
     env = _env(venv)
     servers: list[subprocess.Popen[str]] = []
     ran = []
