@@ -7,7 +7,7 @@ same vault against the same model, with the same audit seed. This module does th
 spec §10.3 (:func:`twinaudit.verifier.scoring.augment.draw_copies` from the streams
 ``augment/<i>/<v>``), the oracle the claims use
 (:class:`~twinaudit.practitioner.torch_oracle.TorchClassifierOracle`), the score
-(:func:`twinaudit.verifier.scoring.classifier.score`) and the outcome rule
+(:func:`twinaudit.protocol.claim.scores.classifier.score`) and the outcome rule
 (:func:`twinaudit.protocol.claim.outcome.compare`) — without the test, the window
 schedule and the shuffling, which change neither a deterministic model's answers nor
 the outcome of a pair, and with streams of its own where a variant asks for them. The
@@ -38,12 +38,11 @@ import numpy.typing as npt
 from twinaudit.cli.estimate import tally
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.claim.outcome import compare
-from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec, score
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer
 from twinaudit.protocol.prg import Prg
 from twinaudit.protocol.seeds import audit_seed, publication_bits
 from twinaudit.verifier.scoring.augment import draw_copies, stream_label
-from twinaudit.verifier.scoring.classifier import score
 
 from .audit import AuditLog
 from .build import Workspace, rho_of
