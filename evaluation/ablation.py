@@ -3,12 +3,16 @@
 A claim stops as soon as its test decides, so its q̂ is over the pairs it opened;
 comparing score functions needs more: every variant scored on all N pairs of the
 same vault against the same model, with the same audit seed. This module does that
-with the verifier's own pieces — the perturbation draws and copies of spec §10.3
-(:func:`twinaudit.verifier.scoring.augment.draw_copies` from the streams ``augment/<i>/<v>``),
-the oracle the claims use (:class:`~twinaudit.practitioner.torch_oracle.TorchClassifierOracle`)
-and the score (:func:`twinaudit.verifier.scoring.classifier.score`) — without the test, the
-window schedule and the shuffling, which change neither a deterministic model's
-answers nor the outcome of a pair.
+(:func:`variant_outcomes`) with the claim's pieces — the perturbation draws and copies of
+spec §10.3 (:func:`twinaudit.verifier.scoring.augment.draw_copies` from the streams
+``augment/<i>/<v>``), the oracle the claims use
+(:class:`~twinaudit.practitioner.torch_oracle.TorchClassifierOracle`), the score
+(:func:`twinaudit.protocol.claim.scores.classifier.score`) and the outcome rule
+(:func:`twinaudit.protocol.claim.outcome.compare`) — without the test, the window
+schedule and the shuffling, which change neither a deterministic model's answers nor
+the outcome of a pair, and with streams of its own where a variant asks for them. The
+owner's estimate (``twinaudit owner estimate``) goes through a claim's window logic
+itself; the ablation's records were measured this way, and keep it.
 
 One variant is not in the protocol: ``shared`` draws both versions' copies from one
 stream, ``augment/<i>``, so the twins of a pair are queried with the same crops and
@@ -26,19 +30,26 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from twinaudit.cli.estimate import pair_outcomes, tally
+from twinaudit.cli.estimate import tally
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.outcome import compare
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec, score
+from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer
+from twinaudit.protocol.prg import Prg
 from twinaudit.protocol.seeds import audit_seed, publication_bits
-from twinaudit.verifier.scoring.augment import stream_label
-from twinaudit.verifier.scoring.classifier import ScoreSpec
+from twinaudit.verifier.scoring.augment import draw_copies, stream_label
 
 from .audit import AuditLog
 from .build import Workspace, rho_of
 from .specs import ModelSpec, Plan, VaultSpec
+
+#: Copies handed to the oracle at a time (it runs them in batches of its own).
+BATCH: Final = 2048
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,50 @@ def versions_of(workspace: Workspace, vault: VaultSpec) -> tuple[npt.NDArray[np.
     return np.concatenate(pairs), labels
 
 
+def variant_outcomes(
+    oracle: ClassifierOracle,
+    variant: Variant,
+    seed: bytes,
+    pairs: tuple[npt.NDArray[np.uint8], Sequence[int], Sequence[int]],
+    first: int = 0,
+) -> npt.NDArray[np.int8]:
+    """Return +1, −1 or 0 per pair: the published twin won, lost or tied (spec §7.1).
+
+    ``pairs`` holds ``versions``, ``labels`` and ``bits``: ``versions[j]`` (both
+    versions) with label ``labels[j]`` (read in C1 and C3) and publication bit
+    ``bits[j]`` is the vault's pair ``i = first + j``. Each version's K
+    copies are drawn (spec §10.3) from ``Prg(seed, "augment/<i>/<v>")``, the claim's
+    streams, or from ``"augment/<i>"`` for both versions of a ``shared`` variant, and
+    asked in batches of :data:`BATCH`, unshuffled.
+    """
+    versions, labels, bits = pairs
+    spec = variant.spec()
+    copies: list[npt.NDArray[np.float32]] = []
+    for j in range(len(versions)):
+        for v in (0, 1):
+            label = f"augment/{first + j}" if variant.shared else stream_label(first + j, v)
+            drawn = draw_copies(spec.perturbation, spec.k, versions[j, v], Prg(seed, label))
+            copies.append(drawn[1])
+    flat = np.concatenate(copies)
+    parts = []
+    for start in range(0, len(flat), BATCH):
+        answer = oracle.classify(flat[start : start + BATCH])
+        assert answer.probabilities is not None  # the oracles here answer probabilities
+        parts.append(answer.probabilities)
+    rows = np.concatenate(parts)
+    n_classes = oracle.info.n_classes
+    out = np.zeros(len(versions), dtype=np.int8)
+    for j, published in enumerate(bits):
+        pair = []
+        for v in (0, 1):
+            start = (2 * j + v) * spec.k
+            part = ClassifyAnswer(probabilities=rows[start : start + spec.k])
+            label_read = int(labels[j]) if spec.uses_label else None
+            pair.append(score(spec, part, n_classes=n_classes, label=label_read))
+        out[j] = compare(pair[int(published)], pair[1 - int(published)], spec.margin)
+    return out
+
+
 def outcomes(
     oracle: TorchClassifierOracle,
     *,
@@ -141,19 +196,9 @@ def outcomes(
 ) -> dict[str, int]:
     """Score every pair under ``variant``; return wins, losses and ties of the published twin.
 
-    The scoring is ``twinaudit owner estimate``'s (:func:`twinaudit.cli.estimate.pair_outcomes`);
-    a ``shared`` variant draws both twins' copies from the one stream ``augment/<i>``.
+    The scoring is :func:`variant_outcomes`'.
     """
-    outcome = pair_outcomes(
-        oracle,
-        versions=versions,
-        labels=labels,
-        bits=bits,
-        seed=seed,
-        spec=variant.spec(),
-        streams=(lambda i, _: f"augment/{i}") if variant.shared else stream_label,
-    )
-    counted = tally(outcome)
+    counted = tally(variant_outcomes(oracle, variant, seed, (versions, labels, bits)))
     return {"wins": counted.wins, "losses": counted.losses, "ties": counted.ties}
 
 

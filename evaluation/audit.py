@@ -29,10 +29,10 @@ from twinaudit.owner.vault import Vault
 from twinaudit.practitioner.defences import wrap
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.claim.functions import AnyScoreSpec
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.commitment import PairOpening
 from twinaudit.protocol.oracles.base import ClassifierOracle, Oracle
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
-from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from .build import Workspace, die_with_parent, rho_of
 from .photos import ResizingOracle, is_photo_marker

@@ -57,7 +57,7 @@ from twinaudit.owner.marking.proxy import (
 )
 from twinaudit.owner.vault import Vault
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
-from twinaudit.verifier.scoring.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 
 from . import paper, rdata, ubw
 from .audit import AuditLog, run_claim

@@ -48,9 +48,9 @@ from twinaudit.practitioner.defences import (
     levels,
 )
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
 from twinaudit.verifier.scoring.augment import PAD
-from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from .audit import AuditLog, run_claim
 from .build import Workspace

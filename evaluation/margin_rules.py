@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec, score
 from twinaudit.protocol.oracles.base import ClassifyAnswer
 from twinaudit.protocol.prg import Prg
 from twinaudit.protocol.seeds import audit_seed, publication_bits
@@ -35,7 +36,6 @@ from twinaudit.protocol.stats.base import Decision
 from twinaudit.protocol.stats.graded import GradedMixtureTest, grade_of
 from twinaudit.protocol.stats.mixture import MixtureTest
 from twinaudit.verifier.scoring.augment import draw_copies, stream_label
-from twinaudit.verifier.scoring.classifier import ScoreSpec, score
 
 from .ablation import ablation_nonce, versions_of
 from .build import Workspace, rho_of

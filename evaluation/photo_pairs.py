@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Final, cast
+from typing import Final
 
 import numpy as np
 
-from twinaudit.cli.estimate import pair_outcomes, tally
+from twinaudit.cli.estimate import tally
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
 from twinaudit.protocol.seeds import audit_seed, publication_bits
-from twinaudit.verifier.scoring.augment import stream_label
 
-from .ablation import Variant, ablation_nonce, key
+from .ablation import Variant, ablation_nonce, key, variant_outcomes
 from .audit import AuditLog
 from .build import Workspace, rho_of
 from .photos import ResizingOracle, is_photo_marker
@@ -80,8 +79,6 @@ def score_photo_pairs(
         net = workspace.load_model(model)
         inner = TorchClassifierOracle(net, n_classes=10, model_name=model.name)
         remembering = RememberingOracle(ResizingOracle(inner))
-        # pair_outcomes reads only classify and info, which the resizing host serves.
-        oracle = cast(TorchClassifierOracle, remembering)
         vault = workspace.vault(spec)
         rho = rho_of(vault)
         bits = publication_bits(vault.root, rho, len(vault))
@@ -94,20 +91,15 @@ def score_photo_pairs(
                 versions = np.stack([v0[first:last], v1[first:last]], axis=1)
                 chunk_labels = [int(y) if y is not None else -1 for y in labels[first:last]]
 
-                def streams(i: int, v: int, offset: int = offset) -> str:
-                    return stream_label(offset + i, v)
-
                 remembering.forget()  # the variants of this chunk share their queries
                 for variant in todo:
                     outcomes[variant].append(
-                        pair_outcomes(
-                            oracle,
-                            versions=versions,
-                            labels=chunk_labels,
-                            bits=bits[offset : offset + last - first],
-                            seed=seed,
-                            spec=variant.spec(),
-                            streams=streams,
+                        variant_outcomes(
+                            remembering,
+                            variant,
+                            seed,
+                            (versions, chunk_labels, bits[offset : offset + last - first]),
+                            first=offset,
                         )
                     )
         for variant in todo:

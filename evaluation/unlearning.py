@@ -45,8 +45,8 @@ import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 from demo.practitioner import accuracy, augmenter
 from twinaudit.owner.marking.proxy import fit, to_tensor
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.errors import StateError
-from twinaudit.verifier.scoring.classifier import ScoreSpec
 
 from .audit import AuditLog, run_claim
 from .build import Workspace, _publish_atomically, architecture, device_name

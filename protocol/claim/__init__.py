@@ -12,7 +12,9 @@ spec section       module
 §10.2 step 3       :mod:`.schedule` — the window schedule
 §10.7              :mod:`.filing` — claim requests; :mod:`.restart` — running a failed
                    claim again, and the recount of a record's claims
-§10.3              :mod:`.scores.classifier`, :mod:`.scores.knowledge`
+§10.1              :mod:`.scores.knowledge` — knowledge words, resolved to C1–C4
+§10.3              :mod:`.scores.classifier` — the image-classifier score, whole: its
+                   parameters, the C1–C4 table and the score of a version's answers
 §10.3, §10.4       :mod:`.scores.perturbations` — the perturbation families' names
 §10.4              :mod:`.scores.encoder`
 §10.5, §10.6       :mod:`.scores.function_only`
@@ -20,7 +22,9 @@ spec section       module
 §12                :mod:`.transcript` — transcript records and their hash chain
 =================  ===========================================================
 
-What needs the model's answers or numpy's image code — drawing the copies, scoring,
-asking the oracle, the claim session — is the verifier's (``twinaudit.verifier.claim``,
-``twinaudit.verifier.scoring``, ``twinaudit.verifier.windows``, ``twinaudit.verifier.replay``).
+What needs numpy's image code or the model — drawing the copies, asking the oracle,
+the other functions' scores, the claim session — is the verifier's
+(``twinaudit.verifier.claim``, ``twinaudit.verifier.scoring``,
+``twinaudit.verifier.windows``, ``twinaudit.verifier.replay``), which scores the
+image classifier's answers with :mod:`.scores.classifier`.
 """

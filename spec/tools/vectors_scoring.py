@@ -17,6 +17,7 @@ import numpy as np
 
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.outcome import LOSS, TIE, WIN, compare
+from twinaudit.protocol.claim.scores import classifier
 from twinaudit.protocol.errors import ParameterError
 from twinaudit.protocol.items import MAX_IMAGE_SIDE
 from twinaudit.protocol.oracles.base import ClassifyAnswer
@@ -24,7 +25,7 @@ from twinaudit.protocol.oracles.embedding import EmbeddingAnswer
 from twinaudit.protocol.oracles.image_text import ImageTextAnswer
 from twinaudit.protocol.oracles.language import LogprobAnswer
 from twinaudit.protocol.prg import Prg
-from twinaudit.verifier.scoring import classifier, encoder, image_text, language
+from twinaudit.verifier.scoring import encoder, image_text, language
 from twinaudit.verifier.scoring.augment import (
     CROP_FAMILIES,
     apply,

@@ -17,12 +17,13 @@ from spec.tools import vectors_scoring
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
 from twinaudit.protocol.claim.outcome import LOSS, TIE, WIN, compare
+from twinaudit.protocol.claim.scores import classifier
 from twinaudit.protocol.errors import ParameterError
 from twinaudit.protocol.oracles.base import ClassifyAnswer
 from twinaudit.protocol.oracles.embedding import EmbeddingAnswer, check_embeddings
 from twinaudit.protocol.oracles.language import LogprobAnswer
 from twinaudit.protocol.prg import Prg
-from twinaudit.verifier.scoring import classifier, encoder, image_text, language
+from twinaudit.verifier.scoring import encoder, image_text, language
 from twinaudit.verifier.scoring.augment import (
     apply,
     crop_size,

@@ -1,9 +1,10 @@
 """Run the image-classifier score function on twin pairs and count successes (tests only).
 
 :func:`success_rate` is the verifier's per-pair computation without escrow or test:
-for each pair, both versions' K copies are drawn from their ``augment/<i>/<v>``
-streams under ``seed``, the oracle answers, and the published version *succeeds*
-when its score is strictly higher. Ties are counted separately (no coin).
+every pair is scored by a claim's window logic
+(:func:`twinaudit.verifier.windows.score_pairs`), both versions' K copies drawn from
+their ``augment/<i>/<v>`` streams under ``seed``, and the published version
+*succeeds* when its score is strictly higher. Ties are counted separately (no coin).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import numpy as np
 import numpy.typing as npt
 
 from demo.synthetic import SyntheticPairs
-from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer
-from twinaudit.protocol.prg import Prg
-from twinaudit.verifier.scoring.augment import stream_label
-from twinaudit.verifier.scoring.classifier import ScoreSpec, make_queries, score
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.oracles.base import ClassifierOracle
+from twinaudit.verifier.windows import score_pairs, scorer_for
+
+#: Pairs scored a window at a time.
+WINDOW = 64
 
 
 @dataclass(frozen=True)
@@ -39,25 +42,10 @@ def pair_scores(
     oracle: ClassifierOracle, pairs: SyntheticPairs, spec: ScoreSpec, seed: bytes
 ) -> npt.NDArray[np.float64]:
     """Return scores (n, 2): column ``v`` is the score of version ``v`` of each pair."""
-    n_classes = oracle.info.n_classes
-    out = np.empty((len(pairs), 2), dtype=np.float64)
-    for index in range(len(pairs)):
-        items = pairs.items(index)
-        queries = [
-            make_queries(spec, items[v], Prg(seed, stream_label(index, v)))[1] for v in (0, 1)
-        ]
-        answer = oracle.classify(np.concatenate(queries))
-        for v in (0, 1):
-            rows = slice(v * spec.k, (v + 1) * spec.k)
-            part = (
-                ClassifyAnswer(probabilities=answer.probabilities[rows])
-                if answer.probabilities is not None
-                else ClassifyAnswer(
-                    labels=answer.labels[rows] if answer.labels is not None else None
-                )
-            )
-            out[index, v] = score(spec, part, n_classes=n_classes, label=items[v].label)
-    return out
+    indices = range(len(pairs))
+    items = [pairs.items(index) for index in indices]
+    scored = score_pairs(scorer_for(spec), oracle, seed, indices, items, window=WINDOW)
+    return np.array([pair.scores for pair in scored], dtype=np.float64).reshape(-1, 2)
 
 
 def success_rate(

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from twinaudit.protocol.claim.functions import score_spec_from_fields
+from twinaudit.protocol.claim.scores.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
 from twinaudit.protocol.errors import OracleError, ParameterError
 from twinaudit.protocol.oracles.base import ClassifyAnswer
 from twinaudit.protocol.prg import Prg, bit_stream
@@ -22,7 +23,6 @@ from twinaudit.verifier.scoring.augment import (
     stream_bits,
     to_unit,
 )
-from twinaudit.verifier.scoring.classifier import LOGIT_FLOOR, ScoreSpec, mean_log_odds, score
 
 SEED = bytes(range(32))
 

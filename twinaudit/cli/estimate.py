@@ -18,10 +18,12 @@ process, with a stand-in for the practitioner:
    on pairs it never saw is what an audit of a model that did not use her data sees,
    so its rate must sit near 1/2 (a rate well away from it says the estimate is not
    to be trusted);
-4. every pair is scored with the verifier's own pieces — the perturbation draws and
-   copies of spec §10.3 from the streams ``augment/<i>/<v>`` of a simulated claim, the
-   classifier score of each knowledge condition — and the published twin wins, loses
-   or ties;
+4. every pair is scored by the code a claim scores it with, for a simulated claim on
+   all her pairs: the verifier's window logic (:func:`pair_scores`: the copies of spec
+   §10.3 drawn from the streams ``augment/<i>/<v>``, her images first fitted to the
+   practitioner's input as a claim fits them, the queries shuffled and asked a window
+   at a time) and the claim protocol's score of each knowledge condition and outcome
+   rule; the published twin wins, loses or ties;
 5. for the measured rate, :func:`twinaudit.protocol.stats.power.plan` gives the detection
    probability and the expected pairs opened of a claim on all her pairs.
 
@@ -50,21 +52,23 @@ from twinaudit.owner.marking.proxy import BATCH as TRAIN_BATCH
 from twinaudit.owner.marking.proxy import square_images, train_proxy
 from twinaudit.owner.vault import Vault
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
-from twinaudit.protocol.claim.outcome import compare
+from twinaudit.protocol.claim.outcome import LOSS, LOST, SKIPPED, TIE, WIN, WON, outcome
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import InputError
-from twinaudit.protocol.oracles.base import ClassifyAnswer
-from twinaudit.protocol.prg import Prg
+from twinaudit.protocol.items import ImageItem
+from twinaudit.protocol.oracles.base import ClassifierOracle
 from twinaudit.protocol.seeds import audit_seed, publication_bits
 from twinaudit.protocol.stats.base import TiePolicy
 from twinaudit.protocol.stats.power import plan
-from twinaudit.verifier.scoring.augment import draw_copies, stream_label
-from twinaudit.verifier.scoring.classifier import ScoreSpec, score
+from twinaudit.verifier.windows import score_pairs, scorer_for
 
 from .estimate_config import EstimateConfig
 
 #: Images handed to the oracle at a time (it runs them in batches of its own).
 BATCH: Final = 2048
+#: The sign :func:`pair_outcomes` gives each outcome of a claim's tie rule ``skip``.
+OUTCOME_SIGNS: Final = {WON: WIN, LOST: LOSS, SKIPPED: TIE}
 
 Progress = Callable[[str], None]
 
@@ -219,9 +223,11 @@ def estimate(
     """Measure the per-pair success rate of a claim on ``vault`` against a proxy practitioner.
 
     ``public_images`` (M, H, W, C) with ``public_labels`` are labelled images of the
-    owner's domain that are not hers; her images are resized to their side when they
-    differ. Raises :class:`~twinaudit.protocol.errors.InputError` for a vault that is not of
-    labelled images, public images of another kind, or too few pairs.
+    owner's domain that are not hers; the proxy practitioner learns her images resized
+    to their side when they differ, and declares that side as its input, to which the
+    scored claim fits her images. Raises :class:`~twinaudit.protocol.errors.InputError`
+    for a vault that is not of labelled images, public images of another kind, or too
+    few pairs.
     """
     tell = say or (lambda _: None)
     versions, committed = vault_pairs(vault)
@@ -261,7 +267,14 @@ def estimate(
 
     model = train_proxy(train_x, train_y, epochs=epochs, seed=config.seed + 1, progress=progress)
     n_classes = max(int(train_y.max()) + 1, 2)  # as train_proxy sizes its last layer
-    oracle = TorchClassifierOracle(model, n_classes=n_classes, model_name="proxy-practitioner")
+    # The practitioner serves its model at the side it learnt at, as `oracle serve
+    # --input-shape` would declare it, so a claim fits her images to it (spec §10.2 step 5).
+    oracle = TorchClassifierOracle(
+        model,
+        n_classes=n_classes,
+        probe_shape=(side, side, int(versions.shape[-1])),
+        model_name="proxy-practitioner",
+    )
     seed = audit_seed(vault.root, rho, simulated_nonce(vault.root, config.seed))
     results: list[ConditionEstimate] = []
     for spec in specs:
@@ -273,7 +286,6 @@ def estimate(
             bits=[int(b) for b in bits],
             seed=seed,
             spec=spec,
-            side=side,
         )
         used = tally(outcome[~control])
         held = tally(outcome[control])
@@ -327,44 +339,66 @@ def _practitioner_side(
     return int(height)
 
 
+def pair_scores(
+    oracle: ClassifierOracle,
+    *,
+    versions: npt.NDArray[np.uint8],
+    labels: Sequence[int],
+    seed: bytes,
+    spec: ScoreSpec,
+) -> list[tuple[float, float]]:
+    """Return both versions' scores of every pair, as a claim with audit seed ``seed`` has them.
+
+    Pair ``i`` is ``versions[i]`` (its two versions, (2, H, W, C)) with the committed
+    label ``labels[i]`` (read in C1 and C3). The scores are the claim's own window and
+    score code's (:func:`twinaudit.verifier.windows.score_pairs` with the window logic
+    :func:`~twinaudit.verifier.windows.scorer_for` attaches to the score): each version's
+    K copies drawn from the stream ``augment/<i>/<v>`` (spec §10.3), fitted first to the
+    input shape the oracle declares where it declares one, as a claim started now fits
+    them (``input_fit`` ``area``, spec §10.2 step 5), asked in windows of at most
+    :data:`BATCH` copies and scored in binary64.
+    """
+    info = oracle.info
+    spec.check_oracle(info)  # as a claim's start checks it (spec §10.2 step 1)
+    fit = info.input_shape
+    scorer = scorer_for(spec, (fit[0], fit[1], fit[2]) if len(fit) == 3 else None)
+    items = [
+        (ImageItem(versions[i, 0], int(labels[i])), ImageItem(versions[i, 1], int(labels[i])))
+        for i in range(len(versions))
+    ]
+    window = max(1, BATCH // (2 * spec.queries_per_version))
+    scored = score_pairs(scorer, oracle, seed, range(len(items)), items, window=window)
+    return [pair.scores for pair in scored]
+
+
 def pair_outcomes(
-    oracle: TorchClassifierOracle,
+    oracle: ClassifierOracle,
     *,
     versions: npt.NDArray[np.uint8],
     labels: Sequence[int],
     bits: Sequence[int],
     seed: bytes,
     spec: ScoreSpec,
-    side: int | None = None,
-    streams: Callable[[int, int], str] = stream_label,
 ) -> npt.NDArray[np.int8]:
     """Return +1, −1 or 0 per pair: the published twin won, lost or tied (spec §7.1).
 
-    Every version's K copies are drawn (spec §10.3) from ``Prg(seed, streams(i, v))``
-    — the claim's streams ``augment/<i>/<v>`` unless told — and resized to ``side``
-    when given and different; ``labels`` are the committed labels (read in C1 and C3).
+    The scores are :func:`pair_scores`'; the outcome is the claim's
+    (:func:`twinaudit.protocol.claim.outcome.outcome` with the score's tie margin), a tie
+    counted as such (rule ``skip``) rather than decided by a coin. ``bits`` are the
+    publication bits.
     """
-    copies: list[npt.NDArray[np.float32]] = []
-    for i in range(len(versions)):
-        for v in (0, 1):
-            prg = Prg(seed, streams(i, v))
-            copies.append(draw_copies(spec.perturbation, spec.k, versions[i, v], prg)[1])
-    flat = np.concatenate(copies)
-    if side is not None and flat.shape[1] != side:
-        resized = square_images(np.rint(flat * 255).astype(np.uint8), side)
-        flat = resized.astype(np.float32) / np.float32(255)
-    rows = _probabilities(oracle, flat)
-    n_classes = oracle.info.n_classes
-    out = np.zeros(len(versions), dtype=np.int8)
-    k = spec.k
-    for i, published in enumerate(bits):
-        pair = []
-        for v in (0, 1):
-            start = (2 * i + v) * k
-            answer = ClassifyAnswer(probabilities=rows[start : start + k])
-            label = int(labels[i]) if spec.uses_label else None
-            pair.append(score(spec, answer, n_classes=n_classes, label=label))
-        out[i] = compare(pair[int(published)], pair[1 - int(published)], spec.margin)
+    scores = pair_scores(oracle, versions=versions, labels=labels, seed=seed, spec=spec)
+    out = np.zeros(len(scores), dtype=np.int8)
+    for i, (pair, published) in enumerate(zip(scores, bits, strict=True)):
+        char = outcome(
+            pair,
+            int(published),
+            margin=spec.tie_margin,
+            tie_rule=TiePolicy.SKIP,
+            seed=seed,
+            index=i,
+        )
+        out[i] = OUTCOME_SIGNS[char]
     return out
 
 
@@ -423,5 +457,6 @@ __all__: Sequence[str] = (
     "Tally",
     "estimate",
     "pair_outcomes",
+    "pair_scores",
     "tally",
 )

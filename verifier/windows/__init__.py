@@ -11,10 +11,20 @@ record; and, for replay, recomputes a pair's scores from its record alone.
 - :mod:`.classifier` — ``image-classifier`` (spec §10.3);
 - :mod:`.encoder` — ``image-encoder`` (spec §10.4);
 - :mod:`.language` — ``language-model`` (spec §10.5);
-- :mod:`.image_text` — ``image-text`` (spec §10.6).
+- :mod:`.image_text` — ``image-text`` (spec §10.6);
+- :mod:`.standalone` — the same windows run on pairs outside a claim (the owner's
+  estimate).
 """
 
 from .base import AnyWindowScorer, PairScores, QueryBatch, WindowScorer
 from .registry import scorer_for
+from .standalone import score_pairs
 
-__all__ = ["AnyWindowScorer", "PairScores", "QueryBatch", "WindowScorer", "scorer_for"]
+__all__ = [
+    "AnyWindowScorer",
+    "PairScores",
+    "QueryBatch",
+    "WindowScorer",
+    "score_pairs",
+    "scorer_for",
+]

@@ -1,4 +1,9 @@
-"""Windows of the ``image-classifier`` score (spec §10.3): K perturbed copies per version."""
+"""Windows of the ``image-classifier`` score (spec §10.3): K perturbed copies per version.
+
+The copies are drawn here (:func:`~twinaudit.verifier.scoring.augment.draw_copies`) and
+the oracle asked; each version's score is the claim protocol's
+(:func:`twinaudit.protocol.claim.scores.classifier.score`, where §10.3 is written).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec, score
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.items import ImageItem, Item
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
 from twinaudit.protocol.prg import Prg
-from twinaudit.verifier.scoring.classifier import ScoreSpec, make_queries, score
+from twinaudit.verifier.scoring.augment import draw_copies
 
 from .base import QueryBatch, by_shape, unshuffle
 from .copies import CopiesWindows
@@ -31,9 +37,13 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
         self.spec.check_item(item)
 
     def draw(self, item: Item, prg: Prg) -> tuple[list[dict[str, Value]], npt.NDArray[np.float32]]:
-        """Draw one version's K copies (:func:`.scoring.classifier.make_queries`)."""
+        """Draw one version's K copies from its stream ``augment/<i>/<v>`` (``prg``).
+
+        Returns the copies' parameters and their float32 (K, H, W, C) images in [0, 1].
+        """
         assert isinstance(item, ImageItem)
-        return make_queries(self.spec, item, prg)
+        self.spec.check_item(item)
+        return draw_copies(self.spec.perturbation, self.spec.k, item.pixels, prg)
 
     def query(self, oracle: Any, batch: QueryBatch) -> object:
         """Classify the batch."""

@@ -1,8 +1,9 @@
-"""Knowledge words: a classifier claim may leave its condition to the oracle (spec §10.1, §10.3).
+"""Knowledge words: a classifier claim may leave its condition to the oracle (spec §10.1).
 
-Instead of C1–C4 a claim's ``knowledge`` field may hold one of two words, which the
-verifier resolves when the claim starts, from the ``classify_output`` of the oracle's
-Describe answer:
+Instead of one of the conditions C1–C4 (the table of
+:mod:`twinaudit.protocol.claim.scores.classifier`, spec §10.3) a claim's ``knowledge``
+field may hold one of two words, which the verifier resolves when the claim starts,
+from the ``classify_output`` of the oracle's Describe answer:
 
 ============  =================  =========
 word          oracle answers     condition

@@ -1,8 +1,10 @@
 """What a claim's score needs to know of the oracle's Describe answer (spec §10.1).
 
-The Describe map itself is parsed by the verifier (``twinaudit.protocol.oracles.base.OracleInfo``);
+The Describe map itself is parsed by ``twinaudit.protocol.oracles.base.OracleInfo``;
 the score specs only ask whether a capability is offered and what ``Classify``
-answers, through this structural type, so they stay free of the oracle code.
+answers, through this structural type, so that they check a claim against any
+description of that shape. (The image-classifier score reads the oracle's answers
+themselves, ``ClassifyAnswer`` of the same module.)
 """
 
 from __future__ import annotations
