@@ -85,8 +85,11 @@ class ProcessSigner(PublicKeyHolder):
 
         A key the signer cannot load is an :class:`InputError` with its message.
         """
+        # -P: the working folder is not put first on sys.path, so the process holding the
+        # key imports the installed package, never a `twinaudit/` planted where the
+        # arbiter was started.
         process = subprocess.Popen(
-            [sys.executable, "-m", "twinaudit.verifier.signer_process"],
+            [sys.executable, "-P", "-m", "twinaudit.verifier.signer_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,

@@ -19,6 +19,7 @@ kinds of payload the arbiter signs, well-formed and naming its key, and nothing 
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import socket
@@ -320,6 +321,36 @@ def test_a_hidden_file_inside_a_bound_folder_is_masked(tmp_path, monkeypatch):
     assert out.split() == ["PermissionError", "visible"]  # the key masked; its folder bound
 
 
+def test_the_child_sees_the_package_but_not_the_rest_of_the_checkout(tmp_path, monkeypatch):
+    """Only twinaudit/ and the folders its links name are bound, not runs, vaults or .git."""
+    import subprocess
+
+    from twinaudit.verifier.oracles.sandbox import child_command, package_roots
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    (root,) = package_roots()
+    artefact = tmp_path / "artefact.ts"
+    artefact.write_bytes(b"x")
+    code = (
+        "import os, twinaudit.protocol.errors as e\n"
+        "print(e.__file__)\n"
+        f"print(sorted(os.listdir({str(root)!r})))"
+    )
+    command = child_command(
+        ["-c", code], artefact=artefact, socket_dir=tmp_path, threads=1, policy=SandboxPolicy()
+    )
+    child = command.spawn(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    module, listed = out.splitlines()
+    assert module == str(root / "twinaudit" / "protocol" / "errors.py")
+    seen = set(ast.literal_eval(listed))
+    if command.isolation == "bubblewrap":
+        links = {e.name for e in (root / "twinaudit").iterdir() if e.is_symlink()}
+        assert links <= seen and "twinaudit" in seen
+        assert not seen & {"README.md", ".git", "runs", "spec", "tests", "docs"}, seen
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     import torch
@@ -385,3 +416,26 @@ def test_an_arbiter_whose_signer_process_died_is_not_serving(tmp_path):
         server.stop(None)
         store.close()
         signer.close()
+
+
+def test_the_signer_process_never_imports_a_package_planted_in_the_working_folder(
+    tmp_path, monkeypatch
+):
+    """A `twinaudit/` in the folder the arbiter starts in is not what holds the key."""
+    from twinaudit.verifier.signer_process import ProcessSigner
+
+    key = tmp_path / "arbiter.key"
+    cli("verifier", "keygen", "--key", str(key))
+    planted = tmp_path / "start" / "twinaudit"
+    planted.mkdir(parents=True)
+    marker = tmp_path / "planted-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.chdir(planted.parent)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    signer = ProcessSigner.start(key)
+    try:
+        checkpoint = Checkpoint(signer.key_id, 1, bytes(32), "2026-01-02T03:04:05Z")
+        signer.sign(checkpoint.encode(), CHECKPOINT_KIND)
+    finally:
+        signer.close()
+    assert not marker.exists()

@@ -10,7 +10,9 @@ process (:mod:`twinaudit.verifier.oracles.held`) started by :func:`child_command
   ``--cap-drop ALL``, ``--die-with-parent``, ``--new-session`` and ``--clearenv``:
 
   - the *mount namespace* shows the child only read-only binds of the Python prefix,
-    the virtual environment, the folders on ``sys.path`` and the project's packages,
+    the virtual environment, the folders on ``sys.path`` and the project's package
+    (its folder ``twinaudit/`` and, in a checkout, the role folders its links lead
+    to: never the rest of the checkout, its runs, vaults or ``.git``),
     the artefact (at ``/held/``), an empty private ``/tmp`` and a socket folder; the
     arbiter's key file, its database and every other file are absent, and the paths
     of :attr:`SandboxPolicy.hidden` are masked even inside a bound folder;
@@ -164,7 +166,7 @@ def python_paths() -> list[Path]:
     maps them to its project folder, a worktree on ``PYTHONPATH`` comes first).
     """
     prefixes = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix)]
-    found = [*prefixes, *package_roots()]
+    found = [*prefixes, *package_folders()]
     # The folders of PYTHONPATH, and those of sys.path inside a prefix; never the folder
     # of the script or the working folder that Python puts first on sys.path.
     found += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -184,6 +186,22 @@ def package_roots() -> list[Path]:
         if spec is not None and spec.origin is not None:
             roots.append(Path(spec.origin).resolve().parent.parent)
     return list(dict.fromkeys(roots))
+
+
+def package_folders() -> list[Path]:
+    """Return the folders of the project's package: ``twinaudit/`` and what its links name.
+
+    In a checkout the roles are links from ``twinaudit/`` to top-level folders
+    (docs/architecture.md); each link's target is bound where it is, so that the links
+    resolve inside the sandbox, and nothing else of the checkout is.
+    """
+    folders = []
+    for root in package_roots():
+        for name in PROJECT_PACKAGES:
+            package = root / name
+            folders.append(package)
+            folders += [entry.resolve() for entry in package.iterdir() if entry.is_symlink()]
+    return folders
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:
@@ -395,6 +413,7 @@ __all__ = [
     "artefact_path",
     "child_command",
     "find_bwrap",
+    "package_folders",
     "package_roots",
     "policy",
     "python_paths",
