@@ -1,7 +1,8 @@
 """HTTP calls to a model server, each with one deadline for the whole call and a byte cap.
 
-The arbiter's REST client of the Open Inference Protocol (:mod:`.oip_transport`) and the
-practitioner's relay to an OpenAI-compatible endpoint (:mod:`.openai_lm`) send every
+The arbiter's REST client of the Open Inference Protocol
+(:mod:`twinaudit.verifier.oracles.oip_transport`) and the practitioner's relay to an
+OpenAI-compatible endpoint (:mod:`twinaudit.practitioner.openai_lm`) send every
 request through :func:`http_call` (issue #40 N2, N3, N8):
 
 - **One deadline for the whole call** (:class:`Deadline`, on the monotonic clock): the

@@ -18,10 +18,10 @@ importing ``transformers`` (or ``sentence_transformers``), which imports torchvi
 whenever it is installed. Before running code that may import either (a user's model
 module, an unpickled model), call :func:`prepare_torchvision`.
 
-It lives in the wire layer, below both roles, because both need it: the owner's
-extractors and text models (re-exported as ``twinaudit.owner.marking.torchvision_shim``) and the
-verifier's Hugging Face oracles (:mod:`twinaudit.practitioner.hf`). Only a caller that imports
-this module imports torch; nothing else in ``wire`` does.
+It lives in the wire layer, below the roles, because two of them need it: the owner's
+extractors and text models (re-exported as ``twinaudit.owner.marking.torchvision_shim``)
+and the practitioner's Hugging Face oracles (:mod:`twinaudit.practitioner.hf`). Only a
+caller that imports this module imports torch; nothing else in ``wire`` does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Import torchvision on a torch whose build its C++ extension does not match.
 
-The shim itself is :mod:`twinaudit.wire.torchvision_shim`, shared with the verifier's Hugging
-Face oracles; this module keeps the owner's import path.
+The shim itself is :mod:`twinaudit.wire.torchvision_shim`, shared with the practitioner's
+Hugging Face oracles; this module keeps the owner's import path.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ An :class:`EncoderOracle` maps float32 (N, H, W, C) images in [0, 1] to one
 embedding each, answered as an :class:`EmbeddingAnswer`: a float64 (N, D) matrix.
 Answers come from a party the arbiter does not trust: :meth:`EmbeddingAnswer.validate`
 checks the shape, the dimension (``1..MAX_EMBEDDING_DIM``) and every entry (finite,
-at most :data:`~twinaudit.verifier.scoring.cosine.MAX_EMBEDDING_ABS` in absolute value), and
+at most :data:`MAX_EMBEDDING_ABS` in absolute value), and
 reports every defect as ``OracleError("invalid-answer")``. In a transcript an
 embedding matrix is recorded as ``{"dim": D, "values": <N·D float64 little-endian>}``
 (:meth:`EmbeddingAnswer.to_value`), exact and compact. numpy only.

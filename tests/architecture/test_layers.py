@@ -28,6 +28,7 @@ CONTRACTS = {contract["id"]: contract["name"] for contract in CONFIG["contracts"
 VIOLATIONS = {
     "roles": ("twinaudit.owner", "import twinaudit.verifier.claim\n"),
     "tooling": ("twinaudit.cli", "import demo.run\n"),
+    "protocol-pure": ("twinaudit.protocol.claim", "import grpc\n"),
     "no-torch-for-the-arbiter": ("twinaudit.verifier.escrow", "import torch\n"),
     "one-root": ("tests", "import protocol.errors\n"),
 }
@@ -176,3 +177,8 @@ def test_bench_and_evaluation_use_public_names_only(package, use):
     assert "_walk" in broken.stdout, broken.stdout
     # The same lines elsewhere (the packages' own tests may reach inside) pass the rule.
     assert _ruff_on("tests/deliberate_violation.py", source).returncode == 0
+
+
+def test_a_new_subpackage_of_the_root_must_be_placed_in_a_layer(tmp_path):
+    """The roles contract is exhaustive: a module of ``twinaudit`` in no layer breaks it."""
+    _assert_breaks(tmp_path, "roles", "twinaudit", '"""A new part of the package."""\n')

@@ -198,8 +198,8 @@ def rest_outputs(body: bytes, max_values: int) -> list[Tensor]:
     """Read the output tensors of a REST inference reply, strictly, as it is parsed.
 
     At most :data:`MAX_TENSORS` outputs and ``max_values`` values in all are read; more
-    is refused while parsing (:mod:`.json_reply`), and so is anything but numbers (or
-    ``true``/``false`` for ``BOOL``) in an output's data.
+    is refused while parsing (:mod:`twinaudit.wire.json_reply`), and so is anything but
+    numbers (or ``true``/``false`` for ``BOOL``) in an output's data.
     """
     what = "the inference reply"
     stream = events(body, what)
