@@ -23,13 +23,19 @@ import numpy.typing as npt
 
 from twinaudit.protocol import limits
 from twinaudit.protocol.encoding import Value, decode, encode
-from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.errors import (
+    InputError,
+    LimitExceededError,
+    ParameterError,
+    StateError,
+    VaultIntegrityError,
+    VaultStorageError,
+)
 from twinaudit.protocol.items import ITEM_KINDS
 
 from . import files
 from .chunks import check_batch, check_captions, encode_chunk
 from .committing import commit_records
-from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, JournalAppender, RunParameters, frame, read_journal
 from .layout import (
     CHUNKS_DIR,

@@ -31,9 +31,18 @@ from twinaudit.owner.inspect import inspect_vault
 from twinaudit.owner.mark import mark, mark_path, secret_from_seed
 from twinaudit.owner.marking import MarkingConfig
 from twinaudit.owner.publish import publish
-from twinaudit.owner.vault import Vault, VaultStorageError, write_vault
+from twinaudit.owner.vault import (
+    Vault,
+    write_vault,
+)
 from twinaudit.practitioner.grpc_server import serve_oracle
-from twinaudit.protocol.errors import InputError, ParameterError, StateError, VerificationError
+from twinaudit.protocol.errors import (
+    InputError,
+    ParameterError,
+    StateError,
+    VaultStorageError,
+    VerificationError,
+)
 from twinaudit.protocol.keys import public_key_pem
 from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.verdict import check_verdict

@@ -15,12 +15,11 @@ import pytest
 import twinaudit.owner.vault.files as vault_files
 from twinaudit.owner.vault import (
     Vault,
-    VaultIntegrityError,
-    VaultStorageError,
     VaultWriter,
     write_vault,
 )
 from twinaudit.owner.vault.journal import JournalAppender
+from twinaudit.protocol.errors import VaultIntegrityError, VaultStorageError
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = bytes(range(32))
