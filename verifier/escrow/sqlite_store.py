@@ -104,5 +104,7 @@ class SqliteEscrowStore(SqlEscrowStore):
 
 def _create_private_file(path: Path) -> None:
     """Create ``path`` empty with mode 0600 if it does not exist, durably (dir fsync)."""
-    with contextlib.suppress(FileExistsError):
+    if path.exists():
+        return
+    with contextlib.suppress(FileExistsError):  # another process created it meanwhile
         write_atomically(path, b"", mode=0o600, exclusive=True)
