@@ -82,6 +82,7 @@ def photos(tmp_path: Path) -> tuple[Path, Path, np.ndarray, np.ndarray]:
 # --- mark: determinism and resumability ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_seed_same_vault_bytes(photos, tmp_path):
     images, labels, raw, _ = photos
     first = mark_path(images, tmp_path / "a", PGD, labels=labels, secret=SEED, show_progress=False)
@@ -129,6 +130,7 @@ def _marker(config: MarkingConfig):
     return make_marker(config, SEED)
 
 
+@pytest.mark.slow
 def test_killed_mark_process_resumes_to_identical_bytes(tmp_path):
     """SIGKILL at an arbitrary moment, then the same command again: the same vault."""
     raw, _ = synthetic_images(400, seed=8)
