@@ -32,8 +32,10 @@ pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # Everyday work: the suite without the tests marked slow (CI runs everything: make test).
+# It ends with the 30 longest tests (--durations) and names any unmarked test over 10 s
+# (tests/support/slow_report.py), so that a test that grew slow shows.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" --durations=30
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -29,7 +29,7 @@ recognised by its ``code/`` entries, and a ``torch.save`` file is read with
 unpickling is ``pickle``. Every failure is an :class:`~twinaudit.protocol.errors.InputError`
 with a one-line message; what the file declares and does not fit the oracle (an input
 that is not float32, not of rank 4, more than one input) is a
-:class:`~twinaudit.practitioner.torch_images.ModelMismatchError`.
+:class:`~twinaudit.protocol.errors.ModelMismatchError`.
 
 The digest (:attr:`LoadedModel.digest`) of a torch model is
 :func:`~twinaudit.practitioner.torch_oracle.state_dict_digest` of its weights, whatever file
@@ -54,11 +54,9 @@ from typing import Any, Final
 import numpy as np
 import torch
 
-from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.errors import InputError, ModelMismatchError
 from twinaudit.protocol.oracles.model_inputs import check_dims
 from twinaudit.wire.torchvision_shim import prepare_torchvision
-
-from .torch_images import ModelMismatchError
 
 #: Every format :func:`load_model` reads.
 FORMATS: Final = ("torchscript", "torch-export", "state-dict", "safetensors", "pickle", "onnx")

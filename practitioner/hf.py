@@ -15,7 +15,7 @@ runs in float32 on the CPU in eval mode.
   At start the processor's output size is found on one image, and the oracle is
   probed there (:func:`~twinaudit.practitioner.torch_images.probe`): a model that does not
   answer (N, classes) logits is refused with a
-  :class:`~twinaudit.practitioner.torch_images.ModelMismatchError`, before anything is
+  :class:`~twinaudit.protocol.errors.ModelMismatchError`, before anything is
   served. Describe reports that size as the input shape (the processor resizes every
   image to it).
 - :func:`load_hf_language_model`: ``AutoModelForCausalLM`` and ``AutoTokenizer``,
@@ -60,12 +60,11 @@ from typing import Any, Final
 import numpy as np
 import torch
 
-from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.errors import InputError, ModelMismatchError, OracleError, ParameterError
 from twinaudit.wire.torchvision_shim import import_torchvision
 
 from .formats import LoadedModel, first_line
 from .torch_encoder import TorchImageTextOracle
-from .torch_images import ModelMismatchError
 from .torch_lm import TorchLanguageModelOracle
 from .torch_oracle import DEFAULT_MAX_BATCH, TorchClassifierOracle, state_dict_digest
 

@@ -94,7 +94,7 @@ class TorchEncoderOracle(EncoderOracle):
     shape the file declares, the encoder is run once at start on zero images and must
     answer finite float (N, D) embeddings for one image and for two
     (:func:`~twinaudit.practitioner.torch_images.probe`; a
-    :class:`~twinaudit.practitioner.torch_images.ModelMismatchError` otherwise).
+    :class:`~twinaudit.protocol.errors.ModelMismatchError` otherwise).
     """
 
     def __init__(

@@ -13,43 +13,12 @@ that a model that does not fit the oracle is refused with a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
 
 import numpy as np
 import torch
 
-from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.errors import InputError, ModelMismatchError, ParameterError
 from twinaudit.protocol.oracles.base import MAX_ORACLE_BATCH, F32Images
-
-#: What a :class:`ModelMismatchError` may say is wrong.
-MISMATCHES: Final = (
-    "input",
-    "input-shape",
-    "output-shape",
-    "class-count",
-    "fixed-batch",
-    "dtype",
-    "non-finite",
-)
-
-
-class ModelMismatchError(InputError):
-    """A model does not fit the oracle serving it (found when it is loaded or probed).
-
-    ``mismatch`` says what (:data:`MISMATCHES`): the model rejects the input
-    (``input``), declares another input shape (``input-shape``), answers another
-    shape than (N, classes) or (N, D) (``output-shape``), another number of classes
-    (``class-count``), only a fixed batch (``fixed-batch``), takes or returns the
-    wrong dtype (``dtype``), or returns NaN or infinity (``non-finite``).
-    """
-
-    code = "model-mismatch"
-
-    def __init__(self, mismatch: str, message: str) -> None:
-        """Record what does not fit, with a one-line message."""
-        assert mismatch in MISMATCHES, mismatch
-        super().__init__(f"{mismatch}: {message}")
-        self.mismatch = mismatch
 
 
 def channel_vector(values: Sequence[float] | None, name: str) -> torch.Tensor | None:

@@ -31,7 +31,7 @@ from typing import Final
 import numpy as np
 import torch
 
-from twinaudit.protocol.errors import OracleError, ParameterError
+from twinaudit.protocol.errors import ModelMismatchError, OracleError, ParameterError
 from twinaudit.protocol.oracles.base import (
     MAX_CLASSES,
     ClassifierOracle,
@@ -44,7 +44,6 @@ from twinaudit.protocol.oracles.base import (
 from .formats import LoadedModel
 from .torch_images import (
     ImageInput,
-    ModelMismatchError,
     check_max_batch,
     probe,
     run_fixed,
@@ -89,7 +88,7 @@ class TorchClassifierOracle(ClassifierOracle):
     batch is fixed or ``max_batch`` is 1), and ``n_classes``, when given, must be the
     number of classes it answers; otherwise that number becomes ``n_classes``. A
     model that does not fit raises a
-    :class:`~twinaudit.practitioner.torch_images.ModelMismatchError`. Without a shape,
+    :class:`~twinaudit.protocol.errors.ModelMismatchError`. Without a shape,
     ``n_classes`` is required and nothing is probed.
 
     ``mean``/``std`` (1 or 3 values each, ``std > 0``) normalise the inputs per

@@ -1,18 +1,28 @@
-"""The error taxonomy of the protocol core.
+"""The error taxonomy of twinaudit: every error any role raises (spec §2.2).
 
-Every failure the protocol core reports is a :class:`TwinauditError`. The tree is
-deliberately small; callers (the gRPC services, the CLI) map the families onto
-transport status codes and exit codes:
+Every failure twinaudit reports is a :class:`TwinauditError`, defined here, in one
+module, whichever role raises it. The tree is deliberately small; callers (the gRPC
+services, the CLI) map the families onto transport status codes
+(:func:`twinaudit.wire.transport.status_for`) and exit codes:
 
 - :class:`InputError` — the input is malformed, out of range or too large. Nothing
   about it was trusted. (gRPC ``INVALID_ARGUMENT``; ``RESOURCE_EXHAUSTED`` for
-  :class:`LimitExceededError`; ``FAILED_PRECONDITION`` for :class:`VersionError`.)
+  :class:`LimitExceededError`; ``NOT_FOUND`` for :class:`NotFoundError`;
+  ``FAILED_PRECONDITION`` for :class:`VersionError`.)
 - :class:`VerificationError` — the input is well formed but a cryptographic or
   protocol check failed: a proof does not lead to the root, a salt does not open a
-  commitment, a signature does not verify. (gRPC ``INVALID_ARGUMENT`` or
-  ``PERMISSION_DENIED`` depending on the service.)
+  commitment, a signature does not verify. (gRPC ``INVALID_ARGUMENT``.)
 - :class:`StateError` — the operation is not valid in the current state (e.g. a
-  detector that has already decided is given another observation).
+  detector that has already decided is given another observation). (gRPC
+  ``FAILED_PRECONDITION``; ``ABORTED`` for :class:`ClaimBusyError`, whose request may
+  succeed later.)
+- :class:`OracleError` — the audited model's oracle failed. (gRPC ``UNAVAILABLE``,
+  ``DEADLINE_EXCEEDED`` or ``FAILED_PRECONDITION`` by its reason.)
+
+The escrow store's refusals (unknown record or claim, a root escrowed already, a claim
+another run holds, a replayed claim request, a rate limit) travel over the wire. The
+owner's vault, paraphraser and the oracle's model loading have codes of their own that
+only the command line reports, never a remote call (spec §2.2).
 
 Each error carries a stable ``code`` string for machines and a ``diagnostics()``
 text for humans; the few refusals spec §2.2 lists also carry a ``rule``, a token a
@@ -21,6 +31,8 @@ client may act on (:data:`RULES`).
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
 from typing import Final, Self
 
 #: The refusal rules of spec §2.2: tokens naming which requirement an input broke, for
@@ -86,6 +98,64 @@ class NotFoundError(InputError):
     code = "not-found"
 
 
+class UnknownRecordError(NotFoundError):
+    """A log index or log size the store does not (yet) have; gRPC ``NOT_FOUND``."""
+
+
+class UnknownClaimError(NotFoundError):
+    """A claim id the store has never saved; gRPC ``NOT_FOUND``."""
+
+
+class RateLimitedError(LimitExceededError):
+    """A client has used up its escrow commits for now (``limit-exceeded``, RESOURCE_EXHAUSTED).
+
+    ``burst`` commits are allowed at once, refilled at ``per_second``; ``wait_s`` is
+    how long the client waits for its next one.
+    """
+
+    def __init__(self, identity: str, burst: int, per_second: float, wait_s: float) -> None:
+        """Say who hit which limit and when it may commit again."""
+        InputError.__init__(
+            self,
+            f"escrow rate limit reached for {identity} ({burst} at once, "
+            f"{per_second:g}/s after that); retry in {wait_s:.1f} s",
+        )
+        self.what, self.size, self.limit = "escrow commits", burst + 1, burst
+        self.identity, self.wait_s = identity, wait_s
+
+
+#: What a :class:`ModelMismatchError` may say is wrong.
+MODEL_MISMATCHES: Final = (
+    "input",
+    "input-shape",
+    "output-shape",
+    "class-count",
+    "fixed-batch",
+    "dtype",
+    "non-finite",
+)
+
+
+class ModelMismatchError(InputError):
+    """A model does not fit the oracle serving it (found when it is loaded or probed).
+
+    ``mismatch`` says what (:data:`MODEL_MISMATCHES`): the model rejects the input
+    (``input``), declares another input shape (``input-shape``), answers another
+    shape than (N, classes) or (N, D) (``output-shape``), another number of classes
+    (``class-count``), only a fixed batch (``fixed-batch``), takes or returns the
+    wrong dtype (``dtype``), or returns NaN or infinity (``non-finite``). A local
+    code: ``oracle serve`` and ``verifier model add`` report it before serving.
+    """
+
+    code = "model-mismatch"
+
+    def __init__(self, mismatch: str, message: str) -> None:
+        """Record what does not fit, with a one-line message."""
+        assert mismatch in MODEL_MISMATCHES, mismatch
+        super().__init__(f"{mismatch}: {message}")
+        self.mismatch = mismatch
+
+
 class VersionError(InputError):
     """A message names a protocol or spec version this implementation does not speak."""
 
@@ -128,10 +198,100 @@ class SignatureError(VerificationError):
     code = "invalid-signature"
 
 
+class VaultIntegrityError(VerificationError):
+    """A file of the owner's vault is missing, unexpected or modified; ``file`` names it.
+
+    ``file`` is relative to the vault directory. A local code.
+    """
+
+    code = "vault-integrity"
+
+    def __init__(self, vault: Path, file: str, problem: str) -> None:
+        """Record the vault, the file (relative to the vault) and what is wrong with it."""
+        super().__init__(f"vault {vault}: {file}: {problem}")
+        self.vault = vault
+        self.file = file
+        self.problem = problem
+
+
 class StateError(TwinauditError):
     """The operation is not valid in the object's current state."""
 
     code = "invalid-state"
+
+
+class RootAlreadyEscrowedError(StateError):
+    """The request's root is already in the log (spec §9.1); gRPC ``FAILED_PRECONDITION``.
+
+    ``index`` is the record that holds it. Its receipt and ``rho`` are never sent
+    again: the log is public, so anyone could send a root copied from it.
+    """
+
+    def __init__(self, root: bytes, index: int) -> None:
+        """Name the root and the record that already holds it."""
+        super().__init__(
+            f"root {root.hex()} is already escrowed as record {index}; a root is escrowed "
+            "once (spec 9.1): commit to the pairs with fresh salts to escrow them again"
+        )
+        self.root = root
+        self.index = index
+
+
+class ReplayedRequestError(StateError):
+    """A claim request nonce already used on the record (spec §10.7); gRPC ``FAILED_PRECONDITION``.
+
+    A signed claim request is good once: a copy of one, sent again by anyone, files
+    nothing.
+    """
+
+
+class ClaimBusyError(StateError):
+    """Another holder runs the claim under an unexpired lease; gRPC ``ABORTED``.
+
+    Raised when a claim is taken (``ClaimStore.acquire_claim``) while another
+    verifier process holds it, and when a write names a lease that was taken over (the
+    writer lost the claim and must stop). Nothing is changed; the claim can be taken
+    once its holder releases it or its lease expires (``retry_after_s``, 0 if unknown).
+    Its subclass :class:`ClaimsChangedError` refuses a claim start that raced another.
+    """
+
+    code = "claim-busy"
+
+    def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
+        """Say why, and after how many seconds at most the lease lapses."""
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ClaimsChangedError(ClaimBusyError):
+    """A claim was filed on the record since the caller read its claims; gRPC ``ABORTED``.
+
+    Raised by ``ClaimStore.create_claim`` when the claims filed on the record are
+    no longer those the caller names (another run, in this process or another on the
+    database, filed one meanwhile). Nothing is created; the caller may read the
+    record's claims again and retry. Its code is ``claim-busy``, as another run's
+    claim is what got in the way.
+    """
+
+
+class VaultStorageError(StateError):
+    """Writing to the owner's vault failed; nothing of the failed step was kept.
+
+    ``errno`` is the operating system's error number (``errno.ENOSPC`` for a full disk).
+    A local code: the marking run can be resumed once the cause is fixed.
+    """
+
+    code = "vault-storage"
+
+    def __init__(self, vault: Path, action: str, error: OSError) -> None:
+        """Describe the failed ``action`` and the operating system's ``error``."""
+        reason = "the disk is full" if error.errno == errno.ENOSPC else error.strerror or str(error)
+        super().__init__(
+            f"vault {vault}: could not {action}: {reason}; nothing of this step was kept, "
+            "so the run can be resumed once the cause is fixed"
+        )
+        self.vault = vault
+        self.errno = error.errno
 
 
 class OracleError(TwinauditError):
@@ -146,4 +306,27 @@ class OracleError(TwinauditError):
     def __init__(self, reason: str, message: str) -> None:
         """Record why the oracle failed."""
         super().__init__(f"oracle {reason}: {message}")
+        self.reason = reason
+
+
+class TransientError(OracleError):
+    """The oracle's server could not answer this time; the request may be sent again.
+
+    The arbiter's clients retry on it and, once their tries are spent, raise a plain
+    :class:`OracleError` with its reason: it never leaves them.
+    """
+
+
+class ParaphraserError(TwinauditError):
+    """The owner's paraphraser failed: unreachable, a malformed answer, or identical versions.
+
+    ``reason`` is ``"unreachable"``, ``"invalid-answer"`` or ``"identical-versions"``.
+    A local code: ``owner mark`` of texts reports it.
+    """
+
+    code = "paraphraser-failed"
+
+    def __init__(self, reason: str, message: str) -> None:
+        """Record why the paraphraser failed."""
+        super().__init__(f"paraphraser {reason}: {message}")
         self.reason = reason

@@ -8,14 +8,13 @@ file or the complete file, never a partial key.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from .atomic_file import write_atomically
 from .errors import InputError, LimitExceededError
 from .hashing import tagged_hash
 
@@ -61,20 +60,14 @@ def public_key_pem(key: Ed25519PublicKey) -> bytes:
     )
 
 
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write ``data`` to ``path`` via a same-directory temp file, fsync and rename."""
+def _write_new_key_file(path: Path, data: bytes, mode: int) -> None:
+    """Write the key file ``path`` atomically; it must not exist, even at the last moment."""
     if path.exists():
         raise InputError(f"{path} already exists; refusing to overwrite a key file")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(tmp, path)  # fails if path appeared meanwhile: never clobbers
-    finally:
-        os.unlink(tmp)
+        write_atomically(path, data, mode=mode, exclusive=True)
+    except FileExistsError:
+        raise InputError(f"{path} appeared meanwhile; refusing to overwrite a key file") from None
 
 
 def write_keypair(private_path: Path) -> Ed25519PrivateKey:
@@ -83,8 +76,8 @@ def write_keypair(private_path: Path) -> Ed25519PrivateKey:
     public_path = private_path.with_name(private_path.name + ".pub")
     if public_path.exists():
         raise InputError(f"{public_path} already exists; refusing to overwrite a key file")
-    _write_atomic(private_path, private_key_pem(key), 0o600)
-    _write_atomic(public_path, public_key_pem(key.public_key()), 0o644)
+    _write_new_key_file(private_path, private_key_pem(key), 0o600)
+    _write_new_key_file(public_path, public_key_pem(key.public_key()), 0o644)
     return key
 
 

@@ -2,6 +2,8 @@
 
 ``make test-fast`` runs ``pytest -m "not slow"``: the everyday subset, every test that
 takes more than a few seconds left out. CI (``.ci/run`` → ``make test``) runs them all.
+Every run names the unmarked tests that took more than 10 s
+(:mod:`tests.support.slow_report`), so that the marker stays true.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.support.keys import KEY, OTHER
+
+pytest_plugins = ["tests.support.slow_report"]
 
 
 @pytest.fixture

@@ -42,6 +42,8 @@ from twinaudit.protocol.commitment import PairOpening
 from twinaudit.protocol.encoding import Value, decode, encode
 from twinaudit.protocol.envelope import Envelope
 from twinaudit.protocol.errors import (
+    ClaimBusyError,
+    ClaimsChangedError,
     InputError,
     LimitExceededError,
     NotFoundError,
@@ -61,9 +63,7 @@ from twinaudit.verifier.escrow.store import (
     DEFAULT_MAX_FAILED_CLAIMS,
     DEFAULT_MAX_OPEN_CLAIMS,
     FAILED_WINDOW_S,
-    ClaimBusyError,
     ClaimLease,
-    ClaimsChangedError,
     EscrowStore,
     StoredClaim,
     check_claim_id,
@@ -260,9 +260,7 @@ class VerifierService(pb_grpc.VerifierServicer):
             )
         except ClaimBusyError as exc:
             # Another run has the claim (or took it over from this one): it stays open.
-            transport.abort_with_error(
-                context, exc, grpc.StatusCode.ABORTED, **_counted(claim_id, session)
-            )
+            transport.abort_with_error(context, exc, **_counted(claim_id, session))  # ABORTED
         except TwinauditError as exc:
             # A protocol violation or failed check ends the claim for good; nothing is signed.
             self._mark_failed(claim_id, lease)

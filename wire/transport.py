@@ -35,6 +35,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from twinaudit.protocol.errors import (
+    ClaimBusyError,
     InputError,
     LimitExceededError,
     NotFoundError,
@@ -253,7 +254,12 @@ class RefuseUndecodable(grpc.ServerInterceptor):  # type: ignore[misc]
 
 
 def status_for(error: TwinauditError) -> grpc.StatusCode:
-    """Return the gRPC status code for a protocol error (spec §2.2)."""
+    """Return the gRPC status code for a protocol error (spec §2.2).
+
+    By family, as :mod:`twinaudit.protocol.errors` lists them; a caller may pass another
+    status to :func:`abort_with_error` where its service says so (an oracle whose model
+    answered malformed data is ``INTERNAL`` to its caller).
+    """
     if isinstance(error, OracleError):
         return {
             "unreachable": grpc.StatusCode.UNAVAILABLE,
@@ -263,6 +269,8 @@ def status_for(error: TwinauditError) -> grpc.StatusCode:
         return grpc.StatusCode.NOT_FOUND
     if isinstance(error, LimitExceededError):
         return grpc.StatusCode.RESOURCE_EXHAUSTED
+    if isinstance(error, ClaimBusyError):
+        return grpc.StatusCode.ABORTED  # the same request may succeed later (spec §10.2 step 8)
     if isinstance(error, VersionError | StateError):
         return grpc.StatusCode.FAILED_PRECONDITION
     if isinstance(error, InputError | VerificationError):

@@ -15,8 +15,6 @@ common cell, its aspect ratio kept, and centred on the background.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -25,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageDraw, ImageFont
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.errors import InputError, LimitExceededError, NotFoundError, ParameterError
 
 #: Height of the title band above each row.
@@ -69,7 +68,8 @@ def write_contact_sheet(path: Path, rows: Sequence[Row], *, scale: int = 3) -> N
     path = Path(path)
     if not path.parent.is_dir():
         raise NotFoundError(f"{path.parent}: no such folder for the contact sheet {path.name}")
-    _save_atomically(_draw_sheet(rows, scale), path)
+    sheet = _draw_sheet(rows, scale)
+    write_atomically(path, lambda stream: sheet.save(stream, format="PNG"))
 
 
 def write_fitted_contact_sheet(
@@ -203,19 +203,3 @@ def _draw_sheet(rows: Sequence[Row], scale: int) -> Image.Image:
 def _enlarged_rgb(image: npt.NDArray[np.uint8], scale: int) -> npt.NDArray[np.uint8]:
     rgb = np.repeat(image, 3, axis=2) if image.shape[2] == 1 else image
     return np.ascontiguousarray(np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1))
-
-
-def _save_atomically(sheet: Image.Image, path: Path) -> None:
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".partial", dir=path.parent
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            sheet.save(stream, format="PNG")
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
+from twinaudit.protocol.atomic_file import fsync_directory
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError, StateError
 
@@ -210,7 +211,7 @@ class PublicationWriter(ABC):
             self.abort()
             raise
         self._state = "closed"
-        _fsync_folder(self.out_dir.parent)
+        fsync_directory(self.out_dir.parent)
         return [self.out_dir / name for name in names]
 
     def abort(self) -> None:
@@ -588,17 +589,9 @@ def _fsync_files(paths: Sequence[Path]) -> None:
             pass
 
 
-def _fsync_folder(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
 def _fsync_folders(root: Path) -> None:
     for folder, _, _ in os.walk(root):
-        _fsync_folder(Path(folder))
+        fsync_directory(Path(folder))
 
 
 # --------------------------------------------------------------------------- description

@@ -36,7 +36,7 @@ import pickle
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual torch alias
 from torch import nn
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.errors import InputError, ParameterError
 
 from .config import OWN_PROXY_STEPS, PROXY_EPOCHS, PROXY_TRAIN_BATCH
@@ -365,8 +366,11 @@ def weights_digest(model: nn.Module) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def save_proxy(model: SmallCNN, path: Path) -> None:
-    """Write the proxy's weights and the input they expect (side, channels) to ``path``."""
+def save_proxy(model: SmallCNN, path: Path | BinaryIO) -> None:
+    """Write the proxy's weights and the input they expect (side, channels) to ``path``.
+
+    ``path`` is a file name or an open binary stream (:func:`write_proxy` gives one).
+    """
     conv = model.features[0]
     assert isinstance(conv, nn.Conv2d)
     first = model.classifier[1]
@@ -425,10 +429,5 @@ def square_images(pixels: npt.NDArray[np.uint8], side: int) -> npt.NDArray[np.ui
 
 
 def write_proxy(model: SmallCNN, path: Path) -> None:
-    """Write the proxy to ``path`` atomically (a temporary file renamed over it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        save_proxy(model, tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write the proxy to ``path`` atomically (:mod:`twinaudit.protocol.atomic_file`)."""
+    write_atomically(path, lambda stream: save_proxy(model, stream))

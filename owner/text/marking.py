@@ -13,7 +13,7 @@ versions is the vault created, so an input with a bad text leaves nothing behind
   which case they are left out of the vault, listed in its source record
   (``dropped``) and reported, and never published;
 - a paraphraser that returns identical versions is a
-  :class:`~twinaudit.owner.text.paraphrasers.ParaphraserError` naming the texts.
+  :class:`~twinaudit.protocol.errors.ParaphraserError` naming the texts.
 
 The vault is then written chunk by chunk (``batch_size`` texts each), resumably: run
 again after an interruption, the marking seed comes from the unfinished vault's
@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from twinaudit.protocol.encoding import Value, encode
-from twinaudit.protocol.errors import InputError, ParameterError, StateError
+from twinaudit.protocol.errors import InputError, ParameterError, ParaphraserError, StateError
 
 from ..progress import Progress
 from ..vault import Vault, VaultWriter
@@ -38,7 +38,9 @@ from ..vault.journal import read_journal
 from ..vault.layout import JOURNAL_FILE, MANIFEST_FILE, SECRET_BYTES
 from ..vault.secret import marking_seed, read_secret
 from .config import TextMarkingConfig
-from .paraphrasers import Paraphraser, ParaphraserError
+from .paraphrasers import (
+    Paraphraser,
+)
 from .similarity import Embedder, load_embedder, similarities
 from .sources import TextSource, listed, text_problem
 from .substitution import MarkedText, SubstitutionSearch

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from twinaudit.protocol.errors import NotFoundError, TwinauditError
+from twinaudit.protocol.errors import NotFoundError, ParaphraserError
 
 #: Seconds one chat request may take.
 DEFAULT_TIMEOUT_S: Final = 60.0
@@ -44,20 +44,6 @@ _INSTRUCTION: Final = (
     "two paraphrases use different words from each other wherever the meaning allows. "
     'Answer with only a JSON object {"a": "<first paraphrase>", "b": "<second paraphrase>"}.'
 )
-
-
-class ParaphraserError(TwinauditError):
-    """A paraphraser failed: unreachable, a malformed answer, or identical versions.
-
-    ``reason`` is ``"unreachable"``, ``"invalid-answer"`` or ``"identical-versions"``.
-    """
-
-    code = "paraphraser-failed"
-
-    def __init__(self, reason: str, message: str) -> None:
-        """Record why the paraphraser failed."""
-        super().__init__(f"paraphraser {reason}: {message}")
-        self.reason = reason
 
 
 class Paraphraser(Protocol):

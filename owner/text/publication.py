@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from twinaudit.protocol.atomic_file import fsync_directory
 from twinaudit.protocol.errors import InputError, NotFoundError, StateError
 
 from ..progress import Progress
@@ -80,7 +81,7 @@ def publish_texts(
                     progress.update(len(names))
             stream.flush()
             os.fsync(stream.fileno())
-        _fsync(staging)
+        fsync_directory(staging)
         staging.chmod(0o755)
         if out_dir.exists() or out_dir.is_symlink():
             raise InputError(f"{out_dir} appeared while the publication was written")
@@ -88,7 +89,7 @@ def publish_texts(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    _fsync(out_dir.parent)
+    fsync_directory(out_dir.parent)
     if progress is not None:
         progress.finish()
     return [out_dir / file_name]
@@ -164,11 +165,3 @@ def _staging(out_dir: Path) -> Path:
     if not parent.is_dir():
         raise NotFoundError(f"{parent}: no such folder (the parent of {out_dir})")
     return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
-
-
-def _fsync(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -57,7 +57,8 @@ careless edits; they are not keyed, and the vault's confidentiality rests on the
 directory's permissions.
 """
 
-from .errors import VaultIntegrityError, VaultStorageError
+from twinaudit.protocol.errors import VaultIntegrityError, VaultStorageError
+
 from .vault import Vault
 from .writer import VaultWriter, write_vault
 

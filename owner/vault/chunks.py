@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twinaudit.protocol.commitment import commit_pair
-from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.errors import InputError, ParameterError, VaultIntegrityError
 from twinaudit.protocol.items import (
     MAX_IMAGE_SIDE,
     MAX_LABEL,
@@ -29,7 +29,6 @@ from twinaudit.protocol.items import (
 )
 
 from . import files
-from .errors import VaultIntegrityError
 from .journal import ChunkRecord
 from .layout import COMPACT_CHUNK_SUFFIX, MAX_CHUNK_BYTES, MAX_NAME_BYTES, RAW_CHUNK_SUFFIX
 from .pair_codec import ChunkFormatError, PairsFile, encode_pairs, max_chunk_bytes

@@ -1,9 +1,10 @@
 """Durable file operations: atomic writes, directory fsyncs, bounded and streaming reads.
 
 Every write of the vault goes through :func:`write_all`, so that a test can make the
-"disk" fail at any point. An atomic write puts the data in a temporary file of the same
-directory (mode 0600), fsyncs it, renames it into place and fsyncs the directory: after
-a crash the file is either absent or complete.
+"disk" fail at any point. An atomic write is the project's one atomic writer
+(:mod:`twinaudit.protocol.atomic_file`, mode 0600, its temporary file named with
+:data:`~.layout.TEMP_PREFIX`): temporary file of the same directory, fsync, rename into
+place, fsync of the directory; after a crash the file is either absent or complete.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
+from twinaudit.protocol.atomic_file import fsync_directory, write_atomically
 from twinaudit.protocol.errors import StateError
 
 from .layout import FILE_MODE, READ_BLOCK_BYTES, TEMP_PREFIX
@@ -29,13 +32,8 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make the entries of ``directory`` (creations, renames, removals) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+#: Make the entries of a directory (creations, renames, removals) durable.
+fsync_dir = fsync_directory
 
 
 def remove_if_present(path: Path) -> None:
@@ -64,20 +62,19 @@ def write_new_file(path: Path, data: bytes | Sequence[bytes]) -> None:
     os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``path`` atomically: temp file, fsync, rename over ``path``, fsync the directory.
+def write_atomic(path: Path, data: bytes | Sequence[bytes]) -> None:
+    """Write ``path`` atomically (mode 0600): temp file, fsync, rename, fsync the directory.
 
-    On any failure the temporary file is removed and ``path`` is as it was.
+    ``data`` is the file's bytes, or pieces whose concatenation they are. On any failure
+    the temporary file is removed and ``path`` is as it was.
     """
-    temp = path.with_name(f"{TEMP_PREFIX}{path.name}")
-    remove_if_present(temp)
-    try:
-        write_new_file(temp, data)
-        os.replace(temp, path)
-    except BaseException:
-        remove_if_present(temp)
-        raise
-    fsync_dir(path.parent)
+    pieces = [data] if isinstance(data, bytes) else data
+
+    def write(stream: BinaryIO) -> None:
+        for piece in pieces:
+            write_all(stream.fileno(), piece)
+
+    write_atomically(path, write, mode=FILE_MODE, temp_prefix=f"{TEMP_PREFIX}{path.name}.")
 
 
 def read_bounded(path: Path, limit: int) -> bytes:

@@ -23,12 +23,11 @@ from typing import BinaryIO, Final
 
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.encoding import Value, decode, encode
-from twinaudit.protocol.errors import InputError, VersionError
+from twinaudit.protocol.errors import InputError, VaultIntegrityError, VersionError
 from twinaudit.protocol.items import MAX_IMAGE_SIDE, MAX_LABEL, MAX_TEXT_BYTES
 from twinaudit.protocol.versioning import require_supported
 
 from . import files
-from .errors import VaultIntegrityError
 from .layout import (
     FORMAT_NAME,
     FORMAT_VERSION,

@@ -21,12 +21,11 @@ from typing import Final
 
 from twinaudit.protocol import SPEC_VERSION, limits
 from twinaudit.protocol.encoding import Value, decode, encode
-from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.errors import InputError, VaultIntegrityError
 from twinaudit.protocol.hashing import sha256
 from twinaudit.protocol.versioning import require_supported
 
 from . import files
-from .errors import VaultIntegrityError
 from .journal import require_format
 from .layout import FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, MAX_MANIFEST_BYTES
 

@@ -36,11 +36,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from twinaudit.protocol.errors import StateError
+from twinaudit.protocol.errors import StateError, VaultIntegrityError, VaultStorageError
 
 from . import files
 from .chunks import encode_chunk, read_record
-from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, frame, read_journal
 from .layout import (
     ARBITER_KEY_FILE,

@@ -23,10 +23,9 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from twinaudit.protocol import limits
-from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.errors import InputError, VaultIntegrityError
 
 from . import files
-from .errors import VaultIntegrityError
 from .layout import SECRET_BYTES, SECRET_FILE
 
 _SALT: Final = b"twinaudit/vault/v1/pair-salt\x00"

@@ -17,12 +17,11 @@ from pathlib import Path
 
 from twinaudit.protocol.commitment import commit_pair
 from twinaudit.protocol.encoding import Value, decode, encode
-from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.errors import InputError, ParameterError, VaultIntegrityError
 from twinaudit.protocol.hashing import sha256
 from twinaudit.protocol.items import TextItem, encode_item
 
 from .chunks import check_names
-from .errors import VaultIntegrityError
 from .journal import ChunkRecord
 from .layout import MAX_CHUNK_BYTES
 from .secret import pair_salt

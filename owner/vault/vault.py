@@ -27,6 +27,8 @@ from twinaudit.protocol.errors import (
     ParameterError,
     StateError,
     TwinauditError,
+    VaultIntegrityError,
+    VaultStorageError,
     VerificationError,
 )
 from twinaudit.protocol.escrow_messages import Receipt, verify_receipt
@@ -44,7 +46,6 @@ from twinaudit.protocol.seeds import publication_bits
 from . import files
 from .chunks import StoredChunk, pixel_item, read_record
 from .committing import commit_records
-from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, read_journal
 from .layout import (
     ARBITER_KEY_FILE,

@@ -23,13 +23,19 @@ import numpy.typing as npt
 
 from twinaudit.protocol import limits
 from twinaudit.protocol.encoding import Value, decode, encode
-from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.errors import (
+    InputError,
+    LimitExceededError,
+    ParameterError,
+    StateError,
+    VaultIntegrityError,
+    VaultStorageError,
+)
 from twinaudit.protocol.items import ITEM_KINDS
 
 from . import files
 from .chunks import check_batch, check_captions, encode_chunk
 from .committing import commit_records
-from .errors import VaultIntegrityError, VaultStorageError
 from .journal import ChunkRecord, JournalAppender, RunParameters, frame, read_journal
 from .layout import (
     CHUNKS_DIR,
@@ -302,15 +308,10 @@ class VaultWriter:
         ordinal, count = record.ordinal, record.count
         frame(record.to_value())  # a record too large fails here, before any write
         final = self.path / record.file
-        temp = final.with_name(f"{TEMP_PREFIX}{final.name}")
         try:
-            files.remove_if_present(temp)
-            files.write_new_file(temp, pieces)
-            os.replace(temp, final)
-            files.fsync_dir(final.parent)
+            files.write_atomic(final, pieces)
             self._journal.append(record.to_value())
         except BaseException as exc:
-            files.remove_quietly(temp)
             files.remove_quietly(final)
             if isinstance(exc, OSError):
                 raise VaultStorageError(self.path, f"write chunk {ordinal}", exc) from exc

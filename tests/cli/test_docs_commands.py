@@ -779,7 +779,7 @@ class Session:
 SESSIONS = {
     "README owner": Session("README.md", (2,), ("photos", "public", "arbiter", "oracle"), True),
     "README arbiter": Session("README.md", (3,), ("tls",)),
-    "README practitioner": Session("README.md", (4,), ("models",)),
+    "README practitioner": Session("README.md", (4,), ("models",), slow=True),
     "README formats": Session("README.md", (-1,), ("models", "hf"), True),
     "arbiter keys": Session("docs/arbiter.md", (0,)),
     "arbiter held": Session(
@@ -789,8 +789,12 @@ SESSIONS = {
     "arbiter limits": Session("docs/arbiter.md", (6, 7, 8), ("arbiter key",)),
     "owner": Session("docs/owner.md", (0,), ("photos", "public", "arbiter", "oracle"), True),
     "owner texts": Session("docs/owner.md", (1,), ("texts", "pictures", "arbiter"), True),
-    "owner dry run": Session("docs/owner.md", (2,), ("photos", "arbiter", "oracle", "vault")),
-    "owner paper": Session("docs/owner.md", (3,), ("photos", "arbiter", "oracle", "vault")),
+    "owner dry run": Session(
+        "docs/owner.md", (2,), ("photos", "arbiter", "oracle", "vault"), slow=True
+    ),
+    "owner paper": Session(
+        "docs/owner.md", (3,), ("photos", "arbiter", "oracle", "vault"), slow=True
+    ),
     "demo": Session("docs/demo.md", (0, 1)),
     "evaluation plan": Session("docs/evaluation.md", (0,)),
     # The practitioner (block 4) serves before the owner's claim (block 3) needs it.
@@ -805,7 +809,9 @@ SESSIONS = {
     "unlearning": Session(
         "docs/unlearning.md", (0, 1, 2, 3), ("photos", "arbiter", "vault", "used oracle"), True
     ),
-    "verdicts": Session("docs/verdicts.md", (2,), ("photos", "arbiter", "oracle", "vault")),
+    "verdicts": Session(
+        "docs/verdicts.md", (2,), ("photos", "arbiter", "oracle", "vault"), slow=True
+    ),
 }
 
 

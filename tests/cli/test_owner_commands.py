@@ -31,9 +31,18 @@ from twinaudit.owner.inspect import inspect_vault
 from twinaudit.owner.mark import mark, mark_path, secret_from_seed
 from twinaudit.owner.marking import MarkingConfig
 from twinaudit.owner.publish import publish
-from twinaudit.owner.vault import Vault, VaultStorageError, write_vault
+from twinaudit.owner.vault import (
+    Vault,
+    write_vault,
+)
 from twinaudit.practitioner.grpc_server import serve_oracle
-from twinaudit.protocol.errors import InputError, ParameterError, StateError, VerificationError
+from twinaudit.protocol.errors import (
+    InputError,
+    ParameterError,
+    StateError,
+    VaultStorageError,
+    VerificationError,
+)
 from twinaudit.protocol.keys import public_key_pem
 from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.verdict import check_verdict
@@ -73,6 +82,7 @@ def photos(tmp_path: Path) -> tuple[Path, Path, np.ndarray, np.ndarray]:
 # --- mark: determinism and resumability ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_seed_same_vault_bytes(photos, tmp_path):
     images, labels, raw, _ = photos
     first = mark_path(images, tmp_path / "a", PGD, labels=labels, secret=SEED, show_progress=False)
@@ -120,6 +130,7 @@ def _marker(config: MarkingConfig):
     return make_marker(config, SEED)
 
 
+@pytest.mark.slow
 def test_killed_mark_process_resumes_to_identical_bytes(tmp_path):
     """SIGKILL at an arbitrary moment, then the same command again: the same vault."""
     raw, _ = synthetic_images(400, seed=8)

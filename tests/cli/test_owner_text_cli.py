@@ -112,6 +112,7 @@ def test_bad_text_options_write_nothing(tmp_path, inputs, capsys, args, message)
     assert not (tmp_path / "v").exists()
 
 
+@pytest.mark.slow
 def test_a_csv_jsonl_or_txt_input_is_read_as_texts_without_kind(tmp_path, inputs, capsys):
     reviews, thesaurus = inputs
     args = ["owner", "mark", str(reviews), "--out", str(tmp_path / "vault")]

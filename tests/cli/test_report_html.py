@@ -12,6 +12,7 @@ replay gets no report, and nothing half-written is left.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -386,7 +387,7 @@ def test_write_report_leaves_nothing_half_written(tmp_path, monkeypatch):
     def fail(_: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(report_html.os, "fsync", fail)
+    monkeypatch.setattr(os, "fsync", fail)
     with pytest.raises(OSError, match="No space"):
         write_report(target, "<p>new</p>")
     assert target.read_text() == "earlier"

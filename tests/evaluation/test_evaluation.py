@@ -249,6 +249,7 @@ def test_a_device_torch_cannot_see_is_a_usage_error(tmp_path, capsys):
     assert not work.exists()  # nothing built, nothing trained
 
 
+@pytest.mark.slow
 def test_training_on_a_named_device_returns_a_cpu_model_with_the_same_batches():
     images = np.random.default_rng(0).integers(0, 256, (40, 28, 28), dtype=np.uint8)
     labels = np.arange(40) % 10

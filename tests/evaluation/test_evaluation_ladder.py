@@ -474,6 +474,7 @@ def test_the_prior_ceiling_table_matches_the_planner_and_bounds_the_gain():
     assert cells["mixture-e (grid15-v1)"] < cells["mixture-e (low-q)"] <= cells["mixture-e (point)"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
 def test_an_evaluation_worker_asks_to_end_with_the_process_that_started_it():
     # Run in a fresh interpreter: the setting stays with the process that made it.

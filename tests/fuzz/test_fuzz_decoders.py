@@ -431,6 +431,7 @@ def test_replay(case):
     attempt(_check_and_replay, *case, refusals=REFUSED)
 
 
+@pytest.mark.slow
 @fuzz(150)
 @given(st.data())
 def test_claim_map(data):

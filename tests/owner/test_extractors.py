@@ -24,6 +24,7 @@ def test_shim_imports_torchvision_resnet18_and_is_idempotent():
     assert hasattr(torch.ops.torchvision, "nms")
 
 
+@pytest.mark.slow
 def test_shim_in_a_fresh_process():
     """Twice in one process, then a plain import: no error, no duplicate definitions."""
     code = (

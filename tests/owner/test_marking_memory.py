@@ -99,6 +99,7 @@ def test_a_photo_costs_its_bytes_held_and_pgd_at_full_size_costs_more():
         batch_budget(MIN_MEMORY, [(4096, 4096, 3)] * 2 + [(2**15, 2**15, 3)])
 
 
+@pytest.mark.slow
 def test_images_that_cannot_fit_are_refused_before_any_work(tmp_path):
     folder = tmp_path / "photos"
     write_photos(folder, 2, 1024, 1024)

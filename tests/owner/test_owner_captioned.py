@@ -14,9 +14,12 @@ from twinaudit.cli.main import main
 from twinaudit.owner.captioned.sources import open_captioned_source
 from twinaudit.owner.mark import mark, secret_from_seed
 from twinaudit.owner.marking import MarkingConfig
-from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultWriter
+from twinaudit.owner.vault import (
+    Vault,
+    VaultWriter,
+)
 from twinaudit.protocol.encoding import decode, encode
-from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError
+from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError, VaultIntegrityError
 from twinaudit.protocol.items import CaptionedImageItem, decode_pair
 
 SECRET = secret_from_seed("captioned tests")

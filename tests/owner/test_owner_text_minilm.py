@@ -32,6 +32,7 @@ def test_minilm_embeddings_are_unit_and_meaningful(minilm):
     assert minilm.token_count("word " * 300) == 302  # counted untruncated
 
 
+@pytest.mark.slow
 def test_real_search_keeps_the_bound_and_is_deterministic(minilm):
     if not DEFAULT_THESAURUS.exists():
         pytest.skip("mythes-en-us is not installed")

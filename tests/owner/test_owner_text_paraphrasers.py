@@ -11,10 +11,13 @@ import pytest
 from tests.owner.test_owner_text_fixtures import FakeEmbedder
 from twinaudit.owner.text.config import TextMarkingConfig
 from twinaudit.owner.text.marking import mark_texts
-from twinaudit.owner.text.paraphrasers import ChatParaphraser, ParaphraserError, Seq2SeqParaphraser
+from twinaudit.owner.text.paraphrasers import (
+    ChatParaphraser,
+    Seq2SeqParaphraser,
+)
 from twinaudit.owner.text.sources import open_text_source
 from twinaudit.owner.vault import Vault
-from twinaudit.protocol.errors import InputError, NotFoundError
+from twinaudit.protocol.errors import InputError, NotFoundError, ParaphraserError
 
 SECRET = bytes(range(32))
 

@@ -15,9 +15,12 @@ from twinaudit.owner.text.publication import PUBLISHED_TEXTS, publish_texts, rea
 from twinaudit.owner.text.report import inspect_text_vault
 from twinaudit.owner.text.sources import open_text_source
 from twinaudit.owner.text.thesaurus import Thesaurus
-from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultWriter
+from twinaudit.owner.vault import (
+    Vault,
+    VaultWriter,
+)
 from twinaudit.protocol.commitment import PairOpening
-from twinaudit.protocol.errors import InputError, ParameterError, StateError
+from twinaudit.protocol.errors import InputError, ParameterError, StateError, VaultIntegrityError
 from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt
 from twinaudit.protocol.items import TextItem, decode_pair
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore

@@ -68,6 +68,7 @@ def test_the_window_is_whole_epochs_of_at_least_64_steps():
     assert check.stopped == 4
 
 
+@pytest.mark.slow
 def test_the_proxy_stops_once_it_fits_and_trains_every_step_without():
     images, labels = _easy()
     epochs_seen: list[int] = []
@@ -123,6 +124,7 @@ def _source(tmp_path):
     return open_source(tmp_path / "photos.npy", labels=tmp_path / "labels.json")
 
 
+@pytest.mark.slow
 def test_marking_records_the_rule_and_the_proxy_it_made(tmp_path):
     source = _source(tmp_path)
     fitted = mark(
@@ -155,6 +157,7 @@ def test_marking_records_the_rule_and_the_proxy_it_made(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_the_cli_trains_until_fit_by_default_and_says_where_it_stopped(tmp_path, capsys):
     _source(tmp_path)
     args = [

@@ -12,11 +12,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultWriter, write_vault
+from twinaudit.owner.vault import (
+    Vault,
+    VaultWriter,
+    write_vault,
+)
 from twinaudit.owner.vault.journal import frame
 from twinaudit.protocol.commitment import commit_pair, verify_opening
 from twinaudit.protocol.encoding import decode, encode
-from twinaudit.protocol.errors import InputError, ParameterError, StateError, VersionError
+from twinaudit.protocol.errors import (
+    InputError,
+    ParameterError,
+    StateError,
+    VaultIntegrityError,
+    VersionError,
+)
 from twinaudit.protocol.items import ImageItem, decode_pair, encode_item
 from twinaudit.protocol.merkle import MerkleTree, verify_inclusion
 

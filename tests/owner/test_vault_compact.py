@@ -17,8 +17,6 @@ from tests.owner.test_vault_receipt import Arbiter
 from tests.support.keys import KEY
 from twinaudit.owner.vault import (
     Vault,
-    VaultIntegrityError,
-    VaultStorageError,
     VaultWriter,
     write_vault,
 )
@@ -33,7 +31,12 @@ from twinaudit.owner.vault.pair_codec import (
     max_chunk_bytes,
     plane_sizes,
 )
-from twinaudit.protocol.errors import ParameterError, StateError
+from twinaudit.protocol.errors import (
+    ParameterError,
+    StateError,
+    VaultIntegrityError,
+    VaultStorageError,
+)
 
 SECRET = bytes(range(32))
 SOURCE = {"dataset": "synthetic"}

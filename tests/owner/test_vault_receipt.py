@@ -18,7 +18,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 import twinaudit.owner.vault.files as vault_files
 from demo.seeded import SeededEntropy
 from tests.support.keys import KEY, OTHER
-from twinaudit.owner.vault import Vault, VaultIntegrityError, VaultStorageError, write_vault
+from twinaudit.owner.vault import (
+    Vault,
+    write_vault,
+)
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.errors import (
     InputError,
@@ -26,6 +29,8 @@ from twinaudit.protocol.errors import (
     RootMismatchError,
     SignatureError,
     StateError,
+    VaultIntegrityError,
+    VaultStorageError,
     VerificationError,
 )
 from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +15,11 @@ import pytest
 import twinaudit.owner.vault.files as vault_files
 from twinaudit.owner.vault import (
     Vault,
-    VaultIntegrityError,
-    VaultStorageError,
     VaultWriter,
     write_vault,
 )
 from twinaudit.owner.vault.journal import JournalAppender
+from twinaudit.protocol.errors import VaultIntegrityError, VaultStorageError
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = bytes(range(32))
@@ -276,7 +276,8 @@ def test_fsync_order(tmp_path, monkeypatch):
     real_replace = os.replace
 
     def fsync(fd):
-        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}").removeprefix(str(tmp_path))))
+        name = os.readlink(f"/proc/self/fd/{fd}").removeprefix(str(tmp_path))
+        events.append(("fsync", re.sub(r"\.[^./]+\.tmp$", ".*.tmp", name)))  # random part
 
     def replace(source, target):
         events.append(("rename", str(target).removeprefix(str(tmp_path))))
@@ -286,7 +287,7 @@ def test_fsync_order(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", replace)
     writer.append(*batch(0))
     assert events == [
-        ("fsync", "/v/chunks/.tmp-000000.pairs"),
+        ("fsync", "/v/chunks/.tmp-000000.pairs.*.tmp"),
         ("rename", "/v/chunks/000000.pairs"),
         ("fsync", "/v/chunks"),
         ("fsync", "/v/journal"),
@@ -297,7 +298,7 @@ def test_fsync_order(tmp_path, monkeypatch):
     events.clear()
     writer.finish()
     assert events == [
-        ("fsync", "/v/.tmp-manifest.msgpack"),
+        ("fsync", "/v/.tmp-manifest.msgpack.*.tmp"),
         ("rename", "/v/manifest.msgpack"),
         ("fsync", "/v"),
     ]

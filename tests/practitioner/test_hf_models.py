@@ -144,6 +144,7 @@ def _reference(kind: str, directory: Path, images: Any, texts: list[str]) -> dic
     return out
 
 
+@pytest.mark.slow
 def test_transformers_imports_in_a_fresh_interpreter() -> None:
     """The shim comes first, so transformers and its torchvision-backed parts import."""
     code = (

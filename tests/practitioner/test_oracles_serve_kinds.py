@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from tests.cli.test_cmd_oracle import _run, _serve, _stop
-from tests.support import foundation as fm
 from tests.practitioner.test_oracles_openai import _good, _json, _Server
+from tests.support import foundation as fm
 from twinaudit.practitioner.tokenizer import ByteTokenizer
 from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
 from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle

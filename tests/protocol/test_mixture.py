@@ -149,6 +149,7 @@ def exact_decision(prior: GridPrior, t: int, s: int, p: float) -> bool:
     return brute_e_value(prior, t, s) * Fraction(p) >= 1
 
 
+@pytest.mark.slow
 def test_decision_matches_fractions_on_many_points() -> None:
     rng = random.Random(2024)
     ps = [0.05, 0.01, 0.001, 0.1, 1 / 3, 0.5, 1e-6, 0.999]
@@ -210,6 +211,7 @@ def test_decision_rejects_bad_arguments(args: tuple[int, int, float], error: typ
 # --- boundary --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [0.05, 0.001, 0.3])
 def test_boundary_matches_brute_force(p: float) -> None:
     boundary = detection_boundary(p, 150)

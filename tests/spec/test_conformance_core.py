@@ -156,7 +156,13 @@ def test_envelope(case):
             raises_its_error(case, run)
 
 
-@pytest.mark.parametrize("topic", sorted(vectors_core.BUILDERS))
+@pytest.mark.parametrize(
+    "topic",
+    [  # encoding's builder alone takes seconds
+        pytest.param(t, marks=[pytest.mark.slow] if t == "encoding" else [])
+        for t in sorted(vectors_core.BUILDERS)
+    ],
+)
 def test_vector_files_match_the_builders(topic):
     text = (VECTORS / f"{topic}.json").read_text(encoding="utf-8")
     assert text == vectors_core.render(vectors_core.BUILDERS[topic]()), (

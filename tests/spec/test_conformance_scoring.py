@@ -389,5 +389,6 @@ def test_v2_crop_draws_need_no_libm(monkeypatch):
         assert _run(case) == case["expected"]
 
 
+@pytest.mark.slow
 def test_file_matches_builder():
     assert (VECTORS / "scoring.json").read_text(encoding="utf-8") == render(vectors_scoring.build())

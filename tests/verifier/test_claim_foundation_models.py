@@ -89,6 +89,17 @@ def clip_case():
 
 
 CASES = ["encoder_case", "lm_case", "clip_case"]
+#: The cases as parameters: training the encoder's and the language model's cases (their
+#: module fixtures, made by the first test that asks) takes seconds.
+SLOW_CASES = frozenset({"encoder_case", "lm_case"})
+
+
+def _case(name: str, *values: object) -> object:
+    """A parameter set for the case ``name``, marked slow where its fixture is."""
+    return pytest.param(name, *values, marks=[pytest.mark.slow] if name in SLOW_CASES else [])
+
+
+CASE_PARAMS = [_case(name) for name in CASES]
 
 
 def _session(case, oracle, **params):
@@ -121,7 +132,7 @@ def _payload(session):
     return session.verdict_payload(arbiter="k", time="2026-11-21T21:00:00Z", environment={})
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", CASE_PARAMS)
 def test_trained_model_is_detected_and_the_verdict_replays(name, request):
     case = request.getfixturevalue(name)
     session = _run(_session(case, case["trained"]), case["pair_set"])
@@ -134,7 +145,7 @@ def test_trained_model_is_detected_and_the_verdict_replays(name, request):
     assert header["claim"]["score"] == case["score"].to_value()
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", CASE_PARAMS)
 @pytest.mark.parametrize("model", ["untrained", "other"])
 def test_untrained_or_other_model_is_not_detected(name, model, request):
     case = request.getfixturevalue(name)
@@ -146,7 +157,7 @@ def test_untrained_or_other_model_is_not_detected(name, model, request):
     assert len(session.opened) == N
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", CASE_PARAMS)
 def test_queries_count_and_budget(name, request):
     case = request.getfixturevalue(name)
     per_pair = 2 * case["score"].queries_per_version
@@ -158,7 +169,7 @@ def test_queries_count_and_budget(name, request):
     assert session.queries == per_pair * 7
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", CASE_PARAMS)
 def test_resume_and_lookahead_change_nothing(name, request):
     case = request.getfixturevalue(name)
     pair_set, oracle = case["pair_set"], case["untrained"]
@@ -200,7 +211,7 @@ def _retarget(verdict, transcript):
     return parse_verdict(value)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", CASE_PARAMS)
 def test_replay_recomputes_scores_from_the_recorded_answers(name, request):
     case = request.getfixturevalue(name)
     session = _run(_session(case, case["untrained"], max_pairs=4), case["pair_set"])
@@ -222,6 +233,7 @@ def test_replay_recomputes_scores_from_the_recorded_answers(name, request):
         replay(_retarget(verdict, broken), broken)
 
 
+@pytest.mark.slow  # the encoder's case trains a model
 def test_replay_checks_the_encoder_crops(encoder_case):
     session = _run(
         _session(encoder_case, encoder_case["untrained"], max_pairs=2), encoder_case["pair_set"]
@@ -289,16 +301,16 @@ class FaultyClip(TorchImageTextOracle):
 @pytest.mark.parametrize(
     ("name", "oracle"),
     [
-        ("encoder_case", lambda: FaultyEncoder("nan")),
-        ("encoder_case", lambda: FaultyEncoder("rows")),
-        ("encoder_case", lambda: FaultyEncoder("zero")),
-        ("encoder_case", lambda: FaultyEncoder("huge")),
-        ("lm_case", lambda: FaultyLm("missing")),
-        ("lm_case", lambda: FaultyLm("nan")),
-        ("lm_case", lambda: FaultyLm("positive")),
-        ("clip_case", lambda: FaultyClip("dims")),
-        ("clip_case", lambda: FaultyClip("texts")),
-        ("clip_case", lambda: FaultyClip("inf")),
+        _case("encoder_case", lambda: FaultyEncoder("nan")),
+        _case("encoder_case", lambda: FaultyEncoder("rows")),
+        _case("encoder_case", lambda: FaultyEncoder("zero")),
+        _case("encoder_case", lambda: FaultyEncoder("huge")),
+        _case("lm_case", lambda: FaultyLm("missing")),
+        _case("lm_case", lambda: FaultyLm("nan")),
+        _case("lm_case", lambda: FaultyLm("positive")),
+        _case("clip_case", lambda: FaultyClip("dims")),
+        _case("clip_case", lambda: FaultyClip("texts")),
+        _case("clip_case", lambda: FaultyClip("inf")),
     ],
 )
 def test_malformed_answers_fail_the_window_and_change_nothing(name, oracle, request):
@@ -312,6 +324,7 @@ def test_malformed_answers_fail_the_window_and_change_nothing(name, oracle, requ
     assert session.transcript.count == 1
 
 
+@pytest.mark.slow  # the encoder's and language model's cases train models
 def test_score_item_kind_and_oracle_must_match(encoder_case, lm_case, clip_case):
     with pytest.raises(ParameterError, match="reads 'text' items"):
         _session(encoder_case, lm_case["untrained"], score=LanguageSpec())

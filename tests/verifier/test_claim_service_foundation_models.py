@@ -33,6 +33,9 @@ from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
+# The module's arbiter trains and escrows a model of each kind first: seconds.
+pytestmark = pytest.mark.slow
+
 N = 24
 KINDS = {
     "image-encoder": ("image", fm.marked_images),

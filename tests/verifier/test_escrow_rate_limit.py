@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from twinaudit.protocol.errors import LimitExceededError, ParameterError
+from twinaudit.protocol.errors import LimitExceededError, ParameterError, RateLimitedError
 from twinaudit.verifier.escrow.rate_limit import (
     DEFAULT_RATE_LIMIT,
     CommitLimiter,
     RateLimit,
-    RateLimitedError,
     client_identity,
 )
 

@@ -22,7 +22,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.support.keys import KEY, OTHER
 from tests.support.postgres import postgres_dsn
-from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError, StateError
+from twinaudit.protocol.errors import (
+    ClaimBusyError,
+    InputError,
+    LimitExceededError,
+    ParameterError,
+    RootAlreadyEscrowedError,
+    StateError,
+    UnknownClaimError,
+    UnknownRecordError,
+)
 from twinaudit.protocol.escrow_messages import (
     EscrowRequest,
     Receipt,
@@ -38,15 +47,11 @@ from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.escrow.store import (
     MAX_TRANSCRIPT_BYTES,
-    ClaimBusyError,
     ClaimLease,
     ClaimSummary,
-    RootAlreadyEscrowedError,
     StoredClaim,
     StoredEntry,
     StoredVerdict,
-    UnknownClaimError,
-    UnknownRecordError,
 )
 
 

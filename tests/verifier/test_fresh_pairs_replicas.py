@@ -30,16 +30,18 @@ from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema
 from twinaudit.owner.claim_client import ClaimOutcome, run_claim, sign_start
 from twinaudit.protocol.claim.params import ClaimParams
-from twinaudit.protocol.errors import StateError
+from twinaudit.protocol.errors import (
+    ClaimBusyError,
+    ClaimsChangedError,
+    StateError,
+    UnknownClaimError,
+)
 from twinaudit.protocol.escrow_messages import EscrowRequest
 from twinaudit.protocol.keys import key_id
 from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.escrow.store import (
-    ClaimBusyError,
     ClaimLease,
-    ClaimsChangedError,
-    UnknownClaimError,
 )
 from twinaudit.verifier.server import serve_arbiter
 from twinaudit.verifier.service import FRESH_START_ATTEMPTS, VerifierService

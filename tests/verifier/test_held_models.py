@@ -52,9 +52,13 @@ from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="held models run in bubblewrap, not installed"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None, reason="held models run in bubblewrap, not installed"
+    ),
+    # Every test shares the module's held model, which takes seconds to start in its sandbox.
+    pytest.mark.slow,
+]
 
 N_PAIRS = 24
 OPTIONS = ServeOptions(name="tiny.ts", input_shape=(28, 28, 1), n_classes=10, max_batch=8)

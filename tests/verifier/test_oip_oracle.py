@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from twinaudit.protocol.errors import InputError, LimitExceededError, OracleError, ParameterError
+from twinaudit.protocol.errors import (
+    InputError,
+    LimitExceededError,
+    OracleError,
+    ParameterError,
+    TransientError,
+)
 from twinaudit.verifier.oracles import oip_transport
 from twinaudit.verifier.oracles.dial import dial_oracle
 from twinaudit.verifier.oracles.grpc_client import GrpcOracle
@@ -30,7 +36,9 @@ from twinaudit.verifier.oracles.oip_tensors import (
     model_meta_from_json,
     plan_model,
 )
-from twinaudit.verifier.oracles.oip_transport import TransientError, with_retries
+from twinaudit.verifier.oracles.oip_transport import (
+    with_retries,
+)
 
 # -- addresses ------------------------------------------------------------------------
 

@@ -106,6 +106,7 @@ def test_split_and_unpacked_fields_read_as_protobuf_merges_them():
     )
 
 
+@pytest.mark.slow
 def test_a_mutated_reply_is_read_as_protobuf_reads_it_or_refused():
     rng = random.Random(3)
     bases = [_inference_reply(rng).SerializeToString() for _ in range(20)]

@@ -13,9 +13,29 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
-from twinaudit.protocol.errors import NotFoundError, ParameterError
-from twinaudit.verifier.escrow.store import ClaimBusyError
-from twinaudit.wire.transport import ERROR_DOMAIN, ErrorDetails, abort_with_error, error_details
+from twinaudit.protocol.errors import (
+    ClaimBusyError,
+    ClaimsChangedError,
+    InputError,
+    NotFoundError,
+    OracleError,
+    ParameterError,
+    RateLimitedError,
+    ReplayedRequestError,
+    RootAlreadyEscrowedError,
+    SignatureError,
+    StateError,
+    UnknownClaimError,
+    UnknownRecordError,
+    VersionError,
+)
+from twinaudit.wire.transport import (
+    ERROR_DOMAIN,
+    ErrorDetails,
+    abort_with_error,
+    error_details,
+    status_for,
+)
 
 Handler = Callable[[bytes, grpc.ServicerContext], bytes]
 
@@ -54,7 +74,7 @@ def _not_found(_: bytes, context: grpc.ServicerContext) -> bytes:
 
 
 def _busy(_: bytes, context: grpc.ServicerContext) -> bytes:
-    abort_with_error(context, ClaimBusyError("claim 3 is running"), grpc.StatusCode.ABORTED)
+    abort_with_error(context, ClaimBusyError("claim 3 is running"))  # ABORTED by its family
 
 
 HANDLERS: dict[str, Handler] = {
@@ -116,3 +136,28 @@ def test_the_domain_and_reason_spelling():
     assert ParameterError("x").rule is None
     with pytest.raises(ValueError, match="unknown refusal rule"):
         ParameterError("x").with_rule("no-such-rule")
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (InputError("x"), grpc.StatusCode.INVALID_ARGUMENT),
+        (SignatureError("x"), grpc.StatusCode.INVALID_ARGUMENT),
+        (VersionError("x"), grpc.StatusCode.FAILED_PRECONDITION),
+        (UnknownRecordError("x"), grpc.StatusCode.NOT_FOUND),
+        (UnknownClaimError("x"), grpc.StatusCode.NOT_FOUND),
+        (RateLimitedError("a", 1, 1.0, 1.0), grpc.StatusCode.RESOURCE_EXHAUSTED),
+        (StateError("x"), grpc.StatusCode.FAILED_PRECONDITION),
+        (RootAlreadyEscrowedError(b"\x00" * 32, 1), grpc.StatusCode.FAILED_PRECONDITION),
+        (ReplayedRequestError("x"), grpc.StatusCode.FAILED_PRECONDITION),
+        (ClaimBusyError("x"), grpc.StatusCode.ABORTED),
+        (ClaimsChangedError("x"), grpc.StatusCode.ABORTED),
+        (OracleError("unreachable", "x"), grpc.StatusCode.UNAVAILABLE),
+        (OracleError("deadline", "x"), grpc.StatusCode.DEADLINE_EXCEEDED),
+        (OracleError("invalid-answer", "x"), grpc.StatusCode.FAILED_PRECONDITION),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else "",
+)
+def test_each_family_has_its_status(error, status):
+    # Spec §2.2 and §10.2 step 8 (claim-busy is ABORTED: the same request may succeed later).
+    assert status_for(error) == status

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.errors import InputError
 
 from .estimate_config import CONTROL_SHARE, SHARE, STEPS, TEST, EstimateConfig, P
@@ -154,12 +155,7 @@ def _estimate(args: argparse.Namespace) -> int:
     print()
     print(render(result))
     if args.out is not None:
-        tmp = args.out.with_name(f".{args.out.name}.tmp")
-        try:
-            tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n")
-            tmp.replace(args.out)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomically(args.out, (json.dumps(result.to_json(), indent=2) + "\n").encode())
         print(f"\nwrote {args.out}", file=sys.stderr)
     return EXIT_OK
 

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.keys import load_public_key
 
@@ -76,8 +77,10 @@ def _openings(args: argparse.Namespace) -> int:
                 list(opening.proof),
             )
         )
-    with args.out.open("xb") as stream:
-        stream.write(encode_openings(vault.root, pairs))
+    try:
+        write_atomically(args.out, encode_openings(vault.root, pairs), exclusive=True)
+    except FileExistsError:
+        raise InputError(f"{args.out} appeared meanwhile: refusing to overwrite it") from None
     if args.json:
         print_json({"openings_file": str(args.out), "pairs": len(pairs)})
     else:

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
@@ -805,7 +806,7 @@ def _escrow(args: argparse.Namespace) -> int:
         escrowed.envelope, arbiter_key, escrowed.inclusion_proof, expected_owner=args.owner
     )
     if args.receipt is not None:
-        args.receipt.write_bytes(escrowed.envelope)
+        write_atomically(args.receipt, escrowed.envelope)
     if args.json:
         print_json(
             {

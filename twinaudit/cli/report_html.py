@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import html
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.claim.functions import SCORE_FUNCTIONS
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from twinaudit.protocol.claim.transcript import iter_records
@@ -710,21 +709,9 @@ def render_report(
 
 
 def write_report(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file beside it, then a rename.
+    """Write ``text`` to ``path`` atomically (:mod:`twinaudit.protocol.atomic_file`).
 
     The page is readable by everyone (0644): it is meant to be shared. On any failure
     the temporary file is removed and ``path`` is left as it was.
     """
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".partial", dir=path.parent
-    )
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text.encode("utf-8"))

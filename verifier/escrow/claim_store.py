@@ -29,7 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from twinaudit.protocol.errors import InputError, LimitExceededError, StateError
+from twinaudit.protocol.errors import (
+    ClaimBusyError,
+    ClaimsChangedError,
+    InputError,
+    LimitExceededError,
+    ReplayedRequestError,
+    StateError,
+    UnknownClaimError,
+    UnknownRecordError,
+)
 
 from .cursor import Cursor
 from .sql import SqlDatabase
@@ -38,17 +47,12 @@ from .store import (
     MAX_CLAIM_STATE_BYTES,
     MAX_TRANSCRIPT_BYTES,
     MAX_VERDICT_BYTES,
-    ClaimBusyError,
     ClaimLease,
     ClaimLoad,
-    ClaimsChangedError,
     ClaimStore,
     ClaimSummary,
-    ReplayedRequestError,
     StoredClaim,
     StoredVerdict,
-    UnknownClaimError,
-    UnknownRecordError,
     check_blob,
     check_claim_id,
     check_index,

@@ -49,7 +49,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from twinaudit.protocol import limits
 from twinaudit.protocol.checkpoint_note import arbiter_text, checkpoint_note_from_signature
-from twinaudit.protocol.errors import InputError, ParameterError, StateError, TwinauditError
+from twinaudit.protocol.errors import (
+    InputError,
+    ParameterError,
+    RootAlreadyEscrowedError,
+    StateError,
+    TwinauditError,
+    UnknownRecordError,
+)
 from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
@@ -77,10 +84,8 @@ from .log_tables import append_entries, find_roots, read_frontier, read_proof, r
 from .sql import SqlDatabase, utc_now
 from .store import (
     EscrowLog,
-    RootAlreadyEscrowedError,
     SignedCheckpoint,
     StoredEntry,
-    UnknownRecordError,
     check_index,
 )
 

@@ -23,25 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError
+from twinaudit.protocol.errors import ParameterError, RateLimitedError
 
 #: Buckets kept at most; beyond it the fullest (idlest) buckets are forgotten, which
 #: only ever grants a forgotten client a full bucket again.
 MAX_TRACKED: Final = 100_000
-
-
-class RateLimitedError(LimitExceededError):
-    """A client has used up its escrow commits for now (``limit-exceeded``, RESOURCE_EXHAUSTED)."""
-
-    def __init__(self, identity: str, limit: RateLimit, wait_s: float) -> None:
-        """Say who hit which limit and when it may commit again."""
-        InputError.__init__(
-            self,
-            f"escrow rate limit reached for {identity} ({limit.burst} at once, "
-            f"{limit.per_second:g}/s after that); retry in {wait_s:.1f} s",
-        )
-        self.what, self.size, self.limit = "escrow commits", limit.burst + 1, limit.burst
-        self.identity, self.wait_s = identity, wait_s
 
 
 @dataclass(frozen=True)
@@ -91,7 +77,12 @@ class CommitLimiter:
                 # Nothing stored: the refill counts from the last commit granted, so a
                 # client that retries often is not slowed by rounding the refill at
                 # every retry (ten additions of 0.1 fall short of 1).
-                raise RateLimitedError(identity, self.limit, (1.0 - tokens) / self.limit.per_second)
+                raise RateLimitedError(
+                    identity,
+                    self.limit.burst,
+                    self.limit.per_second,
+                    (1.0 - tokens) / self.limit.per_second,
+                )
             self._buckets[identity] = (tokens - 1.0, now)
             if len(self._buckets) > MAX_TRACKED:
                 self._forget_idle(now)

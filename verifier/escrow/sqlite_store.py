@@ -10,6 +10,7 @@ every record's secret ``rho``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import ClassVar, Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.errors import InputError, StateError
 from twinaudit.protocol.signer import Signer
 
@@ -102,13 +104,7 @@ class SqliteEscrowStore(SqlEscrowStore):
 
 def _create_private_file(path: Path) -> None:
     """Create ``path`` empty with mode 0600 if it does not exist, durably (dir fsync)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    if path.exists():
         return
-    os.close(fd)
-    dir_fd = os.open(path.parent if str(path.parent) else ".", os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    with contextlib.suppress(FileExistsError):  # another process created it meanwhile
+        write_atomically(path, b"", mode=0o600, exclusive=True)

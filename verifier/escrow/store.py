@@ -39,13 +39,7 @@ from typing import Final, Self
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from twinaudit.protocol.errors import (
-    InputError,
-    LimitExceededError,
-    NotFoundError,
-    ParameterError,
-    StateError,
-)
+from twinaudit.protocol.errors import InputError, LimitExceededError, ParameterError
 from twinaudit.protocol.escrow_messages import Checkpoint, EscrowRequest, LogEntry
 
 #: Status a claim gets from :meth:`EscrowStore.finish_claim`; no other call may set it.
@@ -68,68 +62,6 @@ MAX_LEASE_SECONDS: Final = 86_400.0
 
 _CLAIM_ID_RE: Final = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _STATUS_RE: Final = re.compile(r"\A[a-z][a-z0-9-]*\Z")
-
-
-class UnknownRecordError(NotFoundError):
-    """A log index or log size the store does not (yet) have; gRPC ``NOT_FOUND``."""
-
-
-class UnknownClaimError(NotFoundError):
-    """A claim id the store has never saved; gRPC ``NOT_FOUND``."""
-
-
-class RootAlreadyEscrowedError(StateError):
-    """The request's root is already in the log (spec §9.1); gRPC ``FAILED_PRECONDITION``.
-
-    ``index`` is the record that holds it. Its receipt and ``rho`` are never sent
-    again: the log is public, so anyone could send a root copied from it.
-    """
-
-    def __init__(self, root: bytes, index: int) -> None:
-        """Name the root and the record that already holds it."""
-        super().__init__(
-            f"root {root.hex()} is already escrowed as record {index}; a root is escrowed "
-            "once (spec 9.1): commit to the pairs with fresh salts to escrow them again"
-        )
-        self.root = root
-        self.index = index
-
-
-class ClaimBusyError(StateError):
-    """Another holder runs the claim under an unexpired lease; gRPC ``ABORTED``.
-
-    Raised when a claim is taken (:meth:`ClaimStore.acquire_claim`) while another
-    verifier process holds it, and when a write names a lease that was taken over (the
-    writer lost the claim and must stop). Nothing is changed; the claim can be taken
-    once its holder releases it or its lease expires (``retry_after_s``, 0 if unknown).
-    Its subclass :class:`ClaimsChangedError` refuses a claim start that raced another.
-    """
-
-    code = "claim-busy"
-
-    def __init__(self, message: str, retry_after_s: float = 0.0) -> None:
-        """Say why, and after how many seconds at most the lease lapses."""
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-class ClaimsChangedError(ClaimBusyError):
-    """A claim was filed on the record since the caller read its claims; gRPC ``ABORTED``.
-
-    Raised by :meth:`ClaimStore.create_claim` when the claims filed on the record are
-    no longer those the caller names (another run, in this process or another on the
-    database, filed one meanwhile). Nothing is created; the caller may read the
-    record's claims again and retry. Its code is ``claim-busy``, as another run's
-    claim is what got in the way.
-    """
-
-
-class ReplayedRequestError(StateError):
-    """A claim request nonce already used on the record (spec §10.7); gRPC ``FAILED_PRECONDITION``.
-
-    A signed claim request is good once: a copy of one, sent again by anyone, files
-    nothing.
-    """
 
 
 #: Per-owner limits (spec §10.7): how many claims a record may have open at once, and

@@ -39,7 +39,7 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from twinaudit.protocol.errors import OracleError
+from twinaudit.protocol.errors import OracleError, TransientError
 from twinaudit.wire.http_call import Deadline, http_call
 from twinaudit.wire.json_reply import Event, Numbers, events, expect, keys, load_small, skip
 from twinaudit.wire.oip.v2 import grpc_predict_v2_pb2 as pb
@@ -78,10 +78,6 @@ REST_ELEMENT_BYTES: Final = 24
 RETRY_PAUSE_S: Final = 0.1
 
 T = TypeVar("T")
-
-
-class TransientError(OracleError):
-    """The server could not answer this time; the request may be sent again."""
 
 
 def with_retries(call: Callable[[], T], retries: int, *, pause_s: float = RETRY_PAUSE_S) -> T:
