@@ -48,6 +48,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from bench.reply_cases import NATIVE, reply_cases
 from twinaudit.protocol import limits
 from twinaudit.protocol.claim.transcript import chain_head
+from twinaudit.protocol.claim.verdict import VERDICT_KIND, check_verdict
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.envelope import (
     MAX_ENVELOPE_JSON_BYTES,
@@ -71,7 +72,6 @@ from twinaudit.protocol.escrow_messages import (
 )
 from twinaudit.protocol.items import ImageItem, TextItem, decode_item, encode_item
 from twinaudit.protocol.keys import key_id
-from twinaudit.verifier.verdict import VERDICT_KIND, check_verdict
 
 #: The canonical decoder's inputs are about this long.
 SIZE = 2 * 2**20

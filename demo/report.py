@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from twinaudit.cli.verdict_plots import bound_trajectory, svg_plot, trajectory
-from twinaudit.verifier.verdict import Verdict
+from twinaudit.protocol.claim.verdict import Verdict
+from twinaudit.protocol.encoding import canonical
 
 
 @dataclass
@@ -37,14 +38,13 @@ class ClaimOutcome:
 def summary(outcome: ClaimOutcome) -> dict[str, object]:
     """Return the verdict's headline numbers (decision, pairs, Q/M, Q/N, queries, test)."""
     verdict = outcome.verdict
-    claim = verdict["claim"]
-    opened = len(verdict["opened"])
-    n_pairs = int(claim["record"]["n_pairs"])
-    final = verdict["final"]
-    draws, successes = int(final["draws"]), int(final["successes"])
+    claim = verdict.claim
+    opened = len(verdict.opened)
+    n_pairs = claim.n_pairs
+    draws, successes = verdict.final.draws, verdict.final.successes
     return {
         "decision": "DETECTED" if verdict.detected else "NOT-DETECTED",
-        "stop": verdict["stop"],
+        "stop": verdict.stop,
         "pairs_opened": opened,
         "published_pairs": n_pairs,
         "q_over_m": opened / outcome.training_set_size,
@@ -52,11 +52,11 @@ def summary(outcome: ClaimOutcome) -> dict[str, object]:
         "draws": draws,
         "successes": successes,
         "success_rate": successes / draws if draws else float("nan"),
-        "ties_skipped": str(verdict["indicators"]).count("s"),
-        "queries": int(verdict["queries"]),
-        "test": claim["test"]["name"],
-        "p": claim["test"]["params"]["p"],
-        "score": claim["score"],
+        "ties_skipped": verdict.indicators.count("s"),
+        "queries": verdict.queries,
+        "test": claim.test_name,
+        "p": verdict.p,
+        "score": canonical(claim.score.to_value()),
     }
 
 

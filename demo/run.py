@@ -37,8 +37,8 @@ from typing import IO, Final
 
 import numpy as np
 
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.keys import load_public_key
-from twinaudit.verifier.verdict import check_verdict
 
 from . import data as demo_data
 from .report import ClaimOutcome, summary_line, write_report

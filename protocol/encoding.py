@@ -86,6 +86,17 @@ def _normalise(obj: Any, depth: int) -> Any:
     raise EncodingError(f"type {type(obj).__name__} has no canonical encoding")
 
 
+def canonical(value: Any) -> Value:
+    """Return ``value`` as its canonical encoding decodes: maps' keys sorted, tuples as arrays.
+
+    What :func:`decode` gives back for ``encode(value)``, without encoding it: the form
+    in which a signed payload holds it (§3.2), e.g. to print a map a payload carries
+    with its keys in the payload's order. Raises :class:`EncodingError` like :func:`encode`.
+    """
+    normal: Value = _normalise(value, 0)
+    return normal
+
+
 def encode(value: Any) -> bytes:
     """Return the canonical encoding of ``value``.
 

@@ -35,7 +35,7 @@ from twinaudit.protocol.errors import (
 )
 from twinaudit.protocol.items import Item, decode_pair
 from twinaudit.protocol.merkle import verify_inclusion
-from twinaudit.protocol.oracles.base import Oracle, OracleInfo
+from twinaudit.protocol.oracles.base import Oracle
 from twinaudit.protocol.prg import bit_stream
 from twinaudit.protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
 from twinaudit.protocol.stats.base import Decision, SequentialTest, Step
@@ -674,7 +674,7 @@ def disclosed_pairs(snapshot: bytes, record: ClaimRecord, header: bytes = b"") -
     first = None
     if "format" in state:
         first = next(iter_records(header), None)
-    claim = ClaimMap.from_value(_claim_value(state, first), OracleInfo.from_value)
+    claim = ClaimMap.from_value(_claim_value(state, first))
     opened, windows = state.get("opened"), state.get("windows")
     count = len(opened) if isinstance(opened, list) else opened
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:

@@ -48,7 +48,7 @@ from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import InputError, OracleError, TwinauditError, VerificationError
 from twinaudit.protocol.items import Item, decode_pair
 from twinaudit.protocol.merkle import verify_inclusion
-from twinaudit.protocol.oracles.base import Oracle, OracleInfo
+from twinaudit.protocol.oracles.base import Oracle
 from twinaudit.verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start_held
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.windows import scorer_for
@@ -105,8 +105,8 @@ def reexecute(
     before it runs; a model that does not start is an ``InputError``.
     """
     replay(verdict, transcript)
-    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
-    info = OracleInfo.from_value(claim.oracle)
+    claim = verdict.claim
+    info = claim.oracle_info
     _check_function(claim)
     digest = file_sha256(model)
     if digest != info.model_digest:
@@ -120,7 +120,7 @@ def reexecute(
         model_format=options.model_format or info.model_format or None,
         arch=options.arch,
         trust_pickle=options.trust_pickle,
-        input_shape=tuple(info.input_shape) if info.input_shape else None,  # type: ignore[arg-type]
+        input_shape=_height_width_channels(info.input_shape),
         n_classes=info.n_classes or None,
         mean=options.mean,
         std=options.std,
@@ -144,8 +144,8 @@ def recompute_answers(
     Checks steps 3–5 of the module docstring (not the file's digest: :func:`reexecute`
     does). ``verdict`` and ``transcript`` must have replayed.
     """
-    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
-    recorded = OracleInfo.from_value(claim.oracle)
+    claim = verdict.claim
+    recorded = claim.oracle_info
     _check_function(claim)
     here = oracle.info
     for name in _SAME_FIELDS:
@@ -207,14 +207,14 @@ def rebuilt_windows(
         VerificationError: an opening, a digest or a rebuilt field differs.
 
     """
-    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
+    claim = verdict.claim
     root, opened = decode_openings(openings)
     if root != claim.record_root:
         raise _fail("the openings are not under the verdict's escrowed root")
     records = list(iter_records(transcript))[1:]
     kind = score_function(claim.score.function).item_kind
     scorer = scorer_for(claim.score, claim.fit_shape)
-    seed: bytes = verdict["audit_seed"]
+    seed = verdict.audit_seed
     for number, window in _windows(records):
         indices = [_int(record["index"]) for record in window]
         items = [
@@ -246,13 +246,25 @@ def check_openings(verdict: Verdict, transcript: bytes, openings: bytes) -> int:
     return sum(len(window.records) for window in rebuilt_windows(verdict, transcript, openings))
 
 
+def _height_width_channels(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """Return a recorded ``input_shape`` as (H, W, C), None where none was reported.
+
+    The claim map's Describe map was checked when the verdict was parsed: a shape it
+    reports is (H, W, C) (spec §10.1).
+    """
+    if not shape:
+        return None
+    height, width, channels = shape
+    return height, width, channels
+
+
 def _check_function(claim: ClaimMap) -> None:
     function = claim.score.function
     if function not in REEXECUTED_FUNCTIONS:
         raise InputError(
             f"reexecute runs image classifiers and encoders, not a {function} score's model"
         )
-    info = OracleInfo.from_value(claim.oracle)
+    info = claim.oracle_info
     if "classify" in info.capabilities and info.classify_output != "probabilities":
         raise InputError("reexecute runs classifiers that answer probabilities, not labels")
 

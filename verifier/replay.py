@@ -22,7 +22,7 @@ from twinaudit.protocol.claim.transcript import (
     check_pair_record,
     iter_records,
 )
-from twinaudit.protocol.claim.verdict import Verdict, final_state, stop_reason
+from twinaudit.protocol.claim.verdict import FinalState, Verdict, stop_reason
 from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import InputError, OracleError, ParameterError, VerificationError
 from twinaudit.protocol.oracles.base import OracleInfo
@@ -35,7 +35,7 @@ class ReplayResult:
     """What the replay recomputed; equal to the verdict's fields when it succeeds."""
 
     indicators: str
-    final: dict[str, Value]
+    final: FinalState
     decision: str
     pairs: int
 
@@ -55,15 +55,16 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     recorded answers, and the outcome from the scores (and the tie coin); (5) the test
     fed these outcomes ends in the verdict's final state and decision; (6) the stop
     reason and the query count are the ones those pairs and that test give.
+    The verdict's claim map was checked once, when the verdict was parsed.
     """
     head, count = chain_head(transcript)
-    if head != verdict["transcript"]["hash"] or count != verdict["transcript"]["records"]:
+    if head != verdict.transcript.hash or count != verdict.transcript.records:
         raise _fail("the transcript's hash chain is not the one the verdict signs")
     records = list(iter_records(transcript))
     if not records:
         raise _fail("the transcript has no header record")
     header, pairs = records[0], records[1:]
-    claim = ClaimMap.from_value(verdict["claim"], OracleInfo.from_value)
+    claim = verdict.claim
     if (
         set(header) != HEADER_KEYS
         or header["type"] != "header"
@@ -71,8 +72,8 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         or encode(header["claim"]) != encode(claim.to_value())
     ):
         raise _fail("the transcript header does not carry the verdict's claim")
-    seed: bytes = verdict["audit_seed"]
-    opened = [int(i) for i in verdict["opened"]]
+    seed = verdict.audit_seed
+    opened = list(verdict.opened)
     # The order of §5.3 without the pairs the claim map excludes (§10.2 step 2).
     order = claim.order(seed)
     if [next(order, None) for _ in opened] != opened:
@@ -86,25 +87,25 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     if [p.get("window") for p in pairs] != _windows(claim, len(pairs)):
         raise _fail("the transcript's windows do not follow the claim's window schedule")
     scorer = scorer_for(claim.score, claim.fit_shape)
-    info = OracleInfo.from_value(claim.oracle)
+    info = claim.oracle_info
     test = claim.make_test()
     indicators = ""
     last = test.initial_step()
     for record in pairs:
-        char = _replay_pair(record, seed, scorer, info, claim)
+        pair = _replay_pair(record, seed, scorer, info, claim)
         fed = test.decision is Decision.CONTINUE
-        if record.get("outcome") != (char if fed else ""):
-            raise _fail(f"pair {record['index']!r}: recorded outcome disagrees with the scores")
+        if record.get("outcome") != (pair.char if fed else ""):
+            raise _fail(f"pair {pair.index!r}: recorded outcome disagrees with the scores")
         if fed:
-            indicators += char
-            step = feed(test, char, record["scores"], record["published"], claim.score.tie_margin)  # type: ignore[arg-type]
+            indicators += pair.char
+            step = feed(test, pair.char, pair.scores, pair.published, claim.score.tie_margin)
             if step is not None:
                 last = step
-    final = final_state(last)
+    final = FinalState.from_step(last)
     decision = "detected" if test.decision is Decision.DETECTED else "not-detected"
-    if indicators != verdict["indicators"]:
+    if indicators != verdict.indicators:
         raise _fail("the indicator string differs from the verdict's")
-    if not _same_final(final, verdict["final"]) or decision != verdict["decision"]:
+    if not _same_final(final, verdict.final) or decision != verdict.decision:
         raise _fail("the test's final state or decision differs from the verdict's")
     stop = stop_reason(
         test.decision is Decision.DETECTED,
@@ -112,9 +113,9 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         len(pairs),
         claim.population,
     )
-    if verdict["stop"] != stop:
+    if verdict.stop != stop:
         raise _fail("the verdict's stop reason is not the one its pairs and test give")
-    if verdict["queries"] != claim.queries_per_pair * len(pairs):
+    if verdict.queries != claim.queries_per_pair * len(pairs):
         raise _fail("the verdict's query count is not its opened pairs' (spec §12)")
     return ReplayResult(indicators, final, decision, len(pairs))
 
@@ -127,7 +128,7 @@ def _windows(claim: ClaimMap, count: int) -> list[int]:
         raise _fail(f"the claim's window schedule does not fit the transcript: {exc}") from exc
 
 
-def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
+def _same_final(replayed: FinalState, recorded: FinalState) -> bool:
     """Compare final states: counts, interval and grades exactly, the log statistic loosely.
 
     The log e-value is informative only (the decision is made exactly, spec §7.3); it
@@ -135,16 +136,22 @@ def _same_final(replayed: dict[str, Value], recorded: dict[str, Value]) -> bool:
     (:func:`~twinaudit.protocol.stats.base.log_statistics_agree`), not bit for bit.
     """
     exact = ("draws", "successes", "interval", "grades")
-    if encode([replayed.get(k) for k in exact]) != encode([recorded.get(k) for k in exact]):
+    if [getattr(replayed, k) for k in exact] != [getattr(recorded, k) for k in exact]:
         return False
-    mine, theirs = replayed["log_statistic"], recorded.get("log_statistic")
+    mine, theirs = replayed.log_statistic, recorded.log_statistic
     if mine is None or theirs is None:
         return mine is theirs
-    if not isinstance(mine, float) or not isinstance(theirs, float):
-        return False
-    draws = replayed["draws"]
-    assert isinstance(draws, int)
-    return log_statistics_agree(mine, theirs, draws)
+    return log_statistics_agree(mine, theirs, replayed.draws)
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplayedPair:
+    """One pair's index, published version, recomputed scores and outcome character."""
+
+    index: int
+    published: int
+    scores: list[float]
+    char: str
 
 
 def _replay_pair(
@@ -153,8 +160,8 @@ def _replay_pair(
     scorer: AnyWindowScorer,
     info: OracleInfo,
     claim: ClaimMap,
-) -> str:
-    """Recompute one pair's scores from its record and return its outcome character."""
+) -> _ReplayedPair:
+    """Recompute one pair's scores from its record and return them with its outcome."""
     index, published, recorded = record["index"], record["published"], record["scores"]
     # check_pair_record has checked the types.
     assert isinstance(index, int)
@@ -166,7 +173,7 @@ def _replay_pair(
         raise _fail(f"pair {index!r}: the recorded answers do not replay: {exc}") from None
     if encode(scores) != encode(recorded):
         raise _fail(f"pair {index}: recorded scores differ from the recomputed ones")
-    return outcome(
+    char = outcome(
         scores,
         published,
         margin=claim.score.tie_margin,
@@ -174,3 +181,4 @@ def _replay_pair(
         seed=seed,
         index=index,
     )
+    return _ReplayedPair(index, published, scores, char)

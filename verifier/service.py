@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
 from twinaudit.protocol.claim.restart import restart_refusal
+from twinaudit.protocol.claim.verdict import VERDICT_KIND
 from twinaudit.protocol.commitment import PairOpening
 from twinaudit.protocol.encoding import Value, decode, encode
 from twinaudit.protocol.envelope import Envelope
@@ -88,7 +89,6 @@ from .claim import (
 )
 from .claim_slots import DEFAULT_MAX_CLAIMS, ClaimSlots
 from .signing import as_signer
-from .verdict import VERDICT_KIND
 
 #: Name of this service for the health service.
 SERVICE_NAME = "twinaudit.verifier.v1.Verifier"

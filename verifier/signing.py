@@ -15,7 +15,7 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from twinaudit.protocol.claim.verdict import VERDICT_KIND
+from twinaudit.protocol.claim.verdict import VERDICT_KIND, parse_verdict
 from twinaudit.protocol.encoding import decode
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.escrow_messages import (
@@ -26,8 +26,6 @@ from twinaudit.protocol.escrow_messages import (
 )
 from twinaudit.protocol.limits import MAX_ENVELOPE_PAYLOAD_BYTES
 from twinaudit.protocol.signer import KeySigner, Signer
-
-from .verdict import parse_verdict
 
 #: The kinds of payload an arbiter signs (spec §9.3, §9.4, §11).
 SIGNED_KINDS: Final = (RECEIPT_KIND, CHECKPOINT_KIND, VERDICT_KIND)
@@ -44,7 +42,7 @@ def check_signable(payload: bytes, kind: str, key_id: str) -> None:
     elif kind == CHECKPOINT_KIND:
         arbiter = decode_checkpoint(payload).arbiter
     else:
-        arbiter = parse_verdict(decode(payload))["arbiter"]
+        arbiter = parse_verdict(decode(payload)).arbiter
     if arbiter != key_id:
         raise InputError(f"a {kind} payload names arbiter {arbiter!r}, not this signer's key")
 

@@ -18,7 +18,8 @@ spec section       module
 §10.3, §10.4       :mod:`.scores.perturbations` — the perturbation families' names
 §10.4              :mod:`.scores.encoder`
 §10.5, §10.6       :mod:`.scores.function_only`
-§11                :mod:`.verdict` — the verdict payload, built and checked
+§11                :mod:`.verdict` — the verdict payload, built, and checked once into a
+                   typed, immutable :class:`~.verdict.Verdict`
 §12                :mod:`.transcript` — transcript records and their hash chain
 =================  ===========================================================
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from twinaudit.protocol import limits
 from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import InputError, OracleError, ParameterError
+from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.protocol.stats.base import SequentialTest, TiePolicy
 from twinaudit.protocol.stats.registry import make_test
 
@@ -28,7 +30,6 @@ from .functions import AnyScoreSpec, score_spec_from_value
 from .order import check_excluded, claim_order
 from .params import MAX_NAME_BYTES
 from .schedule import MAX_WINDOW, WindowSchedule
-from .scores.oracle_view import DescribeParser
 
 #: Keys of the claim map and of its three sub-maps (spec §10.1).
 CLAIM_KEYS = frozenset(
@@ -87,6 +88,11 @@ class ClaimMap:
     #: The rule that fits every image query to the Describe map's ``input_shape``
     #: (``"area"``), or ``""``: queries at the items' own shapes (§10.2 step 5).
     input_fit: str = ""
+
+    @cached_property
+    def oracle_info(self) -> OracleInfo:
+        """The oracle's Describe map, parsed (spec §10.1; :meth:`from_value` checked it)."""
+        return OracleInfo.from_value(self.oracle)
 
     @property
     def fit_shape(self) -> tuple[int, int, int] | None:
@@ -159,16 +165,17 @@ class ClaimMap:
         return value
 
     @classmethod
-    def from_value(cls, value: Value, describe: DescribeParser) -> ClaimMap:
+    def from_value(cls, value: Value) -> ClaimMap:
         """Check a claim map against spec §10.1 and return it; raise ``InputError`` otherwise.
 
         Checked: exact key sets (claim, ``record``, ``model``, ``test``); ``record.index``
         ≥ 0, ``record.root`` and ``claim_nonce`` 32 bytes, ``record.n_pairs`` in
         1..MAX_PAIRS; ``model.endpoint`` and ``model.name`` text, ``model.oracle`` a
-        valid Describe map (``describe`` parses it), whose ``model_digest`` is the hex
-        a ``held:sha256:<hex>`` endpoint names (an arbiter-held model); the score map valid for its
-        function with a resolved knowledge condition, served by that oracle; the test
-        registered, its ``params`` exactly those the test takes for ``n_pairs`` (§7);
+        valid Describe map (:meth:`~twinaudit.protocol.oracles.base.OracleInfo.from_value`
+        parses it), whose ``model_digest`` is the hex a ``held:sha256:<hex>`` endpoint
+        names (an arbiter-held model); the score map valid for its function with a
+        resolved knowledge condition, served by that oracle; the test registered, its
+        ``params`` exactly those the test takes for ``n_pairs`` (§7);
         ``tie_rule`` ``coin`` or ``skip``; ``max_pairs`` and ``query_budget`` ≥ 0;
         ``window`` in 1..256 and ``window_max`` in ``window``..256; ``excluded``, where
         present, strictly increasing pair indices that leave at least one pair, the
@@ -188,7 +195,7 @@ class ClaimMap:
         endpoint = _text(model["endpoint"], "claim.model.endpoint")
         name = _text(model["name"], "claim.model.name")
         try:
-            info = describe(model["oracle"])
+            info = OracleInfo.from_value(model["oracle"])
             score = score_spec_from_value(claim["score"])
             score.check_oracle(info)
         except (OracleError, ParameterError) as exc:
@@ -222,7 +229,7 @@ class ClaimMap:
         window = _int(claim["window"], "claim.window", 1, MAX_WINDOW)
         window_max = _int(claim["window_max"], "claim.window_max", window, MAX_WINDOW)
         nonce = _hash(claim["claim_nonce"], "claim.claim_nonce")
-        return cls(
+        claim_map = cls(
             record_index=index,
             record_root=root,
             n_pairs=n_pairs,
@@ -241,6 +248,9 @@ class ClaimMap:
             excluded=excluded,
             input_fit=input_fit,
         )
+        # The Describe map parsed above is the claim's oracle_info: cached, never parsed again.
+        vars(claim_map)["oracle_info"] = info
+        return claim_map
 
 
 def check_input_fit(rule: object, oracle: object, item_kind: str) -> str:

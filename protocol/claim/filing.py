@@ -48,7 +48,6 @@ from twinaudit.protocol.versioning import require_supported
 from .claim_map import ClaimMap
 from .functions import resolve_score, score_request_from_fields
 from .schedule import DEFAULT_WINDOW, default_window_max
-from .scores.oracle_view import DescribeParser
 
 #: Message kind (spec §8.1) of a signed claim request.
 CLAIM_REQUEST_KIND: Final = "claim-request"
@@ -387,7 +386,7 @@ def parse_filing(value: Value) -> Filing:
     )
 
 
-def check_filing(filing: Filing, claim: ClaimMap, arbiter: str, describe: DescribeParser) -> None:
+def check_filing(filing: Filing, claim: ClaimMap, arbiter: str) -> None:
     """Check that ``filing`` asked for exactly the claim a verdict records (spec §11 step 7).
 
     The signature verifies under ``filing.claim_key``; the request names the verdict's
@@ -455,7 +454,7 @@ def check_filing(filing: Filing, claim: ClaimMap, arbiter: str, describe: Descri
             str(score["statistic"]),
             margin=_checked_float(score["margin"]),
         )
-        resolved = resolve_score(asked_score, describe(claim.oracle))
+        resolved = resolve_score(asked_score, claim.oracle_info)
     except (ParameterError, InputError, OracleError) as exc:
         raise VerificationError(f"the filing request's score is not a valid one: {exc}") from None
     if encode(resolved.to_value()) != encode(claim.score.to_value()):

@@ -3,6 +3,8 @@ oracle answers probabilities, ``noise`` copies where it answers labels only."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.support.claims import make_pairset, run_session, signed_verdict
@@ -10,7 +12,7 @@ from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
 from twinaudit.cli.results import label_only_follow_up
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
-from twinaudit.verifier.verdict import check_verdict
+from twinaudit.protocol.claim.verdict import check_verdict
 
 # Salts, rho and claim nonce fixed, so that every claim here is the same on every run:
 # the untrained oracle's claims end NOT-DETECTED with them (with fresh salts a claim
@@ -31,7 +33,7 @@ def _verdict(knowledge: str, *, label_only: bool = False, family: str | None = N
 @pytest.mark.parametrize("knowledge", ["C3", "C4"])
 def test_a_label_claim_that_found_nothing_on_probabilities_names_the_c2_claim(knowledge):
     verdict = _verdict(knowledge)
-    assert verdict["decision"] == "not-detected"
+    assert verdict.decision == "not-detected"
     note = label_only_follow_up(verdict)
     assert note is not None and note.startswith(f"{knowledge} counts only pairs")
     assert "--knowledge C2 --perturbation dither" in note and "weighed at 2p" in note
@@ -41,7 +43,7 @@ def test_a_label_claim_that_found_nothing_on_probabilities_names_the_c2_claim(kn
 @pytest.mark.parametrize("knowledge", ["C3", "C4"])
 def test_a_label_claim_that_found_nothing_on_labels_only_names_the_noise_claim(knowledge):
     verdict = _verdict(knowledge, label_only=True)
-    assert verdict["decision"] == "not-detected"
+    assert verdict.decision == "not-detected"
     note = label_only_follow_up(verdict)
     assert note is not None and note.startswith(f"{knowledge} counts only pairs")
     assert f"--knowledge {knowledge} --perturbation noise --k 32" in note
@@ -55,27 +57,18 @@ def test_a_label_claim_that_found_nothing_on_labels_only_names_the_noise_claim(k
 )
 def test_no_note_where_nothing_else_helps_or_was_not_the_gap(knowledge, label_only, family):
     verdict = _verdict(knowledge, label_only=label_only, family=family)
-    assert verdict["decision"] == "not-detected"
+    assert verdict.decision == "not-detected"
     assert label_only_follow_up(verdict) is None
 
 
 def test_a_noise_claim_on_probabilities_still_names_c2():
     verdict = _verdict("C4", family="noise")
-    assert verdict["decision"] == "not-detected"
+    assert verdict.decision == "not-detected"
     assert "--knowledge C2 --perturbation dither" in str(label_only_follow_up(verdict))
-
-
-class _Changed:
-    """A verdict read through with some top-level fields changed."""
-
-    def __init__(self, verdict, **changes):
-        self._verdict, self._changes = verdict, changes
-
-    def __getitem__(self, key):
-        return self._changes[key] if key in self._changes else self._verdict[key]
 
 
 def test_no_note_after_a_detection_and_the_bound_counts_earlier_claims():
     verdict = _verdict("C3")
-    assert label_only_follow_up(_Changed(verdict, decision="detected")) is None
-    assert "weighed at 4p" in str(label_only_follow_up(_Changed(verdict, earlier_claims=2)))
+    detected = replace(verdict, decision="detected", stop="detected")
+    assert label_only_follow_up(detected) is None
+    assert "weighed at 4p" in str(label_only_follow_up(replace(verdict, earlier_claims=2)))

@@ -32,10 +32,10 @@ from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.cli.main import main
 from twinaudit.owner.claim_client import ScoreChoice, choose_score
 from twinaudit.owner.text.publication import read_published_texts
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import InputError, ParameterError
 from twinaudit.protocol.items import CaptionedImageItem, ImageItem
 from twinaudit.protocol.keys import load_public_key
-from twinaudit.verifier.verdict import check_verdict
 
 #: More synonyms than the shared fixture's, so that most of the sentences can be marked.
 MORE_ENTRIES = {
@@ -193,7 +193,7 @@ def _serve_oracle(kind: str, weights: Path, arch: str, tokenizer: str) -> tuple[
 def _score(out: Path, pub: Path) -> object:
     """Return the score map of the signed verdict in ``out``."""
     verdict = check_verdict((out / "verdict.json").read_bytes(), load_public_key(pub))
-    return verdict["claim"]["score"]
+    return verdict.claim.score.to_value()
 
 
 @pytest.mark.slow

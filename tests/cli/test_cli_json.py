@@ -28,6 +28,7 @@ from tests.support.keys import KEY
 from twinaudit.cli.main import main
 from twinaudit.cli.results import EXIT_NOT_DETECTED
 from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.oracles.base import (
     ClassifierOracle,
     ClassifyAnswer,
@@ -35,7 +36,6 @@ from twinaudit.protocol.oracles.base import (
     check_images,
 )
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
-from twinaudit.verifier.verdict import check_verdict
 
 N_IMAGES = 44
 
@@ -164,8 +164,8 @@ def test_claim_json_and_exit_code_tell_detected_from_not_detected(escrowed, caps
     assert used["decision"] == "detected" and used["detected"] is True
     assert used["stop"] == "detected" and "pairs" in err  # progress lines on stderr
     verdict = check_verdict(Path(used["verdict_file"]).read_bytes(), KEY.public_key())
-    assert used["claim_id"] == verdict["claim_id"] and used["draws"] == verdict["final"]["draws"]
-    assert used["pairs_opened"] == len(verdict["opened"]) and used["record"] == 0
+    assert used["claim_id"] == verdict.claim_id and used["draws"] == verdict.final.draws
+    assert used["pairs_opened"] == len(verdict.opened) and used["record"] == 0
     assert used["score"]["knowledge"] == "C1" and used["test"] == "mixture-graded"
     assert Path(used["transcript_file"]).is_file()
 

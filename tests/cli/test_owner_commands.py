@@ -36,6 +36,7 @@ from twinaudit.owner.vault import (
     write_vault,
 )
 from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import (
     InputError,
     ParameterError,
@@ -45,7 +46,6 @@ from twinaudit.protocol.errors import (
 )
 from twinaudit.protocol.keys import public_key_pem
 from twinaudit.protocol.seeds import publication_bits
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.transport import make_channel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -474,12 +474,12 @@ def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supp
     assert code == 0, out
     assert f"knowledge {condition} (asked: {word})" in out
     verdict = check_verdict((tmp_path / "verdict" / "verdict.json").read_bytes(), KEY.public_key())
-    score = verdict["claim"]["score"]
-    assert score["knowledge"] == condition
+    score = verdict.claim.score
+    assert score.knowledge == condition
     # With labels one dither copy a version; without them C4, with the copies it needs.
     family = ("dither", 1) if with_labels else ("pad-shift-flip-dither", 32)
-    assert (score["perturbation"], score["k"]) == family
-    assert verdict["earlier_claims"] == 0
+    assert (score.perturbation, score.k) == family
+    assert verdict.earlier_claims == 0
 
 
 def test_unlabelled_with_one_copy_is_refused_before_the_arbiter(photos, tmp_path, arbiter, capsys):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ from tests.support.keys import KEY
 from twinaudit.cli import report_html
 from twinaudit.cli.main import main
 from twinaudit.cli.report_html import Checked, render_report, write_report
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.verdict import Verdict, check_verdict
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.keys import key_id, public_key_from_raw, public_key_pem
-from twinaudit.verifier.verdict import check_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = json.loads((ROOT / "spec" / "vectors" / "verdicts.json").read_text(encoding="utf-8"))
@@ -43,7 +45,7 @@ def _vector_claim(test: str, decision: str) -> tuple[bytes, bytes]:
         if case["valid"] and case["kind"] == "claim":
             envelope = case["input"]["envelope"].encode()
             verdict = check_verdict(envelope, VECTOR_KEY)
-            if verdict["claim"]["test"]["name"] == test and verdict["decision"] == decision:
+            if verdict.claim.test_name == test and verdict.decision == decision:
                 return envelope, bytes.fromhex(case["input"]["transcript"])
     raise LookupError(f"no {test} {decision} claim in the vectors")
 
@@ -154,16 +156,16 @@ def test_replay_report_of_a_detection_says_what_it_establishes(detected, tmp_pat
     assert "first claim on this record" in text  # earlier_claims 0: the bound stays p
     assert "It was replayed from its transcript" in text
     assert "could have answered with another model" in text
-    assert verdict["claim"]["model"]["name"] in text
-    assert f"record {verdict['claim']['record']['index']} of the arbiter" in text
-    assert verdict["claim"]["record"]["root"].hex() in text
+    assert verdict.claim.model_name in text
+    assert f"record {verdict.claim.record_index} of the arbiter" in text
+    assert verdict.claim.record_root.hex() in text
     # Both plots of the mixture test, as inline SVG.
     assert page.count("<svg") == 2
     assert "Confidence sequence" in text and "log e-value" in text
     assert "detected at pair" in text
     # The transcript's table: one row per opened pair, with the published version's score.
     rows = re.findall(r"<tbody>(.*)</tbody>", page, re.S)[0].count("<tr>")
-    assert rows == len(verdict["opened"])
+    assert rows == len(verdict.opened)
     assert "score published" in text
     assert "version 0" in text or "version 1" in text
 
@@ -182,7 +184,7 @@ def test_check_report_shows_what_the_verdict_holds(paper, tmp_path, capsys):
     assert "It was not replayed" in text
     assert "PPRM confidence sequence" in text and page.count("<svg") == 1
     assert "<polygon" in page  # the confidence sequence's band
-    assert f"threshold T = {verdict['claim']['test']['params']['threshold']}" in text
+    assert f"threshold T = {verdict.claim.test_params['threshold']}" in text
     assert "score published" not in text  # no transcript: the verdict's own table
     assert "tie; the tie coin counted it" in text  # coin ties, in words
 
@@ -207,7 +209,7 @@ def test_earlier_claims_scale_the_bound():
     payload.update(arbiter=key_id(key.public_key()), earlier_claims=3)
     signed = sign_envelope(encode(payload), payload_type("verdict"), key).to_json()
     verdict = check_verdict(signed, key.public_key())
-    page = render_report(verdict, Checked(verdict["arbiter"], False, "v.json", "00"))
+    page = render_report(verdict, Checked(verdict.arbiter, False, "v.json", "00"))
     assert "3 earlier claims" in page and "(earlier claims + 1) × p = 0.2" in page
 
 
@@ -225,7 +227,7 @@ def test_a_claim_whose_pairs_all_tied_says_so():
     )
     signed = sign_envelope(encode(payload), payload_type("verdict"), key).to_json()
     verdict = check_verdict(signed, key.public_key())
-    text = _text(render_report(verdict, Checked(verdict["arbiter"], False, "v.json", "00")))
+    text = _text(render_report(verdict, Checked(verdict.arbiter, False, "v.json", "00")))
     assert f"the {len(payload['opened'])} pairs opened all tied" in text
     assert "no pair was fed to the test" in text and "NOT DETECTED" in text
 
@@ -271,11 +273,17 @@ def test_a_host_that_answers_both_versions_alike_is_remarked(tmp_path, capsys):
 
 def test_label_only_scores_tie_without_a_remark():
     """C3 compares labels: equal labels are the rule, so identical scores say nothing."""
-    verdict: Any = {"claim": {"score": {"function": "image-classifier", "knowledge": "C3"}}}
+    checked = check_verdict(_vector_claim("mixture-e", "detected")[0], VECTOR_KEY)
+
+    def scored(knowledge: str) -> Verdict:
+        score = ScoreSpec(k=1, perturbation="none", knowledge=knowledge)
+        return replace(checked, claim=replace(checked.claim, score=score))
+
+    verdict = scored("C3")
     alike = [report_html.OpenedPair(i, "s", 0, 1, (1.0, 1.0)) for i in range(10)]
     assert report_html.identical_answers(alike) == (10, 10)
     assert report_html.identical_answers_note(verdict, alike) is None
-    verdict["claim"]["score"]["knowledge"] = "C1"
+    verdict = scored("C1")
     assert report_html.identical_answers_note(verdict, alike) is not None
     # Under a tenth of the pairs alike: no remark.
     mixed = alike[:1] + [report_html.OpenedPair(i, "1", 0, 1, (0.2, 0.9)) for i in range(10)]

@@ -21,10 +21,10 @@ from twinaudit.cli.main import main
 from twinaudit.cli.report_html import Checked, render_report
 from twinaudit.cli.report_labels import label_words, top_label
 from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
 from twinaudit.protocol.keys import key_id, public_key_from_raw, public_key_pem
-from twinaudit.verifier.verdict import check_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = json.loads((ROOT / "spec" / "vectors" / "verdicts.json").read_text(encoding="utf-8"))
@@ -138,7 +138,7 @@ def test_the_plot_counts_pairs_as_opened(tmp_path):
     payload.update(arbiter=key_id(KEY.public_key()), opened=[*payload["opened"], *unopened[:2]])
     signed = sign_envelope(encode(payload), payload_type("verdict"), KEY).to_json()
     verdict = check_verdict(signed, KEY.public_key())
-    text = _text(render_report(verdict, Checked(verdict["arbiter"], False, "v.json", "00")))
+    text = _text(render_report(verdict, Checked(verdict.arbiter, False, "v.json", "00")))
     assert "detected at pair 6" in text and "detected after" not in text
     assert (
         "The axis ends at pair 6, where the test decided; the other 2 of the 8 pairs opened "

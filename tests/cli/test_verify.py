@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from twinaudit.cli.main import main
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.keys import public_key_from_raw, public_key_pem, write_keypair
-from twinaudit.verifier.verdict import check_verdict
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "verdicts.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
@@ -84,7 +84,7 @@ def test_the_text_says_verified_or_valid_on_its_first_line(tmp_path, capsys):
     files = _files(FIRST_CLAIM, tmp_path)
     assert main(_verify(files)) == 0
     out = capsys.readouterr().out.splitlines()
-    claim_id = check_verdict(files["verdict"].read_bytes(), KEY)["claim_id"]
+    claim_id = check_verdict(files["verdict"].read_bytes(), KEY).claim_id
     assert out[0].startswith(f"VERIFIED verdict {claim_id}: NOT-DETECTED (stop: exhausted; ")
     assert out[0].endswith("signature checked, replay identical")
     assert any(line.startswith("  REPLAYED 24 pairs: ") for line in out)

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,12 @@ from demo.report import ClaimOutcome
 from demo.run import QUICK, problems_of, run_demo, with_overrides
 from tests.support.chromium import CHROMIUM, png_size, screenshot
 from twinaudit.cli.verdict_plots import mixture_lower_bounds, svg_plot, trajectory
+from twinaudit.protocol.claim.verdict import FinalState, Verdict, check_verdict
+from twinaudit.protocol.keys import public_key_from_raw
 from twinaudit.protocol.stats.mixture import log_e_value
 from twinaudit.protocol.stats.paper_test import PaperTest
 from twinaudit.protocol.stats.registry import make_test
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN = Path("/usr/share/datasets/fashion-mnist")
@@ -141,13 +143,21 @@ def test_split_is_disjoint_and_sized(tmp_path):
     assert owner_labels == [int(labels[i]) for i in sorted(ids[0])]
 
 
+def _a_checked_verdict() -> Verdict:
+    """The first valid verdict of spec/vectors/verdicts.json, checked with its key."""
+    doc = json.loads((ROOT / "spec" / "vectors" / "verdicts.json").read_text(encoding="utf-8"))
+    key = public_key_from_raw(bytes.fromhex(doc["description"].split("public key ")[1][:64]))
+    case = next(c for c in doc["cases"] if c["valid"])
+    return check_verdict(case["input"]["envelope"].encode(), key)
+
+
 def _verdict(test: str, indicators: str, n_pairs: int = 50, p: float = 0.05) -> Verdict:
-    """A verdict payload carrying what the report reads, its final state computed directly.
+    """A checked verdict changed to carry ``test`` and ``indicators``, its final state computed.
 
     The indicator string is cut where the test decides, as a real verdict's is.
     """
-    params = make_test(test, n_pairs, p).parameters()
     reference = make_test(test, n_pairs, p)
+    params = reference.parameters()
     for position, char in enumerate(indicators):
         if reference.decision.value != "continue":
             indicators = indicators[:position]
@@ -157,23 +167,16 @@ def _verdict(test: str, indicators: str, n_pairs: int = 50, p: float = 0.05) -> 
     bits = [c in "1h" for c in indicators if c != "s"]
     draws, successes = len(bits), sum(bits)
     if test == "mixture-e":
-        final = {"draws": draws, "successes": successes, "interval": None}
-        final["log_statistic"] = log_e_value(draws, successes)
+        final = FinalState(draws, successes, None, log_e_value(draws, successes))
     else:
         from twinaudit.protocol.stats.pprm import pprm_interval
 
-        lo, hi = pprm_interval(n_pairs, draws, successes, params["alpha"])
-        final = {"draws": draws, "successes": successes, "interval": [lo, hi]}
-        final["log_statistic"] = None
+        interval = pprm_interval(n_pairs, draws, successes, params["alpha"])
+        final = FinalState(draws, successes, interval, None)
     decision = "detected" if reference.decision.value == "detected" else "not-detected"
-    return Verdict(
-        {
-            "claim": {"record": {"n_pairs": n_pairs}, "test": {"name": test, "params": params}},
-            "indicators": indicators,
-            "final": final,
-            "decision": decision,
-        }
-    )
+    verdict = _a_checked_verdict()
+    claim = replace(verdict.claim, n_pairs=n_pairs, test_name=test, test_params=params, excluded=())
+    return replace(verdict, claim=claim, indicators=indicators, final=final, decision=decision)
 
 
 def test_mixture_trajectory_ends_in_the_verdicts_final_state():
@@ -198,13 +201,11 @@ def test_pprm_trajectory_is_the_lower_bound_against_t():
 
 def test_a_trajectory_that_disagrees_with_the_verdict_is_refused():
     verdict = _verdict("mixture-e", "1111011")
-    verdict.value["final"]["successes"] -= 1
+    final = replace(verdict.final, successes=verdict.final.successes - 1)
     with pytest.raises(ValueError, match="successes"):
-        trajectory(verdict)
-    verdict = _verdict("mixture-e", "1111011")
-    verdict.value["decision"] = "detected"
+        trajectory(replace(verdict, final=final))
     with pytest.raises(ValueError, match="decision"):
-        trajectory(verdict)
+        trajectory(replace(verdict, decision="detected"))
 
 
 def test_svg_plot_is_well_formed():
@@ -217,7 +218,7 @@ def test_svg_plot_is_well_formed():
 
 def test_problems_name_what_went_wrong():
     def outcome(name: str, check: bool, replayed: bool) -> ClaimOutcome:
-        return ClaimOutcome(name, Verdict({}), check, "", replayed, "", 100, "")
+        return ClaimOutcome(name, _a_checked_verdict(), check, "", replayed, "", 100, "")
 
     ok = [outcome("used", True, True), outcome("clean", True, True)]
     good = {"used": "DETECTED", "clean": "NOT-DETECTED"}
@@ -272,8 +273,8 @@ def test_quick_demo_runs_every_stage(tmp_path):
             assert png_size(shot) == (1100, 1600) and len(shot) > 20_000  # not a blank page
         verdict = json.loads((folder / "verdict.json").read_text())
         assert verdict  # an envelope
+        from twinaudit.protocol.claim.verdict import check_verdict
         from twinaudit.protocol.keys import load_public_key
-        from twinaudit.verifier.verdict import check_verdict
 
         parsed = check_verdict(
             (folder / "verdict.json").read_bytes(),
@@ -281,10 +282,10 @@ def test_quick_demo_runs_every_stage(tmp_path):
         )
         replayed = replay(parsed, (folder / "transcript.bin").read_bytes())
         path = trajectory(parsed)
-        assert path.final["draws"] == replayed.final["draws"]
-        assert path.final["successes"] == replayed.final["successes"]
+        assert path.final["draws"] == replayed.final.draws
+        assert path.final["successes"] == replayed.final.successes
         if "log_statistic" in path.final:  # absent when every opened pair tied
-            assert path.final["log_statistic"] == pytest.approx(replayed.final["log_statistic"])
+            assert path.final["log_statistic"] == pytest.approx(replayed.final.log_statistic)
     # Every server was stopped.
     assert "interrupted" not in text
 

@@ -19,12 +19,12 @@ from tests.support.keys import OTHER
 from twinaudit.owner.claim_client import run_claim, sign_start
 from twinaudit.owner.escrow_client import escrow_root
 from twinaudit.protocol.claim.transcript import chain_head
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import SignatureError, TwinauditError, VerificationError
 from twinaudit.protocol.keys import key_id
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.claim_start import to_claim_start
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -78,26 +78,26 @@ def test_used_model_detected_clean_model_not(dispute, test):
         assert stored.verdict == outcome.verdict
         assert chain_head(stored.transcript)[0] == outcome.transcript_hash
         result = replay(verdict, stored.transcript)
-        assert result.decision == verdict["decision"] and result.indicators == verdict["indicators"]
-        assert outcome.progress and outcome.progress[-1].draws == verdict["final"]["draws"]
+        assert result.decision == verdict.decision and result.indicators == verdict.indicators
+        assert outcome.progress and outcome.progress[-1].draws == verdict.final.draws
         # The last progress line says how the claim stopped (the clean model's last
         # window exhausts the pairs while its test alone would go on); none before it.
-        assert outcome.progress[-1].decision == verdict["stop"]
+        assert outcome.progress[-1].decision == verdict.stop
         assert {p.decision for p in outcome.progress[:-1]} <= {"continue"}
         results[model] = verdict
-    assert results["used"]["decision"] == "detected"
-    assert results["clean"]["decision"] == "not-detected"
-    assert results["clean"]["stop"] == "exhausted"
-    assert results["used"]["claim"]["test"]["name"] == test
+    assert results["used"].decision == "detected"
+    assert results["clean"].decision == "not-detected"
+    assert results["clean"].stop == "exhausted"
+    assert results["used"].claim.test_name == test
     # Every verdict counts the claims filed against the record before it.
-    assert results["clean"]["earlier_claims"] == results["used"]["earlier_claims"] + 1
+    assert results["clean"].earlier_claims == results["used"].earlier_claims + 1
 
 
 def test_the_last_progress_says_how_a_claim_stopped(dispute):
     """A claim stopped by its max_pairs while its test would go on ends on ``budget``."""
     outcome = _claim(dispute, "clean", max_pairs=16)
     verdict = check_verdict(outcome.verdict, dispute["key"].public_key())
-    assert verdict["stop"] == "budget" and len(verdict["opened"]) == 16
+    assert verdict.stop == "budget" and len(verdict.opened) == 16
     assert [p.decision for p in outcome.progress] == ["continue", "budget"]
 
 
@@ -109,11 +109,11 @@ def test_dither_and_logit_claims_detect_check_and_replay(dispute):
     for model in ("used", "clean"):
         outcome = _claim(dispute, model, perturbation="dither", k=2, statistic="logit")
         verdict = check_verdict(outcome.verdict, pub)
-        score = verdict["claim"]["score"]
-        assert score["perturbation"] == "dither" and score["statistic"] == "logit"
+        score = verdict.claim.score
+        assert score.perturbation == "dither" and score.statistic == "logit"
         stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10)
-        assert replay(verdict, stored.transcript).decision == verdict["decision"]
-        decisions[model] = verdict["decision"]
+        assert replay(verdict, stored.transcript).decision == verdict.decision
+        decisions[model] = verdict.decision
     assert decisions == {"used": "detected", "clean": "not-detected"}
 
 
@@ -291,7 +291,7 @@ def test_concurrent_claims(dispute):
     pub = dispute["key"].public_key()
     verdicts = [check_verdict(o.verdict, pub) for o in outcomes]
     assert len({o.claim_id for o in outcomes}) == 3
-    assert verdicts[0]["decision"] == verdicts[2]["decision"] == "detected"
+    assert verdicts[0].decision == verdicts[2].decision == "detected"
 
 
 def test_unknown_spec_version_is_refused(dispute):
@@ -370,10 +370,10 @@ def test_claim_resumes_after_the_arbiter_restarts(dispute, tmp_path):
         verdict = check_verdict(outcome.verdict, key.public_key())
         assert outcome.claim_id == claim.claim_id
         # Resumed at the second request, which is twice the first (spec §10.2 step 3).
-        assert len(verdict["opened"]) == 40 and outcome.progress[0].pairs_opened == 8 + 16
+        assert len(verdict.opened) == 40 and outcome.progress[0].pairs_opened == 8 + 16
         stub = pb_grpc.VerifierStub(channel)
         stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=claim.claim_id), timeout=10)
-        assert replay(verdict, stored.transcript).decision == verdict["decision"]
+        assert replay(verdict, stored.transcript).decision == verdict.decision
         with pytest.raises(grpc.RpcError) as info:  # a finished claim cannot resume again
             run_claim(
                 channel,
@@ -437,4 +437,4 @@ def test_owner_disconnect_leaves_the_claim_resumable(dispute):
                 raise
             time.sleep(0.1)
     verdict = check_verdict(outcome.verdict, dispute["key"].public_key())
-    assert len(verdict["opened"]) == 24
+    assert len(verdict.opened) == 24

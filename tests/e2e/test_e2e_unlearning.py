@@ -20,10 +20,10 @@ from tests.support.claims import claim_params
 from tests.support.dispute import N_PAIRS, served_dispute
 from twinaudit.cli.results import false_detection_bound, unopened_pairs
 from twinaudit.owner.claim_client import run_claim
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.encoding import decode
 from twinaudit.protocol.envelope import Envelope
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
@@ -66,27 +66,27 @@ def _claim(practice, model, opening=None, **fields):
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
     )
     result = replay(verdict, stored.transcript)  # the transcript alone, no database
-    assert result.decision == verdict["decision"]
-    assert result.indicators == verdict["indicators"]
+    assert result.decision == verdict.decision
+    assert result.indicators == verdict.indicators
     return verdict
 
 
 def test_audit_unlearn_and_audit_again_on_fresh_pairs(practice):
     first = _claim(practice, "before")
-    assert first["decision"] == "detected"
-    assert first["earlier_claims"] == 0
-    assert "excluded" not in first["claim"]
+    assert first.decision == "detected"
+    assert first.earlier_claims == 0
+    assert first.claim.excluded == ()
 
     second = _claim(practice, "after", fresh_pairs=True, max_pairs=80)
-    assert second["earlier_claims"] == 1
-    assert second["claim"]["excluded"] == sorted(first["opened"])
-    assert not set(second["opened"]) & set(first["opened"])
-    left = N_PAIRS - len(first["opened"])
-    assert second["claim"]["test"]["params"]["n_pairs"] == left
-    assert second["decision"] == "not-detected"
+    assert second.earlier_claims == 1
+    assert second.claim.excluded == tuple(sorted(first.opened))
+    assert not set(second.opened) & set(first.opened)
+    left = N_PAIRS - len(first.opened)
+    assert second.claim.test_params["n_pairs"] == second.claim.population == left
+    assert second.decision == "not-detected"
     # What the owner is told: the bound across both claims, and the pairs still unseen.
     assert false_detection_bound(second) == pytest.approx(2 * 0.05)
-    assert unopened_pairs(second) == left - len(second["opened"])
+    assert unopened_pairs(second) == left - len(second.opened)
 
 
 def test_an_open_claim_is_abandoned_by_a_claim_on_fresh_pairs(practice):
@@ -126,11 +126,11 @@ def test_an_open_claim_is_abandoned_by_a_claim_on_fresh_pairs(practice):
             if "[claim-busy]" not in (exc.details() or "") or time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
-    assert fresh["earlier_claims"] == len(earlier)
-    excluded = set(fresh["claim"]["excluded"])
+    assert fresh.earlier_claims == len(earlier)
+    excluded = set(fresh.claim.excluded)
     assert opened_before < excluded  # the open claim's pairs are excluded as well
     assert len(excluded - opened_before) >= 8
-    assert not set(fresh["opened"]) & excluded
+    assert not set(fresh.opened) & excluded
     status = {c.claim_id: c.status for c in store.claims_for_record(index)}
     assert status[left_open.claim_id] == "abandoned"
     with pytest.raises(grpc.RpcError) as info:

@@ -41,6 +41,7 @@ from twinaudit.protocol.checkpoint_note import (
 )
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.transcript import TranscriptWriter, chain_head, iter_records
+from twinaudit.protocol.claim.verdict import VERDICT_KIND, check_verdict, parse_verdict
 from twinaudit.protocol.encoding import check, decode, encode
 from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope, verify_envelope
 from twinaudit.protocol.errors import (
@@ -84,10 +85,8 @@ from twinaudit.protocol.note import (
     parse_note,
     parse_vkey,
 )
-from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.protocol.stats.registry import test_from_state as restore_test
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import VERDICT_KIND, check_verdict, parse_verdict
 from twinaudit.wire.openings import ReceivedPair, collect_openings, opening_messages
 from twinaudit.wire.verifier.v1 import verifier_pb2 as vpb
 
@@ -376,7 +375,7 @@ def test_verdict(data):
     """Spec §11: a checked verdict, or a typed refusal."""
     verdict = attempt(check_verdict, data, PUBLIC, refusals=REFUSED)
     if verdict is not None:
-        assert parse_verdict(verdict.value).value == verdict.value
+        assert parse_verdict(dict(verdict.payload)) == verdict
 
 
 def _read_transcript(data: bytes) -> tuple[bytes, int, int]:
@@ -438,7 +437,7 @@ def test_claim_map(data):
     """Spec §10.1: a claim map read back (a verdict's, a transcript header's)."""
     claim_map = decode(claim()["payload"])["claim"]  # type: ignore[index]
     attempt(
-        lambda value: ClaimMap.from_value(value, OracleInfo.from_value),
+        ClaimMap.from_value,
         data.draw(mutated_value(claim_map)),
         refusals=MALFORMED,
     )

@@ -48,11 +48,11 @@ from twinaudit.owner.claim_client import run_claim  # noqa: E402
 from twinaudit.practitioner.grpc_server import serve_oracle  # noqa: E402
 from twinaudit.practitioner.hf import HF_FORMAT, import_transformers, load_hf_language_model  # noqa: E402
 from twinaudit.practitioner.torch_oracle import state_dict_digest  # noqa: E402
+from twinaudit.protocol.claim.verdict import check_verdict  # noqa: E402
 from twinaudit.protocol.errors import InputError, ParameterError  # noqa: E402
 from twinaudit.protocol.seeds import publication_bits  # noqa: E402
 from twinaudit.verifier.oracles.grpc_client import GrpcOracle  # noqa: E402
 from twinaudit.verifier.replay import replay  # noqa: E402
-from twinaudit.verifier.verdict import check_verdict  # noqa: E402
 from twinaudit.wire.observe import configure_logging  # noqa: E402
 from twinaudit.wire.transport import make_channel  # noqa: E402
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
@@ -261,12 +261,12 @@ def _claim(
     stored = pb_grpc.VerifierStub(arbiter["channel"]).GetVerdict(
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
     )
-    assert replay(verdict, stored.transcript).decision == verdict["decision"]
+    assert replay(verdict, stored.transcript).decision == verdict.decision
     return verdict
 
 
 def _check_model_section(verdict: dict[str, Any], directory: Path) -> dict[str, Any]:
-    oracle = verdict["claim"]["model"]["oracle"]
+    oracle = verdict.claim.oracle
     assert oracle["model_format"] == "huggingface"
     assert oracle["framework"].startswith("transformers ")
     assert oracle["model_name"] == directory.name
@@ -288,7 +288,7 @@ def test_a_claim_against_an_hf_classifier(dirs, arbiter):
     assert oracle["model_digest"] == state_dict_digest(model)
     # A model with random weights answers by chance (each indicator a fair coin): the
     # decision is whatever the coins gave; the verdict says what was queried.
-    assert 1 <= len(verdict["indicators"]) <= len(verdict["opened"]) <= 8
+    assert 1 <= len(verdict.indicators) <= len(verdict.opened) <= 8
 
 
 @pytest.mark.slow
@@ -309,7 +309,7 @@ def test_a_claim_against_an_hf_clip_model(dirs, arbiter):
     oracle = _check_model_section(verdict, dirs["clip"])
     assert "input_shape" not in oracle
     assert oracle["model_digest"] == state_dict_digest(_pretrained("AutoModel", dirs["clip"]))
-    assert 1 <= len(verdict["indicators"]) <= len(verdict["opened"]) <= 8
+    assert 1 <= len(verdict.indicators) <= len(verdict.opened) <= 8
 
 
 @pytest.mark.slow
@@ -329,7 +329,7 @@ def test_an_hf_lm_fine_tuned_on_the_published_texts_is_detected(dirs, arbiter, t
         oracle = _check_model_section(verdict, directory)
         model = _pretrained("AutoModelForCausalLM", directory).float()
         assert oracle["model_digest"] == state_dict_digest(model)
-        decisions[name] = verdict["decision"]
+        decisions[name] = verdict.decision
     assert decisions == {"trained": "detected", "untrained": "not-detected"}
 
 

@@ -47,12 +47,12 @@ from twinaudit.owner.claim_client import run_claim  # noqa: E402
 from twinaudit.practitioner import formats  # noqa: E402
 from twinaudit.practitioner.grpc_server import serve_oracle  # noqa: E402
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle, state_dict_digest  # noqa: E402
+from twinaudit.protocol.claim.verdict import check_verdict  # noqa: E402
 from twinaudit.protocol.errors import OracleError  # noqa: E402
 from twinaudit.protocol.items import encode_item  # noqa: E402
 from twinaudit.protocol.oracles.base import OracleInfo  # noqa: E402
 from twinaudit.verifier.oracles.grpc_client import GrpcClassifierOracle  # noqa: E402
 from twinaudit.verifier.replay import replay  # noqa: E402
-from twinaudit.verifier.verdict import check_verdict  # noqa: E402
 from twinaudit.wire.transport import make_channel  # noqa: E402
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb  # noqa: E402
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
@@ -225,7 +225,7 @@ def test_a_claim_against_a_saved_model_records_what_it_is(
         verdict, transcript = _claim(f"127.0.0.1:{port}", "m", tmp_path)
     finally:
         server.stop(None)
-    oracle = verdict["claim"]["model"]["oracle"]
+    oracle = verdict.claim.oracle
     framework = f"onnxruntime {formats_version('onnxruntime')}" if onnx else TORCH
     digest = hashlib.sha256(path.read_bytes()).hexdigest() if onnx else files["digest"]
     assert oracle["framework"] == framework and oracle["model_format"] == reported
@@ -234,7 +234,7 @@ def test_a_claim_against_a_saved_model_records_what_it_is(
     assert oracle["model_digest"] == digest
     assert verdict_figures(verdict)["oracle"] == oracle
     # Replay reads the description from the transcript's claim map, checked strictly.
-    assert replay(verdict, transcript).decision == verdict["decision"]
+    assert replay(verdict, transcript).decision == verdict.decision
 
 
 def _claim(oracle: str, model_name: str, tmp_path: Path) -> tuple[dict[str, Any], bytes]:
@@ -304,8 +304,8 @@ def test_oracle_serve_runs_a_file_torch_onnx_export_wrote(files, exported, tmp_p
         verdict, transcript = _claim(address, "m", tmp_path)
     finally:
         _stop(process)
-    assert verdict["claim"]["model"]["oracle"] == info.to_value()
-    assert replay(verdict, transcript).decision == verdict["decision"]
+    assert verdict.claim.oracle == info.to_value()
+    assert replay(verdict, transcript).decision == verdict.decision
 
 
 @pytest.mark.slow  # the exports take about 5 s

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twinaudit.protocol import limits
-from twinaudit.protocol.encoding import check, decode, encode
+from twinaudit.protocol.encoding import canonical, check, decode, encode
 from twinaudit.protocol.errors import EncodingError, LimitExceededError, TwinauditError
 
 values = st.recursive(
@@ -240,3 +240,13 @@ def test_a_header_that_the_input_cannot_hold_allocates_nothing():
             decode(data)
     with pytest.raises(LimitExceededError, match="array length"):
         decode(b"\xdd\x01\x00\x00\x01" + b"\xc0" * 100)
+
+
+def test_canonical_is_what_decoding_the_encoding_gives_back():
+    value = {"perturbation": "dither", "k": (1, 2), "function": {"z": b"\x00", "a": None}}
+    again = canonical(value)
+    assert again == decode(encode(value))
+    assert list(again) == ["function", "k", "perturbation"]  # sorted by UTF-8 bytes (§3.2)
+    assert list(again["function"]) == ["a", "z"] and again["k"] == [1, 2]
+    with pytest.raises(EncodingError):
+        canonical({"x": float("nan")})

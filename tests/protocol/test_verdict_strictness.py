@@ -12,6 +12,7 @@ fail with a typed error, and the CLI with exit 1 and no traceback.
 from __future__ import annotations
 
 import copy
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
@@ -25,13 +26,20 @@ from spec.tools.vectors_verdicts import (
 from tests.support.claims import make_pairset, run_session
 from tests.support.keys import KEY
 from twinaudit.cli.main import main as cli_main
+from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.claim.verdict import (
+    FinalState,
+    TranscriptHead,
+    check_verdict,
+    parse_verdict,
+)
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
 from twinaudit.protocol.errors import EncodingError, InputError, VerificationError
 from twinaudit.protocol.keys import key_id, public_key_pem
+from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import check_verdict, parse_verdict
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +89,41 @@ def test_the_untouched_verdict_checks_and_replays(claim):
     verdict = check_verdict(_signed(payload), KEY.public_key())
     transcript = _chain(records)[0]
     assert replay(verdict, transcript).decision == payload["decision"]
+
+
+def test_a_checked_verdict_is_typed_and_immutable(claim):
+    payload, _ = claim
+    verdict = check_verdict(_signed(payload), KEY.public_key())
+    assert isinstance(verdict.claim, ClaimMap) and isinstance(verdict.final, FinalState)
+    assert encode(verdict.claim.to_value()) == encode(payload["claim"])
+    assert verdict.final.to_value() == payload["final"]
+    assert verdict.opened == tuple(payload["opened"])
+    assert verdict.transcript == TranscriptHead(**payload["transcript"])
+    assert (verdict.decision, verdict.stop, verdict.queries) == (
+        payload["decision"],
+        payload["stop"],
+        payload["queries"],
+    )
+    assert encode(dict(verdict.payload)) == encode(payload)
+    with pytest.raises(FrozenInstanceError):
+        verdict.decision = "detected"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        verdict.final.successes += 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        verdict.environment["os"] = "y"  # type: ignore[index]
+
+
+def test_replay_reads_the_checked_verdict_and_parses_nothing_again(claim, monkeypatch):
+    """The claim map and its Describe map are parsed once, by check (issue #41)."""
+    payload, records = claim
+    verdict = check_verdict(_signed(payload), KEY.public_key())
+
+    def parsed_again(*args: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(ClaimMap, "from_value", parsed_again)
+    monkeypatch.setattr(OracleInfo, "from_value", parsed_again)
+    assert replay(verdict, _chain(records)[0]).decision == verdict.decision
 
 
 def _chain(records: list[dict[str, Any]]) -> tuple[bytes, dict[str, Any]]:

@@ -23,9 +23,9 @@ from spec.tools.vectors_transport import opening_message, pair_fields
 from tests.support.vectors import raises_its_error
 from twinaudit.protocol.claim.requests import padding, queries_per_request, request_runs
 from twinaudit.protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.claim.verdict import TranscriptHead, parse_verdict
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.stats.base import log_statistics_agree
-from twinaudit.verifier.verdict import parse_verdict
 from twinaudit.wire.openings import collect_openings
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "claims.json"
@@ -278,22 +278,22 @@ def test_a_claim_payload_is_the_verdict_it_lists(case: dict[str, Any]) -> None:
     """The payload is a verdict (§11) whose fields are the case's other expected values."""
     expected = case["expected"]
     verdict = parse_verdict(decode(bytes.fromhex(expected["payload"])))
-    for key in ("opened", "indicators", "decision", "stop", "queries"):
-        assert verdict[key] == expected[key], key
-    final = dict(verdict["final"])
-    statistic = final.pop("log_statistic")
+    assert list(verdict.opened) == expected["opened"]
+    assert verdict.indicators == expected["indicators"]
+    assert (verdict.decision, verdict.stop) == (expected["decision"], expected["stop"])
+    assert verdict.queries == expected["queries"]
+    final = verdict.final.to_value()
+    statistic = verdict.final.log_statistic
     assert {**final, "log_statistic": None if statistic is None else statistic.hex()} == (
         expected["final"]
     )
-    assert verdict["transcript"] == {
-        "hash": bytes.fromhex(expected["transcript"]["hash"]),
-        "records": expected["transcript"]["records"],
-    }
-    assert verdict["claim"] == from_typed(case["input"]["claim"])
-    assert [p for r in expected["requests"] for p in r["pairs"]] == verdict["opened"]
-    assert (
-        len(expected["scores"]) == len(verdict["opened"]) == expected["transcript"]["records"] - 1
+    assert verdict.transcript == TranscriptHead(
+        bytes.fromhex(expected["transcript"]["hash"]), expected["transcript"]["records"]
     )
+    assert verdict.payload["claim"] == from_typed(case["input"]["claim"])
+    assert encode(verdict.claim.to_value()) == encode(verdict.payload["claim"])
+    assert [p for r in expected["requests"] for p in r["pairs"]] == list(verdict.opened)
+    assert len(expected["scores"]) == len(verdict.opened) == expected["transcript"]["records"] - 1
 
 
 def test_the_committed_file_is_what_the_builder_makes() -> None:

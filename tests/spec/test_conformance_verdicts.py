@@ -18,11 +18,11 @@ import pytest
 from spec.tools import vectors_verdicts
 from spec.tools.vectors_core import render
 from tests.support.vectors import raises_its_error
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.keys import public_key_from_raw
 from twinaudit.protocol.stats.base import log_statistics_agree
 from twinaudit.verifier.reexecute import check_openings
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import check_verdict
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "verdicts.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
@@ -33,11 +33,11 @@ def test_the_document_covers_every_test_both_tie_rules_a_budget_stop_and_a_detec
     assert DOC["topic"] == "verdicts"
     valid = [c for c in DOC["cases"] if c["valid"]]
     envelopes = [check_verdict(c["input"]["envelope"].encode(), KEY) for c in valid]
-    tests = {v["claim"]["test"]["name"] for v in envelopes}
+    tests = {v.claim.test_name for v in envelopes}
     assert tests == {"mixture-e", "pprm-chernoff", "mixture-graded"}
-    assert {v["claim"]["tie_rule"] for v in envelopes} == {"coin", "skip"}
-    assert {v["stop"] for v in envelopes} == {"detected", "exhausted", "budget"}
-    assert any("excluded" in v["claim"] and v["earlier_claims"] > 0 for v in envelopes)
+    assert {v.claim.tie_rule.value for v in envelopes} == {"coin", "skip"}
+    assert {v.stop for v in envelopes} == {"detected", "exhausted", "budget"}
+    assert any(v.claim.excluded and v.earlier_claims > 0 for v in envelopes)
     assert {c["kind"] for c in DOC["cases"] if not c["valid"]} == {"check", "replay", "openings"}
     assert len({c["name"] for c in DOC["cases"]}) == len(DOC["cases"])
 
@@ -63,17 +63,18 @@ def test_case(case: dict[str, Any]) -> None:
         return
     result = replay(verdict, transcript)
     expected = case["expected"]
-    assert result.decision == expected["decision"] == verdict["decision"]
-    assert verdict["stop"] == expected["stop"] and verdict["opened"] == expected["opened"]
+    assert result.decision == expected["decision"] == verdict.decision
+    assert verdict.stop == expected["stop"] and list(verdict.opened) == expected["opened"]
     assert result.indicators == expected["indicators"]
     final = result.final
-    assert (final["draws"], final["successes"]) == (expected["draws"], expected["successes"])
-    assert final["interval"] == expected["interval"]
+    assert (final.draws, final.successes) == (expected["draws"], expected["successes"])
+    assert final.to_value()["interval"] == expected["interval"]
     if expected["log_statistic"] is None:
-        assert final["log_statistic"] is None
+        assert final.log_statistic is None
     else:
         want = float.fromhex(expected["log_statistic"])
-        assert log_statistics_agree(final["log_statistic"], want, final["draws"])
+        assert final.log_statistic is not None
+        assert log_statistics_agree(final.log_statistic, want, final.draws)
 
 
 def test_the_committed_file_is_what_the_builder_makes() -> None:

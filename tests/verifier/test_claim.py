@@ -10,6 +10,7 @@ from tests.support.claims import make_pairset, run_session
 from tests.support.fake_oracle import LinearOracle
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.claim.verdict import parse_verdict
 from twinaudit.protocol.commitment import PairOpening
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.errors import (
@@ -26,7 +27,6 @@ from twinaudit.protocol.prg import without_replacement
 from twinaudit.protocol.stats.base import TiePolicy
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 NONCE = bytes(range(32, 64))
@@ -98,11 +98,11 @@ def test_replay_of_every_configuration(pair_set):
                 )
                 verdict = parse_verdict(_payload(session))
                 result = replay(verdict, session.transcript.to_bytes())
-                assert result.indicators == verdict["indicators"]
+                assert result.indicators == verdict.indicators
                 if tie_rule is TiePolicy.SKIP:
-                    assert set(verdict["indicators"]) <= set("01s")
+                    assert set(verdict.indicators) <= set("01s")
                 else:
-                    assert set(verdict["indicators"]) <= set("01ht")
+                    assert set(verdict.indicators) <= set("01ht")
 
 
 def test_label_only_none_perturbation_ties_are_coins(pair_set):
@@ -397,13 +397,13 @@ def test_a_tie_margin_skips_the_pairs_whose_scores_are_close_and_replays(pair_se
     score = ScoreSpec(k=1, perturbation="none", knowledge="C2", margin=margin)
     session = _run(_session(pair_set, score=score, tie_rule=TiePolicy.SKIP), pair_set)
     verdict = parse_verdict(_payload(session))
-    assert verdict["claim"]["score"]["margin"] == margin
+    assert verdict.claim.score.margin == margin
     pairs = [r for r in iter_records(session.transcript.to_bytes()) if "scores" in r]
     for record in pairs:
         close = abs(record["scores"][0] - record["scores"][1]) <= margin
         assert (record["outcome"] == "s") == close or record["outcome"] == ""
-    assert 0 < verdict["indicators"].count("s") < len(pairs)
-    assert replay(verdict, session.transcript.to_bytes()).indicators == verdict["indicators"]
+    assert 0 < verdict.indicators.count("s") < len(pairs)
+    assert replay(verdict, session.transcript.to_bytes()).indicators == verdict.indicators
     # The same transcript claimed without its margin does not replay: the outcomes differ.
     payload = _payload(session)
     records = list(iter_records(session.transcript.to_bytes()))
@@ -423,11 +423,11 @@ def test_label_only_claims_with_noise_copies_replay(pair_set, knowledge):
     oracle = LinearOracle(label_only=True)
     session = _run(_session(pair_set, oracle, test="mixture-e", score=score), pair_set)
     verdict = parse_verdict(_payload(session))
-    assert verdict["claim"]["score"]["perturbation"] == "noise"
+    assert verdict.claim.score.perturbation == "noise"
     result = replay(verdict, session.transcript.to_bytes())
-    assert result.indicators == verdict["indicators"]
+    assert result.indicators == verdict.indicators
     # Noise copies rarely agree on a label near a linear model's boundary: not every pair ties.
-    assert set(verdict["indicators"]) - {"s"}
+    assert set(verdict.indicators) - {"s"}
 
 
 # --- The saved state: the same size at every window; earlier states still resume --------

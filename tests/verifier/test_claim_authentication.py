@@ -28,11 +28,11 @@ from twinaudit.cli.results import bound_line, claims_authenticated, verdict_read
 from twinaudit.owner.claim_client import dry_run_claim, run_claim, sign_start
 from twinaudit.practitioner.grpc_server import serve_oracle
 from twinaudit.protocol.claim.filing import verify_claim_request
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.escrow_messages import EscrowRequest, open_receipt
 from twinaudit.protocol.keys import key_id, public_key_from_raw
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.claim_start import start_map, to_claim_start
 from twinaudit.wire.transport import error_details, make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -105,7 +105,7 @@ def test_a_third_party_files_nothing_and_the_owner_s_bound_stays_p(world):
         world["channel"], _params(world), world["pairs"].opening, claim_key=world["pairs"].claim_key
     )
     verdict = check_verdict(outcome.verdict, KEY.public_key())
-    assert verdict["earlier_claims"] == len(before)
+    assert verdict.earlier_claims == len(before)
     assert verdict.filing is not None and claims_authenticated(verdict)
     assert verdict.filing.claim_key == world["pairs"].claim_public_key()
     reading = verdict_reading(verdict)
@@ -164,7 +164,7 @@ def test_failures_say_whether_they_count(world):
     outcome = run_claim(
         world["channel"], _params(world), world["pairs"].opening, claim_key=world["pairs"].claim_key
     )
-    assert check_verdict(outcome.verdict, KEY.public_key())["earlier_claims"] == len(before) + 1
+    assert check_verdict(outcome.verdict, KEY.public_key()).earlier_claims == len(before) + 1
 
 
 def test_a_dry_run_checks_the_oracle_and_files_nothing(world):

@@ -10,16 +10,16 @@ import pytest
 
 from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
+from twinaudit.cli.verdict_plots import trajectory
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.order import claim_order
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.verdict import parse_verdict
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.errors import InputError, StateError, VerificationError
-from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.protocol.prg import without_replacement
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession, disclosed_pairs
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 SCORE = ScoreSpec(k=1, perturbation="none", knowledge="C1")
@@ -81,7 +81,7 @@ def test_a_second_claim_opens_none_of_the_first_claims_pairs_and_replays(pair_se
     if second.stop == "exhausted" and second.test.decision.value != "exhausted":
         assert len(second.opened) == N - len(excluded)
     verdict = parse_verdict(_payload(second, earlier=1))
-    assert replay(verdict, second.transcript.to_bytes()).indicators == verdict["indicators"]
+    assert replay(verdict, second.transcript.to_bytes()).indicators == verdict.indicators
 
 
 def test_a_clean_run_over_the_pairs_left_stops_exhausted_after_all_of_them(pair_set):
@@ -140,14 +140,14 @@ def test_an_unfinished_claim_discloses_its_opened_pairs_and_two_requests_more(pa
 def test_a_claim_map_read_back_checks_its_exclusions(pair_set):
     session = _run(_session(pair_set, 8, excluded=[2, 7, 9]), pair_set)
     claim = session.claim_map
-    assert ClaimMap.from_value(claim, OracleInfo.from_value).excluded == (2, 7, 9)
+    assert ClaimMap.from_value(claim).excluded == (2, 7, 9)
     for bad in ([7, 2, 9], [2, 2, 9], [], [2, 7, N], [True, 7, 9], list(range(N))):
         with pytest.raises(InputError):
-            ClaimMap.from_value({**claim, "excluded": bad}, OracleInfo.from_value)
+            ClaimMap.from_value({**claim, "excluded": bad})
     # A test parameter map over all N pairs does not fit a claim that excludes three.
     whole = _session(pair_set, 8).claim_map["test"]
     with pytest.raises(InputError):
-        ClaimMap.from_value({**claim, "test": whole}, OracleInfo.from_value)
+        ClaimMap.from_value({**claim, "test": whole})
 
 
 def test_a_verdict_that_opened_an_excluded_pair_is_refused(pair_set):
@@ -161,3 +161,15 @@ def test_a_verdict_that_opened_an_excluded_pair_is_refused(pair_set):
     dropped = {k: v for k, v in payload["claim"].items() if k != "excluded"}  # type: ignore[union-attr]
     with pytest.raises((InputError, VerificationError)):
         replay(parse_verdict({**payload, "claim": dropped}), session.transcript.to_bytes())
+
+
+def test_the_plot_of_a_paper_test_claim_that_excludes_pairs_runs_over_the_pairs_left(pair_set):
+    """The report's plot recomputes the test over the claim's pairs, as replay does (§10.1)."""
+    excluded = list(range(0, N, 3))
+    session = _run(_session(pair_set, 4, excluded=excluded, test="pprm-chernoff"), pair_set)
+    verdict = parse_verdict(_payload(session, earlier=1))
+    path = trajectory(verdict)  # over all N pairs, the interval disagreed with the verdict's
+    assert verdict.final.interval is not None
+    assert path.final["interval"] == list(verdict.final.interval)
+    assert path.threshold == verdict.claim.test_params["threshold"]
+    assert path.upper_start == N - len(excluded)

@@ -17,6 +17,7 @@ from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
 from twinaudit.protocol.claim.scores.encoder import EncoderSpec
 from twinaudit.protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.claim.verdict import parse_verdict
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.errors import OracleError, ParameterError, VerificationError
 from twinaudit.protocol.oracles.embedding import EmbeddingAnswer
@@ -25,7 +26,6 @@ from twinaudit.protocol.oracles.language import LogprobAnswer
 from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 NONCE = bytes(range(32, 64))
@@ -152,7 +152,7 @@ def test_untrained_or_other_model_is_not_detected(name, model, request):
     session = _run(_session(case, case[model]), case["pair_set"])
     assert session.stop == "exhausted"
     verdict = parse_verdict(_payload(session))
-    assert verdict["decision"] == "not-detected"
+    assert verdict.decision == "not-detected"
     assert replay(verdict, session.transcript.to_bytes()).decision == "not-detected"
     assert len(session.opened) == N
 
@@ -205,7 +205,7 @@ def _tamper(transcript: bytes, change) -> bytes:
 
 def _retarget(verdict, transcript):
     """Point a verdict at a changed transcript, as a dishonest arbiter could."""
-    value = dict(verdict.value)
+    value = dict(verdict.payload)
     writer = TranscriptWriter.from_bytes(transcript)
     value["transcript"] = {"hash": writer.head, "records": writer.count}
     return parse_verdict(value)

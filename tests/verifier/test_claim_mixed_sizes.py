@@ -14,6 +14,7 @@ from tests.support.pairset import PairSet
 from twinaudit.owner.claim_client import run_claim
 from twinaudit.practitioner.grpc_server import serve_oracle
 from twinaudit.protocol.claim.requests import request_runs
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import OracleError
 from twinaudit.protocol.items import ImageItem, encode_item
 from twinaudit.protocol.oracles.base import (
@@ -26,7 +27,6 @@ from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.verifier.windows.base import by_shape, in_sent_order
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -148,12 +148,12 @@ def test_a_mixed_size_record_is_audited_one_shape_per_request(mixed, model, deci
         timeout_s=120,
     )
     verdict = check_verdict(outcome.verdict, mixed["key"].public_key())
-    assert verdict["decision"] == decision
+    assert verdict.decision == decision
     stub = pb_grpc.VerifierStub(mixed["channel"])
     stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10)
     result = replay(verdict, stored.transcript)
-    assert result.decision == verdict["decision"]
-    assert result.indicators == verdict["indicators"]
+    assert result.decision == verdict.decision
+    assert result.indicators == verdict.indicators
     seen = set(mixed["oracles"][model].request_shapes)
     assert seen == set(SHAPES)  # every shape asked, each request of one shape
 

@@ -35,6 +35,7 @@ from twinaudit.practitioner.formats import load_model
 from twinaudit.practitioner.grpc_server import serve_oracle
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.commitment import PairOpening
 from twinaudit.protocol.items import ImageItem, encode_item
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
@@ -42,7 +43,6 @@ from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.reexecute import check_openings
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.scoring.fit import fit_image
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -133,8 +133,8 @@ def _checked(channel, outcome, owner):
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=60
     )
     result = replay(verdict, stored.transcript)
-    assert (result.decision, result.indicators) == (verdict["decision"], verdict["indicators"])
-    openings = [owner.opening(i) for i in verdict["opened"]]
+    assert (result.decision, result.indicators) == (verdict.decision, verdict.indicators)
+    openings = [owner.opening(i) for i in verdict.opened]
     opened = [
         OpenedPair(o.index, PairOpening(o.salt, o.version0, o.version1), o.proof) for o in openings
     ]
@@ -178,10 +178,10 @@ def test_a_fixed_input_model_answers_a_claim_on_12_mp_photos(tmp_path):
         window=2,
         window_max=2,
     )
-    assert verdict["decision"] in ("detected", "not-detected")
-    assert sorted(verdict["opened"]) == [0, 1, 2]
-    claim = verdict["claim"]
-    assert claim["input_fit"] == "area" and claim["model"]["oracle"]["input_shape"] == list(INPUT)
+    assert verdict.decision in ("detected", "not-detected")
+    assert sorted(verdict.opened) == [0, 1, 2]
+    claim = verdict.claim
+    assert claim.input_fit == "area" and claim.oracle_info.input_shape == INPUT
     assert oracle.shapes == {INPUT}  # every query fitted, whatever the photo's shape
 
 
@@ -213,7 +213,7 @@ def test_a_model_of_any_size_gets_each_12_mp_photo_at_its_own_size(tmp_path):
     _, _, owner = _vault(tmp_path, 2, seed=41)
     oracle = AnySize()
     verdict = _served_claim(tmp_path, owner, oracle, k=1, perturbation="dither", knowledge="C2")
-    assert "input_fit" not in verdict["claim"]
+    assert verdict.claim.input_fit == "" and "input_fit" not in verdict.payload["claim"]
     # A float32 query of a 12-MP colour photo is 144 MB: each went alone, at its size.
     assert sorted(oracle.requests) == [(1, 3000, 4000, 3)] * 2 + [(1, 4000, 3000, 3)] * 2
 
@@ -241,7 +241,7 @@ def test_a_model_on_an_oip_server_detects_its_12_mp_training_photos_over_rest_an
                 verdicts.append(_checked(channel, outcome, owner))
         channel.close()
     for verdict in verdicts:  # over REST, then over gRPC
-        assert verdict["decision"] == "detected"
-        claim = verdict["claim"]
-        assert claim["input_fit"] == "area"
-        assert claim["model"]["oracle"]["input_shape"] == list(INPUT)
+        assert verdict.decision == "detected"
+        claim = verdict.claim
+        assert claim.input_fit == "area"
+        assert claim.oracle_info.input_shape == INPUT

@@ -12,11 +12,10 @@ from tests.support.claims import make_pairset
 from tests.support.fake_oracle import LinearOracle
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.verdict import parse_verdict
 from twinaudit.protocol.errors import InputError, ParameterError
-from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import parse_verdict
 
 RHO = bytes(range(32))
 SCORE = ScoreSpec(k=1, perturbation="none", knowledge="C1")
@@ -51,7 +50,7 @@ def test_a_new_claim_gets_the_default_prior_and_an_old_one_keeps_its_own(pair_se
     assert new.claim_map["test"]["params"]["prior"] == "grid16-v1"
     assert old.claim_map["test"]["params"]["prior"] == "grid15-v1"
     for session in (new, old):
-        claim = ClaimMap.from_value(session.claim_map, OracleInfo.from_value)
+        claim = ClaimMap.from_value(session.claim_map)
         assert claim.make_test().parameters() == session.claim_map["test"]["params"]
         verdict = parse_verdict(_verdict(session))
         replay(verdict, session.transcript.to_bytes())  # raises if it does not replay
@@ -63,14 +62,10 @@ def test_a_claim_map_naming_an_unknown_prior_is_refused(pair_set):
     for bad in ("uniform", "", 3):
         params = {**test["params"], "prior": bad}
         with pytest.raises(InputError):
-            ClaimMap.from_value(
-                {**claim, "test": {**test, "params": params}}, OracleInfo.from_value
-            )
+            ClaimMap.from_value({**claim, "test": {**test, "params": params}})
     paper = _claim(pair_set, 3, "pprm-chernoff").claim_map
     params = {**paper["test"]["params"], "prior": "grid15-v1"}
     with pytest.raises(InputError):
-        ClaimMap.from_value(
-            {**paper, "test": {**paper["test"], "params": params}}, OracleInfo.from_value
-        )
+        ClaimMap.from_value({**paper, "test": {**paper["test"], "params": params}})
     with pytest.raises(ParameterError):
         _claim(pair_set, 4, "pprm-chernoff", prior="grid15-v1")

@@ -20,10 +20,9 @@ from tests.support.claims import linear_claim
 from tests.support.keys import KEY
 from twinaudit.owner.claim_client import run_claim
 from twinaudit.protocol.claim.filing import check_filing
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import VerificationError
-from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.claim_start import params_from_claim_start, start_map, to_claim_start
 from twinaudit.wire.transport import error_details
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -63,7 +62,7 @@ def test_a_start_without_a_prior_has_the_start_map_it_had_before():
 def test_the_named_prior_is_the_claim_s_and_the_filing_binds_it(world, test):
     outcome = _claim(world, test_name=test, prior="grid15-v1")
     verdict = check_verdict(outcome.verdict, KEY.public_key())
-    assert verdict["claim"]["test"]["params"]["prior"] == "grid15-v1"
+    assert verdict.claim.test_params["prior"] == "grid15-v1"
     assert verdict.filing is not None
     assert verdict.filing.request.start["test"]["prior"] == "grid15-v1"
     stored = VerifierStub(world["channel"]).GetVerdict(
@@ -74,13 +73,13 @@ def test_the_named_prior_is_the_claim_s_and_the_filing_binds_it(world, test):
     claim = verdict.claim
     other = dataclasses.replace(claim, test_params={**claim.test_params, "prior": "grid16-v1"})
     with pytest.raises(VerificationError, match="prior"):
-        check_filing(verdict.filing, other, verdict["arbiter"], OracleInfo.from_value)
+        check_filing(verdict.filing, other, verdict.arbiter)
 
 
 def test_a_start_without_a_prior_gets_the_default(world):
     outcome = _claim(world, test_name="mixture-e")
     verdict = check_verdict(outcome.verdict, KEY.public_key())
-    assert verdict["claim"]["test"]["params"]["prior"] == "grid16-v1"
+    assert verdict.claim.test_params["prior"] == "grid16-v1"
     assert "prior" not in verdict.filing.request.start["test"]
 
 

@@ -28,11 +28,11 @@ from tests.support.fake_oracle import FlakyOracle
 from tests.support.keys import KEY
 from twinaudit.owner.claim_client import dry_run_claim, run_claim, sign_start
 from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.keys import key_id
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.claim_start import to_claim_start
 from twinaudit.wire.transport import error_details, make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -178,11 +178,11 @@ def test_a_claim_whose_oracle_failed_at_its_first_window_runs_again_and_counts_o
     )
     assert outcome.claim_id == filed[0]
     verdict = check_verdict(outcome.verdict, KEY.public_key())
-    assert verdict["earlier_claims"] == before and verdict["claim_id"] == filed[0]
+    assert verdict.earlier_claims == before and verdict.claim_id == filed[0]
     assert verdict.filing is not None and verdict.filing.request.start["resume_claim_id"] == ""
     transcript = world.store.get_verdict(filed[0]).transcript
     replayed = replay(verdict, transcript)
-    assert replayed.decision == verdict["decision"]
+    assert replayed.decision == verdict.decision
     assert _claims(world)[before:] == [(filed[0], "finished")]
     # The failed try and its run again were one claim: the next counts one before it.
     report = dry_run_claim(world.channel, _params(world), claim_key=world.pairs.claim_key)
@@ -190,7 +190,7 @@ def test_a_claim_whose_oracle_failed_at_its_first_window_runs_again_and_counts_o
     later = run_claim(
         world.channel, _params(world), world.pairs.opening, claim_key=world.pairs.claim_key
     )
-    assert check_verdict(later.verdict, KEY.public_key())["earlier_claims"] == before + 1
+    assert check_verdict(later.verdict, KEY.public_key()).earlier_claims == before + 1
 
 
 def test_failing_on_cue_meets_the_same_order_and_a_later_claim_ends_the_restart(world):

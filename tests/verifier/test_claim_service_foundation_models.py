@@ -24,11 +24,11 @@ from twinaudit.practitioner.grpc_server import serve_oracle
 from twinaudit.practitioner.tokenizer import ByteTokenizer
 from twinaudit.practitioner.torch_encoder import TorchEncoderOracle, TorchImageTextOracle
 from twinaudit.practitioner.torch_lm import TorchLanguageModelOracle
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -127,11 +127,11 @@ def test_trained_detected_untrained_not_and_both_replay(arbiter, function):
     for model in ("trained", "untrained"):
         outcome = _claim(arbiter, function, model)
         verdict = check_verdict(outcome.verdict, arbiter["key"].public_key())
-        assert verdict["claim"]["score"]["function"] == function
+        assert verdict.claim.score.function == function
         stored = stub.GetVerdict(pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10)
         result = replay(verdict, stored.transcript)
-        assert result.decision == verdict["decision"]
-        decisions[model] = verdict["decision"]
+        assert result.decision == verdict.decision
+        decisions[model] = verdict.decision
     assert decisions == {"trained": "detected", "untrained": "not-detected"}
 
 

@@ -30,6 +30,7 @@ from tests.support.fake_oracle import LinearOracle
 from tests.support.postgres import fresh_schema
 from twinaudit.owner.claim_client import ClaimOutcome, run_claim, sign_start
 from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import (
     ClaimBusyError,
     ClaimsChangedError,
@@ -45,7 +46,6 @@ from twinaudit.verifier.escrow.store import (
 )
 from twinaudit.verifier.server import serve_arbiter
 from twinaudit.verifier.service import FRESH_START_ATTEMPTS, VerifierService
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.claim_start import to_claim_start
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -205,10 +205,10 @@ def test_a_claim_filed_by_another_replica_meanwhile_is_excluded(open_store, monk
         )
         pause.go.set()
         later = check_verdict(first.result().verdict, KEY.public_key())
-    assert earlier["earlier_claims"] == 0
-    assert later["earlier_claims"] == 1  # b's claim was filed first ...
-    assert later["claim"].get("excluded") == sorted(earlier["opened"])  # ... so it is excluded
-    assert not set(later["opened"]) & set(earlier["opened"])
+    assert earlier.earlier_claims == 0
+    assert later.earlier_claims == 1  # b's claim was filed first ...
+    assert later.claim.excluded == tuple(sorted(earlier.opened))  # ... so it is excluded
+    assert not set(later.opened) & set(earlier.opened)
 
 
 @pytest.mark.parametrize("b_fresh", [True, False], ids=["b-fresh", "b-ordinary"])

@@ -31,10 +31,10 @@ from tests.support.pairset import PairSet
 from twinaudit.owner.claim_client import run_claim
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.openings import OpenedPair, decode_openings, encode_openings
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import InputError, NotFoundError, OracleError, VerificationError
 from twinaudit.protocol.items import encode_item
 from twinaudit.protocol.keys import public_key_pem
-from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.oracles.dial import dial_oracle
 from twinaudit.verifier.oracles.held import (
@@ -47,7 +47,6 @@ from twinaudit.verifier.oracles.held import (
 from twinaudit.verifier.reexecute import recompute_answers, reexecute
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -106,8 +105,7 @@ def held(tmp_path_factory):
     )
     verdict = check_verdict(outcome.verdict, key.public_key())
     opened = [
-        OpenedPair(i, owner_set.pair_opening(i), owner_set.opening(i).proof)
-        for i in verdict["opened"]
+        OpenedPair(i, owner_set.pair_opening(i), owner_set.opening(i).proof) for i in verdict.opened
     ]
     files = {
         "verdict": tmp / "verdict.json",
@@ -156,18 +154,18 @@ def test_model_add_stores_the_artefact_by_its_sha256(held):
 
 def test_the_verdict_binds_the_artefact_digest_and_replays(held):
     verdict = held["verdict"]
-    model = verdict["claim"]["model"]
-    assert model["endpoint"] == held["artefact"].address
-    assert model["oracle"]["model_digest"] == held["artefact"].digest
-    assert model["oracle"]["model_format"] == "torchscript"
-    assert model["oracle"]["framework"] == held["info"].framework
-    assert replay(verdict, held["transcript"]).pairs == len(verdict["opened"]) == 12
+    claim = verdict.claim
+    assert claim.endpoint == held["artefact"].address
+    assert claim.oracle_info.model_digest == held["artefact"].digest
+    assert claim.oracle_info.model_format == "torchscript"
+    assert claim.oracle_info.framework == held["info"].framework
+    assert replay(verdict, held["transcript"]).pairs == len(verdict.opened) == 12
 
 
 def test_reexecute_recomputes_every_answer_bit_for_bit(held):
     result = reexecute(held["verdict"], held["transcript"], held["openings"], held["model"])
     assert result.pairs == 12 and result.windows == 2  # requests of 4, then 8
-    assert result.answers == held["verdict"]["queries"] == 12 * 4
+    assert result.answers == held["verdict"].queries == 12 * 4
     assert result.framework_here == result.framework_recorded
 
 
@@ -219,7 +217,7 @@ def test_changed_answers_are_found_with_the_digest_check_bypassed(held):
 
 def test_openings_must_be_the_transcripts_items(held):
     root, pairs = decode_openings(held["openings"])
-    first = held["verdict"]["opened"][0]
+    first = held["verdict"].opened[0]
     swapped = dict(pairs)
     other = next(i for i in pairs if i != first)
     swapped[first] = OpenedPair(first, pairs[other].opening, pairs[first].proof)
@@ -252,15 +250,15 @@ def test_determinism_two_children_answer_bit_identically(held):
 
 
 def test_a_claim_map_with_a_held_endpoint_names_its_digest(held):
-    claim = dict(held["verdict"]["claim"])
+    claim = dict(held["verdict"].payload["claim"])
     model = dict(claim["model"])
     model["endpoint"] = held_address("0" * 64)
     claim["model"] = model
     with pytest.raises(InputError, match="model_digest must be the SHA-256"):
-        ClaimMap.from_value(claim, OracleInfo.from_value)
+        ClaimMap.from_value(claim)
     model["endpoint"] = "held:sha256:ABC"
     with pytest.raises(InputError, match="held:sha256:<64 lowercase hex>"):
-        ClaimMap.from_value(claim, OracleInfo.from_value)
+        ClaimMap.from_value(claim)
 
 
 def test_held_addresses_are_checked_before_anything_runs(held, tmp_path):

@@ -21,13 +21,12 @@ from tests.support.keys import KEY
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.items import ImageItem, decode_item
-from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.scoring.fit import fit_image
-from twinaudit.verifier.verdict import check_verdict
 
 
 class Declared(LinearOracle):
@@ -58,7 +57,7 @@ def test_a_claim_on_a_declared_input_records_the_fit_and_sends_that_shape(family
     assert {tuple(r["shape"]) for r in records} == {(28, 28, 1)}  # the items' own shape
     verdict = check_verdict(signed_verdict(session, KEY), KEY.public_key())
     result = replay(verdict, session.transcript.to_bytes())
-    assert result.indicators == verdict["indicators"]
+    assert result.indicators == verdict.indicators
     if family.startswith("random-resized-crop"):  # crops drawn inside the fitted 20x24
         crops = [p for r in records for version in r["params"] for p in version]
         assert max(p["top"] + p["height"] for p in crops) <= 20
@@ -126,10 +125,10 @@ def test_a_claim_map_read_back_with_a_wrong_fit_is_invalid_input(change, words):
         pairs, Declared((28, 28, 1)), max_pairs=2, rho=bytes(32), claim_nonce=bytes(32)
     )
     claim = session.claim_map
-    assert ClaimMap.from_value(claim, OracleInfo.from_value).fit_shape == (28, 28, 1)
+    assert ClaimMap.from_value(claim).fit_shape == (28, 28, 1)
     change(claim)
     with pytest.raises(InputError, match=words):
-        ClaimMap.from_value(claim, OracleInfo.from_value)
+        ClaimMap.from_value(claim)
 
 
 def _records(session):

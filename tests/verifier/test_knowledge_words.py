@@ -28,6 +28,7 @@ from twinaudit.owner.escrow_client import escrow_root
 from twinaudit.protocol.claim.functions import resolve_score, score_request_from_fields
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.claim.scores.knowledge import PendingScoreSpec, resolve_knowledge
+from twinaudit.protocol.claim.verdict import check_verdict, parse_verdict
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.errors import InputError, ParameterError
 from twinaudit.protocol.items import ImageItem, encode_item
@@ -37,7 +38,6 @@ from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
 from twinaudit.verifier.service import params_from_proto
-from twinaudit.verifier.verdict import check_verdict, parse_verdict
 from twinaudit.wire.transport import ErrorDetails, error_details, make_channel
 
 PROBABILITIES = OracleInfo("m", "d", ("classify",), "probabilities", 10, 8)
@@ -135,7 +135,7 @@ def test_claim_records_the_resolved_condition_and_replays(pair_set, word, label_
     payload = session.verdict_payload(arbiter="k", time="2026-11-21T21:00:00Z", environment={})
     assert word.encode() not in encode(payload) + session.transcript.to_bytes()
     verdict = parse_verdict(payload)
-    assert replay(verdict, session.transcript.to_bytes()).indicators == verdict["indicators"]
+    assert replay(verdict, session.transcript.to_bytes()).indicators == verdict.indicators
     # The same claim naming the condition itself gives the same verdict, byte for byte.
     explicit = _run(_session(pair_set, LinearOracle(label_only=label_only), condition), pair_set)
     assert encode(
@@ -241,7 +241,7 @@ def test_default_knowledge_through_the_service(arbiter, has_labels, oracle, cond
     assert (choice.perturbation, choice.k) == family
     score = {"knowledge": choice.knowledge, "k": 4, "perturbation": choice.perturbation}
     verdict = _claim(arbiter, oracle, **score)
-    assert verdict["claim"]["score"]["knowledge"] == condition
+    assert verdict.claim.score.knowledge == condition
 
 
 def test_c4_asks_for_copies_that_differ_and_the_owner_is_told_before_filing_one_copy():

@@ -32,12 +32,12 @@ from tests.support.oip_server import OipModel, memoriser_logits, mlserver_proces
 from tests.support.pairset import PairSet
 from twinaudit.cli.results import verdict_figures
 from twinaudit.owner.claim_client import run_claim
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import OracleError
 from twinaudit.protocol.items import encode_item
 from twinaudit.protocol.seeds import publication_bits
 from twinaudit.verifier.oracles.dial import dial_oracle
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
@@ -109,18 +109,18 @@ def _verdict_and_replay(dispute, outcome):
         pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=10
     )
     result = replay(verdict, stored.transcript)
-    assert result.decision == verdict["decision"]
-    assert result.indicators == verdict["indicators"]
+    assert result.decision == verdict.decision
+    assert result.indicators == verdict.indicators
     return verdict
 
 
 def test_a_model_trained_on_the_publication_is_detected_over_rest(dispute):
     endpoint = dispute["server"].rest("used")
     verdict = _verdict_and_replay(dispute, _claim(dispute, endpoint))
-    assert verdict["decision"] == "detected"
-    model = verdict["claim"]["model"]
-    assert model["endpoint"] == endpoint and model["name"] == "deployed"
-    assert model["oracle"] == {
+    assert verdict.decision == "detected"
+    claim = verdict.claim
+    assert claim.endpoint == endpoint and claim.model_name == "deployed"
+    assert claim.oracle == {
         "model_name": "used",
         "model_digest": "unverified: remote OIP endpoint",
         "capabilities": ["classify"],
@@ -130,23 +130,23 @@ def test_a_model_trained_on_the_publication_is_detected_over_rest(dispute):
         "framework": FRAMEWORK,
         "input_shape": [28, 28, 1],
     }
-    assert verdict_figures(verdict)["oracle"] == model["oracle"]
+    assert verdict_figures(verdict)["oracle"] == claim.oracle
 
 
 def test_a_clean_model_is_not_detected_over_grpc_with_logits(dispute):
     endpoint = dispute["server"].grpc_address("clean", "outputs=logits&max-batch=5")
     verdict = _verdict_and_replay(dispute, _claim(dispute, endpoint))
-    assert verdict["decision"] == "not-detected"
-    oracle = verdict["claim"]["model"]["oracle"]
+    assert verdict.decision == "not-detected"
+    oracle = verdict.claim.oracle
     assert oracle["max_batch"] == 5 and oracle["classify_output"] == "probabilities"
 
 
 def test_a_label_only_deployment_reaches_a_verdict(dispute):
     endpoint = dispute["server"].rest("labels", "classes=10&digest=sha256:feed")
     verdict = _verdict_and_replay(dispute, _claim(dispute, endpoint, knowledge="labelled"))
-    oracle = verdict["claim"]["model"]["oracle"]
+    oracle = verdict.claim.oracle
     assert oracle["classify_output"] == "label" and oracle["model_digest"] == "sha256:feed"
-    assert verdict["claim"]["score"]["knowledge"] == "C3"
+    assert verdict.claim.score.knowledge == "C3"
 
 
 def test_an_address_the_metadata_cannot_serve_is_refused_in_one_line(dispute):

@@ -35,13 +35,13 @@ from tests.support.fake_oracle import LinearOracle
 from twinaudit.cli.serve_options import serve_metrics
 from twinaudit.owner.claim_client import run_claim
 from twinaudit.practitioner.grpc_server import serve_oracle
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.errors import InputError
 from twinaudit.verifier.escrow.metered_store import MeteredStore
 from twinaudit.verifier.escrow.service import SERVICE_NAME as ESCROW_SERVICE
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
 from twinaudit.verifier.server import serve_arbiter
 from twinaudit.verifier.service import SERVICE_NAME as VERIFIER_SERVICE
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.wire.observe import (
     RPC_LOGGER,
@@ -180,9 +180,9 @@ def test_one_log_event_per_rpc_with_peer_status_duration_and_ids(dispute):
     assert isinstance(commit["duration_ms"], float) and commit["duration_ms"] >= 0
     (claim,) = _fields_of(records, FILE_CLAIM)
     verdict = dispute["verdict"]
-    assert claim["code"] == "OK" and claim["claim"] == verdict["claim_id"]
-    assert claim["record"] == verdict["claim"]["record"]["index"]
-    assert claim["decision"] == verdict["decision"]
+    assert claim["code"] == "OK" and claim["claim"] == verdict.claim_id
+    assert claim["record"] == verdict.claim.record_index
+    assert claim["decision"] == verdict.decision
     # Nothing secret: no salt, no version bytes, no rho in any event.
     rho = dispute["receipt"].rho.hex()
     text = "\n".join(TextFormatter().format(r) for r in records)
@@ -271,7 +271,7 @@ def test_a_handler_exception_is_logged_with_its_traceback_and_answered_internal(
 
 def test_metrics_scrape_after_a_real_escrow_and_claim(dispute):
     samples = _scrape(dispute["metrics port"])
-    decision = dispute["verdict"]["decision"]
+    decision = dispute["verdict"].decision
     assert samples['twinaudit_escrow_commits_total{result="committed"}'] == 1
     assert samples[f'twinaudit_claims_finished_total{{decision="{decision}"}}'] == 1
     assert samples["twinaudit_claims_open"] == 0
@@ -283,7 +283,7 @@ def test_metrics_scrape_after_a_real_escrow_and_claim(dispute):
     for operation in ("commit", "entry", "save_claim", "finish_claim"):
         assert samples[f'twinaudit_store_operation_seconds_count{{operation="{operation}"}}'] >= 1
     # Labels come from fixed sets: no claim id, record index or peer in any sample.
-    claim_id = dispute["verdict"]["claim_id"]
+    claim_id = dispute["verdict"].claim_id
     assert not any(claim_id in name or "127.0.0.1" in name for name in samples)
 
 

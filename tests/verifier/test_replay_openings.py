@@ -24,13 +24,13 @@ from tests.support.keys import KEY
 from twinaudit.cli.main import main as cli_main
 from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.envelope import payload_type, sign_envelope
 from twinaudit.protocol.errors import VerificationError
 from twinaudit.protocol.keys import key_id, public_key_pem
 from twinaudit.verifier.reexecute import check_openings
 from twinaudit.verifier.replay import replay
-from twinaudit.verifier.verdict import check_verdict
 
 
 @pytest.fixture(scope="module")

@@ -30,10 +30,10 @@ from tests.support.postgres import fresh_schema, with_search_path
 from twinaudit.owner.claim_client import ClaimOutcome, arbiter_key_id, run_claim, sign_start
 from twinaudit.practitioner.grpc_server import serve_oracle
 from twinaudit.protocol.claim.params import ClaimParams
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.keys import load_public_key
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.server import serve_arbiter
-from twinaudit.verifier.verdict import check_verdict
 from twinaudit.wire.claim_start import to_claim_start
 from twinaudit.wire.transport import make_channel
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
@@ -151,8 +151,8 @@ def _refused_busy(call: Callable[[], Any]) -> str:
 
 def _check(outcome: ClaimOutcome, address: str, claim_id: str) -> dict[str, Any]:
     verdict = check_verdict(outcome.verdict, KEY.public_key())
-    assert outcome.claim_id == claim_id == verdict["claim_id"]
-    assert len(verdict["opened"]) == MAX_PAIRS
+    assert outcome.claim_id == claim_id == verdict.claim_id
+    assert len(verdict.opened) == MAX_PAIRS
     channel = make_channel(address)
     try:
         stored = pb_grpc.VerifierStub(channel).GetVerdict(
@@ -160,7 +160,7 @@ def _check(outcome: ClaimOutcome, address: str, claim_id: str) -> dict[str, Any]
         )
     finally:
         channel.close()
-    assert replay(verdict, stored.transcript).decision == verdict["decision"]
+    assert replay(verdict, stored.transcript).decision == verdict.decision
     return verdict
 
 
@@ -280,8 +280,8 @@ def test_a_replica_takes_over_the_claims_of_one_that_died(oracle, tmp_path):
             outcome = _resume_when_free(b, request, stalled.claim_id)
             assert time.monotonic() - killed >= lease_s / 2  # not before the lease lapsed
             verdict = check_verdict(outcome.verdict, public)
-            assert verdict["claim_id"] == stalled.claim_id
-            assert len(verdict["opened"]) == MAX_PAIRS
+            assert verdict.claim_id == stalled.claim_id
+            assert len(verdict.opened) == MAX_PAIRS
         finally:
             if first.poll() is None:
                 first.kill()

@@ -51,8 +51,8 @@ def register_openings(sub: Any) -> None:
 def _openings(args: argparse.Namespace) -> int:
     from twinaudit.owner.vault import Vault
     from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
+    from twinaudit.protocol.claim.verdict import check_verdict
     from twinaudit.protocol.commitment import PairOpening
-    from twinaudit.verifier.verdict import check_verdict
 
     if args.out.exists():
         raise InputError(f"{args.out} exists: refusing to overwrite it")
@@ -64,12 +64,11 @@ def _openings(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read verdict {args.verdict}: {exc.strerror}") from None
     verdict = check_verdict(data, load_public_key(args.arbiter_key))
     vault = Vault.open(args.vault)
-    root = verdict["claim"]["record"]["root"]
-    if root != vault.root:
+    if verdict.claim.record_root != vault.root:
         raise InputError(f"the verdict is on another root than the vault {args.vault}'s")
     pairs = []
-    for index in verdict["opened"]:
-        opening = vault.opening(int(index))
+    for index in verdict.opened:
+        opening = vault.opening(index)
         pairs.append(
             OpenedPair(
                 opening.index,

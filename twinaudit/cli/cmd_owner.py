@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
 from twinaudit.protocol.errors import InputError, ParameterError
 from twinaudit.protocol.keys import load_public_key
@@ -44,6 +45,8 @@ from .threads import threads_arg, use_threads
 
 if TYPE_CHECKING:
     import grpc
+
+    from twinaudit.protocol.claim.verdict import Verdict
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -891,9 +894,9 @@ def _claim(args: argparse.Namespace) -> int:
     from twinaudit.owner.vault import Vault
     from twinaudit.protocol.claim.params import ClaimParams
     from twinaudit.protocol.claim.schedule import DEFAULT_WINDOW
+    from twinaudit.protocol.claim.verdict import check_verdict
     from twinaudit.protocol.keys import key_id
     from twinaudit.protocol.stats.base import TiePolicy
-    from twinaudit.verifier.verdict import check_verdict
 
     if args.out is None and not args.dry_run:
         raise InputError("owner claim needs --out (the folder for verdict and transcript)")
@@ -1014,9 +1017,9 @@ def _claim(args: argparse.Namespace) -> int:
         )
         return status
     print(
-        f"{verdict['decision'].upper()} (stop: {verdict['stop']}), {bound_line(verdict)}: "
-        f"claim {outcome.claim_id}, {len(verdict['opened'])} pairs opened, "
-        f"{verdict['queries']} queries{_knowledge_note(verdict, score.knowledge)}; verdict and "
+        f"{verdict.decision.upper()} (stop: {verdict.stop}), {bound_line(verdict)}: "
+        f"claim {outcome.claim_id}, {len(verdict.opened)} pairs opened, "
+        f"{verdict.queries} queries{_knowledge_note(verdict, score.knowledge)}; verdict and "
         f"transcript in {args.out}"
     )
     if not claims_authenticated(verdict):
@@ -1024,7 +1027,7 @@ def _claim(args: argparse.Namespace) -> int:
     print(pairs_left_line(verdict))
     from .report_html import identical_answers_note, pairs_from_transcript
 
-    note = identical_answers_note(verdict, pairs_from_transcript(stored.transcript))
+    note = identical_answers_note(verdict, pairs_from_transcript(verdict, stored.transcript))
     if note is not None:
         print(f"note: {note}")
     follow_up = label_only_follow_up(verdict)
@@ -1179,9 +1182,10 @@ def _write_new(path: Path, data: bytes) -> None:
         raise InputError(f"{path} appeared during the claim: refusing to overwrite it") from None
 
 
-def _knowledge_note(verdict: Any, asked: str) -> str:
+def _knowledge_note(verdict: Verdict, asked: str) -> str:
     """Return ", knowledge C3 (asked: labelled)": the condition the verdict records, if any."""
-    used = verdict["claim"]["score"].get("knowledge")
-    if not isinstance(used, str):
+    score = verdict.claim.score
+    if not isinstance(score, ScoreSpec):
         return ""
+    used = score.knowledge
     return f", knowledge {used}" + (f" (asked: {asked})" if asked != used else "")

@@ -516,7 +516,7 @@ def _check(args: argparse.Namespace) -> int:
         report = {"html": str(args.html)} if args.html is not None else {}
         print_json({"valid": True, **verdict_figures(verdict), **report})
         return EXIT_OK
-    print(f"VALID verdict {verdict['claim_id']}: {verdict_summary(verdict)}")
+    print(f"VALID verdict {verdict.claim_id}: {verdict_summary(verdict)}")
     for line in verdict_reading(verdict):
         print(f"  {line}")
     if args.html is not None:

@@ -148,12 +148,12 @@ def _verify(args: argparse.Namespace) -> int:
         return EXIT_OK
     if done is None:
         print(
-            f"VALID verdict {verdict['claim_id']}: {verdict_summary(verdict)}; "
+            f"VALID verdict {verdict.claim_id}: {verdict_summary(verdict)}; "
             "signature checked, not replayed (no --transcript)"
         )
     else:
         print(
-            f"VERIFIED verdict {verdict['claim_id']}: {verdict_summary(verdict)}; "
+            f"VERIFIED verdict {verdict.claim_id}: {verdict_summary(verdict)}; "
             "signature checked, replay identical"
         )
     for line in verdict_reading(verdict):

@@ -11,10 +11,11 @@ from what the verdict itself holds.
 
 A page is rendered only for a verdict that has been checked: the caller passes a
 :class:`Checked` that says how (the signature, and whether the transcript replayed),
-and ``twinaudit verifier`` makes one only after :func:`twinaudit.verifier.verdict.check_verdict`
-succeeded. Every piece of text from the verdict is escaped; the page loads nothing
-(inline CSS, inline SVG, no script, a Content-Security-Policy that forbids fetching),
-and :func:`write_report` writes it atomically (temporary file, then rename).
+and ``twinaudit verifier`` makes one only after
+:func:`twinaudit.protocol.claim.verdict.check_verdict` succeeded. Every piece of text
+from the verdict is escaped; the page loads nothing (inline CSS, inline SVG, no script,
+a Content-Security-Policy that forbids fetching), and :func:`write_report` writes it
+atomically (temporary file, then rename).
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from twinaudit.protocol.atomic_file import write_atomically
-from twinaudit.protocol.claim.functions import SCORE_FUNCTIONS
-from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
+from twinaudit.protocol.claim.functions import SCORE_FUNCTIONS, AnyScoreSpec
+from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.encoder import EncoderSpec
 from twinaudit.protocol.claim.transcript import iter_records
+from twinaudit.protocol.claim.verdict import Verdict, is_int
+from twinaudit.protocol.encoding import Value, canonical
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.stats.graded import grade_of
 
@@ -44,7 +48,6 @@ from .results import authentication_line, claims_authenticated
 from .verdict_plots import (
     GradesNeededError,
     Trajectory,
-    VerdictView,
     bound_trajectory,
     svg_plot,
     trajectory,
@@ -122,9 +125,10 @@ _CSP: Final = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 class Checked:
     """How a verdict was checked before its report is rendered.
 
-    ``key_id`` is the arbiter key whose signature :func:`twinaudit.verifier.verdict.check_verdict`
-    verified; ``replayed`` is true when :func:`twinaudit.verifier.replay.replay` also arrived at
-    the verdict's decision from its transcript. ``file_name`` and ``file_sha256`` name
+    ``key_id`` is the arbiter key whose signature
+    :func:`twinaudit.protocol.claim.verdict.check_verdict` verified; ``replayed`` is true
+    when :func:`twinaudit.verifier.replay.replay` also arrived at the verdict's decision
+    from its transcript. ``file_name`` and ``file_sha256`` name
     the verdict file, so a reader can tie the page to it.
     """
 
@@ -152,41 +156,46 @@ class OpenedPair:
     labels: LabelAnswers | None = None
 
 
-def pairs_from_verdict(verdict: VerdictView) -> list[OpenedPair]:
+def pairs_from_verdict(verdict: Verdict) -> list[OpenedPair]:
     """Return the opened pairs as the verdict alone records them (index and outcome)."""
-    indicators = str(verdict["indicators"])
+    indicators = verdict.indicators
     return [
-        OpenedPair(int(index), indicators[n] if n < len(indicators) else "")
-        for n, index in enumerate(verdict["opened"])
+        OpenedPair(index, indicators[n] if n < len(indicators) else "")
+        for n, index in enumerate(verdict.opened)
     ]
 
 
-def pairs_from_transcript(transcript: bytes) -> list[OpenedPair]:
-    """Return the opened pairs of a transcript that replayed (spec §12 pair records).
+def pairs_from_transcript(verdict: Verdict, transcript: bytes) -> list[OpenedPair]:
+    """Return the opened pairs of ``verdict``'s transcript, which replayed (spec §12).
 
-    Call it only on a transcript :func:`twinaudit.verifier.replay.replay` accepted: the records'
-    form is taken as checked.
+    Call it only on a transcript :func:`twinaudit.verifier.replay.replay` accepted against
+    ``verdict``: the records' form is taken as checked, and their header's claim map is
+    the verdict's, whose score says whether the answers were labels.
     """
     pairs = []
-    knowledge = None
+    knowledge = label_only_knowledge(verdict.claim.score)
     for record in iter_records(transcript):
-        if record.get("type") == "header":
-            claim: Any = record["claim"]
-            knowledge = label_only_knowledge(claim["score"])
         if record.get("type") != "pair":
             continue
         scores: Any = record["scores"]
         pairs.append(
             OpenedPair(
-                int(record["index"]),  # type: ignore[arg-type]
+                _replayed_int(record["index"]),
                 str(record["outcome"]),
-                int(record["window"]),  # type: ignore[arg-type]
-                int(record["published"]),  # type: ignore[arg-type]
+                _replayed_int(record["window"]),
+                _replayed_int(record["published"]),
                 (float(scores[0]), float(scores[1])),
                 label_answers(record, knowledge) if knowledge else None,
             )
         )
     return pairs
+
+
+def _replayed_int(value: Value) -> int:
+    """Return a pair record's integer field, which replay has checked (spec §12)."""
+    if not is_int(value):
+        raise InputError("the transcript's pair records are not the ones replay checked")
+    return value
 
 
 #: The share of opened pairs with identical scores from which the report remarks on
@@ -201,7 +210,7 @@ def identical_answers(pairs: Sequence[OpenedPair]) -> tuple[int, int]:
     return sum(1 for first, second in scored if first == second), len(scored)
 
 
-def identical_answers_note(verdict: VerdictView, pairs: Sequence[OpenedPair]) -> str | None:
+def identical_answers_note(verdict: Verdict, pairs: Sequence[OpenedPair]) -> str | None:
     """Return a remark when many pairs scored exactly alike from continuous answers.
 
     A score read from probabilities, embeddings or log-probabilities (not from labels
@@ -211,8 +220,7 @@ def identical_answers_note(verdict: VerdictView, pairs: Sequence[OpenedPair]) ->
     pairs carry no scores (a verdict without its transcript), or fewer than
     :data:`IDENTICAL_SHARE` of them scored alike.
     """
-    score = verdict["claim"]["score"]
-    if score.get("function") == CLASSIFIER and score.get("knowledge") in ("C3", "C4"):
+    if label_only_knowledge(verdict.claim.score) is not None:
         return None
     identical, scored = identical_answers(pairs)
     if not scored or identical < IDENTICAL_SHARE * scored:
@@ -261,41 +269,52 @@ def _bullets(items: Iterable[str]) -> str:
     return "<ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
 
 
-def _counts(verdict: VerdictView) -> dict[str, int]:
-    indicators = str(verdict["indicators"])
-    final = verdict["final"]
-    draws, successes = int(final["draws"]), int(final["successes"])
-    return {
-        "opened": len(verdict["opened"]),
-        "draws": draws,
-        "successes": successes,
-        "failures": draws - successes,
-        "coin_ties": indicators.count("h") + indicators.count("t"),
-        "skipped": indicators.count("s"),
-        "after": len(verdict["opened"]) - len(indicators),
-    }
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """What became of a verdict's opened pairs, counted from its indicators (spec §11)."""
+
+    opened: int
+    draws: int
+    successes: int
+    failures: int
+    coin_ties: int
+    skipped: int
+    #: Pairs opened after the test decided (they carry no indicator).
+    after: int
 
 
-def _headline(verdict: VerdictView) -> str:
-    claim = verdict["claim"]
-    p = float(claim["test"]["params"]["p"])
+def _counts(verdict: Verdict) -> _Counts:
+    indicators, final = verdict.indicators, verdict.final
+    return _Counts(
+        opened=len(verdict.opened),
+        draws=final.draws,
+        successes=final.successes,
+        failures=final.draws - final.successes,
+        coin_ties=indicators.count("h") + indicators.count("t"),
+        skipped=indicators.count("s"),
+        after=len(verdict.opened) - len(indicators),
+    )
+
+
+def _headline(verdict: Verdict) -> str:
+    p = verdict.p
     c = _counts(verdict)
-    share = f" ({100 * c['successes'] / c['draws']:.1f}%)" if c["draws"] else ""
+    share = f" ({100 * c.successes / c.draws:.1f}%)" if c.draws else ""
     tally = (
-        f"Of the {c['draws']} pairs fed to the test, the published version scored higher in "
-        f"{c['successes']}{share}; a model that never saw the published data would win "
+        f"Of the {c.draws} pairs fed to the test, the published version scored higher in "
+        f"{c.successes}{share}; a model that never saw the published data would win "
         "about half."
     )
-    if not c["draws"]:
+    if not c.draws:
         tally = "No pair was opened."
-        if c["opened"]:
+        if c.opened:
             tally = (
-                f"No pair was fed to the test: the {c['opened']} pairs opened all tied (the "
+                f"No pair was fed to the test: the {c.opened} pairs opened all tied (the "
                 "model answered both versions alike) and were skipped."
             )
     if verdict.detected:
-        earlier = int(verdict["earlier_claims"])
-        bound = min(1.0, (earlier + 1) * p)
+        earlier = verdict.earlier_claims
+        bound = verdict.record_bound()
         claims = f"{earlier + 1} claim{'s' if earlier else ''}"
         who = (
             ""
@@ -313,12 +332,12 @@ def _headline(verdict: VerdictView) -> str:
         )
     return (
         '<div class="decision not-detected"><b>NOT DETECTED</b><p>The test did not reach its '
-        f"threshold: {_e(_STOP_WORDS.get(str(verdict['stop']), verdict['stop']))}. "
+        f"threshold: {_e(_STOP_WORDS.get(verdict.stop, verdict.stop))}. "
         f"{_e(tally)} This is not a finding that the data was not used.</p></div>"
     )
 
 
-def _identical_warning(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
+def _identical_warning(verdict: Verdict, pairs: Sequence[OpenedPair] | None) -> str:
     note = None if pairs is None else identical_answers_note(verdict, pairs)
     return "" if note is None else f'<div class="warn"><p>{_e(note)}</p></div>'
 
@@ -344,16 +363,15 @@ def _checks(checked: Checked) -> str:
     return '<div class="checks">' + _bullets(items) + "</div>"
 
 
-def _meaning(verdict: VerdictView) -> str:
-    claim = verdict["claim"]
-    p = float(claim["test"]["params"]["p"])
-    earlier = int(verdict["earlier_claims"])
+def _meaning(verdict: Verdict) -> str:
+    p = verdict.p
+    earlier = verdict.earlier_claims
     if earlier:
         scaled = (
             f"This record had {earlier} earlier claim{'s' if earlier != 1 else ''}. Each had its "
             "own chance of a false detection, so across all "
             f"{earlier + 1} claims on it the bound is (earlier claims + 1) × p = "
-            f"{_number(min(1.0, (earlier + 1) * p))}."
+            f"{_number(verdict.record_bound())}."
         )
     else:
         scaled = (
@@ -386,7 +404,7 @@ def _meaning(verdict: VerdictView) -> str:
     else:
         does = [
             f"That this test, with these settings, did not reach its threshold within the "
-            f"{len(verdict['opened'])} pairs opened.",
+            f"{len(verdict.opened)} pairs opened.",
         ]
         does_not = [
             "NOT DETECTED is not proof that the data was not used: a model that generalises "
@@ -397,7 +415,7 @@ def _meaning(verdict: VerdictView) -> str:
             "it says only that this test did not reach its threshold on the pairs it opened. "
             "A model that still holds the data, or an oracle that answers with another model, "
             "can leave it undetected.",
-            _earlier_words(verdict, p),
+            _earlier_words(verdict),
         ]
     return (
         "<h2>What this verdict establishes</h2>"
@@ -407,14 +425,14 @@ def _meaning(verdict: VerdictView) -> str:
     )
 
 
-def _earlier_words(verdict: VerdictView, p: float) -> str:
+def _earlier_words(verdict: Verdict) -> str:
     """Say how the earlier claims on the record weigh on this verdict (spec §10.2, §11)."""
-    earlier = int(verdict["earlier_claims"])
-    excluded = len(verdict["claim"].get("excluded", []))
+    earlier = verdict.earlier_claims
+    excluded = len(verdict.claim.excluded)
     words = (
         f"Earlier claims on this record: {earlier}; across all {earlier + 1} claims on it, "
         f"the chance of a false detection is at most (earlier claims + 1) × p = "
-        f"{_number(min(1.0, (earlier + 1) * p))}."
+        f"{_number(verdict.record_bound())}."
     )
     if excluded:
         words += (
@@ -426,81 +444,77 @@ def _earlier_words(verdict: VerdictView, p: float) -> str:
     return words
 
 
-def _score_words(score: Mapping[str, Any]) -> str:
-    function = str(score.get("function", ""))
-    known = SCORE_FUNCTIONS.get(function)
-    parts = [_e(known.explanation if known is not None else function)]
-    if "k" in score:
-        copies = "copy" if score["k"] == 1 else "copies"
-        parts.append(f"K = {_e(score['k'])} {copies} per version")
-    if "perturbation" in score:
-        parts.append(f"perturbation family {_e(score['perturbation'])}")
-    if "knowledge" in score:
-        knowledge = str(score["knowledge"])
-        parts.append(_e(_KNOWLEDGE_WORDS.get(knowledge, knowledge)))
-    return "; ".join(parts) + f'<br><span class="muted">as recorded: {_plain(score)}</span>'
+def _score_words(score: AnyScoreSpec) -> str:
+    known = SCORE_FUNCTIONS.get(score.function)
+    parts = [_e(known.explanation if known is not None else score.function)]
+    if isinstance(score, ScoreSpec | EncoderSpec):
+        copies = "copy" if score.k == 1 else "copies"
+        parts.append(f"K = {_e(score.k)} {copies} per version")
+        parts.append(f"perturbation family {_e(score.perturbation)}")
+    if isinstance(score, ScoreSpec):
+        parts.append(_e(_KNOWLEDGE_WORDS.get(score.knowledge, score.knowledge)))
+    recorded = _plain(canonical(score.to_value()))  # its keys in the verdict's order
+    return "; ".join(parts) + f'<br><span class="muted">as recorded: {recorded}</span>'
 
 
-def _audit(verdict: VerdictView, checked: Checked) -> str:
-    claim = verdict["claim"]
-    record, model, test = claim["record"], claim["model"], claim["test"]
-    final = verdict["final"]
+def _audit(verdict: Verdict, checked: Checked) -> str:
+    claim, final = verdict.claim, verdict.final
     c = _counts(verdict)
-    if final["interval"] is not None:
-        low, high = final["interval"]
-        figure = f"final PPRM interval [{_e(low)}, {_e(high)}] of {_e(record['n_pairs'])} pairs"
-        figure += f"; threshold T = {_e(test['params'].get('threshold'))}"
-    elif final["log_statistic"] is not None:
-        log_e = float(final["log_statistic"])
+    if final.interval is not None:
+        low, high = final.interval
+        figure = f"final PPRM interval [{_e(low)}, {_e(high)}] of {_e(claim.n_pairs)} pairs"
+        figure += f"; threshold T = {_e(claim.test_params.get('threshold'))}"
+    elif final.log_statistic is not None:
+        log_e = final.log_statistic
         figure = (
             f"final log e-value {_e(_number(log_e))} (e-value {_e(_number(math.exp(log_e)))}); "
-            f"detection needs log(1/p) = {_e(_number(-math.log(float(test['params']['p']))))}"
+            f"detection needs log(1/p) = {_e(_number(-math.log(verdict.p)))}"
         )
     else:
         figure = "no pair was fed to the test"
-    limits = (
-        f"at most {_e(claim['max_pairs'])} pairs" if claim["max_pairs"] else "no pair limit"
-    ) + (f"; query budget {_e(claim['query_budget'])}" if claim["query_budget"] else "; no budget")
+    limits = (f"at most {_e(claim.max_pairs)} pairs" if claim.max_pairs else "no pair limit") + (
+        f"; query budget {_e(claim.query_budget)}" if claim.query_budget else "; no budget"
+    )
     rows = [
-        ("Claim", f'<span class="mono">{_e(verdict["claim_id"])}</span>'),
-        ("Verdict signed", f"{_e(verdict['time'])} (spec {_e(verdict['spec'])})"),
-        ("Arbiter key", f'<span class="mono">{_e(verdict["arbiter"])}</span>'),
+        ("Claim", f'<span class="mono">{_e(verdict.claim_id)}</span>'),
+        ("Verdict signed", f"{_e(verdict.time)} (spec {_e(verdict.spec)})"),
+        ("Arbiter key", f'<span class="mono">{_e(verdict.arbiter)}</span>'),
         (
             "Escrow record",
-            f"record {_e(record['index'])} of the arbiter's escrow log: "
-            f"{_e(record['n_pairs'])} pairs committed by the owner before publication, "
-            f"escrowed {_e(verdict['receipt_time'])}; Merkle root "
-            f'<span class="mono">{_e(record["root"])}</span>',
+            f"record {_e(claim.record_index)} of the arbiter's escrow log: "
+            f"{_e(claim.n_pairs)} pairs committed by the owner before publication, "
+            f"escrowed {_e(verdict.receipt_time)}; Merkle root "
+            f'<span class="mono">{_e(claim.record_root)}</span>',
         ),
         (
             "Model",
-            f'“{_e(model["name"])}” at endpoint <span class="mono">{_e(model["endpoint"])}</span>',
+            f'“{_e(claim.model_name)}” at endpoint <span class="mono">{_e(claim.endpoint)}</span>',
         ),
-        ("Model as the oracle described it", _plain(model["oracle"])),
-        ("Score", _score_words(claim["score"])),
+        ("Model as the oracle described it", _plain(claim.oracle)),
+        ("Score", _score_words(claim.score)),
         (
             "Test",
-            f"{_e(_TEST_WORDS.get(str(test['name']), test['name']))}"
-            f'<br><span class="muted">{_e(test["name"])}: {_plain(test["params"])}</span>',
+            f"{_e(_TEST_WORDS.get(claim.test_name, claim.test_name))}"
+            f'<br><span class="muted">{_e(claim.test_name)}: {_plain(claim.test_params)}</span>',
         ),
-        ("Ties", _e(_TIE_WORDS.get(str(claim["tie_rule"]), claim["tie_rule"]))),
+        ("Ties", _e(_TIE_WORDS.get(claim.tie_rule.value, claim.tie_rule.value))),
         ("Limits", limits),
         (
             "Result",
-            f"{c['opened']} pairs opened, {c['draws']} fed to the test: published version "
-            f'higher in <span class="won">{c["successes"]}</span>, hidden version higher in '
-            f'<span class="lost">{c["failures"]}</span> (ties decided by coin: '
-            f"{c['coin_ties']}; ties skipped: {c['skipped']}; opened after the decision: "
-            f"{c['after']}); {_e(verdict['queries'])} model queries; {figure}",
+            f"{c.opened} pairs opened, {c.draws} fed to the test: published version "
+            f'higher in <span class="won">{c.successes}</span>, hidden version higher in '
+            f'<span class="lost">{c.failures}</span> (ties decided by coin: '
+            f"{c.coin_ties}; ties skipped: {c.skipped}; opened after the decision: "
+            f"{c.after}); {_e(verdict.queries)} model queries; {figure}",
         ),
-        ("Stopped because", _e(_STOP_WORDS.get(str(verdict["stop"]), verdict["stop"]))),
-        ("Earlier claims on the record", _e(verdict["earlier_claims"])),
+        ("Stopped because", _e(_STOP_WORDS.get(verdict.stop, verdict.stop))),
+        ("Earlier claims on the record", _e(verdict.earlier_claims)),
         (
             "Transcript",
-            f'{_e(verdict["transcript"]["records"])} records, hash <span class="mono">'
-            f"{_e(verdict['transcript']['hash'])}</span>",
+            f'{_e(verdict.transcript.records)} records, hash <span class="mono">'
+            f"{_e(verdict.transcript.hash)}</span>",
         ),
-        ("Arbiter's environment", _plain(verdict["environment"])),
+        ("Arbiter's environment", _plain(dict(verdict.environment))),
         (
             "Verdict file",
             f'{_e(checked.file_name)}, SHA-256 <span class="mono">{_e(checked.file_sha256)}</span>',
@@ -513,13 +527,13 @@ def _figure(path: Trajectory, title: str, caption: str) -> str:
     return f"<figure>{svg_plot(path, title)}<figcaption>{_e(caption)}</figcaption></figure>"
 
 
-def fed_grades(verdict: VerdictView, pairs: Sequence[OpenedPair]) -> list[int]:
+def fed_grades(verdict: Verdict, pairs: Sequence[OpenedPair]) -> list[int]:
     """Return the grade of each bit fed to a graded test (spec §7.5.1), from the transcript.
 
     ``pairs`` must come from :func:`pairs_from_transcript`: a decided pair's grade is its
     gap's over the score's margin, a coin tie's is 1; skipped ties feed nothing.
     """
-    margin = float(verdict["claim"]["score"].get("margin", 0.0))
+    margin = verdict.claim.score.tie_margin
     grades = []
     for pair in pairs:
         if pair.outcome in ("h", "t"):
@@ -530,14 +544,14 @@ def fed_grades(verdict: VerdictView, pairs: Sequence[OpenedPair]) -> list[int]:
     return grades
 
 
-def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
+def _plots(verdict: Verdict, pairs: Sequence[OpenedPair] | None) -> str:
     out = ["<h2>The test, pair by pair</h2>"]
     try:
-        graded = str(verdict["claim"]["test"]["name"]) == "mixture-graded"
+        graded = verdict.claim.test_name == "mixture-graded"
         path = trajectory(verdict, fed_grades(verdict, pairs) if graded and pairs else None)
     except GradesNeededError:
-        final = verdict["final"].get("log_statistic")
-        threshold = -math.log(float(verdict["claim"]["test"]["params"]["p"]))
+        final = verdict.final.log_statistic
+        threshold = -math.log(verdict.p)
         return out[0] + (
             "<p>The graded test sizes each pair's bet by how far apart its two scores are "
             "(spec §7.5); the scores are in the transcript, not in the verdict, so its path "
@@ -553,11 +567,11 @@ def _plots(verdict: VerdictView, pairs: Sequence[OpenedPair] | None) -> str:
         )
     fed = "Horizontal axis: pairs opened, in the order the arbiter opened them."
     c = _counts(verdict)
-    if c["after"]:
-        decided = c["opened"] - c["after"]
+    if c.after:
+        decided = c.opened - c.after
         fed += (
             f" The axis ends at pair {decided}, where the test decided; the other "
-            f"{c['after']} of the {c['opened']} pairs opened came in the same request, "
+            f"{c.after} of the {c.opened} pairs opened came in the same request, "
             "after the decision, and were not fed to the test."
         )
     if path.test == "mixture-graded":
@@ -658,7 +672,7 @@ def _table(pairs: Sequence[OpenedPair], from_transcript: bool) -> str:
 
 
 def render_report(
-    verdict: VerdictView,
+    verdict: Verdict,
     checked: Checked,
     pairs: Sequence[OpenedPair] | None = None,
     *,
@@ -667,20 +681,20 @@ def render_report(
     """Return the HTML page of a checked ``verdict``.
 
     ``checked`` says how it was checked (make one only after
-    :func:`twinaudit.verifier.verdict.check_verdict` succeeded, and set ``replayed`` only after
-    :func:`twinaudit.verifier.replay.replay` did); ``pairs`` is the transcript's table
-    (:func:`pairs_from_transcript`), or None for the verdict's own
-    (:func:`pairs_from_verdict`). Raises :class:`~twinaudit.protocol.errors.InputError` when
+    :func:`twinaudit.protocol.claim.verdict.check_verdict` succeeded, and set
+    ``replayed`` only after :func:`twinaudit.verifier.replay.replay` did); ``pairs`` is
+    the transcript's table (:func:`pairs_from_transcript`), or None for the verdict's
+    own (:func:`pairs_from_verdict`). Raises :class:`~twinaudit.protocol.errors.InputError` when
     ``checked`` names another key than the verdict's arbiter.
     """
-    if checked.key_id != verdict["arbiter"]:
+    if checked.key_id != verdict.arbiter:
         raise InputError("the report's check names another key than the verdict's arbiter")
     decision = "DETECTED" if verdict.detected else "NOT DETECTED"
-    title = f"Verdict {verdict['claim_id']}: {decision}"
+    title = f"Verdict {verdict.claim_id}: {decision}"
     body = [
         f"<h1>Data-use audit verdict: {_e(decision)}</h1>",
-        f'<p class="sub">Claim <span class="mono">{_e(verdict["claim_id"])}</span> against '
-        f"the model “{_e(verdict['claim']['model']['name'])}”, signed {_e(verdict['time'])}"
+        f'<p class="sub">Claim <span class="mono">{_e(verdict.claim_id)}</span> against '
+        f"the model “{_e(verdict.claim.model_name)}”, signed {_e(verdict.time)}"
         "</p>",
         _headline(verdict),
         _identical_warning(verdict, pairs),

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
-from twinaudit.protocol.claim.scores.classifier import LABEL_ONLY, LABELLED
+from twinaudit.protocol.claim.functions import AnyScoreSpec
+from twinaudit.protocol.claim.scores.classifier import LABEL_ONLY, LABELLED, ScoreSpec
 
 #: What the table says above a label-only claim's pairs, by knowledge condition.
 LABEL_NOTES: Final[Mapping[str, str]] = {
@@ -53,11 +53,10 @@ class LabelAnswers:
     knowledge: str
 
 
-def label_only_knowledge(score: Mapping[str, Any]) -> str | None:
-    """Return the knowledge condition of a label-only classifier score map, else None."""
-    knowledge = score.get("knowledge")
-    if score.get("function") == CLASSIFIER and knowledge in LABEL_ONLY:
-        return str(knowledge)
+def label_only_knowledge(score: AnyScoreSpec) -> str | None:
+    """Return the knowledge condition of a label-only classifier score, else None."""
+    if isinstance(score, ScoreSpec) and score.knowledge in LABEL_ONLY:
+        return score.knowledge
     return None
 
 

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
-from twinaudit.protocol.claim.scores.classifier import LABEL_ONLY
+from twinaudit.protocol.claim.scores.classifier import LABEL_ONLY, ScoreSpec
+from twinaudit.protocol.claim.verdict import Verdict
+from twinaudit.protocol.encoding import canonical
 
 #: Exit status of ``owner claim --exit-code`` for a verdict of NOT-DETECTED.
 EXIT_NOT_DETECTED: Final = 3
@@ -36,63 +38,61 @@ def print_json(value: Mapping[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def verdict_figures(verdict: Any) -> dict[str, Any]:
+def verdict_figures(verdict: Verdict) -> dict[str, Any]:
     """Return a checked verdict's decision and figures (no opening, no transcript)."""
-    final = verdict["final"]
-    claim = verdict["claim"]
+    final, claim = verdict.final, verdict.claim
     return {
         # The record-level bound first (spec §11): what a reader weighs a detection by.
         "false_detection_bound": false_detection_bound(verdict),
         "claims_authenticated": claims_authenticated(verdict),
-        "claim_id": verdict["claim_id"],
-        "decision": verdict["decision"],
-        "detected": verdict["decision"] == "detected",
-        "stop": verdict["stop"],
-        "record": claim["record"]["index"],
-        "n_pairs": claim["record"]["n_pairs"],
-        "pairs_opened": len(verdict["opened"]),
-        "draws": final["draws"],
-        "successes": final["successes"],
-        "interval": final["interval"],
-        "log_statistic": final["log_statistic"],
-        "queries": verdict["queries"],
-        "test": claim["test"]["name"],
-        "test_params": claim["test"]["params"],
-        "score": claim["score"],
-        "earlier_claims": verdict["earlier_claims"],
-        "excluded_pairs": len(claim.get("excluded", [])),
+        "claim_id": verdict.claim_id,
+        "decision": verdict.decision,
+        "detected": verdict.detected,
+        "stop": verdict.stop,
+        "record": claim.record_index,
+        "n_pairs": claim.n_pairs,
+        "pairs_opened": len(verdict.opened),
+        "draws": final.draws,
+        "successes": final.successes,
+        "interval": list(final.interval) if final.interval is not None else None,
+        "log_statistic": final.log_statistic,
+        "queries": verdict.queries,
+        "test": claim.test_name,
+        "test_params": claim.test_params,
+        "score": canonical(claim.score.to_value()),  # its keys in the verdict's order
+        "earlier_claims": verdict.earlier_claims,
+        "excluded_pairs": len(claim.excluded),
         "unopened_pairs": unopened_pairs(verdict),
-        "model": claim["model"]["name"],
-        "oracle": claim["model"]["oracle"],
+        "model": claim.model_name,
+        "oracle": claim.oracle,
         # "area": every image query was fitted to the oracle's input_shape (spec §10.2
         # step 5); None: the images went at their own size.
-        "input_fit": claim.get("input_fit"),
-        "arbiter": verdict["arbiter"],
-        "time": verdict["time"],
+        "input_fit": claim.input_fit or None,
+        "arbiter": verdict.arbiter,
+        "time": verdict.time,
     }
 
 
-def verdict_summary(verdict: Any) -> str:
+def verdict_summary(verdict: Verdict) -> str:
     """Return a checked verdict's decision and figures in one line (``verifier check``)."""
-    final = verdict["final"]
+    final = verdict.final
     return (
-        f"{verdict['decision'].upper()} (stop: {verdict['stop']}; pairs opened "
-        f"{len(verdict['opened'])}, draws {final['draws']}, successes {final['successes']}, "
-        f"queries {verdict['queries']}, test {verdict['claim']['test']['name']})"
+        f"{verdict.decision.upper()} (stop: {verdict.stop}; pairs opened "
+        f"{len(verdict.opened)}, draws {final.draws}, successes {final.successes}, "
+        f"queries {verdict.queries}, test {verdict.claim.test_name})"
     )
 
 
-def false_detection_bound(verdict: Any) -> float:
+def false_detection_bound(verdict: Verdict) -> float:
     """Return ``(earlier_claims + 1)·p`` (at most 1): the bound across the record's claims.
 
     Each claim on a record has its own chance ``p`` of a false detection, whether or
     not it excludes the pairs earlier claims opened (spec §11, §13).
     """
-    p = float(verdict["claim"]["test"]["params"]["p"])
-    return min(1.0, (int(verdict["earlier_claims"]) + 1) * p)
+    return verdict.record_bound()
 
 
-def unopened_pairs(verdict: Any) -> int | None:
+def unopened_pairs(verdict: Verdict) -> int | None:
     """Return how many of the record's pairs neither this claim nor an earlier one opened.
 
     Exact when the verdict knows every earlier claim's pairs: it is the record's first
@@ -100,28 +100,25 @@ def unopened_pairs(verdict: Any) -> int | None:
     spec §10.1). None for a later claim that did not exclude them. A next claim with
     fresh pairs opens only these (fewer if claims were filed in between).
     """
-    claim = verdict["claim"]
-    excluded = claim.get("excluded", [])
-    if int(verdict["earlier_claims"]) and not excluded:
+    claim = verdict.claim
+    if verdict.earlier_claims and not claim.excluded:
         return None
-    return int(claim["record"]["n_pairs"]) - len(excluded) - len(verdict["opened"])
+    return claim.population - len(verdict.opened)
 
 
-def claims_authenticated(verdict: Any) -> bool:
+def claims_authenticated(verdict: Verdict) -> bool:
     """Whether the verdict's record binds a claim key, so only its owner could file claims.
 
     A verdict on such a record carries ``filing``, the owner's signed request (spec §11);
     one on a record escrowed before claim keys (or signed before them) does not, and its
     ``earlier_claims`` may count claims that anyone filed.
     """
-    value = getattr(verdict, "value", verdict)
-    return isinstance(value, Mapping) and "filing" in value
+    return verdict.authenticated
 
 
-def bound_line(verdict: Any) -> str:
+def bound_line(verdict: Verdict) -> str:
     """Return the record-level bound a verdict is read by, in one line (spec §11)."""
-    earlier = int(verdict["earlier_claims"])
-    p = float(verdict["claim"]["test"]["params"]["p"])
+    earlier, p = verdict.earlier_claims, verdict.p
     return (
         f"false-detection bound {false_detection_bound(verdict):g} = (earlier claims + 1)·p "
         f"= ({earlier} + 1)·{p:g}, across the record's {earlier + 1} "
@@ -129,7 +126,7 @@ def bound_line(verdict: Any) -> str:
     )
 
 
-def authentication_line(verdict: Any) -> str:
+def authentication_line(verdict: Verdict) -> str:
     """Say who could have filed the claims a verdict counts (spec §10.7, §11)."""
     if claims_authenticated(verdict):
         return (
@@ -143,7 +140,7 @@ def authentication_line(verdict: Any) -> str:
     )
 
 
-def verdict_reading(verdict: Any) -> list[str]:
+def verdict_reading(verdict: Verdict) -> list[str]:
     """Return the lines that say how to read a verdict (``verifier check``, ``owner claim``).
 
     The false-detection bound across the record's claims first, who could file them,
@@ -151,36 +148,34 @@ def verdict_reading(verdict: Any) -> list[str]:
     unopened.
     """
     lines = [bound_line(verdict), authentication_line(verdict)]
-    if verdict["decision"] != "detected":
+    if not verdict.detected:
         lines.append(
             "NOT DETECTED is not proof that the model does not use the data, nor, after "
             "unlearning, that the data was removed: the test did not reach its threshold "
-            f"within the {len(verdict['opened'])} pairs opened"
+            f"within the {len(verdict.opened)} pairs opened"
         )
     lines.append(pairs_left_line(verdict))
     return lines
 
 
-def pairs_left_line(verdict: Any) -> str:
+def pairs_left_line(verdict: Verdict) -> str:
     """Return one line saying how many of the record's pairs no claim has opened yet."""
-    claim = verdict["claim"]
-    n_pairs = int(claim["record"]["n_pairs"])
-    excluded = len(claim.get("excluded", []))
+    claim = verdict.claim
     left = unopened_pairs(verdict)
     if left is None:
         return (
             f"pairs left: unknown from this verdict (it did not exclude the pairs of the "
-            f"{verdict['earlier_claims']} earlier claims on record {claim['record']['index']}); "
+            f"{verdict.earlier_claims} earlier claims on record {claim.record_index}); "
             "a claim with --fresh-pairs lists them as excluded"
         )
     return (
-        f"pairs left: {left} of record {claim['record']['index']}'s {n_pairs} never opened "
-        f"(this claim opened {len(verdict['opened'])}, earlier claims {excluded}); "
+        f"pairs left: {left} of record {claim.record_index}'s {claim.n_pairs} never opened "
+        f"(this claim opened {len(verdict.opened)}, earlier claims {len(claim.excluded)}); "
         "a claim with --fresh-pairs opens only those"
     )
 
 
-def label_only_follow_up(verdict: Any) -> str | None:
+def label_only_follow_up(verdict: Verdict) -> str | None:
     """Return what an owner can do after a C3 or C4 claim that found nothing, or None.
 
     Only for an image-classifier claim in C3 or C4 that ended NOT-DETECTED: those
@@ -193,19 +188,20 @@ def label_only_follow_up(verdict: Any) -> str | None:
     at K = 32 (each intensity moved by up to 31 levels, spec §10.3; C3 5/5, C4 4/5
     there), unless the claim already used them.
     """
-    claim = verdict["claim"]
-    score = claim["score"]
+    claim = verdict.claim
+    score = claim.score
     if (
-        verdict["decision"] == "detected"
-        or score.get("function") != CLASSIFIER
-        or score.get("knowledge") not in LABEL_ONLY
+        verdict.detected
+        or not isinstance(score, ScoreSpec)
+        or score.function != CLASSIFIER
+        or score.knowledge not in LABEL_ONLY
     ):
         return None
-    probabilities = claim["model"]["oracle"].get("classify_output") == "probabilities"
-    if not probabilities and score.get("perturbation") == "noise":
+    probabilities = claim.oracle_info.classify_output == "probabilities"
+    if not probabilities and score.perturbation == "noise":
         return None
-    claims = int(verdict["earlier_claims"]) + 2
-    knowledge = score["knowledge"]
+    claims = verdict.earlier_claims + 2
+    knowledge = score.knowledge
     gap = (
         f"{knowledge} counts only pairs whose twins the model labels differently; a model "
         "that fits its training images exactly (trained without augmentation) labels "

@@ -20,12 +20,12 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from twinaudit.cli.main import package_version
+from twinaudit.protocol.claim.verdict import Verdict, check_verdict, parse_verdict
 from twinaudit.protocol.encoding import decode
 from twinaudit.protocol.envelope import Envelope
 from twinaudit.protocol.errors import InputError
 from twinaudit.verifier.reexecute import check_openings
 from twinaudit.verifier.replay import ReplayResult, replay
-from twinaudit.verifier.verdict import check_verdict, parse_verdict
 
 from .report_html import (
     Checked,
@@ -57,7 +57,7 @@ def check_report_target(target: Path | None, *inputs: Path | None) -> None:
         raise InputError(f"--html: {target} is an input of this command, not a report")
 
 
-def checked_verdict(data: bytes, pubkey: Ed25519PublicKey | None) -> Any:
+def checked_verdict(data: bytes, pubkey: Ed25519PublicKey | None) -> Verdict:
     """Return the verdict of envelope ``data``, its signature checked when ``pubkey`` is given.
 
     Without a key only the payload's form is checked (``verifier replay`` without
@@ -81,7 +81,7 @@ class Replayed:
     openings_checked: int | None
 
 
-def replayed(verdict: Any, transcript: bytes, openings: bytes | None) -> Replayed:
+def replayed(verdict: Verdict, transcript: bytes, openings: bytes | None) -> Replayed:
     """Replay ``transcript`` against ``verdict`` and check it against ``openings`` if given.
 
     Raises a :class:`twinaudit.protocol.errors.TwinauditError` at the first difference.
@@ -95,11 +95,11 @@ def replayed(verdict: Any, transcript: bytes, openings: bytes | None) -> Replaye
 def replay_lines(done: Replayed) -> list[str]:
     """Return the lines that say what a replay recomputed, and what it could not."""
     final = done.result.final
-    interval = final["interval"]
-    log_e = final["log_statistic"]
+    interval = final.interval
+    log_e = final.log_statistic
     shown = [
-        f"final {final['successes']!r}/{final['draws']!r}",
-        *([f"interval [{interval[0]!r}, {interval[1]!r}]"] if isinstance(interval, list) else []),
+        f"final {final.successes!r}/{final.draws!r}",
+        *([f"interval [{interval[0]!r}, {interval[1]!r}]"] if interval is not None else []),
         *([f"log e-value {log_e!r}"] if log_e is not None else []),
     ]
     lines = [
@@ -120,9 +120,9 @@ def replay_lines(done: Replayed) -> list[str]:
     return lines
 
 
-def replay_figures(verdict: Any, transcript: bytes, done: Replayed) -> dict[str, Any]:
+def replay_figures(verdict: Verdict, transcript: bytes, done: Replayed) -> dict[str, Any]:
     """Return the JSON fields of a replay: pairs replayed, pairs scored alike, openings."""
-    pairs = pairs_from_transcript(transcript)
+    pairs = pairs_from_transcript(verdict, transcript)
     alike, scored = identical_answers(pairs)
     return {
         "pairs_replayed": done.result.pairs,
@@ -134,16 +134,16 @@ def replay_figures(verdict: Any, transcript: bytes, done: Replayed) -> dict[str,
 
 
 def write_verdict_report(
-    target: Path, verdict_file: Path, verdict: Any, data: bytes, transcript: bytes | None
+    target: Path, verdict_file: Path, verdict: Verdict, data: bytes, transcript: bytes | None
 ) -> None:
     """Render the HTML report of a verdict that has checked (and replayed) and write it."""
     checked = Checked(
-        key_id=str(verdict["arbiter"]),
+        key_id=verdict.arbiter,
         replayed=transcript is not None,
         file_name=verdict_file.name,
         file_sha256=hashlib.sha256(data).hexdigest(),
     )
-    pairs = pairs_from_transcript(transcript) if transcript is not None else None
+    pairs = pairs_from_transcript(verdict, transcript) if transcript is not None else None
     page = render_report(verdict, checked, pairs, generator=f"twinaudit {package_version()}")
     try:
         write_report(target, page)

@@ -1,9 +1,10 @@
 """Plots of a verdict's sequential test, recomputed from the verdict alone (hand-written SVG).
 
 The indicator string of a checked verdict is fed, bit by bit, to the test its claim
-names (``twinaudit.protocol.stats.registry.make_test``, exactly as ``verifier replay`` does), and
-the path must end in the verdict's final state. For ``mixture-e`` the statistic is the
-log e-value against log(1/p), and :func:`bound_trajectory` gives the lower end of the
+names (:meth:`~twinaudit.protocol.claim.claim_map.ClaimMap.make_test`, over the pairs
+the claim could open, exactly as ``verifier replay`` does), and the path must end in
+the verdict's final state. For ``mixture-e`` the statistic is the log e-value against
+log(1/p), and :func:`bound_trajectory` gives the lower end of the
 confidence sequence for the success rate against ½; for ``pprm-chernoff`` it is the
 PPRM confidence sequence for the population count of wins against the Chernoff
 threshold T. ``mixture-graded`` (spec §7.5) needs each fed bit's grade, which only
@@ -18,13 +19,14 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
 
 import numpy as np
 
+from twinaudit.protocol.claim.verdict import Verdict
 from twinaudit.protocol.stats.base import Decision
+from twinaudit.protocol.stats.mixture import MixtureTest
 from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, GridPrior, get_prior
-from twinaudit.protocol.stats.registry import make_test
+from twinaudit.protocol.stats.paper_test import PaperTest
 
 #: Indicator characters fed to the test as a success / a failure (``s`` = skipped tie).
 _SUCCESS, _FAILURE = frozenset("1h"), frozenset("0t")
@@ -32,17 +34,6 @@ _SUCCESS, _FAILURE = frozenset("1h"), frozenset("0t")
 
 class GradesNeededError(ValueError):
     """A graded test's path needs each fed bit's grade, which the verdict does not hold."""
-
-
-class VerdictView(Protocol):
-    """What plots and reports read of a checked verdict (``twinaudit.verifier.verdict.Verdict``)."""
-
-    def __getitem__(self, key: str) -> Any:
-        """Return a top-level field of the verdict payload (spec §11)."""
-
-    @property
-    def detected(self) -> bool:
-        """Whether the verdict's decision is ``detected``."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +64,7 @@ class Trajectory:
     upper_start: float = 0.0
 
 
-def trajectory(verdict: VerdictView, grades: Sequence[int] | None = None) -> Trajectory:
+def trajectory(verdict: Verdict, grades: Sequence[int] | None = None) -> Trajectory:
     """Recompute the test's path from ``verdict``'s indicators; raise if it disagrees.
 
     ``grades``: a graded test's grade of each fed bit, in order (from the transcript).
@@ -81,28 +72,26 @@ def trajectory(verdict: VerdictView, grades: Sequence[int] | None = None) -> Tra
     :class:`ValueError` when the recomputed final draws, successes, interval, grades or
     decision differ from the verdict's (the log statistic must agree to 1e-9 relative).
     """
-    claim = verdict["claim"]
-    name = claim["test"]["name"]
-    params = claim["test"]["params"]
-    n_pairs = int(claim["record"]["n_pairs"])
-    test = make_test(name, n_pairs, params["p"], params.get("alpha"), params.get("prior"))
+    claim = verdict.claim
+    name, p = claim.test_name, verdict.p
+    test = claim.make_test()
     if test.graded and grades is None:
         raise GradesNeededError("the graded test's path needs the transcript's scores")
     fed_grades = iter(grades or ())
-    mixture = name in ("mixture-e", "mixture-graded")
-    if mixture:
-        label, threshold_label = "log e-value", "log(1/p)"
-        threshold, start = math.log(1.0 / float(params["p"])), 0.0
-    else:
+    mixture = not isinstance(test, PaperTest)  # the mixtures: mixture-e and mixture-graded
+    if isinstance(test, PaperTest):
         label, threshold_label = "PPRM lower bound", "threshold T"
-        threshold, start = float(params["threshold"]), 0.0
+        threshold, start = float(test.threshold), 0.0  # T (spec §7.2)
+    else:
+        label, threshold_label = "log e-value", "log(1/p)"
+        threshold, start = math.log(1.0 / p), 0.0
     values: list[float] = []
     uppers: list[float] = []
     counts: list[tuple[int, int]] = []
     current, detected_at = start, None
-    upper = upper_start = float(n_pairs)
+    upper = upper_start = float(test.n_pairs)
     step = None
-    for position, char in enumerate(str(verdict["indicators"]), start=1):
+    for position, char in enumerate(verdict.indicators, start=1):
         if char in _SUCCESS or char in _FAILURE:
             grade = next(fed_grades, None) if test.graded else None
             if test.graded and grade is None:
@@ -119,7 +108,7 @@ def trajectory(verdict: VerdictView, grades: Sequence[int] | None = None) -> Tra
         values.append(current)
         uppers.append(upper)
         counts.append((step.draws, step.successes) if step is not None else (0, 0))
-    final = verdict["final"]
+    final = verdict.final.to_value()
     if step is None:
         recomputed: dict[str, object] = {"draws": 0, "successes": 0}
     else:
@@ -141,10 +130,10 @@ def trajectory(verdict: VerdictView, grades: Sequence[int] | None = None) -> Tra
     elif step is not None and mine != theirs:
         raise ValueError(f"recomputed log statistic {mine!r} != verdict's {theirs!r}")
     decision = "detected" if test.decision is Decision.DETECTED else "not-detected"
-    if decision != verdict["decision"]:
-        raise ValueError(f"recomputed decision {decision} != verdict's {verdict['decision']}")
+    if decision != verdict.decision:
+        raise ValueError(f"recomputed decision {decision} != verdict's {verdict.decision}")
     plain = mixture and not test.graded  # the bound plot reads counts alone
-    mixture_params = (float(params["p"]), str(params["prior"])) if plain else None
+    mixture_params = (p, test.prior.name) if isinstance(test, MixtureTest) and plain else None
     return Trajectory(
         name,
         label,

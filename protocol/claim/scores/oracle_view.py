@@ -1,6 +1,6 @@
 """What a claim's score needs to know of the oracle's Describe answer (spec §10.1).
 
-The Describe map itself is parsed by ``twinaudit.protocol.oracles.base.OracleInfo``;
+The Describe map itself is parsed by :class:`twinaudit.protocol.oracles.base.OracleInfo`;
 the score specs only ask whether a capability is offered and what ``Classify``
 answers, through this structural type, so that they check a claim against any
 description of that shape. (The image-classifier score reads the oracle's answers
@@ -9,10 +9,7 @@ themselves, ``ClassifyAnswer`` of the same module.)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
-
-from twinaudit.protocol.encoding import Value
 
 
 class OracleDescription(Protocol):
@@ -26,8 +23,3 @@ class OracleDescription(Protocol):
     def check_offers(self, capability: str) -> None:
         """Raise ``ParameterError`` unless the oracle offers ``capability``."""
         ...
-
-
-#: Parses a claim map's ``model.oracle`` (a Describe map) strictly, raising
-#: ``OracleError`` for one that breaks spec §10.1.
-DescribeParser = Callable[[Value], OracleDescription]
