@@ -26,10 +26,9 @@ class ClaimOutcome:
 
     practitioner: str
     verdict: Verdict
-    check_ok: bool
-    check_output: str
-    replay_ok: bool
-    replay_output: str
+    #: Whether ``twinaudit verify`` (check and replay) said VERIFIED.
+    verified: bool
+    verify_output: str
     training_set_size: int
     expected: str
     model: dict[str, object] = field(default_factory=dict)
@@ -67,8 +66,7 @@ def summary_line(outcome: ClaimOutcome) -> str:
         f"{outcome.practitioner:>5}: {s['decision']:<12} pairs opened {s['pairs_opened']}"
         f"/{s['published_pairs']} (Q/M {s['q_over_m']:.4f}), successes {s['successes']}"
         f"/{s['draws']} ({s['success_rate']:.3f}), queries {s['queries']}, "
-        f"test {s['test']} p={s['p']}; check {'OK' if outcome.check_ok else 'FAILED'}, "
-        f"replay {'OK' if outcome.replay_ok else 'FAILED'}"
+        f"test {s['test']} p={s['p']}; verify {'OK' if outcome.verified else 'FAILED'}"
     )
 
 
@@ -132,8 +130,7 @@ def write_report(
                 s["ties_skipped"],
                 s["queries"],
                 f"{s['test']} (p = {s['p']})",
-                "valid" if outcome.check_ok else "**INVALID**",
-                "identical" if outcome.replay_ok else "**DIFFERS**",
+                "verified" if outcome.verified else "**FAILED**",
             )
         )
     lines += _table(
@@ -148,8 +145,7 @@ def write_report(
             "ties skipped",
             "queries",
             "test",
-            "verifier check",
-            "verifier replay",
+            "twinaudit verify",
         ],
         rows,
     )
@@ -181,16 +177,10 @@ def write_report(
             f"Recomputed from the verdict's {len(path.values)} indicators with "
             f"`make_test({path.test!r}, …)`: final {path.final}.",
             "",
-            "`verifier check`:",
+            "`twinaudit verify`:",
             "",
             "```",
-            outcome.check_output.strip(),
-            "```",
-            "",
-            "`verifier replay`:",
-            "",
-            "```",
-            outcome.replay_output.strip(),
+            outcome.verify_output.strip(),
             "```",
         ]
     if meaning:

@@ -11,7 +11,7 @@ Stages (each printed with the elapsed time, and timed for the report):
    *clean* one on her 90% plus other images (:mod:`demo.practitioner`, crop/flip);
    each serves her model with ``oracle serve``;
 5. claims: ``owner claim`` against each model;
-6. verification: ``verifier check`` and ``verifier replay`` of both verdicts;
+6. verification: ``twinaudit verify`` of both verdicts (signature, figures, replay);
 7. report: ``report.md`` with plots (:mod:`demo.report`).
 
 Servers are stopped on every exit path. The run fails (exit 1) if the used model is
@@ -456,34 +456,27 @@ def decision_of(claim_stdout: str) -> str:
 
 
 def stage_verify(d: Dispute, name: str) -> None:
-    """Check one verdict offline and replay it from its transcript, as anyone could."""
+    """Verify one verdict as anyone could: its signature, its figures and its replay."""
     folder = d.run_dir / "claims" / name
     verdict = folder / "verdict.json"
-    pub = str(d.pubkey)
-    check = d.runner.cli(
-        f"check-{name}", "verifier", "check", str(verdict), "--pubkey", pub, check=False
-    )
-    replay = d.runner.cli(
-        f"replay-{name}",
-        *("verifier", "replay", str(verdict), "--transcript", str(folder / "transcript.bin")),
-        *("--pubkey", pub, "--html", str(folder / "verdict.html")),
+    verify = d.runner.cli(
+        f"verify-{name}",
+        *("verify", str(verdict), "--pubkey", str(d.pubkey)),
+        *("--transcript", str(folder / "transcript.bin"), "--html", str(folder / "verdict.html")),
         check=False,
     )
     d.outcomes.append(
         ClaimOutcome(
             practitioner=name,
             verdict=check_verdict(verdict.read_bytes(), load_public_key(d.pubkey)),
-            check_ok=check.returncode == 0 and "VALID verdict" in check.stdout,
-            check_output=check.stdout + check.stderr,
-            replay_ok=replay.returncode == 0 and "identical to the verdict" in replay.stdout,
-            replay_output=replay.stdout + replay.stderr,
+            verified=verify.returncode == 0 and verify.stdout.startswith("VERIFIED verdict"),
+            verify_output=verify.stdout + verify.stderr,
             training_set_size=d.settings.n_train,
             expected=EXPECTED[name],
             model=d.models.get(name, {}),
         )
     )
-    d.runner.say(f"   check {name}: {(check.stdout or check.stderr).strip()}")
-    d.runner.say(f"   replay {name}: {(replay.stdout or replay.stderr).strip()}")
+    d.runner.say(f"   verify {name}: {(verify.stdout or verify.stderr).strip()}")
 
 
 #: What each claim must decide.
@@ -496,10 +489,8 @@ def problems_of(
     """Return what went against expectations (empty when the demo succeeded)."""
     problems = []
     for outcome in outcomes:
-        if not outcome.check_ok:
-            problems.append(f"verifier check of the {outcome.practitioner} verdict failed")
-        if not outcome.replay_ok:
-            problems.append(f"verifier replay of the {outcome.practitioner} verdict failed")
+        if not outcome.verified:
+            problems.append(f"twinaudit verify of the {outcome.practitioner} verdict failed")
     if check_decisions:
         for name, expected in EXPECTED.items():
             got = decisions.get(name, "no decision")
@@ -556,7 +547,7 @@ def run_demo(
             with runner.stage(f"owner: claim against the {name} model"):
                 stage_claim(d, name)
         runner.stop_servers()
-        with runner.stage("anyone: verifier check, replay"):
+        with runner.stage("anyone: twinaudit verify"):
             for name in sets:
                 stage_verify(d, name)
         problems = problems_of(d.decisions, d.outcomes, check_decisions=s.check_decisions)

@@ -217,19 +217,18 @@ def test_svg_plot_is_well_formed():
 
 
 def test_problems_name_what_went_wrong():
-    def outcome(name: str, check: bool, replayed: bool) -> ClaimOutcome:
-        return ClaimOutcome(name, _a_checked_verdict(), check, "", replayed, "", 100, "")
+    def outcome(name: str, verified: bool) -> ClaimOutcome:
+        return ClaimOutcome(name, _a_checked_verdict(), verified, "", 100, "")
 
-    ok = [outcome("used", True, True), outcome("clean", True, True)]
+    ok = [outcome("used", True), outcome("clean", True)]
     good = {"used": "DETECTED", "clean": "NOT-DETECTED"}
     assert problems_of(good, ok, check_decisions=True) == []
     bad = problems_of({"used": "NOT-DETECTED", "clean": "DETECTED"}, ok, check_decisions=True)
     assert len(bad) == 2 and "used model" in bad[0] and "clean model" in bad[1]
     assert problems_of({}, ok, check_decisions=False) == []
-    broken = [outcome("used", False, True), outcome("clean", True, False)]
+    broken = [outcome("used", False), outcome("clean", True)]
     assert problems_of(good, broken, check_decisions=True) == [
-        "verifier check of the used verdict failed",
-        "verifier replay of the clean verdict failed",
+        "twinaudit verify of the used verdict failed",
     ]
 
 
@@ -253,7 +252,7 @@ def test_quick_demo_runs_every_stage(tmp_path):
         "data",
         "owner: mark",
         "practitioners: train (in parallel)",
-        "anyone: verifier check, replay",
+        "anyone: twinaudit verify",
     ):
         assert f"== {stage}" in text
     assert "OK: all stages ran" in text
@@ -265,7 +264,7 @@ def test_quick_demo_runs_every_stage(tmp_path):
     for name in ("used", "clean"):
         ET.parse(run_dir / f"plot-{name}.svg")
         folder = run_dir / "claims" / name
-        # The verdict's report for people, written by `verifier replay --html`, and
+        # The verdict's report for people, written by `twinaudit verify --html`, and
         # rendered as a reader's browser would (where Chromium is installed).
         assert "Data-use audit verdict" in (folder / "verdict.html").read_text()
         if CHROMIUM is not None:
