@@ -20,7 +20,6 @@ from typing import Final
 import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.filing import NONCE_BYTES, sign_claim_request
 from twinaudit.protocol.claim.filing import ClaimRequest as SignedRequest
 from twinaudit.protocol.claim.functions import (
@@ -235,70 +234,6 @@ def choose_score(
     return dataclasses.replace(choice, spec=spec)
 
 
-@dataclass(frozen=True)
-class ClaimRequest:
-    """A ``ClaimStart``'s raw fields, unchecked, with the defaults of a claim without labels.
-
-    Those are what ``owner claim`` files for an image vault without committed labels:
-    the image-classifier, the word ``unlabelled`` (C4), :data:`UNLABELLED_FAMILY` at
-    :data:`FAMILY_K` copies, the graded test at p = 0.05.
-
-    The owner's command files a :class:`~twinaudit.protocol.claim.params.ClaimParams` (checked
-    before anything is sent); this field form is for tools and tests that must also
-    send what the verifier refuses. :func:`run_claim` takes either.
-    """
-
-    record_index: int
-    record_root: bytes
-    oracle_endpoint: str
-    model_name: str
-    score_function: str = CLASSIFIER
-    k: int = FAMILY_K
-    perturbation: str = UNLABELLED_FAMILY
-    #: The classifier's statistic: "" (the paper's entropy) or ``logit`` (spec §10.3).
-    statistic: str = ""
-    #: The classifier's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
-    margin: float = 0.0
-    #: C1–C4, or a word the verifier resolves from the oracle's description (spec
-    #: §10.1): ``labelled`` (C3) or ``unlabelled`` (C4), with any oracle.
-    knowledge: str = "unlabelled"
-    test: str = "mixture-graded"
-    p: float = 0.05
-    alpha: float = 0.0
-    tie_rule: str = "skip"
-    max_pairs: int = 0
-    query_budget: int = 0
-    window: int = 0
-    window_max: int = 0
-    #: Open only pairs that no earlier claim on the record opened (spec §10.2 step 2).
-    fresh_pairs: bool = False
-
-    def to_proto(self, resume_claim_id: str = "") -> pb.ClaimStart:
-        """Return the ClaimStart message."""
-        return pb.ClaimStart(
-            spec_version=SPEC_VERSION,
-            record_index=self.record_index,
-            record_root=self.record_root,
-            model=pb.ModelRef(oracle_endpoint=self.oracle_endpoint, name=self.model_name),
-            score=pb.ScoreSpec(
-                function=self.score_function,
-                k=self.k,
-                perturbation=self.perturbation,
-                knowledge=self.knowledge,
-                statistic=self.statistic,
-                margin=self.margin,
-            ),
-            test=pb.TestSpec(name=self.test, p=self.p, alpha=self.alpha),
-            tie_rule=self.tie_rule,
-            max_pairs=self.max_pairs,
-            query_budget=self.query_budget,
-            resume_claim_id=resume_claim_id,
-            window=self.window,
-            window_max=self.window_max,
-            fresh_pairs=self.fresh_pairs,
-        )
-
-
 @dataclass
 class ClaimOutcome:
     """What the stream produced: the claim id, every progress message, the verdict."""
@@ -343,7 +278,7 @@ def sign_start(
 
 
 def _start_message(
-    request: ClaimParams | ClaimRequest,
+    request: ClaimParams | pb.ClaimStart,
     channel: grpc.Channel,
     *,
     resume_claim_id: str,
@@ -351,11 +286,12 @@ def _start_message(
     arbiter: str | None,
     deadline: float,
 ) -> pb.ClaimStart:
-    start = (
-        request.to_proto(resume_claim_id)
-        if isinstance(request, ClaimRequest)
-        else to_claim_start(request, resume_claim_id)
-    )
+    if isinstance(request, pb.ClaimStart):
+        start = pb.ClaimStart()
+        start.CopyFrom(request)
+        start.resume_claim_id = resume_claim_id or start.resume_claim_id
+    else:
+        start = to_claim_start(request, resume_claim_id)
     if claim_key is not None:
         if arbiter is None:
             arbiter = arbiter_key_id(channel, max(0.0, deadline - time.monotonic()))
@@ -365,7 +301,7 @@ def _start_message(
 
 def run_claim(
     channel: grpc.Channel,
-    request: ClaimParams | ClaimRequest,
+    request: ClaimParams | pb.ClaimStart,
     open_pair: Callable[[int], Opening],
     *,
     claim_key: Ed25519PrivateKey | None = None,
@@ -377,8 +313,11 @@ def run_claim(
 ) -> ClaimOutcome:
     """File a claim and answer the verifier's opening requests until it returns a verdict.
 
-    ``open_pair(i)`` must return the opening of pair ``i``; it is called only for the
-    indices the verifier asks for, in its order. ``claim_key`` signs the claim request
+    ``request`` is the claim's parameters, checked (:class:`ClaimParams`, what the owner
+    files), or a ``ClaimStart`` as it goes on the wire, unchecked (for tools and tests
+    that must also send what the verifier refuses). ``open_pair(i)`` must return the
+    opening of pair ``i``; it is called only for the indices the verifier asks for, in
+    its order. ``claim_key`` signs the claim request
     (spec §10.7) on a record that binds it, for the arbiter whose key id is ``arbiter``
     (asked of the verifier when None); None sends none, as a claim on a record escrowed
     before claim keys must. ``on_accepted(claim_id)`` runs once the verifier has filed

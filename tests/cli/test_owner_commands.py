@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.support.arbiter import sqlite_arbiter
 from tests.support.data import synthetic_images
@@ -480,6 +481,32 @@ def test_claim_without_knowledge_takes_the_recommended_condition_the_oracle_supp
     family = ("dither", 1) if with_labels else ("pad-shift-flip-dither", 32)
     assert (score.perturbation, score.k) == family
     assert verdict.earlier_claims == 0
+
+
+def test_the_owner_files_a_claim_as_a_library_call(photos, tmp_path, arbiter):
+    """twinaudit.owner.claims: two calls from a vault to a checked, replayable verdict."""
+    from twinaudit.owner.claims import claim_params, file_claim
+    from twinaudit.verifier.replay import replay
+
+    vault = Vault.open(_escrowed_vault(photos, tmp_path, arbiter, with_labels=True))
+    oracle, port = serve_oracle(LinearOracle(), "127.0.0.1:0")
+    accepted: list[str] = []
+    try:
+        params, score = claim_params(
+            vault, KEY.public_key(), f"127.0.0.1:{port}", max_pairs=8, prior="grid15-v1"
+        )
+        assert score.knowledge == "labelled" and params.record_root == vault.root
+        filed = file_claim(
+            make_channel(arbiter), vault, params, KEY.public_key(), on_accepted=accepted.append
+        )
+    finally:
+        oracle.stop(None)
+    assert accepted == [filed.claim_id] and filed.verdict.claim_id == filed.claim_id
+    assert filed.verdict == check_verdict(filed.signed, KEY.public_key())
+    assert filed.verdict.claim.test_params["prior"] == "grid15-v1"
+    replay(filed.verdict, filed.transcript)  # raises unless it replays
+    with pytest.raises(InputError, match="another arbiter"):
+        claim_params(vault, Ed25519PrivateKey.generate().public_key(), "127.0.0.1:9")
 
 
 def test_unlabelled_with_one_copy_is_refused_before_the_arbiter(photos, tmp_path, arbiter, capsys):

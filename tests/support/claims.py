@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -11,6 +12,8 @@ from demo.pairset import PairSet
 from demo.seeded import fixed_salts
 from demo.synthetic import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
+from twinaudit.owner.claim_client import FAMILY_K, UNLABELLED_FAMILY
+from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.functions import (
     SCORE_FUNCTIONS,
     ScoreRequest,
@@ -23,6 +26,7 @@ from twinaudit.protocol.items import encode_item
 from twinaudit.protocol.keys import key_id
 from twinaudit.protocol.stats.base import TiePolicy
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 
 #: The fields of a claim's score (the ``ScoreSpec`` message), unset as the message leaves them.
 SCORE_FIELDS = {"k": 0, "perturbation": "", "knowledge": "", "statistic": "", "margin": 0.0}
@@ -69,7 +73,7 @@ def claim_params(
 
     ``fields`` holds the score's fields (:data:`SCORE_FIELDS`, for :func:`score_request`)
     and any other of :class:`ClaimParams` (``max_pairs``, ``window``, ...); the test and
-    p default to ``ClaimRequest``'s (mixture-graded at 0.05).
+    p default to ``RawClaimStart``'s (mixture-graded at 0.05).
     """
     score = {name: fields.pop(name) for name in SCORE_FIELDS if name in fields}
     return ClaimParams(
@@ -141,3 +145,62 @@ def signed_verdict(session, key: Ed25519PrivateKey):
         environment={"python": "3.11"},
     )
     return sign_envelope(encode(payload), payload_type("verdict"), key).to_json()
+
+
+@dataclass(frozen=True)
+class RawClaimStart:
+    """A ``ClaimStart``'s raw fields, unchecked, with the defaults of a claim without labels.
+
+    Those are what ``owner claim`` files for an image vault without committed labels:
+    the image-classifier, the word ``unlabelled`` (C4), ``pad-shift-flip-dither`` at
+    ``FAMILY_K`` copies, the graded test at p = 0.05. The owner's client files checked
+    :class:`ClaimParams`; this field form is for tests that must also send what the
+    verifier refuses: :func:`~twinaudit.owner.claim_client.run_claim` takes its message.
+    """
+
+    record_index: int
+    record_root: bytes
+    oracle_endpoint: str
+    model_name: str
+    score_function: str = "image-classifier"
+    k: int = FAMILY_K
+    perturbation: str = UNLABELLED_FAMILY
+    #: The classifier's statistic: "" (the paper's entropy) or ``logit`` (spec §10.3).
+    statistic: str = ""
+    #: The classifier's tie margin (spec §7.1, §10.3): 0 ties equal scores only.
+    margin: float = 0.0
+    #: C1–C4, or a word the verifier resolves from the oracle's description (§10.1).
+    knowledge: str = "unlabelled"
+    test: str = "mixture-graded"
+    p: float = 0.05
+    alpha: float = 0.0
+    tie_rule: str = "skip"
+    max_pairs: int = 0
+    query_budget: int = 0
+    window: int = 0
+    window_max: int = 0
+    fresh_pairs: bool = False
+
+    def to_proto(self) -> pb.ClaimStart:
+        """Return the ClaimStart message."""
+        return pb.ClaimStart(
+            spec_version=SPEC_VERSION,
+            record_index=self.record_index,
+            record_root=self.record_root,
+            model=pb.ModelRef(oracle_endpoint=self.oracle_endpoint, name=self.model_name),
+            score=pb.ScoreSpec(
+                function=self.score_function,
+                k=self.k,
+                perturbation=self.perturbation,
+                knowledge=self.knowledge,
+                statistic=self.statistic,
+                margin=self.margin,
+            ),
+            test=pb.TestSpec(name=self.test, p=self.p, alpha=self.alpha),
+            tie_rule=self.tie_rule,
+            max_pairs=self.max_pairs,
+            query_budget=self.query_budget,
+            window=self.window,
+            window_max=self.window_max,
+            fresh_pairs=self.fresh_pairs,
+        )

@@ -16,9 +16,9 @@ import torch
 
 from demo.seeded import SeededEntropy
 from tests.support import foundation as fm
-from tests.support.claims import claim_params
+from tests.support.claims import RawClaimStart, claim_params
 from tests.support.keys import KEY
-from twinaudit.owner.claim_client import ClaimRequest, run_claim
+from twinaudit.owner.claim_client import run_claim
 from twinaudit.owner.escrow_client import escrow_root
 from twinaudit.practitioner.grpc_server import serve_oracle
 from twinaudit.practitioner.tokenizer import ByteTokenizer
@@ -108,7 +108,7 @@ def _claim(arbiter, function, model, *, record=None, raw=False, **overrides):
     fields.update(overrides)
     if raw:  # the unchecked field form: the verifier, not the client, refuses it
         fields = {"k": 0, "perturbation": "", "knowledge": "", **fields}
-        request = ClaimRequest(*where, score_function=function, **fields)
+        request = RawClaimStart(*where, score_function=function, **fields).to_proto()
     else:
         request = claim_params(*where, function=function, **fields)
     return run_claim(

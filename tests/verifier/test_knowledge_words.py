@@ -12,14 +12,13 @@ import grpc
 import pytest
 
 from demo.seeded import SeededEntropy
-from tests.support.claims import claim_params, make_pairset
+from tests.support.claims import RawClaimStart, claim_params, make_pairset
 from tests.support.data import synthetic_pairs
 from tests.support.fake_oracle import LinearOracle
 from tests.support.keys import KEY
 from tests.support.pairset import PairSet
 from twinaudit.owner.claim_client import (
     DEFAULT_MARGIN,
-    ClaimRequest,
     ScoreChoice,
     choose_score,
     run_claim,
@@ -212,7 +211,7 @@ def _claim(arbiter, oracle, *, raw=False, **score):
     where = (arbiter["index"], arbiter["pairs"].root, oracle, oracle)
     # ``raw``: the unchecked field form, for a claim the owner's client refuses to build
     # (an unknown knowledge word), so that the verifier's refusal is what is tested.
-    request = ClaimRequest(*where, **fields) if raw else claim_params(*where, **fields)
+    request = RawClaimStart(*where, **fields).to_proto() if raw else claim_params(*where, **fields)
     outcome = run_claim(
         arbiter["channel"],
         request,
@@ -279,8 +278,8 @@ def test_other_refusals_name_their_code_and_no_rule(arbiter):
 def test_client_default_is_unlabelled_and_explicit_c2_on_labels_is_refused(arbiter):
     # The raw field form's own default (no claim is sent): the word reaches the verifier,
     # with the copies C4 needs.
-    assert ClaimRequest(0, bytes(32), "o", "m").knowledge == "unlabelled"
-    start = ClaimRequest(0, bytes(32), "o", "m").to_proto()
+    assert RawClaimStart(0, bytes(32), "o", "m").knowledge == "unlabelled"
+    start = RawClaimStart(0, bytes(32), "o", "m").to_proto()
     pending = params_from_proto(start).score
     assert isinstance(pending, PendingScoreSpec)
     assert resolve_score(pending, PROBABILITIES) == ScoreSpec(
@@ -338,7 +337,7 @@ def test_a_word_takes_no_margin_since_both_resolve_to_a_label_condition():
     assert choose_score("image", margin=0.1, has_labels=True).knowledge == "C1"
     assert choose_score("image", margin=0.1, has_labels=False).knowledge == "C2"
     # The verifier's reading of raw message fields (not the typed form read back).
-    start = ClaimRequest(
+    start = RawClaimStart(
         0, b"r" * 32, "o", "m", k=1, perturbation="dither", knowledge="C1", margin=0.1
     ).to_proto()
     assert params_from_proto(start).score == ScoreSpec(

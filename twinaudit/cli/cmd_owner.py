@@ -887,16 +887,8 @@ def _json_default(value: object) -> object:
 def _claim(args: argparse.Namespace) -> int:
     import grpc
 
-    from twinaudit.owner.claim_client import (
-        choose_score,
-        run_claim,
-    )
+    from twinaudit.owner.claims import claim_params, file_claim
     from twinaudit.owner.vault import Vault
-    from twinaudit.protocol.claim.params import ClaimParams
-    from twinaudit.protocol.claim.schedule import DEFAULT_WINDOW
-    from twinaudit.protocol.claim.verdict import check_verdict
-    from twinaudit.protocol.keys import key_id
-    from twinaudit.protocol.stats.base import TiePolicy
 
     if args.out is None and not args.dry_run:
         raise InputError("owner claim needs --out (the folder for verdict and transcript)")
@@ -908,22 +900,28 @@ def _claim(args: argparse.Namespace) -> int:
     if args.out is not None:
         _refuse_used_out(args.out)
     vault = Vault.open(args.vault)
-    receipt = vault.receipt
-    if receipt is None or vault.arbiter_public_key is None:
-        raise InputError(f"{vault.path} is not escrowed yet: run twinaudit owner escrow first")
     arbiter_key = load_public_key(args.arbiter_key)
-    if key_id(arbiter_key) != key_id(vault.arbiter_public_key):
-        raise InputError("the vault was escrowed with another arbiter (keys differ)")
-    labels = vault.labels()
-    score = choose_score(
-        vault.item_kind,
-        args.score,
+    request, score = claim_params(
+        vault,
+        arbiter_key,
+        args.oracle,
+        score_function=args.score,
         k=args.k,
         perturbation=args.perturbation,
         knowledge=args.knowledge,
         statistic=None if args.statistic in (None, "entropy") else args.statistic,
         margin=args.margin,
-        has_labels=bool(labels) and all(label is not None for label in labels),
+        model_name=args.model_name,
+        test=args.test,
+        p=args.p,
+        alpha=args.alpha or None,
+        prior=args.prior,
+        tie_rule=args.tie_rule,
+        max_pairs=args.max_pairs,
+        query_budget=args.query_budget,
+        window=args.window,
+        window_max=args.window_max,
+        fresh_pairs=args.fresh_pairs,
     )
     if score.function == CLASSIFIER and score.perturbation == "none":
         if not args.allow_published_queries:
@@ -939,24 +937,6 @@ def _claim(args: argparse.Namespace) -> int:
             "without that leak",
             file=sys.stderr,
         )
-    assert score.spec is not None  # choose_score checked it
-    request = ClaimParams(
-        record_index=receipt.entry.index,
-        record_root=vault.root,
-        endpoint=args.oracle,
-        model_name=args.model_name,
-        score=score.spec,
-        test_name=args.test,
-        p=args.p,
-        alpha=args.alpha or None,
-        prior=args.prior,
-        tie_rule=TiePolicy(args.tie_rule),
-        max_pairs=args.max_pairs,
-        query_budget=args.query_budget,
-        window=args.window or DEFAULT_WINDOW,
-        window_max=args.window_max,
-        fresh_pairs=args.fresh_pairs,
-    )
     channel = _arbiter_channel(args)
 
     def show(progress: Any) -> None:
@@ -974,37 +954,30 @@ def _claim(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    # On a record that binds the vault's claim key, the vault signs the claim (spec §10.7).
-    claim_key = vault.claim_key() if vault.record_binds_claim_key else None
     if args.dry_run:
         if args.resume:
             raise InputError("--dry-run checks a new claim; it cannot --resume one")
+        # On a record that binds the vault's claim key, the vault signs the claim (§10.7).
+        claim_key = vault.claim_key() if vault.record_binds_claim_key else None
         return _dry_run(args, vault, request, channel, claim_key=claim_key, arbiter_key=arbiter_key)
     filed: list[str] = []
     try:
-        outcome = run_claim(
+        claim = file_claim(
             channel,
+            vault,
             request,
-            vault.opening,
-            claim_key=claim_key,
-            arbiter=key_id(arbiter_key),
+            arbiter_key,
+            resume_claim_id=args.resume,
             on_progress=show,
             on_accepted=filed.append,
-            resume_claim_id=args.resume,
         )
     except grpc.RpcError as exc:
         print(f"twinaudit: {_attempt_words(exc, filed, request.record_index)}", file=sys.stderr)
         raise
-    verdict = check_verdict(outcome.verdict, arbiter_key)
-    from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
-    from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
-
-    stored = pb_grpc.VerifierStub(channel).GetVerdict(  # type: ignore[no-untyped-call]
-        pb.GetVerdictRequest(claim_id=outcome.claim_id), timeout=60
-    )
+    verdict = claim.verdict
     args.out.mkdir(parents=True, exist_ok=True)
-    _write_new(args.out / "verdict.json", outcome.verdict)
-    _write_new(args.out / "transcript.bin", stored.transcript)
+    _write_new(args.out / "verdict.json", claim.signed)
+    _write_new(args.out / "transcript.bin", claim.transcript)
     status = EXIT_NOT_DETECTED if args.exit_code and not verdict.detected else EXIT_OK
     if args.json:
         print_json(
@@ -1018,7 +991,7 @@ def _claim(args: argparse.Namespace) -> int:
         return status
     print(
         f"{verdict.decision.upper()} (stop: {verdict.stop}), {bound_line(verdict)}: "
-        f"claim {outcome.claim_id}, {len(verdict.opened)} pairs opened, "
+        f"claim {claim.claim_id}, {len(verdict.opened)} pairs opened, "
         f"{verdict.queries} queries{_knowledge_note(verdict, score.knowledge)}; verdict and "
         f"transcript in {args.out}"
     )
@@ -1027,7 +1000,7 @@ def _claim(args: argparse.Namespace) -> int:
     print(pairs_left_line(verdict))
     from .report_html import identical_answers_note, pairs_from_transcript
 
-    note = identical_answers_note(verdict, pairs_from_transcript(verdict, stored.transcript))
+    note = identical_answers_note(verdict, pairs_from_transcript(verdict, claim.transcript))
     if note is not None:
         print(f"note: {note}")
     follow_up = label_only_follow_up(verdict)
