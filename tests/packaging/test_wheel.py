@@ -55,6 +55,10 @@ pytestmark = pytest.mark.slow
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600):
+    # Without PYTHONPATH: a checkout on it (and its twinaudit.egg-info) would be seen by the
+    # fresh environment's pip and interpreter as an installed twinaudit.
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     result = subprocess.run(
         args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
