@@ -54,6 +54,17 @@ class FiledClaim:
     transcript: bytes
 
 
+def check_prior(test: str, prior: str | None) -> None:
+    """Refuse a prior named for a test that has none (the paper's), before any other check.
+
+    Raises:
+        ParameterError: ``prior`` is set and ``test`` is the paper's test.
+
+    """
+    if prior is not None and test == PaperTest.name:
+        raise ParameterError(f"--prior names a mixture test's prior; --test {test} has none")
+
+
 def claim_params(
     vault: Vault,
     arbiter_key: Ed25519PublicKey,
@@ -89,8 +100,7 @@ def claim_params(
         ParameterError: a parameter outside its domain (a prior for the paper's test).
 
     """
-    if prior is not None and test == PaperTest.name:
-        raise ParameterError(f"--prior names a mixture test's prior; --test {test} has none")
+    check_prior(test, prior)
     receipt = vault.receipt
     if receipt is None or vault.arbiter_public_key is None:
         raise InputError(f"{vault.path} is not escrowed yet: run twinaudit owner escrow first")
@@ -172,4 +182,4 @@ def file_claim(
     return FiledClaim(outcome.claim_id, verdict, outcome.verdict, bytes(stored.transcript))
 
 
-__all__ = ["TRANSCRIPT_DEADLINE_S", "FiledClaim", "claim_params", "file_claim"]
+__all__ = ["TRANSCRIPT_DEADLINE_S", "FiledClaim", "check_prior", "claim_params", "file_claim"]

@@ -22,10 +22,9 @@ from twinaudit.protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
-from twinaudit.protocol.errors import InputError, ParameterError
+from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.keys import load_public_key
 from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS
-from twinaudit.protocol.stats.paper_test import PaperTest
 from twinaudit.protocol.stats.registry import TESTS
 from twinaudit.wire.transport import TlsFiles, make_channel, parse_address
 
@@ -887,15 +886,12 @@ def _json_default(value: object) -> object:
 def _claim(args: argparse.Namespace) -> int:
     import grpc
 
-    from twinaudit.owner.claims import claim_params, file_claim
+    from twinaudit.owner.claims import check_prior, claim_params, file_claim
     from twinaudit.owner.vault import Vault
 
     if args.out is None and not args.dry_run:
         raise InputError("owner claim needs --out (the folder for verdict and transcript)")
-    if args.prior is not None and args.test == PaperTest.name:
-        raise ParameterError(
-            f"--prior names a mixture test's prior; --test {PaperTest.name} has none"
-        )
+    check_prior(args.test, args.prior)  # before the vault and --out are touched
     _check_oracle(args.oracle)
     if args.out is not None:
         _refuse_used_out(args.out)
