@@ -41,11 +41,16 @@ TIMEOUT_S = 30.0
 ARBITER_ID = key_id(KEY.public_key())
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """An arbiter (one open claim at most per record), an oracle, one keyed record."""
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """An arbiter (two open claims at most per record), an oracle, one keyed record.
+
+    One per test: the tests leave claims open on the record, and the arbiter counts them
+    against its limit, so a shared world made each test's outcome depend on the order.
+    """
+    (tmp_path / "arbiter").mkdir()
     with keyed_record_world(
-        tmp_path_factory.mktemp("arbiter"), seed=11, salt_seed=b"authentication", max_open_claims=2
+        tmp_path / "arbiter", seed=11, salt_seed=b"authentication", max_open_claims=2
     ) as world:
         yield world
 

@@ -315,7 +315,8 @@ class _Child:
             shutil.rmtree(self._sockets, ignore_errors=True)
             raise
         # The lifetime limit: the parent kills a child that outlives it (wall time).
-        self._lifetime = threading.Timer(limits.lifetime_s, self.process.kill)
+        self._outlived = threading.Event()
+        self._lifetime = threading.Timer(limits.lifetime_s, self._kill_outlived)
         self._lifetime.daemon = True
         self._lifetime.start()
         lines: queue.Queue[str | None] = queue.Queue()
@@ -331,6 +332,13 @@ class _Child:
                         "unreachable",
                         f"the held model did not start within {limits.start_s:g} s",
                     ) from None
+                if line is None and self._outlived.is_set():
+                    # Killed at its lifetime, which is at least its start time: the same
+                    # failure as the start deadline's, whichever of the two came first.
+                    raise OracleError(
+                        "unreachable",
+                        f"the held model did not start within {limits.start_s:g} s",
+                    )
                 if line is None:
                     raise OracleError(
                         "unreachable", f"the held model did not start: {self._error_line()}"
@@ -343,6 +351,11 @@ class _Child:
             self.process.kill()  # a start that failed or ran out of time: not waited for
             self.stop()
             raise
+
+    def _kill_outlived(self) -> None:
+        """Kill the child at the end of its lifetime, and remember why it ended."""
+        self._outlived.set()
+        self.process.kill()
 
     def _read(self, lines: queue.Queue[str | None]) -> None:
         assert self.process.stdout is not None
