@@ -262,7 +262,6 @@ def _train_own_proxy(
     from .marking.extractors import proxy_extractor  # noqa: PLC0415
     from .marking.markers import pick_device  # noqa: PLC0415
     from .marking.proxy import (  # noqa: PLC0415
-        OWN_STEPS,
         FitCheck,
         own_proxy_epochs,
         square_images,
@@ -295,12 +294,16 @@ def _train_own_proxy(
         targets = np.array([classes[label] for label in labels], dtype=np.int64)
         learns = "labelled images"
     epochs = own_proxy_epochs(len(targets))
-    progress = Progress("training the proxy", epochs, unit="epochs") if show_progress else None
+    check = FitCheck(len(targets))
+    # Counted in optimiser steps, as the line above it states the length; an epoch of
+    # n images is ⌈n / batch⌉ steps.
+    steps = epochs * check.per_epoch
+    progress = Progress("training the proxy", steps, unit="steps") if show_progress else None
     done = [0]
 
     def advance(epoch: int, _loss: float, _accuracy: float) -> None:
         if progress is not None:
-            progress.update(epoch - done[0])
+            progress.update((epoch - done[0]) * check.per_epoch)
         done[0] = epoch
 
     torch_device = pick_device(device)
@@ -309,10 +312,9 @@ def _train_own_proxy(
     if progress is not None:
         print(
             f"training the {config.extractor} extractor on {len(targets)} {learns} at "
-            f"{side}x{side} ({length}{OWN_STEPS} steps, {where})",
+            f"{side}x{side} ({length}{steps} steps, {where})",
             flush=True,
         )
-    check = FitCheck(len(targets))
     model = train_own_proxy(
         squared,
         targets,

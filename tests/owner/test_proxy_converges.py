@@ -168,8 +168,10 @@ def test_the_cli_trains_until_fit_by_default_and_says_where_it_stopped(tmp_path,
         str(tmp_path / "labels.json"),
     ]
     assert cli_main([*args, "--out", str(tmp_path / "a")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "until it fits them, at most 600 steps" in out
+    # Its progress counts the unit the line above states (issue #44: it said epochs).
+    assert "/600 steps" in err and "epochs" not in err
     assert "the proxy fits its 24 images after" in out
     assert (
         cli_main([*args, "--out", str(tmp_path / "b"), "--seed", "s", "--no-proxy-converge"]) == 0
