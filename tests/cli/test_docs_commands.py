@@ -78,6 +78,7 @@ import numpy as np
 import pytest
 
 import twinaudit.owner.marking.proxy as proxy_module
+from bench.bench_readme import quick_start_localiser
 from tests.support import docs_world
 from tests.support.cli_processes import ROOT, serve, stop
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
@@ -450,18 +451,8 @@ def quick_start_in(folder: Path) -> list[tuple[Command, list[str]]]:
     ``folder`` and the servers listen on free ports.
     """
     _photos(folder / "photos", folder / "photos.csv")
-    names = {
-        "~/photos.csv": str(folder / "photos.csv"),
-        "~/photos": str(folder / "photos"),
-        "runs/try": str(folder / "try"),
-        "127.0.0.1:7443": f"127.0.0.1:{_free_port()}",
-        "127.0.0.1:7500": f"127.0.0.1:{_free_port()}",
-    }
-    pattern = re.compile("|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)))
-    return [
-        (command, [pattern.sub(lambda m: names[m.group()], w) for w in command.words])
-        for command in _quick_start()
-    ]
+    localise = quick_start_localiser(folder)
+    return [(command, [localise(w) for w in command.words]) for command in _quick_start()]
 
 
 @pytest.mark.slow
