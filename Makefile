@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast lint typecheck pytest bench vectors clean demo fuzz
+.PHONY: test test-fast test-shuffled lint typecheck pytest bench vectors clean demo fuzz
 
 # Create the virtual environment and install the project with exact pins. The hook's
 # .pth line holds a compiled copy of wire/torchvision_finder.py: a change to either
@@ -36,6 +36,12 @@ pytest: $(STAMP)
 # (tests/support/slow_report.py), so that a test that grew slow shows.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" --durations=30
+
+# The whole suite in a random order (pytest-randomly; SEED=N repeats an order): a test
+# that passes only in the file's order fails here (docs/development.md, "Flaky tests").
+SEED ?= random
+test-shuffled: $(STAMP)
+	$(BIN)/python -m pytest -q -p randomly --randomly-seed=$(SEED) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
