@@ -11,6 +11,7 @@ smaller count, or points a verdict at another claim's entry, is caught.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,8 @@ import pytest
 from tests.support.arbiter_world import keyed_record_world
 from tests.support.claims import linear_claim, make_pairset
 from tests.support.keys import KEY
+from twinaudit.cli.log_recount import NOT_BOUND
+from twinaudit.cli.main import main
 from twinaudit.owner.claim_client import run_claim
 from twinaudit.protocol.claim.log_count import recount_earlier_claims
 from twinaudit.protocol.claim.verdict import (
@@ -32,6 +35,7 @@ from twinaudit.protocol.claim.verdict import (
 )
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.errors import RootMismatchError, VerificationError
+from twinaudit.protocol.keys import public_key_pem
 from twinaudit.protocol.log_entries import (
     MAX_ENTRIES_PER_CALL,
     ClaimStartEntry,
@@ -165,3 +169,34 @@ def test_get_entries_is_capped_and_refuses_bad_ranges(world):
         with pytest.raises(grpc.RpcError) as info:
             stub.GetEntries(escrow_pb2.GetEntriesRequest(start=start, count=count), timeout=30)
         assert info.value.code() == code
+
+
+def test_verify_and_verifier_check_recount_with_log(world, tmp_path, capsys):
+    verdict = _claim(world, world["pairs"], world["record"])
+    key = tmp_path / "arbiter.pub"
+    key.write_bytes(public_key_pem(KEY.public_key()))
+    files = {}
+    for name, payload in (
+        ("good", dict(verdict.payload)),
+        ("fewer", {**verdict.payload, "earlier_claims": verdict.earlier_claims - 1}),
+        ("unbound", {k: v for k, v in verdict.payload.items() if k != CLAIM_ENTRY_KEY}),
+    ):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_bytes(KeySigner(KEY).sign(encode(payload), VERDICT_KIND).to_json())
+    for command in (["verify"], ["verifier", "check"]):
+
+        def run(name: str, *extra: str, command: list[str] = command) -> int:
+            argv = [*command, str(files[name]), "--pubkey", str(key)]
+            return main([*argv, "--log", world["address"], *extra])
+
+        assert run("good", "--json") == 0
+        report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert report["log"]["recounted"] is True
+        assert report["log"]["earlier_claims"] == verdict.earlier_claims
+        assert run("good") == 0
+        assert "earlier_claims recounted from the arbiter's log" in capsys.readouterr().out
+        assert run("fewer") == 1
+        assert "earlier_claims" in capsys.readouterr().err
+        assert run("unbound", "--json") == 0
+        report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert report["log"] == {"recounted": False, "note": NOT_BOUND}
