@@ -1,7 +1,7 @@
 """Build spec/vectors/log.json: claims and verdicts as log entries (spec §9.6).
 
 Run ``python -m spec.tools.vectors_log`` to rewrite the file; the conformance test fails
-if the file differs from what :func:`build` returns. Three kinds of case:
+if the file differs from what :func:`build` returns. Four kinds of case:
 
 - ``digest``: a tag (``claim-id``, ``claim-map``, ``verdict-payload``) and the value it
   hashes (a text, a typed value of appendix A, bytes); the 32-byte digest;
@@ -10,7 +10,9 @@ if the file differs from what :func:`build` returns. Three kinds of case:
   error; the valid leaves are built from fields, byte for byte;
 - ``recount``: a log's first entries (hex), a verdict's ``claim_entry`` (index and
   root), the claim it names (record, claim digest, claim-map digest, claim key or
-  null) and its ``earlier_claims``; the count, or the error (§9.6.3).
+  null) and its ``earlier_claims``; the count, or the error (§9.6.3);
+- ``claim-entry``: a verdict's ``claim_entry`` value (typed); its index, root and the
+  size of the log the root is of, or the error (§11).
 
 Every byte comes from fixed values: no key but the claim key of appendix B's test key.
 """
@@ -78,6 +80,12 @@ def run_leaf(given: dict[str, Any]) -> dict[str, Any]:
     return {"kind": kind, "fields": to_typed(fields), "leaf_hash": leaf_hash(data).hex()}
 
 
+def run_claim_entry(given: dict[str, Any]) -> dict[str, Any]:
+    """Read a verdict's ``claim_entry`` map (§11): its index, root and log size."""
+    ref = ClaimEntryRef.from_value(from_typed(given["claim_entry"]))
+    return {"index": ref.index, "log_root": ref.log_root.hex(), "log_size": ref.log_size}
+
+
 def run_recount(given: dict[str, Any]) -> dict[str, Any]:
     """Recount a claim's earlier claims from the given entries (§9.6.3)."""
     leaves = [bytes.fromhex(leaf) for leaf in given["leaves"]]
@@ -101,6 +109,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "digest": run_digest,
     "log-leaf": run_leaf,
     "recount": run_recount,
+    "claim-entry": run_claim_entry,
 }
 
 
@@ -251,6 +260,21 @@ def _recount_cases() -> list[dict[str, Any]]:
     return [_case(name, "recount", given) for name, given in rows]
 
 
+def _claim_entry_cases() -> list[dict[str, Any]]:
+    root = MerkleTree(LOG[:3]).root()
+    rows: list[tuple[str, Any]] = [
+        ("a claim-start entry's position", {"index": 2, "log_root": root}),
+        ("index 0, which no claim-start entry has", {"index": 0, "log_root": root}),
+        ("a negative index", {"index": -1, "log_root": root}),
+        ("a boolean index", {"index": True, "log_root": root}),
+        ("a root of 31 bytes", {"index": 2, "log_root": root[:31]}),
+        ("a key missing", {"index": 2}),
+        ("an extra key", {"index": 2, "log_root": root, "size": 3}),
+        ("not a map", [2, root]),
+    ]
+    return [_case(name, "claim-entry", {"claim_entry": to_typed(value)}) for name, value in rows]
+
+
 def build() -> dict[str, Any]:
     """Return the vector document of §9.6."""
     return {
@@ -262,7 +286,12 @@ def build() -> dict[str, Any]:
             "first entries. Bytes are lowercase hex; maps and values use appendix A's "
             "typed notation."
         ),
-        "cases": [*_digest_cases(), *_leaf_cases(), *_recount_cases()],
+        "cases": [
+            *_digest_cases(),
+            *_leaf_cases(),
+            *_recount_cases(),
+            *_claim_entry_cases(),
+        ],
     }
 
 

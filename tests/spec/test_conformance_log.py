@@ -25,7 +25,7 @@ def test_the_document_covers_every_kind_valid_and_invalid() -> None:
     assert DOC["topic"] == "log"
     kinds = {(c["kind"], c["valid"]) for c in DOC["cases"]}
     assert {("log-leaf", True), ("log-leaf", False), ("recount", True), ("recount", False)} <= kinds
-    assert ("digest", True) in kinds
+    assert {("digest", True), ("claim-entry", True), ("claim-entry", False)} <= kinds
     leaf_kinds = {
         c["expected"]["kind"] for c in DOC["cases"] if c["kind"] == "log-leaf" and c["valid"]
     }
