@@ -133,3 +133,25 @@ def test_reopened_store_keeps_positions(backend):  # noqa: F811 - the fixture
         assert again.claim_position("b").earlier == 1
     finally:
         again.close()
+
+
+def test_a_schema_5_store_is_upgraded_and_its_claims_stay_unlogged(backend):  # noqa: F811 - the fixture
+    opened = backend.open()
+    try:
+        opened.commit(_request(0))
+        opened.create_claim("before", 0, "open", b"s", lease=_lease("before"))
+    finally:
+        opened.close()
+    backend.raw("DROP TABLE escrow_claim_entries")
+    backend.raw("UPDATE escrow_meta SET value = '5' WHERE name = 'schema'")
+    again = backend.open()
+    try:
+        assert backend.scalar("SELECT value FROM escrow_meta WHERE name = 'schema'") == "6"
+        assert again.claim_position("before") is None
+        _file(again, "after", 0)
+        position = again.claim_position("after")
+        assert position is not None and position.earlier == 0  # the log knows one claim less
+        assert [c.claim_id for c in again.claims_for_record(0)] == ["before", "after"]
+        assert check_log(again.db, again.public_key).entries == 2
+    finally:
+        again.close()

@@ -44,6 +44,7 @@ from twinaudit.protocol.log_entries import (
 )
 from twinaudit.protocol.merkle import MerkleTree
 from twinaudit.protocol.signer import KeySigner
+from twinaudit.verifier.escrow.store import ClaimLease
 from twinaudit.wire.escrow.log_client import fetch_entries, latest_checkpoint, recount_from_log
 from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 
@@ -200,3 +201,21 @@ def test_verify_and_verifier_check_recount_with_log(world, tmp_path, capsys):
         assert run("unbound", "--json") == 0
         report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert report["log"] == {"recounted": False, "note": NOT_BOUND}
+
+
+def test_a_record_with_claims_filed_before_logging_gets_no_position(world):
+    """A claim with no claim-start entry (filed before schema 6) keeps later verdicts unbound.
+
+    The log would count fewer claims than were filed, so the verdict carries no
+    claim_entry: a recount is never smaller than earlier_claims (spec §9.6.2).
+    """
+    record = world["other_record"]
+    before = len(world["store"].claims_for_record(record))
+    world["store"].create_claim(  # as a claim filed before claims were logged
+        "legacy-claim", record, "failed", b"state", lease=ClaimLease("legacy", 5.0)
+    )
+    verdict = _claim(world, world["other"], record)
+    assert verdict.earlier_claims == before + 1
+    assert verdict.claim_entry is None
+    with pytest.raises(VerificationError, match="binds no log position"):
+        recount_from_log(world["channel"], verdict, KEY.public_key())
