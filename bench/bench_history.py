@@ -1,6 +1,7 @@
 """No work that grows with history (issue #39, part 5): store open, and the claim state.
 
-Run with ``python -m bench history`` (``--open-only`` or ``--state-only`` for one part).
+Run with ``python -m bench history`` (``--open-only``, ``--state-only`` or
+``--claims-only`` for one part).
 
 1. **Store open.** SQLite escrow stores (WAL, ``synchronous=FULL``) of 10³, 10⁵ and
    10⁶ records, one per size, each opened and closed OPENS times, the sizes taking
@@ -9,8 +10,11 @@ Run with ``python -m bench history`` (``--open-only`` or ``--state-only`` for on
    (``log_tables.append_entries``, the rows a commit writes: entry, root index, tree
    nodes, head) in transactions of FILL_BATCH entries, without signing a receipt each
    (10⁶ receipts would take minutes and are not what an open reads). The full check
-   (``verifier store-check``, O(n)) is timed at 10³ and 10⁵ for comparison. With
-   ``TWINAUDIT_TEST_PG_DSN`` set, the same on PostgreSQL at 10³ and 10⁵.
+   (``verifier store-check``, O(n)) is timed at 10³ and 10⁵ for comparison, and so is
+   filing a claim with its claim-start entry (spec §9.6: a leaf and its tree nodes,
+   O(log n) rows; the median of CLAIMS). With ``TWINAUDIT_TEST_PG_DSN`` set, the same
+   on PostgreSQL at 10³ and 10⁵. ``--claims-only`` times only the claims, at 10³ and
+   10⁵ records.
 2. **Claim state per request.** A claim runs to the end of a record of N = 10³ and
    N = 10⁵ synthetic pairs (TinyCNN, untrained, so the test does not detect), with the
    protocol's default windows (8, then 16 pairs a request); after every request the
@@ -51,6 +55,7 @@ from twinaudit.verifier.escrow.log_check import check_log
 from twinaudit.verifier.escrow.log_tables import append_entries, read_frontier
 from twinaudit.verifier.escrow.sql_store import SqlEscrowStore
 from twinaudit.verifier.escrow.sqlite_store import SqliteEscrowStore
+from twinaudit.verifier.escrow.store import ClaimLease, ClaimStartFields
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 SIZES = (1_000, 100_000, 1_000_000)
@@ -58,6 +63,9 @@ PG_SIZES = (1_000, 100_000)
 CHECKED_SIZES = (1_000, 100_000)
 FILL_BATCH = 10_000
 OPENS = 9
+#: Claims filed, each with its claim-start entry, per store (the median is reported).
+CLAIMS = 9
+CLAIM_SIZES = (1_000, 100_000)
 STATE_PAIRS = (1_000, 100_000)
 TIME = datetime(2026, 11, 28, tzinfo=UTC)
 
@@ -80,6 +88,38 @@ def _fill(store: SqlEscrowStore, target: int) -> None:
                 entry = make_entry(_request(i), index=i, time=TIME, rho=rho)
                 rows.append((entry.encode(), rho, entry.root))
             append_entries(cur, read_frontier(cur, size), rows)
+
+
+def _claim_entry_s(store: SqlEscrowStore) -> float:
+    """File CLAIMS claims on record 0, each appending its claim-start entry; the median."""
+    spent = []
+    for _ in range(CLAIMS):
+        claim_id = uuid.uuid4().hex
+        start = time.perf_counter()
+        store.create_claim(
+            claim_id,
+            0,
+            "open",
+            b"state",
+            lease=ClaimLease(claim_id, 60.0),
+            log=ClaimStartFields(bytes(32)),
+        )
+        spent.append(time.perf_counter() - start)
+    return statistics.median(spent)
+
+
+def _claims_part() -> None:
+    """Only the claim-start entries: SQLite stores of CLAIM_SIZES records."""
+    with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
+        print("Claims filed with their log entries, SQLite (WAL, synchronous=FULL):")
+        figures = {}
+        for size in CLAIM_SIZES:
+            with SqliteEscrowStore(Path(tmp) / f"escrow-{size}.db", KEY) as store:
+                _fill(store, size)
+                figures[size] = _claim_entry_s(store)
+            print(f"  {size:>9,} records: one claim filed {figures[size] * 1000:5.2f} ms")
+        low, high = min(CLAIM_SIZES), max(CLAIM_SIZES)
+        print(f"  -> at {high:,} / at {low:,} records: {figures[high] / figures[low]:.2f}x")
 
 
 def _open_s(open_store: Callable[[], SqlEscrowStore]) -> float:
@@ -108,6 +148,7 @@ def _open_figures(open_store: Callable[[int], SqlEscrowStore], sizes: tuple[int,
             start = time.perf_counter()
             store.commit(_request(2**40 + size))  # one durable commit, its receipt signed
             commit_s = time.perf_counter() - start
+            claim_s = _claim_entry_s(store)
             check = ""
             if size in CHECKED_SIZES:
                 start = time.perf_counter()
@@ -116,7 +157,8 @@ def _open_figures(open_store: Callable[[int], SqlEscrowStore], sizes: tuple[int,
         print(
             f"  {size:>9,} records: open {opens[size] * 1000:6.1f} ms (median of {OPENS},"
             f" {min(spent[size]) * 1000:.1f} to {max(spent[size]) * 1000:.1f}), inclusion proof"
-            f" {proof_s * 1000:5.2f} ms, one commit {commit_s * 1000:5.1f} ms{check}"
+            f" {proof_s * 1000:5.2f} ms, one commit {commit_s * 1000:5.1f} ms, one claim"
+            f" filed with its log entry {claim_s * 1000:5.1f} ms (median of {CLAIMS}){check}"
         )
     low, high = min(sizes), max(sizes)
     print(f"  -> open at {high:,} / open at {low:,} records: {opens[high] / opens[low]:.2f}x")
@@ -225,8 +267,14 @@ def main(argv: list[str] | None = None) -> None:
     parts = parser.add_mutually_exclusive_group()
     parts.add_argument("--open-only", action="store_true", help="only the store opens")
     parts.add_argument("--state-only", action="store_true", help="only the claim state")
+    parts.add_argument(
+        "--claims-only", action="store_true", help="only claims filed with their log entries"
+    )
     args = parser.parse_args([] if argv is None else argv)
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    if args.claims_only:
+        _claims_part()
+        return
     if not args.state_only:
         _open_part()
     if not args.open_only:

@@ -201,6 +201,28 @@ def _fields(
     return value
 
 
+def check_hash(value: object, what: str) -> bytes:
+    """Return ``value`` if it is a 32-byte byte string (``invalid-input`` otherwise)."""
+    return _check_hash(value, what)
+
+
+def check_log_index(value: object, what: str) -> int:
+    """Return ``value`` if it is an integer log index in ``0..MAX_LOG_INDEX``."""
+    return _check_int(value, what, 0, MAX_LOG_INDEX)
+
+
+def check_claim_key(value: object) -> bytes | None:
+    """Return a raw 32-byte Ed25519 public key, or None for None (``invalid-input`` else)."""
+    return _check_claim_key(value)
+
+
+def entry_fields(
+    value: Value, keys: frozenset[str], what: str, optional: frozenset[str] = frozenset()
+) -> Mapping[str, Value]:
+    """Return ``value`` as a map of exactly ``keys`` (and any of ``optional``), spec first."""
+    return _fields(value, keys, what, optional)
+
+
 def rho_digest(rho: bytes) -> bytes:
     """Return ``tagged_hash("rho-digest", rho)``, the log's commitment to ``rho`` (§9.2)."""
     if not isinstance(rho, bytes) or len(rho) != limits.RHO_BYTES:

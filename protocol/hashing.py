@@ -31,6 +31,9 @@ TAGS: Final = frozenset(
         "key-id",
         "transcript-link",
         "rho-digest",
+        "claim-id",
+        "claim-map",
+        "verdict-payload",
     }
 )
 

@@ -23,7 +23,7 @@ from twinaudit.protocol.claim.outcome import feed, outcome
 from twinaudit.protocol.claim.params import ClaimParams
 from twinaudit.protocol.claim.schedule import WindowSchedule
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
-from twinaudit.protocol.claim.verdict import stop_reason, verdict_payload
+from twinaudit.protocol.claim.verdict import ClaimEntryRef, stop_reason, verdict_payload
 from twinaudit.protocol.commitment import PairOpening, version_digest
 from twinaudit.protocol.encoding import Value, decode, encode
 from twinaudit.protocol.errors import (
@@ -468,6 +468,7 @@ class ClaimSession:
         environment: dict[str, Value],
         earlier_claims: int = 0,
         filing: Filing | None = None,
+        claim_entry: ClaimEntryRef | None = None,
     ) -> dict[str, Value]:
         """Return the verdict payload of spec §11; only for a claim that has stopped.
 
@@ -495,6 +496,7 @@ class ClaimSession:
             queries=self.queries,
             transcript=(self.transcript.head, self.transcript.count),
             filing=filing,
+            claim_entry=claim_entry,
             environment=environment,
         )
 

@@ -38,7 +38,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.filing import ClaimRequest, Filing, verify_claim_request
 from twinaudit.protocol.claim.restart import restart_refusal
-from twinaudit.protocol.claim.verdict import VERDICT_KIND
+from twinaudit.protocol.claim.verdict import VERDICT_KIND, ClaimEntryRef
 from twinaudit.protocol.commitment import PairOpening
 from twinaudit.protocol.encoding import Value, decode, encode
 from twinaudit.protocol.envelope import Envelope
@@ -54,6 +54,7 @@ from twinaudit.protocol.errors import (
 )
 from twinaudit.protocol.escrow_messages import LogEntry, format_time
 from twinaudit.protocol.keys import public_key_from_raw, public_key_pem
+from twinaudit.protocol.log_entries import claim_map_digest, verdict_digest
 from twinaudit.protocol.oracles.base import ClassifierOracle, Oracle
 from twinaudit.protocol.oracles.embedding import EncoderOracle
 from twinaudit.protocol.oracles.image_text import ImageTextOracle
@@ -65,8 +66,10 @@ from twinaudit.verifier.escrow.store import (
     DEFAULT_MAX_OPEN_CLAIMS,
     FAILED_WINDOW_S,
     ClaimLease,
+    ClaimStartFields,
     EscrowStore,
     StoredClaim,
+    VerdictFields,
     check_claim_id,
 )
 from twinaudit.verifier.oracles.dial import dial_oracle
@@ -248,8 +251,10 @@ class VerifierService(pb_grpc.VerifierServicer):
                 )
             )
             yield from self._run_windows(session, request_iterator, context, lease)
-            verdict = self._sign(session)
-            self._store.finish_claim(claim_id, verdict, session.transcript.to_bytes(), lease=lease)
+            verdict, logged = self._sign(session)
+            self._store.finish_claim(
+                claim_id, verdict, session.transcript.to_bytes(), lease=lease, log=logged
+            )
             decision = "detected" if session.stop == "detected" else "not-detected"
             annotate(decision=decision)
             self._metrics.claim_finished(decision)
@@ -520,6 +525,7 @@ class VerifierService(pb_grpc.VerifierServicer):
         no claim key): its verdict carries it as ``filing`` (spec §11).
         """
         state, part = session.checkpoint()
+        claim_key = self._store.entry(session.record.index).entry.claim_key
         self._store.create_claim(
             session.claim_id,
             session.record.index,
@@ -529,6 +535,7 @@ class VerifierService(pb_grpc.VerifierServicer):
             lease=lease,
             earlier=earlier,
             authorization=authorization,
+            log=ClaimStartFields(claim_map_digest(session.claim.to_value()), claim_key),
         )
 
     def _save(self, session: ClaimSession, lease: ClaimLease) -> None:
@@ -538,16 +545,35 @@ class VerifierService(pb_grpc.VerifierServicer):
             session.claim_id, session.record.index, "open", state, part, lease=lease
         )
 
-    def _sign(self, session: ClaimSession) -> bytes:
+    def _sign(self, session: ClaimSession) -> tuple[bytes, VerdictFields]:
+        """Sign the claim's verdict; return it and what its verdict entry states (§9.6)."""
         filed = [c.claim_id for c in self._store.claims_for_record(session.record.index)]
+        earlier = filed.index(session.claim_id)
         payload = session.verdict_payload(
-            earlier_claims=filed.index(session.claim_id),
+            earlier_claims=earlier,
             arbiter=self._key_id,
             time=format_time(self._clock()),
             environment=environment(),
             filing=self._filing(session),
+            claim_entry=self._claim_entry(session.claim_id, earlier),
         )
-        return self._signer.sign(encode(payload), VERDICT_KIND).to_json()
+        data = encode(payload)
+        logged = VerdictFields(verdict=verdict_digest(data), decision=str(payload["decision"]))
+        return self._signer.sign(data, VERDICT_KIND).to_json(), logged
+
+    def _claim_entry(self, claim_id: str, earlier: int) -> ClaimEntryRef | None:
+        """Return where the claim was filed in the log, for its verdict (spec §9.6, §11).
+
+        None where it has no claim-start entry (filed before claims were logged), and
+        where the claims logged on its record before it are not all the claims filed
+        before it (some were filed before claims were logged): a verdict binds a
+        position only where the count anyone recomputes from the log is its
+        ``earlier_claims``, never a smaller one.
+        """
+        position = self._store.claim_position(claim_id)
+        if position is None or position.earlier != earlier:
+            return None
+        return ClaimEntryRef(position.index, position.log_root)
 
     def _filing(self, session: ClaimSession) -> Filing | None:
         """Return the signed request that filed the claim, for its verdict (spec §11)."""

@@ -61,6 +61,9 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 #: The optional key of a verdict on a record that binds a claim key (spec §11): the
 #: signed claim request that filed the claim (:class:`~.filing.Filing`).
 FILING_KEY = "filing"
+#: The optional key of a verdict whose claim is a log entry (spec §9.6, §11): the
+#: claim-start entry's index and the log's root once it was appended.
+CLAIM_ENTRY_KEY = "claim_entry"
 #: Longest claim id a verdict may carry (UTF-8 bytes).
 MAX_CLAIM_ID_BYTES = 128
 #: A verdict's decision, and why its claim stopped (spec §10.2 step 7, §11).
@@ -119,6 +122,40 @@ class TranscriptHead:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimEntryRef:
+    """Where a verdict's claim was filed in the arbiter's log (spec §9.6, §11).
+
+    ``index`` is its claim-start entry's log index; ``log_root`` the root of the log of
+    ``index + 1`` entries, which the verdict's signature vouches for. Whoever holds
+    those entries recounts ``earlier_claims`` from them.
+    """
+
+    index: int
+    log_root: bytes
+
+    @property
+    def log_size(self) -> int:
+        """The size of the log ``log_root`` is the root of: the entry and those before it."""
+        return self.index + 1
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the verdict's ``claim_entry`` map."""
+        return {"index": self.index, "log_root": self.log_root}
+
+    @classmethod
+    def from_value(cls, value: Value) -> ClaimEntryRef:
+        """Return the reference a verdict's ``claim_entry`` map holds (``invalid-input``)."""
+        if not isinstance(value, dict) or set(value) != {"index", "log_root"}:
+            raise InputError("claim_entry is a map of exactly index and log_root")
+        index, root = value["index"], value["log_root"]
+        if not is_int(index) or not 1 <= index < 2**63:
+            raise InputError("claim_entry.index is an integer log index above 0")
+        if not isinstance(root, bytes) or len(root) != 32:
+            raise InputError("claim_entry.log_root is 32 bytes")
+        return cls(index, root)
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """A verdict payload, parsed and schema-checked once (spec §11); readers read its fields.
 
@@ -147,6 +184,7 @@ class Verdict:
     transcript: TranscriptHead
     environment: Mapping[str, str]
     filing: Filing | None
+    claim_entry: ClaimEntryRef | None
     payload: Mapping[str, Value] = field(repr=False, compare=False)
 
     @property
@@ -211,7 +249,7 @@ def parse_verdict(value: Value) -> Verdict:
     """
     if not isinstance(value, dict):
         raise InputError("a verdict payload must be a map")
-    expected = set(_FIELDS) | ({FILING_KEY} if FILING_KEY in value else set())
+    expected = set(_FIELDS) | ({FILING_KEY, CLAIM_ENTRY_KEY} & set(value))
     if set(value) != expected:
         missing, extra = expected - set(value), set(value) - expected
         raise InputError(f"verdict fields: missing {sorted(missing)}, unknown {sorted(extra)}")
@@ -260,6 +298,8 @@ def parse_verdict(value: Value) -> Verdict:
     test = claim.make_test()
     final = _parse_final(value["final"], len(opened), test.graded, test.reports)
     filing = parse_filing(value[FILING_KEY]) if FILING_KEY in value else None
+    entry = value.get(CLAIM_ENTRY_KEY)
+    claim_entry = ClaimEntryRef.from_value(entry) if CLAIM_ENTRY_KEY in value else None
     return Verdict(
         spec=spec,
         arbiter=_text(value["arbiter"]),
@@ -278,6 +318,7 @@ def parse_verdict(value: Value) -> Verdict:
         transcript=transcript,
         environment=MappingProxyType(texts),
         filing=filing,
+        claim_entry=claim_entry,
         payload=MappingProxyType(value),
     )
 
@@ -413,8 +454,12 @@ def verdict_payload(
     transcript: tuple[bytes, int],
     environment: dict[str, Value],
     filing: Filing | None = None,
+    claim_entry: ClaimEntryRef | None = None,
 ) -> dict[str, Value]:
     """Return the verdict payload of spec §11 (``transcript`` is its chain head and count).
+
+    ``claim_entry`` is where the claim was filed in the log (§9.6); None for a claim
+    that has no claim-start entry.
 
     ``filing`` is the signed request that filed the claim, on a record that binds a
     claim key; a record escrowed before claim keys has none, and neither has the payload.
@@ -439,4 +484,6 @@ def verdict_payload(
     }
     if filing is not None:
         payload[FILING_KEY] = filing.to_value()
+    if claim_entry is not None:
+        payload[CLAIM_ENTRY_KEY] = claim_entry.to_value()
     return payload

@@ -10,6 +10,7 @@ from . import (
     vectors_core,
     vectors_filing,
     vectors_graded,
+    vectors_log,
     vectors_merkle,
     vectors_mixture,
     vectors_notes,
@@ -32,6 +33,7 @@ def main() -> None:
         vectors_verdicts,
         vectors_filing,
         vectors_notes,
+        vectors_log,
     ):
         module.main()
 

@@ -1286,6 +1286,10 @@ PARSE_ONLY = {
     ("docs/arbiter.md", "twinaudit verifier serve --listen 127.0.0.1:7445 --db postgresql:"): (
         "a PostgreSQL server (db.example)"
     ),
+    ("docs/owner.md", "twinaudit monitor "): (
+        "follows a serving arbiter's log on a schedule; tests/cli/test_monitor.py runs it"
+        " against an arbiter that serves two forks"
+    ),
 }
 #: The walkthrough is one recorded session on the author's photos, with console steps
 #: between its commands (a cut-out flattened, a grey/colour copy made) that its commands'

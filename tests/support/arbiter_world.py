@@ -38,6 +38,7 @@ def keyed_record_world(
         yield {
             "store": store,
             "channel": channel,
+            "address": f"127.0.0.1:{port}",
             "pairs": pairs,
             "record": receipt.entry.index,
             "oracle": f"127.0.0.1:{oracle_port}",

@@ -22,6 +22,7 @@ from twinaudit.verifier.escrow.store import (
 )
 from twinaudit.wire.transport import TlsFiles, parse_address
 
+from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 from .serve_options import add_operations_args, add_plaintext_arg, check_listen, start_operations
 
@@ -30,8 +31,9 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 CHECK_EXIT = (
     "exit status: 0 the verdict is valid (whatever its decision: read it in the output, "
     "or in the JSON's decision and detected); 1 it is not (signature, schema or spec "
-    "version), and no --html report is written; 2 bad usage, an unreadable file or a "
-    "report that cannot be written"
+    "version; with --log, an earlier_claims the arbiter's log does not recount, or a log "
+    "that is not a prefix of its latest checkpoint), and no --html report is written; 2 "
+    "bad usage, an unreadable file or a report that cannot be written"
 )
 REPLAY_EXIT = (
     "exit status: 0 the replay arrived at the verdict's decision and final figures "
@@ -174,6 +176,7 @@ def register(commands: Any) -> None:
     check.add_argument("--pubkey", type=Path, required=True, help="the arbiter's public key (PEM)")
     check.add_argument("--json", action="store_true", help=JSON_HELP)
     check.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP)
+    add_log_args(check)
     check.set_defaults(handler=_check)
 
     replay = sub.add_parser(
@@ -505,6 +508,7 @@ def _check(args: argparse.Namespace) -> int:
     data = files.read_input(args.verdict, "verdict")
     try:
         verdict = files.checked_verdict(data, pubkey)
+        logged = recount(args, verdict, pubkey)
     except TwinauditError as exc:
         print(f"INVALID: {exc.diagnostics()}", file=sys.stderr)
         if args.json:
@@ -514,11 +518,13 @@ def _check(args: argparse.Namespace) -> int:
         files.write_verdict_report(args.html, args.verdict, verdict, data, None)
     if args.json:
         report = {"html": str(args.html)} if args.html is not None else {}
-        print_json({"valid": True, **verdict_figures(verdict), **report})
+        print_json({"valid": True, **verdict_figures(verdict), **logged, **report})
         return EXIT_OK
     print(f"VALID verdict {verdict.claim_id}: {verdict_summary(verdict)}")
     for line in verdict_reading(verdict):
         print(f"  {line}")
+    if (recounted := recount_line(logged, verdict)) is not None:
+        print(f"  {recounted}")
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
     return EXIT_OK

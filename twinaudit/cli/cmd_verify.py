@@ -17,6 +17,7 @@ from typing import Any
 from twinaudit.protocol.errors import InputError, TwinauditError
 from twinaudit.protocol.keys import load_public_key
 
+from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -34,7 +35,8 @@ VERIFY_EXIT = (
     "exit status: 0 the verdict is valid and, with --transcript, its replay is identical "
     "(whatever its decision: read it in the output, or in the JSON's decision and "
     "detected); 1 it is not (signature, schema or spec version, or a replay that differs "
-    "or an invalid transcript), and no --html report is written; 2 bad usage, an "
+    "or an invalid transcript; with --log, an earlier_claims the arbiter's log does not "
+    "recount), and no --html report is written; 2 bad usage, an "
     "unreadable file or key, or a report that cannot be written"
 )
 
@@ -84,6 +86,7 @@ def register(commands: Any) -> None:
         "decision in words, what it does and does not establish, plots, the opened pairs) "
         "to FILE, only once the verdict has checked (and replayed)",
     )
+    add_log_args(verify)
     verify.set_defaults(handler=_verify)
 
 
@@ -118,6 +121,7 @@ def _verify(args: argparse.Namespace) -> int:
     openings = files.read_input(args.openings, "openings") if args.openings is not None else None
     try:
         verdict = files.checked_verdict(data, pubkey)
+        logged = recount(args, verdict, pubkey)
     except TwinauditError as exc:
         return _failed(args, "check", exc)
     done = None
@@ -142,6 +146,7 @@ def _verify(args: argparse.Namespace) -> int:
                 **verdict_figures(verdict),
                 **figures,
                 "signature_checked": True,
+                **logged,
                 **report,
             }
         )
@@ -158,6 +163,8 @@ def _verify(args: argparse.Namespace) -> int:
         )
     for line in verdict_reading(verdict):
         print(f"  {line}")
+    if (recounted := recount_line(logged, verdict)) is not None:
+        print(f"  {recounted}")
     if done is not None:
         for line in files.replay_lines(done):
             print(f"  {line}")

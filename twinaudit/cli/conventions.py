@@ -43,6 +43,12 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
         "twinaudit verify verdict.json --transcript transcript.bin --openings openings.bin "
         "--pubkey arbiter.key.pub --json",
     ),
+    "monitor": (
+        "twinaudit monitor --arbiter HOST:7443 --arbiter-key arbiter.key.pub "
+        "--from monitor.json --init --record 12",
+        "TWINAUDIT_ARBITER=HOST:7443 TWINAUDIT_ARBITER_KEY=arbiter.key.pub "
+        "twinaudit monitor --from monitor.json --record 12 --json --exit-code",
+    ),
     "plan": ("twinaudit plan --pairs 1000 --false-detection 0.05 --rates 0.6 0.7 --ties 0.9",),
     "owner mark": (
         "twinaudit owner mark photos/ --labels labels.csv --out vault/",

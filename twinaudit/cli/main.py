@@ -20,6 +20,7 @@ from twinaudit.protocol.errors import InputError, TwinauditError
 
 from . import (
     cmd_completion,
+    cmd_monitor,
     cmd_oracle,
     cmd_owner,
     cmd_plan,
@@ -82,7 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package and protocol-spec versions and exit",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (cmd_verify, cmd_plan, cmd_owner, cmd_verifier, cmd_oracle, cmd_completion):
+    for module in (
+        cmd_verify,
+        cmd_plan,
+        cmd_owner,
+        cmd_verifier,
+        cmd_oracle,
+        cmd_monitor,
+        cmd_completion,
+    ):
         module.register(commands)
     conventions.apply(parser)
     return parser

@@ -28,6 +28,7 @@ took over) can store nothing more for it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from twinaudit.protocol.errors import (
     ClaimBusyError,
@@ -39,8 +40,11 @@ from twinaudit.protocol.errors import (
     UnknownClaimError,
     UnknownRecordError,
 )
+from twinaudit.protocol.escrow_messages import format_time
+from twinaudit.protocol.log_entries import ClaimStartEntry, VerdictEntry, claim_digest
 
 from .cursor import Cursor
+from .log_tables import append_leaf
 from .sql import SqlDatabase
 from .store import (
     FINISHED_STATUS,
@@ -49,10 +53,13 @@ from .store import (
     MAX_VERDICT_BYTES,
     ClaimLease,
     ClaimLoad,
+    ClaimPosition,
+    ClaimStartFields,
     ClaimStore,
     ClaimSummary,
     StoredClaim,
     StoredVerdict,
+    VerdictFields,
     check_blob,
     check_claim_id,
     check_index,
@@ -202,8 +209,12 @@ class SqlClaimStore(ClaimStore):
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
         authorization: bytes = b"",
+        log: ClaimStartFields | None = None,
     ) -> None:
-        """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
+        """File a new claim held by ``lease``; with ``earlier``, only after exactly those.
+
+        With ``log``, its claim-start entry is appended to the log in this transaction.
+        """
         claim_id, record_index, status, state, part = _checked_claim(
             claim_id, record_index, status, state, transcript_part
         )
@@ -239,8 +250,59 @@ class SqlClaimStore(ClaimStore):
                 " VALUES (?, ?, ?, ?)",
                 (claim_id, record_index, self._db.now(cur), authorization),
             )
+            if log is not None:
+                self._log_claim_start(cur, claim_id, record_index, log)
             if part:
                 self._append_part(cur, claim_id, part)
+
+    def _log_time(self, cur: Cursor) -> str:
+        """Return the database's clock as a protocol time (a log entry's ``time``)."""
+        return format_time(datetime.fromtimestamp(self._db.now(cur), UTC))
+
+    def _log_claim_start(
+        self, cur: Cursor, claim_id: str, record_index: int, log: ClaimStartFields
+    ) -> None:
+        """Append the claim's claim-start entry (spec §9.6) and note where it is."""
+        time = self._log_time(cur)
+
+        def make(index: int) -> bytes:
+            return ClaimStartEntry(
+                index=index,
+                record=record_index,
+                claim=claim_digest(claim_id),
+                claim_map=log.claim_map,
+                time=time,
+                claim_key=log.claim_key,
+            ).encode()
+
+        index, log_root = append_leaf(cur, make)
+        cur.execute(
+            "INSERT INTO escrow_claim_entries (claim_id, record_index, idx, log_root)"
+            " VALUES (?, ?, ?, ?)",
+            (claim_id, record_index, index, log_root),
+        )
+
+    def claim_position(self, claim_id: str) -> ClaimPosition | None:
+        """Return where a claim's claim-start entry is, and the logged claims before it."""
+        claim_id = check_claim_id(claim_id)
+        with self._db.lock, self._db.transaction(write=False) as cur:
+            return self._position(cur, claim_id)
+
+    @staticmethod
+    def _position(cur: Cursor, claim_id: str) -> ClaimPosition | None:
+        cur.execute(
+            "SELECT record_index, idx, log_root FROM escrow_claim_entries WHERE claim_id = ?",
+            (claim_id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        record_index, index = int(row[0]), int(row[1])
+        cur.execute(
+            "SELECT COUNT(*) FROM escrow_claim_entries WHERE record_index = ? AND idx < ?",
+            (record_index, index),
+        )
+        return ClaimPosition(index=index, log_root=bytes(row[2]), earlier=int(cur.fetchone()[0]))
 
     def restart_claim(self, claim_id: str, *, lease: ClaimLease) -> None:
         """Set a failed claim open again, if no claim followed it (see :class:`ClaimStore`)."""
@@ -348,9 +410,19 @@ class SqlClaimStore(ClaimStore):
         return StoredClaim(int(row[0]), str(row[1]), bytes(row[2]), bool(int(row[3])))
 
     def finish_claim(
-        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+        self,
+        claim_id: str,
+        verdict: bytes,
+        transcript: bytes,
+        *,
+        lease: ClaimLease | None = None,
+        log: VerdictFields | None = None,
     ) -> None:
-        """Store the verdict and transcript and mark the claim finished, atomically."""
+        """Store the verdict and transcript and mark the claim finished, atomically.
+
+        With ``log``, the claim's verdict entry is appended to the log in this
+        transaction, where the claim has a claim-start entry.
+        """
         claim_id = check_claim_id(claim_id)
         verdict = check_blob(verdict, "verdict", MAX_VERDICT_BYTES)
         transcript = check_blob(transcript, "transcript", MAX_TRANSCRIPT_BYTES)
@@ -372,6 +444,30 @@ class SqlClaimStore(ClaimStore):
             )
             cur.execute("DELETE FROM escrow_claim_parts WHERE claim_id = ?", (claim_id,))
             cur.execute("DELETE FROM escrow_claim_leases WHERE claim_id = ?", (claim_id,))
+            position = self._position(cur, claim_id) if log is not None else None
+            if log is not None and position is not None:
+                self._log_verdict(cur, claim_id, position.index, log)
+
+    def _log_verdict(
+        self, cur: Cursor, claim_id: str, claim_entry: int, log: VerdictFields
+    ) -> None:
+        """Append a claim's verdict entry (spec §9.6) after its claim-start entry."""
+        cur.execute("SELECT record_index FROM escrow_claims WHERE claim_id = ?", (claim_id,))
+        record_index = int(cur.fetchone()[0])
+        time = self._log_time(cur)
+
+        def make(index: int) -> bytes:
+            return VerdictEntry(
+                index=index,
+                record=record_index,
+                claim=claim_digest(claim_id),
+                claim_entry=claim_entry,
+                verdict=log.verdict,
+                decision=log.decision,
+                time=time,
+            ).encode()
+
+        append_leaf(cur, make)
 
     def get_verdict(self, claim_id: str) -> StoredVerdict | None:
         """Return a finished claim's verdict and transcript, or None."""

@@ -62,7 +62,6 @@ from twinaudit.protocol.escrow_messages import (
     EscrowRequest,
     LogEntry,
     Receipt,
-    decode_entry,
     format_time,
     make_entry,
     rho_digest,
@@ -70,6 +69,7 @@ from twinaudit.protocol.escrow_messages import (
     sign_receipt,
     verify_checkpoint,
 )
+from twinaudit.protocol.log_entries import decode_log_leaf
 from twinaudit.protocol.merkle import (
     Frontier,
     consistency_ranges,
@@ -321,7 +321,15 @@ class SqlEscrowLog(EscrowLog):
         try:
             # The head's root vouches for the entry: a changed entry or node shows here.
             verify_inclusion(leaf_data=data, index=index, size=size, proof=proof, root=root)
-            entry = decode_entry(data)
+            leaf = decode_log_leaf(data)
+        except TwinauditError as exc:
+            raise StateError(f"stored entry {index} is corrupt: {exc}") from None
+        if not isinstance(leaf, LogEntry):
+            raise UnknownRecordError(
+                f"log entry {index} is a claim or verdict entry, not an escrow record"
+            )
+        entry = leaf
+        try:
             digest = rho_digest(rho)
         except TwinauditError as exc:
             raise StateError(f"stored entry {index} is corrupt: {exc}") from None
@@ -380,6 +388,24 @@ class SqlEscrowLog(EscrowLog):
         note = checkpoint_note_from_signature(size, root, self._public, signature)
         self._note = (size, root, note)
         return note
+
+    def leaves(self, start: int, count: int) -> list[bytes]:
+        """Return the leaf data of up to ``count`` entries from ``start`` (no ``rho``)."""
+        start = check_index(start, "log index")
+        count = check_index(count, "entry count")
+        with self._lock, self._db.transaction(write=False) as cur:
+            size = self._catch_up(cur)
+            if start >= size:
+                raise UnknownRecordError(f"the log has no entry {start} (size {size})")
+            end = min(size, start + count)
+            cur.execute(
+                "SELECT idx, entry FROM escrow_entries WHERE idx >= ? AND idx < ? ORDER BY idx",
+                (start, end),
+            )
+            rows = cur.fetchall()
+        if [int(row[0]) for row in rows] != list(range(start, end)):
+            raise StateError(f"the stored log lacks entries in {start}..{end - 1}: it is corrupt")
+        return [bytes(row[1]) for row in rows]
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""

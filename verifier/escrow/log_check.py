@@ -6,9 +6,10 @@ one chunk of entries, time is O(n). ``twinaudit verifier store-check`` runs it. 
 checks that
 
 1. the entries are numbered ``0 .. size-1`` with nothing else stored, each decodes
-   strictly (§9.2), names its own index and commits to its stored ``rho``;
-2. ``escrow_roots`` maps each entry's root to its index and holds nothing else (the
-   one-record-per-root rule, §9.1);
+   strictly, names its own index and, for an escrow entry (§9.2), commits to its
+   stored ``rho`` (a claim-start or verdict entry, §9.6, has an empty one);
+2. ``escrow_roots`` maps each escrow entry's root to its index and holds nothing else
+   (the one-record-per-root rule, §9.1);
 3. the tree rebuilt from the entries has exactly the stored nodes of ``escrow_tree``
    (every leaf hash and every complete subtree), and its root is the head's;
 4. every stored checkpoint carries the arbiter's valid signature over the size and
@@ -25,7 +26,8 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from twinaudit.protocol.errors import StateError, TwinauditError
-from twinaudit.protocol.escrow_messages import decode_entry, rho_digest, verify_checkpoint
+from twinaudit.protocol.escrow_messages import LogEntry, rho_digest, verify_checkpoint
+from twinaudit.protocol.log_entries import decode_log_leaf
 from twinaudit.protocol.merkle import Frontier, NodeKey, leaf_hash
 
 from .cursor import Cursor
@@ -57,8 +59,13 @@ def check_log(db: SqlDatabase, public_key: Ed25519PublicKey) -> LogCheck:
         frontier = Frontier()
         if 0 in expected_roots and expected_roots[0] != frontier.root():
             raise StateError(f"the checkpoint of size 0 does not match the log: {_CORRUPT}")
+        escrows = 0
         while frontier.size < size:
-            _check_chunk(cur, frontier, min(size, frontier.size + LOAD_CHUNK), expected_roots)
+            end = min(size, frontier.size + LOAD_CHUNK)
+            escrows += _check_chunk(cur, frontier, end, expected_roots)
+        cur.execute("SELECT COUNT(*) FROM escrow_roots")
+        if int(cur.fetchone()[0]) != escrows:
+            raise StateError(f"escrow_roots holds roots of no escrow entry: {_CORRUPT}")
         if frontier.root() != head_root:
             raise StateError(
                 f"the entries hash to {frontier.root().hex()}, not the head root"
@@ -71,9 +78,12 @@ def _check_counts(cur: Cursor, size: int) -> None:
     """Check that no table holds a row beyond the log's ``size`` entries."""
     counts = {
         "entries": ("SELECT COUNT(*), MIN(idx), MAX(idx) FROM escrow_entries", size),
-        "roots": ("SELECT COUNT(*), MIN(idx), MAX(idx) FROM escrow_roots", size),
         "tree nodes": ("SELECT COUNT(*), 0, 0 FROM escrow_tree", 2 * size - size.bit_count()),
     }
+    cur.execute("SELECT COUNT(*), MIN(idx), MAX(idx) FROM escrow_roots")
+    count, low, high = cur.fetchone()
+    if int(count) and not 0 <= int(low) <= int(high) < size:
+        raise StateError(f"escrow_roots names entries {low}..{high} of {size}: {_CORRUPT}")
     for what, (query, expected) in counts.items():
         cur.execute(query)
         count, low, high = cur.fetchone()
@@ -107,8 +117,11 @@ def _check_checkpoint_signatures(
     return roots
 
 
-def _check_chunk(cur: Cursor, frontier: Frontier, end: int, expected: dict[int, bytes]) -> None:
-    """Check the entries ``[frontier.size, end)``, their roots and nodes; advance ``frontier``."""
+def _check_chunk(cur: Cursor, frontier: Frontier, end: int, expected: dict[int, bytes]) -> int:
+    """Check the entries ``[frontier.size, end)``, their roots and nodes; advance ``frontier``.
+
+    Returns how many of them are escrow entries (each has its row in ``escrow_roots``).
+    """
     start = frontier.size
     cur.execute(
         "SELECT idx, entry, rho FROM escrow_entries WHERE idx >= ? AND idx < ? ORDER BY idx",
@@ -122,13 +135,18 @@ def _check_chunk(cur: Cursor, frontier: Frontier, end: int, expected: dict[int, 
         if index != frontier.size:
             raise StateError(f"the stored log has no entry {frontier.size}: {_CORRUPT}")
         try:
-            entry = decode_entry(data)
-            digest = rho_digest(bytes(rho))
+            entry = decode_log_leaf(data)
+            digest = rho_digest(bytes(rho)) if isinstance(entry, LogEntry) else b""
         except TwinauditError as exc:
             raise StateError(f"stored entry {index} does not decode ({exc}): {_CORRUPT}") from None
-        if entry.index != index or entry.rho_digest != digest:
-            raise StateError(f"stored entry {index}'s index or rho does not match: {_CORRUPT}")
-        roots[entry.root] = index
+        if isinstance(entry, LogEntry):
+            if entry.rho_digest != digest:
+                raise StateError(f"stored entry {index}'s rho does not match: {_CORRUPT}")
+            roots[entry.root] = index
+        elif bytes(rho):
+            raise StateError(f"stored entry {index} is a claim entry with a rho: {_CORRUPT}")
+        if entry.index != index:
+            raise StateError(f"stored entry {index} names index {entry.index}: {_CORRUPT}")
         made.update(frontier.append(leaf_hash(data)))
         if frontier.size in expected and expected[frontier.size] != frontier.root():
             raise StateError(
@@ -143,6 +161,7 @@ def _check_chunk(cur: Cursor, frontier: Frontier, end: int, expected: dict[int, 
             f"the stored tree nodes of entries {start}..{end - 1} are not those of the"
             f" entries: {_CORRUPT}"
         )
+    return len(roots)
 
 
 def _stored_nodes(cur: Cursor, start: int, end: int) -> dict[NodeKey, bytes]:

@@ -19,7 +19,7 @@ they existed (schema 4 or older) is upgraded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, TypeVar
 
 import msgpack
@@ -114,13 +114,15 @@ def find_roots(cur: Cursor, roots: Sequence[bytes]) -> dict[bytes, int]:
 
 
 def append_entries(
-    cur: Cursor, frontier: Frontier, entries: Sequence[tuple[bytes, bytes, bytes]]
+    cur: Cursor, frontier: Frontier, entries: Sequence[tuple[bytes, bytes, bytes | None]]
 ) -> list[bytes]:
     """Store entries ``(entry, rho, root)`` after the log ``frontier``; set the head.
 
     Run in a write transaction that locked the head row and found ``frontier`` to be
     the head's; ``frontier`` is advanced past the entries (copy it first to keep the
-    old one). Returns the log's root after each entry, for the receipts.
+    old one). ``root`` is None, and ``rho`` empty, for a claim-start or verdict entry
+    (spec §9.6), which escrows no root. Returns the log's root after each entry, for
+    the receipts.
     """
     first = frontier.size
     nodes: list[tuple[int, int, bytes]] = []
@@ -137,13 +139,36 @@ def append_entries(
     )
     cur.executemany(
         "INSERT INTO escrow_roots (root, idx) VALUES (?, ?)",
-        [(root, first + i) for i, (_, _, root) in enumerate(entries)],
+        [(root, first + i) for i, (_, _, root) in enumerate(entries) if root is not None],
     )
     cur.executemany("INSERT INTO escrow_tree (height, idx, hash) VALUES (?, ?, ?)", nodes)
     cur.execute(
         "UPDATE escrow_head SET size = ?, root = ? WHERE id = 1", (frontier.size, roots[-1])
     )
     return roots
+
+
+def append_leaf(cur: Cursor, make: Callable[[int], bytes]) -> tuple[int, bytes]:
+    """Append one claim-start or verdict entry (spec §9.6) to the log; set the head.
+
+    Run in a write transaction that locked the head row. ``make(index)`` returns the
+    leaf data of the entry at ``index``, the log's size. Reads the head's frontier
+    (O(log n) rows) and checks it against the head root, so the cost does not grow
+    with the log. Returns the entry's index and the log's root once it is appended.
+    """
+    cur.execute("SELECT size, root FROM escrow_head WHERE id = 1")
+    row = cur.fetchone()
+    if row is None:
+        raise StateError("the escrow store has no head row")
+    size, head_root = int(row[0]), bytes(row[1])
+    frontier = read_frontier(cur, size)
+    if frontier.root() != head_root:
+        raise StateError(
+            f"the stored tree's root at size {size} is not the head root: the escrow store"
+            " is corrupt"
+        )
+    (root,) = append_entries(cur, frontier, [(make(size), b"", None)])
+    return size, root
 
 
 def fill_tree(cur: Cursor) -> None:

@@ -20,12 +20,15 @@ from twinaudit.wire.observe import Metrics
 from .store import (
     ClaimLease,
     ClaimLoad,
+    ClaimPosition,
+    ClaimStartFields,
     ClaimSummary,
     EscrowStore,
     SignedCheckpoint,
     StoredClaim,
     StoredEntry,
     StoredVerdict,
+    VerdictFields,
 )
 
 T = TypeVar("T")
@@ -75,6 +78,10 @@ class MeteredStore(EscrowStore):
         """Return the checkpoint's signed note (timed as ``checkpoint``)."""
         return self._timed("checkpoint", lambda: self.inner.checkpoint_note(checkpoint))
 
+    def leaves(self, start: int, count: int) -> list[bytes]:
+        """Return log entries' leaf data (timed as ``leaves``)."""
+        return self._timed("leaves", lambda: self.inner.leaves(start, count))
+
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return an inclusion proof (timed as ``inclusion_proof``)."""
         return self._timed("inclusion_proof", lambda: self.inner.inclusion_proof(index, size))
@@ -114,6 +121,7 @@ class MeteredStore(EscrowStore):
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
         authorization: bytes = b"",
+        log: ClaimStartFields | None = None,
     ) -> None:
         """File a new claim (timed as ``create_claim``)."""
         self._timed(
@@ -127,6 +135,7 @@ class MeteredStore(EscrowStore):
                 lease=lease,
                 earlier=earlier,
                 authorization=authorization,
+                log=log,
             ),
         )
 
@@ -159,13 +168,23 @@ class MeteredStore(EscrowStore):
         self._timed("release_claim", lambda: self.inner.release_claim(claim_id, lease))
 
     def finish_claim(
-        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+        self,
+        claim_id: str,
+        verdict: bytes,
+        transcript: bytes,
+        *,
+        lease: ClaimLease | None = None,
+        log: VerdictFields | None = None,
     ) -> None:
         """Store a verdict and finish its claim (timed as ``finish_claim``)."""
         self._timed(
             "finish_claim",
-            lambda: self.inner.finish_claim(claim_id, verdict, transcript, lease=lease),
+            lambda: self.inner.finish_claim(claim_id, verdict, transcript, lease=lease, log=log),
         )
+
+    def claim_position(self, claim_id: str) -> ClaimPosition | None:
+        """Return where a claim's claim-start entry is (timed as ``load_claim``)."""
+        return self._timed("load_claim", lambda: self.inner.claim_position(claim_id))
 
     def get_verdict(self, claim_id: str) -> StoredVerdict | None:
         """Return a finished claim's verdict (timed as ``get_verdict``)."""

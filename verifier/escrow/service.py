@@ -22,6 +22,7 @@ import msgpack
 
 from twinaudit.protocol.errors import InputError, TwinauditError
 from twinaudit.protocol.escrow_messages import EscrowRequest
+from twinaudit.protocol.log_entries import MAX_ENTRIES_BYTES, MAX_ENTRIES_PER_CALL
 from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.wire.observe import NO_METRICS, Metrics, annotate
 from twinaudit.wire.transport import TlsFiles, abort_with_error, make_server
@@ -155,6 +156,34 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
                 proof=self._store.consistency_proof(request.old_size, request.new_size)
             ),
         )
+
+    def GetEntries(  # noqa: N802
+        self, request: escrow_pb2.GetEntriesRequest, context: Any
+    ) -> escrow_pb2.GetEntriesResponse:
+        """Return log entries from ``start``: at most MAX_ENTRIES_PER_CALL and MAX_ENTRIES_BYTES.
+
+        A ``count`` of 0 is ``INVALID_ARGUMENT``; a larger one than the cap is served
+        in part, as is a range past the log's end; a ``start`` the log has not reached
+        is ``NOT_FOUND``.
+        """
+
+        def run() -> escrow_pb2.GetEntriesResponse:
+            if request.count == 0:
+                raise InputError("GetEntries asks for at least one entry")
+            size = self._store.size()
+            leaves = self._store.leaves(request.start, min(request.count, MAX_ENTRIES_PER_CALL))
+            sent: list[bytes] = []
+            total = 0
+            for leaf in leaves:
+                total += len(leaf)
+                if total > MAX_ENTRIES_BYTES:
+                    break
+                sent.append(leaf)
+            return escrow_pb2.GetEntriesResponse(
+                entries=sent, log_size=max(size, request.start + len(sent))
+            )
+
+        return _serve(context, run)
 
 
 def _receipt_index(receipt: bytes) -> int | None:

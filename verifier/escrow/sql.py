@@ -23,11 +23,15 @@ same SQL on either, so the backends cannot drift apart. The schema:
   signed claim request that filed it (§10.7; empty on a record that binds no claim key).
 - ``escrow_claim_nonces``: every claim request nonce used on each record, so that no
   signed request is ever accepted twice (§10.7).
+- ``escrow_claim_entries``: the claim-start entry (spec §9.6) of each claim filed
+  since schema 6: its log index and the log's root once it was appended, and the
+  claim's record, so a record's logged claims are counted by the index.
 - ``escrow_meta``: schema version and the arbiter's key id; a database refuses to open
   with another signing key.
 
 Schema 3 added ``escrow_claim_leases``, schema 4 ``escrow_claim_filings`` and
-``escrow_claim_nonces``, schema 5 ``escrow_roots`` and ``escrow_tree``; an older
+``escrow_claim_nonces``, schema 5 ``escrow_roots`` and ``escrow_tree``, schema 6
+``escrow_claim_entries`` (claims and verdicts became log entries); an older
 database is upgraded when it is opened (the tables are created, schema 5's filled from
 the entries, which must hash to the head's root, and the version raised, in one
 transaction), after which older code refuses it rather than run claims without
@@ -52,9 +56,11 @@ from .cursor import Cursor
 from .log_tables import fill_tree
 
 #: Version of the table layout below, recorded in ``escrow_meta``.
-SCHEMA_VERSION: Final = "5"
+SCHEMA_VERSION: Final = "6"
 #: Earlier versions a database is upgraded from when opened (the change is additive).
-UPGRADABLE_SCHEMAS: Final = frozenset({"2", "3", "4"})
+UPGRADABLE_SCHEMAS: Final = frozenset({"2", "3", "4", "5"})
+#: Versions whose upgrade fills ``escrow_tree`` and ``escrow_roots`` from the entries.
+_TREELESS_SCHEMAS: Final = frozenset({"2", "3", "4"})
 
 #: The tables, with ``{int}``, ``{real}``, ``{blob}``, ``{serial}`` and ``{keyed}`` (the
 #: suffix of a table stored in its primary key's order) filled in by each dialect.
@@ -83,6 +89,10 @@ _SCHEMA: Final = (
     " ON escrow_claim_filings (record_index, filed_at)",
     "CREATE TABLE IF NOT EXISTS escrow_claim_nonces (record_index {int} NOT NULL,"
     " nonce {blob} NOT NULL, PRIMARY KEY (record_index, nonce))",
+    "CREATE TABLE IF NOT EXISTS escrow_claim_entries (claim_id TEXT PRIMARY KEY,"
+    " record_index {int} NOT NULL, idx {int} NOT NULL UNIQUE, log_root {blob} NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS escrow_claim_entries_by_record"
+    " ON escrow_claim_entries (record_index, idx)",
 )
 
 
@@ -234,8 +244,9 @@ class SqlDatabase(ABC):
             cur.execute("SELECT value FROM escrow_meta WHERE name = 'schema'")
             row = cur.fetchone()
             if row is not None and row[0] in UPGRADABLE_SCHEMAS:
-                # Schemas 3 and 4 added tables only; schema 5's are filled from the log.
-                fill_tree(cur)
+                # Schemas 3, 4 and 6 added tables only; schema 5's are filled from the log.
+                if row[0] in _TREELESS_SCHEMAS:
+                    fill_tree(cur)
                 cur.execute(
                     "UPDATE escrow_meta SET value = ? WHERE name = 'schema'", (SCHEMA_VERSION,)
                 )

@@ -25,12 +25,15 @@ from .sql import SqlDatabase
 from .store import (
     ClaimLease,
     ClaimLoad,
+    ClaimPosition,
+    ClaimStartFields,
     ClaimSummary,
     EscrowStore,
     SignedCheckpoint,
     StoredClaim,
     StoredEntry,
     StoredVerdict,
+    VerdictFields,
 )
 
 
@@ -87,6 +90,10 @@ class SqlEscrowStore(EscrowStore):
         """Return ``checkpoint`` as the arbiter's signed checkpoint note (spec §9.5.4)."""
         return self.log.checkpoint_note(checkpoint)
 
+    def leaves(self, start: int, count: int) -> list[bytes]:
+        """Return the leaf data of up to ``count`` entries from ``start``."""
+        return self.log.leaves(start, count)
+
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return the inclusion proof of entry ``index`` in the log of ``size`` entries."""
         return self.log.inclusion_proof(index, size)
@@ -121,6 +128,7 @@ class SqlEscrowStore(EscrowStore):
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
         authorization: bytes = b"",
+        log: ClaimStartFields | None = None,
     ) -> None:
         """File a new claim held by ``lease``; with ``earlier``, only after exactly those."""
         self.claims.create_claim(
@@ -132,6 +140,7 @@ class SqlEscrowStore(EscrowStore):
             lease=lease,
             earlier=earlier,
             authorization=authorization,
+            log=log,
         )
 
     def restart_claim(self, claim_id: str, *, lease: ClaimLease) -> None:
@@ -163,10 +172,20 @@ class SqlEscrowStore(EscrowStore):
         self.claims.release_claim(claim_id, lease)
 
     def finish_claim(
-        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+        self,
+        claim_id: str,
+        verdict: bytes,
+        transcript: bytes,
+        *,
+        lease: ClaimLease | None = None,
+        log: VerdictFields | None = None,
     ) -> None:
         """Store the verdict and transcript and mark the claim finished, atomically."""
-        self.claims.finish_claim(claim_id, verdict, transcript, lease=lease)
+        self.claims.finish_claim(claim_id, verdict, transcript, lease=lease, log=log)
+
+    def claim_position(self, claim_id: str) -> ClaimPosition | None:
+        """Return where a claim's claim-start entry is in the log, or None."""
+        return self.claims.claim_position(claim_id)
 
     def get_verdict(self, claim_id: str) -> StoredVerdict | None:
         """Return a finished claim's verdict and transcript, or None."""

@@ -140,6 +140,40 @@ class ClaimLease:
             raise ParameterError(f"a lease lasts more than 0 and at most {MAX_LEASE_SECONDS:g} s")
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimStartFields:
+    """What a claim's claim-start entry states besides its index and time (spec §9.6).
+
+    ``claim_map`` is the digest of the claim map (``tagged_hash("claim-map", …)``),
+    ``claim_key`` the record's claim key (None on a keyless record).
+    """
+
+    claim_map: bytes
+    claim_key: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictFields:
+    """What a claim's verdict entry states besides its claim (spec §9.6)."""
+
+    verdict: bytes
+    decision: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimPosition:
+    """Where a claim's claim-start entry is in the log, and what it was counted after.
+
+    ``index`` is the entry's log index, ``log_root`` the log's root once it was
+    appended (the log of ``index + 1`` entries), and ``earlier`` the claim-start
+    entries on the same record before it: what anyone recounts from the log (§9.6).
+    """
+
+    index: int
+    log_root: bytes
+    earlier: int
+
+
 @dataclass(frozen=True)
 class ClaimSummary:
     """One claim filed against a record, as :meth:`EscrowStore.claims_for_record` lists it."""
@@ -249,6 +283,16 @@ class EscrowLog(ABC):
         return None
 
     @abstractmethod
+    def leaves(self, start: int, count: int) -> list[bytes]:
+        """Return the leaf data of entries ``start`` to ``start + count`` (fewer at the end).
+
+        Escrow entries (§9.2), claim-start and verdict entries (§9.6) alike, never a
+        ``rho``. Raises :class:`UnknownRecordError` when ``start`` is not below
+        ``size()`` and :class:`~twinaudit.protocol.errors.InputError` for a negative
+        argument.
+        """
+
+    @abstractmethod
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return the proof that entry ``index`` is in the log of ``size`` entries (§6.2.2).
 
@@ -311,8 +355,13 @@ class ClaimStore(ABC):
         lease: ClaimLease,
         earlier: Sequence[str] | None = None,
         authorization: bytes = b"",
+        log: ClaimStartFields | None = None,
     ) -> None:
         """Create a new claim on record ``record_index``, held by ``lease``.
+
+        With ``log``, the claim's claim-start entry (spec §9.6) is appended to the log
+        in the same transaction (O(log n) rows), so a claim is filed if and only if
+        it is logged; :meth:`claim_position` then says where.
 
         As :meth:`save_claim` does for a claim it creates, but a claim id already saved
         is refused. The claim's filing is recorded with it: the time (the database's
@@ -384,9 +433,18 @@ class ClaimStore(ABC):
 
     @abstractmethod
     def finish_claim(
-        self, claim_id: str, verdict: bytes, transcript: bytes, *, lease: ClaimLease | None = None
+        self,
+        claim_id: str,
+        verdict: bytes,
+        transcript: bytes,
+        *,
+        lease: ClaimLease | None = None,
+        log: VerdictFields | None = None,
     ) -> None:
         """Store a claim's verdict and transcript and set its status to ``finished``.
+
+        With ``log``, and where the claim has a claim-start entry, its verdict entry
+        (spec §9.6) is appended to the log in the same transaction.
 
         All three change in one transaction, and the claim's lease ends with it.
         Raises :class:`UnknownClaimError` for a claim never saved,
@@ -415,6 +473,13 @@ class ClaimStore(ABC):
         """Return the signed claim request that filed a claim (b"" if none was signed).
 
         None when the claim has no filing row (never saved, or filed before schema 4).
+        """
+
+    @abstractmethod
+    def claim_position(self, claim_id: str) -> ClaimPosition | None:
+        """Return where a claim's claim-start entry is in the log (spec §9.6).
+
+        None for a claim filed without one (before schema 6, or without ``log``).
         """
 
     @abstractmethod

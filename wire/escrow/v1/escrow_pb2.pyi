@@ -85,3 +85,19 @@ class GetConsistencyProofResponse(_message.Message):
     PROOF_FIELD_NUMBER: _ClassVar[int]
     proof: _containers.RepeatedScalarFieldContainer[bytes]
     def __init__(self, proof: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class GetEntriesRequest(_message.Message):
+    __slots__ = ("start", "count")
+    START_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    count: int
+    def __init__(self, start: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class GetEntriesResponse(_message.Message):
+    __slots__ = ("entries", "log_size")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    LOG_SIZE_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedScalarFieldContainer[bytes]
+    log_size: int
+    def __init__(self, entries: _Optional[_Iterable[bytes]] = ..., log_size: _Optional[int] = ...) -> None: ...

@@ -59,6 +59,11 @@ class EscrowStub:
                 request_serializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetConsistencyProofRequest.SerializeToString,
                 response_deserializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetConsistencyProofResponse.FromString,
                 _registered_method=True)
+        self.GetEntries = channel.unary_unary(
+                '/twinaudit.escrow.v1.Escrow/GetEntries',
+                request_serializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetEntriesRequest.SerializeToString,
+                response_deserializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetEntriesResponse.FromString,
+                _registered_method=True)
 
 
 class EscrowServicer:
@@ -100,6 +105,14 @@ class EscrowServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetEntries(self, request, context):
+        """Log entries from `start`, in order (spec 9.6.4): escrow, claim-start and verdict
+        entries alike, never a rho; at most 256 entries and 256 KiB per answer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EscrowServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +140,11 @@ def add_EscrowServicer_to_server(servicer, server):
                     servicer.GetConsistencyProof,
                     request_deserializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetConsistencyProofRequest.FromString,
                     response_serializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetConsistencyProofResponse.SerializeToString,
+            ),
+            'GetEntries': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEntries,
+                    request_deserializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetEntriesRequest.FromString,
+                    response_serializer=twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetEntriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +282,33 @@ class Escrow:
             '/twinaudit.escrow.v1.Escrow/GetConsistencyProof',
             twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetConsistencyProofRequest.SerializeToString,
             twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetConsistencyProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEntries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/twinaudit.escrow.v1.Escrow/GetEntries',
+            twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetEntriesRequest.SerializeToString,
+            twinaudit_dot_escrow_dot_v1_dot_escrow__pb2.GetEntriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
