@@ -16,6 +16,7 @@ from . import (
     vectors_pprm,
     vectors_scoring,
     vectors_verdicts,
+    vectors_witness,
 )
 
 
@@ -32,6 +33,7 @@ def main() -> None:
         vectors_verdicts,
         vectors_filing,
         vectors_notes,
+        vectors_witness,
     ):
         module.main()
 

@@ -18,6 +18,7 @@ from twinaudit.protocol.errors import InputError, TwinauditError
 from twinaudit.protocol.keys import load_public_key
 
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
+from .witness_check import add_witness_args, check_witnessed, read_witness_inputs, witnessed_line
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -33,9 +34,9 @@ DESCRIPTION = (
 VERIFY_EXIT = (
     "exit status: 0 the verdict is valid and, with --transcript, its replay is identical "
     "(whatever its decision: read it in the output, or in the JSON's decision and "
-    "detected); 1 it is not (signature, schema or spec version, or a replay that differs "
-    "or an invalid transcript), and no --html report is written; 2 bad usage, an "
-    "unreadable file or key, or a report that cannot be written"
+    "detected); 1 it is not (signature, schema or spec version, a witness policy not met, "
+    "or a replay that differs or an invalid transcript), and no --html report is "
+    "written; 2 bad usage, an unreadable file or key, or a report that cannot be written"
 )
 
 
@@ -84,12 +85,16 @@ def register(commands: Any) -> None:
         "decision in words, what it does and does not establish, plots, the opened pairs) "
         "to FILE, only once the verdict has checked (and replayed)",
     )
+    add_witness_args(verify)
     verify.set_defaults(handler=_verify)
 
 
 def _failed(args: argparse.Namespace, stage: str, exc: TwinauditError) -> int:
-    """Report a verdict that did not check (``stage`` check) or replay (``replay``)."""
-    label = "INVALID" if stage == "check" else "REPLAY FAILED"
+    """Report a verdict that did not check, meet the witness policy, or replay.
+
+    ``stage`` is ``check``, ``witnesses`` or ``replay``.
+    """
+    label = {"check": "INVALID", "witnesses": "NOT WITNESSED"}.get(stage, "REPLAY FAILED")
     print(f"{label}: {exc.diagnostics()}", file=sys.stderr)
     if args.json:
         print_json(
@@ -116,10 +121,17 @@ def _verify(args: argparse.Namespace) -> int:
         files.read_input(args.transcript, "transcript") if args.transcript is not None else None
     )
     openings = files.read_input(args.openings, "openings") if args.openings is not None else None
+    witness_inputs = read_witness_inputs(args, pubkey)
     try:
         verdict = files.checked_verdict(data, pubkey)
     except TwinauditError as exc:
         return _failed(args, "check", exc)
+    witnessed = None
+    if witness_inputs is not None:
+        try:
+            witnessed = check_witnessed(witness_inputs, verdict, pubkey)
+        except TwinauditError as exc:
+            return _failed(args, "witnesses", exc)
     done = None
     if transcript is not None:
         try:
@@ -143,6 +155,11 @@ def _verify(args: argparse.Namespace) -> int:
                 **figures,
                 "signature_checked": True,
                 **report,
+                **(
+                    {"witnessed_by": [c.name for c in witnessed.checkpoint.counted]}
+                    if witnessed is not None
+                    else {}
+                ),
             }
         )
         return EXIT_OK
@@ -158,6 +175,8 @@ def _verify(args: argparse.Namespace) -> int:
         )
     for line in verdict_reading(verdict):
         print(f"  {line}")
+    if witnessed is not None:
+        print(f"  {witnessed_line(witnessed)}")
     if done is not None:
         for line in files.replay_lines(done):
             print(f"  {line}")

@@ -25,6 +25,7 @@ from . import (
     cmd_plan,
     cmd_verifier,
     cmd_verify,
+    cmd_witness,
     conventions,
 )
 from .threads import passive_wait
@@ -82,7 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package and protocol-spec versions and exit",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (cmd_verify, cmd_plan, cmd_owner, cmd_verifier, cmd_oracle, cmd_completion):
+    for module in (
+        cmd_verify,
+        cmd_plan,
+        cmd_owner,
+        cmd_verifier,
+        cmd_oracle,
+        cmd_witness,
+        cmd_completion,
+    ):
         module.register(commands)
     conventions.apply(parser)
     return parser
