@@ -182,7 +182,11 @@ def test_witnesses_and_clients_refuse_a_forked_log(world, tmp_path, capsys) -> N
         assert (stale.status, stale.body) == (409, b"1\n")  # the honest log's size
         forked = _add_checkpoint(witness, AddCheckpoint(1, (), note))
         assert forked.status == 422  # size 1 with another root: never cosigned
-    # A claim on the fork gives a verdict signed by the arbiter's key ...
+    # An owner with the policy files no claim on the fork: her record is not witnessed.
+    assert _claim(bob, fork, world, tmp_path / "vb", "--witness-policy", policy) == 1
+    assert "no claim was filed" in capsys.readouterr().err
+    assert not (tmp_path / "vb").exists()
+    # A claim on the fork without a policy gives a verdict signed by the arbiter's key ...
     assert _claim(bob, fork, world, tmp_path / "vb") == 0
     verdict = tmp_path / "vb" / "verdict.json"
     assert main(["verifier", "check", str(verdict), "--pubkey", str(world["pub"])]) == 0

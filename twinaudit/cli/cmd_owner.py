@@ -708,7 +708,9 @@ def _register_claim(sub: Any) -> None:
         action="store_true",
         help=f"exit {EXIT_NOT_DETECTED} for a verdict of NOT-DETECTED (0 stays DETECTED)",
     )
-    _witness_policy_arg(claim, "the verdict (then nothing is saved)")
+    _witness_policy_arg(
+        claim, "the claim (checked before it is filed) and the verdict (then nothing is saved)"
+    )
     _tls_args(claim)
     claim.set_defaults(handler=_claim)
 
@@ -994,6 +996,16 @@ def _claim(args: argparse.Namespace) -> int:
         # On a record that binds the vault's claim key, the vault signs the claim (§10.7).
         claim_key = vault.claim_key() if vault.record_binds_claim_key else None
         return _dry_run(args, vault, request, channel, claim_key=claim_key, arbiter_key=arbiter_key)
+    if policy is not None:  # the record in a witnessed log before a claim is spent on it
+        _witnessed(
+            channel,
+            vault,
+            arbiter_key,
+            policy,
+            not_before=None,
+            refused="the record is not in a log your witness policy's witnesses cosigned; no claim "
+            "was filed",
+        )
     filed: list[str] = []
     try:
         claim = file_claim(
@@ -1011,7 +1023,15 @@ def _claim(args: argparse.Namespace) -> int:
     verdict = claim.verdict
     evidence = None
     if policy is not None:
-        evidence = _witnessed_verdict(channel, vault, claim, arbiter_key, policy)
+        evidence = _witnessed(
+            channel,
+            vault,
+            arbiter_key,
+            policy,
+            not_before=verdict.time,
+            refused=f"claim {claim.claim_id} has a signed verdict, but its record is not in "
+            "a log your witness policy's witnesses cosigned since; nothing is saved",
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     _write_new(args.out / "verdict.json", claim.signed)
     _write_new(args.out / "transcript.bin", claim.transcript)
@@ -1061,25 +1081,34 @@ def _claim(args: argparse.Namespace) -> int:
     return status
 
 
-def _witnessed_verdict(channel: Any, vault: Any, claim: Any, arbiter_key: Any, policy: Any) -> Any:
-    """Fetch and check the verdict's log evidence under the policy (spec §9.6.3)."""
+def _witnessed(
+    channel: Any,
+    vault: Any,
+    arbiter_key: Any,
+    policy: Any,
+    *,
+    not_before: str | None,
+    refused: str,
+) -> Any:
+    """Fetch and check the record's log evidence under the policy (spec §9.6.3).
+
+    ``not_before`` is the protocol time the cosignatures must not predate (less the
+    skew; None: the record's own time); ``refused`` is printed before the error when
+    the evidence fails.
+    """
     from twinaudit.owner.witnessed import epoch_seconds, fetch_log_evidence
 
+    entry = vault.receipt.entry
     try:
         return fetch_log_evidence(
             channel,
             arbiter_public_key=arbiter_key,
-            entry=vault.receipt.entry,
+            entry=entry,
             policy=policy,
-            not_before=epoch_seconds(claim.verdict.time),
+            not_before=epoch_seconds(not_before or entry.time),
         )
     except TwinauditError:
-        print(
-            f"twinaudit: claim {claim.claim_id} has a signed verdict, but the record is not in a "
-            "log your witness policy's witnesses cosigned; nothing is saved (fetch it again "
-            "with GetVerdict once the arbiter's witnesses cosign)",
-            file=sys.stderr,
-        )
+        print(f"twinaudit: {refused}", file=sys.stderr)
         raise
 
 
