@@ -117,3 +117,45 @@ def test_witness_options_are_checked():
 
 def _other_key(name: str) -> VerifierKey:
     return VerifierKey.of(name, COSIGNATURE_V1, OTHER_WITNESS)
+
+
+def test_a_witness_that_never_answers_delays_no_escrow(tmp_path, store):
+    """A witness that accepts connections and says nothing: Commit returns at once, and
+    GetCheckpoint answers within the witness call's deadline, without its cosignature."""
+    from twinaudit.protocol.keys import raw_public_key
+    from twinaudit.verifier.server import serve_arbiter
+    from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
+    from twinaudit.wire.transport import make_channel
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        mute = WitnessEndpoint(url, _other_key("mute"))
+        cosigning = CheckpointCosigning(store, [mute], timeout_s=1.0)
+        server, port = serve_arbiter(store, KEY, "127.0.0.1:0", cosigning=cosigning)
+        channel = make_channel(f"127.0.0.1:{port}")
+        stub = escrow_pb2_grpc.EscrowStub(channel)
+        try:
+            started = time.monotonic()
+            stub.Commit(
+                escrow_pb2.CommitRequest(
+                    spec_version="0.2",
+                    root=bytes(range(32)),
+                    n_pairs=4,
+                    item_kind="image",
+                    owner="o",
+                    claim_key=raw_public_key(OTHER_WITNESS),
+                )
+            )
+            committed = time.monotonic() - started
+            started = time.monotonic()
+            note = bytes(stub.GetCheckpoint(escrow_pb2.GetCheckpointRequest()).checkpoint_note)
+            answered = time.monotonic() - started
+        finally:
+            channel.close()
+            server.stop(None)
+            cosigning.close()
+    assert committed < 0.5, committed  # the commit only wakes the background collection
+    assert answered < 1.8, answered  # at most the one deadline that collection waits
+    assert len(parse_note(note).signatures) == 1  # the arbiter's line, no cosignature
