@@ -11,8 +11,9 @@ Two paths, under a prefix (``/`` by default):
 
 Anything else is 404 (an unknown path) or 405 (another method on a known path). Every
 connection has a socket timeout of :data:`SOCKET_TIMEOUT_S` (a client that drips its
-bytes is cut off), at most :data:`MAX_CONCURRENT` requests are handled at once (others
-are answered 503 at once), and a failure inside a handler is logged and answered 500
+bytes is cut off), at most :data:`MAX_CONNECTIONS` connections are open at once (others
+are closed unread) and :data:`MAX_CONCURRENT` requests handled at once (others are
+answered 503 at once), and a failure inside a handler is logged and answered 500
 without details. The server speaks plain HTTP: put TLS in front of it where it leaves
 the host.
 """
@@ -33,6 +34,8 @@ from .cosigner import TEXT, Answer, Cosigner
 SOCKET_TIMEOUT_S: Final = 10.0
 #: Requests handled at the same time; more are answered 503.
 MAX_CONCURRENT: Final = 32
+#: Connections open at the same time (each holds a thread); more are closed unread.
+MAX_CONNECTIONS: Final = 128
 
 _log = logging.getLogger(__name__)
 
@@ -49,7 +52,26 @@ class WitnessServer(http.server.ThreadingHTTPServer):
         self.cosigner = cosigner
         self.prefix = prefix
         self.slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve a connection on a thread of its own, unless too many are open already."""
+        if not self.connections.acquire(blocking=False):
+            self.shutdown_request(request)  # closed unread: no thread for it
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        """Serve one connection, then free its place."""
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
 
     @property
     def port(self) -> int:
@@ -146,4 +168,10 @@ def start_witness(
     return server, thread
 
 
-__all__ = ["MAX_CONCURRENT", "SOCKET_TIMEOUT_S", "WitnessServer", "start_witness"]
+__all__ = [
+    "MAX_CONCURRENT",
+    "MAX_CONNECTIONS",
+    "SOCKET_TIMEOUT_S",
+    "WitnessServer",
+    "start_witness",
+]

@@ -84,3 +84,24 @@ def test_a_client_that_stops_sending_is_cut_off(witness, monkeypatch) -> None:
         answer = sock.recv(64)  # the server gives up on the body and closes
     assert time.monotonic() - started < 5
     assert answer == b""
+
+
+def test_connections_beyond_the_cap_are_closed_unread(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 2)  # the real cap is 128
+    key = Ed25519PrivateKey.from_private_bytes(b"\x0a" * 32)
+    logs = logs_by_origin([arbiter_key(KEY.public_key())])
+    cosigner = Cosigner("w.example", key, logs, WitnessState(tmp_path / "c.db"))
+    server, thread = start_witness(cosigner, "127.0.0.1", 0)
+    try:
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(2)]
+        time.sleep(0.2)  # both accepted, each held by its thread
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as third:
+            assert third.recv(64) == b""  # closed at once, before a byte was read
+        for sock in idle:
+            sock.close()
+        time.sleep(0.2)  # their threads end and free their places
+        assert _request(server.port, "POST", "/add-checkpoint", _body())[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
