@@ -20,8 +20,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from twinaudit.protocol import SPEC_VERSION
-from twinaudit.protocol.checkpoint_note import verify_checkpoint_note
-from twinaudit.protocol.errors import VerificationError
+from twinaudit.protocol.checkpoint_note import NO_WITNESSES, WitnessPolicy, verify_checkpoint_note
+from twinaudit.protocol.errors import SignatureError, VerificationError
 from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
@@ -31,8 +31,11 @@ from twinaudit.protocol.escrow_messages import (
     verify_log_extension,
     verify_receipt,
 )
+from twinaudit.protocol.log_evidence import LogEvidence
 from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.wire.transport import DEFAULT_DEADLINE_S
+
+from .witnessed import epoch_seconds, fetch_log_evidence
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class Escrowed:
     receipt: Receipt
     envelope: bytes
     inclusion_proof: list[bytes]
+    #: The record in a log the owner's witnesses cosigned (with a witness policy).
+    log_evidence: LogEvidence | None = None
+    #: The names of the witnesses whose cosignatures counted toward the policy.
+    witnessed_by: tuple[str, ...] = ()
 
 
 def _remaining(deadline: float) -> float:
@@ -59,6 +66,7 @@ def escrow_root(
     claim_key: bytes,
     arbiter_public_key: Ed25519PublicKey,
     timeout_s: float = DEFAULT_DEADLINE_S,
+    witness_policy: WitnessPolicy | None = None,
 ) -> Escrowed:
     """Escrow ``root`` with the arbiter on ``channel``; return the verified receipt.
 
@@ -74,6 +82,11 @@ def escrow_root(
     under ``arbiter_public_key``: with the wrong key (or the wrong arbiter) the call
     fails and the arbiter's public log holds nothing of this root. A root the log
     already holds is refused by the arbiter (``FAILED_PRECONDITION``, spec §9.1).
+
+    With ``witness_policy``, the checkpoint note seen before the commit must meet it,
+    and after the receipt the record must be in a checkpoint note its witnesses
+    cosigned at or after the entry's time (:mod:`twinaudit.owner.witnessed`, §9.7.3);
+    the evidence is returned as ``log_evidence``.
 
     Raises:
         InputError: the request is invalid (checked before anything is sent), or the
@@ -97,7 +110,10 @@ def escrow_root(
     # 1. The arbiter signs with the key the owner trusts: its checkpoint verifies under
     #    it. Checked before the commit, so a wrong key leaves no record in the log.
     seen, _ = fetch_checkpoint(
-        channel, arbiter_public_key=arbiter_public_key, timeout_s=_remaining(deadline)
+        channel,
+        arbiter_public_key=arbiter_public_key,
+        timeout_s=_remaining(deadline),
+        witness_policy=witness_policy,
     )
     stub = escrow_pb2_grpc.EscrowStub(channel)  # type: ignore[no-untyped-call]
     answer = stub.Commit(
@@ -135,7 +151,19 @@ def escrow_root(
         expected_owner=request.owner,
         expected_claim_key=claim_key,
     )
-    return Escrowed(receipt, receipt_bytes, inclusion_proof)
+    if witness_policy is None:
+        return Escrowed(receipt, receipt_bytes, inclusion_proof)
+    # 4. The record is in a log the owner's witnesses cosigned since it was made.
+    evidence, checked = fetch_log_evidence(
+        channel,
+        arbiter_public_key=arbiter_public_key,
+        entry=receipt.entry,
+        policy=witness_policy,
+        not_before=epoch_seconds(receipt.entry.time),
+        timeout_s=_remaining(deadline),
+    )
+    counted = tuple(c.name for c in checked.checkpoint.counted)
+    return Escrowed(receipt, receipt_bytes, inclusion_proof, evidence, counted)
 
 
 def fetch_checkpoint(
@@ -144,11 +172,13 @@ def fetch_checkpoint(
     arbiter_public_key: Ed25519PublicKey,
     previous: Checkpoint | None = None,
     timeout_s: float = DEFAULT_DEADLINE_S,
+    witness_policy: WitnessPolicy | None = None,
 ) -> tuple[Checkpoint, bytes]:
     """Fetch the arbiter's latest signed checkpoint; check it extends ``previous`` (§9.4).
 
     Where the answer also carries the checkpoint as a signed note (§9.5.4), the note must
-    verify under the same key and name the same size and root.
+    verify under the same key and name the same size and root; with ``witness_policy``
+    it must carry one and meet the policy at the time of the call (§9.5.4).
 
     ``previous`` is the last checkpoint the caller accepted (None the first time); the
     new one must extend it, proven by a consistency proof fetched here. Returns the
@@ -168,10 +198,17 @@ def fetch_checkpoint(
     signed = bytes(answer.checkpoint)
     # 1. The checkpoint is signed by the arbiter and well formed.
     checkpoint = verify_checkpoint(signed, arbiter_public_key)
+    if witness_policy is not None and not answer.checkpoint_note:
+        raise SignatureError("the arbiter serves no checkpoint note: a witness policy needs one")
     if answer.checkpoint_note:
         # 1b. Its signed note (§9.5.4), where the arbiter sends one, states the same tree
-        #     under the same key (no witness policy is configured yet: k = 0).
-        note = verify_checkpoint_note(bytes(answer.checkpoint_note), arbiter_public_key)
+        #     under the same key, and meets the owner's witness policy (k = 0 without).
+        note = verify_checkpoint_note(
+            bytes(answer.checkpoint_note),
+            arbiter_public_key,
+            witness_policy or NO_WITNESSES,
+            now=int(time.time()),
+        )
         note.require_same_tree(checkpoint)
     if previous is not None:
         # 2. The log grew append-only from the last checkpoint seen (§6.2.3); a smaller

@@ -289,10 +289,14 @@ def verify_checkpoint_note(
     policy: WitnessPolicy = NO_WITNESSES,
     *,
     now: int | None = None,
+    not_before: int | None = None,
 ) -> VerifiedCheckpoint:
     """Verify the arbiter's checkpoint note and its witness policy (spec §9.5.4).
 
     ``now`` (seconds since the Unix epoch) is required when the policy names witnesses.
+    ``not_before``, where given, is the earliest time a client needs a cosignature to
+    state (§9.7.3): one cosigned more than ``policy.max_skew`` seconds before it is
+    stale and not counted, as one older than ``policy.max_age`` is.
 
     Raises:
         InputError: the note or its text is malformed (subclasses name how), or the text
@@ -306,6 +310,8 @@ def verify_checkpoint_note(
     """
     if not isinstance(policy, WitnessPolicy):
         raise ParameterError("policy must be a WitnessPolicy")
+    if not_before is not None and (isinstance(not_before, bool) or not isinstance(not_before, int)):
+        raise ParameterError("not_before is a time in seconds")
     if policy.witnesses and (isinstance(now, bool) or not isinstance(now, int)):
         raise ParameterError("a witness policy is checked at a time: pass now in seconds")
     arbiter = arbiter_key(arbiter_public_key)
@@ -339,16 +345,29 @@ def verify_checkpoint_note(
                 f"witness {key.name!r} cosigned at {cosigned.timestamp}, "
                 f"after now ({clock}) by more than {policy.max_skew} s"
             )
-        if policy.max_age is not None and cosigned.timestamp < clock - policy.max_age:
-            stale.append(cosigned)
-        else:
-            counted.append(cosigned)
+        too_old = policy.max_age is not None and cosigned.timestamp < clock - policy.max_age
+        if not_before is not None and cosigned.timestamp < not_before - policy.max_skew:
+            too_old = True
+        (stale if too_old else counted).append(cosigned)
     if len(counted) < policy.threshold:
-        raise VerificationError(
-            f"{len(counted)} of the {policy.threshold} witness cosignatures the policy "
-            f"requires verified ({len(stale)} more too old)"
-        )
+        raise VerificationError(_missing_message(policy, counted, stale))
     return VerifiedCheckpoint(text.origin, text.size, text.root, tuple(counted), tuple(stale))
+
+
+def _missing_message(
+    policy: WitnessPolicy, counted: Sequence[Cosigned], stale: Sequence[Cosigned]
+) -> str:
+    """Say how many cosignatures counted, and name the witnesses missing or stale."""
+    have = {c.name for c in counted}
+    old = {c.name for c in stale}
+    missing = [w.name for w in policy.witnesses if w.name not in have and w.name not in old]
+    parts = [f"missing: {', '.join(missing)}"] if missing else []
+    if old:
+        parts.append(f"stale: {', '.join(sorted(old))}")
+    return (
+        f"{len(counted)} of the {policy.threshold} witness cosignatures the policy "
+        f"requires verified ({'; '.join(parts)})"
+    )
 
 
 __all__ = [

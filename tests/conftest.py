@@ -32,7 +32,7 @@ def other_key() -> Ed25519PrivateKey:
 
 #: The repository's top-level folders, which are importable from its root by their bare
 #: names too; the project imports them only through the installed root ``twinaudit``.
-BARE_NAMES = frozenset({"protocol", "wire", "owner", "verifier", "practitioner"})
+BARE_NAMES = frozenset({"protocol", "wire", "owner", "verifier", "practitioner", "witness"})
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

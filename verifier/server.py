@@ -9,6 +9,7 @@ import grpc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from twinaudit.protocol.signer import Signer
+from twinaudit.verifier.escrow.cosigning import CheckpointCosigning
 from twinaudit.verifier.escrow.leases import DEFAULT_LEASE_S
 from twinaudit.verifier.escrow.metered_store import MeteredStore
 from twinaudit.verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
@@ -47,6 +48,7 @@ def serve_arbiter(
     held_models: Path | None = None,
     max_open_claims: int = DEFAULT_MAX_OPEN_CLAIMS,
     max_failed_claims: int = DEFAULT_MAX_FAILED_CLAIMS,
+    cosigning: CheckpointCosigning | None = None,
 ) -> tuple[grpc.Server, int]:
     """Start the arbiter's services on ``listen``; return the server and its bound port.
 
@@ -80,7 +82,9 @@ def serve_arbiter(
         store = MeteredStore(store, metrics)  # the caller still closes the store it gave
 
     def register(server: grpc.Server) -> None:
-        add_escrow_service(server, store, rate_limit=escrow_rate_limit, metrics=metrics)
+        add_escrow_service(
+            server, store, rate_limit=escrow_rate_limit, metrics=metrics, cosigning=cosigning
+        )
         add_verifier_service(
             server,
             VerifierService(

@@ -17,6 +17,7 @@ from . import (
     vectors_pprm,
     vectors_scoring,
     vectors_verdicts,
+    vectors_witness,
 )
 
 
@@ -34,6 +35,7 @@ def main() -> None:
         vectors_filing,
         vectors_notes,
         vectors_log,
+        vectors_witness,
     ):
         module.main()
 

@@ -41,6 +41,8 @@ ROLE_VIOLATIONS = [
     ("twinaudit.verifier", "import twinaudit.owner.vault\n"),
     ("twinaudit.practitioner", "import twinaudit.verifier.oracles.held\n"),
     ("twinaudit.verifier.oracles", "import twinaudit.practitioner.torch_oracle\n"),
+    ("twinaudit.witness", "import twinaudit.verifier.escrow.store\n"),
+    ("twinaudit.verifier", "import twinaudit.witness.cosigner\n"),
 ]
 
 
@@ -85,7 +87,7 @@ def test_every_contract_has_a_violation_case():
 
 def test_the_roles_are_the_installed_roots_subpackages():
     """Each role's folder is reached through the root: twinaudit/<role> links to it."""
-    for role in ("protocol", "wire", "owner", "verifier", "practitioner"):
+    for role in ("protocol", "wire", "owner", "verifier", "practitioner", "witness"):
         link = ROOT / "twinaudit" / role
         assert link.is_symlink(), link
         assert link.resolve() == (ROOT / role).resolve()

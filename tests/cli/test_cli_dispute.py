@@ -15,9 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support.cli_processes import arbiter_process, check_and_replay, claim_args
+from tests.support.cli_processes import (
+    arbiter_process,
+    check_and_replay,
+    claim_args,
+    escrow_args,
+    serve_tiny_cnn,
+)
 from tests.support.cli_processes import cli as _cli
-from tests.support.cli_processes import serve as _serve
 from tests.support.cli_processes import stop as _stop
 from tests.support.data import synthetic_images
 from tests.support.models import train_classifier
@@ -57,15 +62,7 @@ def test_dispute_through_the_cli(tmp_path):
             )
             assert early.returncode == 1 and "escrow it first" in early.stderr
             assert not (tmp_path / "pub").exists()  # nothing published before a receipt
-            escrow = (
-                "owner",
-                "escrow",
-                str(vault),
-                "--arbiter",
-                address,
-                "--arbiter-key",
-                str(pub),
-            )
+            escrow = escrow_args(vault, address, pub)
             result = _cli(*escrow, "--owner", "cli test")
             assert f"escrowed {N_PAIRS} pairs as record 0" in result.stdout
             refused = _cli(*escrow, check=False)
@@ -94,21 +91,7 @@ def test_dispute_through_the_cli(tmp_path):
             with torch.random.fork_rng(devices=[]):
                 model = train_classifier(published, labels, epochs=40, seed=0, width=16)
             torch.save(model.state_dict(), tmp_path / "model.pt")
-            oracle, endpoint = _serve(
-                "oracle",
-                "serve",
-                "--model",
-                str(tmp_path / "model.pt"),
-                "--arch",
-                "tests.support.models:tiny_cnn_16",
-                "--n-classes",
-                "10",
-                "--threads",
-                "1",
-                "--listen",
-                "127.0.0.1:0",
-                ready="listening on",
-            )
+            oracle, endpoint = serve_tiny_cnn(tmp_path / "model.pt")
             processes.append(oracle)
 
             out = tmp_path / "verdict"

@@ -1290,6 +1290,14 @@ PARSE_ONLY = {
         "follows a serving arbiter's log on a schedule; tests/cli/test_monitor.py runs it"
         " against an arbiter that serves two forks"
     ),
+    ("docs/arbiter.md", "twinaudit witness "): (
+        "witness servers beside an arbiter: tests/e2e/test_e2e_witnessed.py runs these commands"
+    ),
+    (
+        "docs/arbiter.md",
+        "twinaudit verifier serve --listen 127.0.0.1:7443 --db escrow.db --key "
+        "arbiter.key --witness",
+    ): "its witnesses (vkeys elided): tests/e2e/test_e2e_witnessed.py",
 }
 #: The walkthrough is one recorded session on the author's photos, with console steps
 #: between its commands (a cut-out flattened, a grey/colour copy made) that its commands'

@@ -27,7 +27,7 @@ from tests.cli.test_docs_commands import _signed_verdict, command_words, quick_s
 from twinaudit.cli.main import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[2]
-ROLES = ("protocol", "wire", "owner", "verifier", "practitioner", "cli")
+ROLES = ("protocol", "wire", "owner", "verifier", "practitioner", "witness", "cli")
 #: The ``.pth`` file by which the fresh environment borrows this one's extras.
 BORROWED = "zz-borrowed-extras.pth"
 #: Modules of the optional extras (pyproject.toml) that a module may need at import.

@@ -11,7 +11,15 @@ from twinaudit.protocol import errors
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The folders of the installed package (twinaudit/<role> links to them).
-PACKAGE_FOLDERS = ("protocol", "wire", "owner", "verifier", "practitioner", "twinaudit/cli")
+PACKAGE_FOLDERS = (
+    "protocol",
+    "wire",
+    "owner",
+    "verifier",
+    "practitioner",
+    "witness",
+    "twinaudit/cli",
+)
 TAXONOMY = ROOT / "protocol" / "errors.py"
 
 

@@ -46,11 +46,9 @@ def stop(process: subprocess.Popen[str]) -> None:
         process.kill()
 
 
-@contextmanager
-def arbiter_process(directory: Path) -> Iterator[tuple[str, Path]]:
-    """Make an arbiter key in ``directory`` and serve it; yield its address and public key."""
-    cli("verifier", "keygen", "--key", str(directory / "arbiter.key"))
-    process, address = serve(
+def serve_arbiter(directory: Path, *options: str) -> tuple[subprocess.Popen[str], str]:
+    """Serve the arbiter of ``directory`` (its ``arbiter.key``, ``escrow.db``) on a free port."""
+    return serve(
         "verifier",
         "serve",
         "--listen",
@@ -59,12 +57,44 @@ def arbiter_process(directory: Path) -> Iterator[tuple[str, Path]]:
         str(directory / "escrow.db"),
         "--key",
         str(directory / "arbiter.key"),
+        *options,
         ready="serving on",
     )
+
+
+def serve_tiny_cnn(model: Path) -> tuple[subprocess.Popen[str], str]:
+    """Serve a state dict of the tests' tiny CNN (10 classes) with ``oracle serve``."""
+    return serve(
+        "oracle",
+        "serve",
+        "--model",
+        str(model),
+        "--arch",
+        "tests.support.models:tiny_cnn_16",
+        "--n-classes",
+        "10",
+        "--threads",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        ready="listening on",
+    )
+
+
+@contextmanager
+def arbiter_process(directory: Path) -> Iterator[tuple[str, Path]]:
+    """Make an arbiter key in ``directory`` and serve it; yield its address and public key."""
+    cli("verifier", "keygen", "--key", str(directory / "arbiter.key"))
+    process, address = serve_arbiter(directory)
     try:
         yield address, directory / "arbiter.key.pub"
     finally:
         stop(process)
+
+
+def escrow_args(vault: Path, address: str, pub: Path) -> tuple[str, ...]:
+    """Return ``owner escrow``'s arguments for ``vault`` with the arbiter at ``address``."""
+    return ("owner", "escrow", str(vault), "--arbiter", address, "--arbiter-key", str(pub))
 
 
 def claim_args(vault: Path, address: str, pub: Path, endpoint: str) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from twinaudit.protocol.claim.functions import DEFAULT_FUNCTION, SCORE_FUNCTIONS
 from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.claim.scores.perturbations import SINGLE_COPY
-from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.errors import InputError, TwinauditError
 from twinaudit.protocol.keys import load_public_key
 from twinaudit.protocol.stats.mixture_prior import DEFAULT_PRIOR, PRIORS
 from twinaudit.protocol.stats.registry import TESTS
@@ -97,6 +97,35 @@ def _arbiter_args(parser: argparse.ArgumentParser) -> None:
         metavar="KEY",
         help=f"arbiter public key (PEM) (default: ${ARBITER_KEY_ENV})",
     )
+
+
+def _witness_policy_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--witness-policy",
+        type=Path,
+        metavar="FILE",
+        help="the witnesses you trust and how many must have cosigned the arbiter's log "
+        f"(C2SP tlog-policy lines: witness NAME VKEY, group NAME K MEMBERS..., quorum NAME); "
+        f"{what} is refused, naming the witnesses missing or stale, unless the record is "
+        "in a checkpoint they cosigned",
+    )
+
+
+def _witness_policy(args: argparse.Namespace, arbiter_key: Any) -> Any:
+    """Return the WitnessPolicy of ``--witness-policy`` (None without one)."""
+    if args.witness_policy is None:
+        return None
+    from twinaudit.protocol.witness_policy import read_policy
+
+    policy_file = read_policy(args.witness_policy)
+    policy_file.require_log(arbiter_key)
+    return policy_file.policy
+
+
+def _cosigners(evidence: Any) -> str:
+    """Name the witnesses whose cosignatures counted, for a line of output."""
+    names = [c.name for c in evidence.checkpoint.counted]
+    return ", ".join(names) if names else "none (the policy asks for none)"
 
 
 def _tls(args: argparse.Namespace) -> TlsFiles | None:
@@ -410,6 +439,7 @@ def _register_escrow(sub: Any) -> None:
     escrow.add_argument(
         "--receipt", type=Path, help="also write a copy of the receipt here (it is public)"
     )
+    _witness_policy_arg(escrow, "the receipt")
     escrow.add_argument(
         "--json",
         action="store_true",
@@ -678,6 +708,9 @@ def _register_claim(sub: Any) -> None:
         action="store_true",
         help=f"exit {EXIT_NOT_DETECTED} for a verdict of NOT-DETECTED (0 stays DETECTED)",
     )
+    _witness_policy_arg(
+        claim, "the claim (checked before it is filed) and the verdict (then nothing is saved)"
+    )
     _tls_args(claim)
     claim.set_defaults(handler=_claim)
 
@@ -794,6 +827,7 @@ def _escrow(args: argparse.Namespace) -> int:
     arbiter_key = load_public_key(args.arbiter_key)
     if args.receipt is not None and args.receipt.exists():
         raise InputError(f"{args.receipt} exists; refusing to overwrite a receipt")
+    policy = _witness_policy(args, arbiter_key)
     channel = _arbiter_channel(args)
     escrowed = escrow_root(
         channel,
@@ -803,12 +837,14 @@ def _escrow(args: argparse.Namespace) -> int:
         owner=args.owner,
         claim_key=vault.claim_public_key(),
         arbiter_public_key=arbiter_key,
+        witness_policy=policy,
     )
     receipt = vault.store_receipt(
         escrowed.envelope, arbiter_key, escrowed.inclusion_proof, expected_owner=args.owner
     )
     if args.receipt is not None:
         write_atomically(args.receipt, escrowed.envelope)
+    witnessed = None if escrowed.log_evidence is None else list(escrowed.witnessed_by)
     if args.json:
         print_json(
             {
@@ -822,6 +858,7 @@ def _escrow(args: argparse.Namespace) -> int:
                 "log_root": receipt.log_root,
                 "vault": str(vault.path),
                 "receipt": None if args.receipt is None else str(args.receipt),
+                "witnessed_by": witnessed,
             }
         )
         return EXIT_OK
@@ -829,6 +866,8 @@ def _escrow(args: argparse.Namespace) -> int:
         f"escrowed {vault.n_pairs} pairs as record {receipt.entry.index} at "
         f"{receipt.entry.time}; receipt stored in {vault.path}; next: twinaudit owner publish"
     )
+    if escrowed.log_evidence is not None:
+        print(f"the record is in a checkpoint cosigned by {', '.join(witnessed or ['none'])}")
     return EXIT_OK
 
 
@@ -897,6 +936,7 @@ def _claim(args: argparse.Namespace) -> int:
         _refuse_used_out(args.out)
     vault = Vault.open(args.vault)
     arbiter_key = load_public_key(args.arbiter_key)
+    policy = _witness_policy(args, arbiter_key)
     request, score = claim_params(
         vault,
         arbiter_key,
@@ -956,6 +996,16 @@ def _claim(args: argparse.Namespace) -> int:
         # On a record that binds the vault's claim key, the vault signs the claim (§10.7).
         claim_key = vault.claim_key() if vault.record_binds_claim_key else None
         return _dry_run(args, vault, request, channel, claim_key=claim_key, arbiter_key=arbiter_key)
+    if policy is not None:  # the record in a witnessed log before a claim is spent on it
+        _witnessed(
+            channel,
+            vault,
+            arbiter_key,
+            policy,
+            not_before=None,
+            refused="the record is not in a log your witness policy's witnesses cosigned; no claim "
+            "was filed",
+        )
     filed: list[str] = []
     try:
         claim = file_claim(
@@ -971,9 +1021,22 @@ def _claim(args: argparse.Namespace) -> int:
         print(f"twinaudit: {_attempt_words(exc, filed, request.record_index)}", file=sys.stderr)
         raise
     verdict = claim.verdict
+    evidence = None
+    if policy is not None:
+        evidence = _witnessed(
+            channel,
+            vault,
+            arbiter_key,
+            policy,
+            not_before=verdict.time,
+            refused=f"claim {claim.claim_id} has a signed verdict, but its record is not in "
+            "a log your witness policy's witnesses cosigned since; nothing is saved",
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     _write_new(args.out / "verdict.json", claim.signed)
     _write_new(args.out / "transcript.bin", claim.transcript)
+    if evidence is not None:
+        _write_new(args.out / "log-evidence.json", evidence[0].encode())
     status = EXIT_NOT_DETECTED if args.exit_code and not verdict.detected else EXIT_OK
     if args.json:
         print_json(
@@ -982,6 +1045,14 @@ def _claim(args: argparse.Namespace) -> int:
                 "knowledge_asked": score.knowledge,
                 "verdict_file": str(args.out / "verdict.json"),
                 "transcript_file": str(args.out / "transcript.bin"),
+                **(
+                    {
+                        "log_evidence_file": str(args.out / "log-evidence.json"),
+                        "witnessed_by": [c.name for c in evidence[1].checkpoint.counted],
+                    }
+                    if evidence is not None
+                    else {}
+                ),
             }
         )
         return status
@@ -991,6 +1062,11 @@ def _claim(args: argparse.Namespace) -> int:
         f"{verdict.queries} queries{_knowledge_note(verdict, score.knowledge)}; verdict and "
         f"transcript in {args.out}"
     )
+    if evidence is not None:
+        print(
+            f"the record is in a checkpoint cosigned by {_cosigners(evidence[1])}; "
+            f"log evidence in {args.out / 'log-evidence.json'}"
+        )
     if not claims_authenticated(verdict):
         print(f"note: {authentication_line(verdict)}")
     print(pairs_left_line(verdict))
@@ -1003,6 +1079,37 @@ def _claim(args: argparse.Namespace) -> int:
     if follow_up is not None:
         print(f"note: {follow_up}")
     return status
+
+
+def _witnessed(
+    channel: Any,
+    vault: Any,
+    arbiter_key: Any,
+    policy: Any,
+    *,
+    not_before: str | None,
+    refused: str,
+) -> Any:
+    """Fetch and check the record's log evidence under the policy (spec §9.7.3).
+
+    ``not_before`` is the protocol time the cosignatures must not predate (less the
+    skew; None: the record's own time); ``refused`` is printed before the error when
+    the evidence fails.
+    """
+    from twinaudit.owner.witnessed import epoch_seconds, fetch_log_evidence
+
+    entry = vault.receipt.entry
+    try:
+        return fetch_log_evidence(
+            channel,
+            arbiter_public_key=arbiter_key,
+            entry=entry,
+            policy=policy,
+            not_before=epoch_seconds(not_before or entry.time),
+        )
+    except TwinauditError:
+        print(f"twinaudit: {refused}", file=sys.stderr)
+        raise
 
 
 def _attempt_words(error: Any, filed: list[str], record: int) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from twinaudit.protocol.errors import InputError, TwinauditError
 from twinaudit.protocol.keys import load_public_key, write_keypair
 from twinaudit.verifier.claim_slots import DEFAULT_MAX_CLAIMS, MAX_MAX_CLAIMS
+from twinaudit.verifier.escrow.cosigning import CheckpointCosigning, parse_witness_option
 from twinaudit.verifier.escrow.leases import DEFAULT_LEASE_S
 from twinaudit.verifier.escrow.rate_limit import DEFAULT_RATE_LIMIT, RateLimit
 from twinaudit.verifier.escrow.store import (
@@ -25,6 +26,7 @@ from twinaudit.wire.transport import TlsFiles, parse_address
 from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 from .serve_options import add_operations_args, add_plaintext_arg, check_listen, start_operations
+from .witness_check import add_witness_args, check_witnessed, read_witness_inputs, witnessed_line
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -32,8 +34,9 @@ CHECK_EXIT = (
     "exit status: 0 the verdict is valid (whatever its decision: read it in the output, "
     "or in the JSON's decision and detected); 1 it is not (signature, schema or spec "
     "version; with --log, an earlier_claims the arbiter's log does not recount, or a log "
-    "that is not a prefix of its latest checkpoint), and no --html report is written; 2 "
-    "bad usage, an unreadable file or a report that cannot be written"
+    "that is not a prefix of its latest checkpoint; with --witness-policy, a record not "
+    "in a log its witnesses cosigned), and no --html report is written; 2 bad usage, an "
+    "unreadable file or a report that cannot be written"
 )
 REPLAY_EXIT = (
     "exit status: 0 the replay arrived at the verdict's decision and final figures "
@@ -151,6 +154,15 @@ def register(commands: Any) -> None:
         help="the store of model artefacts this arbiter holds (verifier model add): claims "
         "name one as held:sha256:<hex>, and the verifier runs it in a sandboxed child process",
     )
+    serve.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="URL=VKEY",
+        help="a witness to ask for cosignatures of the log's checkpoint notes (C2SP "
+        "tlog-witness; its submission URL and cosignature vkey; repeatable): a witness "
+        "that is down never delays an escrow, the note carries fewer cosignatures",
+    )
     _isolation_arg(serve)
     add_operations_args(serve)
     serve.set_defaults(handler=_serve)
@@ -177,6 +189,7 @@ def register(commands: Any) -> None:
     check.add_argument("--json", action="store_true", help=JSON_HELP)
     check.add_argument("--html", type=Path, metavar="FILE", help=HTML_HELP)
     add_log_args(check)
+    add_witness_args(check)
     check.set_defaults(handler=_check)
 
     replay = sub.add_parser(
@@ -447,6 +460,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise InputError(f"--claim-lease must be above 0 and at most {MAX_LEASE_SECONDS:g} s")
     if not 1 <= args.max_claims <= MAX_MAX_CLAIMS:
         raise InputError(f"--max-claims must be in 1..{MAX_MAX_CLAIMS}")
+    args.witnesses = [parse_witness_option(text) for text in args.witness]
     _set_isolation(args, hidden=(args.key, *_database_files(args.db)))
     # The key is read by a signer process started before anything else; this process
     # holds only its public key (docs/arbiter.md#isolation-of-model-code).
@@ -467,6 +481,7 @@ def _serve_signed(args: argparse.Namespace, host: str, signer: Any) -> int:
     ops = start_operations(args)  # logs, and the metrics endpoint (its port checked first)
     try:
         store = _open_store(args.db, signer)
+        cosigning = CheckpointCosigning(store, args.witnesses) if args.witnesses else None
         try:
             server, port = serve_arbiter(
                 store,
@@ -482,8 +497,11 @@ def _serve_signed(args: argparse.Namespace, host: str, signer: Any) -> int:
                 max_claims=args.max_claims,
                 max_open_claims=args.max_open_claims,
                 max_failed_claims=args.max_failed_claims,
+                cosigning=cosigning,
             )
         except BaseException:
+            if cosigning is not None:
+                cosigning.close()
             store.close()  # e.g. the port is in use: a one-line InputError, nothing left open
             raise
         print(f"twinaudit verifier serving on {host}:{port}", flush=True)
@@ -494,6 +512,8 @@ def _serve_signed(args: argparse.Namespace, host: str, signer: Any) -> int:
             signal.signal(sig, lambda *_: stop.set())
         stop.wait()
         server.stop(grace=5).wait()
+        if cosigning is not None:
+            cosigning.close()
         store.close()
     finally:
         ops.close()
@@ -506,9 +526,13 @@ def _check(args: argparse.Namespace) -> int:
     files.check_report_target(args.html, args.verdict, args.pubkey)
     pubkey = load_public_key(args.pubkey)
     data = files.read_input(args.verdict, "verdict")
+    witness_inputs = read_witness_inputs(args, pubkey)
+    witnessed = None
     try:
         verdict = files.checked_verdict(data, pubkey)
         logged = recount(args, verdict, pubkey)
+        if witness_inputs is not None:
+            witnessed = check_witnessed(witness_inputs, verdict, pubkey)
     except TwinauditError as exc:
         print(f"INVALID: {exc.diagnostics()}", file=sys.stderr)
         if args.json:
@@ -517,7 +541,9 @@ def _check(args: argparse.Namespace) -> int:
     if args.html is not None:
         files.write_verdict_report(args.html, args.verdict, verdict, data, None)
     if args.json:
-        report = {"html": str(args.html)} if args.html is not None else {}
+        report: dict[str, object] = {"html": str(args.html)} if args.html is not None else {}
+        if witnessed is not None:
+            report["witnessed_by"] = [c.name for c in witnessed.checkpoint.counted]
         print_json({"valid": True, **verdict_figures(verdict), **logged, **report})
         return EXIT_OK
     print(f"VALID verdict {verdict.claim_id}: {verdict_summary(verdict)}")
@@ -525,6 +551,8 @@ def _check(args: argparse.Namespace) -> int:
         print(f"  {line}")
     if (recounted := recount_line(logged, verdict)) is not None:
         print(f"  {recounted}")
+    if witnessed is not None:
+        print(f"  {witnessed_line(witnessed)}")
     if args.html is not None:
         print(f"wrote the HTML report {args.html}")
     return EXIT_OK

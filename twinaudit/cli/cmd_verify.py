@@ -19,6 +19,7 @@ from twinaudit.protocol.keys import load_public_key
 
 from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
+from .witness_check import add_witness_args, check_witnessed, read_witness_inputs, witnessed_line
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -34,9 +35,9 @@ DESCRIPTION = (
 VERIFY_EXIT = (
     "exit status: 0 the verdict is valid and, with --transcript, its replay is identical "
     "(whatever its decision: read it in the output, or in the JSON's decision and "
-    "detected); 1 it is not (signature, schema or spec version, or a replay that differs "
-    "or an invalid transcript; with --log, an earlier_claims the arbiter's log does not "
-    "recount), and no --html report is written; 2 bad usage, an "
+    "detected); 1 it is not (signature, schema or spec version, a witness policy not met, "
+    "or a replay that differs or an invalid transcript; with --log, an earlier_claims the "
+    "arbiter's log does not recount), and no --html report is written; 2 bad usage, an "
     "unreadable file or key, or a report that cannot be written"
 )
 
@@ -87,12 +88,16 @@ def register(commands: Any) -> None:
         "to FILE, only once the verdict has checked (and replayed)",
     )
     add_log_args(verify)
+    add_witness_args(verify)
     verify.set_defaults(handler=_verify)
 
 
 def _failed(args: argparse.Namespace, stage: str, exc: TwinauditError) -> int:
-    """Report a verdict that did not check (``stage`` check) or replay (``replay``)."""
-    label = "INVALID" if stage == "check" else "REPLAY FAILED"
+    """Report a verdict that did not check, meet the witness policy, or replay.
+
+    ``stage`` is ``check``, ``witnesses`` or ``replay``.
+    """
+    label = {"check": "INVALID", "witnesses": "NOT WITNESSED"}.get(stage, "REPLAY FAILED")
     print(f"{label}: {exc.diagnostics()}", file=sys.stderr)
     if args.json:
         print_json(
@@ -119,11 +124,18 @@ def _verify(args: argparse.Namespace) -> int:
         files.read_input(args.transcript, "transcript") if args.transcript is not None else None
     )
     openings = files.read_input(args.openings, "openings") if args.openings is not None else None
+    witness_inputs = read_witness_inputs(args, pubkey)
     try:
         verdict = files.checked_verdict(data, pubkey)
         logged = recount(args, verdict, pubkey)
     except TwinauditError as exc:
         return _failed(args, "check", exc)
+    witnessed = None
+    if witness_inputs is not None:
+        try:
+            witnessed = check_witnessed(witness_inputs, verdict, pubkey)
+        except TwinauditError as exc:
+            return _failed(args, "witnesses", exc)
     done = None
     if transcript is not None:
         try:
@@ -148,6 +160,11 @@ def _verify(args: argparse.Namespace) -> int:
                 "signature_checked": True,
                 **logged,
                 **report,
+                **(
+                    {"witnessed_by": [c.name for c in witnessed.checkpoint.counted]}
+                    if witnessed is not None
+                    else {}
+                ),
             }
         )
         return EXIT_OK
@@ -165,6 +182,8 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"  {line}")
     if (recounted := recount_line(logged, verdict)) is not None:
         print(f"  {recounted}")
+    if witnessed is not None:
+        print(f"  {witnessed_line(witnessed)}")
     if done is not None:
         for line in files.replay_lines(done):
             print(f"  {line}")

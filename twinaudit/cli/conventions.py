@@ -76,6 +76,15 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
     ),
     "owner vault-migrate": ("twinaudit owner vault-migrate vault/",),
     "verifier keygen": ("twinaudit verifier keygen --key keys/arbiter.key",),
+    "witness keygen": ("twinaudit witness keygen --key w1.key --name w1.example",),
+    "witness vkey": (
+        "twinaudit witness vkey --arbiter-pubkey arbiter.key.pub",
+        "twinaudit witness vkey --key w1.key --name w1.example",
+    ),
+    "witness serve": (
+        "twinaudit witness serve --listen 127.0.0.1:7480 --key w1.key --name w1.example "
+        "--db w1.db --arbiter-pubkey arbiter.key.pub",
+    ),
     "verifier store-check": ("twinaudit verifier store-check --db escrow.db --key arbiter.key",),
     "verifier serve": (
         "twinaudit verifier serve --listen 127.0.0.1:7443 --db escrow.db --key arbiter.key",
@@ -87,6 +96,8 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
     "verifier check": (
         "twinaudit verifier check verdict.json --pubkey arbiter.key.pub",
         "twinaudit verifier check verdict.json --pubkey arbiter.key.pub --html verdict.html",
+        "twinaudit verifier check verdict.json --pubkey arbiter.key.pub "
+        "--witness-policy witnesses.policy",
     ),
     "verifier replay": (
         "twinaudit verifier replay verdict.json --transcript transcript.bin "

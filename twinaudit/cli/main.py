@@ -26,6 +26,7 @@ from . import (
     cmd_plan,
     cmd_verifier,
     cmd_verify,
+    cmd_witness,
     conventions,
 )
 from .threads import passive_wait
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_verifier,
         cmd_oracle,
         cmd_monitor,
+        cmd_witness,
         cmd_completion,
     ):
         module.register(commands)

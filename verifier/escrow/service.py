@@ -27,6 +27,7 @@ from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.wire.observe import NO_METRICS, Metrics, annotate
 from twinaudit.wire.transport import TlsFiles, abort_with_error, make_server
 
+from .cosigning import CheckpointCosigning
 from .rate_limit import DEFAULT_RATE_LIMIT, CommitLimiter, RateLimit, client_identity
 from .store import EscrowLog
 
@@ -68,13 +69,16 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
         *,
         rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
         metrics: Metrics = NO_METRICS,
+        cosigning: CheckpointCosigning | None = None,
     ) -> None:
         """Serve ``store`` (the caller keeps ownership and closes it).
 
         ``rate_limit`` bounds each client's commits (:mod:`.rate_limit`); None: no limit.
-        Commits are counted in ``metrics`` (committed or refused).
+        Commits are counted in ``metrics`` (committed or refused). With ``cosigning``,
+        checkpoint notes carry the witnesses' cosignatures (:mod:`.cosigning`).
         """
         self._store = store
+        self._cosigning = cosigning
         self._limiter = CommitLimiter(rate_limit) if rate_limit is not None else None
         self._metrics = metrics
 
@@ -90,6 +94,8 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
             receipt = self._store.commit(escrow_request)
             # The log event names the new record (the receipt is ours: no check needed).
             annotate(record=_receipt_index(receipt))
+            if self._cosigning is not None:
+                self._cosigning.publish_soon()  # the log grew: witnesses cosign it
             return escrow_pb2.CommitResponse(receipt=receipt)
 
         try:
@@ -128,6 +134,8 @@ class EscrowService(escrow_pb2_grpc.EscrowServicer):
         def run() -> escrow_pb2.GetCheckpointResponse:
             latest = self._store.latest_checkpoint()
             note = self._store.checkpoint_note(latest)
+            if note is not None and self._cosigning is not None:
+                note = self._cosigning.cosigned_note(latest, note)
             return escrow_pb2.GetCheckpointResponse(
                 checkpoint=latest.envelope, checkpoint_note=note or b""
             )
@@ -224,9 +232,10 @@ def add_escrow_service(
     *,
     rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
     metrics: Metrics = NO_METRICS,
+    cosigning: CheckpointCosigning | None = None,
 ) -> EscrowService:
     """Register an :class:`EscrowService` for ``store`` on ``server`` and return it."""
-    service = EscrowService(store, rate_limit=rate_limit, metrics=metrics)
+    service = EscrowService(store, rate_limit=rate_limit, metrics=metrics, cosigning=cosigning)
     escrow_pb2_grpc.add_EscrowServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service
 
