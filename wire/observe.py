@@ -27,6 +27,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any, Final, NoReturn
 
@@ -311,9 +312,10 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
     everything else at INFO. A claim stream's duration runs to its last message.
     """
 
-    def __init__(self, metrics: Metrics = NO_METRICS) -> None:
-        """Count RPCs in ``metrics`` as well."""
+    def __init__(self, metrics: Metrics = NO_METRICS, max_receive_bytes: int | None = None) -> None:
+        """Count RPCs in ``metrics`` as well; ``max_receive_bytes`` is the server's cap."""
         self._metrics = metrics
+        self._max_receive_bytes = max_receive_bytes
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """Return the method's handler wrapped to observe each call."""
@@ -346,12 +348,15 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
     def _unary(self, method: str, behavior: Callable[..., Any], request: Any, context: Any) -> Any:
         fields: dict[str, object] = {}
         _fields.set(fields)
-        start = time.monotonic()
+        start = _Start.of(context)
         try:
             response = behavior(request, context)
         except Exception as exc:
             self._failed(method, context, start, fields, exc)
-        self._finish(method, context, start, fields)
+        if not context.is_active():  # the client went away: the reply reached no one
+            self._client_ended(method, context, start, fields)
+        else:
+            self._finish(method, context, start, fields)
         return response
 
     def _stream(
@@ -359,20 +364,24 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
     ) -> Iterator[Any]:
         fields: dict[str, object] = {}
         _fields.set(fields)
-        start = time.monotonic()
+        start = _Start.of(context)
         try:
             yield from behavior(request, context)
         except GeneratorExit:
             # gRPC dropped the stream: the client went away or the server is stopping.
-            self._finish(method, context, start, fields, code=grpc.StatusCode.CANCELLED)
+            self._client_ended(method, context, start, fields)
             raise
         except Exception as exc:
             self._failed(method, context, start, fields, exc)
         else:
-            self._finish(method, context, start, fields)
+            if context.code() is None and not context.is_active():
+                # The request stream ended because the call did: the client's side ended it.
+                self._client_ended(method, context, start, fields)
+            else:
+                self._finish(method, context, start, fields)
 
     def _failed(
-        self, method: str, context: Any, start: float, fields: dict[str, object], exc: Exception
+        self, method: str, context: Any, start: _Start, fields: dict[str, object], exc: Exception
     ) -> NoReturn:
         """Log the call's end after ``exc``; re-raise it, or answer INTERNAL for a bug."""
         code = context.code()
@@ -380,13 +389,13 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
             self._finish(method, context, start, fields, code=code)
             raise exc
         if isinstance(exc, grpc.RpcError) or not context.is_active():
-            # The request stream broke under the handler: the client cancelled.
-            self._finish(method, context, start, fields, code=grpc.StatusCode.CANCELLED)
+            # The request stream broke under the handler: the client's side ended the call.
+            self._client_ended(method, context, start, fields)
             raise exc
         _log.error(
             "handler exception",
             exc_info=exc,
-            extra={"fields": {"method": method, "peer": context.peer(), **fields}},
+            extra={"fields": {"method": method, "peer": start.peer, **fields}},
         )
         self._finish(
             method, context, start, fields, code=grpc.StatusCode.INTERNAL, details="internal error"
@@ -394,25 +403,57 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
         context.abort(grpc.StatusCode.INTERNAL, "internal error in the server; it is logged")
         raise AssertionError("unreachable: abort raises")
 
+    def _client_ended(
+        self, method: str, context: Any, start: _Start, fields: dict[str, object]
+    ) -> None:
+        """Log a call the client's side ended, with what the server knows of why.
+
+        Its deadline passed (DEADLINE_EXCEEDED: the deadline it set, the time taken),
+        or it ended the call before its deadline (CANCELLED): the client cancelled it,
+        or sent a message over this server's cap, which gRPC refuses before the
+        handler sees it and reports to the handler as the end of the request stream.
+        """
+        seconds = time.monotonic() - start.at
+        remaining = context.time_remaining()
+        if start.budget_s is not None and remaining is not None and remaining <= 0:
+            code = grpc.StatusCode.DEADLINE_EXCEEDED
+            reason = (
+                f"the client's deadline of {start.budget_s:.3g} s passed after "
+                f"{seconds:.3g} s; no reply reached it"
+            )
+        else:
+            code = grpc.StatusCode.CANCELLED
+            cap = self._max_receive_bytes
+            over = (
+                f"sent a message over this server's limit of {cap} bytes"
+                if cap
+                else ("sent a message over this server's limit")
+            )
+            reason = f"the client ended the call after {seconds:.3g} s: it cancelled, or {over}"
+        self._finish(method, context, start, fields, code=code, reason=reason)
+
     def _finish(
         self,
         method: str,
         context: Any,
-        start: float,
+        start: _Start,
         fields: dict[str, object],
         *,
         code: grpc.StatusCode | None = None,
         details: str | None = None,
+        reason: str | None = None,
     ) -> None:
-        seconds = time.monotonic() - start
+        seconds = time.monotonic() - start.at
         code = code or context.code() or grpc.StatusCode.OK
         event: dict[str, object] = {
             "method": method,
-            "peer": context.peer(),
+            "peer": start.peer,
             "code": code.name,
             "duration_ms": round(seconds * 1000, 3),
             **fields,
         }
+        if reason is not None:
+            event["reason"] = reason
         if code != grpc.StatusCode.OK:
             text = details if details is not None else _details(context)
             if text:
@@ -425,6 +466,22 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
             level = logging.INFO
         _log.log(level, "rpc", extra={"fields": event})
         self._metrics.rpc(method, code.name, seconds)
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What the server knows of a call when it starts: time, the client's deadline, peer."""
+
+    at: float
+    #: Seconds the client's deadline left when the call started (None: no deadline).
+    budget_s: float | None
+    peer: str
+
+    @classmethod
+    def of(cls, context: Any) -> _Start:
+        """Return the start of the call served with ``context``, now."""
+        budget = context.time_remaining()
+        return cls(time.monotonic(), budget, str(context.peer()))
 
 
 def _details(context: Any) -> str:
