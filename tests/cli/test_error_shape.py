@@ -27,7 +27,7 @@ import pytest
 from twinaudit.cli import cmd_plan
 from twinaudit.cli.error_shape import HINTS, LOCAL_CODES
 from twinaudit.cli.main import main
-from twinaudit.cli.remote_errors import STATUS_TABLE, remote_failure
+from twinaudit.cli.remote_errors import MAX_REMOTE_DETAILS, STATUS_TABLE, remote_failure
 from twinaudit.protocol import errors as taxonomy
 from twinaudit.protocol.errors import (
     ClaimBusyError,
@@ -71,6 +71,11 @@ def _abort_with(status: grpc.StatusCode) -> Callable[[bytes, grpc.ServicerContex
     return handler
 
 
+def _hostile(_: bytes, context: grpc.ServicerContext) -> bytes:
+    context.abort(grpc.StatusCode.INTERNAL, "\x1b[2J\x1b[31mrun rm -rf /\nnow\r" + "x" * 5000)
+    raise AssertionError("unreachable")
+
+
 def _typed(_: bytes, context: grpc.ServicerContext) -> bytes:
     abort_with_error(context, NotFoundError("record 7 is not in the log (its size is 3)"))
 
@@ -82,6 +87,7 @@ def server() -> Iterator[int]:
         code.name: grpc.unary_unary_rpc_method_handler(_abort_with(code)) for code in STATUS_TABLE
     }
     methods["Typed"] = grpc.unary_unary_rpc_method_handler(_typed)
+    methods["Hostile"] = grpc.unary_unary_rpc_method_handler(_hostile)
     methods["Echo"] = grpc.unary_unary_rpc_method_handler(lambda request, _: request)
 
     def register(grpc_server: grpc.Server) -> None:
@@ -215,6 +221,8 @@ def test_an_error_raised_inside_a_command(error, code, status, json_flag, monkey
         assert hint == "retry in 12.0 s"  # the error's own next step, after its "; "
     if isinstance(error, ClaimBusyError):
         assert hint == "wait 30 s, then run the same command again"  # when, from the error
+    if code == "not-found":  # raised here: a path or an id, not the arbiter's (below)
+        assert "--arbiter" not in hint and "'twinaudit plan --help'" in hint
     if isinstance(error, InputError) and "; " in str(error):
         assert (message, hint) == tuple(str(error).split("; ", 1))
 
@@ -255,6 +263,7 @@ def test_a_message_over_the_cap_names_its_size(side, json_flag, server, monkeypa
         f"of 5000 bytes went over the limit of {limit} bytes" in message
     )
     assert "MAX_MESSAGE_BYTES" in hint and "no option raises it" in hint
+    assert "send fewer or smaller items" in hint
 
 
 @pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
@@ -284,7 +293,7 @@ def test_a_tls_handshake_that_fails_is_unauthenticated(server, monkeypatch, caps
 @pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
 def test_a_usage_error_keeps_argparses_usage_line_then_the_shape(json_flag, capsys):
     with pytest.raises(SystemExit) as stopped:
-        main(["plan", *(["--json"] if json_flag else []), "--pairs"])
+        main(["plan", *(["--js"] if json_flag else []), "--pairs"])  # --js: argparse's prefix
     assert stopped.value.code == 2
     captured = capsys.readouterr()
     usage, line = captured.err.split("\ntwinaudit: error: ")
@@ -311,3 +320,15 @@ def test_the_hint_for_no_server_names_the_address_given():
     assert failure.code == "unavailable"
     assert failure.message == "the server at arbiter.example:7443 could not be reached"
     assert "listening at arbiter.example:7443 (--arbiter HOST:PORT)" in failure.hint
+
+
+@pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
+def test_a_hostile_servers_words_stay_one_printable_capped_line(
+    json_flag, server, monkeypatch, capsys
+):
+    error = _failed_call(server, "Hostile")
+    assert _run(monkeypatch, error, json_flag) == 1
+    captured = capsys.readouterr()
+    message, _ = _check_shape(captured.out, captured.err, json_flag, "remote-failed")
+    assert "\x1b" not in captured.err and "\\x1b[2J\\x1b[31mrun rm -rf / now" in message
+    assert len(message) < MAX_REMOTE_DETAILS + 200 and message.endswith("x…)")

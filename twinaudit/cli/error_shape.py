@@ -40,9 +40,7 @@ HINTS: Final[dict[str, str]] = {
         "use a twinaudit that speaks that version ('twinaudit --version' names the spec "
         "version this one speaks), or a file made by this one"
     ),
-    "not-found": (
-        "check the record index or claim id, and that --arbiter names the arbiter that holds it"
-    ),
+    "not-found": "check the path, id or index named; {help} lists the options",
     "verification-failed": (
         "the file does not match what was signed or committed: get an unaltered copy "
         "from its source"
@@ -111,6 +109,14 @@ HINTS: Final[dict[str, str]] = {
     ),
 }
 
+#: The next step for a code that a server's typed error carries, where it differs from
+#: the same code raised here (:data:`HINTS`): a record or claim the arbiter lacks.
+REMOTE_HINTS: Final[dict[str, str]] = {
+    "not-found": (
+        "check the record index or claim id, and that --arbiter names the arbiter that holds it"
+    ),
+}
+
 #: The next step of a code that :data:`HINTS` does not list.
 DEFAULT_HINT: Final = "{help} lists what the command needs"
 
@@ -126,9 +132,13 @@ def own_hint(text: str) -> tuple[str, str | None]:
     return (what, then) if sep and what.strip() and then.strip() else (text, None)
 
 
-def hint_for(code: str, prog: str = "twinaudit") -> str:
-    """Return the next step for ``code``, naming the help page of ``prog`` (the command)."""
-    return HINTS.get(code, DEFAULT_HINT).format(help=f"'{prog} --help'")
+def hint_for(code: str, prog: str = "twinaudit", *, remote: bool = False) -> str:
+    """Return the next step for ``code``, naming the help page of ``prog`` (the command).
+
+    ``remote``: the code came in a server's typed error (:data:`REMOTE_HINTS` first).
+    """
+    hint = (REMOTE_HINTS.get(code) if remote else None) or HINTS.get(code, DEFAULT_HINT)
+    return hint.format(help=f"'{prog} --help'")
 
 
 @dataclass(frozen=True)
@@ -151,5 +161,10 @@ class Failure:
 
 
 def _one_line(text: str) -> str:
-    """Return ``text`` on one line, without a closing full stop or semicolon."""
-    return " ".join(text.split()).rstrip(".;")
+    r"""Return ``text`` on one line of printable characters, without a closing . or ;.
+
+    A server's words reach this line: a control character (a terminal escape, say) is
+    shown as ``\x1b``, never sent to the terminal.
+    """
+    plain = "".join(c if c.isprintable() or c.isspace() else ascii(c)[1:-1] for c in text)
+    return " ".join(plain.split()).rstrip(".;")

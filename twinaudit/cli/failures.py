@@ -152,7 +152,8 @@ def report_error(
 
 def expect_json(argv: Sequence[str]) -> None:
     """Note whether ``argv`` asks for ``--json``, for a usage error found while parsing it."""
-    _json_asked.set("--json" in argv)
+    # argparse takes an unambiguous prefix of an option (--js) for the option.
+    _json_asked.set(any(len(arg) > 3 and "--json".startswith(arg) for arg in argv))
 
 
 class Parser(argparse.ArgumentParser):

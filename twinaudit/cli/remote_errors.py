@@ -115,6 +115,8 @@ STATUS_TABLE: Final[dict[grpc.StatusCode, StatusRow]] = {
 _TOO_LARGE: Final = re.compile(r"(Sent|Received) message larger than max \((\d+) vs\. (\d+)\)")
 #: gRPC's words, in an UNAVAILABLE status, for a TLS handshake that failed.
 _TLS_WORDS: Final = re.compile(r"ssl|tls|handshake|certificate", re.IGNORECASE)
+#: Most characters of a server's status message a failure repeats (the rest is cut).
+MAX_REMOTE_DETAILS: Final = 1000
 #: The ``[code] `` a twinaudit server puts before its error message (abort_with_error).
 _CODE_PREFIX: Final = re.compile(r"\A\[[a-z0-9-]+\] ")
 
@@ -133,6 +135,8 @@ def remote_failure(
     call carries none), ``server`` the address called (for the words; None: "the
     server"), ``prog`` the command (its help page in a hint).
     """
+    if len(details) > MAX_REMOTE_DETAILS:  # a server's words, shown to a person: capped
+        details = details[:MAX_REMOTE_DETAILS] + "…"
     where = f"the server at {server}" if server else "the server"
     row = STATUS_TABLE.get(status) if status is not None else None
     if row is None:  # OK or no status at all: gRPC failed the call itself
@@ -141,7 +145,8 @@ def remote_failure(
         message, hint = own_hint(_CODE_PREFIX.sub("", details.strip()))
         if info.rule:
             message += f" (rule {info.rule})"
-        return Failure(info.code, message, hint or hint_for(info.code, prog), EXIT_REMOTE)
+        hint = hint or hint_for(info.code, prog, remote=True)
+        return Failure(info.code, message, hint, EXIT_REMOTE)
     what = row.what.format(server=where)
     if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
         sized = _message_size(details, where)
@@ -164,8 +169,9 @@ def _message_size(details: str, where: str) -> tuple[str, str] | None:
         return None
     side, size, limit = found.group(1), int(found.group(2)), int(found.group(3))
     fixed = (
-        f"the cap is twinaudit's MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes), the same "
-        "on every client and server, and no option raises it"
+        "twinaudit fixes this limit (MAX_MESSAGE_BYTES in twinaudit.wire.transport, "
+        f"{MAX_MESSAGE_BYTES // 2**20} MiB between an owner and an arbiter) and no option "
+        "raises it"
     )
     if side == "Sent":
         return (
@@ -176,6 +182,6 @@ def _message_size(details: str, where: str) -> tuple[str, str] | None:
     return (
         f"a message of {size} bytes went over the limit of {limit} bytes between this "
         f"command and {where}",
-        f"{fixed}: if {where} runs another build with a larger one, run the same "
-        "twinaudit on both sides ('twinaudit --version')",
+        f"{fixed}: send fewer or smaller items, and if {where} runs another twinaudit, "
+        "run the same version on both sides ('twinaudit --version')",
     )
