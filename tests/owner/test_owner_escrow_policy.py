@@ -66,6 +66,8 @@ def test_a_root_already_in_the_log_is_refused(tmp_path, capsys):
         assert _escrow(vault, address, tmp_path / "arbiter.key.pub", capsys)[0] == 0
         code, err, _ = _escrow(tmp_path / "copy", address, tmp_path / "arbiter.key.pub", capsys)
         assert code == 1 and len(err) == 1
-        assert "FAILED_PRECONDITION" in err[0] and "already escrowed as record 0" in err[0]
+        # The arbiter's typed error: its code, its words, and the next step it states.
+        assert err[0].startswith("twinaudit: error: [invalid-state] root ")
+        assert "already escrowed as record 0; a root is escrowed once" in err[0]
         assert _log_size(address) == 1
         assert Vault.open(tmp_path / "copy").receipt is None
