@@ -145,6 +145,7 @@ RAISED: list[tuple[BaseException, str, int]] = [
     (PermissionError(errno.EACCES, "Permission denied", "out/verdict.json"), "io-error", 1),
     (RuntimeError("an invariant broke"), "internal-error", 1),
     (KeyError("pairs"), "internal-error", 1),
+    (KeyboardInterrupt(), "cancelled", 130),  # Ctrl-C: one line, the status a shell reports
 ]
 
 #: Each gRPC status a call ends with, from the test server, and the code reported.
@@ -332,3 +333,14 @@ def test_a_hostile_servers_words_stay_one_printable_capped_line(
     message, _ = _check_shape(captured.out, captured.err, json_flag, "remote-failed")
     assert "\x1b" not in captured.err and "\\x1b[2J\\x1b[31mrun rm -rf / now" in message
     assert len(message) < MAX_REMOTE_DETAILS + 200 and message.endswith("x…)")
+
+
+def test_with_v_the_traceback_comes_above_the_one_line(monkeypatch, capsys):
+    def fails(_: Any) -> int:
+        raise RuntimeError("an invariant broke")
+
+    monkeypatch.setattr(cmd_plan, "_plan", fails)
+    assert main(["plan", "--pairs", "100", "-v"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Traceback (most recent call last):" and "RuntimeError" in err[-2]
+    assert err[-1].startswith("twinaudit: error: [internal-error] unexpected RuntimeError: ")

@@ -21,7 +21,7 @@ from typing import Any, Final, NoReturn
 
 import grpc
 
-from twinaudit.protocol.errors import InputError, TwinauditError
+from twinaudit.protocol.errors import CancelledError, InputError, TwinauditError
 from twinaudit.wire.transport import error_details
 
 from .error_shape import INTERNAL_ERROR, IO_ERROR, MISSING_EXTRA, Failure, hint_for, own_hint
@@ -32,6 +32,8 @@ from .results import print_json
 EXIT_FAILED: Final = 1
 #: Exit status for bad usage or unusable input.
 EXIT_USAGE: Final = 2
+#: Exit status after Ctrl-C: what a shell reports for a command SIGINT ended (128 + 2).
+EXIT_INTERRUPTED: Final = 130
 
 #: Optional extras (pyproject.toml) by the top-level modules they install.
 EXTRAS: Final[dict[str, str]] = {
@@ -110,6 +112,14 @@ def failure_for(exc: BaseException, args: argparse.Namespace | None = None) -> F
             f"this command needs {exc.name!r}, which the {extra!r} extra installs",
             f"pip install 'twinaudit[{extra}]' -c constraints.txt, then run the command again",
             EXIT_USAGE,
+        )
+    if isinstance(exc, KeyboardInterrupt):
+        return Failure(
+            CancelledError.code,
+            "interrupted (Ctrl-C) before the command finished",
+            "run the same command again (owner mark resumes where it stopped; a claim the "
+            "arbiter had filed continues with owner claim --resume CLAIM_ID)",
+            EXIT_INTERRUPTED,
         )
     if isinstance(exc, OSError):
         # The disk or the file system refused (full, read-only, permissions); whatever

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = conventions.verbosity(args) > 0
     try:
         return handler(args)
-    except Exception as exc:  # every failure: one line (and one JSON object), no traceback
+    except (Exception, KeyboardInterrupt) as exc:  # every failure: one line, no traceback
         if verbose:
             traceback.print_exc()
         return report_error(exc, args)
