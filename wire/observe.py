@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -41,6 +42,10 @@ LOG_FORMATS: Final = ("text", "json")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 #: Longest status message copied into an RPC's log event.
 MAX_LOGGED_DETAILS: Final = 240
+#: How long a stream whose request stream ended before its handler returned waits to see
+#: whether that end was the client's cancel, which gRPC reports as an end of the requests
+#: a moment before the call itself ends. Only a client that half-closes first waits it.
+CANCEL_SETTLE_S: Final = 0.5
 #: Methods logged at DEBUG, not INFO: probes that load balancers send every few seconds.
 QUIET_PREFIXES: Final = ("/grpc.health.v1.Health/",)
 #: Status codes that mean the server failed, not the caller: logged at WARNING.
@@ -365,8 +370,9 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
         fields: dict[str, object] = {}
         _fields.set(fields)
         start = _Start.of(context)
+        requests = _Requests(request) if isinstance(request, Iterator) else None
         try:
-            yield from behavior(request, context)
+            yield from behavior(requests if requests is not None else request, context)
         except GeneratorExit:
             # gRPC dropped the stream: the client went away or the server is stopping.
             self._client_ended(method, context, start, fields)
@@ -374,7 +380,10 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
         except Exception as exc:
             self._failed(method, context, start, fields, exc)
         else:
-            if context.code() is None and not context.is_active():
+            ended = requests is not None and requests.ended
+            if context.code() is None and (
+                not context.is_active() or (ended and _terminates(context, CANCEL_SETTLE_S))
+            ):
                 # The request stream ended because the call did: the client's side ended it.
                 self._client_ended(method, context, start, fields)
             else:
@@ -466,6 +475,33 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
             level = logging.INFO
         _log.log(level, "rpc", extra={"fields": event})
         self._metrics.rpc(method, code.name, seconds)
+
+
+class _Requests(Iterator[Any]):
+    """A call's request stream that remembers whether it reached its end."""
+
+    def __init__(self, requests: Iterator[Any]) -> None:
+        self._requests = requests
+        self.ended = False
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._requests)
+        except StopIteration:
+            self.ended = True
+            raise
+
+
+def _terminates(context: Any, seconds: float) -> bool:
+    """Whether the call ends within ``seconds`` before this server has answered it.
+
+    A call whose handler has returned is still open until the server sends its status,
+    so it can only end before that because the client's side ended it.
+    """
+    ended = threading.Event()
+    if not context.add_callback(ended.set):
+        return True  # already over
+    return ended.wait(seconds)
 
 
 @dataclass(frozen=True)

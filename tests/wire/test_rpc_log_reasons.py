@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import pytest
 
+from twinaudit.wire import observe
 from twinaudit.wire.observe import RPC_LOGGER
 from twinaudit.wire.transport import make_channel, make_server
 
@@ -130,3 +131,54 @@ def test_a_stream_whose_client_refuses_to_send_a_message_over_its_own_cap(port, 
     assert "Sent message larger than max (5000 vs. 100)" in (failed.details() or "")
     event = _event(caplog, "/t.S/Stream")
     assert event["code"] == "CANCELLED" and "over this server's limit" in event["reason"]
+
+
+class _OpenContext:
+    """A servicer context whose call is still open when the handler returns.
+
+    ``cancel_after``: seconds after which the call ends (the client's cancel, reported
+    after the end of its requests); None: it stays open until the server answers.
+    """
+
+    def __init__(self, cancel_after: float | None) -> None:
+        self._cancel_after = cancel_after
+
+    def time_remaining(self) -> float:
+        return 9.0
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:1"
+
+    def code(self) -> None:
+        return None
+
+    def is_active(self) -> bool:
+        return True
+
+    def details(self) -> str:
+        return ""
+
+    def add_callback(self, callback: Any) -> bool:
+        if self._cancel_after is not None:
+            threading.Timer(self._cancel_after, callback).start()
+        return True
+
+
+@pytest.mark.parametrize(("cancel_after", "code"), [(0.05, "CANCELLED"), (None, "OK")])
+def test_an_end_of_requests_then_a_cancel_is_told_from_a_half_close(
+    cancel_after, code, caplog, monkeypatch
+):
+    """gRPC may end a cancelled call's requests before it marks the call ended: the
+    stream then waits a moment for the call's end before it logs OK."""
+    monkeypatch.setattr(observe, "CANCEL_SETTLE_S", 0.3)
+    caplog.set_level(logging.INFO, logger=RPC_LOGGER)
+
+    def echo(requests: Iterator[bytes], _: Any) -> Iterator[bytes]:
+        yield from requests
+
+    served = observe.ObserveRpcs()._stream(
+        "/t.S/Open", echo, iter([b"a", b"b"]), _OpenContext(cancel_after)
+    )
+    assert list(served) == [b"a", b"b"]
+    event = _event(caplog, "/t.S/Open")
+    assert event["code"] == code and ("reason" in event) == (code == "CANCELLED")
