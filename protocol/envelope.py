@@ -263,8 +263,12 @@ def verify_envelope(
             signed_by.add(kid)
             break
     if len(signed_by) < threshold:
+        labels = ", ".join(sorted({sig.keyid for sig in envelope.signatures})) or "none"
+        trusted_ids = ", ".join(sorted(key_id(key) for key in keys))
         raise SignatureError(
-            f"{len(signed_by)} of the required {threshold} trusted keys signed this envelope"
+            f"{len(signed_by)} of the required {threshold} trusted keys signed this envelope "
+            f"(its signatures are labelled with key ids {labels}; the trusted keys have key "
+            f"ids {trusted_ids})"
         )
     return envelope.payload
 
@@ -282,10 +286,16 @@ def require_sole_signer(envelope: Envelope, key: Ed25519PublicKey, kind: str) ->
             signature is labelled with another key id.
 
     """
-    if len(envelope.signatures) != 1 or envelope.signatures[0].keyid != key_id(key):
+    if len(envelope.signatures) != 1:
         raise SignatureError(
             f"the {kind} envelope must carry exactly one signature, labelled with the "
-            "arbiter's key id"
+            f"arbiter's key id; it carries {len(envelope.signatures)}"
+        )
+    label, given = envelope.signatures[0].keyid, key_id(key)
+    if label != given:
+        raise SignatureError(
+            f"the {kind} was signed by another key than the one given: its signature is "
+            f"labelled with key id {label}, the key given has key id {given}"
         )
 
 

@@ -330,3 +330,51 @@ class ParaphraserError(TwinauditError):
         """Record why the paraphraser failed."""
         super().__init__(f"paraphraser {reason}: {message}")
         self.reason = reason
+
+
+class RemoteCallError(TwinauditError):
+    """A remote call failed before any twinaudit error came back (spec §2.2.1).
+
+    The transport's own failures, which only the person whose client made the call
+    learns of: a server that cannot be reached, a deadline that passed, a TLS
+    handshake refused, a method the server does not have, or a server that failed
+    without saying why (``remote-failed``). Local codes: never sent in a reply.
+    """
+
+    code = "remote-failed"
+
+
+class UnavailableError(RemoteCallError):
+    """No server answered at the address: not running, another port, or the network."""
+
+    code = "unavailable"
+
+
+class RemoteDeadlineError(RemoteCallError):
+    """The server did not answer before the call's deadline."""
+
+    code = "deadline-exceeded"
+
+
+class UnauthenticatedError(RemoteCallError):
+    """The TLS handshake failed or the server did not accept the client's credentials."""
+
+    code = "unauthenticated"
+
+
+class PermissionDeniedError(RemoteCallError):
+    """The server knew the client and refused it this call."""
+
+    code = "permission-denied"
+
+
+class UnimplementedError(RemoteCallError):
+    """The server does not have the method called: another service or another version."""
+
+    code = "unimplemented"
+
+
+class CancelledError(RemoteCallError):
+    """The call was cancelled before it ended (by this side, or by a server stopping)."""
+
+    code = "cancelled"

@@ -23,10 +23,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any, Final, NoReturn
 
@@ -40,6 +42,10 @@ LOG_FORMATS: Final = ("text", "json")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 #: Longest status message copied into an RPC's log event.
 MAX_LOGGED_DETAILS: Final = 240
+#: How long a stream whose request stream ended before its handler returned waits to see
+#: whether that end was the client's cancel, which gRPC reports as an end of the requests
+#: a moment before the call itself ends. Only a client that half-closes first waits it.
+CANCEL_SETTLE_S: Final = 0.5
 #: Methods logged at DEBUG, not INFO: probes that load balancers send every few seconds.
 QUIET_PREFIXES: Final = ("/grpc.health.v1.Health/",)
 #: Status codes that mean the server failed, not the caller: logged at WARNING.
@@ -311,9 +317,10 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
     everything else at INFO. A claim stream's duration runs to its last message.
     """
 
-    def __init__(self, metrics: Metrics = NO_METRICS) -> None:
-        """Count RPCs in ``metrics`` as well."""
+    def __init__(self, metrics: Metrics = NO_METRICS, max_receive_bytes: int | None = None) -> None:
+        """Count RPCs in ``metrics`` as well; ``max_receive_bytes`` is the server's cap."""
         self._metrics = metrics
+        self._max_receive_bytes = max_receive_bytes
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """Return the method's handler wrapped to observe each call."""
@@ -346,12 +353,15 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
     def _unary(self, method: str, behavior: Callable[..., Any], request: Any, context: Any) -> Any:
         fields: dict[str, object] = {}
         _fields.set(fields)
-        start = time.monotonic()
+        start = _Start.of(context)
         try:
             response = behavior(request, context)
         except Exception as exc:
             self._failed(method, context, start, fields, exc)
-        self._finish(method, context, start, fields)
+        if not context.is_active():  # the client went away: the reply reached no one
+            self._client_ended(method, context, start, fields)
+        else:
+            self._finish(method, context, start, fields)
         return response
 
     def _stream(
@@ -359,20 +369,28 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
     ) -> Iterator[Any]:
         fields: dict[str, object] = {}
         _fields.set(fields)
-        start = time.monotonic()
+        start = _Start.of(context)
+        requests = _Requests(request) if isinstance(request, Iterator) else None
         try:
-            yield from behavior(request, context)
+            yield from behavior(requests if requests is not None else request, context)
         except GeneratorExit:
             # gRPC dropped the stream: the client went away or the server is stopping.
-            self._finish(method, context, start, fields, code=grpc.StatusCode.CANCELLED)
+            self._client_ended(method, context, start, fields)
             raise
         except Exception as exc:
             self._failed(method, context, start, fields, exc)
         else:
-            self._finish(method, context, start, fields)
+            ended = requests is not None and requests.ended
+            if context.code() is None and (
+                not context.is_active() or (ended and _terminates(context, CANCEL_SETTLE_S))
+            ):
+                # The request stream ended because the call did: the client's side ended it.
+                self._client_ended(method, context, start, fields)
+            else:
+                self._finish(method, context, start, fields)
 
     def _failed(
-        self, method: str, context: Any, start: float, fields: dict[str, object], exc: Exception
+        self, method: str, context: Any, start: _Start, fields: dict[str, object], exc: Exception
     ) -> NoReturn:
         """Log the call's end after ``exc``; re-raise it, or answer INTERNAL for a bug."""
         code = context.code()
@@ -380,13 +398,13 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
             self._finish(method, context, start, fields, code=code)
             raise exc
         if isinstance(exc, grpc.RpcError) or not context.is_active():
-            # The request stream broke under the handler: the client cancelled.
-            self._finish(method, context, start, fields, code=grpc.StatusCode.CANCELLED)
+            # The request stream broke under the handler: the client's side ended the call.
+            self._client_ended(method, context, start, fields)
             raise exc
         _log.error(
             "handler exception",
             exc_info=exc,
-            extra={"fields": {"method": method, "peer": context.peer(), **fields}},
+            extra={"fields": {"method": method, "peer": start.peer, **fields}},
         )
         self._finish(
             method, context, start, fields, code=grpc.StatusCode.INTERNAL, details="internal error"
@@ -394,25 +412,57 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
         context.abort(grpc.StatusCode.INTERNAL, "internal error in the server; it is logged")
         raise AssertionError("unreachable: abort raises")
 
+    def _client_ended(
+        self, method: str, context: Any, start: _Start, fields: dict[str, object]
+    ) -> None:
+        """Log a call the client's side ended, with what the server knows of why.
+
+        Its deadline passed (DEADLINE_EXCEEDED: the deadline it set, the time taken),
+        or it ended the call before its deadline (CANCELLED): the client cancelled it,
+        or sent a message over this server's cap, which gRPC refuses before the
+        handler sees it and reports to the handler as the end of the request stream.
+        """
+        seconds = time.monotonic() - start.at
+        remaining = context.time_remaining()
+        if start.budget_s is not None and remaining is not None and remaining <= 0:
+            code = grpc.StatusCode.DEADLINE_EXCEEDED
+            reason = (
+                f"the client's deadline of {start.budget_s:.3g} s passed after "
+                f"{seconds:.3g} s; no reply reached it"
+            )
+        else:
+            code = grpc.StatusCode.CANCELLED
+            cap = self._max_receive_bytes
+            over = (
+                f"sent a message over this server's limit of {cap} bytes"
+                if cap
+                else ("sent a message over this server's limit")
+            )
+            reason = f"the client ended the call after {seconds:.3g} s: it cancelled, or {over}"
+        self._finish(method, context, start, fields, code=code, reason=reason)
+
     def _finish(
         self,
         method: str,
         context: Any,
-        start: float,
+        start: _Start,
         fields: dict[str, object],
         *,
         code: grpc.StatusCode | None = None,
         details: str | None = None,
+        reason: str | None = None,
     ) -> None:
-        seconds = time.monotonic() - start
+        seconds = time.monotonic() - start.at
         code = code or context.code() or grpc.StatusCode.OK
         event: dict[str, object] = {
             "method": method,
-            "peer": context.peer(),
+            "peer": start.peer,
             "code": code.name,
             "duration_ms": round(seconds * 1000, 3),
             **fields,
         }
+        if reason is not None:
+            event["reason"] = reason
         if code != grpc.StatusCode.OK:
             text = details if details is not None else _details(context)
             if text:
@@ -425,6 +475,49 @@ class ObserveRpcs(grpc.ServerInterceptor):  # type: ignore[misc]
             level = logging.INFO
         _log.log(level, "rpc", extra={"fields": event})
         self._metrics.rpc(method, code.name, seconds)
+
+
+class _Requests(Iterator[Any]):
+    """A call's request stream that remembers whether it reached its end."""
+
+    def __init__(self, requests: Iterator[Any]) -> None:
+        self._requests = requests
+        self.ended = False
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._requests)
+        except StopIteration:
+            self.ended = True
+            raise
+
+
+def _terminates(context: Any, seconds: float) -> bool:
+    """Whether the call ends within ``seconds`` before this server has answered it.
+
+    A call whose handler has returned is still open until the server sends its status,
+    so it can only end before that because the client's side ended it.
+    """
+    ended = threading.Event()
+    if not context.add_callback(ended.set):
+        return True  # already over
+    return ended.wait(seconds)
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What the server knows of a call when it starts: time, the client's deadline, peer."""
+
+    at: float
+    #: Seconds the client's deadline left when the call started (None: no deadline).
+    budget_s: float | None
+    peer: str
+
+    @classmethod
+    def of(cls, context: Any) -> _Start:
+        """Return the start of the call served with ``context``, now."""
+        budget = context.time_remaining()
+        return cls(time.monotonic(), budget, str(context.peer()))
 
 
 def _details(context: Any) -> str:

@@ -513,7 +513,7 @@ def make_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         options=[*_limits(MAX_MESSAGE_BYTES, max_receive_bytes), _NO_REUSEPORT],
-        interceptors=[ObserveRpcs(metrics), RefuseUndecodable()],
+        interceptors=[ObserveRpcs(metrics, max_receive_bytes), RefuseUndecodable()],
     )
     register(server)
     health_servicer = (

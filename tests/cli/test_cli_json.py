@@ -186,7 +186,11 @@ def test_a_second_claim_into_an_out_holding_a_verdict_is_refused_before_sending(
     capsys.readouterr()
     assert _claim(escrowed, "used", "again", "--json") == 2
     captured = capsys.readouterr()
-    assert "refusing to overwrite a signed verdict" in captured.err and captured.out == ""
+    assert "refusing to overwrite a signed verdict" in captured.err
+    # --json: one object on stdout on failure too, with the error's code, message and hint.
+    refused = json.loads(captured.out)
+    assert list(refused) == ["error"] and refused["error"]["code"] == "invalid-input"
+    assert refused["error"]["message"] in captured.err
     assert (out / "verdict.json").read_bytes() == verdict
     assert _claims_filed(escrowed) == filed  # nothing reached the arbiter
     (out / "verdict.json").unlink()  # a transcript alone is refused as well
@@ -244,14 +248,15 @@ def test_check_and_replay_json(escrowed, capsys):
     tampered.write_bytes(bytes(data))
     assert main(["verifier", "check", str(tampered), "--pubkey", pub, "--json"]) == 1
     refused, err = _json_out(capsys)
-    assert refused["valid"] is False and refused["error"] and "INVALID" in err
+    assert refused["valid"] is False and "] INVALID: " in err
+    assert err.startswith(f"twinaudit: error: [{refused['error']['code']}] ")
     broken = out / "broken.bin"
     data = bytearray(transcript.read_bytes())
     data[-2] ^= 0x10
     broken.write_bytes(bytes(data))
     assert main(["verifier", "replay", str(verdict), "--transcript", str(broken), "--json"]) == 1
     failed, _ = _json_out(capsys)
-    assert failed["identical"] is False and failed["error"]
+    assert failed["identical"] is False and set(failed["error"]) == {"code", "message", "hint"}
 
 
 # --- plan, and the exit codes in --help ------------------------------------------------------

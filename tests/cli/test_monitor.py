@@ -175,7 +175,7 @@ def test_a_split_view_is_reported_and_the_saved_file_kept(world, capsys, mode):
     code, report = _json(capsys, _run(world, "--record", "0", "--json"))
     assert code == 1
     assert report["consistent"] is False and report["saved_size"] == 4
-    assert "does not extend the checkpoint saved" in report["error"]
+    assert "does not extend the checkpoint saved" in report["error"]["message"]
     assert world["state"].read_bytes() == saved
     code = main(_run(world, "--record", "0"))
     assert code == 1

@@ -345,7 +345,11 @@ def test_escrow_to_an_unreachable_arbiter_stores_nothing(photos, tmp_path, capsy
             str(tmp_path / "arbiter.key.pub"),
         ]
     )
-    assert code == 1 and "UNAVAILABLE" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith(
+        "twinaudit: error: [unavailable] the server at 127.0.0.1:9 could not be reached ("
+    )
+    assert "listening at 127.0.0.1:9 (--arbiter HOST:PORT)" in err and err.count("\n") == 1
     assert _files(tmp_path / "v") == before
     assert not any(p.name == "receipt.json" for p in (tmp_path / "v").iterdir())
 
@@ -566,6 +570,21 @@ def test_a_claim_says_whether_its_failure_counts_and_its_verdict_leads_with_the_
     # Unreachable: refused at the start, not filed.
     assert _owner_claim(vault, arbiter, "127.0.0.1:9") == 1
     assert "this attempt was not filed: it does not count" in capsys.readouterr().err
+    # With --json: one object on stdout, whether the claim counts beside the error.
+    assert _owner_claim(vault, arbiter, "127.0.0.1:9", "--json") == 1
+    captured = capsys.readouterr()
+    refused = json.loads(captured.out)
+    assert {k: refused[k] for k in ("record", "counted", "claim_id", "restart")} == {
+        "record": 0,
+        "counted": False,
+        "claim_id": None,
+        "restart": False,
+    }
+    assert refused["error"]["code"] == "oracle-failed"
+    assert "this attempt was not filed" in refused["error"]["hint"]
+    assert captured.err.count("\n") == 1 and captured.err.startswith(
+        "twinaudit: error: [oracle-failed] "
+    )
     assert _record_claims(tmp_path) == []
     # A model that takes other images: filed, then failed on its first window; it counts.
     wrong, port = serve_oracle(LinearOracle(shape=(32, 32, 3)), "127.0.0.1:0")

@@ -349,7 +349,7 @@ def test_an_invalid_verdict_gets_no_report(detected, tmp_path, capsys):
     report = tmp_path / "report.html"
     assert _check(tampered, "--html", str(report)) == 1
     err = capsys.readouterr().err
-    assert err.startswith("INVALID: ") and err.count("\n") == 1
+    assert err.startswith("twinaudit: error: [") and "] INVALID: " in err and err.count("\n") == 1
     assert not report.exists()
     # An earlier report at that path is left as it was, not half-overwritten.
     report.write_text("earlier")
@@ -366,7 +366,8 @@ def test_a_transcript_that_does_not_replay_gets_no_report(detected, tmp_path, ca
     broken["transcript"].write_bytes(bytes(data))
     report = tmp_path / "report.html"
     assert _replay(broken, "--html", str(report)) == 1
-    assert capsys.readouterr().err.startswith("REPLAY FAILED: ")
+    err = capsys.readouterr().err
+    assert err.startswith("twinaudit: error: [") and "] REPLAY FAILED: " in err
     assert not report.exists()
     _no_leftovers(tmp_path)
 

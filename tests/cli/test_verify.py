@@ -19,7 +19,13 @@ import pytest
 
 from twinaudit.cli.main import main
 from twinaudit.protocol.claim.verdict import check_verdict
-from twinaudit.protocol.keys import public_key_from_raw, public_key_pem, write_keypair
+from twinaudit.protocol.keys import (
+    key_id,
+    load_public_key,
+    public_key_from_raw,
+    public_key_pem,
+    write_keypair,
+)
 
 VECTOR_FILE = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "verdicts.json"
 DOC = json.loads(VECTOR_FILE.read_text(encoding="utf-8"))
@@ -75,9 +81,13 @@ def test_every_spec_vector_verdict_verifies_or_fails_at_its_stage(case, tmp_path
         "stage": stage,
         "error": report["error"],
     }
-    assert report["error"] and "Traceback" not in captured.err
+    assert set(report["error"]) == {"code", "message", "hint"} and "Traceback" not in captured.err
     label = "INVALID: " if stage == "check" else "REPLAY FAILED: "
-    assert captured.err.startswith(label)
+    error = report["error"]
+    assert error["message"].startswith(label)
+    assert captured.err == (
+        f"twinaudit: error: [{error['code']}] {error['message']}; {error['hint']}\n"
+    )
 
 
 def test_the_text_says_verified_or_valid_on_its_first_line(tmp_path, capsys):
@@ -130,7 +140,14 @@ def test_another_arbiters_key_is_invalid(tmp_path, capsys):
     write_keypair(tmp_path / "other.key")
     files["pub"] = tmp_path / "other.key.pub"
     assert main(_verify(files)) == 1
-    assert capsys.readouterr().err.startswith("INVALID: ")
+    err = capsys.readouterr().err
+    # Both key ids named: the verdict's signer and the key given.
+    assert err.startswith(
+        "twinaudit: error: [invalid-signature] INVALID: the verdict was signed by another "
+        f"key than the one given: its signature is labelled with key id {key_id(KEY)}, the "
+        f"key given has key id {key_id(load_public_key(files['pub']))}; check that the key "
+        "given (--pubkey or --arbiter-key) is the public key of the arbiter"
+    ), err
 
 
 #: Usage errors: (what is changed, extra arguments) -> exit 2, nothing on stdout.

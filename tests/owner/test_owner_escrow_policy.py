@@ -20,7 +20,7 @@ from tests.support.keys import KEY, OTHER
 from twinaudit.cli.main import main
 from twinaudit.owner.escrow_client import fetch_checkpoint
 from twinaudit.owner.vault import Vault, write_vault
-from twinaudit.protocol.keys import public_key_pem
+from twinaudit.protocol.keys import key_id, public_key_pem
 from twinaudit.wire.transport import make_channel
 
 
@@ -51,6 +51,9 @@ def test_the_key_is_checked_before_anything_is_committed(tmp_path, capsys):
     with sqlite_arbiter(tmp_path, KEY) as address:
         code, err, _ = _escrow(vault, address, tmp_path / "other.pub", capsys)
         assert code == 1 and len(err) == 1 and "invalid-signature" in err[0]
+        # It says that another key signed the receipt, and names both key ids.
+        signer, given = key_id(KEY.public_key()), key_id(OTHER.public_key())
+        assert f"labelled with key id {signer}, the key given has key id {given}" in err[0]
         assert _log_size(address) == 0  # nothing public for a refused escrow
         assert Vault.open(vault).receipt is None
         code, _, out = _escrow(vault, address, tmp_path / "arbiter.key.pub", capsys)
@@ -66,6 +69,8 @@ def test_a_root_already_in_the_log_is_refused(tmp_path, capsys):
         assert _escrow(vault, address, tmp_path / "arbiter.key.pub", capsys)[0] == 0
         code, err, _ = _escrow(tmp_path / "copy", address, tmp_path / "arbiter.key.pub", capsys)
         assert code == 1 and len(err) == 1
-        assert "FAILED_PRECONDITION" in err[0] and "already escrowed as record 0" in err[0]
+        # The arbiter's typed error: its code, its words, and the next step it states.
+        assert err[0].startswith("twinaudit: error: [invalid-state] root ")
+        assert "already escrowed as record 0; a root is escrowed once" in err[0]
         assert _log_size(address) == 1
         assert Vault.open(tmp_path / "copy").receipt is None

@@ -40,6 +40,7 @@ from tests.support.claims import claim_params  # noqa: E402
 from tests.support.data import synthetic_pairs  # noqa: E402
 from tests.support.pairset import PairSet  # noqa: E402
 from twinaudit.cli import cmd_oracle  # noqa: E402
+from twinaudit.cli.error_shape import hint_for  # noqa: E402
 from twinaudit.cli.main import build_parser  # noqa: E402
 from twinaudit.cli.main import main as cli_main  # noqa: E402
 from twinaudit.cli.results import verdict_figures  # noqa: E402
@@ -318,7 +319,8 @@ def test_a_dynamic_image_size_needs_input_shape_and_says_so(exported, capsys, mo
     assert cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", "--model", path]) == 2
     assert capsys.readouterr().err == (
         "twinaudit: error: [invalid-input] the ONNX model declares its input (N, C, H, W) as "
-        f"(?, 1, ?, ?), its height and width dynamic: {cmd_oracle.NEEDS_SHAPE}\n"
+        f"(?, 1, ?, ?), its height and width dynamic: {cmd_oracle.NEEDS_SHAPE}; "
+        f"{hint_for('invalid-input', 'twinaudit oracle serve')}\n"
     )
     serve = ["oracle", "serve", "--listen", "127.0.0.1:0", "--model", path, "--input-shape"]
     oracle = cmd_oracle.make_oracle(build_parser().parse_args([*serve, "32,24,1"]))
@@ -327,7 +329,8 @@ def test_a_dynamic_image_size_needs_input_shape_and_says_so(exported, capsys, mo
     assert cli_main([*serve, "32,24,3"]) == 2
     assert capsys.readouterr().err == (
         "twinaudit: error: [model-mismatch] input-shape: the input shape given is 32,24,3 "
-        "(H,W,C) but the onnx file declares ?,?,1\n"
+        "(H,W,C) but the onnx file declares ?,?,1; "
+        f"{hint_for('model-mismatch', 'twinaudit oracle serve')}\n"
     )
 
 
@@ -337,7 +340,7 @@ def test_a_file_declaring_no_shape_needs_input_shape_and_says_so(files, capsys, 
     assert cli_main(["oracle", "serve", "--listen", "127.0.0.1:0", "--model", torchscript]) == 2
     assert capsys.readouterr().err == (
         "twinaudit: error: [invalid-input] only ONNX and torch.export files declare their input "
-        f"shape: {cmd_oracle.NEEDS_SHAPE}\n"
+        f"shape: {cmd_oracle.NEEDS_SHAPE}; {hint_for('invalid-input', 'twinaudit oracle serve')}\n"
     )
     loaded = formats.load_model(files["paths"]["torchscript"])
     assert formats.undeclared_shape(loaded) == "a TorchScript file does not declare its input shape"

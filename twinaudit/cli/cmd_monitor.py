@@ -11,7 +11,6 @@ is left as it was: it is the evidence.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +28,8 @@ from twinaudit.wire.escrow.monitor import (
 )
 from twinaudit.wire.transport import TlsFiles, make_channel, parse_address
 
+from .error_shape import Failure
+from .failures import failure_for, report
 from .results import print_json
 
 EXIT_OK, EXIT_INCONSISTENT, EXIT_REPORTED = 0, 1, 3
@@ -179,13 +180,18 @@ def _monitor(args: argparse.Namespace) -> int:
 
 
 def _inconsistent(args: argparse.Namespace, saved_size: int, exc: VerificationError) -> None:
+    """Report a log that does not extend the saved checkpoint, in the one error shape."""
+    failure = failure_for(exc, args)
     message = (
-        f"the arbiter's log does not extend the checkpoint saved in {args.state}"
-        f" ({saved_size} entries): {exc.diagnostics()}"
+        f"INCONSISTENT: the arbiter's log does not extend the checkpoint saved in {args.state}"
+        f" ({saved_size} entries): {failure.message}"
     )
-    if args.json:
-        print_json({"consistent": False, "saved_size": saved_size, "error": message})
-    print(f"INCONSISTENT: {message}; {args.state} is kept as it was", file=sys.stderr)
+    hint = (
+        f"{args.state} is kept as it was: with the arbiter's answers it is evidence of a "
+        "forked or rolled-back log"
+    )
+    failed = Failure(failure.code, message, hint, EXIT_INCONSISTENT)
+    report(failed, json=bool(args.json), fields={"consistent": False, "saved_size": saved_size})
 
 
 def _print(args: argparse.Namespace, run: MonitorRun) -> None:

@@ -30,6 +30,7 @@ from twinaudit.wire.transport import TlsFiles, make_channel, parse_address
 
 from .cmd_estimate import register as register_estimate
 from .cmd_openings import register_openings
+from .failures import HintedError
 from .results import (
     EXIT_NOT_DETECTED,
     authentication_line,
@@ -1018,8 +1019,8 @@ def _claim(args: argparse.Namespace) -> int:
             on_accepted=filed.append,
         )
     except grpc.RpcError as exc:
-        print(f"twinaudit: {_attempt_words(exc, filed, request.record_index)}", file=sys.stderr)
-        raise
+        words, fields = _attempt_words(exc, filed, request.record_index)
+        raise HintedError(exc, words, fields) from exc
     verdict = claim.verdict
     evidence = None
     if policy is not None:
@@ -1093,7 +1094,7 @@ def _witnessed(
     """Fetch and check the record's log evidence under the policy (spec §9.7.3).
 
     ``not_before`` is the protocol time the cosignatures must not predate (less the
-    skew; None: the record's own time); ``refused`` is printed before the error when
+    skew; None: the record's own time); ``refused`` is the hint after the error when
     the evidence fails.
     """
     from twinaudit.owner.witnessed import epoch_seconds, fetch_log_evidence
@@ -1107,16 +1108,17 @@ def _witnessed(
             policy=policy,
             not_before=epoch_seconds(not_before or entry.time),
         )
-    except TwinauditError:
-        print(f"twinaudit: {refused}", file=sys.stderr)
-        raise
+    except TwinauditError as exc:
+        raise HintedError(exc, refused) from exc
 
 
-def _attempt_words(error: Any, filed: list[str], record: int) -> str:
+def _attempt_words(error: Any, filed: list[str], record: int) -> tuple[str, dict[str, Any]]:
     """Say whether a claim that failed was filed, and so counts on the record (spec §10.7).
 
     The arbiter says so in the error's details; a failure on this side of the connection
     (a message too large to send, a deadline) counts if the arbiter had accepted the claim.
+    Returns the words, and the fields of ``--json`` (``record``, ``counted``, ``claim_id``,
+    ``restart``).
     """
     from twinaudit.wire.transport import error_details
 
@@ -1125,23 +1127,39 @@ def _attempt_words(error: Any, filed: list[str], record: int) -> str:
     claim_id = (details.claim_id if details is not None else "") or (filed[0] if filed else "")
     if counted is None:
         counted = bool(filed)
+    restart = bool(counted and details is not None and details.restart)
+    fields = {
+        "record": record,
+        "counted": counted,
+        "claim_id": claim_id or None,
+        "restart": restart,
+    }
     if not counted:
         return (
-            f"this attempt was not filed: it does not count on record {record}; "
-            "--dry-run checks a claim without filing it"
+            (
+                f"this attempt was not filed: it does not count on record {record}; "
+                "--dry-run checks a claim without filing it"
+            ),
+            fields,
         )
-    if details is not None and details.restart:
+    if restart:
         return (
-            f"claim {claim_id} was filed on record {record} and counted once; it failed "
-            "before any pair's outcome was computed, so it can run again at no further "
-            f"cost: the same command with --resume {claim_id} runs it again as the same "
-            "claim (same pairs, same order, counted once), as long as no other claim is "
-            f"filed on record {record} first; a new claim instead counts one more"
+            (
+                f"claim {claim_id} was filed on record {record} and counted once; it failed "
+                "before any pair's outcome was computed, so it can run again at no further "
+                f"cost: the same command with --resume {claim_id} runs it again as the same "
+                "claim (same pairs, same order, counted once), as long as no other claim is "
+                f"filed on record {record} first; a new claim instead counts one more"
+            ),
+            fields,
         )
     return (
-        f"claim {claim_id} was filed on record {record} before it failed: it counts among "
-        "the record's claims, so every later verdict on the record has a bound one p higher; "
-        "--dry-run checks a claim without filing it"
+        (
+            f"claim {claim_id} was filed on record {record} before it failed: it counts "
+            "among the record's claims, so every later verdict on the record has a bound one "
+            "p higher; --dry-run checks a claim without filing it"
+        ),
+        fields,
     )
 
 

@@ -23,6 +23,7 @@ from twinaudit.verifier.escrow.store import (
 )
 from twinaudit.wire.transport import TlsFiles, parse_address
 
+from .failures import report_check
 from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 from .serve_options import add_operations_args, add_plaintext_arg, check_listen, start_operations
@@ -534,10 +535,7 @@ def _check(args: argparse.Namespace) -> int:
         if witness_inputs is not None:
             witnessed = check_witnessed(witness_inputs, verdict, pubkey)
     except TwinauditError as exc:
-        print(f"INVALID: {exc.diagnostics()}", file=sys.stderr)
-        if args.json:
-            print_json({"valid": False, "error": exc.diagnostics()})
-        return EXIT_INVALID
+        return report_check("INVALID", exc, args, {"valid": False})
     if args.html is not None:
         files.write_verdict_report(args.html, args.verdict, verdict, data, None)
     if args.json:
@@ -575,10 +573,7 @@ def _replay(args: argparse.Namespace) -> int:
         verdict = files.checked_verdict(data, pubkey)
         done = files.replayed(verdict, transcript, openings)
     except TwinauditError as exc:
-        print(f"REPLAY FAILED: {exc.diagnostics()}", file=sys.stderr)
-        if args.json:
-            print_json({"identical": False, "error": exc.diagnostics()})
-        return EXIT_INVALID
+        return report_check("REPLAY FAILED", exc, args, {"identical": False})
     if args.html is not None:
         files.write_verdict_report(args.html, args.verdict, verdict, data, transcript)
     figures = files.replay_figures(verdict, transcript, done)
@@ -627,10 +622,7 @@ def _reexecute(args: argparse.Namespace) -> int:
     except InputError:
         raise
     except TwinauditError as exc:
-        print(f"REEXECUTE FAILED: {exc.diagnostics()}", file=sys.stderr)
-        if args.json:
-            print_json({"identical": False, "error": exc.diagnostics()})
-        return EXIT_INVALID
+        return report_check("REEXECUTE FAILED", exc, args, {"identical": False})
     if args.json:
         print_json(
             {

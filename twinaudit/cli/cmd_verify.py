@@ -10,13 +10,13 @@ the HTML report when asked, and prints one result line. ``verifier check`` and
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from twinaudit.protocol.errors import InputError, TwinauditError
 from twinaudit.protocol.keys import load_public_key
 
+from .failures import report_check
 from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 from .witness_check import add_witness_args, check_witnessed, read_witness_inputs, witnessed_line
@@ -98,18 +98,8 @@ def _failed(args: argparse.Namespace, stage: str, exc: TwinauditError) -> int:
     ``stage`` is ``check``, ``witnesses`` or ``replay``.
     """
     label = {"check": "INVALID", "witnesses": "NOT WITNESSED"}.get(stage, "REPLAY FAILED")
-    print(f"{label}: {exc.diagnostics()}", file=sys.stderr)
-    if args.json:
-        print_json(
-            {
-                "verified": False,
-                "valid": stage != "check",
-                "replayed": False,
-                "stage": stage,
-                "error": exc.diagnostics(),
-            }
-        )
-    return EXIT_FAILED
+    fields = {"verified": False, "valid": stage != "check", "replayed": False, "stage": stage}
+    return report_check(label, exc, args, fields)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ command (each leaf of the tree):
   (:data:`ENVIRONMENT`): the option's default, shown in its help and named after its
   usage line (an option marked required there is not when its variable is set), an
   option given wins;
+- its ``--json`` help says what a failure prints (:data:`JSON_ON_FAILURE`);
 - its exit status in its help: the command's own paragraph where it has one, else
   :data:`EXIT_STATUS`, what :func:`twinaudit.cli.main.main` returns for every command;
 - the examples of :data:`EXAMPLES` at the end of its help, and a formatter that wraps
@@ -201,6 +202,16 @@ def _add_environment(parser: argparse.ArgumentParser, environ: dict[str, str]) -
                 action.required = False
 
 
+#: What every ``--json`` help adds: the object a failure prints (docs/cli.md).
+JSON_ON_FAILURE: Final = 'on failure too, with "error": {code, message, hint}'
+
+
+def _add_json_failure(parser: argparse.ArgumentParser) -> None:
+    for action in parser._actions:
+        if "--json" in action.option_strings and action.help and "failure" not in action.help:
+            action.help = f"{action.help} ({JSON_ON_FAILURE})"
+
+
 def _add_exit_status(parser: argparse.ArgumentParser) -> None:
     if "exit status" in (parser.epilog or "").lower():
         return
@@ -246,9 +257,11 @@ def apply(parser: argparse.ArgumentParser, environ: dict[str, str] | None = None
     for words, command in commands(parser):
         _add_verbosity(command)
         _add_environment(command, env)
+        _add_json_failure(command)
         _add_exit_status(command)
         _add_examples(words, command)
         _usage_environment(command)
+        command.set_defaults(command_prog=command.prog)  # a failure's hint names its help
 
 
 def verbosity(args: argparse.Namespace) -> int:
