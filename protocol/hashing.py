@@ -31,6 +31,7 @@ TAGS: Final = frozenset(
         "key-id",
         "transcript-link",
         "rho-digest",
+        "answer-batch",
     }
 )
 

@@ -6,6 +6,7 @@ Runs each topic's builder in turn; review the diff before committing it.
 from __future__ import annotations
 
 from . import (
+    vectors_answers,
     vectors_claims,
     vectors_core,
     vectors_filing,
@@ -32,6 +33,7 @@ def main() -> None:
         vectors_verdicts,
         vectors_filing,
         vectors_notes,
+        vectors_answers,
     ):
         module.main()
 
