@@ -10,6 +10,7 @@ claim with ``oracle-failed``, and nothing is signed.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -193,3 +194,7 @@ def test_verify_and_the_html_report_say_whether_answers_are_signed(
     assert code == 0
     assert f"  {words}" in out
     assert words.capitalize() in files["r.html"].read_text()
+    args = ["verify", str(files["verdict.json"]), "--pubkey", str(files["a.pub"]), "--json"]
+    assert main([*args, "--transcript", str(files["t.bin"])]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["answers_signed"] is (words == "answers signed")

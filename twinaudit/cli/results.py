@@ -69,6 +69,9 @@ def verdict_figures(verdict: Verdict) -> dict[str, Any]:
         # "area": every image query was fitted to the oracle's input_shape (spec §10.2
         # step 5); None: the images went at their own size.
         "input_fit": claim.input_fit or None,
+        # True: the oracle signed every answer with the key its Describe map names (spec
+        # §10.8), which a replay checks; False: the answers are unsigned.
+        "answers_signed": bool(claim.oracle_info.answer_key),
         "arbiter": verdict.arbiter,
         "time": verdict.time,
     }
