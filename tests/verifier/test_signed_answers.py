@@ -36,7 +36,7 @@ from twinaudit.protocol.keys import public_key_pem, raw_public_key
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.windows import scorer_for
 from twinaudit.wire import transport
-from twinaudit.wire.oracle.v1 import oracle_pb2_grpc
+from twinaudit.wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
 from twinaudit.wire.verifier.v1 import verifier_pb2 as pb
 from twinaudit.wire.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
@@ -198,3 +198,19 @@ def test_verify_and_the_html_report_say_whether_answers_are_signed(
     assert main([*args, "--transcript", str(files["t.bin"])]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["answers_signed"] is (words == "answers signed")
+
+
+def test_a_keyed_oracle_refuses_a_nonce_that_is_not_32_bytes(world):
+    channel = transport.make_channel(world["oracle"])
+    try:
+        stub = oracle_pb2_grpc.OracleStub(channel)
+        image = oracle_pb2.Image(height=28, width=28, channels=1, pixels_f32le=bytes(4 * 784))
+        reply = stub.Classify(oracle_pb2.ClassifyRequest(images=[image]), timeout=10)
+        assert len(reply.answer_signature) == 64  # no nonce: signed, binding no claim
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Classify(
+                oracle_pb2.ClassifyRequest(images=[image], claim_nonce=b"short"), timeout=10
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        channel.close()
