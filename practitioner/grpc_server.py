@@ -18,6 +18,10 @@ Request checks and their status codes:
   ``4·H·W·C`` bytes, an intensity not finite or outside [0, 1], a text of 0 or more
   than 65,536 UTF-8 bytes: ``INVALID_ARGUMENT``.
 
+An oracle served with an answer key (``answer_key``, spec §10.8) names its public key in
+``Describe`` and signs every reply with it (:mod:`.answer_signing`), over the request's
+``claim_nonce``, its queries' digests and the reply's answers.
+
 Errors of the oracle map through :func:`twinaudit.wire.transport.status_for`, except
 that a malformed answer of the model itself is ``INTERNAL``; any other exception is
 ``INTERNAL`` with a generic message (details go to the log, not the peer).
@@ -25,12 +29,14 @@ that a malformed answer of the model itself is ``INTERNAL``; any other exception
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 import grpc
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from twinaudit.protocol.errors import InputError, LimitExceededError, OracleError, TwinauditError
 from twinaudit.protocol.items import MAX_IMAGE_SIDE
@@ -44,9 +50,12 @@ from twinaudit.protocol.oracles.base import (
 from twinaudit.protocol.oracles.embedding import EncoderOracle
 from twinaudit.protocol.oracles.image_text import ImageTextOracle
 from twinaudit.protocol.oracles.language import LanguageModelOracle, check_texts
+from twinaudit.protocol.oracles.signed_answers import classify_rows, embedding_rows, logprob_rows
 from twinaudit.wire import transport
 from twinaudit.wire.observe import NO_METRICS, Metrics
 from twinaudit.wire.oracle.v1 import oracle_pb2, oracle_pb2_grpc
+
+from .answer_signing import AnswerSigner
 
 #: Full name of the service (for the health service).
 SERVICE_NAME: Final = "twinaudit.oracle.v1.Oracle"
@@ -116,6 +125,7 @@ def describe_response(info: OracleInfo) -> oracle_pb2.DescribeResponse:
         framework=info.framework,
         model_format=info.model_format,
         input_shape=list(info.input_shape),
+        answer_key=info.answer_key,
     )
 
 
@@ -137,12 +147,30 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
     """The ``Oracle`` service backed by an :class:`Oracle` (see the module docstring)."""
 
     def __init__(
-        self, oracle: Oracle, *, max_request_bytes: int = transport.MAX_QUERY_MESSAGE_BYTES
+        self,
+        oracle: Oracle,
+        *,
+        max_request_bytes: int = transport.MAX_QUERY_MESSAGE_BYTES,
+        answer_key: Ed25519PrivateKey | None = None,
     ) -> None:
-        """Serve ``oracle``; requests above ``max_request_bytes`` are refused."""
+        """Serve ``oracle``; requests above ``max_request_bytes`` are refused.
+
+        With ``answer_key`` every reply is signed with it and ``Describe`` names its
+        public key (spec §10.8).
+        """
         self._oracle = oracle
-        self._info = oracle.info
+        self._signer = AnswerSigner(answer_key) if answer_key is not None else None
+        info = oracle.info
+        if self._signer is not None:
+            info = dataclasses.replace(info, answer_key=self._signer.public_key)
+        self._info = info
         self._max_request_bytes = max_request_bytes
+
+    def _signature(self, request: Any, answers: Callable[[], list[Any]]) -> bytes:
+        """Return the reply's signature (spec §10.8), or empty bytes without a key."""
+        if self._signer is None:
+            return b""
+        return self._signer.sign(request, answers())
 
     def Describe(  # noqa: N802 - gRPC method name
         self, request: oracle_pb2.DescribeRequest, context: grpc.ServicerContext
@@ -205,7 +233,9 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
                 "invalid-answer",
                 f"the oracle answered {result.output!r}, announced {info.classify_output!r}",
             )
-        return classify_response(result, info.n_classes)
+        response = classify_response(result, info.n_classes)
+        response.answer_signature = self._signature(request, lambda: classify_rows(result))
+        return response
 
     def EmbedImages(  # noqa: N802 - gRPC method name
         self, request: oracle_pb2.EmbedImagesRequest, context: grpc.ServicerContext
@@ -222,7 +252,9 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
         images = self._images(request)
         result = oracle.embed_images(images).validate(images.shape[0])
         return oracle_pb2.EmbedImagesResponse(
-            dim=result.dim, values=result.embeddings.reshape(-1).tolist()
+            dim=result.dim,
+            values=result.embeddings.reshape(-1).tolist(),
+            answer_signature=self._signature(request, lambda: embedding_rows(result.embeddings)),
         )
 
     def TokenLogprobs(  # noqa: N802 - gRPC method name
@@ -240,7 +272,8 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
         texts = self._texts(request)
         result = oracle.token_logprobs(texts).validate(len(texts))
         return oracle_pb2.TokenLogprobsResponse(
-            items=[oracle_pb2.TokenLogprobs(logprobs=v.tolist()) for v in result.logprobs]
+            items=[oracle_pb2.TokenLogprobs(logprobs=v.tolist()) for v in result.logprobs],
+            answer_signature=self._signature(request, lambda: logprob_rows(result)),
         )
 
     def EmbedImageText(  # noqa: N802 - gRPC method name
@@ -262,20 +295,18 @@ class OracleServicer(oracle_pb2_grpc.OracleServicer):
             raise InputError("a request needs at least one image or text")
         images = self._images(request) if request.images else None
         texts = self._texts(request) if request.texts else []
-        return _embed_image_text(oracle, images, texts)
+        n_images = 0 if images is None else images.shape[0]
+        result = oracle.embed_image_text(images, texts).validate(n_images, len(texts))
 
+        def rows() -> list[Any]:
+            return embedding_rows(result.images) + embedding_rows(result.texts)
 
-def _embed_image_text(
-    oracle: ImageTextOracle, images: F32Images | None, texts: list[str]
-) -> oracle_pb2.EmbedImageTextResponse:
-    """Answer one request (either list may be empty, not both)."""
-    n_images = 0 if images is None else images.shape[0]
-    result = oracle.embed_image_text(images, texts).validate(n_images, len(texts))
-    return oracle_pb2.EmbedImageTextResponse(
-        dim=int(result.images.shape[1]),
-        image_values=result.images.reshape(-1).tolist(),
-        text_values=result.texts.reshape(-1).tolist(),
-    )
+        return oracle_pb2.EmbedImageTextResponse(
+            dim=int(result.images.shape[1]),
+            image_values=result.images.reshape(-1).tolist(),
+            text_values=result.texts.reshape(-1).tolist(),
+            answer_signature=self._signature(request, rows),
+        )
 
 
 def add_oracle_service(server: Any, oracle: Oracle, **kwargs: Any) -> None:
@@ -292,15 +323,16 @@ def serve_oracle(
     max_workers: int = 4,
     metrics: Metrics = NO_METRICS,
     reflection: bool = False,
+    answer_key: Ed25519PrivateKey | None = None,
 ) -> tuple[grpc.Server, int]:
     """Start a server (health service included) for ``oracle``; return it and its port.
 
     Every RPC is logged and counted in ``metrics`` (:mod:`twinaudit.wire.observe`);
-    ``reflection`` serves gRPC reflection.
+    ``reflection`` serves gRPC reflection; ``answer_key`` signs every answer (§10.8).
     """
     return transport.make_server(
         listen,
-        lambda server: add_oracle_service(server, oracle),
+        lambda server: add_oracle_service(server, oracle, answer_key=answer_key),
         tls=tls,
         max_workers=max_workers,
         service_names=(SERVICE_NAME,),

@@ -34,6 +34,7 @@ TAGS: Final = frozenset(
         "claim-id",
         "claim-map",
         "verdict-payload",
+        "answer-batch",
     }
 )
 

@@ -28,6 +28,7 @@ from twinaudit.protocol.commitment import PairOpening, version_digest
 from twinaudit.protocol.encoding import Value, decode, encode
 from twinaudit.protocol.errors import (
     InputError,
+    OracleError,
     ParameterError,
     RootMismatchError,
     StateError,
@@ -36,10 +37,12 @@ from twinaudit.protocol.errors import (
 from twinaudit.protocol.items import Item, decode_pair
 from twinaudit.protocol.merkle import verify_inclusion
 from twinaudit.protocol.oracles.base import Oracle
+from twinaudit.protocol.oracles.signed_answers import AnswerSigningClient, SignedBatch
 from twinaudit.protocol.prg import bit_stream
 from twinaudit.protocol.seeds import PUBLICATION_LABEL, audit_seed, publication_seed
 from twinaudit.protocol.stats.base import Decision, SequentialTest, Step
 from twinaudit.protocol.stats.registry import make_test, test_from_state
+from twinaudit.verifier.answer_slots import answers_records
 from twinaudit.verifier.scoring.fit import AREA
 from twinaudit.verifier.windows import AnyWindowScorer, QueryBatch, scorer_for
 
@@ -82,6 +85,14 @@ class _PairResult:
     published: int
     record: dict[str, Value]
     scores: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class _SignedAnswer:
+    """An oracle's answer to a window with the batches it signed (spec §10.8)."""
+
+    answer: object
+    batches: list[SignedBatch]
 
 
 @dataclass(frozen=True)
@@ -175,6 +186,11 @@ class ClaimSession:
                 f"the record holds {record.item_kind!r}"
             )
         info = oracle.info
+        if info.answer_key and not isinstance(oracle, AnswerSigningClient):
+            raise OracleError(
+                "invalid-answer",
+                "the oracle names an answer key, but this client cannot check its signatures",
+            )
         score = resolve_score(params.score, info)
         score.check_oracle(info)
         scorer = scorer_for(score)
@@ -348,16 +364,41 @@ class ClaimSession:
         """Ask the oracle for the window's shuffled batch and validate the answer.
 
         Reads no mutable session state, so it may run in another thread while the next
-        window is prepared.
+        window is prepared. The answer of an oracle that signs its answers (spec §10.8)
+        comes with its signed batches, each checked as it arrived.
         """
-        return self.scorer.ask(self.oracle, self.oracle.info, prepared.batch)
+        oracle = self.oracle
+        if not oracle.info.answer_key:
+            return self.scorer.ask(oracle, oracle.info, prepared.batch)
+        assert isinstance(oracle, AnswerSigningClient)  # checked by start
+        with oracle.signed_batches(self.claim_nonce) as batches:
+            answer = self.scorer.ask(oracle, oracle.info, prepared.batch)
+        return _SignedAnswer(answer, list(batches))
 
     def feed(self, prepared: PreparedWindow, answer: object) -> Progress:
         """Score the window from the oracle's answer, feed the test, record; return progress."""
         if not self._requested or prepared.indices != self._requested[0] or not self._prepared:
             raise StateError("windows must be fed in the order they were requested")
+        signed = answer.batches if isinstance(answer, _SignedAnswer) else None
+        if isinstance(answer, _SignedAnswer):
+            answer = answer.answer
         results = self._score_window(prepared, answer)
-        self._feed(results)
+        answers: list[dict[str, Value]] = []
+        if self.oracle.info.answer_key:
+            if signed is None:
+                raise OracleError("invalid-answer", "the window's answers are not signed")
+            answers = answers_records(
+                function=self.score.function,
+                k=self.score.queries_per_version,
+                answer_key=self.oracle.info.answer_key,
+                claim_nonce=self.claim_nonce,
+                window=prepared.number,
+                batch=prepared.batch,
+                indices=prepared.indices,
+                pair_records=[r.record for r in results],
+                signed=signed,
+            )
+        self._feed(results, answers)
         return Progress(len(self.opened), self._current_step(), self.queries, self.stop)
 
     def _check_opening(
@@ -412,8 +453,12 @@ class ClaimSession:
             results.append(_PairResult(index, bit, record, pair.scores))
         return results
 
-    def _feed(self, results: list[_PairResult]) -> None:
-        """Feed the window's pairs to the test in order, stopping at a decision."""
+    def _feed(self, results: list[_PairResult], answers: list[dict[str, Value]]) -> None:
+        """Feed the window's pairs to the test in order, stopping at a decision.
+
+        The window's pair records are recorded, then its ``answers`` records (the
+        batches its oracle signed, spec §10.8; none from an oracle without a key).
+        """
         for result in results:
             char = ""
             if self.test.decision is Decision.CONTINUE:
@@ -431,6 +476,8 @@ class ClaimSession:
                 self.indicators += char
             result.record["outcome"] = char
             self.transcript.append(result.record)
+        for record in answers:
+            self.transcript.append(record)
         self.queries += self.queries_per_pair * len(results)
         self.opened += self._requested.pop(0)
         self._prepared -= 1

@@ -211,7 +211,8 @@ def rebuilt_windows(
     root, opened = decode_openings(openings)
     if root != claim.record_root:
         raise _fail("the openings are not under the verdict's escrowed root")
-    records = list(iter_records(transcript))[1:]
+    # The pair records; an oracle that signed its answers adds answers records (§10.8).
+    records = [r for r in list(iter_records(transcript))[1:] if r.get("type") == "pair"]
     kind = score_function(claim.score.function).item_kind
     scorer = scorer_for(claim.score, claim.fit_shape)
     seed = verdict.audit_seed

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.answer_records import check_window_answers
 from twinaudit.protocol.claim.claim_map import ClaimMap
 from twinaudit.protocol.claim.outcome import feed, outcome
 from twinaudit.protocol.claim.transcript import (
@@ -38,6 +39,9 @@ class ReplayResult:
     final: FinalState
     decision: str
     pairs: int
+    #: Whether the oracle signed its answers and every signature verified (spec §10.8);
+    #: False for an oracle whose Describe names no answer key ("answers unsigned").
+    answers_signed: bool = False
 
 
 def _fail(message: str) -> VerificationError:
@@ -54,7 +58,9 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     pair, the augmentation parameters are the PRG's, the scores follow from the
     recorded answers, and the outcome from the scores (and the tie coin); (5) the test
     fed these outcomes ends in the verdict's final state and decision; (6) the stop
-    reason and the query count are the ones those pairs and that test give.
+    reason and the query count are the ones those pairs and that test give; (7)
+    where the claim's Describe map names an answer key, every window's answers records
+    cover its queries once and their signatures verify under that key (spec §10.8).
     The verdict's claim map was checked once, when the verdict was parsed.
     """
     head, count = chain_head(transcript)
@@ -63,8 +69,10 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     records = list(iter_records(transcript))
     if not records:
         raise _fail("the transcript has no header record")
-    header, pairs = records[0], records[1:]
+    header = records[0]
     claim = verdict.claim
+    answer_key = claim.oracle_info.answer_key
+    pairs, batches = _split_records(records[1:], signed=bool(answer_key))
     if (
         set(header) != HEADER_KEYS
         or header["type"] != "header"
@@ -117,7 +125,49 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
         raise _fail("the verdict's stop reason is not the one its pairs and test give")
     if verdict.queries != claim.queries_per_pair * len(pairs):
         raise _fail("the verdict's query count is not its opened pairs' (spec §12)")
-    return ReplayResult(indicators, final, decision, len(pairs))
+    for window, window_batches in batches.items():
+        check_window_answers(
+            function=claim.score.function,
+            k=claim.score.queries_per_version,
+            answer_key=answer_key,
+            claim_nonce=claim.claim_nonce,
+            window=window,
+            pairs=[p for p in pairs if p.get("window") == window],
+            batches=window_batches,
+        )
+    return ReplayResult(indicators, final, decision, len(pairs), bool(answer_key))
+
+
+def _split_records(
+    records: list[dict[str, Value]], *, signed: bool
+) -> tuple[list[dict[str, Value]], dict[int, list[dict[str, Value]]]]:
+    """Return the pair records, and each window's answers records (spec §10.8, §12).
+
+    Without an answer key every record after the header is a pair record. With one,
+    each window's pair records are followed by its answers records, at least one, before
+    the next window's pairs; the first record after the header is a pair record.
+    """
+    if not signed:
+        return records, {}
+    pairs: list[dict[str, Value]] = []
+    batches: dict[int, list[dict[str, Value]]] = {}
+    for record in records:
+        if record.get("type") == "answers":
+            if not pairs:
+                raise _fail("an answers record comes before any pair record")
+            last = pairs[-1].get("window")
+            batches.setdefault(last if isinstance(last, int) else -1, []).append(record)
+        else:
+            window = record.get("window")
+            if isinstance(window, int) and window in batches:
+                raise _fail(f"a pair record of window {window} follows its answers records")
+            previous = pairs[-1].get("window") if pairs else window
+            if previous != window and previous not in batches:
+                raise _fail(f"window {previous!r} has no signed answer batch")
+            pairs.append(record)
+    if pairs and pairs[-1].get("window") not in batches:
+        raise _fail(f"window {pairs[-1].get('window')!r} has no signed answer batch")
+    return pairs, batches
 
 
 def _windows(claim: ClaimMap, count: int) -> list[int]:

@@ -46,8 +46,11 @@ PROBABILITY_SUM_TOLERANCE: Final = 1e-3
 DESCRIBE_KEYS: Final = frozenset(
     {"model_name", "model_digest", "capabilities", "classify_output", "n_classes", "max_batch"}
 )
-#: The keys a Describe map has when the oracle reports them (spec §10.1): what the model is.
-DESCRIBE_MODEL_KEYS: Final = frozenset({"framework", "model_format", "input_shape"})
+#: The keys a Describe map has when the oracle reports them (spec §10.1): what the model is,
+#: and the key that signs the oracle's answers (spec §10.8).
+DESCRIBE_MODEL_KEYS: Final = frozenset({"framework", "model_format", "input_shape", "answer_key"})
+#: Bytes of a raw Ed25519 public key (the Describe map's ``answer_key``).
+ANSWER_KEY_BYTES: Final = 32
 
 _CAPABILITY = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
@@ -82,6 +85,9 @@ class OracleInfo:
     ``"safetensors"``, ``"pickle"`` or ``"onnx"``) and ``input_shape`` (the image
     shape ``(H, W, C)`` the model takes, H and W in 1..4096, C 1 or 3). An unreported
     field is empty (``""``, ``()``) and absent from the Describe map.
+
+    ``answer_key`` is the raw 32-byte Ed25519 public key with which the oracle signs
+    every answer batch (spec §10.8), or empty for an oracle whose answers are unsigned.
     """
 
     model_name: str
@@ -93,6 +99,7 @@ class OracleInfo:
     framework: str = ""
     model_format: str = ""
     input_shape: tuple[int, ...] = ()
+    answer_key: bytes = b""
 
     def __post_init__(self) -> None:
         """Validate every field (``OracleError("invalid-answer")``)."""
@@ -147,6 +154,11 @@ class OracleInfo:
                 f"input_shape {shape!r} is not (H, W, C) with sides in 1..{MAX_IMAGE_SIDE}"
                 " and C 1 or 3"
             )
+        if not isinstance(self.answer_key, bytes) or len(self.answer_key) not in (
+            0,
+            ANSWER_KEY_BYTES,
+        ):
+            raise _invalid(f"answer_key must be a raw {ANSWER_KEY_BYTES}-byte Ed25519 public key")
 
     def check_offers(self, capability: str) -> None:
         """Raise ``ParameterError`` unless the oracle offers ``capability`` (a claim needs it).
@@ -173,6 +185,8 @@ class OracleInfo:
             value["model_format"] = self.model_format
         if self.input_shape:
             value["input_shape"] = list(self.input_shape)
+        if self.answer_key:
+            value["answer_key"] = self.answer_key
         return value
 
     @classmethod
@@ -201,7 +215,7 @@ class OracleInfo:
         if not isinstance(shape, list):
             raise _invalid("input_shape must be a list")
         for key in DESCRIBE_MODEL_KEYS & set(value):
-            if value[key] in ("", []):
+            if value[key] in ("", [], b""):
                 raise _invalid(f"{key} is present but empty (an unreported field is left out)")
         return cls(
             value["model_name"],
@@ -213,6 +227,7 @@ class OracleInfo:
             value.get("framework", ""),
             value.get("model_format", ""),
             tuple(shape),
+            value.get("answer_key", b""),
         )
 
     def require_classify(self) -> None:

@@ -6,6 +6,7 @@ Runs each topic's builder in turn; review the diff before committing it.
 from __future__ import annotations
 
 from . import (
+    vectors_answers,
     vectors_claims,
     vectors_core,
     vectors_filing,
@@ -36,6 +37,7 @@ def main() -> None:
         vectors_notes,
         vectors_log,
         vectors_witness,
+        vectors_answers,
     ):
         module.main()
 

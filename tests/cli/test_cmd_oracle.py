@@ -227,3 +227,37 @@ def test_help_does_not_import_torch():
         "assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_keygen_writes_an_answer_key_once(tmp_path, capsys):
+    key = tmp_path / "answers.key"
+    assert cli_main(["oracle", "keygen", "--key", str(key)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    assert cli_main(["oracle", "keygen", "--key", str(key)]) != 0  # never overwritten
+
+
+@pytest.mark.slow
+def test_serve_with_an_answer_key_signs_every_answer(tmp_path):
+    from twinaudit.protocol.keys import load_public_key, raw_public_key
+
+    key = tmp_path / "answers.key"
+    assert cli_main(["oracle", "keygen", "--key", str(key)]) == 0
+    path = tmp_path / "tiny.ts"
+    torch.jit.script(_model()).save(str(path))
+    process, address = _serve(
+        "--model", str(path), "--input-shape", "28,28,1", "--answer-key", str(key)
+    )
+    try:
+        channel = make_channel(address)
+        remote = GrpcClassifierOracle(channel, timeout_s=20)
+        public = raw_public_key(load_public_key(Path(f"{key}.pub")))
+        assert remote.info.answer_key == public
+        images = np.random.default_rng(1).random((3, 28, 28, 1)).astype(np.float32)
+        with remote.signed_batches(bytes(32)) as batches:
+            answer = remote.classify(images)
+        assert len(batches) == 1 and len(batches[0].image_digests) == 3
+        assert list(batches[0].answers) == answer.to_value()
+        channel.close()
+    finally:
+        _stop(process)

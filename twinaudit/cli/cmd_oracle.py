@@ -1,4 +1,4 @@
-"""``twinaudit oracle serve``: expose a model as ``twinaudit.oracle.v1.Oracle``.
+"""``twinaudit oracle serve`` and ``keygen``: a model as ``twinaudit.oracle.v1.Oracle``, its key.
 
 ``--kind`` says what the model is (spec §10.1):
 
@@ -43,6 +43,11 @@ image processor, so ``--format``, ``--arch``, ``--tokenizer``, ``--input-shape``
 otherwise) and appends ``"; deterministic, N thread(s), cpu CAPABILITY"`` to the
 framework Describe reports: how the verifier runs an arbiter-held model
 (:mod:`twinaudit.verifier.oracles.held`), so that ``verifier reexecute`` can recompute its answers.
+
+``--answer-key FILE`` (a key from ``twinaudit oracle keygen``) signs every answer with
+the practitioner's own Ed25519 key and names its public key in Describe (spec §10.8):
+a verdict on such an oracle binds its answers to that key, so that nobody, the arbiter
+included, can alter them later without replay failing.
 
 torch is imported only when the command runs, so ``twinaudit --help`` stays fast.
 """
@@ -257,9 +262,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PEM",
         help="require client certificates signed by this CA (mTLS)",
     )
+    serve.add_argument(
+        "--answer-key",
+        type=Path,
+        metavar="FILE",
+        help="sign every answer with this Ed25519 private key (twinaudit oracle keygen) and "
+        "name its public key in Describe, so that nobody, the arbiter included, can alter "
+        "a recorded answer later (spec §10.8); the arbiter never holds this key",
+    )
     add_plaintext_arg(serve)
     add_operations_args(serve)
     serve.set_defaults(handler=run_serve)
+    keygen = commands.add_parser(
+        "keygen",
+        help="make the oracle's Ed25519 answer key (for serve --answer-key)",
+        description="Write a new Ed25519 private key (PKCS#8 PEM, mode 0600) and its public "
+        "key (FILE.pub). An existing file is never overwritten.",
+    )
+    keygen.add_argument("--key", type=Path, required=True, metavar="FILE", help="key file")
+    keygen.set_defaults(handler=run_keygen)
 
 
 def _resolve(spec: str) -> Any:
@@ -499,6 +520,17 @@ def _may_declare_shape(args: argparse.Namespace) -> bool:
     return args.model.suffix.lower() in (".onnx", ".pt2")
 
 
+def run_keygen(args: argparse.Namespace) -> int:
+    """Write a new answer key and its public key; return the exit status."""
+    from twinaudit.protocol.keys import write_keypair
+
+    if not args.key.parent.is_dir():
+        raise InputError(f"{args.key.parent} is not a folder: create it first (mkdir -p)")
+    write_keypair(args.key)
+    print(f"wrote {args.key} and {args.key}.pub")
+    return 0
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Load the model, serve it until SIGINT/SIGTERM, and return the exit status."""
     if args.limits is not None:  # a held model's child: limited before anything loads
@@ -531,6 +563,10 @@ def run_serve(args: argparse.Namespace) -> int:
     if not unix:
         check_listen(args, host)
     tls = _tls(args)
+    if args.answer_key is not None:  # loaded (and its mode checked) before any model
+        from twinaudit.protocol.keys import load_private_key
+
+        args.answer_key = load_private_key(args.answer_key)
     if args.threads is not None and args.threads < 1:
         raise InputError("--threads must be at least 1")
     ops = start_operations(args)  # logs, and the metrics endpoint (its port checked first)
@@ -545,6 +581,7 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
     import torch
 
     from twinaudit.practitioner.grpc_server import serve_oracle
+    from twinaudit.protocol.keys import key_id
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -562,13 +599,21 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
     try:
         # A port in use is refused by make_server with a one-line InputError.
         server, port = serve_oracle(
-            oracle, args.listen, tls=tls, metrics=ops.metrics, reflection=args.reflection
+            oracle,
+            args.listen,
+            tls=tls,
+            metrics=ops.metrics,
+            reflection=args.reflection,
+            answer_key=args.answer_key,
         )
         info = oracle.info
         print(f"listening on {f'{host}:{port}' if host else args.listen}", flush=True)
         if ops.metrics_address is not None:
             print(f"metrics on http://{ops.metrics_address}/metrics", flush=True)
         print(_model_line(args.kind, info), flush=True)
+        if args.answer_key is not None:
+            public = args.answer_key.public_key()
+            print(f"answers signed by key {key_id(public)}", flush=True)
         if info.framework and not info.input_shape and args.kind in ("classifier", "encoder"):
             print(
                 "twinaudit: note: no probe ran (give --input-shape H,W,C to check the model "

@@ -112,7 +112,10 @@ EXAMPLES: Final[dict[str, tuple[str, ...]]] = {
         "twinaudit oracle serve --model model.pt --listen 127.0.0.1:7500 --label-only",
         "twinaudit oracle serve --model weights.pt --arch mypackage.models:make_net "
         "--input-shape 28,28,1 --listen 0.0.0.0:7500 --tls-cert oracle.pem --tls-key oracle.key",
+        "twinaudit oracle serve --model model.pt --listen 127.0.0.1:7500 --label-only "
+        "--answer-key keys/answers.key",
     ),
+    "oracle keygen": ("twinaudit oracle keygen --key keys/answers.key",),
     "completion": (
         "twinaudit completion bash > ~/.local/share/bash-completion/completions/twinaudit",
         'eval "$(twinaudit completion zsh)"',

@@ -44,7 +44,7 @@ from .report_labels import (
     label_only_knowledge,
     label_words,
 )
-from .results import authentication_line, claims_authenticated
+from .results import answers_line, authentication_line, claims_authenticated
 from .verdict_plots import (
     GradesNeededError,
     Trajectory,
@@ -380,10 +380,12 @@ def _meaning(verdict: Verdict) -> str:
         )
     who = authentication_line(verdict)
     scaled += f" {who[0].upper()}{who[1:]}."
+    answers = answers_line(verdict)
     oracle = (
         "It concerns the model that answered at the oracle endpoint, as it described itself "
         "(below). If the practitioner runs that endpoint, it could have answered with "
-        "another model: the verdict binds only what the arbiter could bind."
+        "another model: the verdict binds only what the arbiter could bind. "
+        f"{answers[0].upper()}{answers[1:]}."
     )
     chosen = (
         "The owner chose the score, its perturbations and the test when filing the claim; "
@@ -491,6 +493,7 @@ def _audit(verdict: Verdict, checked: Checked) -> str:
             f'“{_e(claim.model_name)}” at endpoint <span class="mono">{_e(claim.endpoint)}</span>',
         ),
         ("Model as the oracle described it", _plain(claim.oracle)),
+        ("Answers", _e(answers_line(verdict))),
         ("Score", _score_words(claim.score)),
         (
             "Test",

@@ -17,6 +17,7 @@ from twinaudit.protocol.claim.scores.classifier import FUNCTION as CLASSIFIER
 from twinaudit.protocol.claim.scores.classifier import LABEL_ONLY, ScoreSpec
 from twinaudit.protocol.claim.verdict import Verdict
 from twinaudit.protocol.encoding import canonical
+from twinaudit.protocol.keys import key_id, public_key_from_raw
 
 #: Exit status of ``owner claim --exit-code`` for a verdict of NOT-DETECTED.
 EXIT_NOT_DETECTED: Final = 3
@@ -68,6 +69,9 @@ def verdict_figures(verdict: Verdict) -> dict[str, Any]:
         # "area": every image query was fitted to the oracle's input_shape (spec §10.2
         # step 5); None: the images went at their own size.
         "input_fit": claim.input_fit or None,
+        # True: the oracle signed every answer with the key its Describe map names (spec
+        # §10.8), which a replay checks; False: the answers are unsigned.
+        "answers_signed": bool(claim.oracle_info.answer_key),
         "arbiter": verdict.arbiter,
         "time": verdict.time,
     }
@@ -140,12 +144,27 @@ def authentication_line(verdict: Verdict) -> str:
     )
 
 
+def answers_line(verdict: Verdict) -> str:
+    """Say whether the practitioner signed the answers a verdict rests on (spec §10.8)."""
+    key = verdict.claim.oracle_info.answer_key
+    if key:
+        return (
+            f"answers signed by the practitioner's key {key_id(public_key_from_raw(key))}: "
+            "with the transcript, replay checks every answer against its signature, so no "
+            "one, the arbiter included, can alter them unseen"
+        )
+    return (
+        "answers unsigned: the oracle holds no answer key, so the recorded answers are "
+        "bound by the arbiter's signature alone (spec §10.8, §12)"
+    )
+
+
 def verdict_reading(verdict: Verdict) -> list[str]:
     """Return the lines that say how to read a verdict (``verifier check``, ``owner claim``).
 
     The false-detection bound across the record's claims first, who could file them,
-    what NOT DETECTED does not establish (after unlearning too), and the pairs still
-    unopened.
+    what NOT DETECTED does not establish (after unlearning too), the pairs still
+    unopened, and whether the practitioner signed the answers.
     """
     lines = [bound_line(verdict), authentication_line(verdict)]
     if not verdict.detected:
@@ -155,6 +174,7 @@ def verdict_reading(verdict: Verdict) -> list[str]:
             f"within the {len(verdict.opened)} pairs opened"
         )
     lines.append(pairs_left_line(verdict))
+    lines.append(answers_line(verdict))
     return lines
 
 

@@ -20,10 +20,19 @@ take (:mod:`.grpc_replies`: 64 KiB and 10 bytes a value). Failures become
 
 A batch is split into requests of at most the oracle's ``max_batch`` images (or
 texts), each request and its expected answer within the message limit.
+
+Signed answers (spec §10.8): inside :meth:`GrpcOracle.signed_batches`, every request
+carries the claim's nonce, and the reply of an oracle whose Describe names an
+``answer_key`` must carry a valid signature of its answer batch, checked as the reply
+arrives (a missing or bad one is ``"invalid-answer"``); each checked batch is kept for
+the transcript (:class:`~twinaudit.protocol.oracles.signed_answers.SignedBatch`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any, Final
 
 import grpc
@@ -42,6 +51,15 @@ from twinaudit.protocol.oracles.base import (
 from twinaudit.protocol.oracles.embedding import MAX_EMBEDDING_DIM, EmbeddingAnswer, EncoderOracle
 from twinaudit.protocol.oracles.image_text import ImageTextAnswer, ImageTextOracle
 from twinaudit.protocol.oracles.language import LanguageModelOracle, LogprobAnswer, check_texts
+from twinaudit.protocol.oracles.signed_answers import (
+    SignedBatch,
+    check_answer_batch,
+    classify_rows,
+    embedding_rows,
+    image_query_digest,
+    logprob_rows,
+    text_query_digest,
+)
 from twinaudit.wire import transport
 from twinaudit.wire.oracle.v1 import oracle_pb2
 
@@ -151,6 +169,45 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         self._max_message_bytes = max_message_bytes
         self._max_query_bytes = max(max_query_bytes, max_message_bytes)
         self._info: OracleInfo | None = None
+        #: Per thread: the claim nonce and the signed batches of a :meth:`signed_batches`.
+        self._signing = threading.local()
+
+    @contextlib.contextmanager
+    def signed_batches(self, claim_nonce: bytes) -> Iterator[list[SignedBatch]]:
+        """Send ``claim_nonce`` with every request of this thread; collect signed batches.
+
+        Inside the block each reply of an oracle that names an answer key is checked
+        under that key as it arrives (spec §10.8) and appended, in call order, to the
+        list yielded; an oracle without a key appends nothing.
+        """
+        batches: list[SignedBatch] = []
+        self._signing.state = (claim_nonce, batches)
+        try:
+            yield batches
+        finally:
+            self._signing.state = None
+
+    def _nonce(self) -> bytes:
+        """Return the claim nonce this thread sends (empty outside :meth:`signed_batches`)."""
+        state = getattr(self._signing, "state", None)
+        return b"" if state is None else state[0]
+
+    def _check_signature(self, request: Any, answer: Any, rows: list[Any]) -> None:
+        """Check the reply's signature of ``rows`` (spec §10.8) and keep the batch.
+
+        Only inside :meth:`signed_batches` and for an oracle whose Describe names an
+        answer key; a missing or invalid signature is ``invalid-answer``.
+        """
+        state = getattr(self._signing, "state", None)
+        key = self.info.answer_key
+        if state is None or not key:
+            return
+        nonce, batches = state
+        images = tuple(image_query_digest(i.pixels_f32le) for i in getattr(request, "images", []))
+        texts = tuple(text_query_digest(t) for t in getattr(request, "texts", []))
+        signature = bytes(answer.answer_signature)
+        check_answer_batch(key, nonce, [*images, *texts], rows, signature)
+        batches.append(SignedBatch(images, texts, tuple(rows), signature))
 
     def _call(
         self, name: str, request: Any, values: int = 0, objects: int = MAX_REPLY_OBJECTS
@@ -182,6 +239,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
                 framework=answer.framework,
                 model_format=answer.model_format,
                 input_shape=tuple(int(d) for d in answer.input_shape),
+                answer_key=bytes(answer.answer_key),
             )
             self._check_info(info)
             self._info = info
@@ -240,10 +298,13 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
                         height=height, width=width, channels=channels, pixels_f32le=image.tobytes()
                     )
                     for image in chunk
-                ]
+                ],
+                claim_nonce=self._nonce(),
             )
             answer = self._call("Classify", request, chunk.shape[0] * max(info.n_classes, 1))
-            parts.append(classify_answer(answer, chunk.shape[0], info))
+            part = classify_answer(answer, chunk.shape[0], info)
+            self._check_signature(request, answer, classify_rows(part))
+            parts.append(part)
         return ClassifyAnswer.concatenate(parts)
 
     @staticmethod
@@ -266,10 +327,13 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         parts: list[EmbeddingAnswer] = []
         for start in range(0, n, step):
             chunk = images[start : start + step]
-            request = oracle_pb2.EmbedImagesRequest(images=self._images(chunk))
+            request = oracle_pb2.EmbedImagesRequest(
+                images=self._images(chunk), claim_nonce=self._nonce()
+            )
             answer = self._call("EmbedImages", request, chunk.shape[0] * MAX_EMBEDDING_DIM)
             values = _embeddings(answer.values, chunk.shape[0], answer.dim, "EmbedImages")
             parts.append(EmbeddingAnswer(values).validate(chunk.shape[0]))
+            self._check_signature(request, answer, embedding_rows(values))
         return EmbeddingAnswer.concatenate(parts)
 
     def _text_batches(self, texts: list[str]) -> list[list[str]]:
@@ -292,10 +356,13 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         self._require("token-logprobs")
         parts: list[LogprobAnswer] = []
         for batch in self._text_batches(texts):
-            request = oracle_pb2.TokenLogprobsRequest(texts=batch)
+            request = oracle_pb2.TokenLogprobsRequest(texts=batch, claim_nonce=self._nonce())
             tokens = sum(2 * len(text.encode("utf-8")) + 2 for text in batch)
-            answer = self._call("TokenLogprobs", request, tokens, objects=len(batch))
-            parts.append(logprob_answer(answer, len(batch)))
+            # One object a text, and the signature (spec §10.8).
+            answer = self._call("TokenLogprobs", request, tokens, objects=len(batch) + 1)
+            part = logprob_answer(answer, len(batch))
+            self._check_signature(request, answer, logprob_rows(part))
+            parts.append(part)
         return LogprobAnswer.concatenate(parts)
 
     def embed_image_text(self, images: F32Images | None, texts: list[str]) -> ImageTextAnswer:
@@ -328,6 +395,7 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
         text_parts: list[npt.NDArray[np.float64]] = []
         dims: set[int] = set()
         for request in requests:
+            request.claim_nonce = self._nonce()
             queries = len(request.images) + len(request.texts)
             answer = self._call("EmbedImageText", request, queries * MAX_EMBEDDING_DIM)
             dims.add(answer.dim)
@@ -337,6 +405,8 @@ class GrpcOracle(ClassifierOracle, EncoderOracle, LanguageModelOracle, ImageText
             text_parts.append(
                 _embeddings(answer.text_values, len(request.texts), answer.dim, "texts")
             )
+            rows = embedding_rows(image_parts[-1]) + embedding_rows(text_parts[-1])
+            self._check_signature(request, answer, rows)
         if len(dims) != 1:
             raise OracleError("invalid-answer", "EmbedImageText answered different dimensions")
         result = ImageTextAnswer(np.concatenate(image_parts), np.concatenate(text_parts))

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/oracle/v1/oracle.proto\x12\x13twinaudit.oracle.v1\"N\n\x05Image\x12\x0e\n\x06height\x18\x01 \x01(\r\x12\r\n\x05width\x18\x02 \x01(\r\x12\x10\n\x08\x63hannels\x18\x03 \x01(\r\x12\x14\n\x0cpixels_f32le\x18\x04 \x01(\x0c\"\x11\n\x0f\x44\x65scribeRequest\"\xcf\x01\n\x10\x44\x65scribeResponse\x12\x12\n\nmodel_name\x18\x01 \x01(\t\x12\x14\n\x0cmodel_digest\x18\x02 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x03 \x03(\t\x12\x17\n\x0f\x63lassify_output\x18\x04 \x01(\t\x12\x11\n\tn_classes\x18\x05 \x01(\r\x12\x11\n\tmax_batch\x18\x06 \x01(\r\x12\x11\n\tframework\x18\x07 \x01(\t\x12\x14\n\x0cmodel_format\x18\x08 \x01(\t\x12\x13\n\x0binput_shape\x18\t \x03(\r\"=\n\x0f\x43lassifyRequest\x12*\n\x06images\x18\x01 \x03(\x0b\x32\x1a.twinaudit.oracle.v1.Image\"\\\n\x10\x43lassifyResponse\x12\x0e\n\x06output\x18\x01 \x01(\t\x12\x11\n\tn_classes\x18\x02 \x01(\r\x12\x15\n\rprobabilities\x18\x03 \x03(\x01\x12\x0e\n\x06labels\x18\x04 \x03(\r\"@\n\x12\x45mbedImagesRequest\x12*\n\x06images\x18\x01 \x03(\x0b\x32\x1a.twinaudit.oracle.v1.Image\"2\n\x13\x45mbedImagesResponse\x12\x0b\n\x03\x64im\x18\x01 \x01(\r\x12\x0e\n\x06values\x18\x02 \x03(\x01\"%\n\x14TokenLogprobsRequest\x12\r\n\x05texts\x18\x01 \x03(\t\"!\n\rTokenLogprobs\x12\x10\n\x08logprobs\x18\x01 \x03(\x01\"J\n\x15TokenLogprobsResponse\x12\x31\n\x05items\x18\x01 \x03(\x0b\x32\".twinaudit.oracle.v1.TokenLogprobs\"R\n\x15\x45mbedImageTextRequest\x12*\n\x06images\x18\x01 \x03(\x0b\x32\x1a.twinaudit.oracle.v1.Image\x12\r\n\x05texts\x18\x02 \x03(\t\"P\n\x16\x45mbedImageTextResponse\x12\x0b\n\x03\x64im\x18\x01 \x01(\r\x12\x14\n\x0cimage_values\x18\x02 \x03(\x01\x12\x13\n\x0btext_values\x18\x03 \x03(\x01\x32\xef\x03\n\x06Oracle\x12W\n\x08\x44\x65scribe\x12$.twinaudit.oracle.v1.DescribeRequest\x1a%.twinaudit.oracle.v1.DescribeResponse\x12W\n\x08\x43lassify\x12$.twinaudit.oracle.v1.ClassifyRequest\x1a%.twinaudit.oracle.v1.ClassifyResponse\x12`\n\x0b\x45mbedImages\x12\'.twinaudit.oracle.v1.EmbedImagesRequest\x1a(.twinaudit.oracle.v1.EmbedImagesResponse\x12\x66\n\rTokenLogprobs\x12).twinaudit.oracle.v1.TokenLogprobsRequest\x1a*.twinaudit.oracle.v1.TokenLogprobsResponse\x12i\n\x0e\x45mbedImageText\x12*.twinaudit.oracle.v1.EmbedImageTextRequest\x1a+.twinaudit.oracle.v1.EmbedImageTextResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n twinaudit/oracle/v1/oracle.proto\x12\x13twinaudit.oracle.v1\"N\n\x05Image\x12\x0e\n\x06height\x18\x01 \x01(\r\x12\r\n\x05width\x18\x02 \x01(\r\x12\x10\n\x08\x63hannels\x18\x03 \x01(\r\x12\x14\n\x0cpixels_f32le\x18\x04 \x01(\x0c\"\x11\n\x0f\x44\x65scribeRequest\"\xe3\x01\n\x10\x44\x65scribeResponse\x12\x12\n\nmodel_name\x18\x01 \x01(\t\x12\x14\n\x0cmodel_digest\x18\x02 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x03 \x03(\t\x12\x17\n\x0f\x63lassify_output\x18\x04 \x01(\t\x12\x11\n\tn_classes\x18\x05 \x01(\r\x12\x11\n\tmax_batch\x18\x06 \x01(\r\x12\x11\n\tframework\x18\x07 \x01(\t\x12\x14\n\x0cmodel_format\x18\x08 \x01(\t\x12\x13\n\x0binput_shape\x18\t \x03(\r\x12\x12\n\nanswer_key\x18\n \x01(\x0c\"R\n\x0f\x43lassifyRequest\x12*\n\x06images\x18\x01 \x03(\x0b\x32\x1a.twinaudit.oracle.v1.Image\x12\x13\n\x0b\x63laim_nonce\x18\x02 \x01(\x0c\"v\n\x10\x43lassifyResponse\x12\x0e\n\x06output\x18\x01 \x01(\t\x12\x11\n\tn_classes\x18\x02 \x01(\r\x12\x15\n\rprobabilities\x18\x03 \x03(\x01\x12\x0e\n\x06labels\x18\x04 \x03(\r\x12\x18\n\x10\x61nswer_signature\x18\x05 \x01(\x0c\"U\n\x12\x45mbedImagesRequest\x12*\n\x06images\x18\x01 \x03(\x0b\x32\x1a.twinaudit.oracle.v1.Image\x12\x13\n\x0b\x63laim_nonce\x18\x02 \x01(\x0c\"L\n\x13\x45mbedImagesResponse\x12\x0b\n\x03\x64im\x18\x01 \x01(\r\x12\x0e\n\x06values\x18\x02 \x03(\x01\x12\x18\n\x10\x61nswer_signature\x18\x03 \x01(\x0c\":\n\x14TokenLogprobsRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12\x13\n\x0b\x63laim_nonce\x18\x02 \x01(\x0c\"!\n\rTokenLogprobs\x12\x10\n\x08logprobs\x18\x01 \x03(\x01\"d\n\x15TokenLogprobsResponse\x12\x31\n\x05items\x18\x01 \x03(\x0b\x32\".twinaudit.oracle.v1.TokenLogprobs\x12\x18\n\x10\x61nswer_signature\x18\x02 \x01(\x0c\"g\n\x15\x45mbedImageTextRequest\x12*\n\x06images\x18\x01 \x03(\x0b\x32\x1a.twinaudit.oracle.v1.Image\x12\r\n\x05texts\x18\x02 \x03(\t\x12\x13\n\x0b\x63laim_nonce\x18\x03 \x01(\x0c\"j\n\x16\x45mbedImageTextResponse\x12\x0b\n\x03\x64im\x18\x01 \x01(\r\x12\x14\n\x0cimage_values\x18\x02 \x03(\x01\x12\x13\n\x0btext_values\x18\x03 \x03(\x01\x12\x18\n\x10\x61nswer_signature\x18\x04 \x01(\x0c\x32\xef\x03\n\x06Oracle\x12W\n\x08\x44\x65scribe\x12$.twinaudit.oracle.v1.DescribeRequest\x1a%.twinaudit.oracle.v1.DescribeResponse\x12W\n\x08\x43lassify\x12$.twinaudit.oracle.v1.ClassifyRequest\x1a%.twinaudit.oracle.v1.ClassifyResponse\x12`\n\x0b\x45mbedImages\x12\'.twinaudit.oracle.v1.EmbedImagesRequest\x1a(.twinaudit.oracle.v1.EmbedImagesResponse\x12\x66\n\rTokenLogprobs\x12).twinaudit.oracle.v1.TokenLogprobsRequest\x1a*.twinaudit.oracle.v1.TokenLogprobsResponse\x12i\n\x0e\x45mbedImageText\x12*.twinaudit.oracle.v1.EmbedImageTextRequest\x1a+.twinaudit.oracle.v1.EmbedImageTextResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,25 +36,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DESCRIBEREQUEST']._serialized_start=137
   _globals['_DESCRIBEREQUEST']._serialized_end=154
   _globals['_DESCRIBERESPONSE']._serialized_start=157
-  _globals['_DESCRIBERESPONSE']._serialized_end=364
-  _globals['_CLASSIFYREQUEST']._serialized_start=366
-  _globals['_CLASSIFYREQUEST']._serialized_end=427
-  _globals['_CLASSIFYRESPONSE']._serialized_start=429
-  _globals['_CLASSIFYRESPONSE']._serialized_end=521
-  _globals['_EMBEDIMAGESREQUEST']._serialized_start=523
-  _globals['_EMBEDIMAGESREQUEST']._serialized_end=587
-  _globals['_EMBEDIMAGESRESPONSE']._serialized_start=589
-  _globals['_EMBEDIMAGESRESPONSE']._serialized_end=639
-  _globals['_TOKENLOGPROBSREQUEST']._serialized_start=641
-  _globals['_TOKENLOGPROBSREQUEST']._serialized_end=678
-  _globals['_TOKENLOGPROBS']._serialized_start=680
-  _globals['_TOKENLOGPROBS']._serialized_end=713
-  _globals['_TOKENLOGPROBSRESPONSE']._serialized_start=715
-  _globals['_TOKENLOGPROBSRESPONSE']._serialized_end=789
-  _globals['_EMBEDIMAGETEXTREQUEST']._serialized_start=791
-  _globals['_EMBEDIMAGETEXTREQUEST']._serialized_end=873
-  _globals['_EMBEDIMAGETEXTRESPONSE']._serialized_start=875
-  _globals['_EMBEDIMAGETEXTRESPONSE']._serialized_end=955
-  _globals['_ORACLE']._serialized_start=958
-  _globals['_ORACLE']._serialized_end=1453
+  _globals['_DESCRIBERESPONSE']._serialized_end=384
+  _globals['_CLASSIFYREQUEST']._serialized_start=386
+  _globals['_CLASSIFYREQUEST']._serialized_end=468
+  _globals['_CLASSIFYRESPONSE']._serialized_start=470
+  _globals['_CLASSIFYRESPONSE']._serialized_end=588
+  _globals['_EMBEDIMAGESREQUEST']._serialized_start=590
+  _globals['_EMBEDIMAGESREQUEST']._serialized_end=675
+  _globals['_EMBEDIMAGESRESPONSE']._serialized_start=677
+  _globals['_EMBEDIMAGESRESPONSE']._serialized_end=753
+  _globals['_TOKENLOGPROBSREQUEST']._serialized_start=755
+  _globals['_TOKENLOGPROBSREQUEST']._serialized_end=813
+  _globals['_TOKENLOGPROBS']._serialized_start=815
+  _globals['_TOKENLOGPROBS']._serialized_end=848
+  _globals['_TOKENLOGPROBSRESPONSE']._serialized_start=850
+  _globals['_TOKENLOGPROBSRESPONSE']._serialized_end=950
+  _globals['_EMBEDIMAGETEXTREQUEST']._serialized_start=952
+  _globals['_EMBEDIMAGETEXTREQUEST']._serialized_end=1055
+  _globals['_EMBEDIMAGETEXTRESPONSE']._serialized_start=1057
+  _globals['_EMBEDIMAGETEXTRESPONSE']._serialized_end=1163
+  _globals['_ORACLE']._serialized_start=1166
+  _globals['_ORACLE']._serialized_end=1661
 # @@protoc_insertion_point(module_scope)

@@ -23,7 +23,7 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("model_name", "model_digest", "capabilities", "classify_output", "n_classes", "max_batch", "framework", "model_format", "input_shape")
+    __slots__ = ("model_name", "model_digest", "capabilities", "classify_output", "n_classes", "max_batch", "framework", "model_format", "input_shape", "answer_key")
     MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     MODEL_DIGEST_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class DescribeResponse(_message.Message):
     FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
     MODEL_FORMAT_FIELD_NUMBER: _ClassVar[int]
     INPUT_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_KEY_FIELD_NUMBER: _ClassVar[int]
     model_name: str
     model_digest: str
     capabilities: _containers.RepeatedScalarFieldContainer[str]
@@ -42,45 +43,56 @@ class DescribeResponse(_message.Message):
     framework: str
     model_format: str
     input_shape: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, model_name: _Optional[str] = ..., model_digest: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., classify_output: _Optional[str] = ..., n_classes: _Optional[int] = ..., max_batch: _Optional[int] = ..., framework: _Optional[str] = ..., model_format: _Optional[str] = ..., input_shape: _Optional[_Iterable[int]] = ...) -> None: ...
+    answer_key: bytes
+    def __init__(self, model_name: _Optional[str] = ..., model_digest: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., classify_output: _Optional[str] = ..., n_classes: _Optional[int] = ..., max_batch: _Optional[int] = ..., framework: _Optional[str] = ..., model_format: _Optional[str] = ..., input_shape: _Optional[_Iterable[int]] = ..., answer_key: _Optional[bytes] = ...) -> None: ...
 
 class ClassifyRequest(_message.Message):
-    __slots__ = ("images",)
+    __slots__ = ("images", "claim_nonce")
     IMAGES_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_NONCE_FIELD_NUMBER: _ClassVar[int]
     images: _containers.RepeatedCompositeFieldContainer[Image]
-    def __init__(self, images: _Optional[_Iterable[_Union[Image, _Mapping]]] = ...) -> None: ...
+    claim_nonce: bytes
+    def __init__(self, images: _Optional[_Iterable[_Union[Image, _Mapping]]] = ..., claim_nonce: _Optional[bytes] = ...) -> None: ...
 
 class ClassifyResponse(_message.Message):
-    __slots__ = ("output", "n_classes", "probabilities", "labels")
+    __slots__ = ("output", "n_classes", "probabilities", "labels", "answer_signature")
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     N_CLASSES_FIELD_NUMBER: _ClassVar[int]
     PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     output: str
     n_classes: int
     probabilities: _containers.RepeatedScalarFieldContainer[float]
     labels: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, output: _Optional[str] = ..., n_classes: _Optional[int] = ..., probabilities: _Optional[_Iterable[float]] = ..., labels: _Optional[_Iterable[int]] = ...) -> None: ...
+    answer_signature: bytes
+    def __init__(self, output: _Optional[str] = ..., n_classes: _Optional[int] = ..., probabilities: _Optional[_Iterable[float]] = ..., labels: _Optional[_Iterable[int]] = ..., answer_signature: _Optional[bytes] = ...) -> None: ...
 
 class EmbedImagesRequest(_message.Message):
-    __slots__ = ("images",)
+    __slots__ = ("images", "claim_nonce")
     IMAGES_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_NONCE_FIELD_NUMBER: _ClassVar[int]
     images: _containers.RepeatedCompositeFieldContainer[Image]
-    def __init__(self, images: _Optional[_Iterable[_Union[Image, _Mapping]]] = ...) -> None: ...
+    claim_nonce: bytes
+    def __init__(self, images: _Optional[_Iterable[_Union[Image, _Mapping]]] = ..., claim_nonce: _Optional[bytes] = ...) -> None: ...
 
 class EmbedImagesResponse(_message.Message):
-    __slots__ = ("dim", "values")
+    __slots__ = ("dim", "values", "answer_signature")
     DIM_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     dim: int
     values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, dim: _Optional[int] = ..., values: _Optional[_Iterable[float]] = ...) -> None: ...
+    answer_signature: bytes
+    def __init__(self, dim: _Optional[int] = ..., values: _Optional[_Iterable[float]] = ..., answer_signature: _Optional[bytes] = ...) -> None: ...
 
 class TokenLogprobsRequest(_message.Message):
-    __slots__ = ("texts",)
+    __slots__ = ("texts", "claim_nonce")
     TEXTS_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_NONCE_FIELD_NUMBER: _ClassVar[int]
     texts: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, texts: _Optional[_Iterable[str]] = ...) -> None: ...
+    claim_nonce: bytes
+    def __init__(self, texts: _Optional[_Iterable[str]] = ..., claim_nonce: _Optional[bytes] = ...) -> None: ...
 
 class TokenLogprobs(_message.Message):
     __slots__ = ("logprobs",)
@@ -89,25 +101,31 @@ class TokenLogprobs(_message.Message):
     def __init__(self, logprobs: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class TokenLogprobsResponse(_message.Message):
-    __slots__ = ("items",)
+    __slots__ = ("items", "answer_signature")
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedCompositeFieldContainer[TokenLogprobs]
-    def __init__(self, items: _Optional[_Iterable[_Union[TokenLogprobs, _Mapping]]] = ...) -> None: ...
+    answer_signature: bytes
+    def __init__(self, items: _Optional[_Iterable[_Union[TokenLogprobs, _Mapping]]] = ..., answer_signature: _Optional[bytes] = ...) -> None: ...
 
 class EmbedImageTextRequest(_message.Message):
-    __slots__ = ("images", "texts")
+    __slots__ = ("images", "texts", "claim_nonce")
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     TEXTS_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_NONCE_FIELD_NUMBER: _ClassVar[int]
     images: _containers.RepeatedCompositeFieldContainer[Image]
     texts: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, images: _Optional[_Iterable[_Union[Image, _Mapping]]] = ..., texts: _Optional[_Iterable[str]] = ...) -> None: ...
+    claim_nonce: bytes
+    def __init__(self, images: _Optional[_Iterable[_Union[Image, _Mapping]]] = ..., texts: _Optional[_Iterable[str]] = ..., claim_nonce: _Optional[bytes] = ...) -> None: ...
 
 class EmbedImageTextResponse(_message.Message):
-    __slots__ = ("dim", "image_values", "text_values")
+    __slots__ = ("dim", "image_values", "text_values", "answer_signature")
     DIM_FIELD_NUMBER: _ClassVar[int]
     IMAGE_VALUES_FIELD_NUMBER: _ClassVar[int]
     TEXT_VALUES_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     dim: int
     image_values: _containers.RepeatedScalarFieldContainer[float]
     text_values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, dim: _Optional[int] = ..., image_values: _Optional[_Iterable[float]] = ..., text_values: _Optional[_Iterable[float]] = ...) -> None: ...
+    answer_signature: bytes
+    def __init__(self, dim: _Optional[int] = ..., image_values: _Optional[_Iterable[float]] = ..., text_values: _Optional[_Iterable[float]] = ..., answer_signature: _Optional[bytes] = ...) -> None: ...
