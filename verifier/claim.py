@@ -22,6 +22,7 @@ from twinaudit.protocol.claim.functions import AnyScoreSpec, resolve_score
 from twinaudit.protocol.claim.outcome import feed, outcome
 from twinaudit.protocol.claim.params import ClaimParams
 from twinaudit.protocol.claim.schedule import WindowSchedule
+from twinaudit.protocol.claim.scores.classifier import BASIC_ARITHMETIC, ScoreSpec
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
 from twinaudit.protocol.claim.verdict import ClaimEntryRef, stop_reason, verdict_payload
 from twinaudit.protocol.commitment import PairOpening, version_digest
@@ -154,6 +155,7 @@ class ClaimSession:
         *,
         excluded: Iterable[int] = (),
         input_fit: str | None = None,
+        arithmetic: str = BASIC_ARITHMETIC,
     ) -> ClaimSession:
         """Open a claim: check it against the record and the oracle, write the header.
 
@@ -167,6 +169,10 @@ class ClaimSession:
         record opened, spec §10.2 step 2): the claim map records them, the order skips
         them and the test runs over the pairs left. A claim that would have no pair
         left is ``invalid-state``.
+
+        ``arithmetic`` is the image-classifier score's (§10.3.1): ``basic-v1`` for every
+        claim started now; a resumed claim passes its stored map's (``""`` for a claim
+        started before it, §1.2), as do the tools that make the vectors of such claims.
 
         ``input_fit`` is the claim map's rule for fitting image queries to the oracle's
         declared input (§10.2 step 5): None chooses it as a claim started now does
@@ -192,6 +198,8 @@ class ClaimSession:
                 "the oracle names an answer key, but this client cannot check its signatures",
             )
         score = resolve_score(params.score, info)
+        if isinstance(score, ScoreSpec):
+            score = dataclasses.replace(score, arithmetic=arithmetic)
         score.check_oracle(info)
         scorer = scorer_for(score)
         scorer.check_oracle(oracle, info)
@@ -602,6 +610,10 @@ class ClaimSession:
         claim = _claim_value(state, records[0] if records else None)
         nonce, excluded = claim["claim_nonce"], claim.get("excluded", [])
         input_fit = claim.get(INPUT_FIT_KEY, "")
+        stored_score = claim.get("score")
+        arithmetic = stored_score.get("arithmetic", "") if isinstance(stored_score, dict) else ""
+        if not isinstance(arithmetic, str):
+            raise InputError("claim snapshot's arithmetic must be text")
         # The claim keeps the prior it started with, whatever the default is since (§7.3.1).
         stored_test = claim.get("test")
         stored_params = stored_test.get("params") if isinstance(stored_test, dict) else None
@@ -621,6 +633,7 @@ class ClaimSession:
             nonce,
             excluded=[i for i in excluded if isinstance(i, int)],
             input_fit=input_fit,
+            arithmetic=arithmetic,
         )
         if encode(session.claim_map) != encode(claim):
             raise InputError("the resumed claim differs from the stored one (model or parameters)")

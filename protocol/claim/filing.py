@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hmac
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from cryptography.exceptions import InvalidSignature
@@ -48,6 +48,7 @@ from twinaudit.protocol.versioning import require_supported
 from .claim_map import ClaimMap
 from .functions import resolve_score, score_request_from_fields
 from .schedule import DEFAULT_WINDOW, default_window_max
+from .scores.classifier import ScoreSpec
 
 #: Message kind (spec §8.1) of a signed claim request.
 CLAIM_REQUEST_KIND: Final = "claim-request"
@@ -457,5 +458,9 @@ def check_filing(filing: Filing, claim: ClaimMap, arbiter: str) -> None:
         resolved = resolve_score(asked_score, claim.oracle_info)
     except (ParameterError, InputError, OracleError) as exc:
         raise VerificationError(f"the filing request's score is not a valid one: {exc}") from None
+    if isinstance(resolved, ScoreSpec) and isinstance(claim.score, ScoreSpec):
+        # A request never names the arithmetic: the claim's is the arbiter's (§10.3.1), and
+        # a claim started before it has none (§1.2).
+        resolved = replace(resolved, arithmetic=claim.score.arithmetic)
     if encode(resolved.to_value()) != encode(claim.score.to_value()):
         raise VerificationError("the filing request asked for another score than the claim map's")

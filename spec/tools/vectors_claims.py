@@ -22,7 +22,7 @@ from twinaudit.protocol.claim.functions import score_spec_from_value
 from twinaudit.protocol.claim.order import check_excluded
 from twinaudit.protocol.claim.requests import Shape, queries_per_request, request_runs
 from twinaudit.protocol.claim.schedule import WindowSchedule
-from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.classifier import LEGACY_ARITHMETIC, ScoreSpec
 from twinaudit.protocol.claim.scores.encoder import EncoderSpec
 from twinaudit.protocol.claim.scores.function_only import ImageTextSpec, LanguageSpec
 from twinaudit.protocol.claim.transcript import iter_records
@@ -382,6 +382,9 @@ def _claim_case(
     params = dict(params)
     excluded: list[int] = params.pop("excluded", [])
     input_fit: str = params.pop("input_fit", "")
+    # The claims of this file made before the arithmetic basic-v1 (spec §10.3.1) stay as
+    # they were, claims of the rule before (§1.2); a row may name the arithmetic.
+    arithmetic: str = params.pop("arithmetic", LEGACY_ARITHMETIC)
     if params["test_name"] != "pprm-chernoff":
         # The claims of this file were made under grid15-v1, the default until grid16-v1
         # (spec §7.3.8); they stay as they were. A row may ask for the default with prior None.
@@ -390,7 +393,14 @@ def _claim_case(
     nonce = hashlib.sha256(f"twinaudit claim vector nonce {name}".encode()).digest()
     claim_id = f"vector-claim-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     session = ClaimSession.start(
-        claim_id, record.claim_record, claim, oracle, nonce, excluded=excluded, input_fit=input_fit
+        claim_id,
+        record.claim_record,
+        claim,
+        oracle,
+        nonce,
+        excluded=excluded,
+        input_fit=input_fit,
+        arithmetic=arithmetic,
     )
     earlier = 1 if excluded else 0
     requests = []
@@ -574,6 +584,7 @@ def run_claim(inp: dict[str, Any]) -> dict[str, Any]:
         claim["claim_nonce"],
         excluded=excluded,
         input_fit=input_fit,
+        arithmetic=claim["score"].get("arithmetic", LEGACY_ARITHMETIC),
     )
     if encode(session.claim_map) != encode(claim):
         raise AssertionError("the claim engine made another claim map than the vector's")

@@ -18,7 +18,7 @@ import numpy as np
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.outcome import LOSS, TIE, WIN, compare
 from twinaudit.protocol.claim.scores import classifier
-from twinaudit.protocol.errors import ParameterError
+from twinaudit.protocol.errors import ParameterError, VerificationError
 from twinaudit.protocol.items import MAX_IMAGE_SIDE
 from twinaudit.protocol.oracles.base import ClassifyAnswer
 from twinaudit.protocol.oracles.embedding import EmbeddingAnswer
@@ -343,8 +343,8 @@ def _fit_input(pixels: np.ndarray[Any, Any]) -> dict[str, Any]:
     }
 
 
-def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
-    """The image-classifier score of one version from its K answers (§10.3)."""
+def _classifier_inputs(inp: dict[str, Any]) -> tuple[classifier.ScoreSpec, ClassifyAnswer]:
+    """The score map and the K answers of a classifier case."""
     if "probabilities" in inp:
         answer = ClassifyAnswer(probabilities=_matrix(inp["probabilities"]))
     else:
@@ -352,8 +352,27 @@ def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
     spec = classifier.ScoreSpec.from_value(
         {k: from_typed(v) if isinstance(v, dict) else v for k, v in inp["score"].items()}
     )
+    return spec, answer
+
+
+def classifier_score(inp: dict[str, Any]) -> dict[str, Any]:
+    """The image-classifier score of one version from its K answers (§10.3)."""
+    spec, answer = _classifier_inputs(inp)
     value = classifier.score(spec, answer, n_classes=inp["n_classes"], label=inp["label"])
     return {"score": value.hex()}
+
+
+def legacy_check(inp: dict[str, Any]) -> dict[str, Any]:
+    """Whether replay accepts a recorded score of the rule before (§1.2)."""
+    spec, answer = _classifier_inputs(inp)
+    if spec.arithmetic:
+        raise ParameterError("a legacy-score case is a claim of the rule before")
+    value, tolerance = classifier.legacy_score(
+        spec, answer, n_classes=inp["n_classes"], label=inp["label"]
+    )
+    if not abs(float.fromhex(inp["recorded"]) - value) <= tolerance:
+        raise VerificationError("the recorded score is outside the tolerance of spec 1.2")
+    return {"accepted": True}
 
 
 def pair_outcome(inp: dict[str, Any]) -> dict[str, Any]:
@@ -1114,6 +1133,116 @@ def _classifier_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def _arithmetic_cases() -> list[dict[str, Any]]:
+    """Classifier scores under ``basic-v1`` and replay of the rule before (§10.3, §1.2)."""
+    rng = np.random.default_rng(42)
+    soft = rng.dirichlet(np.ones(4), size=3)
+    sure = np.array([[1e-12, 1.0 - 1e-9 - 2e-12, 1e-9, 1e-12], [0.0, 1.0 - 3e-10, 2e-10, 1e-10]])
+
+    def score_map(k: int, knowledge: str, statistic: str | None = None) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "function": "image-classifier",
+            "k": k,
+            "perturbation": "none",
+            "knowledge": knowledge,
+            "arithmetic": "basic-v1",
+        }
+        if statistic is not None:
+            value["statistic"] = statistic
+        return value
+
+    def copies(*counts: int) -> list[int]:
+        return [c for c, n in enumerate(counts) for _ in range(n)]
+
+    def old(value: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in value.items() if k != "arithmetic"}
+
+    def probs(rows: Any, label: int | None) -> dict[str, Any]:
+        return {"probabilities": _hex(rows.tolist()), "label": label}
+
+    def labels(label: int | None, *counts: int) -> dict[str, Any]:
+        return {"labels": copies(*counts), "label": label}
+
+    same = "(the signature above: the same score)"
+    logit = "logit"
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("basic-v1: C2 entropy, K=3", score_map(3, "C2"), probs(soft, None)),
+        ("basic-v1: C1 modified entropy, K=3", score_map(3, "C1"), probs(soft, 2)),
+        ("basic-v1: C1 modified entropy, near-certain", score_map(2, "C1"), probs(sure, 1)),
+        ("basic-v1: C1 logit, near-certain", score_map(2, "C1", logit), probs(sure, 1)),
+        ("basic-v1: C2 logit, K=3", score_map(3, "C2", logit), probs(soft, None)),
+        ("basic-v1: C4 K=32, counts 6, 7, 19, 0", score_map(32, "C4"), labels(None, 6, 7, 19, 0)),
+        (
+            f"basic-v1: C4 K=32, counts 19, 0, 6, 7 {same}",
+            score_map(32, "C4"),
+            labels(None, 19, 0, 6, 7),
+        ),
+        (
+            "basic-v1: C3 K=32, label 1, counts 6, 7, 19, 0",
+            score_map(32, "C3"),
+            labels(1, 6, 7, 19, 0),
+        ),
+        (
+            f"basic-v1: C3 K=32, label 3, counts 19, 0, 6, 7 {same}",
+            score_map(32, "C3"),
+            labels(3, 19, 0, 6, 7),
+        ),
+        ("basic-v1: C3 K=1, label 1, a wrong label 0", score_map(1, "C3"), labels(1, 1)),
+        (
+            f"basic-v1: C3 K=1, label 1, a wrong label 3 {same}",
+            score_map(1, "C3"),
+            labels(1, 0, 0, 0, 1),
+        ),
+        ("basic-v1: C3 K=1, label 1, the label", score_map(1, "C3"), labels(1, 0, 1)),
+        (
+            "invalid: an arithmetic basic-v2",
+            {**score_map(1, "C3"), "arithmetic": "basic-v2"},
+            labels(1, 0, 1),
+        ),
+        ("invalid: an empty arithmetic", {**score_map(1, "C3"), "arithmetic": ""}, labels(1, 0, 1)),
+    ]
+    cases = []
+    for name, score_value, answer in rows:
+        inp = {"score": score_value, "n_classes": 4, **answer}
+        cases.append(case(name, "classifier-score", inp, lambda i=inp: classifier_score(i)))
+    legacy: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("C3 K=32, label 1", old(score_map(32, "C3")), {"labels": copies(6, 7, 19, 0), "label": 1}),
+        (
+            "C2 entropy, K=3",
+            old(score_map(3, "C2")),
+            {"probabilities": _hex(soft.tolist()), "label": None},
+        ),
+        (
+            "C1 logit, near-certain",
+            old(score_map(2, "C1", "logit")),
+            {"probabilities": _hex(sure.tolist()), "label": 1},
+        ),
+    ]
+    for name, score_value, answer in legacy:
+        inp = {"score": score_value, "n_classes": 4, **answer}
+        spec, parsed = _classifier_inputs(inp)
+        exact = classifier.score(spec, parsed, n_classes=4, label=answer["label"])
+        value, tolerance = classifier.legacy_score(spec, parsed, n_classes=4, label=answer["label"])
+        recorded = [
+            ("the score with logarithms rounded once", exact),
+            ("a quarter of the tolerance above", value + tolerance / 4),
+            ("a quarter of the tolerance below", value - tolerance / 4),
+            ("four times the tolerance above", value + 4 * tolerance),
+            ("four times the tolerance below", value - 4 * tolerance),
+        ]
+        for what, number in recorded:
+            entry = {**inp, "recorded": number.hex()}
+            cases.append(
+                case(
+                    f"rule before, {name}: {what}",
+                    "legacy-score",
+                    entry,
+                    lambda i=entry: legacy_check(i),
+                )
+            )
+    return cases
+
+
 def _outcome_cases() -> list[dict[str, Any]]:
     inf = float("inf")
     rows = [
@@ -1256,7 +1385,11 @@ def build() -> dict[str, Any]:
             "exactly rounded sums. 'encoder-score': the sum of the cosines of the K(K-1)/2 "
             "pairs of distinct rows. 'language-score': the mean of the log-probabilities "
             "(0 when there is none). 'image-text-score': cos(image, caption). Floats are "
-            "C99 hex strings; invalid cases name the error code."
+            "C99 hex strings; invalid cases name the error code. The last cases: "
+            "'classifier-score' under the arithmetic basic-v1 (spec 10.3, 10.3.1), among "
+            "them versions of one signature, named so, whose scores are equal; and "
+            "'legacy-score': whether replay accepts the 'recorded' score of a claim of the "
+            "rule before (no arithmetic key; spec 1.2), or refuses it."
         ),
         "cases": [
             *_draw_cases(),
@@ -1271,6 +1404,7 @@ def build() -> dict[str, Any]:
             *_encoder_cases(),
             *_language_cases(),
             *_image_text_cases(),
+            *_arithmetic_cases(),
         ],
     }
 

@@ -37,7 +37,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.filing import ClaimRequest, Filing, sign_claim_request
 from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
-from twinaudit.protocol.claim.scores.classifier import MAX_MARGIN, ScoreSpec
+from twinaudit.protocol.claim.scores.classifier import (
+    BASIC_ARITHMETIC,
+    LEGACY_ARITHMETIC,
+    MAX_MARGIN,
+    ScoreSpec,
+)
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
 from twinaudit.protocol.commitment import PairOpening, commit_pair
 from twinaudit.protocol.encoding import Value, decode, encode
@@ -167,6 +172,8 @@ def _run(
     versions, salts, tree = _committed()
     record = ClaimRecord(0, tree.root(), N_PAIRS, "image", RHO, RECEIPT_TIME)
     params = dict(params)
+    # Made before the arithmetic basic-v1 (spec §10.3.1): claims of the rule before (§1.2).
+    arithmetic: str = params.pop("arithmetic", LEGACY_ARITHMETIC)
     if params["test_name"] != "pprm-chernoff":
         # Made under grid15-v1, the default until grid16-v1 (spec §7.3.8): they stay as
         # they were; a claim may ask for the default with prior None.
@@ -174,7 +181,9 @@ def _run(
     claim = ClaimParams(0, tree.root(), endpoint, "vector-model", **params)
     filing = _filing(name, claim) if keyed else None
     nonce = hashlib.sha256(f"twinaudit vectors nonce {name}".encode()).digest()
-    session = ClaimSession.start(f"vector-{name}", record, claim, oracle, nonce, excluded=excluded)
+    session = ClaimSession.start(
+        f"vector-{name}", record, claim, oracle, nonce, excluded=excluded, arithmetic=arithmetic
+    )
     while indices := session.next_request():
         session.submit(
             [(i, PairOpening(salts[i], *versions[i]), tree.inclusion_proof(i)) for i in indices]
@@ -221,17 +230,21 @@ def _memoriser() -> HashOracle:
     return HashOracle(known=known)
 
 
+#: The short claim (four pairs).
+_SHORT_PARAMS: dict[str, Any] = {
+    "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
+    "test_name": "mixture-e",
+    "p": 0.05,
+    "max_pairs": 4,
+    "window": 4,
+}
+
+
 def _claims() -> dict[str, tuple[bytes, bytes]]:
     """Run every valid claim of the file."""
     c1 = ScoreSpec(k=2, perturbation="pad-shift-flip-dither", knowledge="C1")
     # The short claim (four pairs), on a keyless record and on a keyed one.
-    short: dict[str, Any] = {
-        "score": ScoreSpec(k=1, perturbation="dither", knowledge="C1"),
-        "test_name": "mixture-e",
-        "p": 0.05,
-        "max_pairs": 4,
-        "window": 4,
-    }
+    short = _SHORT_PARAMS
     memorised: dict[str, Any] = {
         "score": ScoreSpec(k=1, perturbation="none", knowledge="C1"),
         "test_name": "mixture-e",
@@ -479,9 +492,6 @@ REPLAY_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "pair answers of integers": first_pair(set_field("answers", [[[1, 2]], [[3, 4]]])),
     "pair params not the PRG's": first_pair(
         lambda r: r.__setitem__("params", [r["params"][1], r["params"][0]])
-    ),
-    "pair score changed in the last bit": first_pair(
-        lambda r: r.__setitem__("scores", [np.nextafter(r["scores"][0], 1.0), r["scores"][1]])
     ),
     "pair outcome flipped": first_pair(
         lambda r: r.__setitem__("outcome", {"1": "0", "0": "1"}.get(r["outcome"], "1"))
@@ -835,6 +845,64 @@ def _openings_cases(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
     return cases + _record_cases(payload, transcript, OPENINGS_CASES, "openings", openings=openings)
 
 
+def _last_bit(records: list[dict[str, Any]]) -> None:
+    """Version 0's score of the first pair one ulp up (toward 1)."""
+    scores = records[1]["scores"]
+    records[1]["scores"] = [float(np.nextafter(scores[0], 1.0)), scores[1]]
+
+
+def _moved(records: list[dict[str, Any]]) -> None:
+    """Version 0's score of the first pair whose scores differ moved by ``|s|·2^-36``.
+
+    The scores of this claim's (C1) terms all have one sign, so ``S = |s|`` up to
+    rounding and the move is 16 times the tolerance of §1.2, far from any outcome change.
+    """
+    for record in records[1:]:
+        first, second = record["scores"]
+        step = abs(first) * 2.0**-36
+        if step and abs(first - second) > 64 * step:
+            record["scores"] = [first + step, second]
+            return
+    raise AssertionError("no pair to move")
+
+
+def _arithmetic_cases(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
+    """Spec §1.2 and §10.3.1: a score's last bit under either arithmetic.
+
+    The short claim of the rule before (no ``arithmetic`` key) with a score changed in its
+    last bit replays (the tolerance of §1.2; the file's case of that name before this
+    rule expected a refusal, and is gone), and with a score moved by 16 tolerances does
+    not; the short claim under ``basic-v1`` is valid, and the same last-bit change fails.
+    """
+    payload = _payload(envelope)
+    records = list(iter_records(transcript))
+    cases = []
+    changed = copy.deepcopy(records)
+    _last_bit(changed)
+    cases.append(
+        _valid(
+            "a claim of the rule before (no arithmetic key), a pair score changed in its "
+            "last bit: replays within the tolerance of spec 1.2",
+            *_rechained(payload, changed),
+        )
+    )
+    cases += _record_cases(
+        payload,
+        transcript,
+        {"a claim of the rule before, a pair score moved by 16 tolerances": _moved},
+        "replay",
+    )
+    basic = _run("arithmetic", {**_SHORT_PARAMS, "arithmetic": BASIC_ARITHMETIC}, HashOracle())
+    cases.append(_valid(f"{_SHORT_CLAIM}, arithmetic basic-v1", *basic))
+    cases += _record_cases(
+        _payload(basic[0]),
+        basic[1],
+        {"basic-v1: pair score changed in the last bit": _last_bit},
+        "replay",
+    )
+    return cases
+
+
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
     claims = _claims()
@@ -847,6 +915,7 @@ def build() -> dict[str, Any]:
     cases += _check_cases(claims[_FILED][0], FILING_CHECK_CASES)
     cases += _verdict_replay_cases(claims)
     cases += _openings_cases(*claims[_SHORT_CLAIM])
+    cases += _arithmetic_cases(*claims[_SHORT_CLAIM])
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     return {
         "spec_version": SPEC_VERSION,
@@ -870,7 +939,10 @@ def build() -> dict[str, Any]:
             "and replays, and checking its records against the openings (§12) gives "
             "'expected' (the pairs checked) or fails with 'error'; the broken ones change "
             "one record field that the items fix (a shape, a digest), chain the records "
-            "again and sign the verdict again."
+            "again and sign the verdict again. The last cases (spec 1.2, 10.3.1): a claim "
+            "of the rule before (no 'arithmetic' in its score map) whose score changed in "
+            "its last bit still replays, one moved by 16 times the tolerance does not, "
+            "and under basic-v1 a last-bit change fails."
         ),
         "cases": cases,
     }

@@ -227,6 +227,7 @@ def test_score_spec_map_round_trip():
         "k": 16,
         "perturbation": "random-resized-crop",
         "knowledge": "C1",
+        "arithmetic": "basic-v1",
     }
     assert ScoreSpec.from_value(value) == spec
     for bad in [{**value, "extra": 1}, {k: v for k, v in value.items() if k != "k"}, [value]]:
@@ -273,3 +274,17 @@ def test_a_tie_margin_is_a_positive_float_for_probability_conditions_and_in_the_
     for knowledge in ("C3", "C4"):
         with pytest.raises(ParameterError, match="probability vectors"):
             ScoreSpec(k=2, perturbation="dither", knowledge=knowledge, margin=0.1)
+
+
+def test_the_arithmetic_is_in_the_map_only_as_basic_v1():
+    base = {"function": "image-classifier", "k": 2, "perturbation": "dither", "knowledge": "C3"}
+    assert ScoreSpec.from_value(base).arithmetic == ""  # a claim of the rule before (§1.2)
+    spec = ScoreSpec.from_value({**base, "arithmetic": "basic-v1"})
+    assert spec.arithmetic == "basic-v1"
+    assert spec.to_value() == {**base, "arithmetic": "basic-v1"}
+    assert ScoreSpec.from_value(base).to_value() == base
+    for bad in ("", "basic-v2", 1):
+        with pytest.raises(ParameterError):
+            ScoreSpec.from_value({**base, "arithmetic": bad})
+    with pytest.raises(ParameterError):
+        ScoreSpec(k=2, perturbation="dither", knowledge="C3", arithmetic="libm")

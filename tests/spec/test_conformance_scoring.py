@@ -93,6 +93,8 @@ def _run(case):
         spec = classifier.ScoreSpec.from_value(score_map)
         value = classifier.score(spec, answer, n_classes=inp["n_classes"], label=inp["label"])
         return {"score": value.hex()}
+    if kind == "legacy-score":
+        return vectors_scoring.legacy_check(inp)
     if kind == "outcome":
         s_pub, s_hid = float.fromhex(inp["s_pub"]), float.fromhex(inp["s_hid"])
         value = compare(s_pub, s_hid, float.fromhex(inp["margin"]))
@@ -150,6 +152,7 @@ def test_every_kind_has_valid_and_invalid_cases():
         "resize",
         "fit",
         "classifier-score",
+        "legacy-score",
         "outcome",
         "cosine",
         "encoder-score",

@@ -19,7 +19,7 @@ from twinaudit.protocol.claim.functions import (
     ScoreRequest,
     score_request_from_fields,
 )
-from twinaudit.protocol.claim.scores.classifier import ScoreSpec
+from twinaudit.protocol.claim.scores.classifier import BASIC_ARITHMETIC, ScoreSpec
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.envelope import payload_type, sign_envelope
 from twinaudit.protocol.items import encode_item
@@ -120,18 +120,32 @@ def make_pairset(n=40, seed=3, epsilon=16, *, salt_seed=None):
 
 
 def run_session(
-    pair_set, oracle=None, *, test="mixture-e", score=None, rho=None, claim_nonce=None, **params
+    pair_set,
+    oracle=None,
+    *,
+    test="mixture-e",
+    score=None,
+    rho=None,
+    claim_nonce=None,
+    arithmetic=BASIC_ARITHMETIC,
+    **params,
 ):
     """Run a whole claim against ``oracle`` (a LinearOracle by default); return the session.
 
     ``rho`` and ``claim_nonce`` are fresh unless given; with both given and a pair set
-    from ``make_pairset(salt_seed=...)`` the claim is the same on every run."""
+    from ``make_pairset(salt_seed=...)`` the claim is the same on every run.
+    ``arithmetic`` "" runs a claim of the rule before ``basic-v1`` (spec §1.2)."""
     rho = rho or os.urandom(32)
     record = ClaimRecord(0, pair_set.root, len(pair_set), "image", rho, "2026-11-21T20:00:00Z")
     score = score or ScoreSpec(k=2, perturbation="pad-shift-flip", knowledge="C1")
     claim = ClaimParams(0, pair_set.root, "in-process", "linear", score, test, 0.05, **params)
     session = ClaimSession.start(
-        "claim-1", record, claim, oracle or LinearOracle(), claim_nonce or os.urandom(32)
+        "claim-1",
+        record,
+        claim,
+        oracle or LinearOracle(),
+        claim_nonce or os.urandom(32),
+        arithmetic=arithmetic,
     )
     while indices := session.next_request():
         session.submit([(i, pair_set.pair_opening(i), pair_set.opening(i).proof) for i in indices])

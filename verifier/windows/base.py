@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twinaudit.protocol.claim.requests import Shape, request_runs
-from twinaudit.protocol.encoding import Value
+from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import OracleError, ParameterError, VerificationError
 from twinaudit.protocol.items import ImageItem, Item
 from twinaudit.protocol.oracles.base import Oracle, OracleInfo
@@ -274,6 +274,20 @@ class WindowScorer(abc.ABC, Generic[SpecT, AnswerT]):
     @abc.abstractmethod
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute a pair record's two scores from the record (raise on a mismatch)."""
+
+    def agreed_scores(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
+        """Check a pair record's scores against the recomputed ones; return the outcome's.
+
+        Spec §12: the recorded scores must be the recomputed ones bit for bit, and the
+        outcome follows from them. (The image-classifier's claims of the rule before
+        ``basic-v1`` are checked within a tolerance instead, spec §1.2.)
+        """
+        scores = self.replay(info, seed, record)
+        if encode(scores) != encode(record.get("scores")):
+            raise replay_error(
+                record.get("index"), "recorded scores differ from the recomputed ones"
+            )
+        return scores
 
 
 #: A window scorer of any score function (what a claim holds).

@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from twinaudit.protocol.claim.scores.classifier import ScoreSpec, score
+from twinaudit.protocol.claim.scores.classifier import (
+    BASIC_ARITHMETIC,
+    ScoreSpec,
+    legacy_score,
+    score,
+)
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.items import ImageItem, Item
@@ -20,7 +25,7 @@ from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, Or
 from twinaudit.protocol.prg import Prg
 from twinaudit.verifier.scoring.augment import draw_copies
 
-from .base import QueryBatch, by_shape, unshuffle
+from .base import QueryBatch, by_shape, replay_error, unshuffle
 from .copies import CopiesWindows
 
 
@@ -101,17 +106,53 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Check the parameters and recompute both scores from the recorded answers."""
         spec = self.spec
-        answers = self.recorded_answers(seed, record)
-        label = record.get("label")
+        answers, label = self._recorded(seed, record)
         return [
             score(
                 spec,
                 ClassifyAnswer.from_value(answers[version], info.classify_output),
                 n_classes=info.n_classes,
-                label=label if spec.uses_label and isinstance(label, int) else None,
+                label=label,
             )
             for version in (0, 1)
         ]
+
+    def agreed_scores(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
+        """Spec §12, and for a claim of the rule before ``basic-v1`` the erratum of §1.2.
+
+        Such a claim's recorded scores are accepted within :func:`legacy_score`'s
+        tolerance of the scores recomputed with the protocol's logarithms, and the
+        outcome follows from the *recorded* scores, so the decision replays exactly.
+        """
+        if self.spec.arithmetic == BASIC_ARITHMETIC:
+            return super().agreed_scores(info, seed, record)
+        answers, label = self._recorded(seed, record)
+        recorded = record.get("scores")
+        index = record.get("index")
+        if not isinstance(recorded, list) or len(recorded) != 2:
+            raise replay_error(index, "malformed pair record")
+        scores: list[float] = []
+        for version, value in enumerate(recorded):
+            again, tolerance = legacy_score(
+                self.spec,
+                ClassifyAnswer.from_value(answers[version], info.classify_output),
+                n_classes=info.n_classes,
+                label=label,
+            )
+            if not isinstance(value, float) or not abs(value - again) <= tolerance:
+                raise replay_error(
+                    index,
+                    f"recorded score {value!r} of version {version} is not within "
+                    f"{tolerance:.3g} of the recomputed {again!r} (spec 1.2)",
+                )
+            scores.append(value)
+        return scores
+
+    def _recorded(self, seed: bytes, record: dict[str, Value]) -> tuple[list[Value], int | None]:
+        """Return the record's two checked answers and the label its score uses."""
+        answers = self.recorded_answers(seed, record)
+        label = record.get("label")
+        return answers, label if self.spec.uses_label and isinstance(label, int) else None
 
 
 def _rows(answer: ClassifyAnswer, index: npt.NDArray[np.intp]) -> ClassifyAnswer:

@@ -59,21 +59,30 @@ default, and its claim map has no ``statistic`` key.
 **Tie margin** ``margin`` (C1, C2): a pair whose two scores differ by at most it ties
 (spec §7.1, :mod:`twinaudit.protocol.claim.outcome`).
 
-``ln`` and ``log1p`` are correctly rounded (:mod:`twinaudit.protocol.numeric`), as the spec
-defines them: never the platform's (Python's :mod:`math` and numpy call the C library,
-whose ``log1p`` is a unit in the last place off for a few percent of arguments, and
-numpy's vectorised versions can also depend on the CPU's instruction set).
+**Arithmetic** ``basic-v1`` (the claim map's ``"arithmetic": "basic-v1"``, which every
+claim started since written carries, spec §10.3.1): the logarithms are the protocol's,
+:func:`~twinaudit.protocol.basic_log.pln` and
+:func:`~twinaudit.protocol.basic_log.pln1m`, built from ``+ − × ÷`` alone, so every
+platform computes the same bits; and under C3 and C4 the terms are added in a canonical
+order (increasing ``p_c``, the committed label's term last), so two versions whose label
+counts have the same signature score the same bits and tie exactly. A claim map without
+the key is a claim of the rule before (spec §1.2): its logarithms correctly rounded
+(:mod:`twinaudit.protocol.numeric`, which :func:`score` keeps computing for it), and a
+replay accepts its recorded scores within :func:`legacy_tolerance` of the value
+recomputed with the protocol's logarithms (:func:`legacy_score`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from twinaudit.protocol.basic_log import pln, pln1m
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import OracleError, ParameterError
 from twinaudit.protocol.items import ImageItem
@@ -113,8 +122,33 @@ LOG_EPSILON: Final = 1e-12
 #: Floor of both terms of a copy's log-odds (smallest positive normal binary64).
 LOGIT_FLOOR: Final = 2.2250738585072014e-308
 
+#: The arithmetic of spec §10.3.1, named in the score map of every claim started since.
+BASIC_ARITHMETIC: Final = "basic-v1"
+#: The rule of the claims before it (no ``arithmetic`` key in their score map, spec §1.2).
+LEGACY_ARITHMETIC: Final = ""
+#: The arithmetic values a :class:`ScoreSpec` holds.
+ARITHMETICS: Final = (LEGACY_ARITHMETIC, BASIC_ARITHMETIC)
+#: A recorded score of the rule before is accepted within this share of its terms'
+#: magnitude of the recomputed one, plus :data:`LEGACY_FLOOR` (spec §1.2).
+LEGACY_SCALE: Final = 2.0**-40
+#: The absolute part of the tolerance (far below every term a normal float can hold).
+LEGACY_FLOOR: Final = 2.0**-1000
+
 _ONE_MINUS_EPSILON: Final = 1.0 - LOG_EPSILON
-_LN_EPSILON: Final = ln(LOG_EPSILON)
+
+
+@dataclass(frozen=True)
+class _Logs:
+    """The two logarithms a score is computed with: ``ln x`` and ``ln(1 − q)``."""
+
+    ln: Callable[[float], float]
+    ln1m: Callable[[float], float]
+
+
+#: The rule before ``basic-v1``: correctly rounded (§1.2), as the reference computes it.
+_CORRECTLY_ROUNDED: Final = _Logs(ln, lambda q: log1p(-q))
+#: The protocol's logarithms (§10.3.1).
+_BASIC: Final = _Logs(pln, pln1m)
 
 F64Vector = npt.NDArray[np.float64]
 
@@ -128,8 +162,11 @@ class ScoreSpec:
     ``statistic`` one of :data:`STATISTICS` (``logit`` for C1 and C2 only), in the
     claim map only when it is not the default ``entropy``. ``margin`` is the tie margin
     of spec §7.1 (a float in ``[0, MAX_MARGIN]``, C1 and C2 only): a pair whose two
-    scores differ by at most it ties; in the claim map only when it is not 0. Invalid
-    values raise :class:`~twinaudit.protocol.errors.ParameterError`.
+    scores differ by at most it ties; in the claim map only when it is not 0.
+    ``arithmetic`` is :data:`BASIC_ARITHMETIC` (spec §10.3.1, the claim map's
+    ``"arithmetic": "basic-v1"``), or :data:`LEGACY_ARITHMETIC` for a claim map of the rule
+    before, which has no such key (§1.2). Invalid values raise
+    :class:`~twinaudit.protocol.errors.ParameterError`.
     """
 
     function: str = FUNCTION
@@ -138,6 +175,7 @@ class ScoreSpec:
     knowledge: str
     statistic: str = "entropy"
     margin: float = 0.0
+    arithmetic: str = BASIC_ARITHMETIC
 
     #: The item kind this score reads.
     item_kind: ClassVar[str] = "image"
@@ -184,6 +222,10 @@ class ScoreSpec:
             raise ParameterError(
                 f"a tie margin needs probability vectors (C1, C2), not {self.knowledge}"
             )
+        if self.arithmetic not in ARITHMETICS:
+            raise ParameterError(
+                f"unknown arithmetic {self.arithmetic!r}; known: {BASIC_ARITHMETIC!r}"
+            )
 
     @property
     def queries_per_version(self) -> int:
@@ -217,6 +259,8 @@ class ScoreSpec:
             value["statistic"] = self.statistic
         if self.margin:
             value["margin"] = self.margin
+        if self.arithmetic:
+            value["arithmetic"] = self.arithmetic
         return value
 
     def to_fields(self) -> dict[str, int | str | float]:
@@ -232,13 +276,20 @@ class ScoreSpec:
 
     @classmethod
     def from_value(cls, value: object) -> ScoreSpec:
-        """Parse a claim map strictly: the four keys; ``statistic``, ``margin`` unless default."""
+        """Parse a claim map strictly: the four keys; ``statistic``, ``margin`` unless default.
+
+        ``arithmetic`` is ``basic-v1`` where present; a map without it is a claim of the
+        rule before (spec §1.2).
+        """
         keys = {"function", "k", "perturbation", "knowledge"}
-        if not isinstance(value, dict) or set(value) - {"statistic", "margin"} != keys:
+        optional = {"statistic", "margin", "arithmetic"}
+        if not isinstance(value, dict) or set(value) - optional != keys:
             raise ParameterError(
-                f"a score map has exactly the keys {sorted(keys)}, and 'statistic' and "
-                "'margin' when they are not the default"
+                f"a score map has exactly the keys {sorted(keys)}, and 'statistic', "
+                "'margin' and 'arithmetic' when they are not the default"
             )
+        if "arithmetic" in value and value["arithmetic"] != BASIC_ARITHMETIC:
+            raise ParameterError(f"a score map's arithmetic is {BASIC_ARITHMETIC!r}")
         if value.get("statistic") == "entropy":
             raise ParameterError("the default statistic 'entropy' is left out of the score map")
         margin = value.get("margin", 0.0)
@@ -253,6 +304,7 @@ class ScoreSpec:
             knowledge=value["knowledge"],
             statistic=value.get("statistic", "entropy"),
             margin=margin,
+            arithmetic=value.get("arithmetic", LEGACY_ARITHMETIC),
         )
 
     def check_item(self, item: ImageItem) -> int | None:
@@ -304,40 +356,63 @@ def mean_output(spec: ScoreSpec, answer: ClassifyAnswer, n_classes: int) -> F64V
     return mean
 
 
-def negative_entropy(p: F64Vector) -> float:
-    """Return ``Σ_c p_c ln p_c`` with ``0·ln 0 = 0``, summed in class order."""
+def _sum(terms: Iterable[float]) -> tuple[float, float]:
+    """Return the binary64 sum of ``terms`` in order from ``0.0``, and the sum of their sizes."""
     total = 0.0
-    for value in p.tolist():
-        if value > 0.0:
-            total += value * ln(value)
-    return total
+    size = 0.0
+    for term in terms:
+        total += term
+        size += abs(term)
+    return total, size
 
 
-def _log_one_minus(q: float) -> float:
-    return log1p(-q) if q <= _ONE_MINUS_EPSILON else _LN_EPSILON
+def _entropy_terms(values: list[float], logs: _Logs) -> list[float]:
+    return [value * logs.ln(value) for value in values if value > 0.0]
+
+
+def _modified_terms(values: list[float], label: int, logs: _Logs) -> tuple[float, list[float]]:
+    """Return the label's term and the other classes' terms (in class order)."""
+    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(values):
+        raise ParameterError(f"label {label!r} outside 0..{len(values) - 1}")
+    ln_epsilon = logs.ln(LOG_EPSILON)
+    others = [
+        value * (logs.ln1m(value) if value <= _ONE_MINUS_EPSILON else ln_epsilon)
+        for c, value in enumerate(values)
+        if c != label
+    ]
+    value = values[label]
+    return (1.0 - value) * logs.ln(max(value, LOG_EPSILON)), others
+
+
+def negative_entropy(p: F64Vector) -> float:
+    """Return ``Σ_c p_c ln p_c`` with ``0·ln 0 = 0``, summed in class order (rule before)."""
+    return _sum(_entropy_terms(p.tolist(), _CORRECTLY_ROUNDED))[0]
 
 
 def negative_modified_entropy(p: F64Vector, label: int) -> float:
-    """Return ``(1 − p_y) ln p_y + Σ_{c≠y} p_c ln(1 − p_c)`` with the ε clamps, in class order."""
-    values = p.tolist()
-    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(values):
-        raise ParameterError(f"label {label!r} outside 0..{len(values) - 1}")
+    """Return ``(1 − p_y) ln p_y + Σ_{c≠y} p_c ln(1 − p_c)`` with the ε clamps (rule before)."""
+    first, others = _modified_terms(p.tolist(), label, _CORRECTLY_ROUNDED)
+    others.insert(label, first)
+    return _sum(others)[0]
+
+
+def _log_odds(rows: list[list[float]], label: int, logs: _Logs) -> tuple[float, float]:
+    """Return ``(Σ_k ℓ_k)/K`` and ``(Σ_k |ln a_k| + |ln b_k|)/K`` (module docstring)."""
     total = 0.0
-    for c, value in enumerate(values):
-        if c == label:
-            total += (1.0 - value) * ln(max(value, LOG_EPSILON))
-        else:
-            total += value * _log_one_minus(value)
-    return total
+    size = 0.0
+    for row in rows:
+        rest = 0.0
+        for c, value in enumerate(row):
+            if c != label:
+                rest += value
+        up, down = logs.ln(max(row[label], LOGIT_FLOOR)), logs.ln(max(rest, LOGIT_FLOOR))
+        total += up - down
+        size += abs(up) + abs(down)
+    return total / float(len(rows)), size / float(len(rows))
 
 
-def mean_log_odds(probabilities: npt.NDArray[np.float64], label: int | None) -> float:
-    """Return the ``logit`` statistic of one version's K probability rows (module docstring).
-
-    ``label`` None picks the class of largest mean probability (C2).
-    """
-    rows = probabilities.tolist()
-    width = len(rows[0])
+def _logit_label(probabilities: npt.NDArray[np.float64], label: int | None) -> int:
+    width = probabilities.shape[1]
     if label is None:
         acc = np.zeros(width, dtype=np.float64)
         for vector in probabilities:
@@ -345,34 +420,89 @@ def mean_log_odds(probabilities: npt.NDArray[np.float64], label: int | None) -> 
         label = int(np.argmax(acc))  # the largest sum is the largest mean; lowest index wins
     if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < width:
         raise ParameterError(f"label {label!r} outside 0..{width - 1}")
-    total = 0.0
-    for row in rows:
-        rest = 0.0
-        for c, value in enumerate(row):
-            if c != label:
-                rest += value
-        total += ln(max(row[label], LOGIT_FLOOR)) - ln(max(rest, LOGIT_FLOOR))
-    return total / float(len(rows))
+    return label
+
+
+def mean_log_odds(probabilities: npt.NDArray[np.float64], label: int | None) -> float:
+    """Return the ``logit`` statistic of one version's K probability rows (rule before).
+
+    ``label`` None picks the class of largest mean probability (C2).
+    """
+    label = _logit_label(probabilities, label)
+    return _log_odds(probabilities.tolist(), label, _CORRECTLY_ROUNDED)[0]
+
+
+def _measured(
+    spec: ScoreSpec,
+    answer: ClassifyAnswer,
+    n_classes: int,
+    label: int | None,
+    *,
+    logs: _Logs,
+    canonical: bool,
+) -> tuple[float, float]:
+    """Return a version's score and its terms' magnitude under ``logs``.
+
+    ``canonical`` adds the label-only terms in increasing ``p_c``, the label's last
+    (``basic-v1``); otherwise every sum runs in class order (the rule before).
+    """
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
+        raise ParameterError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    if spec.uses_label and label is None:
+        raise ParameterError(f"knowledge condition {spec.knowledge} needs the committed label")
+    if spec.statistic == "logit":
+        answer.validate(spec.k, n_classes)
+        if answer.probabilities is None:
+            raise OracleError("invalid-answer", "the logit statistic needs probability vectors")
+        chosen = _logit_label(answer.probabilities, label if spec.uses_label else None)
+        return _log_odds(answer.probabilities.tolist(), chosen, logs)
+    values = mean_output(spec, answer, n_classes).tolist()
+    canonical = canonical and spec.label_only
+    if not spec.uses_label:
+        return _sum(_entropy_terms(sorted(values) if canonical else values, logs))
+    assert label is not None
+    if canonical:  # the other classes in increasing p_c, then the label's term
+        if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < n_classes:
+            raise ParameterError(f"label {label!r} outside 0..{n_classes - 1}")
+        values = [*sorted(values[:label] + values[label + 1 :]), values[label]]
+        label = n_classes - 1
+    first, others = _modified_terms(values, label, logs)
+    others.insert(label, first)
+    return _sum(others)
 
 
 def score(spec: ScoreSpec, answer: ClassifyAnswer, *, n_classes: int, label: int | None) -> float:
     """Return the float64 score of one version from the oracle's answers to its K copies.
 
     ``label`` is the committed label (required for C1/C3, ignored for C2/C4) and
-    must be below ``n_classes``, the oracle's announced number of classes.
+    must be below ``n_classes``, the oracle's announced number of classes. The claim's
+    ``arithmetic`` says how: ``basic-v1`` with the protocol's logarithms, else the rule
+    before, correctly rounded (module docstring).
     """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
-        raise ParameterError(f"n_classes must be an integer >= 2, got {n_classes!r}")
-    if spec.statistic == "logit":
-        answer.validate(spec.k, n_classes)
-        if answer.probabilities is None:
-            raise OracleError("invalid-answer", "the logit statistic needs probability vectors")
-        if spec.uses_label and label is None:
-            raise ParameterError(f"knowledge condition {spec.knowledge} needs the committed label")
-        return mean_log_odds(answer.probabilities, label if spec.uses_label else None)
-    p = mean_output(spec, answer, n_classes)
-    if not spec.uses_label:
-        return negative_entropy(p)
-    if label is None:
-        raise ParameterError(f"knowledge condition {spec.knowledge} needs the committed label")
-    return negative_modified_entropy(p, label)
+    if spec.arithmetic == BASIC_ARITHMETIC:
+        return _measured(spec, answer, n_classes, label, logs=_BASIC, canonical=True)[0]
+    return _measured(spec, answer, n_classes, label, logs=_CORRECTLY_ROUNDED, canonical=False)[0]
+
+
+def legacy_score(
+    spec: ScoreSpec, answer: ClassifyAnswer, *, n_classes: int, label: int | None
+) -> tuple[float, float]:
+    """Return a score of the rule before and the tolerance of its recorded value (§1.2).
+
+    The score is recomputed with the protocol's logarithms, within an ulp of those
+    rounded once (:func:`~twinaudit.protocol.basic_log.pln`), the sums in class order as
+    that rule says; replay accepts a recorded score within the tolerance of it.
+    """
+    value, size = _measured(spec, answer, n_classes, label, logs=_BASIC, canonical=False)
+    return value, legacy_tolerance(size)
+
+
+def legacy_tolerance(size: float) -> float:
+    """Return ``size · 2^-40 + 2^-1000``: the tolerance of a score whose terms add to ``size``.
+
+    ``size`` is the sum of the absolute values of the score's terms (the logit
+    statistic's: of its two logarithms per copy, over ``K``). Two computations of the
+    same sum with logarithms a few ulps apart, in any order of ``n ≤ 256`` terms,
+    differ by less than ``2^-43·size`` (spec §1.2).
+    """
+    return size * LEGACY_SCALE + LEGACY_FLOOR
