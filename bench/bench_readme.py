@@ -278,8 +278,12 @@ def readme_phrases(record: dict[str, object]) -> list[str]:
     setup = record.get("setup")
     if isinstance(setup, dict):
         phrases.append(f"set-up took {setup['wall_s'] / 60:.1f} minutes")
-    load = record["load_before"][0]  # type: ignore[index]
-    phrases.append(f"(`python -m bench readme`, {record['date']}, load {load:.1f} at its start)")
+    before = record["load_before"][0]  # type: ignore[index]
+    after = record["load_after"][2]  # type: ignore[index]
+    phrases.append(
+        f"(`python -m bench readme`, {record['date']}, load {before:.1f} at its start and"
+        f" {after:.1f} over its last 15 minutes)"
+    )
     return phrases
 
 

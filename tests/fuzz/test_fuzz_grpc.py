@@ -275,6 +275,14 @@ UNARY: dict[str, tuple[str, list[bytes], set[grpc.StatusCode]]] = {
         [escrow_pb2.GetInclusionProofRequest(index=1, size=3).SerializeToString()],
         REFUSALS,
     ),
+    "GetEntries": (
+        "/twinaudit.escrow.v1.Escrow/GetEntries",
+        [
+            escrow_pb2.GetEntriesRequest(start=start, count=count).SerializeToString()
+            for start, count in ((0, 1), (1, 256), (0, 257))
+        ],
+        REFUSALS,
+    ),
     "GetConsistencyProof": (
         "/twinaudit.escrow.v1.Escrow/GetConsistencyProof",
         [escrow_pb2.GetConsistencyProofRequest(old_size=1, new_size=3).SerializeToString()],
