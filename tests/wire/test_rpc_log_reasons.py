@@ -83,7 +83,9 @@ def test_a_unary_call_past_the_clients_deadline(port, caplog):
         event["reason"],
     )
     assert said is not None, event["reason"]
-    assert 0 <= float(said.group(1)) <= 0.2 and float(said.group(2)) >= SLOW_S * 0.9
+    # At most 0.2 s plus the rounding of the log's three digits and of gRPC's timeout
+    # header, which rounds the remaining time up to its unit (it read 0.201 once).
+    assert 0 <= float(said.group(1)) <= 0.21 and float(said.group(2)) >= SLOW_S * 0.9
 
 
 def _stream(port: int, then: bytes | None, **channel: Any) -> grpc.RpcError | None:
