@@ -54,7 +54,9 @@ def _serve(*args):
 def _stop(process):
     process.send_signal(signal.SIGTERM)
     try:
-        assert process.wait(timeout=20) == 0
+        # Its graceful stop took more than 20 s twice when two test suites shared the two
+        # cores (a torch process's teardown); a hang still fails, after a minute.
+        assert process.wait(timeout=60) == 0
     finally:
         process.kill()
         process.stdout.close()

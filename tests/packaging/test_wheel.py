@@ -19,6 +19,7 @@ import sysconfig
 import tarfile
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,14 +122,15 @@ def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pat
     return target
 
 
-@pytest.fixture(scope="module")
-def venv_with_extras(venv: Path) -> Path:
+@pytest.fixture
+def venv_with_extras(venv: Path) -> Iterator[Path]:
     """The same environment, which then also sees this one's packages (the extras).
 
     The model extras (torch and the rest, 1.7 GB) are not installed again: a ``.pth``
     line puts this environment's site-packages after the fresh one's, so the quick start
-    finds them while everything the fresh environment holds comes first. The tests that
-    use it come last in this file: the tests above run without it.
+    finds them while everything the fresh environment holds comes first. The line is
+    there for the test that asks for it and removed after it, so that the other tests
+    see the fresh environment alone in whatever order they run.
     """
     site = _run(
         [
@@ -138,8 +140,12 @@ def venv_with_extras(venv: Path) -> Path:
         ],
         venv,
     ).stdout.strip()
-    Path(site, BORROWED).write_text(sysconfig.get_path("purelib") + "\n")
-    return venv
+    borrowed = Path(site, BORROWED)
+    borrowed.write_text(sysconfig.get_path("purelib") + "\n")
+    try:
+        yield venv
+    finally:
+        borrowed.unlink(missing_ok=True)
 
 
 def _env(venv: Path) -> dict[str, str]:

@@ -191,7 +191,8 @@ def test_reexecute_command_json_and_exit_codes(held):
     failed = cli(*args, "--model", str(changed), check=False)
     assert failed.returncode == 1
     lines = failed.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("REEXECUTE FAILED: [verification-failed]")
+    assert len(lines) == 1
+    assert lines[0].startswith("twinaudit: error: [verification-failed] REEXECUTE FAILED: ")
     assert "is not the model digest the verdict records" in lines[0]
 
     missing = cli(*args, "--model", str(held["tmp"] / "absent.ts"), check=False)
