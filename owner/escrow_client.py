@@ -20,18 +20,18 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from twinaudit.protocol import SPEC_VERSION
-from twinaudit.protocol.checkpoint_note import NO_WITNESSES, WitnessPolicy, verify_checkpoint_note
-from twinaudit.protocol.errors import SignatureError, VerificationError
+from twinaudit.protocol.checkpoint_note import WitnessPolicy
+from twinaudit.protocol.errors import VerificationError
 from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     EscrowRequest,
     Receipt,
     open_receipt,
-    verify_checkpoint,
     verify_log_extension,
     verify_receipt,
 )
 from twinaudit.protocol.log_evidence import LogEvidence
+from twinaudit.wire.escrow.log_client import consistency_proof, latest_checkpoint
 from twinaudit.wire.escrow.v1 import escrow_pb2, escrow_pb2_grpc
 from twinaudit.wire.transport import DEFAULT_DEADLINE_S
 
@@ -194,22 +194,11 @@ def fetch_checkpoint(
     """
     deadline = time.monotonic() + timeout_s
     stub = escrow_pb2_grpc.EscrowStub(channel)  # type: ignore[no-untyped-call]
-    answer = stub.GetCheckpoint(escrow_pb2.GetCheckpointRequest(), timeout=_remaining(deadline))
-    signed = bytes(answer.checkpoint)
-    # 1. The checkpoint is signed by the arbiter and well formed.
-    checkpoint = verify_checkpoint(signed, arbiter_public_key)
-    if witness_policy is not None and not answer.checkpoint_note:
-        raise SignatureError("the arbiter serves no checkpoint note: a witness policy needs one")
-    if answer.checkpoint_note:
-        # 1b. Its signed note (§9.5.4), where the arbiter sends one, states the same tree
-        #     under the same key, and meets the owner's witness policy (k = 0 without).
-        note = verify_checkpoint_note(
-            bytes(answer.checkpoint_note),
-            arbiter_public_key,
-            witness_policy or NO_WITNESSES,
-            now=int(time.time()),
-        )
-        note.require_same_tree(checkpoint)
+    # 1. The checkpoint is signed by the arbiter and well formed, and its signed note
+    #    (§9.5.4), where the arbiter sends one, states the same tree under the same key
+    #    and meets the owner's witness policy (k = 0 without).
+    head = latest_checkpoint(stub, arbiter_public_key, deadline, witness_policy=witness_policy)
+    checkpoint = head.checkpoint
     if previous is not None:
         # 2. The log grew append-only from the last checkpoint seen (§6.2.3); a smaller
         #    log is refused before asking for a proof that cannot exist.
@@ -217,9 +206,6 @@ def fetch_checkpoint(
             raise VerificationError(
                 f"the arbiter's log shrank from {previous.size} to {checkpoint.size} entries"
             )
-        proof = stub.GetConsistencyProof(
-            escrow_pb2.GetConsistencyProofRequest(old_size=previous.size, new_size=checkpoint.size),
-            timeout=_remaining(deadline),
-        ).proof
-        verify_log_extension(previous, checkpoint, [bytes(element) for element in proof])
-    return checkpoint, signed
+        proof = consistency_proof(stub, previous.size, checkpoint.size, deadline)
+        verify_log_extension(previous, checkpoint, proof)
+    return checkpoint, head.envelope

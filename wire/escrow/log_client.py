@@ -24,10 +24,15 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from twinaudit.protocol.checkpoint_note import verify_checkpoint_note
+from twinaudit.protocol.checkpoint_note import NO_WITNESSES, WitnessPolicy, verify_checkpoint_note
 from twinaudit.protocol.claim.log_count import LogCount, recount_earlier_claims
 from twinaudit.protocol.claim.verdict import Verdict
-from twinaudit.protocol.errors import InputError, LimitExceededError, VerificationError
+from twinaudit.protocol.errors import (
+    InputError,
+    LimitExceededError,
+    SignatureError,
+    VerificationError,
+)
 from twinaudit.protocol.escrow_messages import (
     Checkpoint,
     verify_checkpoint,
@@ -61,14 +66,30 @@ class SignedHead:
 
 
 def latest_checkpoint(
-    stub: Any, arbiter_public_key: Ed25519PublicKey, deadline: float
+    stub: Any,
+    arbiter_public_key: Ed25519PublicKey,
+    deadline: float,
+    *,
+    witness_policy: WitnessPolicy | None = None,
 ) -> SignedHead:
-    """Fetch and verify the arbiter's latest checkpoint (§9.4) and its note (§9.5.4)."""
+    """Fetch and verify the arbiter's latest checkpoint (§9.4) and its note (§9.5.4).
+
+    Where the answer carries the note, it must verify under the same key and name the
+    same tree; with ``witness_policy`` it must carry one, and meet the policy at the
+    time of the call (:class:`SignatureError` without a note).
+    """
     answer = stub.GetCheckpoint(escrow_pb2.GetCheckpointRequest(), timeout=_remaining(deadline))
     envelope = bytes(answer.checkpoint)
     checkpoint = verify_checkpoint(envelope, arbiter_public_key)
+    if witness_policy is not None and not answer.checkpoint_note:
+        raise SignatureError("the arbiter serves no checkpoint note: a witness policy needs one")
     if answer.checkpoint_note:
-        note = verify_checkpoint_note(bytes(answer.checkpoint_note), arbiter_public_key)
+        note = verify_checkpoint_note(
+            bytes(answer.checkpoint_note),
+            arbiter_public_key,
+            witness_policy or NO_WITNESSES,
+            now=int(time.time()),
+        )
         note.require_same_tree(checkpoint)
     return SignedHead(checkpoint, envelope)
 
