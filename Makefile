@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast test-shuffled lint typecheck pytest bench vectors clean demo fuzz
+.PHONY: test test-fast test-shuffled test-shuffled-record lint typecheck pytest bench vectors clean demo fuzz
 
 # Create the virtual environment and install the project with exact pins. The hook's
 # .pth line holds a compiled copy of wire/torchvision_finder.py: a change to either
@@ -42,6 +42,12 @@ test-fast: $(STAMP)
 SEED ?= random
 test-shuffled: $(STAMP)
 	$(BIN)/python -m pytest -q -p randomly --randomly-seed=$(SEED) $(PYTEST_ARGS)
+
+# RUNS whole-suite shuffled runs, each recorded in docs/results-data/shuffled-suite.jsonl
+# (seed, counts, failed ids, times, load; scripts/shuffled_suite.py).
+RUNS ?= 5
+test-shuffled-record: $(STAMP)
+	$(BIN)/python scripts/shuffled_suite.py --runs $(RUNS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
