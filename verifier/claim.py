@@ -16,7 +16,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from twinaudit.protocol import SPEC_VERSION, limits
-from twinaudit.protocol.claim.claim_map import IMAGE_KINDS, INPUT_FIT_KEY, ClaimMap, check_input_fit
+from twinaudit.protocol.claim.claim_map import (
+    INPUT_FIT_KEY,
+    ClaimMap,
+    check_input_fit,
+    default_fit_shape,
+)
 from twinaudit.protocol.claim.filing import Filing
 from twinaudit.protocol.claim.functions import AnyScoreSpec, resolve_score
 from twinaudit.protocol.claim.outcome import feed, outcome
@@ -215,8 +220,7 @@ class ClaimSession:
             params.test_name, record.n_pairs - len(skipped), params.p, params.alpha, params.prior
         )
         if input_fit is None:
-            fits = bool(info.input_shape) and score.item_kind in IMAGE_KINDS
-            input_fit = AREA if fits else ""
+            input_fit = AREA if default_fit_shape(info, score.item_kind) else ""
         elif input_fit:
             check_input_fit(input_fit, oracle.describe(), score.item_kind)
         claim = ClaimMap(

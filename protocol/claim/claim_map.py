@@ -253,6 +253,20 @@ class ClaimMap:
         return claim_map
 
 
+def default_fit_shape(info: OracleInfo, item_kind: str) -> tuple[int, int, int] | None:
+    """Return the shape a claim started now fits image queries to, or None (§10.2 step 5).
+
+    A claim started now fits every image query (rule ``"area"``) where the oracle's
+    Describe map declares an ``input_shape`` and the score function sends images; it
+    sends items at their own shapes otherwise. The owner's estimate scores as such a
+    claim would, so both take the rule from here.
+    """
+    if item_kind not in IMAGE_KINDS or len(info.input_shape) != 3:
+        return None
+    height, width, channels = info.input_shape
+    return height, width, channels
+
+
 def check_input_fit(rule: object, oracle: object, item_kind: str) -> str:
     """Return a claim map's ``input_fit`` rule, checked (spec §10.1); else ``invalid-input``.
 

@@ -52,6 +52,7 @@ from twinaudit.owner.marking.proxy import BATCH as TRAIN_BATCH
 from twinaudit.owner.marking.proxy import square_images, train_proxy
 from twinaudit.owner.vault import Vault
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
+from twinaudit.protocol.claim.claim_map import default_fit_shape
 from twinaudit.protocol.claim.outcome import LOSS, LOST, SKIPPED, TIE, WIN, WON, outcome
 from twinaudit.protocol.claim.scores.classifier import ScoreSpec
 from twinaudit.protocol.encoding import Value
@@ -360,8 +361,7 @@ def pair_scores(
     """
     info = oracle.info
     spec.check_oracle(info)  # as a claim's start checks it (spec §10.2 step 1)
-    fit = info.input_shape
-    scorer = scorer_for(spec, (fit[0], fit[1], fit[2]) if len(fit) == 3 else None)
+    scorer = scorer_for(spec, default_fit_shape(info, spec.item_kind))
     items = [
         (ImageItem(versions[i, 0], int(labels[i])), ImageItem(versions[i, 1], int(labels[i])))
         for i in range(len(versions))
