@@ -29,19 +29,21 @@ from twinaudit.protocol.oracles.signed_answers import (
 from twinaudit.verifier.windows import QueryBatch
 
 
-def _queue(
-    digests: list[bytes], slots: list[tuple[int, int]]
-) -> dict[bytes, deque[tuple[int, int]]]:
+def _queue(sent: list[tuple[tuple[int, int], bytes]]) -> dict[bytes, deque[tuple[int, int]]]:
     queues: dict[bytes, deque[tuple[int, int]]] = defaultdict(deque)
-    for digest, slot in zip(digests, slots, strict=True):
+    for slot, digest in sent:
         queues[digest].append(slot)
     return queues
 
 
-def _sent_slots(
+def sent_queries(
     batch: QueryBatch, indices: list[int]
-) -> tuple[dict[bytes, deque[tuple[int, int]]], dict[bytes, deque[tuple[int, int]]]]:
-    """Return the window's image and text queries, by digest, as slots in sent order."""
+) -> tuple[list[tuple[tuple[int, int], bytes]], list[tuple[tuple[int, int], bytes]]]:
+    """Return the window's image and text queries in sent order, each as (slot, digest).
+
+    ``indices`` are the window's pairs; a query's slot is ``(i, q)`` (spec §10.8) and its
+    digest what an oracle signs of it (:func:`image_query_digest`, :func:`text_query_digest`).
+    """
     pairs = len(indices)
     images = [] if batch.images is None else list(batch.images)
     per_image = len(batch.image_order) // pairs if pairs else 0
@@ -54,7 +56,18 @@ def _sent_slots(
     ]
     text_digests = [text_query_digest(text) for text in batch.texts]
     text_slots = [(indices[u // per_text], per_image + u % per_text) for u in batch.text_order]
-    return _queue(image_digests, image_slots), _queue(text_digests, text_slots)
+    return (
+        list(zip(image_slots, image_digests, strict=True)),
+        list(zip(text_slots, text_digests, strict=True)),
+    )
+
+
+def _sent_slots(
+    batch: QueryBatch, indices: list[int]
+) -> tuple[dict[bytes, deque[tuple[int, int]]], dict[bytes, deque[tuple[int, int]]]]:
+    """Return the window's image and text queries, by digest, as slots in sent order."""
+    images, texts = sent_queries(batch, indices)
+    return _queue(images), _queue(texts)
 
 
 def answers_records(

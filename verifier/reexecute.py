@@ -14,7 +14,8 @@ transcript records:
    digests its transcript record lists;
 4. each window of pairs is rebuilt as the claim built it — the same copies from the
    PRG, shuffled by the same stream — and checked against the recorded query
-   digests (the score functions that record them);
+   digests (the score functions that record them) and, where the oracle signed its
+   answers (spec §10.8), against every query digest its signed batches list;
 5. the model, run in a child process exactly as the arbiter ran it (same options,
    same thread count, deterministic algorithms, the same requests: a window's
    shuffled queries split into the same batches), answers each window; the answers
@@ -49,6 +50,7 @@ from twinaudit.protocol.errors import InputError, OracleError, TwinauditError, V
 from twinaudit.protocol.items import Item, decode_pair
 from twinaudit.protocol.merkle import verify_inclusion
 from twinaudit.protocol.oracles.base import Oracle
+from twinaudit.verifier.answer_slots import sent_queries
 from twinaudit.verifier.oracles.held import HELD_THREADS, ServeOptions, file_sha256, start_held
 from twinaudit.verifier.replay import replay
 from twinaudit.verifier.windows import scorer_for
@@ -200,7 +202,9 @@ def rebuilt_windows(
     have the digests its record lists; each window's queries are rebuilt from the items
     and the PRG as the claim built them, and each record's fields that they fix (the
     image functions' label, shape, parameters and query digests) must equal the
-    rebuilt ones. No model is run. ``verdict`` and ``transcript`` must have replayed.
+    rebuilt ones. Where the oracle signed its answers (spec §10.8), every query digest
+    that the window's answers records list must be the digest of the rebuilt query its
+    slot names. No model is run. ``verdict`` and ``transcript`` must have replayed.
 
     Raises:
         InputError: the openings file is malformed (its subclasses say how).
@@ -212,7 +216,9 @@ def rebuilt_windows(
     if root != claim.record_root:
         raise _fail("the openings are not under the verdict's escrowed root")
     # The pair records; an oracle that signed its answers adds answers records (§10.8).
-    records = [r for r in list(iter_records(transcript))[1:] if r.get("type") == "pair"]
+    every = list(iter_records(transcript))[1:]
+    records = [r for r in every if r.get("type") == "pair"]
+    signed = [r for r in every if r.get("type") == "answers"]
     kind = score_function(claim.score.function).item_kind
     scorer = scorer_for(claim.score, claim.fit_shape)
     seed = verdict.audit_seed
@@ -233,7 +239,39 @@ def rebuilt_windows(
                         f"pair {record['index']!r}: the recorded {key} is not the one its "
                         "opened items give"
                     )
+        if claim.oracle_info.answer_key:
+            _check_signed_digests(
+                number, batch, indices, [r for r in signed if r["window"] == number]
+            )
         yield RebuiltWindow(number, window, items, batch)
+
+
+def _check_signed_digests(
+    number: int, batch: QueryBatch, indices: list[int], answers: list[dict[str, Value]]
+) -> None:
+    """Compare the query digests a window's signed batches list with its rebuilt queries.
+
+    Spec §10.8, §12: the digest at each slot ``[i, q]`` of an answers record must be
+    the digest of query ``q`` of pair ``i`` as the claim built it from the items, so
+    that the oracle's signatures are over the claim's own queries. Replay has checked
+    the records' form and that their slots name each query of the window once.
+    """
+    images, texts = sent_queries(batch, indices)
+    rebuilt = dict(images + texts)
+    for position, record in enumerate(answers):
+        slots, digests = record["slots"], record["query_digests"]
+        assert isinstance(slots, list)  # replay checked the record's form
+        assert isinstance(digests, list)
+        for slot, digest in zip(slots, digests, strict=True):
+            assert isinstance(slot, list)
+            index, place = (_int(v) for v in slot)
+            if rebuilt.get((index, place)) != digest:
+                raise _fail(
+                    f"window {number}: signed batch {position} lists at slot [{index}, "
+                    f"{place}] (pair {index}, query {place}) a query digest that is not the "
+                    "digest of the query the opened items give: the oracle's signature is "
+                    "over another query"
+                )
 
 
 def check_openings(verdict: Verdict, transcript: bytes, openings: bytes) -> int:
@@ -241,8 +279,9 @@ def check_openings(verdict: Verdict, transcript: bytes, openings: bytes) -> int:
 
     This is replay's check with the openings (spec §12), steps 3–4 of the module
     docstring for every score function: what a transcript records of the items (their
-    digests, the image functions' label, shape, parameters and query digests) and replay
-    alone cannot recompute, recomputed here from the items. No model runs.
+    digests, the image functions' label, shape, parameters and query digests, and the
+    query digests the oracle signed, where it signed its answers) and replay alone
+    cannot recompute, recomputed here from the items. No model runs.
     """
     return sum(len(window.records) for window in rebuilt_windows(verdict, transcript, openings))
 

@@ -11,7 +11,7 @@ recomputed by each function's window logic (:mod:`twinaudit.verifier.windows`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from twinaudit.protocol import SPEC_VERSION
 from twinaudit.protocol.claim.answer_records import check_window_answers
@@ -28,7 +28,58 @@ from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import InputError, OracleError, ParameterError, VerificationError
 from twinaudit.protocol.oracles.base import OracleInfo
 from twinaudit.protocol.stats.base import Decision, log_statistics_agree
-from twinaudit.verifier.windows import AnyWindowScorer, scorer_for
+from twinaudit.verifier.windows import AgreedScores, AnyWindowScorer, scorer_for
+
+
+@dataclass(frozen=True)
+class ScoreAgreement:
+    """How a replay's recorded scores agreed with the scores it recomputed (spec §1.2, §12).
+
+    Every recorded score of a claim whose score map names the arithmetic ``basic-v1``,
+    and of every score function but the image-classifier, equals the recomputed one bit
+    for bit, or replay fails. An image-classifier claim of the rule before (no
+    ``arithmetic`` key) replays within the tolerance of §1.2: ``within_tolerance``
+    counts its recorded scores that are not bit-identical to the recomputed ones, with
+    the largest relative difference ``|s − s'| / max(|s|, |s'|)`` and the largest share
+    of its tolerance ``|s − s'| / (S·2^−40 + 2^−1000)`` among them (0.0 when none).
+    """
+
+    #: The arithmetic the claim's score map names; None where it names none.
+    arithmetic: str | None
+    #: Scores recomputed: two per opened pair.
+    recomputed: int
+    #: Whether the recorded scores were checked within the tolerance of §1.2.
+    tolerance_rule: bool = False
+    within_tolerance: int = 0
+    largest_relative_difference: float = 0.0
+    largest_share_of_tolerance: float = 0.0
+
+    @property
+    def bit_identical(self) -> bool:
+        """Whether every recorded score is the recomputed one, bit for bit."""
+        return self.within_tolerance == 0
+
+    def add(self, agreed: AgreedScores) -> ScoreAgreement:
+        """Return the agreement with one more pair's scores counted."""
+        counted = replace(self, recomputed=self.recomputed + len(agreed.recomputed))
+        if agreed.tolerances is None:
+            return counted
+        counted = replace(counted, tolerance_rule=True)
+        for mine, theirs, tolerance in zip(
+            agreed.recomputed, agreed.scores, agreed.tolerances, strict=True
+        ):
+            if mine.hex() == theirs.hex():
+                continue
+            gap, scale = abs(mine - theirs), max(abs(mine), abs(theirs))
+            counted = replace(
+                counted,
+                within_tolerance=counted.within_tolerance + 1,
+                largest_relative_difference=max(
+                    counted.largest_relative_difference, gap / scale if scale else 0.0
+                ),
+                largest_share_of_tolerance=max(counted.largest_share_of_tolerance, gap / tolerance),
+            )
+        return counted
 
 
 @dataclass(frozen=True)
@@ -42,6 +93,8 @@ class ReplayResult:
     #: Whether the oracle signed its answers and every signature verified (spec §10.8);
     #: False for an oracle whose Describe names no answer key ("answers unsigned").
     answers_signed: bool = False
+    #: How the recorded scores agreed with the recomputed ones (spec §1.2, §12).
+    agreement: ScoreAgreement = field(default_factory=lambda: ScoreAgreement(None, 0))
 
 
 def _fail(message: str) -> VerificationError:
@@ -99,8 +152,12 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
     test = claim.make_test()
     indicators = ""
     last = test.initial_step()
+    score_map = claim.score.to_value()
+    arithmetic = score_map.get("arithmetic") if isinstance(score_map, dict) else None
+    agreement = ScoreAgreement(arithmetic if isinstance(arithmetic, str) else None, 0)
     for record in pairs:
         pair = _replay_pair(record, seed, scorer, info, claim)
+        agreement = agreement.add(pair.agreed)
         fed = test.decision is Decision.CONTINUE
         if record.get("outcome") != (pair.char if fed else ""):
             raise _fail(f"pair {pair.index!r}: recorded outcome disagrees with the scores")
@@ -135,7 +192,7 @@ def replay(verdict: Verdict, transcript: bytes) -> ReplayResult:
             pairs=[p for p in pairs if p.get("window") == window],
             batches=window_batches,
         )
-    return ReplayResult(indicators, final, decision, len(pairs), bool(answer_key))
+    return ReplayResult(indicators, final, decision, len(pairs), bool(answer_key), agreement)
 
 
 def _split_records(
@@ -196,12 +253,13 @@ def _same_final(replayed: FinalState, recorded: FinalState) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _ReplayedPair:
-    """One pair's index, published version, recomputed scores and outcome character."""
+    """One pair's index, published version, scores (and how they agreed) and outcome."""
 
     index: int
     published: int
     scores: list[float]
     char: str
+    agreed: AgreedScores
 
 
 def _replay_pair(
@@ -218,9 +276,10 @@ def _replay_pair(
     assert isinstance(published, int)
     assert isinstance(recorded, list)
     try:
-        scores = scorer.agreed_scores(info, seed, record)
+        agreed = scorer.agreed_scores(info, seed, record)
     except (OracleError, ParameterError, InputError) as exc:
         raise _fail(f"pair {index!r}: the recorded answers do not replay: {exc}") from None
+    scores = agreed.scores
     char = outcome(
         scores,
         published,
@@ -229,4 +288,4 @@ def _replay_pair(
         seed=seed,
         index=index,
     )
-    return _ReplayedPair(index, published, scores, char)
+    return _ReplayedPair(index, published, scores, char, agreed)

@@ -23,10 +23,11 @@ test fails if the file differs from what :func:`build` returns.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from twinaudit.protocol import SPEC_VERSION
+from twinaudit.protocol.claim.answer_records import pair_rows
 from twinaudit.protocol.claim.filing import ClaimRequest, Filing, sign_claim_request
 from twinaudit.protocol.claim.openings import OpenedPair, encode_openings
 from twinaudit.protocol.claim.scores.classifier import (
@@ -44,6 +46,7 @@ from twinaudit.protocol.claim.scores.classifier import (
     ScoreSpec,
 )
 from twinaudit.protocol.claim.transcript import TranscriptWriter, iter_records
+from twinaudit.protocol.claim.verdict import check_verdict
 from twinaudit.protocol.commitment import PairOpening, commit_pair
 from twinaudit.protocol.encoding import Value, decode, encode
 from twinaudit.protocol.envelope import Envelope, payload_type, sign_envelope
@@ -56,9 +59,16 @@ from twinaudit.protocol.oracles.base import (
     OracleInfo,
     check_images,
 )
+from twinaudit.protocol.oracles.signed_answers import (
+    SignedBatch,
+    classify_rows,
+    image_query_digest,
+    sign_answer_batch,
+)
 from twinaudit.protocol.seeds import publication_bits
 from twinaudit.protocol.stats.base import TiePolicy
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
+from twinaudit.verifier.replay import replay
 from twinaudit.wire.claim_start import start_map, to_claim_start
 
 from .vectors_core import TEST_KEY_SEED, render
@@ -74,6 +84,8 @@ RECEIPT_TIME = "2026-11-23T00:00:00Z"
 #: of another key, which the record does not bind.
 CLAIM_KEY_SEED = hashlib.sha256(b"twinaudit vectors claim key").digest()
 OTHER_CLAIM_KEY_SEED = hashlib.sha256(b"twinaudit vectors other claim key").digest()
+#: The private seed of the answer key of the vectors' signing oracle (spec §10.8).
+ANSWER_KEY_SEED = hashlib.sha256(b"twinaudit vectors answer key").digest()
 
 
 def _pairs() -> tuple[list[tuple[bytes, bytes]], list[int]]:
@@ -138,6 +150,48 @@ class HashOracle(ClassifierOracle):
         if self._info.classify_output == "label":
             return ClassifyAnswer(labels=rows.argmax(axis=1).astype(np.int64))
         return ClassifyAnswer(probabilities=rows)
+
+
+class SigningHashOracle(HashOracle):
+    """A :class:`HashOracle` that signs every answer batch with its answer key (spec §10.8).
+
+    In process: inside :meth:`signed_batches` each ``classify`` call is one batch, signed
+    over the claim's nonce, its images' digests and its rows, and collected as a verifier's
+    client collects the batches it checked.
+    """
+
+    def __init__(self) -> None:
+        """Answer as :class:`HashOracle` does, under the key of :data:`ANSWER_KEY_SEED`."""
+        super().__init__()
+        self._key = Ed25519PrivateKey.from_private_bytes(ANSWER_KEY_SEED)
+        self._info = dataclasses.replace(
+            self._info, answer_key=raw_public_key(self._key.public_key())
+        )
+        self._signing: tuple[bytes, list[SignedBatch]] | None = None
+
+    @contextlib.contextmanager
+    def signed_batches(self, claim_nonce: bytes) -> Iterator[list[SignedBatch]]:
+        """Sign every batch of the block over ``claim_nonce``; collect the batches."""
+        batches: list[SignedBatch] = []
+        self._signing = (claim_nonce, batches)
+        try:
+            yield batches
+        finally:
+            self._signing = None
+
+    def classify(self, images: npt.NDArray[np.float32]) -> ClassifyAnswer:
+        """Answer as :class:`HashOracle`, and sign the batch inside :meth:`signed_batches`."""
+        answer = super().classify(images)
+        if self._signing is not None:
+            nonce, batches = self._signing
+            digests = tuple(
+                image_query_digest(np.ascontiguousarray(image, dtype="<f4").tobytes())
+                for image in images
+            )
+            rows = classify_rows(answer)
+            signature = sign_answer_batch(self._key, nonce, digests, rows)
+            batches.append(SignedBatch(digests, (), tuple(rows), signature))
+        return answer
 
 
 def _committed() -> tuple[list[tuple[bytes, bytes]], list[bytes], MerkleTree]:
@@ -826,12 +880,18 @@ OPENINGS_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
 }
 
 
-def _openings_cases(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
-    """The claim checked against its openings, then each row of :data:`OPENINGS_CASES`."""
+def _openings_cases(
+    envelope: bytes,
+    transcript: bytes,
+    name: str = "the verdict's records are its items'",
+    edits: dict[str, Callable[[list[dict[str, Any]]], None]] = OPENINGS_CASES,
+) -> list[dict[str, Any]]:
+    """The claim checked against its openings (case ``name``), then each row of ``edits``
+    (by default :data:`OPENINGS_CASES`)."""
     payload, openings = _payload(envelope), _openings(envelope).hex()
     cases: list[dict[str, Any]] = [
         {
-            "name": "openings: the verdict's records are its items'",
+            "name": f"openings: {name}",
             "kind": "openings",
             "valid": True,
             "input": {
@@ -842,7 +902,70 @@ def _openings_cases(envelope: bytes, transcript: bytes) -> list[dict[str, Any]]:
             "expected": {"pairs": len(payload["opened"])},
         }
     ]
-    return cases + _record_cases(payload, transcript, OPENINGS_CASES, "openings", openings=openings)
+    return cases + _record_cases(payload, transcript, edits, "openings", openings=openings)
+
+
+def _signed_again(edit: Callable[[list[bytes]], None]) -> Callable[[list[dict[str, Any]]], None]:
+    """Return an edit of the last answers record's digests, signed again with the oracle's key.
+
+    The signature verifies under the claim's answer key over the changed digests and the
+    rows the record's slots name, so replay accepts the transcript; only the openings
+    can tell that a signed digest is not the claim's query (spec §12).
+    """
+
+    def apply(records: list[dict[str, Any]]) -> None:
+        claim = records[0]["claim"]
+        score = claim["score"]
+        batch = [r for r in records if r["type"] == "answers"][-1]
+        edit(batch["query_digests"])
+        rows = {
+            r["index"]: pair_rows(score["function"], score["k"], r)
+            for r in records
+            if r["type"] == "pair" and r["window"] == batch["window"]
+        }
+        batch["signature"] = sign_answer_batch(
+            Ed25519PrivateKey.from_private_bytes(ANSWER_KEY_SEED),
+            claim["claim_nonce"],
+            batch["query_digests"],
+            [rows[i][q] for i, q in batch["slots"]],
+        )
+
+    return apply
+
+
+def _another_query(digests: list[bytes]) -> None:
+    digests[0] = hashlib.sha256(b"a query the claim never sent").digest()
+
+
+def _swap_two(digests: list[bytes]) -> None:
+    digests[0], digests[1] = digests[1], digests[0]
+
+
+#: The signed claim's records changed in their last answers record, signed again with the
+#: oracle's key (and the verdict with the arbiter's): it replays, the openings refuse it.
+SIGNED_OPENINGS_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
+    "signed answers: a signed query digest of a query the claim never sent": _signed_again(
+        _another_query
+    ),
+    "signed answers: two signed query digests swapped": _signed_again(_swap_two),
+}
+_SIGNED_CLAIM = f"{_SHORT_CLAIM}, arithmetic basic-v1, answers signed by the oracle"
+
+
+def _signed_cases() -> list[dict[str, Any]]:
+    """Spec §10.8, §12: the short claim on an oracle that signs its answers, valid, with
+    its openings, and with a signed digest that is not its query's (``verification-failed``
+    with the openings)."""
+    envelope, transcript = _run(
+        "signed", {**_SHORT_PARAMS, "arithmetic": BASIC_ARITHMETIC}, SigningHashOracle()
+    )
+    opened = _openings_cases(
+        envelope,
+        transcript,
+        "signed answers: every signed query digest is its rebuilt query's",
+        SIGNED_OPENINGS_CASES,
+    )
+    return [_valid(_SIGNED_CLAIM, envelope, transcript), *opened]
 
 
 def _last_bit(records: list[dict[str, Any]]) -> None:
@@ -903,6 +1026,41 @@ def _arithmetic_cases(envelope: bytes, transcript: bytes) -> list[dict[str, Any]
     return cases
 
 
+#: Valid claims of the file again, each as a case that also expects how its recorded
+#: scores agree with the recomputed ones (spec §1.2, §12): name: the earlier case's name.
+AGREEMENT_CASES: dict[str, str] = {
+    "a claim of the rule before whose scores all recompute bit for bit: identical": (_SHORT_CLAIM),
+    "a claim of the rule before, one score one ulp from the recomputed: within the "
+    "tolerance": _GRADED_NO_DRAW,
+    "a claim of the rule before, a pair score changed in its last bit: within the "
+    "tolerance": "a claim of the rule before (no arithmetic key), a pair score changed in its "
+    "last bit: replays within the tolerance of spec 1.2",
+    "basic-v1: every score bit for bit: identical": f"{_SHORT_CLAIM}, arithmetic basic-v1",
+}
+
+
+def _agreement_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Spec §1.2, §12: one case per row of :data:`AGREEMENT_CASES`, a valid case again
+    whose ``expected`` adds ``score_agreement``: the scores recomputed, whether every
+    recorded score is the recomputed one bit for bit, and how many are not (accepted
+    within the tolerance of §1.2)."""
+    by_name = {case["name"]: case for case in cases}
+    public = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED).public_key()
+    made = []
+    for name, source in AGREEMENT_CASES.items():
+        case = copy.deepcopy(by_name[source])
+        verdict = check_verdict(case["input"]["envelope"].encode(), public)
+        agreement = replay(verdict, bytes.fromhex(case["input"]["transcript"])).agreement
+        case["name"] = f"replay agreement: {name}"
+        case["expected"]["score_agreement"] = {
+            "scores": agreement.recomputed,
+            "bit_identical": agreement.bit_identical,
+            "within_tolerance": agreement.within_tolerance,
+        }
+        made.append(case)
+    return made
+
+
 def build() -> dict[str, Any]:
     """Return the whole vector document."""
     claims = _claims()
@@ -916,6 +1074,8 @@ def build() -> dict[str, Any]:
     cases += _verdict_replay_cases(claims)
     cases += _openings_cases(*claims[_SHORT_CLAIM])
     cases += _arithmetic_cases(*claims[_SHORT_CLAIM])
+    cases += _agreement_cases(cases)
+    cases += _signed_cases()
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     return {
         "spec_version": SPEC_VERSION,
@@ -942,7 +1102,17 @@ def build() -> dict[str, Any]:
             "again and sign the verdict again. The last cases (spec 1.2, 10.3.1): a claim "
             "of the rule before (no 'arithmetic' in its score map) whose score changed in "
             "its last bit still replays, one moved by 16 times the tolerance does not, "
-            "and under basic-v1 a last-bit change fails."
+            "and under basic-v1 a last-bit change fails. The 'replay agreement' cases are "
+            "valid claims of the file again whose 'expected' adds 'score_agreement' (spec "
+            "1.2, 12): the scores recomputed (two per opened pair), whether every recorded "
+            "score equals the recomputed one bit for bit ('bit_identical'), and how many do "
+            "not and were accepted within the tolerance of spec 1.2 ('within_tolerance'), "
+            "which a replayer reports. The last cases (spec 10.8, 12) are the short claim "
+            "under basic-v1 on an oracle that signs its answers (its answer key's private "
+            "seed is SHA-256('twinaudit vectors answer key')): valid, checked against its "
+            "openings, and with a query digest of its last answers record changed and the "
+            "batch signed again with the oracle's key: it replays, and the openings refuse "
+            "it, since the signed digest is not the digest of the query its slot names."
         ),
         "cases": cases,
     }

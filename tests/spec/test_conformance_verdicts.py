@@ -1,6 +1,8 @@
 """Run every case of spec/vectors/verdicts.json: whole claims checked (§11) and replayed (§12).
 
-An ``openings`` case is also checked against the openings of its pairs (§12, §12.1).
+An ``openings`` case is also checked against the openings of its pairs (§12, §12.1); a
+case whose ``expected`` has ``score_agreement`` also says how the replay's recorded
+scores agreed with the recomputed ones (bit for bit, or within the tolerance of §1.2).
 
 Each case is read from its JSON alone, as a second implementation would: the public
 key is appendix B's, the envelope and transcript are the file's. The last test checks
@@ -75,6 +77,23 @@ def test_case(case: dict[str, Any]) -> None:
         want = float.fromhex(expected["log_statistic"])
         assert final.log_statistic is not None
         assert log_statistics_agree(final.log_statistic, want, final.draws)
+    if "score_agreement" in expected:  # spec §1.2, §12: what a replayer reports
+        agreement = result.agreement
+        assert {
+            "scores": agreement.recomputed,
+            "bit_identical": agreement.bit_identical,
+            "within_tolerance": agreement.within_tolerance,
+        } == expected["score_agreement"]
+
+
+def test_the_agreement_cases_tell_a_replay_within_the_tolerance_from_an_identical_one() -> None:
+    agreement = [
+        c["expected"]["score_agreement"]
+        for c in DOC["cases"]
+        if c["valid"] and "score_agreement" in c["expected"]
+    ]
+    assert {a["bit_identical"] for a in agreement} == {True, False}
+    assert all(a["bit_identical"] == (a["within_tolerance"] == 0) for a in agreement)
 
 
 def test_the_committed_file_is_what_the_builder_makes() -> None:

@@ -75,6 +75,19 @@ def _cases():
         yield name, "image", pairs, score, LinearOracle, {"max_message_bytes": 20_000}
 
 
+def signed_session(kind, pair_set, score, make, client) -> ClaimSession:
+    """Run a claim, in windows of 2 pairs, on ``make()`` served with the answer key."""
+    servers = OracleServers(GrpcOracle)
+    try:
+        oracle, _ = servers.start(OracleServicer(make(), answer_key=ANSWER_KEY), **client)
+        return _run(
+            _session({"pair_set": pair_set, "kind": kind, "score": score}, oracle, window=2),
+            pair_set,
+        )
+    finally:
+        servers.close()
+
+
 @pytest.mark.parametrize(
     ("kind", "pair_set", "score", "make", "client"),
     [pytest.param(*case[1:], id=case[0]) for case in _cases()],
@@ -82,15 +95,7 @@ def _cases():
 def test_every_function_s_signed_claim_replays_with_its_signatures(
     kind, pair_set, score, make, client
 ):
-    servers = OracleServers(GrpcOracle)
-    try:
-        oracle, _ = servers.start(OracleServicer(make(), answer_key=ANSWER_KEY), **client)
-        session = _run(
-            _session({"pair_set": pair_set, "kind": kind, "score": score}, oracle, window=2),
-            pair_set,
-        )
-    finally:
-        servers.close()
+    session = signed_session(kind, pair_set, score, make, client)
     transcript = session.transcript.to_bytes()
     records = list(iter_records(transcript))
     batches = [r for r in records if r["type"] == "answers"]

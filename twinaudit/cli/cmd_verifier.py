@@ -575,7 +575,7 @@ def _replay(args: argparse.Namespace) -> int:
     except TwinauditError as exc:
         return report_check("REPLAY FAILED", exc, args, {"identical": False})
     if args.html is not None:
-        files.write_verdict_report(args.html, args.verdict, verdict, data, transcript)
+        files.write_verdict_report(args.html, args.verdict, verdict, data, transcript, done=done)
     figures = files.replay_figures(verdict, transcript, done)
     if args.json:
         report = {"html": str(args.html)} if args.html is not None else {}

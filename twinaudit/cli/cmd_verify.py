@@ -133,7 +133,7 @@ def _verify(args: argparse.Namespace) -> int:
         except TwinauditError as exc:
             return _failed(args, "replay", exc)
     if args.html is not None:
-        files.write_verdict_report(args.html, args.verdict, verdict, data, transcript)
+        files.write_verdict_report(args.html, args.verdict, verdict, data, transcript, done=done)
     figures: dict[str, Any] = {}
     if done is not None and transcript is not None:
         figures = files.replay_figures(verdict, transcript, done)
@@ -166,7 +166,7 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print(
             f"VERIFIED verdict {verdict.claim_id}: {verdict_summary(verdict)}; "
-            "signature checked, replay identical"
+            f"signature checked, {files.replay_status(done)}"
         )
     for line in verdict_reading(verdict):
         print(f"  {line}")

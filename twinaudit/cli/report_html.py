@@ -129,13 +129,16 @@ class Checked:
     :func:`twinaudit.protocol.claim.verdict.check_verdict` verified; ``replayed`` is true
     when :func:`twinaudit.verifier.replay.replay` also arrived at the verdict's decision
     from its transcript. ``file_name`` and ``file_sha256`` name
-    the verdict file, so a reader can tie the page to it.
+    the verdict file, so a reader can tie the page to it. ``agreement_note`` says, for
+    a replayed claim of the rule before ``basic-v1``, how its recorded scores agreed
+    with the recomputed ones (within the tolerance of spec §1.2, or bit for bit).
     """
 
     key_id: str
     replayed: bool
     file_name: str
     file_sha256: str
+    agreement_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +356,8 @@ def _checks(checked: Checked) -> str:
             "was recomputed from the model's recorded answers, without the model, and "
             "arrived at this decision exactly."
         )
+        if checked.agreement_note is not None:
+            items.append(_e(checked.agreement_note[0].upper() + checked.agreement_note[1:]) + ".")
     else:
         items.append(
             "It was not replayed: checking a verdict does not recompute the decision. The "

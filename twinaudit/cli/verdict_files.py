@@ -25,7 +25,7 @@ from twinaudit.protocol.encoding import decode
 from twinaudit.protocol.envelope import Envelope
 from twinaudit.protocol.errors import InputError
 from twinaudit.verifier.reexecute import check_openings
-from twinaudit.verifier.replay import ReplayResult, replay
+from twinaudit.verifier.replay import ReplayResult, ScoreAgreement, replay
 
 from .report_html import (
     Checked,
@@ -92,6 +92,61 @@ def replayed(verdict: Verdict, transcript: bytes, openings: bytes | None) -> Rep
     return Replayed(result, check_openings(verdict, transcript, openings))
 
 
+def replay_status(done: Replayed) -> str:
+    """Return how the replay agreed, in a few words: ``replay identical`` or within §1.2.
+
+    ``replay identical`` only when every recorded score is the recomputed one bit for
+    bit; a claim of the rule before ``basic-v1`` whose recorded scores were accepted
+    within the tolerance of spec §1.2 says so, and how many.
+    """
+    agreement = done.result.agreement
+    if agreement.bit_identical:
+        return "replay identical"
+    return (
+        f"replay within the spec §1.2 tolerance ({agreement.within_tolerance} of "
+        f"{agreement.recomputed} scores differ from the recomputed in their last bits)"
+    )
+
+
+def agreement_line(agreement: ScoreAgreement) -> str | None:
+    """Say how a claim's scores agreed under the tolerance of spec §1.2; None under basic-v1.
+
+    A claim of the rule before ``basic-v1`` (an image-classifier score map without
+    ``arithmetic``) replays its recorded scores within a tolerance: the line says
+    whether any score used it, by how much, and that the outcomes, and so the decision,
+    are the recorded scores' exactly.
+    """
+    if not agreement.tolerance_rule:
+        return None
+    if agreement.bit_identical:
+        return (
+            f"scores: all {agreement.recomputed} recomputed bit for bit (a claim before the "
+            "arithmetic basic-v1, which spec §1.2 replays within a tolerance; none was needed)"
+        )
+    return (
+        f"scores: {agreement.within_tolerance} of {agreement.recomputed} recorded scores "
+        "are not the recomputed ones bit for bit, and were accepted within the tolerance "
+        "spec §1.2 allows verdicts before the arithmetic basic-v1 (largest relative "
+        f"difference {agreement.largest_relative_difference:.2g}, "
+        f"{agreement.largest_share_of_tolerance:.2%} of the tolerance); the outcomes "
+        "follow from the recorded scores, so the decision, indicators and final state "
+        "are identical"
+    )
+
+
+def agreement_figures(agreement: ScoreAgreement) -> dict[str, Any]:
+    """Return the JSON ``score_agreement`` object of a replay (spec §1.2, §12)."""
+    return {
+        "arithmetic": agreement.arithmetic,
+        "scores": agreement.recomputed,
+        "bit_identical": agreement.bit_identical,
+        "tolerance_rule": agreement.tolerance_rule,
+        "within_tolerance": agreement.within_tolerance,
+        "largest_relative_difference": agreement.largest_relative_difference,
+        "largest_share_of_tolerance": agreement.largest_share_of_tolerance,
+    }
+
+
 def replay_lines(done: Replayed) -> list[str]:
     """Return the lines that say what a replay recomputed, and what it could not."""
     final = done.result.final
@@ -106,16 +161,22 @@ def replay_lines(done: Replayed) -> list[str]:
         f"REPLAYED {done.result.pairs} pairs: decision {done.result.decision.upper()}, "
         f"{', '.join(shown)}; identical to the verdict"
     ]
+    if (agreed := agreement_line(done.result.agreement)) is not None:
+        lines.append(agreed)
+    signed = done.result.answers_signed
     if done.openings_checked is not None:
         lines.append(
             f"the items of its {done.openings_checked} pairs are the openings': their "
             "digests, and what an image score records of them (labels, shapes, copy "
             "parameters, query digests)"
+            + ("; and every query the oracle signed an answer to is the claim's" if signed else "")
         )
     else:
         lines.append(
             "not recomputed without --openings: what the items fix (their digests; an image "
-            "score's labels, shapes, copy parameters and query digests), which the signature binds"
+            "score's labels, shapes, copy parameters and query digests"
+            + ("; the digests of the queries the oracle signed" if signed else "")
+            + "), which the signature binds"
         )
     return lines
 
@@ -130,18 +191,30 @@ def replay_figures(verdict: Verdict, transcript: bytes, done: Replayed) -> dict[
         "pairs_scored": scored,
         "scored_alike_note": identical_answers_note(verdict, pairs),
         "openings_checked": done.openings_checked,
+        "score_agreement": agreement_figures(done.result.agreement),
     }
 
 
 def write_verdict_report(
-    target: Path, verdict_file: Path, verdict: Verdict, data: bytes, transcript: bytes | None
+    target: Path,
+    verdict_file: Path,
+    verdict: Verdict,
+    data: bytes,
+    transcript: bytes | None,
+    *,
+    done: Replayed | None = None,
 ) -> None:
-    """Render the HTML report of a verdict that has checked (and replayed) and write it."""
+    """Render the HTML report of a verdict that has checked (and replayed) and write it.
+
+    ``done`` is the replay of ``transcript``; the page says how its scores agreed.
+    """
+    agreement = done.result.agreement if done is not None else None
     checked = Checked(
         key_id=verdict.arbiter,
         replayed=transcript is not None,
         file_name=verdict_file.name,
         file_sha256=hashlib.sha256(data).hexdigest(),
+        agreement_note=agreement_line(agreement) if agreement is not None else None,
     )
     pairs = pairs_from_transcript(verdict, transcript) if transcript is not None else None
     page = render_report(verdict, checked, pairs, generator=f"twinaudit {package_version()}")

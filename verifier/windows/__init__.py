@@ -16,11 +16,12 @@ record; and, for replay, recomputes a pair's scores from its record alone.
   estimate).
 """
 
-from .base import AnyWindowScorer, PairScores, QueryBatch, WindowScorer
+from .base import AgreedScores, AnyWindowScorer, PairScores, QueryBatch, WindowScorer
 from .registry import scorer_for
 from .standalone import score_pairs
 
 __all__ = [
+    "AgreedScores",
     "AnyWindowScorer",
     "PairScores",
     "QueryBatch",

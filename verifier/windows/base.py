@@ -42,6 +42,21 @@ class QueryBatch:
 
 
 @dataclass(frozen=True)
+class AgreedScores:
+    """A pair record's scores as its outcome reads them, and the scores replay recomputed.
+
+    ``tolerances`` is None where the recorded scores must equal the recomputed ones bit
+    for bit (spec §12); for an image-classifier claim of the rule before ``basic-v1``
+    it holds each version's tolerance of spec §1.2, within which ``scores`` (the
+    recorded ones) were accepted although they may differ from ``recomputed``.
+    """
+
+    scores: list[float]
+    recomputed: list[float]
+    tolerances: list[float] | None = None
+
+
+@dataclass(frozen=True)
 class PairScores:
     """One pair's scores and the score function's fields of its transcript record."""
 
@@ -275,7 +290,9 @@ class WindowScorer(abc.ABC, Generic[SpecT, AnswerT]):
     def replay(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
         """Recompute a pair record's two scores from the record (raise on a mismatch)."""
 
-    def agreed_scores(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
+    def agreed_scores(
+        self, info: OracleInfo, seed: bytes, record: dict[str, Value]
+    ) -> AgreedScores:
         """Check a pair record's scores against the recomputed ones; return the outcome's.
 
         Spec §12: the recorded scores must be the recomputed ones bit for bit, and the
@@ -287,7 +304,7 @@ class WindowScorer(abc.ABC, Generic[SpecT, AnswerT]):
             raise replay_error(
                 record.get("index"), "recorded scores differ from the recomputed ones"
             )
-        return scores
+        return AgreedScores(scores, scores)
 
 
 #: A window scorer of any score function (what a claim holds).

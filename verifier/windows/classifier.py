@@ -25,7 +25,7 @@ from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, Or
 from twinaudit.protocol.prg import Prg
 from twinaudit.verifier.scoring.augment import draw_copies
 
-from .base import QueryBatch, by_shape, replay_error, unshuffle
+from .base import AgreedScores, QueryBatch, by_shape, replay_error, unshuffle
 from .copies import CopiesWindows
 
 
@@ -117,7 +117,9 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
             for version in (0, 1)
         ]
 
-    def agreed_scores(self, info: OracleInfo, seed: bytes, record: dict[str, Value]) -> list[float]:
+    def agreed_scores(
+        self, info: OracleInfo, seed: bytes, record: dict[str, Value]
+    ) -> AgreedScores:
         """Spec §12, and for a claim of the rule before ``basic-v1`` the erratum of §1.2.
 
         Such a claim's recorded scores are accepted within :func:`legacy_score`'s
@@ -132,6 +134,8 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
         if not isinstance(recorded, list) or len(recorded) != 2:
             raise replay_error(index, "malformed pair record")
         scores: list[float] = []
+        recomputed: list[float] = []
+        tolerances: list[float] = []
         for version, value in enumerate(recorded):
             again, tolerance = legacy_score(
                 self.spec,
@@ -146,7 +150,9 @@ class ClassifierWindows(CopiesWindows[ScoreSpec, ClassifyAnswer]):
                     f"{tolerance:.3g} of the recomputed {again!r} (spec 1.2)",
                 )
             scores.append(value)
-        return scores
+            recomputed.append(again)
+            tolerances.append(tolerance)
+        return AgreedScores(scores, recomputed, tolerances)
 
     def _recorded(self, seed: bytes, record: dict[str, Value]) -> tuple[list[Value], int | None]:
         """Return the record's two checked answers and the label its score uses."""
