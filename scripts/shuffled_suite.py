@@ -129,6 +129,8 @@ def run_once(seed: int, extra: list[str]) -> dict[str, Any]:
             *extra,
         ]
         started = datetime.now(UTC)
+        commit = _git("rev-parse", "HEAD")
+        clean = _git("status", "--porcelain", "--untracked-files=no") == ""
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         sampler = _LoadSampler()
         sampler.start()
@@ -141,8 +143,8 @@ def run_once(seed: int, extra: list[str]) -> dict[str, Any]:
         counts = _junit_counts(junit) if junit.exists() else {"junit": "missing"}
     return {
         "started": started.isoformat(timespec="seconds"),
-        "commit": _git("rev-parse", "HEAD"),
-        "clean_tree": _git("status", "--porcelain", "--untracked-files=no") == "",
+        "commit": commit,
+        "clean_tree": clean,
         "seed": seed,
         "command": " ".join(["python", *(a for a in cmd[1:] if not a.startswith("--junitxml="))]),
         "extra_args": extra,
