@@ -8,9 +8,13 @@ which:
 - :data:`MIDPOINT_CODING`: the midpoint, mark and parity planes of format 2
   (:mod:`twinaudit.owner.vault.pair_codec`);
 - :data:`JPEG_CODING`: the source file's JPEG bytes, exactly as read, and the
-  correction ``c = (m − decode(jpeg)) mod 256`` (zero except where a level was clipped
-  or the marking changed the decoded pixels), predicted and compressed as the other
-  planes are, then the mark and parity planes of format 2.
+  correction ``c = (m − g) mod 256``, predicted and compressed as the other planes are,
+  then the mark and parity planes of format 2. ``g`` (:func:`guess_midpoint`) is the
+  decoded photo ``x = decode(jpeg)`` where no level was clipped, and where one was, the
+  midpoint that the clipped version, the mark and the parity give; so ``c`` is zero
+  except where the marking changed the decoded pixels otherwise (or a clipped level's
+  rounding missed), and costs next to nothing then. Reading decodes the mark and parity
+  of a band first, then its midpoint ``g + c``.
 
 Each item also records the SHA-256 of its midpoint (its bytes in ``(H, W, C)`` order),
 checked every time the item is decoded: a JPEG decoder that gives other pixels than the
@@ -50,6 +54,7 @@ from PIL import Image, features
 from .pair_codec import (
     ChunkFormatError,
     PlaneReader,
+    Reference,
     encode_planes,
     max_stream_bytes,
     plane_sizes,
@@ -147,7 +152,8 @@ def encode_pairs(
     for item in range(count):
         original = originals[item]
         decoded = _decoded_or_none(original, shape)
-        planes = encode_planes(versions0[item], versions1[item], decoded)
+        reference = None if decoded is None else _guess_from(decoded, planar=False)
+        planes = encode_planes(versions0[item], versions1[item], reference)
         coding, first, jpeg = MIDPOINT_CODING, planes.midpoint, b""
         correction = planes.correction
         if (
@@ -163,6 +169,37 @@ def encode_pairs(
     decoder = decoder_name().encode("ascii")[:MAX_DECODER_BYTES]
     header = MAGIC + _SHAPE.pack(count, *shape) + _DECODER_LENGTH.pack(len(decoder)) + decoder
     return [header + b"".join(entries), *streams]
+
+
+def guess_midpoint(decoded: Pixels, mark: Pixels, parity: Pixels) -> Pixels:
+    """Return the midpoint that the decoded photo, the mark and the parity suggest.
+
+    The versions are ``v⁰ = m + h`` and ``v¹ = m − h + p`` (``h`` the mark, ``p`` the
+    parity). Where no level was clipped the midpoint is the photo ``x``; where ``x + h``
+    leaves 0..255, ``v⁰`` was clipped to 0 or 255 and ``m`` is that less ``h``; where
+    ``x − h`` does, ``v¹`` was, and ``m`` is that plus ``h − p``. A guess only: the
+    correction plane holds what it misses, so it is exact whatever the inputs. All
+    arrays alike in shape; the result is modulo 256.
+    """
+    photo = decoded.astype(np.int16)
+    half = mark.view(np.int8).astype(np.int16)  # the mark, −128..127
+    up, down = photo + half, photo - half
+    guess = photo
+    guess = np.where(up > 255, 255 - half, guess)
+    guess = np.where(up < 0, -half, guess)
+    guess = np.where(down < 0, half - parity, guess)
+    guess = np.where(down > 255, 255 + half - parity, guess)
+    return (guess & 0xFF).astype(np.uint8)
+
+
+def _guess_from(decoded: Pixels, *, planar: bool) -> Reference:
+    """Return the guess of each band's midpoint from ``decoded`` ``(H, W, C)``."""
+
+    def guess(rows: slice, mark: Pixels, parity: Pixels) -> Pixels:
+        photo = decoded[rows].transpose(2, 0, 1) if planar else decoded[rows]
+        return guess_midpoint(photo, mark, parity)
+
+    return guess
 
 
 def _decoded_or_none(original: bytes | None, shape: tuple[int, int, int]) -> Pixels | None:
@@ -248,18 +285,19 @@ class JpegPairsFile:
         if self._codings[index] == JPEG_CODING:
             decoded = decode_jpeg(jpeg, self.shape)
             corrections = PlaneReader(first, self.shape)
+            guess = _guess_from(decoded, planar=True)
 
-            def midpoint_band(rows: slice) -> Pixels:
-                midpoint = np.ascontiguousarray(decoded[rows].transpose(2, 0, 1))
+            def midpoint_band(rows: slice, mark: Pixels, parity: Pixels) -> Pixels:
+                midpoint = guess(rows, mark, parity)
                 midpoint += corrections.band(rows)
-                decoded[rows] = midpoint.transpose(1, 2, 0)
-                digest.update(decoded[rows].data)
+                digest.update(np.ascontiguousarray(midpoint.transpose(1, 2, 0)).data)
                 return midpoint
 
         else:
             corrections = PlaneReader(first, self.shape)
 
-            def midpoint_band(rows: slice) -> Pixels:
+            def midpoint_band(rows: slice, mark: Pixels, parity: Pixels) -> Pixels:
+                del mark, parity  # stored whole
                 midpoint = corrections.band(rows)
                 digest.update(np.ascontiguousarray(midpoint.transpose(1, 2, 0)).data)
                 return midpoint

@@ -185,13 +185,18 @@ class ItemPlanes:
     parity: bytes
     #: SHA-256 of the midpoint ``m``, its bytes in ``(H, W, C)`` order.
     midpoint_sha256: bytes
-    #: The predicted ``(m − decoded) mod 256`` stream, when a decoded image was given.
+    #: The predicted ``(m − reference) mod 256`` stream, when a reference was given.
     correction: bytes | None
 
 
-def encode_planes(version0: Pixels, version1: Pixels, decoded: Pixels | None) -> ItemPlanes:
-    """Return the planes of one item; with ``decoded`` (H, W, C), also ``m − decoded``."""
-    count = 3 if decoded is None else 4
+#: Returns a guess of the midpoint of a band from its rows, mark and parity (0 or 1), all
+#: laid out alike (``(rows, W, C)`` when writing, ``(C, rows, W)`` when reading).
+Reference = Callable[[slice, Pixels, Pixels], Pixels]
+
+
+def encode_planes(version0: Pixels, version1: Pixels, reference: Reference | None) -> ItemPlanes:
+    """Return the planes of one item; with ``reference``, also the midpoint less its guess."""
+    count = 3 if reference is None else 4
     compressors = [zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY) for _ in range(count)]
     pieces: list[list[bytes]] = [[] for _ in range(count)]
     above: list[Pixels | None] = [None, None, None]
@@ -200,20 +205,22 @@ def encode_planes(version0: Pixels, version1: Pixels, decoded: Pixels | None) ->
         total = version0[rows].astype(np.int16) + version1[rows]
         midpoint = (total >> 1).astype(np.uint8)
         digest.update(midpoint.data)
-        parity = np.packbits((total & 1).astype(np.uint8).transpose(2, 0, 1), axis=2)
+        parity_bits = (total & 1).astype(np.uint8)
+        parity = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
         mark = version0[rows] - midpoint  # modulo 256
         midpoint_residual, above[0] = predict(midpoint, above[0])
         mark_residual, above[1] = predict(mark, above[1])
         planes = [midpoint_residual, mark_residual, parity]
-        if decoded is not None:
-            correction_residual, above[2] = predict(midpoint - decoded[rows], above[2])
+        if reference is not None:
+            guess = reference(rows, mark, parity_bits)
+            correction_residual, above[2] = predict(midpoint - guess, above[2])
             planes.append(correction_residual)
         for compressor, sink, plane in zip(compressors, pieces, planes, strict=True):
             sink.append(compressor.compress(plane.data))
     for compressor, sink in zip(compressors, pieces, strict=True):
         sink.append(compressor.flush())
     streams = [b"".join(sink) for sink in pieces]
-    correction = streams[3] if decoded is not None else None
+    correction = streams[3] if reference is not None else None
     return ItemPlanes(
         midpoint=streams[0],
         mark=streams[1],
@@ -226,12 +233,14 @@ def encode_planes(version0: Pixels, version1: Pixels, decoded: Pixels | None) ->
 def _decode_item(streams: list[memoryview], version0: Pixels, version1: Pixels) -> None:
     """Inflate one item's three streams and write both versions into the given arrays."""
     midpoints = PlaneReader(streams[0], version0.shape)
-    rebuild_versions(midpoints.band, streams[1], streams[2], version0, version1)
+    rebuild_versions(
+        lambda rows, mark, parity: midpoints.band(rows), streams[1], streams[2], version0, version1
+    )
     midpoints.finish()
 
 
 def rebuild_versions(
-    midpoint_band: Callable[[slice], Pixels],
+    midpoint_band: Reference,
     mark_stream: memoryview,
     parity_stream: memoryview,
     version0: Pixels,
@@ -239,19 +248,19 @@ def rebuild_versions(
 ) -> None:
     """Write both versions of one item, band by band, into the given ``(H, W, C)`` arrays.
 
-    ``midpoint_band(rows)`` returns the midpoint of the band's rows as planes
-    ``(C, rows, W)`` (it is changed in place); the mark and parity come from their
-    streams, which must end with the item.
+    ``midpoint_band(rows, mark, parity)`` returns the midpoint of the band's rows as
+    planes ``(C, rows, W)`` (it is changed in place), given the band's mark and parity,
+    which come from their streams (these must end with the item).
     """
     height, width, channels = version0.shape
     marks = PlaneReader(mark_stream, version0.shape)
     parities = _Inflater(parity_stream)
     for rows in bands(height):
         band = rows.stop - rows.start
-        midpoint = midpoint_band(rows)
         mark = marks.band(rows)
         packed = parities.take(channels * band * _packed_row(width))
         parity = np.unpackbits(packed.reshape(channels, band, -1), axis=2, count=width)
+        midpoint = midpoint_band(rows, mark, parity)
         first = np.add(midpoint, mark)  # all modulo 256, in planes
         midpoint += midpoint
         midpoint += parity

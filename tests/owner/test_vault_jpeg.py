@@ -23,9 +23,10 @@ from twinaudit.owner.vault.jpeg_pairs import (
     MIDPOINT_CODING,
     JpegPairsFile,
     decode_jpeg,
+    guess_midpoint,
 )
 from twinaudit.owner.vault.migration import migrate_vault, originals_in
-from twinaudit.owner.vault.pair_codec import ChunkFormatError
+from twinaudit.owner.vault.pair_codec import ChunkFormatError, encode_planes
 from twinaudit.protocol.errors import ParameterError, VaultIntegrityError
 
 SECRET = bytes(range(32))
@@ -342,6 +343,25 @@ def test_hostile_declared_lengths_and_codings_are_refused():
         JpegPairsFile(data, 1, (80, 96, 3))
     with pytest.raises(ChunkFormatError, match="not as long as its streams"):
         JpegPairsFile(data + b"\0", 1, (96, 80, 3))
+
+
+def test_the_correction_of_clipped_levels_is_guessed_from_the_mark_and_parity():
+    """Where levels clip the midpoint leaves the photo; the guess follows it there."""
+    original = jpeg_of(photo(96, 80, 3, 0, clipped=True))
+    decoded = decode_jpeg(original, (96, 80, 3))
+    version0, version1 = versions(decoded, 0)
+    assert np.mean((version0 == 255) | (version1 == 0) | (version0 == 0)) > 0.2
+    guessed = encode_planes(
+        version0, version1, lambda rows, mark, parity: guess_midpoint(decoded[rows], mark, parity)
+    )
+    plain = encode_planes(version0, version1, lambda rows, mark, parity: decoded[rows])
+    assert guessed.correction is not None and plain.correction is not None
+    assert len(guessed.correction) < 0.4 * len(plain.correction)
+    assert len(guessed.correction) < len(guessed.parity)
+    midpoint = ((version0.astype(np.int16) + version1) >> 1).astype(np.uint8)
+    parity = ((version0.astype(np.int16) + version1) & 1).astype(np.uint8)
+    exact = guess_midpoint(decoded, version0 - midpoint, parity) == midpoint
+    assert exact.mean() > 0.95
 
 
 def test_a_jpeg_of_another_shape_or_no_jpeg_keeps_the_midpoint():
