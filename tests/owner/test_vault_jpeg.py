@@ -15,7 +15,9 @@ from PIL import Image
 import twinaudit.owner.vault.jpeg_pairs as jpeg_pairs
 from tests.owner.test_vault_receipt import Arbiter
 from tests.support.keys import KEY
-from twinaudit.owner.images.sources import FolderSource
+from twinaudit.owner.images.sources import FolderSource, open_source
+from twinaudit.owner.mark import mark
+from twinaudit.owner.marking import MarkingConfig
 from twinaudit.owner.vault import Vault, VaultWriter
 from twinaudit.owner.vault.chunks import read_stored_chunk
 from twinaudit.owner.vault.jpeg_pairs import (
@@ -430,3 +432,16 @@ def test_migration_to_3_from_another_folder_stays_exact(folder, tmp_path):
     read = originals_in(other)
     assert read("../photos/a_colour.jpg") is None  # names never leave the folder
     assert read("absent.jpg") is None
+
+
+def test_owner_mark_keeps_the_jpeg_sources_of_a_folder(folder, tmp_path):
+    """``mark`` carries each JPEG file's bytes from the folder to the vault's chunks."""
+    config = MarkingConfig(marker="bernoulli", batch_size=2)
+    result = mark(open_source(folder), tmp_path / "v", config, secret=SECRET, show_progress=False)
+    vault = Vault.open(result.vault.path)
+    assert vault.format_version == 3
+    found = codings(vault)
+    assert found.pop("d_lossless.png") == MIDPOINT_CODING
+    assert set(found.values()) == {JPEG_CODING}
+    migrate_vault(vault.path, to_version=2)
+    assert Vault.open(vault.path).packed_commitments() == vault.packed_commitments()
