@@ -1,4 +1,4 @@
-"""The vault's size against the input photos: format 2 (compact) against format 1 (raw).
+"""The vault's size against the input photos: formats 3 (JPEGs kept), 2 (compact), 1 (raw).
 
 Run with ``python -m bench vault`` (``python -m bench.bench_vault --synthetic 0`` for the
 real photos only). Two sets of JPEG photos are marked with ``owner mark photos/ --labels``
@@ -14,10 +14,12 @@ carried back to full size, neutral), in this process:
   ``bench mark_scale`` writes them).
 
 For each set it prints the bytes of the input files; of the vault ``owner mark`` wrote
-(format 2) and their ratio to the inputs (target ≤ 3×, issue #39); of the same vault
-written in format 1 from its pairs (the same root, checked); what the format-2 chunks
-hold (the photo as the versions' midpoint, the mark, the clipped levels' parity) and,
-for reference, the midpoint as a WebP lossless file (a stronger lossless image coder); the
+(format 3) and their ratio to the inputs (target ≤ 3×, issue #39), with how many items
+it kept as their JPEG; of the same vault written in formats 2 and 1 from its pairs (the
+same root, checked); what the format-3 chunks hold (the JPEGs, their correction planes,
+the midpoints of the items not kept as JPEGs, the mark, the clipped levels' parity) and
+the format-2 chunks (the photo as the versions' midpoint, the mark, the parity) and, for
+reference, the midpoint as a WebP lossless file (a stronger lossless image coder); the
 CPU time of writing and of reading back every chunk in each format; and the time of a
 claim's openings, every pair opened in a random order (an audit's order is random),
 each format from a freshly opened vault.
@@ -47,6 +49,9 @@ from twinaudit.cli.main import main as twinaudit
 from twinaudit.owner.mark import secret_from_seed
 from twinaudit.owner.vault import Vault, VaultWriter
 from twinaudit.owner.vault.chunks import encode_chunk
+from twinaudit.owner.vault.jpeg_pairs import JPEG_CODING
+from twinaudit.owner.vault.jpeg_pairs import MAGIC as MAGIC3
+from twinaudit.owner.vault.migration import Originals, originals_in
 from twinaudit.owner.vault.pair_codec import MAGIC
 
 #: JPEG quality of the photos written here (``bench mark_scale`` writes at 92 too).
@@ -104,6 +109,30 @@ def stream_bytes(vault: Path) -> tuple[int, int, int]:
     return totals[0], totals[1], totals[2]
 
 
+def format3_bytes(vault: Path) -> dict[str, int]:
+    """Return what the chunks of a format-3 vault hold, in bytes, and the items per coding."""
+    totals = dict.fromkeys(("midpoint", "correction", "mark", "parity", "jpeg", "jpeg items"), 0)
+    totals["items"] = 0
+    for chunk in sorted((vault / "chunks").glob("*.pairs")):
+        data = chunk.read_bytes()
+        assert data.startswith(MAGIC3)
+        count = struct.unpack_from(">I", data, len(MAGIC3))[0]
+        (decoder,) = struct.unpack_from(">H", data, len(MAGIC3) + 16)
+        entries = len(MAGIC3) + 18 + decoder
+        for item in range(count):
+            coding, _, first, mark, parity, jpeg = struct.unpack_from(
+                ">B32s4Q", data, entries + 65 * item
+            )
+            kept = coding == JPEG_CODING
+            totals["correction" if kept else "midpoint"] += first
+            totals["mark"] += mark
+            totals["parity"] += parity
+            totals["jpeg"] += jpeg
+            totals["jpeg items"] += kept
+            totals["items"] += 1
+    return totals
+
+
 def webp_midpoints(vault: Vault) -> int:
     """Return the bytes of every pair's midpoint (the photo) as a WebP lossless file."""
     total = 0
@@ -135,12 +164,16 @@ def read_all(vault: Vault) -> float:
     return time.process_time() - start
 
 
-def encode_all(vault: Vault, format_version: int) -> float:
-    """Return the CPU seconds of encoding every chunk of ``vault`` in ``format_version``."""
+def encode_all(vault: Vault, format_version: int, originals: Originals | None = None) -> float:
+    """Return the CPU seconds of encoding every chunk of ``vault`` in ``format_version``.
+
+    ``originals`` gives each item's source file (format 3); reading them is not timed.
+    """
     total = 0.0
-    for _, versions0, versions1, _, _ in vault.chunks():
+    for _, versions0, versions1, _, names in vault.chunks():
+        kept = None if originals is None else [originals(name) for name in names]
         start = time.process_time()
-        encode_chunk(versions0, versions1, format_version)
+        encode_chunk(versions0, versions1, format_version, kept)
         total += time.process_time() - start
     return total
 
@@ -156,44 +189,59 @@ def bench_set(label: str, folder: Path, work: Path) -> None:
     code = twinaudit([*argv, "--seed", SEED_TEXT, "-q"])
     assert code == 0, code
     new = Vault.open(compact)
-    raw = work / f"{folder.name}-format1"
-    old = format1_copy(new, raw, secret_from_seed(SEED_TEXT))
-    assert old.root == new.root
-    compact_bytes, raw_bytes = tree_bytes(compact), tree_bytes(raw)
-    midpoint, mark, parity = stream_bytes(compact)
+    assert new.format_version == 3
+    secret = secret_from_seed(SEED_TEXT)
+    two, raw = work / f"{folder.name}-format2", work / f"{folder.name}-format1"
+    middle, old = format_copy(new, two, secret, 2), format_copy(new, raw, secret, 1)
+    assert old.root == new.root == middle.root
+    sizes = {3: tree_bytes(compact), 2: tree_bytes(two), 1: tree_bytes(raw)}
+    held = format3_bytes(compact)
+    midpoint, mark, parity = stream_bytes(two)
     order = list(range(new.n_pairs))
     random.Random(0).shuffle(order)
-    open_new, open_old = open_all(compact, order), open_all(raw, order)
-    open_new_again = open_all(compact, order)
+    opens = {version: open_all(path, order) for version, path in ((3, compact), (2, two), (1, raw))}
     print(
         f"{label}: {count} photos, {megapixels:.2f} MP, inputs {inputs / 2**20:.2f} MiB "
         f"({inputs / megapixels / 1e6:.2f} bytes/pixel)"
     )
     print(
-        f"  vault format 2 {compact_bytes / 2**20:7.2f} MiB = {compact_bytes / inputs:5.2f}x the "
-        f"inputs (target <= {TARGET}x); format 1 {raw_bytes / 2**20:7.2f} MiB = "
-        f"{raw_bytes / inputs:5.2f}x; format 2 / format 1 = {compact_bytes / raw_bytes:.3f}"
+        "  vault "
+        + "; ".join(
+            f"format {v} {sizes[v] / 2**20:7.2f} MiB = {sizes[v] / inputs:5.2f}x" for v in (3, 2, 1)
+        )
+        + f" the inputs (target <= {TARGET}x); format 3 / format 2 = {sizes[3] / sizes[2]:.3f}"
+    )
+    print(
+        f"  format 3 chunks: {held['jpeg items']} of {held['items']} items kept as their JPEG; "
+        f"JPEGs {held['jpeg'] / inputs:.3f}x the inputs, their corrections "
+        f"{held['correction'] / inputs:.4f}x, midpoints of the others "
+        f"{held['midpoint'] / inputs:.3f}x, mark {held['mark'] / inputs:.2f}x, parity "
+        f"{held['parity'] / inputs:.3f}x"
     )
     print(
         f"  format 2 chunks: midpoint (the photo) {midpoint / inputs:.2f}x the inputs, mark "
         f"{mark / inputs:.2f}x, parity {parity / inputs:.3f}x; for reference, the midpoint "
         f"as WebP lossless (Pillow, method 4) {webp_midpoints(new) / inputs:.2f}x"
     )
+    sources = originals_in(folder)
     print(
-        f"  CPU s to write every chunk: format 2 {encode_all(new, 2):.2f}, format 1 "
-        f"{encode_all(new, 1):.2f}; to read them back: format 2 {read_all(new):.2f}, "
-        f"format 1 {read_all(old):.2f}"
+        f"  CPU s to write every chunk: format 3 {encode_all(new, 3, sources):.2f}, format 2 "
+        f"{encode_all(new, 2):.2f}, format 1 {encode_all(new, 1):.2f}; to read them back: "
+        f"format 3 {read_all(new):.2f}, format 2 {read_all(middle):.2f}, format 1 "
+        f"{read_all(old):.2f}"
     )
     print(
-        f"  {len(order)} openings in a random order: format 2 {open_new:.2f} s "
-        f"({open_new / len(order) * 1e3:.1f} ms each; again {open_new_again:.2f} s), "
-        f"format 1 {open_old:.2f} s ({open_old / len(order) * 1e3:.1f} ms each)",
+        f"  {len(order)} openings in a random order: "
+        + ", ".join(
+            f"format {v} {opens[v]:.2f} s ({opens[v] / len(order) * 1e3:.1f} ms each)"
+            for v in (3, 2, 1)
+        ),
         flush=True,
     )
 
 
-def format1_copy(vault: Vault, path: Path, secret: bytes) -> Vault:
-    """Write ``vault``'s pairs again in format 1, chunk for chunk (same batches, same secret)."""
+def format_copy(vault: Vault, path: Path, secret: bytes, format_version: int) -> Vault:
+    """Write ``vault``'s pairs again in ``format_version``, chunk for chunk (same secret)."""
     with VaultWriter.create_or_resume(
         path,
         item_kind=vault.item_kind,
@@ -201,7 +249,7 @@ def format1_copy(vault: Vault, path: Path, secret: bytes) -> Vault:
         config=vault.config,
         n_items=vault.n_pairs,
         secret=secret,
-        format_version=1,
+        format_version=format_version,
     ) as writer:
         for _, versions0, versions1, labels, names in vault.chunks():
             writer.append(versions0, versions1, labels, names)

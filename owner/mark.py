@@ -176,7 +176,14 @@ def mark(
                     batch_captions = (
                         None if captions is None else captions[batch.start : batch.stop]
                     )
-                    writer.append(version0, version1, batch.labels, batch.names, batch_captions)
+                    writer.append(
+                        version0,
+                        version1,
+                        batch.labels,
+                        batch.names,
+                        batch_captions,
+                        originals=batch.originals,
+                    )
                     if progress is not None:
                         progress.update(len(batch))
                     # Let go of this batch before the next is read: one batch in memory.

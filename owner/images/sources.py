@@ -19,7 +19,10 @@ Formats
     every such file in one error; :meth:`ImageSource.check_pixels` decodes every
     image once (transparency, truncation), which ``owner mark`` does before its first
     marking step; otherwise pixels are decoded only when a batch needs them. Pixels
-    are taken as stored: EXIF orientation is not applied.
+    are taken as stored: EXIF orientation is not applied. A JPEG file (by its first
+    bytes) no longer than its raw pixels is read once, its bytes kept with the batch
+    (:attr:`ImageBatch.originals`) and decoded from them, so that a vault can keep the
+    file in place of the pixels.
 
     Pixel modes: 8-bit grayscale (``L``) stays one channel, ``RGB`` three.
     Bilevel (``1``) becomes ``L`` (0 and 255), palette (``P``) becomes ``RGB``.
@@ -124,6 +127,8 @@ IDX_LABELS_MAGIC: Final = 0x00000801
 NPZ_IMAGE_KEYS: Final = ("images", "x", "X", "x_train", "X_train", "train_images", "imgs")
 
 _PIL_FORMATS: Final = ("PNG", "JPEG")
+#: The first bytes of every JPEG file: such a file's bytes go to the vault with its pixels.
+_JPEG_SIGNATURE: Final = b"\xff\xd8\xff"
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _NPY_MAGIC: Final = b"\x93NUMPY"
 _ZIP_MAGICS: Final = (b"PK\x03\x04", b"PK\x05\x06")
@@ -146,6 +151,8 @@ _DECODER_ERRORS: Final = (
 _IDX_IMAGES_NAME = re.compile(r"^(?P<stem>.*)images(?P<sep>[-.])idx3-ubyte(?P<gz>\.gz)?$")
 
 Shape = tuple[int, int, int]
+#: What a source's reader yields per span: lo, hi, pixels and the JPEG bytes kept (or None).
+_Span = tuple[int, int, npt.NDArray[np.uint8], list[bytes | None] | None]
 
 
 class _Readable(Protocol):
@@ -165,6 +172,10 @@ class ImageBatch:
         pixels: uint8 array (B, H, W, C), C in {1, 3}.
         names: Per image, the relative file name (folders) or ``"<file>#<i>"`` (arrays).
         labels: Per image, its label or None.
+        originals: Per image, the bytes of the JPEG file it was decoded from, or None
+            (another format, a file longer than its raw pixels, or an array source);
+            None for the whole batch where no image has one. A format-3 vault keeps
+            them in place of the pixels where that is smaller.
 
     """
 
@@ -172,6 +183,7 @@ class ImageBatch:
     pixels: npt.NDArray[np.uint8]
     names: list[str]
     labels: list[int | None]
+    originals: list[bytes | None] | None = None
 
     def __post_init__(self) -> None:
         """Check that pixels, names and labels describe the same images."""
@@ -184,6 +196,8 @@ class ImageBatch:
             or pixels.shape[3] not in (1, 3)
         ):
             raise InputError("batch pixels must be a uint8 array (B, H, W, C), B >= 1, C in {1, 3}")
+        if self.originals is not None and len(self.originals) != pixels.shape[0]:
+            raise InputError(f"batch has {pixels.shape[0]} images, {len(self.originals)} originals")
         if not len(self.names) == len(self.labels) == pixels.shape[0]:
             raise InputError(
                 f"batch has {pixels.shape[0]} images, {len(self.names)} names "
@@ -309,11 +323,11 @@ class ImageSource(ABC):
         return self._shape_of(index)
 
     def _generate(self, spans: Iterator[tuple[int, int]]) -> Iterator[ImageBatch]:
-        for lo, hi, pixels in self._read_spans(spans):
+        for lo, hi, pixels, originals in self._read_spans(spans):
             labels: list[int | None] = (
                 [None] * (hi - lo) if self._labels is None else [*self._labels[lo:hi]]
             )
-            yield ImageBatch(lo, pixels, self._names(lo, hi), labels)
+            yield ImageBatch(lo, pixels, self._names(lo, hi), labels, originals)
 
     def _spans(
         self, batch_size: int, start: int, fits: Callable[[Shape], int] | None
@@ -353,10 +367,8 @@ class ImageSource(ABC):
         """Return the names of images lo..hi-1."""
 
     @abstractmethod
-    def _read_spans(
-        self, spans: Iterable[tuple[int, int]]
-    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
-        """Yield (lo, hi, pixels) for each span, in order."""
+    def _read_spans(self, spans: Iterable[tuple[int, int]]) -> Iterator[_Span]:
+        """Yield (lo, hi, pixels, originals) for each span, in order (see :class:`ImageBatch`)."""
 
     @abstractmethod
     def _shape_counts(self) -> list[Value]:
@@ -411,15 +423,17 @@ class FolderSource(ImageSource):
     def _names(self, lo: int, hi: int) -> list[str]:
         return self._image_names[lo:hi]
 
-    def _read_spans(
-        self, spans: Iterable[tuple[int, int]]
-    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+    def _read_spans(self, spans: Iterable[tuple[int, int]]) -> Iterator[_Span]:
         for lo, hi in spans:
             pixels = np.empty((hi - lo, *self._shapes[lo]), dtype=np.uint8)
+            originals: list[bytes | None] = []
             for offset, index in enumerate(range(lo, hi)):
                 path = self.path / self._image_names[index]
-                pixels[offset] = _decode_image(path, self._shapes[index])
-            yield lo, hi, pixels
+                original = _jpeg_bytes(path, self._shapes[index])
+                pixels[offset] = _decode_image(path, self._shapes[index], original)
+                originals.append(original)
+            kept = None if all(original is None for original in originals) else originals
+            yield lo, hi, pixels, kept
 
     def _shape_counts(self) -> list[Value]:
         counts = Counter(self._shapes)
@@ -523,10 +537,26 @@ def _channels_of_mode(mode: str, where: str) -> int:
     return _MODE_CHANNELS[mode]
 
 
-def _decode_image(path: Path, shape: Shape) -> npt.NDArray[np.uint8]:
-    """Decode one image into an (H, W, C) array of the shape its header announced."""
+def _jpeg_bytes(path: Path, shape: Shape) -> bytes | None:
+    """Return the bytes of ``path`` if it is a JPEG file no longer than its raw pixels."""
     where = str(path)
-    with _reading(where), Image.open(path, formats=_PIL_FORMATS) as image:
+    with _reading(where), path.open("rb") as stream:
+        if stream.read(len(_JPEG_SIGNATURE)) != _JPEG_SIGNATURE:
+            return None
+        limit = shape[0] * shape[1] * shape[2]
+        stream.seek(0)
+        data = stream.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def _decode_image(path: Path, shape: Shape, data: bytes | None = None) -> npt.NDArray[np.uint8]:
+    """Decode one image (from ``data``, its file's bytes, when given) into (H, W, C).
+
+    The array must have the shape the header announced.
+    """
+    where = str(path)
+    opened = path if data is None else io.BytesIO(data)
+    with _reading(where), Image.open(opened, formats=_PIL_FORMATS) as image:
         image.load()
         pixels = _pixels_of(image, where)
     if pixels.shape != shape:
@@ -627,16 +657,14 @@ class NpySource(_ArraySource):
         if label_path is not None:
             self._attach_label_file(label_path)
 
-    def _read_spans(
-        self, spans: Iterable[tuple[int, int]]
-    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+    def _read_spans(self, spans: Iterable[tuple[int, int]]) -> Iterator[_Span]:
         where = str(self.path)
         with _reading(where):
             array = np.load(self.path, mmap_mode="r", allow_pickle=False)
         for lo, hi in spans:
             with _reading(where):
                 chunk = np.array(array[lo:hi], dtype=np.uint8, order="C")
-            yield lo, hi, chunk.reshape(hi - lo, *self._image_shape)
+            yield lo, hi, chunk.reshape(hi - lo, *self._image_shape), None
 
 
 def _read_npy_header(stream: _Readable, where: str, *, fortran_ok: bool = True) -> tuple[int, ...]:
@@ -667,9 +695,7 @@ class _StreamedSource(_ArraySource):
     def _open_stream(self) -> AbstractContextManager[_Readable]:
         """Return a context manager yielding a readable, seekable stream of the array."""
 
-    def _read_spans(
-        self, spans: Iterable[tuple[int, int]]
-    ) -> Iterator[tuple[int, int, npt.NDArray[np.uint8]]]:
+    def _read_spans(self, spans: Iterable[tuple[int, int]]) -> Iterator[_Span]:
         where = str(self.path)
         image_bytes = math.prod(self._image_shape)
         with _reading(where), self._open_stream() as stream:
@@ -679,7 +705,7 @@ class _StreamedSource(_ArraySource):
                 if hi == self._count and stream.read(1):
                     raise InputError(f"{where}: data continues after the {self._count} images")
                 pixels = np.frombuffer(data, dtype=np.uint8).reshape(hi - lo, *self._image_shape)
-                yield lo, hi, pixels.copy()
+                yield lo, hi, pixels.copy(), None
 
     def _truncated(self) -> str:
         return f"ends before the {self._count} images its header announces"

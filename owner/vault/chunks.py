@@ -1,9 +1,11 @@
 """Chunk files: both versions of a batch of consecutive items.
 
 Read back, a chunk is a uint8 array of shape ``(2, B, H, W, C)``: index 0 on the first
-axis is version 0 of each item, index 1 version 1. Format 2 (``.pairs``) stores it
-compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1 (``.npy``) stored the array raw,
-read with ``allow_pickle=False`` only. Neither holds a timestamp, so the same pixels
+axis is version 0 of each item, index 1 version 1. Format 3 (``.pairs``, magic
+``TWPAIRS3``) keeps a photo read from a JPEG as that JPEG plus a correction where that is
+smaller (:mod:`twinaudit.owner.vault.jpeg_pairs`); format 2 (``.pairs``, ``TWPAIRS2``)
+stores it compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1 (``.npy``) stored
+the array raw, read with ``allow_pickle=False`` only. Neither holds a timestamp, so the same pixels
 always give the same bytes. Labels and names live in the chunk's journal record.
 """
 
@@ -28,8 +30,9 @@ from twinaudit.protocol.items import (
     encode_item,
 )
 
-from . import files
+from . import files, jpeg_pairs
 from .journal import ChunkRecord
+from .jpeg_pairs import JpegPairsFile
 from .layout import COMPACT_CHUNK_SUFFIX, MAX_CHUNK_BYTES, MAX_NAME_BYTES, RAW_CHUNK_SUFFIX
 from .pair_codec import ChunkFormatError, PairsFile, encode_pairs, max_chunk_bytes
 from .secret import pair_salt
@@ -104,15 +107,25 @@ def check_names(names: object, count: int) -> list[str]:
     return list(names)
 
 
-def encode_chunk(versions0: Pixels, versions1: Pixels, format_version: int) -> list[bytes]:
+def encode_chunk(
+    versions0: Pixels,
+    versions1: Pixels,
+    format_version: int,
+    originals: Sequence[bytes | None] | None = None,
+) -> list[bytes]:
     """Return the chunk file of a batch's two versions in ``format_version``, in pieces.
 
     The file is the concatenation of the pieces (they are written and hashed in turn,
-    so a batch of photos is held once more, not twice). Format 2 is compact
-    (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1 is the ``.npy`` bytes
-    ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
+    so a batch of photos is held once more, not twice). Format 3 keeps an item whose
+    source was a JPEG (``originals``: per item, the source file's bytes or None) as that
+    JPEG where it is smaller (:func:`~twinaudit.owner.vault.jpeg_pairs.encode_pairs`);
+    format 2 is compact (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1
+    is the ``.npy`` bytes ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
     """
-    if format_version >= 2:
+    if format_version >= 3:
+        given = [None] * len(versions0) if originals is None else originals
+        return jpeg_pairs.encode_pairs(versions0, versions1, given)
+    if format_version == 2:
         return encode_pairs(versions0, versions1)
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
@@ -125,17 +138,28 @@ def encode_chunk(versions0: Pixels, versions1: Pixels, format_version: int) -> l
 class StoredChunk:
     """A pixel chunk read from its file and checked: both versions of its items, on demand.
 
-    A format-1 chunk is held as its array; a format-2 chunk as its compressed bytes,
-    each item decoded when asked for (a claim's opening decodes one item, not the
-    chunk).
+    A format-1 chunk is held as its array; a format-2 or format-3 chunk as its
+    compressed bytes, each item decoded when asked for (a claim's opening decodes one
+    item, not the chunk).
     """
 
-    def __init__(self, vault: Path, relative: str, content: Pixels | PairsFile, count: int) -> None:
-        """Hold the checked ``content`` of the chunk file ``relative`` of ``vault``."""
+    def __init__(
+        self,
+        vault: Path,
+        relative: str,
+        content: Pixels | PairsFile | JpegPairsFile,
+        count: int,
+        start: int = 0,
+    ) -> None:
+        """Hold the checked ``content`` of the chunk file ``relative`` of ``vault``.
+
+        ``start`` is the pair index of the chunk's first item (errors name the pair).
+        """
         self._vault = vault
         self._relative = relative
         self._content = content
         self.count = count
+        self.start = start
 
     def item(self, offset: int) -> Pixels:
         """Return both versions of the chunk's item ``offset``, as a ``(2, H, W, C)`` array."""
@@ -144,7 +168,16 @@ class StoredChunk:
         try:
             return self._content.item(offset)
         except ChunkFormatError as exc:
-            raise VaultIntegrityError(self._vault, self._relative, str(exc)) from None
+            problem = str(exc)
+            if isinstance(self._content, JpegPairsFile):  # its checks are per item
+                problem = f"pair {self.start + offset} (item {offset} of the chunk) {problem}"
+            raise VaultIntegrityError(self._vault, self._relative, problem) from None
+
+    def codings(self) -> list[int]:
+        """Return each item's coding in a format-3 chunk (all midpoint-coded otherwise)."""
+        if isinstance(self._content, JpegPairsFile):
+            return self._content.codings()
+        return [jpeg_pairs.MIDPOINT_CODING] * self.count
 
     def pixels(self) -> Pixels:
         """Return the whole chunk as a ``(2, B, H, W, C)`` array."""
@@ -157,19 +190,29 @@ class StoredChunk:
 
 
 def read_stored_chunk(
-    vault: Path, relative: str, sha256: bytes, count: int, shape: tuple[int, int, int]
+    vault: Path,
+    relative: str,
+    sha256: bytes,
+    count: int,
+    shape: tuple[int, int, int],
+    *,
+    start: int = 0,
 ) -> StoredChunk:
     """Read a chunk file, check its SHA-256 and layout; return it, its items read on demand.
 
-    The file's suffix tells its format (``.pairs``: format 2, ``.npy``: format 1; the
-    journal names every chunk after its vault's format). No read goes past what the
-    recorded shape allows, and a format-2 item never inflates past it.
+    The file's suffix tells a raw chunk (``.npy``: format 1) from a compact one
+    (``.pairs``), and a compact chunk's first bytes tell format 2 from format 3 (the
+    journal names every chunk after its vault's format, and records its SHA-256). No
+    read goes past what the recorded shape allows, and a compact item never inflates
+    past it. ``start`` is the pair index of the chunk's first item.
     """
     compact = relative.endswith(f".{COMPACT_CHUNK_SUFFIX}")
     if not compact and not relative.endswith(f".{RAW_CHUNK_SUFFIX}"):
         raise VaultIntegrityError(vault, relative, "is not named as a pixel chunk")
     raw = 2 * count * shape[0] * shape[1] * shape[2]
-    limit = max_chunk_bytes(count, shape) if compact else raw + _HEADER_ALLOWANCE
+    limit = raw + _HEADER_ALLOWANCE
+    if compact:
+        limit = max(max_chunk_bytes(count, shape), jpeg_pairs.max_chunk_bytes(count, shape))
     try:
         data = files.read_bounded(vault / relative, limit)
     except OSError as exc:
@@ -180,7 +223,12 @@ def read_stored_chunk(
         raise VaultIntegrityError(vault, relative, "was modified (SHA-256 differs)")
     if compact:
         try:
-            return StoredChunk(vault, relative, PairsFile(data, count, shape), count)
+            content: PairsFile | JpegPairsFile = (
+                JpegPairsFile(data, count, shape)
+                if data.startswith(jpeg_pairs.MAGIC)
+                else PairsFile(data, count, shape)
+            )
+            return StoredChunk(vault, relative, content, count, start)
         except ChunkFormatError as exc:
             raise VaultIntegrityError(vault, relative, str(exc)) from None
     try:
@@ -229,7 +277,9 @@ def read_record(vault: Path, record: ChunkRecord) -> StoredChunk:
     """Read the chunk of an image or captioned-image chunk record (checked)."""
     if record.shape is None:
         raise VaultIntegrityError(vault, record.file, "is a text chunk, not pixels")
-    return read_stored_chunk(vault, record.file, record.sha256, record.count, record.shape)
+    return read_stored_chunk(
+        vault, record.file, record.sha256, record.count, record.shape, start=record.start
+    )
 
 
 def commit_chunks(vault: Path, secret: bytes, records: Sequence[ChunkRecord]) -> bytearray:

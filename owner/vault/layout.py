@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Final
 
-#: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 2
-#: stores the pixels of image chunks compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1
-#: stored them raw (``.npy``). Both are read; an unfinished run continues in its format.
+#: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 3
+#: keeps a photo read from a JPEG as that JPEG plus a correction where that is smaller
+#: (:mod:`twinaudit.owner.vault.jpeg_pairs`); format 2 stores the pixels of image chunks
+#: compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1 stored them raw (``.npy``).
+#: All are read; an unfinished run continues in its format.
 FORMAT_NAME: Final = "twinaudit-vault"
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 #: The vault formats these modules read (and a resumed marking run continues in).
-READABLE_FORMAT_VERSIONS: Final = (1, 2)
+READABLE_FORMAT_VERSIONS: Final = (1, 2, 3)
 
 #: The 32-byte vault secret (salts and the marking seed derive from it).
 SECRET_FILE: Final = "secret.key"
@@ -50,7 +52,7 @@ MAX_RECEIPT_FILE_BYTES: Final = 64 * 1024
 #: Read files in pieces of this size when hashing them.
 READ_BLOCK_BYTES: Final = 1024 * 1024
 
-#: Suffix of the pixel chunks of format 1 (raw ``.npy``) and of format 2 (compact).
+#: Suffix of the pixel chunks of format 1 (raw ``.npy``) and of formats 2 and 3 (compact).
 RAW_CHUNK_SUFFIX: Final = "npy"
 COMPACT_CHUNK_SUFFIX: Final = "pairs"
 
@@ -60,8 +62,8 @@ _CHUNK_NAME_RE: Final = re.compile(r"\Achunks/[0-9]{6,}\.(npy|pairs|msgpack)\Z")
 def chunk_file(ordinal: int, item_kind: str = "image", format_version: int = FORMAT_VERSION) -> str:
     """Return the relative path of chunk number ``ordinal`` (0, 1, 2, ...).
 
-    Image and captioned-image chunks hold pixels (``.pairs`` in format 2, ``.npy`` in
-    format 1); text chunks hold the canonical encoding of their texts (``.msgpack``).
+    Image and captioned-image chunks hold pixels (``.pairs`` in formats 2 and 3, ``.npy``
+    in format 1); text chunks hold the canonical encoding of their texts (``.msgpack``).
     """
     suffix = COMPACT_CHUNK_SUFFIX if format_version >= 2 else RAW_CHUNK_SUFFIX
     if item_kind == "text":

@@ -1,4 +1,10 @@
-"""``owner vault-migrate``: rewrite a format-1 vault in the current, compact format.
+"""``owner vault-migrate``: rewrite a vault in format 2 or 3.
+
+Format 1 or 3 becomes format 2 (self-contained: no JPEG decoder is needed to read it);
+format 1 or 2 becomes format 3 when the photos it was marked from are given (each item
+whose photo is found there as a JPEG is kept as that JPEG where that is smaller: any
+file is safe to give, since a correction plane makes the pixels exact and the smaller
+coding is chosen per item).
 
 Nothing a vault commits to changes: the same pairs give the same commitments, root,
 inclusion proofs and openings, so the escrow receipt and its inclusion proof stay
@@ -32,15 +38,23 @@ import hmac
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from twinaudit.protocol.errors import StateError, VaultIntegrityError, VaultStorageError
+from twinaudit.protocol.errors import (
+    ParameterError,
+    StateError,
+    VaultIntegrityError,
+    VaultStorageError,
+)
+from twinaudit.protocol.items import MAX_IMAGE_SIDE
 
 from . import files
 from .chunks import encode_chunk, read_record
 from .journal import ChunkRecord, frame, read_journal
+from .jpeg_pairs import is_jpeg
 from .layout import (
     ARBITER_KEY_FILE,
     CHUNKS_DIR,
@@ -63,6 +77,14 @@ _RENAME_EXCHANGE: Final = 2
 _AT_FDCWD: Final = -100
 #: What ``renameat2`` answers where the file system (or kernel) cannot exchange.
 _CANNOT_EXCHANGE: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+#: The formats a vault can be migrated to.
+TARGET_VERSIONS: Final = (2, 3)
+#: Longest source file read for an item (the largest image's raw pixels); a longer JPEG
+#: than its own item's raw pixels is not kept either.
+_MAX_ORIGINAL_BYTES: Final = MAX_IMAGE_SIDE * MAX_IMAGE_SIDE * 3
+
+#: Returns the bytes of the file an item (named as the vault names it) was read from, or None.
+Originals = Callable[[str], bytes | None]
 
 
 @dataclass(frozen=True)
@@ -89,10 +111,17 @@ class Migration:
         )
 
 
-def migrate_vault(path: Path) -> Migration:
-    """Rewrite the vault at ``path`` in the current format, atomically (see the module).
+def migrate_vault(
+    path: Path, *, to_version: int | None = None, originals: Originals | None = None
+) -> Migration:
+    """Rewrite the vault at ``path`` in ``to_version``, atomically (see the module).
+
+    ``to_version`` is 2 or 3; unset, it is 3 when ``originals`` is given, else 2.
+    ``originals`` (see :func:`originals_in`) gives the source file of each item by name,
+    which format 3 needs; a vault already in ``to_version`` is left as it is.
 
     Raises:
+        ParameterError: ``to_version`` is not 2 or 3, or is 3 without ``originals``.
         InputError, StateError, VersionError, VaultIntegrityError: the vault does not
             open (it is named as by :meth:`Vault.open`), or another writer holds it.
         StateError: the file system cannot swap two directories atomically; nothing
@@ -101,20 +130,26 @@ def migrate_vault(path: Path) -> Migration:
             vault is as it was.
 
     """
+    target = _target_version(to_version, originals)
     old = Vault.open(Path(path))
+    if target == FORMAT_VERSION and originals is None and old.format_version != target:
+        raise ParameterError(
+            f"format {target} keeps each photo as its JPEG: give the folder of photos the "
+            "vault was marked from (--sources), or migrate to format 2"
+        )
     path = Path(path).resolve()  # a link to the vault: swap the directory it names
     with files.DirectoryLock(path):
         _remove_leftovers(path)
         before = _size(path)
-        if old.format_version == FORMAT_VERSION:
-            return Migration(path, old.format_version, FORMAT_VERSION, before, before)
+        if old.format_version == target:
+            return Migration(path, old.format_version, target, before, before)
         manifest = read_manifest(path)
         if manifest != old.manifest:
             raise StateError(f"vault {path} changed since it was opened; run the migration again")
         staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(path), dir=path.parent))
         try:
             os.chmod(staging, DIR_MODE)
-            _write_migrated(path, staging, old.item_kind, manifest)
+            _write_migrated(path, staging, manifest, target, originals)
             new = Vault.open(staging)
             if new.root != old.root or not hmac.compare_digest(
                 new.packed_commitments(), old.packed_commitments()
@@ -127,17 +162,55 @@ def migrate_vault(path: Path) -> Migration:
                 raise VaultStorageError(path, "write the migrated vault", exc) from exc
             raise
         shutil.rmtree(staging, ignore_errors=True)  # the old vault, now under that name
-    return Migration(path, old.format_version, FORMAT_VERSION, before, _size(path))
+    return Migration(path, old.format_version, target, before, _size(path))
 
 
-def _write_migrated(source: Path, target: Path, item_kind: str, manifest: Manifest) -> None:
-    """Write the vault at ``source`` in the current format into the empty ``target``."""
+def originals_in(folder: Path) -> Originals:
+    """Return a reader of the JPEG files in ``folder`` named as a vault names its items.
+
+    A name that leaves the folder, a missing or unreadable file, anything but a regular
+    file, a file that is not a JPEG or is longer than the largest image's raw pixels
+    gives None (that item keeps its midpoint).
+    """
+    root = Path(folder).resolve()
+    if not root.is_dir():
+        raise ParameterError(f"{folder} is not a folder of photos")
+
+    def read(name: str) -> bytes | None:
+        candidate = (root / name).resolve()
+        if not candidate.is_relative_to(root) or not candidate.is_file():
+            return None
+        try:
+            data = files.read_bounded(candidate, _MAX_ORIGINAL_BYTES)
+        except OSError:
+            return None
+        return data if is_jpeg(data) and len(data) <= _MAX_ORIGINAL_BYTES else None
+
+    return read
+
+
+def _target_version(to_version: object, originals: Originals | None) -> int:
+    if to_version is None:
+        return FORMAT_VERSION if originals is not None else 2
+    if isinstance(to_version, bool) or to_version not in TARGET_VERSIONS:
+        raise ParameterError(f"a vault migrates to format 2 or 3, not {to_version!r}")
+    assert isinstance(to_version, int)
+    return to_version
+
+
+def _write_migrated(
+    source: Path, target: Path, manifest: Manifest, version: int, originals: Originals | None
+) -> None:
+    """Write the vault at ``source`` in format ``version`` into the empty ``target``."""
     journal = read_journal(source)
-    parameters = replace(journal.parameters, format_version=FORMAT_VERSION)
+    parameters = replace(journal.parameters, format_version=version)
     (target / CHUNKS_DIR).mkdir(mode=DIR_MODE)
     records: list[ChunkRecord] = []
     for record in journal.chunks:
-        records.append(_migrate_chunk(source, target, record, item_kind))
+        kept = None
+        if originals is not None and version >= 3:
+            kept = [originals(name) for name in record.names]
+        records.append(_migrate_chunk(source, target, record, parameters.item_kind, version, kept))
     files.write_new_file(target / SECRET_FILE, read_secret(source))
     framed = [frame(parameters.to_value()), *(frame(record.to_value()) for record in records)]
     files.write_new_file(target / JOURNAL_FILE, framed)
@@ -150,15 +223,22 @@ def _write_migrated(source: Path, target: Path, item_kind: str, manifest: Manife
                 target / name, files.read_bounded(source / name, MAX_RECEIPT_FILE_BYTES)
             )
     files.fsync_dir(target / CHUNKS_DIR)
-    replace(manifest, files=digests, format_version=FORMAT_VERSION).write(target)
+    replace(manifest, files=digests, format_version=version).write(target)
 
 
-def _migrate_chunk(source: Path, target: Path, record: ChunkRecord, item_kind: str) -> ChunkRecord:
+def _migrate_chunk(  # noqa: PLR0917 - one chunk and what its new format needs
+    source: Path,
+    target: Path,
+    record: ChunkRecord,
+    item_kind: str,
+    version: int,
+    originals: Sequence[bytes | None] | None,
+) -> ChunkRecord:
     """Write one chunk of the old vault into the new one; return its new journal record."""
-    name = chunk_file(record.ordinal, item_kind, FORMAT_VERSION)
+    name = chunk_file(record.ordinal, item_kind, version)
     if item_kind in PIXEL_ITEM_KINDS:
         pixels = read_record(source, record).pixels()
-        pieces = encode_chunk(pixels[0], pixels[1], FORMAT_VERSION)
+        pieces = encode_chunk(pixels[0], pixels[1], version, originals)
         del pixels
     else:  # text chunks are stored alike in both formats
         pieces = [files.read_bounded(source / record.file, MAX_CHUNK_BYTES)]

@@ -1,5 +1,7 @@
 """Compact chunk files (vault format 2): both versions of a batch, compressed losslessly.
 
+Format 3 (:mod:`twinaudit.owner.vault.jpeg_pairs`) codes its items with these planes too.
+
 The two versions of a marked image are the same photo, ± a bounded mark. A format-1
 chunk stored both as raw pixels; a format-2 chunk stores, for each item, three planes
 from which both are rebuilt exactly, whatever their values:
@@ -36,9 +38,11 @@ and end there.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -132,15 +136,9 @@ class PairsFile:
         bounds = [max_stream_bytes(size) for size in plane_sizes(shape)] * count
         if any(length > bound for length, bound in zip(lengths, bounds, strict=True)):
             raise ChunkFormatError("has a stream longer than its plane can compress to")
-        if header + sum(lengths) != len(view):
-            raise ChunkFormatError("is not as long as its streams")
         self.count = count
         self.shape = shape
-        self._streams: list[memoryview] = []
-        position = header
-        for length in lengths:
-            self._streams.append(view[position : position + length])
-            position += length
+        self._streams = split_streams(view, header, lengths)
 
     def item(self, index: int) -> Pixels:
         """Return both versions of item ``index`` as a ``(2, H, W, C)`` array."""
@@ -154,60 +152,151 @@ class PairsFile:
         _decode_item(streams, version0, version1)
 
 
+def split_streams(view: memoryview, header: int, lengths: list[int]) -> list[memoryview]:
+    """Return the streams of ``lengths`` that follow ``header`` bytes and end the file.
+
+    Raises ChunkFormatError when the file is not exactly as long as its streams.
+    """
+    if header + sum(lengths) != len(view):
+        raise ChunkFormatError("is not as long as its streams")
+    streams: list[memoryview] = []
+    position = header
+    for length in lengths:
+        streams.append(view[position : position + length])
+        position += length
+    return streams
+
+
 # --- One item ---------------------------------------------------------------------------
 
 
 def _encode_item(version0: Pixels, version1: Pixels) -> list[bytes]:
     """Return the three zlib streams (midpoint, mark, parity) of one item."""
-    compressors = [zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY) for _ in range(3)]
-    pieces: list[list[bytes]] = [[], [], []]
-    above_midpoint: Pixels | None = None
-    above_mark: Pixels | None = None
-    for rows in _bands(version0.shape[0]):
+    planes = encode_planes(version0, version1, None)
+    return [planes.midpoint, planes.mark, planes.parity]
+
+
+@dataclass(frozen=True)
+class ItemPlanes:
+    """One item's zlib streams, the SHA-256 of its midpoint, and its correction if asked."""
+
+    midpoint: bytes
+    mark: bytes
+    parity: bytes
+    #: SHA-256 of the midpoint ``m``, its bytes in ``(H, W, C)`` order.
+    midpoint_sha256: bytes
+    #: The predicted ``(m − reference) mod 256`` stream, when a reference was given.
+    correction: bytes | None
+
+
+#: Returns a guess of the midpoint of a band from its rows, mark and parity (0 or 1), all
+#: laid out alike (``(rows, W, C)`` when writing, ``(C, rows, W)`` when reading).
+Reference = Callable[[slice, Pixels, Pixels], Pixels]
+
+
+def encode_planes(version0: Pixels, version1: Pixels, reference: Reference | None) -> ItemPlanes:
+    """Return the planes of one item; with ``reference``, also the midpoint less its guess."""
+    count = 3 if reference is None else 4
+    compressors = [zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY) for _ in range(count)]
+    pieces: list[list[bytes]] = [[] for _ in range(count)]
+    above: list[Pixels | None] = [None, None, None]
+    digest = hashlib.sha256()
+    for rows in bands(version0.shape[0]):
         total = version0[rows].astype(np.int16) + version1[rows]
         midpoint = (total >> 1).astype(np.uint8)
-        parity = np.packbits((total & 1).astype(np.uint8).transpose(2, 0, 1), axis=2)
+        digest.update(midpoint.data)
+        parity_bits = (total & 1).astype(np.uint8)
+        parity = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
         mark = version0[rows] - midpoint  # modulo 256
-        midpoint_residual, above_midpoint = _predict(midpoint, above_midpoint)
-        mark_residual, above_mark = _predict(mark, above_mark)
-        for compressor, sink, plane in zip(
-            compressors, pieces, (midpoint_residual, mark_residual, parity), strict=True
-        ):
+        midpoint_residual, above[0] = predict(midpoint, above[0])
+        mark_residual, above[1] = predict(mark, above[1])
+        planes = [midpoint_residual, mark_residual, parity]
+        if reference is not None:
+            guess = reference(rows, mark, parity_bits)
+            correction_residual, above[2] = predict(midpoint - guess, above[2])
+            planes.append(correction_residual)
+        for compressor, sink, plane in zip(compressors, pieces, planes, strict=True):
             sink.append(compressor.compress(plane.data))
     for compressor, sink in zip(compressors, pieces, strict=True):
         sink.append(compressor.flush())
-    return [b"".join(sink) for sink in pieces]
+    streams = [b"".join(sink) for sink in pieces]
+    correction = streams[3] if reference is not None else None
+    return ItemPlanes(
+        midpoint=streams[0],
+        mark=streams[1],
+        parity=streams[2],
+        midpoint_sha256=digest.digest(),
+        correction=correction,
+    )
 
 
 def _decode_item(streams: list[memoryview], version0: Pixels, version1: Pixels) -> None:
     """Inflate one item's three streams and write both versions into the given arrays."""
+    midpoints = PlaneReader(streams[0], version0.shape)
+    rebuild_versions(
+        lambda rows, mark, parity: midpoints.band(rows), streams[1], streams[2], version0, version1
+    )
+    midpoints.finish()
+
+
+def rebuild_versions(
+    midpoint_band: Reference,
+    mark_stream: memoryview,
+    parity_stream: memoryview,
+    version0: Pixels,
+    version1: Pixels,
+) -> None:
+    """Write both versions of one item, band by band, into the given ``(H, W, C)`` arrays.
+
+    ``midpoint_band(rows, mark, parity)`` returns the midpoint of the band's rows as
+    planes ``(C, rows, W)`` (it is changed in place), given the band's mark and parity,
+    which come from their streams (these must end with the item).
+    """
     height, width, channels = version0.shape
-    row = width * channels
-    inflaters = [_Inflater(stream) for stream in streams]
-    above_midpoint: Pixels | None = None
-    above_mark: Pixels | None = None
-    for rows in _bands(height):
+    marks = PlaneReader(mark_stream, version0.shape)
+    parities = _Inflater(parity_stream)
+    for rows in bands(height):
         band = rows.stop - rows.start
-        planar = (channels, band, width)
-        residual = inflaters[0].take(band * row).reshape(planar)
-        midpoint, above_midpoint = _unpredict(residual, above_midpoint)
-        mark, above_mark = _unpredict(inflaters[1].take(band * row).reshape(planar), above_mark)
-        packed = inflaters[2].take(channels * band * _packed_row(width))
+        mark = marks.band(rows)
+        packed = parities.take(channels * band * _packed_row(width))
         parity = np.unpackbits(packed.reshape(channels, band, -1), axis=2, count=width)
+        midpoint = midpoint_band(rows, mark, parity)
         first = np.add(midpoint, mark)  # all modulo 256, in planes
         midpoint += midpoint
         midpoint += parity
         midpoint -= first
         version0[rows] = first.transpose(1, 2, 0)
         version1[rows] = midpoint.transpose(1, 2, 0)
-    for inflater in inflaters:
-        inflater.finish()
+    marks.finish()
+    parities.finish()
+
+
+class PlaneReader:
+    """Inflates and un-predicts one predicted plane stream of an item, band by band."""
+
+    def __init__(self, stream: memoryview, shape: tuple[int, ...]) -> None:
+        """Read the plane of an item of ``shape`` ``(H, W, C)`` from ``stream``."""
+        self._inflater = _Inflater(stream)
+        self._width, self._channels = shape[1], shape[2]
+        self._above: Pixels | None = None
+
+    def band(self, rows: slice) -> Pixels:
+        """Return the next band's planes ``(C, rows, W)`` (bands are read in order)."""
+        planar = (self._channels, rows.stop - rows.start, self._width)
+        residual = self._inflater.take(planar[0] * planar[1] * planar[2]).reshape(planar)
+        planes, self._above = unpredict(residual, self._above)
+        return planes
+
+    def finish(self) -> None:
+        """Raise ChunkFormatError unless the stream ends exactly where the plane does."""
+        self._inflater.finish()
 
 
 # --- Helpers ---------------------------------------------------------------------------
 
 
-def _bands(height: int) -> Iterator[slice]:
+def bands(height: int) -> Iterator[slice]:
+    """Yield the row slices of an image of ``height`` rows, :data:`BAND_ROWS` at a time."""
     for top in range(0, height, BAND_ROWS):
         yield slice(top, min(top + BAND_ROWS, height))
 
@@ -220,7 +309,7 @@ def _header_bytes(count: int) -> int:
     return len(MAGIC) + _SHAPE.size + _LENGTH.size * _PLANES * count
 
 
-def _predict(band: Pixels, above: Pixels | None) -> tuple[Pixels, Pixels]:
+def predict(band: Pixels, above: Pixels | None) -> tuple[Pixels, Pixels]:
     """Return the residual of a band (rows, W, C) and its last row of planes, for the next.
 
     The colour planes are decorrelated (red and blue less green), laid out one after
@@ -237,8 +326,8 @@ def _predict(band: Pixels, above: Pixels | None) -> tuple[Pixels, Pixels]:
     return residual, planes[:, -1].copy()
 
 
-def _unpredict(residual: Pixels, above: Pixels | None) -> tuple[Pixels, Pixels]:
-    """Invert :func:`_predict`: return the band's planes (C, rows, W) and their last row."""
+def unpredict(residual: Pixels, above: Pixels | None) -> tuple[Pixels, Pixels]:
+    """Invert :func:`predict`: return the band's planes (C, rows, W) and their last row."""
     planes = residual  # summed in place: the rows, then the colours
     if above is not None:
         np.add(planes[:, 0], above, out=planes[:, 0])

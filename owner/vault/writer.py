@@ -106,8 +106,8 @@ class VaultWriter:
         ``secret``, when one is given); every durable chunk is checked, leftovers of an
         interrupted batch are removed, and writing resumes at :attr:`completed`, in the
         vault format the run was started in. ``format_version`` is the format of a new
-        vault: the current one unless told otherwise (format 1, raw pixels, is kept
-        writable for checks against vaults written before format 2).
+        vault: the current one unless told otherwise (formats 1, raw pixels, and 2,
+        the midpoint stored losslessly, are kept writable for checks and migrations).
 
         Raises:
             ParameterError: an argument is out of range, or differs from what the
@@ -209,13 +209,19 @@ class VaultWriter:
         labels: Sequence[int | None],
         names: Sequence[str],
         captions: Sequence[str] | None = None,
+        *,
+        originals: Sequence[bytes | None] | None = None,
     ) -> None:
         """Make one batch of images durable: items ``completed .. completed + B - 1``.
 
         ``versions0`` and ``versions1`` are uint8 arrays of one shape ``(B, H, W, C)``,
         ``labels`` and ``names`` have ``B`` entries, and so do ``captions``, which a
-        captioned-image vault requires and an image vault refuses. On any failure
-        nothing of the batch is kept and :attr:`completed` is unchanged.
+        captioned-image vault requires and an image vault refuses. ``originals``, when
+        given, holds per item the bytes of the file it was read from (or None): a
+        format-3 vault keeps a JPEG among them in place of the item's midpoint where that
+        is smaller (any bytes are safe: a correction makes the pixels exact); earlier
+        formats ignore them. On any failure nothing of the batch is kept and
+        :attr:`completed` is unchanged.
 
         Raises:
             InputError, ParameterError: a wrong shape, dtype, count, label, name or
@@ -236,7 +242,8 @@ class VaultWriter:
             caption_list = check_captions(captions, count)
         elif captions is not None:
             raise ParameterError(f"a vault of {self.item_kind} items takes no captions")
-        pieces = encode_chunk(versions0, versions1, self._parameters.format_version)
+        kept = _check_originals(originals, count)
+        pieces = encode_chunk(versions0, versions1, self._parameters.format_version, kept)
         record = self._record(
             count, shape, pieces, label_list, names=name_list, captions=caption_list
         )
@@ -419,6 +426,19 @@ def write_vault(  # noqa: PLR0917 - the positional form is the documented API
 
 
 # --- Creating and checking -----------------------------------------------------------------
+
+
+def _check_originals(originals: object, count: int) -> list[bytes | None] | None:
+    """Return ``originals`` as a list of ``count`` bytes-or-None entries; else raise."""
+    if originals is None:
+        return None
+    if isinstance(originals, str | bytes) or not isinstance(originals, Sequence):
+        raise InputError("originals must be a sequence of bytes or None")
+    if len(originals) != count:
+        raise ParameterError(f"{len(originals)} originals for a batch of {count} items")
+    if not all(original is None or isinstance(original, bytes) for original in originals):
+        raise InputError("each original must be bytes or None")
+    return list(originals)
 
 
 def _check_parameters(

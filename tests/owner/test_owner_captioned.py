@@ -267,11 +267,11 @@ def test_interrupted_captioned_run_resumes_to_the_same_vault(photos, tmp_path, m
     real = VaultWriter.append
     calls = []
 
-    def failing(self, *args):
+    def failing(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        real(self, *args)
+        real(self, *args, **kwargs)
 
     monkeypatch.setattr(VaultWriter, "append", failing)
     with pytest.raises(KeyboardInterrupt):

@@ -510,16 +510,35 @@ def _register_inspect(sub: Any) -> None:
 def _register_vault_migrate(sub: Any) -> None:
     migrate = sub.add_parser(
         "vault-migrate",
-        help="rewrite a vault of an older format in the current, compact one (atomically; "
-        "the root, every opening and the receipt stay the same)",
-        description="Rewrite a vault written in vault format 1 (raw pixels) in format 2 "
-        "(compact). The root, every commitment, opening and inclusion proof, the secret and "
-        "the receipt stay the same. The new vault is written and checked beside the old one, "
-        "then the two directories are swapped in one atomic step: interrupted, the command "
-        "leaves the old vault or the new one, whole, and the next run clears what it left "
-        "beside it. A vault already in format 2 is left as it is.",
+        help="rewrite a vault in format 2 (self-contained) or 3 (photos kept as their JPEGs), "
+        "atomically; the root, every opening and the receipt stay the same",
+        description="Rewrite a vault in vault format 2 (compact and self-contained) or 3 "
+        "(each photo read from a JPEG kept as that JPEG plus a correction where that is "
+        "smaller; reading it decodes the JPEG with Pillow, and a decoder that gives other "
+        "pixels is refused, naming the item). With --sources (the folder of photos the vault "
+        "was marked from) the vault becomes format 3; without it, format 2: the way to move a "
+        "format-3 vault to a machine with another Pillow, or to upgrade a format-1 vault. The "
+        "root, every commitment, opening and inclusion proof, the secret and the receipt stay "
+        "the same. The new vault is written and checked beside the old one, then the two "
+        "directories are swapped in one atomic step: interrupted, the command leaves the old "
+        "vault or the new one, whole, and the next run clears what it left beside it. A "
+        "vault already in the target format is left as it is.",
     )
     migrate.add_argument("vault", type=Path, help="vault directory")
+    migrate.add_argument(
+        "--to",
+        type=int,
+        choices=(2, 3),
+        default=None,
+        help="the format to write (default: 3 with --sources, else 2)",
+    )
+    migrate.add_argument(
+        "--sources",
+        type=Path,
+        default=None,
+        help="the folder of photos the vault was marked from (format 3 keeps their JPEGs; "
+        "any file there is safe: a correction makes the pixels exact)",
+    )
     migrate.set_defaults(handler=_vault_migrate)
 
 
@@ -883,9 +902,10 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _vault_migrate(args: argparse.Namespace) -> int:
-    from twinaudit.owner.vault.migration import migrate_vault
+    from twinaudit.owner.vault.migration import migrate_vault, originals_in
 
-    print(migrate_vault(args.vault).describe())
+    originals = None if args.sources is None else originals_in(args.sources)
+    print(migrate_vault(args.vault, to_version=args.to, originals=originals).describe())
     return EXIT_OK
 
 

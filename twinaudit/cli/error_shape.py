@@ -67,8 +67,9 @@ HINTS: Final[dict[str, str]] = {
         "reach it, then file the claim again"
     ),
     "vault-integrity": (
-        "restore the file named from a backup of the vault; a vault is never edited by "
-        "hand ('twinaudit owner vault-migrate' upgrades an older one)"
+        "restore the file named from a backup of the vault (or, where the message names a "
+        "JPEG decoder, read it with the Pillow it names); a vault is never edited by hand "
+        "('twinaudit owner vault-migrate' rewrites it in another format)"
     ),
     "vault-storage": "free space or fix the permissions, then run the same command to resume",
     "paraphraser-failed": (

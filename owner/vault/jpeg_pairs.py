@@ -1,0 +1,332 @@
+"""Format-3 chunk files: format 2's planes, or a photo kept as its own JPEG plus a correction.
+
+Most of a format-2 chunk is the midpoint ``m = ⌊(v⁰ + v¹) / 2⌋``, which for a marked
+photo is the photo itself, stored losslessly: about three times the JPEG it was decoded
+from. A format-3 chunk codes each item in one of two ways, the smaller, and records
+which:
+
+- :data:`MIDPOINT_CODING`: the midpoint, mark and parity planes of format 2
+  (:mod:`twinaudit.owner.vault.pair_codec`);
+- :data:`JPEG_CODING`: the source file's JPEG bytes, exactly as read, and the
+  correction ``c = (m − g) mod 256``, predicted and compressed as the other planes are,
+  then the mark and parity planes of format 2. ``g`` (:func:`guess_midpoint`) is the
+  decoded photo ``x = decode(jpeg)`` where no level was clipped, and where one was, the
+  midpoint that the clipped version, the mark and the parity give; so ``c`` is zero
+  except where the marking changed the decoded pixels otherwise (or a clipped level's
+  rounding missed), and costs next to nothing then. Reading decodes the mark and parity
+  of a band first, then its midpoint ``g + c``.
+
+Each item also records the SHA-256 of its midpoint (its bytes in ``(H, W, C)`` order),
+checked every time the item is decoded: a JPEG decoder that gives other pixels than the
+one that wrote the vault (another libjpeg-turbo, another Pillow) is caught at the item
+and named, never read as wrong pixels. The chunk records the decoder that wrote it
+(:func:`decoder_name`). Decoding is Pillow's, from the bytes, with no EXIF orientation,
+colour conversion or drafting: the pixels ``owner mark`` reads from a JPEG file.
+
+File layout, integers big-endian::
+
+    MAGIC (8 bytes) ‖ count, height, width, channels (4 × uint32)
+    ‖ the decoder's length (uint16) ‖ the decoder (ASCII)
+    ‖ per item: coding (uint8) ‖ midpoint SHA-256 (32 bytes)
+                ‖ the length of its four streams (4 × uint64)
+    ‖ the streams, item by item: first plane, mark, parity, JPEG
+
+The first plane is the midpoint (midpoint coding) or the correction (JPEG coding); the
+JPEG stream is empty under midpoint coding. Every stream's length is bounded by its
+plane's (a JPEG by the item's raw size), so a hostile file cannot make a reader
+allocate past the item's shape; a JPEG's header is checked against the item's shape
+before it is decoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import struct
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import PIL
+from PIL import Image, features
+
+from .pair_codec import (
+    ChunkFormatError,
+    PlaneReader,
+    Reference,
+    encode_planes,
+    max_stream_bytes,
+    plane_sizes,
+    rebuild_versions,
+    split_streams,
+)
+
+Pixels = npt.NDArray[np.uint8]
+
+#: First bytes of a format-3 chunk file.
+MAGIC: Final = b"TWPAIRS3"
+#: An item stored as format 2's midpoint, mark and parity planes.
+MIDPOINT_CODING: Final = 0
+#: An item stored as its source JPEG, a correction, and the mark and parity planes.
+JPEG_CODING: Final = 1
+#: The first bytes of every JPEG file (start of image, then a marker).
+JPEG_SIGNATURE: Final = b"\xff\xd8\xff"
+#: Longest decoder description a chunk may hold.
+MAX_DECODER_BYTES: Final = 256
+_STREAMS: Final = 4
+_SHAPE = struct.Struct(">4I")
+_DECODER_LENGTH = struct.Struct(">H")
+_ITEM = struct.Struct(">B32s4Q")
+_MODES: Final = {"L": 1, "RGB": 3}
+
+
+class DecoderMismatchError(ChunkFormatError):
+    """An item stored as its JPEG does not decode to its recorded midpoint."""
+
+
+def decoder_name() -> str:
+    """Return the JPEG decoder this process uses: Pillow's and libjpeg-turbo's versions."""
+    return f"Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}"
+
+
+def max_jpeg_bytes(shape: tuple[int, int, int]) -> int:
+    """Return the longest JPEG kept for an item of ``shape`` (its raw pixel bytes)."""
+    return shape[0] * shape[1] * shape[2]
+
+
+def max_chunk_bytes(count: int, shape: tuple[int, int, int]) -> int:
+    """Return the largest format-3 file a chunk of ``count`` items of ``shape`` can be."""
+    first, mark, parity = (max_stream_bytes(size) for size in plane_sizes(shape))
+    streams = first + mark + parity + max_jpeg_bytes(shape)
+    return _header_bytes(count, MAX_DECODER_BYTES) + count * streams
+
+
+def is_jpeg(data: bytes) -> bool:
+    """Tell whether ``data`` starts as a JPEG file does."""
+    return data[: len(JPEG_SIGNATURE)] == JPEG_SIGNATURE
+
+
+def decode_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Pixels:
+    """Decode a JPEG of exactly ``shape`` ``(H, W, C)``; its header is checked first.
+
+    Raises:
+        ChunkFormatError: the bytes are longer than an item of ``shape`` allows, are not
+            a JPEG, announce another size or channel count, or do not decode.
+
+    """
+    if len(data) > max_jpeg_bytes(shape):
+        raise ChunkFormatError("holds a JPEG longer than its item's raw pixels")
+    height, width, channels = shape
+    try:
+        # Opening reads the header only (Pillow refuses a declared size far past its
+        # limit itself); the size is checked against the item's before any decoding.
+        with Image.open(io.BytesIO(data), formats=["JPEG"]) as image:
+            if image.size != (width, height) or _MODES.get(image.mode) != channels:
+                raise ChunkFormatError(
+                    f"holds a JPEG of {image.size[1]}x{image.size[0]} {image.mode}, "
+                    f"not of its item's shape {shape}"
+                )
+            image.load()
+            pixels = np.asarray(image, dtype=np.uint8)
+    except ChunkFormatError:
+        raise
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise ChunkFormatError(f"holds a JPEG that does not decode: {exc}") from None
+    return np.array(pixels.reshape(shape), dtype=np.uint8)
+
+
+def encode_pairs(
+    versions0: Pixels, versions1: Pixels, originals: Sequence[bytes | None]
+) -> list[bytes]:
+    """Return the pieces of the format-3 file of a batch; their concatenation is the file.
+
+    ``originals`` holds, per item, the bytes of the JPEG file it was read from, or None.
+    An item is kept as its JPEG when that JPEG decodes to its shape here and the JPEG
+    with its correction is smaller than its midpoint plane; otherwise as format 2 codes it.
+    """
+    count, height, width, channels = versions0.shape
+    shape = (height, width, channels)
+    entries: list[bytes] = []
+    streams: list[bytes] = []
+    for item in range(count):
+        original = originals[item]
+        decoded = _decoded_or_none(original, shape)
+        reference = None if decoded is None else _guess_from(decoded, planar=False)
+        planes = encode_planes(versions0[item], versions1[item], reference)
+        coding, first, jpeg = MIDPOINT_CODING, planes.midpoint, b""
+        correction = planes.correction
+        if (
+            original is not None
+            and correction is not None
+            and len(original) + len(correction) < len(planes.midpoint)
+        ):
+            coding, first, jpeg = JPEG_CODING, correction, original
+        item_streams = [first, planes.mark, planes.parity, jpeg]
+        lengths = [len(stream) for stream in item_streams]
+        entries.append(_ITEM.pack(coding, planes.midpoint_sha256, *lengths))
+        streams.extend(item_streams)
+    decoder = decoder_name().encode("ascii")[:MAX_DECODER_BYTES]
+    header = MAGIC + _SHAPE.pack(count, *shape) + _DECODER_LENGTH.pack(len(decoder)) + decoder
+    return [header + b"".join(entries), *streams]
+
+
+def guess_midpoint(decoded: Pixels, mark: Pixels, parity: Pixels) -> Pixels:
+    """Return the midpoint that the decoded photo, the mark and the parity suggest.
+
+    The versions are ``v⁰ = m + h`` and ``v¹ = m − h + p`` (``h`` the mark, ``p`` the
+    parity). Where no level was clipped the midpoint is the photo ``x``; where ``x + h``
+    leaves 0..255, ``v⁰`` was clipped to 0 or 255 and ``m`` is that less ``h``; where
+    ``x − h`` does, ``v¹`` was, and ``m`` is that plus ``h − p``. A guess only: the
+    correction plane holds what it misses, so it is exact whatever the inputs. All
+    arrays alike in shape; the result is modulo 256.
+    """
+    photo = decoded.astype(np.int16)
+    half = mark.view(np.int8).astype(np.int16)  # the mark, −128..127
+    up, down = photo + half, photo - half
+    guess = photo
+    guess = np.where(up > 255, 255 - half, guess)
+    guess = np.where(up < 0, -half, guess)
+    guess = np.where(down < 0, half - parity, guess)
+    guess = np.where(down > 255, 255 + half - parity, guess)
+    return (guess & 0xFF).astype(np.uint8)
+
+
+def _guess_from(decoded: Pixels, *, planar: bool) -> Reference:
+    """Return the guess of each band's midpoint from ``decoded`` ``(H, W, C)``."""
+
+    def guess(rows: slice, mark: Pixels, parity: Pixels) -> Pixels:
+        photo = decoded[rows].transpose(2, 0, 1) if planar else decoded[rows]
+        return guess_midpoint(photo, mark, parity)
+
+    return guess
+
+
+def _decoded_or_none(original: bytes | None, shape: tuple[int, int, int]) -> Pixels | None:
+    if original is None or not is_jpeg(original):
+        return None
+    try:
+        return decode_jpeg(original, shape)
+    except ChunkFormatError:
+        return None  # a JPEG of another shape or mode: the midpoint is stored instead
+
+
+class JpegPairsFile:
+    """A format-3 chunk file whose layout is checked; its items are decoded one at a time."""
+
+    def __init__(self, data: bytes, count: int, shape: tuple[int, int, int]) -> None:
+        """Check the layout of ``data`` against ``count`` items of ``shape``.
+
+        Raises ChunkFormatError when the header, the decoder, a coding, the stream
+        lengths or the file's length do not match (the streams themselves are checked
+        as they are decoded).
+        """
+        view = memoryview(data)
+        if len(view) < len(MAGIC) + _SHAPE.size + _DECODER_LENGTH.size:
+            raise ChunkFormatError("is not a format-3 chunk file")
+        if bytes(view[: len(MAGIC)]) != MAGIC:
+            raise ChunkFormatError("is not a format-3 chunk file")
+        stated = _SHAPE.unpack_from(view, len(MAGIC))
+        if stated != (count, *shape):
+            raise ChunkFormatError(f"holds items of {stated}, not {(count, *shape)}")
+        (decoder_bytes,) = _DECODER_LENGTH.unpack_from(view, len(MAGIC) + _SHAPE.size)
+        header = _header_bytes(count, decoder_bytes)
+        if decoder_bytes > MAX_DECODER_BYTES or len(view) < header:
+            raise ChunkFormatError("is not a format-3 chunk file")
+        start = header - count * _ITEM.size - decoder_bytes
+        try:
+            self.decoder = bytes(view[start : start + decoder_bytes]).decode("ascii")
+        except UnicodeDecodeError:
+            raise ChunkFormatError("names its JPEG decoder in other than ASCII") from None
+        first, mark, parity = (max_stream_bytes(size) for size in plane_sizes(shape))
+        bounds = (first, mark, parity, max_jpeg_bytes(shape))
+        self._codings: list[int] = []
+        self._digests: list[bytes] = []
+        lengths: list[int] = []
+        for item in range(count):
+            coding, digest, *item_lengths = _ITEM.unpack_from(
+                view, start + decoder_bytes + item * _ITEM.size
+            )
+            if coding not in (MIDPOINT_CODING, JPEG_CODING):
+                raise ChunkFormatError(f"item {item} has an unknown coding {coding}")
+            if any(length > bound for length, bound in zip(item_lengths, bounds, strict=True)):
+                raise ChunkFormatError(f"item {item} has a stream longer than its plane allows")
+            if (coding == MIDPOINT_CODING) != (item_lengths[3] == 0):
+                raise ChunkFormatError(f"item {item} has a JPEG stream unlike its coding")
+            self._codings.append(coding)
+            self._digests.append(digest)
+            lengths.extend(item_lengths)
+        self.count = count
+        self.shape = shape
+        self._streams = split_streams(view, header, lengths)
+
+    def codings(self) -> list[int]:
+        """Return each item's coding (:data:`MIDPOINT_CODING` or :data:`JPEG_CODING`)."""
+        return list(self._codings)
+
+    def item(self, index: int) -> Pixels:
+        """Return both versions of item ``index`` as a ``(2, H, W, C)`` array."""
+        pixels = np.empty((2, *self.shape), dtype=np.uint8)
+        self.decode_into(index, pixels[0], pixels[1])
+        return pixels
+
+    def decode_into(self, index: int, version0: Pixels, version1: Pixels) -> None:
+        """Decode item ``index`` into the two ``(H, W, C)`` arrays given.
+
+        Raises:
+            DecoderMismatchError: the item is stored as its JPEG, and the JPEG decoded
+                here with the correction does not give the recorded midpoint.
+            ChunkFormatError: a stream is damaged, or a midpoint-coded item does not
+                give its recorded midpoint.
+
+        """
+        first, mark, parity, jpeg = self._streams[_STREAMS * index : _STREAMS * (index + 1)]
+        digest = hashlib.sha256()
+        if self._codings[index] == JPEG_CODING:
+            decoded = decode_jpeg(jpeg, self.shape)
+            corrections = PlaneReader(first, self.shape)
+            guess = _guess_from(decoded, planar=True)
+
+            def midpoint_band(rows: slice, mark: Pixels, parity: Pixels) -> Pixels:
+                midpoint = guess(rows, mark, parity)
+                midpoint += corrections.band(rows)
+                digest.update(np.ascontiguousarray(midpoint.transpose(1, 2, 0)).data)
+                return midpoint
+
+        else:
+            corrections = PlaneReader(first, self.shape)
+
+            def midpoint_band(rows: slice, mark: Pixels, parity: Pixels) -> Pixels:
+                del mark, parity  # stored whole
+                midpoint = corrections.band(rows)
+                digest.update(np.ascontiguousarray(midpoint.transpose(1, 2, 0)).data)
+                return midpoint
+
+        rebuild_versions(midpoint_band, mark, parity, version0, version1)
+        corrections.finish()
+        if digest.digest() != self._digests[index]:
+            if self._codings[index] == JPEG_CODING:
+                raise DecoderMismatchError(
+                    "was stored as its JPEG, and its JPEG decoded here with its correction "
+                    "does not give the midpoint recorded for it: the vault was written with "
+                    f"{self.decoder}, this is {decoder_name()}; read it with that Pillow "
+                    f"(pip install pillow=={_pillow_of(self.decoder)}), or rewrite it in "
+                    "format 2 where it was written (twinaudit owner vault-migrate VAULT --to 2)"
+                )
+            raise ChunkFormatError("does not give the midpoint recorded for it")
+
+
+def _pillow_of(decoder: str) -> str:
+    """Return the Pillow version named in a decoder description, or the description."""
+    head = decoder.split(",", 1)[0]
+    return head.removeprefix("Pillow ") if head.startswith("Pillow ") else decoder
+
+
+def count_codings(data: bytes, count: int, shape: tuple[int, int, int]) -> tuple[int, int]:
+    """Return how many items of a format-3 file are midpoint-coded and JPEG-coded."""
+    codings = JpegPairsFile(data, count, shape).codings()
+    return codings.count(MIDPOINT_CODING), codings.count(JPEG_CODING)
+
+
+def _header_bytes(count: int, decoder_bytes: int) -> int:
+    return len(MAGIC) + _SHAPE.size + _DECODER_LENGTH.size + decoder_bytes + count * _ITEM.size
