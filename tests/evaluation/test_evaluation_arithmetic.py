@@ -170,3 +170,12 @@ def test_arithmetic_only_is_refused_outside_the_ladder_and_proxyfit(capsys):
     with pytest.raises(SystemExit):
         evaluation_main(["ladder", "--arithmetic-only", "--ablation-only"])
     assert "--arithmetic-only excludes" in capsys.readouterr().err
+
+
+def test_the_results_notes_hold_the_table_of_the_archived_records():
+    root = Path(__file__).resolve().parents[2]
+    records = ablation.load(root / "docs/results-data/arithmetic.jsonl")
+    rows = arithmetic.arithmetic_table(plan_proxyfit(range(5)), records)
+    assert len(rows) == 2 + len(ablation.VARIANTS)  # every variant on the proxyfit models
+    notes = (root / "evaluation/notes.md").read_text()
+    assert all(row in notes for row in rows)
