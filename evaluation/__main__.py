@@ -47,7 +47,8 @@ from demo.data import DataNotFoundError, locate
 from twinaudit.owner.marking.config import PROXY_EPOCHS
 from twinaudit.protocol.errors import TwinauditError
 
-from .ablation import SCALE_OWN_VARIANTS, SCALE_VARIANTS, VARIANTS, run_ablation
+from .ablation import SCALE_OWN_VARIANTS, SCALE_VARIANTS, VARIANTS, Variant, run_ablation
+from .arithmetic import run_arithmetic
 from .attacks import noaug_plan
 from .audit import AuditLog, run_missing, without_weights
 from .baselines import RUNNERS, extra_models
@@ -82,6 +83,10 @@ LADDER = (
 #: Ladder tables the owner's estimate runs on: rung (b) once (converged shares its vaults),
 #: not rung (c) (its proxy practitioner would take the lent accelerator's time).
 ESTIMATED = ("ladder", "standard")
+#: Tables whose ablation variants ``--arithmetic-only`` scores under both arithmetics
+#: (issue #42): the ladder's, and ``proxyfit`` (rung (a) with its own marks), whose claims
+#: ran again under ``basic-v1``.
+ARITHMETIC_TABLES = (*LADDER, "proxyfit")
 #: Exit status of a run stopped by Ctrl-C or SIGTERM (the shell's 128 + SIGINT).
 EXIT_STOPPED = 130
 
@@ -192,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         "on record on the models already trained here (weights present) and stop",
     )
     parser.add_argument(
+        "--arithmetic-only",
+        action="store_true",
+        help="ladder tables and proxyfit: train and audit nothing; ask the models already "
+        "trained here each ablation variant's queries once and score the answers under "
+        "the rule before spec §10.3.1 and under basic-v1 (arithmetic.jsonl), then stop",
+    )
+    parser.add_argument(
         "--rows",
         nargs="+",
         metavar="ROW",
@@ -225,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--ablation-only applies to the regime ladder's tables: {', '.join(LADDER)}")
     if args.ablation_only and args.audit_only:
         parser.error("--ablation-only and --audit-only exclude each other")
+    if args.arithmetic_only and args.table not in ARITHMETIC_TABLES:
+        parser.error(f"--arithmetic-only applies to: {', '.join(ARITHMETIC_TABLES)}")
+    if args.arithmetic_only and (args.ablation_only or args.audit_only):
+        parser.error("--arithmetic-only excludes --ablation-only and --audit-only")
 
     def say(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
@@ -343,6 +359,10 @@ def _run_table(
     if args.ablation_only:
         _ablate(workspace, plan, say, args.device)
         return
+    if args.arithmetic_only:
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        run_arithmetic(workspace, plan, say, variants=_variants(plan.table), device=args.device)
+        return
     if args.audit_only:
         trained = [j for j in plan.jobs if workspace.model_info(j.model) is not None]
         untrained = {j.model.name for j in plan.jobs} - {j.model.name for j in trained}
@@ -420,8 +440,12 @@ def _write(
 def _ablate(workspace: Workspace, plan: Plan, say: Callable[[str], None], device: str) -> None:
     """Score the ablation's variants a ladder table is measured with, on all the CPU's threads."""
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    variants = {"scale": SCALE_VARIANTS, "scale-own": SCALE_OWN_VARIANTS}.get(plan.table, VARIANTS)
-    run_ablation(workspace, plan, say, variants, device=device)
+    run_ablation(workspace, plan, say, _variants(plan.table), device=device)
+
+
+def _variants(table: str) -> tuple[Variant, ...]:
+    """Return the ablation variants ``table`` is scored with (rung (c): the K = 1 rows)."""
+    return {"scale": SCALE_VARIANTS, "scale-own": SCALE_OWN_VARIANTS}.get(table, VARIANTS)
 
 
 def _record(

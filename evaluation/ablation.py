@@ -27,7 +27,7 @@ variant, so a rerun scores only what is missing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -152,12 +152,30 @@ def variant_outcomes(
 
     ``pairs`` holds ``versions``, ``labels`` and ``bits``: ``versions[j]`` (both
     versions) with label ``labels[j]`` (read in C1 and C3) and publication bit
-    ``bits[j]`` is the vault's pair ``i = first + j``. Each version's K
-    copies are drawn (spec §10.3) from ``Prg(seed, "augment/<i>/<v>")``, the claim's
-    streams, or from ``"augment/<i>"`` for both versions of a ``shared`` variant, and
-    asked in batches of :data:`BATCH`, unshuffled.
+    ``bits[j]`` is the vault's pair ``i = first + j``. The oracle is asked as
+    :func:`variant_answers` says and the answers scored by :func:`scored_outcomes`
+    under the variant's score spec (the arithmetic every claim now names).
     """
     versions, labels, bits = pairs
+    rows = variant_answers(oracle, variant, seed, versions, first)
+    return scored_outcomes(variant.spec(), rows, labels, bits, oracle.info.n_classes)
+
+
+def variant_answers(
+    oracle: ClassifierOracle,
+    variant: Variant,
+    seed: bytes,
+    versions: npt.NDArray[np.uint8],
+    first: int = 0,
+) -> npt.NDArray[np.float64]:
+    """Return the oracle's probability vectors for every copy of every version, in order.
+
+    Each version's K copies are drawn (spec §10.3) from ``Prg(seed, "augment/<i>/<v>")``,
+    the claim's streams, or from ``"augment/<i>"`` for both versions of a ``shared``
+    variant (``versions[j]`` is the vault's pair ``i = first + j``), and asked in
+    batches of :data:`BATCH`, unshuffled. Row ``(2j + v)·K + k`` answers copy ``k`` of
+    version ``v`` of pair ``j``.
+    """
     spec = variant.spec()
     copies: list[npt.NDArray[np.float32]] = []
     for j in range(len(versions)):
@@ -171,9 +189,23 @@ def variant_outcomes(
         answer = oracle.classify(flat[start : start + BATCH])
         assert answer.probabilities is not None  # the oracles here answer probabilities
         parts.append(answer.probabilities)
-    rows = np.concatenate(parts)
-    n_classes = oracle.info.n_classes
-    out = np.zeros(len(versions), dtype=np.int8)
+    return np.concatenate(parts)
+
+
+def scored_outcomes(
+    spec: ScoreSpec,
+    rows: npt.NDArray[np.float64],
+    labels: Sequence[int],
+    bits: Sequence[int],
+    n_classes: int,
+) -> npt.NDArray[np.int8]:
+    """Score the answers ``rows`` of :func:`variant_answers` under ``spec``; return outcomes.
+
+    +1, −1 or 0 per pair (the published twin, ``bits[j]``, won, lost or tied, spec
+    §7.1, with ``spec``'s tie margin); ``labels[j]`` is read in C1 and C3. The same
+    answers scored under two arithmetics differ only by the scoring.
+    """
+    out = np.zeros(len(bits), dtype=np.int8)
     for j, published in enumerate(bits):
         pair = []
         for v in (0, 1):
@@ -214,9 +246,49 @@ def run_ablation(
     The models answer on ``device``.
     """
     log = AuditLog(workspace.root / "ablation.jsonl")
-    records = log.results
+    for model, vault, todo, inputs in to_score(workspace, plan, log.results, variants, device):
+        for variant in todo:
+            versions, labels, bits = inputs.pairs
+            tally = outcomes(
+                inputs.oracle,
+                versions=versions,
+                labels=labels,
+                bits=bits,
+                seed=inputs.seed,
+                variant=variant,
+            )
+            log.add({"key": key(model, vault, variant), "model": model.name, **tally})
+        say(f"  ablation: {model.name}: {len(todo)} variants")
+    return log.results
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one model × vault is scored from: its oracle, the audit seed and the pairs.
+
+    ``pairs`` is ``(versions, labels, bits)`` as :func:`variant_outcomes` takes it.
+    """
+
+    oracle: TorchClassifierOracle
+    seed: bytes
+    pairs: tuple[npt.NDArray[np.uint8], list[int], list[int]]
+
+
+def to_score(
+    workspace: Workspace,
+    plan: Plan,
+    done: Container[str],
+    variants: Sequence[Variant],
+    device: str = "cpu",
+) -> Iterator[tuple[ModelSpec, VaultSpec, list[Variant], Inputs]]:
+    """Yield each model × vault of ``plan`` with the variants whose key is not in ``done``.
+
+    A model whose weights are not here, or with nothing left, is skipped; the others are
+    loaded (answering on ``device``) with their vault's pairs, publication bits and the
+    audit seed every variant shares (:func:`ablation_nonce`).
+    """
     for model, vault in dict.fromkeys((job.model, job.vault) for job in plan.jobs):
-        todo = [v for v in variants if key(model, vault, v) not in records]
+        todo = [v for v in variants if key(model, vault, v) not in done]
         if not todo or not (workspace.model_dir(model) / "model.pt").exists():
             continue
         net = workspace.load_model(model)
@@ -225,13 +297,7 @@ def run_ablation(
         versions, labels = versions_of(workspace, vault)
         bits = publication_bits(opened.root, rho_of(opened), len(opened))
         seed = audit_seed(opened.root, rho_of(opened), ablation_nonce(model, vault))
-        for variant in todo:
-            tally = outcomes(
-                oracle, versions=versions, labels=labels, bits=bits, seed=seed, variant=variant
-            )
-            log.add({"key": key(model, vault, variant), "model": model.name, **tally})
-        say(f"  ablation: {model.name}: {len(todo)} variants")
-    return records
+        yield model, vault, todo, Inputs(oracle, seed, (versions, labels, list(bits)))
 
 
 def key(model: ModelSpec, vault: VaultSpec, variant: Variant) -> str:

@@ -60,6 +60,7 @@ KEYED: Final = (
     "owners.jsonl",  # and the several owners' claims
     "unlearning.jsonl",  # evaluation.unlearning: claims before and after unlearning
     "photo-marks.jsonl",  # evaluation.photos: the photo vaults' marks, full size and resized
+    "arithmetic.jsonl",  # evaluation.arithmetic: the ablation's variants under both arithmetics
 )
 PATTERNS: Final = (
     "runs.json",
@@ -75,7 +76,7 @@ PATTERNS: Final = (
 #: trained again (same weights, so the same accuracies) differs only in these.
 RUN_TIMES: Final = ("train_seconds", "train_cpu_seconds")
 #: Likewise for an audit result: a claim run again differs only in its time.
-CLAIM_TIMES: Final = ("seconds",)
+CLAIM_TIMES: Final = ("seconds", "cpu_seconds")
 
 
 class RecordConflictError(StateError):
