@@ -35,6 +35,7 @@ from twinaudit.protocol.prg import Prg, bit_stream, stream_key, without_replacem
 from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
 
 from .typed_json import to_typed
+from .vectors_items import item_pair_cases
 
 VECTOR_DIR = Path(__file__).resolve().parent.parent / "vectors"
 
@@ -286,7 +287,14 @@ def build_hashing() -> dict[str, Any]:
             "expected": {"seed": audit_seed(root, rho, nonce).hex()},
         }
     )
-    return _doc("hashing", "Tagged hashes, commitments and derived seeds (spec §4-§6).", cases)
+    cases.extend(item_pair_cases())
+    return _doc(
+        "hashing",
+        "Tagged hashes, commitments and derived seeds (spec §4-§6). 'item-pair': both "
+        "versions of a pair decoded as items of the record's item kind (§6.3), which must "
+        "differ only in their marked content; expected: the caption's length in UTF-8 bytes.",
+        cases,
+    )
 
 
 def build_prg() -> dict[str, Any]:

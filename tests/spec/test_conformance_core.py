@@ -19,6 +19,7 @@ from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.envelope import Envelope, open_envelope, pae, sign_envelope
 from twinaudit.protocol.escrow_messages import open_receipt, verify_checkpoint
 from twinaudit.protocol.hashing import tagged_hash
+from twinaudit.protocol.items import CaptionedImageItem, decode_pair
 from twinaudit.protocol.keys import key_id, public_key_from_raw, raw_public_key
 from twinaudit.protocol.prg import Prg, bit_stream, stream_key, without_replacement
 from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
@@ -64,6 +65,12 @@ def _hashing(case):
             bytes.fromhex(inp["version1"]),
         )
         return verify_opening(bytes.fromhex(inp["commitment"]), opening)
+    if kind == "item-pair":
+        first, _ = decode_pair(
+            bytes.fromhex(inp["version0"]), bytes.fromhex(inp["version1"]), inp["item_kind"]
+        )
+        assert isinstance(first, CaptionedImageItem)
+        return {"caption_bytes": len(first.caption.encode())}
     root, rho = bytes.fromhex(inp["root"]), bytes.fromhex(inp["rho"])
     if kind == "publication":
         return {
