@@ -79,7 +79,10 @@ def test_every_verdict_s_count_is_recounted_from_the_entries(world):
     mine = [_claim(world, world["pairs"], world["record"])]
     other = _claim(world, world["other"], world["other_record"])
     mine += [_claim(world, world["pairs"], world["record"]) for _ in range(2)]
-    assert [v.earlier_claims for v in mine] == [0, 1, 2]
+    # The module's other tests file claims on the record too, before or after this one
+    # (the suite runs in any order): the counts are relative to this test's first claim.
+    first = mine[0].earlier_claims
+    assert [v.earlier_claims for v in mine] == [first, first + 1, first + 2]
     assert other.earlier_claims == 0
     for verdict in [*mine, other]:
         position = verdict.claim_entry
@@ -93,16 +96,26 @@ def test_every_verdict_s_count_is_recounted_from_the_entries(world):
         assert recount.head.checkpoint.size >= position.log_size
     # Each verdict is itself in the log, after its claim-start entry.
     entries = [decode_log_leaf(leaf) for leaf in fetch_entries(stub, 0, _size(stub), _deadline())]
-    verdict_entries = [e for e in entries if isinstance(e, VerdictEntry)]
+    verdict_entries = {e.claim_entry: e for e in entries if isinstance(e, VerdictEntry)}
     starts = {e.index: e for e in entries if isinstance(e, ClaimStartEntry)}
-    assert len(verdict_entries) == len(starts) == 4
-    for entry in verdict_entries:
-        assert starts[entry.claim_entry].claim == entry.claim
+    for verdict in [*mine, other]:
+        position = verdict.claim_entry
+        assert position is not None
+        entry = verdict_entries[position.index]
+        assert starts[position.index].claim == entry.claim
+        assert entry.index > position.index
+
+
+def _second_claim(world: dict[str, Any]) -> Verdict:
+    """A verdict on the shared record with at least one earlier claim, in any test order."""
+    _claim(world, world["pairs"], world["record"])
+    verdict = _claim(world, world["pairs"], world["record"])
+    assert verdict.earlier_claims >= 1
+    return verdict
 
 
 def test_a_lying_count_or_position_is_refused(world):
-    verdict = _claim(world, world["pairs"], world["record"])
-    assert verdict.earlier_claims >= 1
+    verdict = _second_claim(world)
     leaves = fetch_entries(
         escrow_pb2_grpc.EscrowStub(world["channel"]),
         0,
@@ -173,7 +186,7 @@ def test_get_entries_is_capped_and_refuses_bad_ranges(world):
 
 
 def test_verify_and_verifier_check_recount_with_log(world, tmp_path, capsys):
-    verdict = _claim(world, world["pairs"], world["record"])
+    verdict = _second_claim(world)
     key = tmp_path / "arbiter.pub"
     key.write_bytes(public_key_pem(KEY.public_key()))
     files = {}
@@ -209,13 +222,15 @@ def test_a_record_with_claims_filed_before_logging_gets_no_position(world):
     The log would count fewer claims than were filed, so the verdict carries no
     claim_entry: a recount is never smaller than earlier_claims (spec §9.6.2).
     """
-    record = world["other_record"]
-    before = len(world["store"].claims_for_record(record))
+    # A record of its own: the unlogged claim would leave any later verdict on the record
+    # unbound, and the module's other tests, in any order, expect their verdicts bound.
+    legacy = make_pairset(24, seed=7, salt_seed=b"recount-legacy")
+    record = legacy.escrow(world["channel"], KEY.public_key(), "carol").entry.index
     world["store"].create_claim(  # as a claim filed before claims were logged
         "legacy-claim", record, "failed", b"state", lease=ClaimLease("legacy", 5.0)
     )
-    verdict = _claim(world, world["other"], record)
-    assert verdict.earlier_claims == before + 1
+    verdict = _claim(world, legacy, record)
+    assert verdict.earlier_claims == 1
     assert verdict.claim_entry is None
     with pytest.raises(VerificationError, match="binds no log position"):
         recount_from_log(world["channel"], verdict, KEY.public_key())
