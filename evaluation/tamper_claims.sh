@@ -4,9 +4,12 @@
 # tiny CNN trained on what was published and served twice with `oracle serve`, once
 # with an answer key (spec §10.8) and once without; a C1 claim against each, and the
 # owner's openings of each verdict's pairs. Everything is seeded except the arbiter's
-# keys and randomness. Usage: evaluation/tamper_claims.sh DIR (DIR must not exist).
+# keys and randomness. Usage: evaluation/tamper_claims.sh DIR [CLAIM-ARGS...] (DIR must
+# not exist; CLAIM-ARGS, such as --perturbation dither --k 1, join both owner claims).
 set -euo pipefail
 dir=$1
+shift
+claim_args=("$@")
 mkdir "$dir"
 tw() { python -m twinaudit "$@"; }
 pids=()
@@ -60,7 +63,7 @@ for kind in signed unsigned; do
         --listen 127.0.0.1:0 "${extra[@]}"
     oracle=$address
     tw owner claim "$dir/vault" --arbiter "$arbiter" --arbiter-key "$dir/arbiter.key.pub" \
-        --oracle "$oracle" --model-name "tiny-cnn-$kind" --knowledge C1 \
+        --oracle "$oracle" --model-name "tiny-cnn-$kind" --knowledge C1 "${claim_args[@]}" \
         --out "$dir/$kind" -q || true  # exit 1 is NOT DETECTED, still a verdict
     tw owner openings "$dir/vault" --verdict "$dir/$kind/verdict.json" \
         --arbiter-key "$dir/arbiter.key.pub" --out "$dir/$kind/openings.bin" -q

@@ -15,6 +15,9 @@ each query of the window's pairs exactly once, and every signature verifies unde
 answer key over the claim nonce, the recorded query digests and the rows rebuilt from
 the pair records. An answer altered after the oracle signed it therefore fails replay
 (``verification-failed``), even when the verdict is signed again with the arbiter's key.
+Where a pair record's ``query_digests`` hold the digest of one query (image functions
+with ``K`` = 1, image-text's images: :func:`recorded_query_digest`), the digest signed
+at that query's slot must be the record's, so that neither can be changed alone.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "check_window_answers",
     "pair_rows",
     "queries_of_pair",
+    "recorded_query_digest",
 ]
 
 #: The keys of an answers record (spec §12).
@@ -71,6 +75,31 @@ def queries_of_pair(function: str, k: int) -> int:
     if function in ("image-classifier", "image-encoder"):
         return 2 * k
     return 3 if function == "image-text" else 2
+
+
+def recorded_query_digest(
+    function: str, k: int, record: dict[str, Value], place: int
+) -> bytes | None:
+    """Return the pair record's digest of the query at ``place``, where it records one.
+
+    A pair record's ``query_digests`` hold one SHA-256 per version: for the image
+    functions over the version's ``K`` copies concatenated, which is the digest of the
+    one query an oracle signs when ``K`` = 1 and follows from no per-query digest when
+    ``K`` > 1; for image-text, of the version's image, the query at ``place`` = ``v``.
+    None where the record holds no digest of that query alone (``K`` > 1, a caption, a
+    language model's texts). The record's form was checked first (spec §12).
+    """
+    if function in ("image-classifier", "image-encoder"):
+        version = place if k == 1 else None
+    elif function == "image-text":
+        version = place if place < 2 else None
+    else:
+        version = None
+    digests = record.get("query_digests")
+    if version is None or not isinstance(digests, list) or version >= len(digests):
+        return None
+    digest = digests[version]
+    return digest if isinstance(digest, bytes) else None
 
 
 def _matrix_rows(value: Value, count: int) -> list[Value]:
@@ -154,18 +183,21 @@ def check_window_answers(
     """Check one window's answers records against its pair records (spec §12).
 
     Raise ``verification-failed`` unless every batch is well formed, the slots of the
-    window's batches name each query of its pairs exactly once, and every signature
+    window's batches name each query of its pairs exactly once, every signature
     verifies under ``answer_key`` over ``claim_nonce``, the batch's query digests and
-    the answer rows its slots name in the pair records.
+    the answer rows its slots name in the pair records, and every signed digest whose
+    query the pair record gives a digest of (:func:`recorded_query_digest`) is that one.
     """
     if not batches:
         raise _fail(f"window {window} has no signed answer batch")
     per_pair = queries_of_pair(function, k)
     rows: dict[int, list[Value]] = {}
+    recorded: dict[int, dict[str, Value]] = {}
     for record in pairs:
         index = record["index"]
         assert isinstance(index, int)  # replay checked the pair records first
         rows[index] = pair_rows(function, k, record)
+        recorded[index] = record
     expected = {(index, place) for index in rows for place in range(per_pair)}
     seen: set[tuple[int, int]] = set()
     for number, batch in enumerate(batches):
@@ -186,6 +218,13 @@ def check_window_answers(
                 f"window {window}: batch {number}'s signature does not verify under the "
                 "oracle's answer key over the claim's nonce and the recorded answers"
             )
+        for (index, place), digest in zip(slots, digests, strict=True):
+            mine = recorded_query_digest(function, k, recorded[index], place)
+            if mine is not None and mine != digest:
+                raise _fail(
+                    f"window {window}: pair {index}, slot [{index}, {place}]: the query "
+                    "digest the oracle signed is not the pair record's query digest"
+                )
     if seen != expected:
         raise _fail(f"window {window}: {len(expected - seen)} queries have no signed answer")
 

@@ -942,7 +942,9 @@ def _swap_two(digests: list[bytes]) -> None:
 
 
 #: The signed claim's records changed in their last answers record, signed again with the
-#: oracle's key (and the verdict with the arbiter's): it replays, the openings refuse it.
+#: oracle's key (and the verdict with the arbiter's): where a pair record holds the digest
+#: of each query (``K`` = 1) replay refuses it; with ``K`` = 2 it replays, the openings
+#: refuse it.
 SIGNED_OPENINGS_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "signed answers: a signed query digest of a query the claim never sent": _signed_again(
         _another_query
@@ -950,22 +952,67 @@ SIGNED_OPENINGS_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "signed answers: two signed query digests swapped": _signed_again(_swap_two),
 }
 _SIGNED_CLAIM = f"{_SHORT_CLAIM}, arithmetic basic-v1, answers signed by the oracle"
+#: The signed claim's pair records changed where they record a query's digest, chained
+#: and the verdict signed again with the ARBITER's key (the answers records untouched).
+PAIR_DIGEST_CASES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
+    "signed answers: pair query digest of version 0 zeroed": first_pair(
+        lambda r: r.__setitem__("query_digests", [bytes(32), r["query_digests"][1]])
+    ),
+    "signed answers: pair query digests of the two versions swapped": first_pair(
+        lambda r: r.__setitem__("query_digests", r["query_digests"][::-1])
+    ),
+}
+#: The signed claim again with K = 2 copies per version: a pair record's query digest is
+#: over both copies together, which no signed per-query digest determines.
+_SIGNED_K2_PARAMS: dict[str, Any] = {
+    **_SHORT_PARAMS,
+    "score": ScoreSpec(k=2, perturbation="dither", knowledge="C1"),
+    "arithmetic": BASIC_ARITHMETIC,
+}
+
+
+def _signed_run() -> tuple[bytes, bytes]:
+    """The short claim under basic-v1 on an oracle that signs its answers (``K`` = 1)."""
+    return _run("signed", {**_SHORT_PARAMS, "arithmetic": BASIC_ARITHMETIC}, SigningHashOracle())
 
 
 def _signed_cases() -> list[dict[str, Any]]:
-    """Spec §10.8, §12: the short claim on an oracle that signs its answers, valid, with
-    its openings, and with a signed digest that is not its query's (``verification-failed``
-    with the openings)."""
-    envelope, transcript = _run(
-        "signed", {**_SHORT_PARAMS, "arithmetic": BASIC_ARITHMETIC}, SigningHashOracle()
+    """Spec §10.8, §12: the short claim on an oracle that signs its answers, valid, and
+    checked against its openings. Its forged cases, which passed replay before replay
+    compared a pair record's query digests with the signed ones, are now among the
+    :func:`_cross_check_cases` (appended last)."""
+    envelope, transcript = _signed_run()
+    opened = _openings_cases(
+        envelope, transcript, "signed answers: every signed query digest is its rebuilt query's", {}
     )
+    return [_valid(_SIGNED_CLAIM, envelope, transcript), *opened]
+
+
+def _cross_check_cases() -> list[dict[str, Any]]:
+    """Spec §10.8, §12: replay compares a pair record's query digests with the signed ones.
+
+    On the signed ``K`` = 1 claim, a signed digest changed and its batch signed again with
+    the oracle's key, and a pair record's query digest changed and the verdict signed
+    again with the arbiter's key, fail replay (``verification-failed``). On the signed
+    claim with ``K`` = 2, valid, both changes replay (a version's digest is over its two
+    copies together) and checking them against the openings refuses them.
+    """
+    envelope, transcript = _signed_run()
+    cases = _record_cases(
+        _payload(envelope), transcript, SIGNED_OPENINGS_CASES | PAIR_DIGEST_CASES, "replay"
+    )
+    envelope, transcript = _run("signed k2", _SIGNED_K2_PARAMS, SigningHashOracle())
     opened = _openings_cases(
         envelope,
         transcript,
-        "signed answers: every signed query digest is its rebuilt query's",
-        SIGNED_OPENINGS_CASES,
+        "signed answers, K=2: every signed query digest is its rebuilt query's",
+        {
+            name.replace("signed answers:", "signed answers, K=2:"): edit
+            for name, edit in (SIGNED_OPENINGS_CASES | PAIR_DIGEST_CASES).items()
+        },
     )
-    return [_valid(_SIGNED_CLAIM, envelope, transcript), *opened]
+    valid = _valid(f"{_SIGNED_CLAIM}, K=2 dither", envelope, transcript)
+    return [*cases, valid, *opened]
 
 
 def _last_bit(records: list[dict[str, Any]]) -> None:
@@ -1076,6 +1123,7 @@ def build() -> dict[str, Any]:
     cases += _arithmetic_cases(*claims[_SHORT_CLAIM])
     cases += _agreement_cases(cases)
     cases += _signed_cases()
+    cases += _cross_check_cases()
     key = Ed25519PrivateKey.from_private_bytes(TEST_KEY_SEED)
     return {
         "spec_version": SPEC_VERSION,
@@ -1109,10 +1157,16 @@ def build() -> dict[str, Any]:
             "not and were accepted within the tolerance of spec 1.2 ('within_tolerance'), "
             "which a replayer reports. The last cases (spec 10.8, 12) are the short claim "
             "under basic-v1 on an oracle that signs its answers (its answer key's private "
-            "seed is SHA-256('twinaudit vectors answer key')): valid, checked against its "
-            "openings, and with a query digest of its last answers record changed and the "
-            "batch signed again with the oracle's key: it replays, and the openings refuse "
-            "it, since the signed digest is not the digest of the query its slot names."
+            "seed is SHA-256('twinaudit vectors answer key')): valid, and checked against "
+            "its openings. The last cases (spec 10.8, 12: replay compares a pair record's "
+            "query digests with the digests the oracle signed where the record holds one "
+            "query's digest, K = 1): on that claim, a query digest of its last answers "
+            "record changed and the batch signed again with the oracle's key, and a pair "
+            "record's query digest changed and the verdict signed again with the arbiter's "
+            "key: replaying fails; then the same claim with K = 2, valid, whose version "
+            "digests are over two copies together: the same changes replay, and the "
+            "openings refuse them, since a signed digest is not the digest of the query its "
+            "slot names or a recorded digest not the rebuilt one."
         ),
         "cases": cases,
     }

@@ -4,7 +4,9 @@ An arbiter on SQLite and two linear oracles over gRPC, one that signs its answer
 (spec §10.8) and one that does not, each audited with a claim of 4 pairs; the flips
 are chosen so that each way a flip can end is met: an answer bit fails replay under
 the signing oracle, the same kind of flip passes unsigned exactly when it leaves the
-pair's scores unchanged, a version digest fails only the openings check.
+pair's scores unchanged, a version digest fails only the openings check, and a pair
+record's query digest (K = 1) fails replay under the signing oracle, only the openings
+check unsigned.
 """
 
 from __future__ import annotations
@@ -113,6 +115,18 @@ def test_a_version_digest_fails_only_the_openings_and_a_publication_bit_replay(t
     assert tamperer.records[number]["outcome"] in ("0", "1")  # a decided pair
     assert tamperer.outcome(Flip(number, ("published",), 0)) == "replay"
     assert tamperer.outcome(Flip(0, ("claim", "claim_nonce"), 0)) == "replay"
+
+
+def test_a_query_digest_bit_fails_replay_only_when_the_oracle_signed_it(tamperers):
+    """K = 1: a pair record's query digest is its one query's, which the answers records
+    sign; replay compares them (spec §12). Unsigned, only the openings rebuild it."""
+    for kind, expected in (("signed", "replay"), ("unsigned", "openings")):
+        tamperer = tamperers[kind]
+        assert tamperer.verdict.claim.score.queries_per_version == 1
+        number = _first_pair(tamperer)
+        for version in (0, 1):
+            flip = Flip(number, ("query_digests", version), 5)
+            assert tamperer.outcome(flip) == expected, (kind, version)
 
 
 def test_a_signature_bit_fails_replay_and_non_text_is_unencodable(tamperers):

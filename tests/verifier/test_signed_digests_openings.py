@@ -5,7 +5,9 @@ oracle says it answered. Replay verifies the signature over those digests but ca
 tell whether they are the claim's queries: the pair records hold one digest per
 version (the image functions, over the ``K`` copies together) or none (a language
 model's texts, an image-text caption). So a practitioner who signed answers to other
-queries than the claim's, re-signed with her own answer key, replays; given the
+queries than the claim's, re-signed with her own answer key, replays (these cases have
+``K`` > 1, a caption or texts: where a pair record holds one query's digest, replay
+compares it with the signed one, ``test_signed_digests_replay.py``); given the
 openings, the check rebuilds every query from the items and refuses the digest that is
 not its query's, naming the window and the slot. Each case is a claim run through a
 keyed oracle over gRPC on 127.0.0.1 (tiny untrained models), with windows of one
