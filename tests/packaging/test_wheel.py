@@ -196,6 +196,9 @@ def test_the_sdist_holds_the_files_not_links(dist: dict[str, Path]) -> None:
     names = {m.name.split("/", 1)[1] for m in members if "/" in m.name}
     assert "twinaudit/protocol/errors.py" in names
     assert "twinaudit/practitioner/grpc_server.py" in names
+    # The contract travels with the source (MANIFEST.in), not in the wheel.
+    assert {"spec/protocol.md", "spec/vectors/verdicts.json", "spec/vectors/pln.json"} <= names
+    assert "proto/twinaudit/verifier/v1/verifier.proto" in names
 
 
 def _python(venv: Path) -> str:
