@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -68,6 +67,7 @@ from twinaudit.cli.serve_options import (
     check_listen,
     start_operations,
 )
+from twinaudit.cli.stop_signal import StopSignal
 from twinaudit.protocol.errors import InputError
 from twinaudit.wire.transport import is_unix_address, parse_address
 
@@ -592,11 +592,7 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
         if args.threads is None:
             torch.set_num_threads(1)
     oracle = make_oracle(args)
-    stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
+    with StopSignal() as stop:
         # A port in use is refused by make_server with a one-line InputError.
         server, port = serve_oracle(
             oracle,
@@ -625,17 +621,14 @@ def _serve_until_stopped(args: argparse.Namespace, host: str, tls: Any, ops: Any
             threading.Thread(target=_stop_at_eof, args=(stop,), daemon=True).start()
         stop.wait()
         server.stop(STOP_GRACE_S).wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     return 0
 
 
-def _stop_at_eof(stop: threading.Event) -> None:
-    """Set ``stop`` once stdin is closed (read to its end)."""
+def _stop_at_eof(stop: StopSignal) -> None:
+    """Stop the server once stdin is closed (read to its end)."""
     while sys.stdin.buffer.read(4096):
         pass
-    stop.set()
+    stop.stop()
 
 
 def _model_line(kind: str, info: Any) -> str:

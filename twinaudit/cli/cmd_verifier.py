@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from .failures import report_check
 from .log_recount import add_log_args, recount, recount_line
 from .results import print_json, verdict_figures, verdict_reading, verdict_summary
 from .serve_options import add_operations_args, add_plaintext_arg, check_listen, start_operations
+from .stop_signal import StopSignal
 from .witness_check import add_witness_args, check_witnessed, read_witness_inputs, witnessed_line
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -508,10 +507,8 @@ def _serve_signed(args: argparse.Namespace, host: str, signer: Any) -> int:
         print(f"twinaudit verifier serving on {host}:{port}", flush=True)
         if ops.metrics_address is not None:
             print(f"metrics on http://{ops.metrics_address}/metrics", flush=True)
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        stop.wait()
+        with StopSignal() as stop:
+            stop.wait()
         server.stop(grace=5).wait()
         if cosigning is not None:
             cosigning.close()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
 from pathlib import Path
 from typing import Any
 
+from twinaudit.cli.stop_signal import StopSignal
 from twinaudit.protocol.checkpoint_note import arbiter_key
 from twinaudit.protocol.errors import InputError
 from twinaudit.protocol.keys import load_private_key, load_public_key, write_keypair
@@ -112,10 +111,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise InputError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
     print(f"twinaudit witness {cosigner.vkey.vkey()}", flush=True)
     print(f"twinaudit witness serving on http://{host}:{server.port}{args.prefix}", flush=True)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    with StopSignal() as stop:
+        stop.wait()
     server.shutdown()
     server.server_close()
     return EXIT_OK
