@@ -244,7 +244,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_mark_scale", description=__doc__)
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     parser.add_argument(
-        "--sizes", nargs="+", choices=[s[0] for s in SIZES], help="sizes to run (default all)"
+        "--sizes",
+        nargs="*",
+        choices=[s[0] for s in SIZES],
+        help="sizes to run (default all; none with --sizes alone, for --end-to-end only)",
     )
     parser.add_argument(
         "--end-to-end", type=int, default=0, metavar="N", help="also mark N 12 MP photos"
@@ -261,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     cpu, wall = time.process_time(), time.perf_counter()
     try:
         for index, (label, height, width, count) in enumerate(SIZES):
-            if args.sizes and label not in args.sizes:
+            if args.sizes is not None and label not in args.sizes:
                 continue
             bench_size(label, photos(count, height, width, seed=index), threads, work)
         share = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)

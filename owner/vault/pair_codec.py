@@ -194,39 +194,62 @@ class ItemPlanes:
 Reference = Callable[[slice, Pixels, Pixels], Pixels]
 
 
-def encode_planes(version0: Pixels, version1: Pixels, reference: Reference | None) -> ItemPlanes:
-    """Return the planes of one item; with ``reference``, also the midpoint less its guess."""
-    count = 3 if reference is None else 4
-    compressors = [zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY) for _ in range(count)]
-    pieces: list[list[bytes]] = [[] for _ in range(count)]
-    above: list[Pixels | None] = [None, None, None]
+def encode_planes(
+    version0: Pixels,
+    version1: Pixels,
+    reference: Reference | None,
+    *,
+    midpoint: bool = True,
+    mark_and_parity: bool = True,
+) -> ItemPlanes:
+    """Return the planes of one item; with ``reference``, also the midpoint less its guess.
+
+    ``midpoint=False`` leaves the midpoint stream empty and ``mark_and_parity=False`` the
+    mark and parity streams (the midpoint's SHA-256 is always taken): a caller that needs
+    only some streams does not compress the others. The streams made are the same bytes
+    whichever others are made.
+    """
+    wanted = {
+        "midpoint": midpoint,
+        "mark": mark_and_parity,
+        "parity": mark_and_parity,
+        "correction": reference is not None,
+    }
+    compressors = {
+        name: zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY)
+        for name, made in wanted.items()
+        if made
+    }
+    pieces: dict[str, list[bytes]] = {name: [] for name in compressors}
+    above: dict[str, Pixels | None] = dict.fromkeys(("midpoint", "mark", "correction"))
     digest = hashlib.sha256()
     for rows in bands(version0.shape[0]):
         total = version0[rows].astype(np.int16) + version1[rows]
-        midpoint = (total >> 1).astype(np.uint8)
-        digest.update(midpoint.data)
+        middle = (total >> 1).astype(np.uint8)
+        digest.update(middle.data)
         parity_bits = (total & 1).astype(np.uint8)
-        parity = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
-        mark = version0[rows] - midpoint  # modulo 256
-        midpoint_residual, above[0] = predict(midpoint, above[0])
-        mark_residual, above[1] = predict(mark, above[1])
-        planes = [midpoint_residual, mark_residual, parity]
+        mark = version0[rows] - middle  # modulo 256
+        planes: dict[str, Pixels] = {}
+        if midpoint:
+            planes["midpoint"], above["midpoint"] = predict(middle, above["midpoint"])
+        if mark_and_parity:
+            planes["mark"], above["mark"] = predict(mark, above["mark"])
+            planes["parity"] = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
         if reference is not None:
             guess = reference(rows, mark, parity_bits)
-            correction_residual, above[2] = predict(midpoint - guess, above[2])
-            planes.append(correction_residual)
-        for compressor, sink, plane in zip(compressors, pieces, planes, strict=True):
-            sink.append(compressor.compress(plane.data))
-    for compressor, sink in zip(compressors, pieces, strict=True):
-        sink.append(compressor.flush())
-    streams = [b"".join(sink) for sink in pieces]
-    correction = streams[3] if reference is not None else None
+            planes["correction"], above["correction"] = predict(middle - guess, above["correction"])
+        for name, plane in planes.items():
+            pieces[name].append(compressors[name].compress(plane.data))
+    streams = {
+        name: b"".join([*pieces[name], compressor.flush()])
+        for name, compressor in compressors.items()
+    }
     return ItemPlanes(
-        midpoint=streams[0],
-        mark=streams[1],
-        parity=streams[2],
+        midpoint=streams.get("midpoint", b""),
+        mark=streams.get("mark", b""),
+        parity=streams.get("parity", b""),
         midpoint_sha256=digest.digest(),
-        correction=correction,
+        correction=streams.get("correction"),
     )
 
 

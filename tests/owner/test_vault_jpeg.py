@@ -366,6 +366,82 @@ def test_the_correction_of_clipped_levels_is_guessed_from_the_mark_and_parity():
     assert exact.mean() > 0.95
 
 
+def _guess_everywhere(decoded, mark, parity):
+    """The guess's rule evaluated at every value (what vaults written before used)."""
+    photo = decoded.astype(np.int16)
+    half = mark.view(np.int8).astype(np.int16)
+    up, down = photo + half, photo - half
+    guess = photo
+    guess = np.where(up > 255, 255 - half, guess)
+    guess = np.where(up < 0, -half, guess)
+    guess = np.where(down < 0, half - parity, guess)
+    guess = np.where(down > 255, 255 + half - parity, guess)
+    return (guess & 0xFF).astype(np.uint8)
+
+
+def test_the_guess_is_the_rule_at_every_level_mark_and_parity():
+    """Evaluated only near 0 and 255, the guess equals the rule everywhere, so the
+    correction planes of vaults written before read the same."""
+    photo, mark, parity = np.meshgrid(
+        np.arange(256, dtype=np.uint8),
+        np.arange(256, dtype=np.uint8),
+        np.arange(2, dtype=np.uint8),
+        indexing="ij",
+    )
+    assert np.array_equal(
+        guess_midpoint(photo, mark, parity), _guess_everywhere(photo, mark, parity)
+    )
+    rng = np.random.default_rng(7)
+    for reach in (0, 1, 3, 10, 127, 128):
+        decoded = rng.choice(
+            np.array([0, 1, 2, 5, 9, 10, 11, 128, 244, 245, 246, 250, 254, 255], np.uint8),
+            (2, 64, 3),
+        )
+        decoded[0] = rng.integers(0, 256, (64, 3), dtype=np.uint8)
+        shift = rng.integers(-reach, reach + 1, decoded.shape).astype(np.int8).view(np.uint8)
+        bits = rng.integers(0, 2, decoded.shape, dtype=np.uint8)
+        for layout in (lambda a: a, lambda a: a.transpose(2, 0, 1)):  # as written, as read
+            got = guess_midpoint(layout(decoded), layout(shift), layout(bits))
+            assert got.flags.c_contiguous
+            assert np.array_equal(
+                got, _guess_everywhere(layout(decoded), layout(shift), layout(bits))
+            )
+
+
+@pytest.mark.parametrize("quality", [60, 100])
+def test_a_small_jpeg_is_kept_without_compressing_the_midpoint(quality, monkeypatch):
+    """A JPEG and correction within a quarter of the raw bytes is kept as it is; a larger
+    one only where it is smaller than the midpoint compressed losslessly."""
+    pixels = decode_jpeg(jpeg_of(photo(96, 80, 3, 2), quality=quality), (96, 80, 3))
+    original = jpeg_of(pixels, quality=quality)
+    version0, version1 = versions(decode_jpeg(original, (96, 80, 3)), 0)
+    made = []
+
+    def spy(*args, **kwargs):
+        planes = encode_planes(*args, **kwargs)
+        made.append((kwargs, planes))
+        return planes
+
+    monkeypatch.setattr(jpeg_pairs, "encode_planes", spy)
+    data = b"".join(jpeg_pairs.encode_pairs(version0[None], version1[None], [original]))
+    stored = JpegPairsFile(data, 1, (96, 80, 3))
+    as_jpeg = len(original) + len(made[0][1].correction)
+    raw = 96 * 80 * 3
+    if quality == 60:
+        assert as_jpeg * jpeg_pairs.JPEG_WITHOUT_COMPARING <= raw
+        assert [kwargs for kwargs, _ in made] == [{"midpoint": False}]
+        assert stored.codings() == [JPEG_CODING]
+    else:
+        assert as_jpeg * jpeg_pairs.JPEG_WITHOUT_COMPARING > raw
+        assert [kwargs for kwargs, _ in made] == [{"midpoint": False}, {"mark_and_parity": False}]
+        midpoint = encode_planes(version0, version1, None).midpoint
+        assert made[1][1].midpoint == midpoint
+        smaller = JPEG_CODING if as_jpeg < len(midpoint) else MIDPOINT_CODING
+        assert stored.codings() == [smaller]
+    pair = stored.item(0)
+    assert np.array_equal(pair[0], version0) and np.array_equal(pair[1], version1)
+
+
 def test_a_jpeg_of_another_shape_or_no_jpeg_keeps_the_midpoint():
     pixels = photo(96, 80, 3, 0)
     version0, version1 = versions(pixels, 0)
