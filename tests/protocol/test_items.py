@@ -107,10 +107,10 @@ def test_d2_openings_that_are_not_items_cost_nothing_to_refuse():
     nil_pixels = b"\x85" + fields + b"\xdd" + count.to_bytes(4, "big") + b"\xc0" * count
     nil_pixels += b"\xa5width\x01"
     for data, error in ((empty_maps, LimitExceededError), (nil_pixels, InputError)):
-        start = time.perf_counter()
+        start = time.process_time()  # the work done: a loaded machine stretches wall time
         with pytest.raises(error):
             decode_item(data)
-        assert time.perf_counter() - start < 1.0
+        assert time.process_time() - start < 1.0
         peak, refused = _peak(decode_item, data)
         assert type(refused) is error and peak < 64 * 1024
     short = encode(
