@@ -806,8 +806,10 @@ SESSIONS = {
 }
 
 
-#: Seconds a session's server gets to print its ready line, and a command to finish.
-SERVER_READY_S = 60
+#: Seconds a session's server gets to print its ready line, and a command to finish. A
+#: server that fails exits at once; one that starts is waited for: with a load of 7-9 on
+#: the 2-core machine, loading torch and a Hugging Face model took over 60 s (issue #44).
+SERVER_READY_S = 180
 COMMAND_S = 120
 
 

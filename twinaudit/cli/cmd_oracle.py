@@ -235,19 +235,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         default=[],
         metavar="SPEC",
-        help="classifier: answer through an output defence, reported in Describe's framework "
-        "(repeatable, the first innermost): topk:K, memguard[:BUDGET[,TARGET]], "
-        "pairdetect[:EPS], pairdetect-features[:EPS] (twinaudit.practitioner.defences); what an "
-        "evading host looks like to an arbiter",
+        help="classifier: answer through an output defence (repeatable): topk:K, "
+        "memguard[:BUDGET[,TARGET]], pairdetect[:EPS], pairdetect-features[:EPS]",
     )
     serve.add_argument("--name", help="model name reported by Describe (default: file name)")
     serve.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
     serve.add_argument(
         "--deterministic",
         action="store_true",
-        help="run torch with torch.use_deterministic_algorithms(True) and report the torch "
-        "version, CPU capability and thread count in Describe's framework (what an "
-        "arbiter-held model runs under, for verifier reexecute)",
+        help="deterministic torch, its settings reported by Describe (as an arbiter-held "
+        "model runs, for verifier reexecute)",
     )
     # A held model's child (verifier/oracles/held.py): it stops when its stdin closes
     # (the verifier that started it stopped it, or is gone), and applies its resource
@@ -266,9 +263,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--answer-key",
         type=Path,
         metavar="FILE",
-        help="sign every answer with this Ed25519 private key (twinaudit oracle keygen) and "
-        "name its public key in Describe, so that nobody, the arbiter included, can alter "
-        "a recorded answer later (spec §10.8); the arbiter never holds this key",
+        help="sign every answer with this key (twinaudit oracle keygen), so that nobody, "
+        "the arbiter included, can alter a recorded answer (spec §10.8)",
     )
     add_plaintext_arg(serve)
     add_operations_args(serve)

@@ -223,11 +223,9 @@ def _register_mark(sub: Any) -> None:
     )
     mark.add_argument(
         "--extractor",
-        help="pgd only: proxy-own (a small CNN trained on these images and their "
-        "labels; the default with --labels) | proxy-clusters (the same CNN trained on "
-        "the images' clusters; the default without, from 20 images) | efficientnet-lite0 "
-        "(the default for fewer) | resnet18 | proxy-cnn (a file from owner proxy, given as "
-        "--extractor-weights) | module.path:callable",
+        help="pgd: proxy-own (default with --labels) | proxy-clusters (default without, "
+        "from 20 images) | efficientnet-lite0 | resnet18 | proxy-cnn (--extractor-weights "
+        "from owner proxy) | module.path:callable; docs/owner.md, Marking images",
     )
     mark.add_argument("--extractor-weights", help="weights file for the extractor")
     mark.add_argument(
@@ -302,25 +300,19 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "--work-scale",
         type=int,
-        help="pgd: optimise an image larger than this many times the extractor's side at "
-        "that size and carry the mark back to full size (fast on large photos; default "
-        f"{defaults.work_scale}); 0 always at full size, which resumes a vault marked "
-        "before this option existed",
+        help="pgd: mark larger images at this many times the extractor's side, then carry "
+        f"the mark to full size (default {defaults.work_scale}; 0: at full size)",
     )
     mark.add_argument(
         "--neutral-mark",
         action=argparse.BooleanOptionalAction,
-        help="pgd, photos marked at a working resolution: keep the mark the same in every "
-        "channel and of mean zero, so that it casts no colour (default); --no-neutral-mark "
-        "resumes a vault marked before this option existed",
+        help="pgd at a working resolution: a mark that casts no colour (default)",
     )
     mark.add_argument(
         "--proxy-converge",
         action=argparse.BooleanOptionalAction,
-        help="proxy-own and proxy-clusters: train the proxy until it fits the images (its "
-        "mean training loss over its last 64 steps below 0.01), at most "
-        f"{OWN_PROXY_STEPS:,} steps (default); --no-proxy-converge trains every step, "
-        "which resumes a vault marked before this option existed",
+        help="train the proxy only until it fits the images, at most "
+        f"{OWN_PROXY_STEPS:,} steps (default; --no-proxy-converge: every step)",
     )
     mark.add_argument(
         "--device",
@@ -328,9 +320,7 @@ def _register_mark(sub: Any) -> None:
     )
     mark.add_argument(
         "--memory",
-        help="images: the most memory marking may hold, e.g. 2G or 1500M (default 2G): "
-        "batches are cut to fit it whatever the images' size and number, and images that "
-        "cannot fit are refused before any work",
+        help="images: the most memory marking may hold, e.g. 2G or 1500M (default 2G)",
     )
     mark.add_argument(
         "--seed",
@@ -566,9 +556,8 @@ def _register_claim(sub: Any) -> None:
         "--test",
         default="mixture-graded",
         choices=list(TESTS),
-        help="mixture-graded (default: the mixture test with each bet sized by the pair's "
-        "score gap over the tie margin; with no margin it decides as mixture-e) | "
-        "mixture-e (whole bets) | pprm-chernoff (the paper's). docs/owner.md, Which test",
+        help="mixture-graded (default: bets sized by each pair's score gap) | mixture-e "
+        "(whole bets) | pprm-chernoff (the paper's); docs/owner.md, Which test",
     )
     claim.add_argument(
         "--false-detection",
@@ -577,14 +566,13 @@ def _register_claim(sub: Any) -> None:
         metavar="P",
         type=float,
         default=0.05,
-        help="false-detection bound p (default %(default)s; --p is the short name)",
+        help="false-detection bound p (default %(default)s)",
     )
     claim.add_argument("--alpha", type=float, default=0.0, help="PPRM level (default p/2)")
     claim.add_argument(
         "--prior",
         choices=sorted(PRIORS),
-        help="the mixture tests' prior (spec §7.3.2; default: the arbiter's, "
-        f"{DEFAULT_PRIOR.name} in this spec version); not with --test pprm-chernoff",
+        help=f"the mixture tests' prior (default: the arbiter's, {DEFAULT_PRIOR.name})",
     )
     claim.add_argument(
         "--score",
@@ -597,59 +585,39 @@ def _register_claim(sub: Any) -> None:
         dest="k",
         metavar="K",
         type=int,
-        help=f"{_takers('k')}: perturbed copies per version, k (--k is the short name; "
-        f"default {_defaults('k')}; "
-        f"for the image-classifier {_CLASSIFIER.parameter('k').chosen_default} with a "
+        help=f"{_takers('k')}: perturbed copies per version (default {_defaults('k')}; "
+        f"{_CLASSIFIER.parameter('k').chosen_default} for the image-classifier with a "
         f"--perturbation other than {' or '.join(SINGLE_COPY)})",
     )
     claim.add_argument(
         "--perturbation",
-        help=f"{_takers('perturbation')}: the perturbation family, one of "
+        help=f"{_takers('perturbation')}: how copies are made, one of "
         f"{' | '.join(_choices('perturbation'))} (default {_defaults('perturbation')}; "
-        "pad-shift-flip-dither for the image-classifier's C4 and unlabelled, which need "
-        "copies that differ). "
-        "dither is the image with every intensity moved by at most one level: none sends "
-        "the published file itself, which tells the model's host which twin is published, "
-        "and is refused without --allow-published-queries. noise moves every intensity "
-        "by up to 31 levels: for C3 or C4 against a model trained without augmentation, "
-        "which labels dither and shifted copies of both twins alike. "
-        "The crop families without -v2 "
-        "are kept so that older claims replay; a new claim should name the -v2 family",
+        "pad-shift-flip-dither for C4); docs/owner.md, Perturbations and copies",
     )
     claim.add_argument(
         "--allow-published-queries",
         action="store_true",
-        help="image-classifier: accept --perturbation none, whose queries of published "
-        "versions are the published files themselves (the paper's queries; a host that "
-        "compares queries with the files it was given can answer so as to evade)",
+        help="accept --perturbation none, which sends the published files themselves "
+        "(a host that compares queries with its files can evade)",
     )
     claim.add_argument(
         "--statistic",
         choices=list(_choices("statistic")),
-        help="image-classifier with probabilities (C1, C2): entropy of the averaged answers "
-        "(default, the paper's) or logit, the mean log-odds of the label per copy",
+        help="C1, C2: entropy of the averaged answers (default, the paper's) or logit",
     )
     claim.add_argument(
         "--margin",
         type=float,
         metavar="M",
-        help="image-classifier with probabilities (C1, C2): a pair whose two scores differ "
-        "by at most M ties and is skipped, so only pairs the model tells apart count "
-        f"(default {_CLASSIFIER.parameter('margin').chosen_default} for C1 and C2 "
-        "with the entropy statistic, else 0; "
-        "0 ties equal scores only; without --knowledge it asks for C1 with labels, else C2)",
+        help="C1, C2: pairs whose scores differ by at most M tie (default "
+        f"{_CLASSIFIER.parameter('margin').chosen_default} with the entropy statistic, "
+        "else 0); docs/owner.md, The tie margin",
     )
     claim.add_argument(
         "--knowledge",
-        help="image-classifier: C1 | C2 | C3 | C4, or labelled | unlabelled for the "
-        "recommended condition the oracle supports (labelled: C3, the top label, with any "
-        "oracle; unlabelled: C4, the top label without committed labels, with any oracle, "
-        "which needs --k 2 or more and asks for pad-shift-flip-dither at K 32 unless "
-        "told). "
-        "Default: labelled when every item of the vault has a committed label, else "
-        "unlabelled; the arbiter resolves it and the verdict names it. Against a model "
-        "trained without augmentation C2 with dither, or C3 and C4 with noise, detect "
-        "where the defaults do not (docs/owner.md)",
+        help="image-classifier: C1 | C2 | C3 | C4, or labelled (C3) | unlabelled (C4); "
+        "default labelled when every item has a label; docs/owner.md, Knowledge conditions",
     )
     claim.add_argument(
         "--tie-rule",
@@ -673,49 +641,38 @@ def _register_claim(sub: Any) -> None:
         "--window",
         type=int,
         default=0,
-        help="pairs of the first request (default 8); request j asks for window·2^j "
-        "pairs up to --window-max. Smaller reveals fewer pairs beyond an early decision",
+        help="pairs of the first request (default 8), doubling up to --window-max",
     )
     claim.add_argument(
         "--window-max",
         type=int,
         default=0,
-        help="largest request (default 2 x --window, at most 256); equal to --window "
-        "for constant requests. Larger requests mean fewer round trips on long claims "
-        "but more pairs opened past an early decision",
+        help="largest request (default 2 x --window, at most 256); docs/owner.md, "
+        "Requests of pairs",
     )
     claim.add_argument(
         "--fresh-pairs",
         action="store_true",
-        help="open only pairs that no earlier claim on this record opened (the verdict "
-        "lists the others as excluded and its test runs over the pairs left); for a "
-        "second audit of the same practitioner, such as after unlearning "
+        help="open only pairs no earlier claim on this record opened, for a second audit "
         "(docs/unlearning.md)",
     )
     claim.add_argument(
         "--resume",
         metavar="CLAIM_ID",
         default="",
-        help="run claim CLAIM_ID of this record again from where it stopped, with the "
-        "options it was filed with: a claim whose connection broke, or one that failed "
-        "before any pair's outcome was computed (the failure says so), which then runs "
-        "as the same claim, with the same pairs in the same order, and counts once; "
-        "refused once another claim was filed on the record after it",
+        help="run claim CLAIM_ID again from where it stopped, with its options and pairs, "
+        "counted once (a broken connection; a failure that says so)",
     )
     claim.add_argument(
         "--out",
         type=Path,
-        help="directory for verdict and transcript (required but with --dry-run); one that "
-        "already holds either is refused before anything is sent (a signed verdict is never "
-        "overwritten)",
+        help="directory for verdict and transcript (not with --dry-run); one that holds "
+        "either is refused",
     )
     claim.add_argument(
         "--dry-run",
         action="store_true",
-        help="check the claim without filing it: the arbiter checks the record, your signed "
-        "request, the parameters and the oracle, which answers one probe image of each of "
-        "the vault's image shapes; here, the size of a request of openings against the "
-        "message cap. Nothing is filed and nothing counts on the record",
+        help="have the arbiter check the record, request, parameters and oracle; nothing is filed",
     )
     claim.add_argument(
         "--json",

@@ -49,4 +49,4 @@ class EstimateConfig:
         if not 0.05 <= self.control_share <= 0.5:
             raise InputError("--control-share must lie in [0.05, 0.5]")
         if not 0.0 < self.p < 1.0:
-            raise InputError("--p must lie strictly between 0 and 1")
+            raise InputError("--false-detection must lie strictly between 0 and 1")

@@ -239,7 +239,7 @@ def label_only_follow_up(verdict: Verdict) -> str | None:
         )
     return (
         gap + f"This oracle answers labels only: a claim with --knowledge {knowledge} "
-        f"--perturbation noise --k 32 on this record moves each intensity by up to 31 "
+        f"--perturbation noise --copies 32 on this record moves each intensity by up to 31 "
         "levels, so that such a model labels some copies differently (C3 5/5, C4 4/5 "
         "there), and " + weighed
     )

@@ -54,8 +54,7 @@ def add_operations_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reflection",
         action="store_true",
-        help="serve gRPC reflection, so grpcurl and similar tools can list the services "
-        "(needs the ops extra; off by default)",
+        help="serve gRPC reflection for grpcurl and similar tools (needs the ops extra)",
     )
 
 
@@ -64,9 +63,8 @@ def add_plaintext_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--insecure-plaintext",
         action="store_true",
-        help="serve plaintext gRPC on an address other than loopback (anyone on the path "
-        "reads and alters the traffic; without it such an address needs --tls-cert and "
-        "--tls-key)",
+        help="serve plaintext gRPC beyond loopback, which anyone on the path reads and "
+        "alters (otherwise such an address needs TLS)",
     )
 
 
