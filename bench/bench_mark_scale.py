@@ -18,7 +18,8 @@ For each size it prints:
   and raw passes alternating: the same number of forward and backward passes (2B twins,
   10 per batch) of the proxy fed the photos at full size (its own antialiased resize
   included: what the extractor costs on a photo), and, stricter, fed 32 × 32 inputs
-  (the network alone); target ≤ 1.5× (issue #39);
+  (the network alone); target ≤ 1.5× (issue #39); the same ratios of CPU time follow,
+  which a machine shared with other work moves less than wall time;
 - the peak resident memory of a fresh process that runs ``owner mark`` with labels on
   those photos (written as JPEG files) end to end, decoding, the proxy, marking and the
   vault, with the default memory setting (2 GiB).
@@ -193,7 +194,8 @@ def bench_size(label: str, pixels: Pixels, threads: int, work: Path) -> None:
         print(
             f"  {name:<15} {n / t.wall:7.2f} images/s, {t.cpu / n:5.2f} CPU s/image;"
             f" x raw at full size {t.wall / raw_full.wall:5.2f}, at {SIDE} px"
-            f" {t.wall / raw_input.wall:6.2f} (target <= {TARGET})",
+            f" {t.wall / raw_input.wall:6.2f} (target <= {TARGET}); CPU time x raw at full"
+            f" size {t.cpu / raw_full.cpu:5.2f}, at {SIDE} px {t.cpu / raw_input.cpu:6.2f}",
             flush=True,
         )
 
