@@ -46,7 +46,7 @@ def test_a_label_claim_that_found_nothing_on_labels_only_names_the_noise_claim(k
     assert verdict.decision == "not-detected"
     note = label_only_follow_up(verdict)
     assert note is not None and note.startswith(f"{knowledge} counts only pairs")
-    assert f"--knowledge {knowledge} --perturbation noise --k 32" in note
+    assert f"--knowledge {knowledge} --perturbation noise --copies 32" in note
     assert "weighed at 2p" in note and "C2" not in note
 
 
