@@ -62,7 +62,16 @@ from .photo_report import PHOTO_TABLES
 from .planning import TrainingTimes
 from .records import archive, trained_on
 from .report import PARTS, record_run, write_results
-from .specs import N_TRAIN, PLANNERS, ModelSpec, Plan, only_attack_rows, with_sizes
+from .specs import (
+    N_TRAIN,
+    PHOTO_MARKERS,
+    PLANNERS,
+    ModelSpec,
+    Plan,
+    only_attack_rows,
+    only_photo_marks,
+    with_sizes,
+)
 from .unlearning import extra_models as unlearned_models
 from .unlearning import run_unlearning
 
@@ -208,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         metavar="ROW",
         help="attacks: train and audit only these training-time rows (e.g. noaug es125; "
-        "the output defences and the unattacked models stay in)",
+        "the output defences and the unattacked models stay in); photo, photo-standard: "
+        f"only these marks ({' '.join(PHOTO_MARKERS)}; the clean models stay for them)",
     )
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
@@ -277,11 +287,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seeds must be 0 or more")
     plans = _plans(names, args.repeats, args.n_train, args.epochs, args.seeds)
     if args.rows is not None:
-        if args.table != "attacks":
-            parser.error("--rows applies to the attacks table")
+        if args.table not in ("attacks", "photo", "photo-standard"):
+            parser.error("--rows applies to the attacks, photo and photo-standard tables")
         seeds = args.seeds if args.seeds is not None else list(range(args.repeats))
         try:
-            plans = [only_attack_rows(p, args.rows, seeds) for p in plans]
+            if args.table == "attacks":
+                plans = [only_attack_rows(p, args.rows, seeds) for p in plans]
+            else:
+                plans = [only_photo_marks(p, args.rows) for p in plans]
         except ValueError as exc:
             parser.error(f"--rows: {exc}")
     try:

@@ -913,6 +913,26 @@ def only_attack_rows(plan: Plan, rows: Sequence[str], seeds: Sequence[int]) -> P
     return kept
 
 
+def only_photo_marks(plan: Plan, marks: Sequence[str]) -> Plan:
+    """Return ``plan`` (a photo rung's) without the marks of :data:`PHOTO_MARKERS` not in ``marks``.
+
+    A used model trained on a dropped mark goes, and so do the clean models' claims
+    against a dropped mark's vault; a clean model stays while a kept mark's claims need it.
+
+    Raises:
+        ValueError: a name that is not one of :data:`PHOTO_MARKERS`.
+
+    """
+    unknown = sorted(set(marks) - set(PHOTO_MARKERS))
+    if unknown:
+        raise ValueError(f"no photo mark {', '.join(unknown)}; marks: {', '.join(PHOTO_MARKERS)}")
+    kept = Plan(plan.table, plan.title)
+    kept.jobs = [j for j in plan.jobs if j.vault.marker in marks]
+    needed = {j.model for j in kept.jobs}
+    kept.models = [m for m in plan.models if m in needed]
+    return kept
+
+
 def defence_audits(defence: str) -> list[AuditSpec]:
     """Return the attacks table's claims through ``defence`` (see :data:`ATTACK_DEFENCES`)."""
     name = defence.partition(":")[0]

@@ -196,19 +196,27 @@ def read_stored_chunk(
     count: int,
     shape: tuple[int, int, int],
     *,
+    format_version: int,
     start: int = 0,
 ) -> StoredChunk:
     """Read a chunk file, check its SHA-256 and layout; return it, its items read on demand.
 
     The file's suffix tells a raw chunk (``.npy``: format 1) from a compact one
     (``.pairs``), and a compact chunk's first bytes tell format 2 from format 3 (the
-    journal names every chunk after its vault's format, and records its SHA-256). No
-    read goes past what the recorded shape allows, and a compact item never inflates
-    past it. ``start`` is the pair index of the chunk's first item.
+    journal names every chunk after its vault's format, and records its SHA-256). The
+    chunk must be one its vault's ``format_version`` writes: a format-2 vault, which
+    promises to need no image decoder, never yields a format-3 chunk. No read goes past
+    what the recorded shape allows, and a compact item never inflates past it.
+    ``start`` is the pair index of the chunk's first item.
     """
     compact = relative.endswith(f".{COMPACT_CHUNK_SUFFIX}")
     if not compact and not relative.endswith(f".{RAW_CHUNK_SUFFIX}"):
         raise VaultIntegrityError(vault, relative, "is not named as a pixel chunk")
+    if compact != (format_version >= 2):
+        kind = "compact" if compact else "raw"
+        raise VaultIntegrityError(
+            vault, relative, f"is a {kind} chunk in a vault of format {format_version}"
+        )
     raw = 2 * count * shape[0] * shape[1] * shape[2]
     limit = raw + _HEADER_ALLOWANCE
     if compact:
@@ -222,6 +230,10 @@ def read_stored_chunk(
     if hashlib.sha256(data).digest() != sha256:
         raise VaultIntegrityError(vault, relative, "was modified (SHA-256 differs)")
     if compact:
+        if format_version == 2 and data.startswith(jpeg_pairs.MAGIC):
+            raise VaultIntegrityError(
+                vault, relative, "is a format-3 chunk (JPEG-coded) in a vault of format 2"
+            )
         try:
             content: PairsFile | JpegPairsFile = (
                 JpegPairsFile(data, count, shape)
@@ -273,16 +285,24 @@ def pair_commitment(
     return commitment
 
 
-def read_record(vault: Path, record: ChunkRecord) -> StoredChunk:
-    """Read the chunk of an image or captioned-image chunk record (checked)."""
+def read_record(vault: Path, record: ChunkRecord, format_version: int) -> StoredChunk:
+    """Read an image or captioned-image chunk record's chunk (checked; its vault's format given)."""
     if record.shape is None:
         raise VaultIntegrityError(vault, record.file, "is a text chunk, not pixels")
     return read_stored_chunk(
-        vault, record.file, record.sha256, record.count, record.shape, start=record.start
+        vault,
+        record.file,
+        record.sha256,
+        record.count,
+        record.shape,
+        format_version=format_version,
+        start=record.start,
     )
 
 
-def commit_chunks(vault: Path, secret: bytes, records: Sequence[ChunkRecord]) -> bytearray:
+def commit_chunks(
+    vault: Path, secret: bytes, records: Sequence[ChunkRecord], format_version: int
+) -> bytearray:
     """Read every pixel chunk (checking its SHA-256) and return all pair commitments, packed.
 
     One chunk file is in memory at a time (a format-2 chunk's items are decoded one by
@@ -290,7 +310,7 @@ def commit_chunks(vault: Path, secret: bytes, records: Sequence[ChunkRecord]) ->
     """
     packed = bytearray()
     for record in records:
-        chunk = read_record(vault, record)
+        chunk = read_record(vault, record, format_version)
         for offset, label in enumerate(record.labels):
             caption = None if record.captions is None else record.captions[offset]
             index = record.start + offset

@@ -210,7 +210,17 @@ def _write_migrated(
         kept = None
         if originals is not None and version >= 3:
             kept = [originals(name) for name in record.names]
-        records.append(_migrate_chunk(source, target, record, parameters.item_kind, version, kept))
+        records.append(
+            _migrate_chunk(
+                source,
+                target,
+                record,
+                parameters.item_kind,
+                version,
+                kept,
+                source_version=journal.parameters.format_version,
+            )
+        )
     files.write_new_file(target / SECRET_FILE, read_secret(source))
     framed = [frame(parameters.to_value()), *(frame(record.to_value()) for record in records)]
     files.write_new_file(target / JOURNAL_FILE, framed)
@@ -233,11 +243,13 @@ def _migrate_chunk(  # noqa: PLR0917 - one chunk and what its new format needs
     item_kind: str,
     version: int,
     originals: Sequence[bytes | None] | None,
+    *,
+    source_version: int,
 ) -> ChunkRecord:
-    """Write one chunk of the old vault into the new one; return its new journal record."""
+    """Write one chunk of the old vault (in ``source_version``) into the new; return its record."""
     name = chunk_file(record.ordinal, item_kind, version)
     if item_kind in PIXEL_ITEM_KINDS:
-        pixels = read_record(source, record).pixels()
+        pixels = read_record(source, record, source_version).pixels()
         pieces = encode_chunk(pixels[0], pixels[1], version, originals)
         del pixels
     else:  # text chunks are stored alike in both formats

@@ -141,7 +141,9 @@ class Vault:
                 _check_file_hash(path, name, manifest.files[name])
         secret = read_secret(path)
         records = _check_journal(path, manifest, secret)
-        commitments = commit_records(path, secret, records, manifest.item_kind)
+        commitments = commit_records(
+            path, secret, records, manifest.item_kind, manifest.format_version
+        )
         vault = cls(path, manifest, secret, records, commitments)
         if not hmac.compare_digest(vault._tree.root(), manifest.root):
             raise VaultIntegrityError(path, MANIFEST_FILE, "its root is not the chunks' root")
@@ -441,7 +443,7 @@ class Vault:
             content: StoredChunk | TextChunk = (
                 read_text_chunk(self.path, record)
                 if self.item_kind == "text"
-                else read_record(self.path, record)
+                else read_record(self.path, record, self.format_version)
             )
             self._cached = (ordinal, content)
         return record, self._cached[1]
@@ -449,7 +451,7 @@ class Vault:
     def _read(self, record: ChunkRecord) -> Pixels:
         if self.item_kind not in PIXEL_ITEM_KINDS:
             raise StateError(f"vault {self.path} holds {self.item_kind} items, not images")
-        return read_record(self.path, record).pixels()
+        return read_record(self.path, record, self.format_version).pixels()
 
 
 def commitment_tree(commitments: bytearray) -> MerkleTree:

@@ -341,7 +341,13 @@ class VaultWriter:
                 f"vault {self.path} holds {self.completed} of {self.n_items} items; "
                 "append the rest before finishing"
             )
-        commitments = commit_records(self.path, self._secret, self._records, self.item_kind)
+        commitments = commit_records(
+            self.path,
+            self._secret,
+            self._records,
+            self.item_kind,
+            self._parameters.format_version,
+        )
         tree = commitment_tree(commitments)
         try:
             digests = {

@@ -84,10 +84,12 @@ def test_noise_claims_go_to_the_noaug_row_with_fresh_bit_null_checks_on_its_clea
     assert "C3 `noise` K=32 | C4 `noise` K=32" in header
 
 
-def test_rows_apply_to_the_attacks_table_only(capsys):
+def test_rows_apply_to_the_attacks_and_photo_tables_only(capsys):
     with pytest.raises(SystemExit):
         evaluation_main(["ladder", "--rows", "noaug", "--plan"])
-    assert "--rows applies to the attacks table" in capsys.readouterr().err
+    assert (
+        "--rows applies to the attacks, photo and photo-standard tables" in capsys.readouterr().err
+    )
 
 
 def test_smoke_sizes_scale_early_stopping_and_keep_the_rows_apart():

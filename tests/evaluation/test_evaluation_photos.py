@@ -10,7 +10,12 @@ import pytest
 from evaluation import photos
 from evaluation.__main__ import main as evaluation_main
 from evaluation.photo_pairs import RememberingOracle
-from evaluation.specs import LABELLED_DEFAULT_AUDITS, plan_photo, plan_photo_standard
+from evaluation.specs import (
+    LABELLED_DEFAULT_AUDITS,
+    only_photo_marks,
+    plan_photo,
+    plan_photo_standard,
+)
 from tests.support.fashion import needs_data
 from twinaudit.owner.vault import Vault
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
@@ -31,6 +36,24 @@ def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_de
         "s0-n10000-photoown10",
         "s0-n10000-photoownfree10",
     }
+
+
+def test_rows_keep_one_photo_mark_with_the_clean_models_it_needs(capsys):
+    whole = plan_photo_standard([0, 1])
+    kept = only_photo_marks(whole, ["photoown"])
+    assert {j.vault.marker for j in kept.jobs} == {"photoown"}
+    assert {m.marker for m in kept.models if not m.clean} == {"photoown"}
+    assert sum(m.clean for m in kept.models) == 2  # each seed's clean model stays
+    assert len(kept.jobs) == len(whole.jobs) // 2
+    assert {m.name for m in kept.models} <= {m.name for m in whole.models}
+    with pytest.raises(ValueError, match="no photo mark nope"):
+        only_photo_marks(whole, ["nope"])
+    with pytest.raises(SystemExit):
+        evaluation_main(["photo", "--rows", "nope", "--plan"])
+    assert "no photo mark nope" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        evaluation_main(["standard", "--rows", "photoown", "--plan"])
+    assert "applies to the attacks, photo and photo-standard tables" in capsys.readouterr().err
 
 
 def test_a_photo_is_a_seeded_colour_upscale_that_resizes_back_to_its_item():

@@ -139,7 +139,7 @@ def codings(vault: Vault) -> dict[str, int]:
     found = {}
     for record in vault._records:
         chunk = read_stored_chunk(
-            vault.path, record.file, record.sha256, record.count, record.shape
+            vault.path, record.file, record.sha256, record.count, record.shape, format_version=3
         )
         found.update(zip(record.names, chunk.codings(), strict=True))
     return found
@@ -263,6 +263,7 @@ def damaged_read(vault_path: Path, name: str, damage) -> None:
         hashlib.sha256(data).digest(),
         record.count,
         record.shape,
+        format_version=3,
         start=record.start,
     )
     for offset in range(record.count):
@@ -296,6 +297,33 @@ def test_a_damaged_midpoint_is_caught_by_its_recorded_hash(folder, tmp_path):
 
     with pytest.raises(VaultIntegrityError, match="does not give the midpoint recorded"):
         damaged_read(tmp_path / "v", png.file, damage)
+
+
+def test_a_chunk_is_read_only_in_the_format_its_vault_names(folder, tmp_path):
+    """A format-3 chunk is refused in a format-2 vault (which promises no decoder), a
+    compact chunk in a format-1 vault and a raw one in a later format."""
+    vault, _ = mark_folder(folder, tmp_path / "v")
+    record = next(r for r in vault._records if "a_colour.jpg" in r.names)
+    assert (tmp_path / "v" / record.file).read_bytes().startswith(jpeg_pairs.MAGIC)
+
+    def read(name, format_version):
+        return read_stored_chunk(
+            tmp_path / "v",
+            name,
+            record.sha256,
+            record.count,
+            record.shape,
+            format_version=format_version,
+        )
+
+    assert read(record.file, 3).count == record.count
+    with pytest.raises(VaultIntegrityError, match=r"format-3 chunk .* vault of format 2"):
+        read(record.file, 2)
+    with pytest.raises(VaultIntegrityError, match="compact chunk in a vault of format 1"):
+        read(record.file, 1)
+    raw = record.file.replace(".pairs", ".npy")
+    with pytest.raises(VaultIntegrityError, match="raw chunk in a vault of format 2"):
+        read(raw, 2)
 
 
 def test_a_jpeg_is_checked_against_the_item_shape_before_it_is_decoded():
