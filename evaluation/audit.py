@@ -35,7 +35,7 @@ from twinaudit.protocol.oracles.base import ClassifierOracle, Oracle
 from twinaudit.verifier.claim import ClaimParams, ClaimRecord, ClaimSession
 
 from .build import Workspace, die_with_parent, rho_of
-from .photos import ResizingOracle, is_photo_marker
+from .photos import MODEL_INPUT, ResizingOracle, fits_at_arbiter, is_photo_marker
 from .specs import Job
 
 #: The escrow time written into the in-process claim records (not used by the audit).
@@ -147,13 +147,21 @@ def run_audit(
     The model answers through the audit's output defence, when it names one
     (:mod:`twinaudit.practitioner.defences`: the host's, not the arbiter's); with a photo
     vault's pairs, behind the practitioner's resize
-    (:class:`~evaluation.photos.ResizingOracle`).
+    (:class:`~evaluation.photos.ResizingOracle`), or, for a model the arbiter fits
+    queries to (:func:`~evaluation.photos.fits_at_arbiter`), declaring its input shape
+    so that the claim fits every query by the spec's rule, as it does by default.
     """
     audit = job.audit
+    photo = is_photo_marker(job.vault.marker)
+    fit = photo and fits_at_arbiter(job.model.trainer)
     served: ClassifierOracle = TorchClassifierOracle(
-        model, n_classes=10, model_name=job.model.name, device=device
+        model,
+        n_classes=10,
+        probe_shape=MODEL_INPUT if fit else None,
+        model_name=job.model.name,
+        device=device,
     )
-    if is_photo_marker(job.vault.marker):
+    if photo and not fit:
         served = ResizingOracle(served)  # her deployment resizes each query to its input
     result = run_claim(
         workspace.vault(job.vault),

@@ -4,7 +4,10 @@ A claim stops once its test decides, so its q̂ is over the pairs it opened. As 
 ablation does for the 28 px tables (:mod:`evaluation.ablation`), the photo rung scores
 the labelled owner's default scores on every pair of each vault against each model,
 with the claims' perturbation streams and the ablation's audit seed, the model
-answering behind :class:`~evaluation.photos.ResizingOracle`. A vault's photos are read
+answering behind :class:`~evaluation.photos.ResizingOracle`, or, where the claims
+reach it through the arbiter's fit (:func:`~evaluation.photos.fits_at_arbiter`), each
+version fitted first by the spec's rule, the copies then drawn at the model's size, as
+the claims' scores do. A vault's photos are read
 a chunk of pairs at a time (a pair of 1 MP RGB photos is 25 MB as the float copies the
 score draws). Records go to ``ablation.jsonl`` under the ablation's keys.
 """
@@ -21,11 +24,12 @@ from twinaudit.cli.estimate import tally
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, F32Images, OracleInfo
 from twinaudit.protocol.seeds import audit_seed, publication_bits
+from twinaudit.verifier.scoring.fit import fit_image
 
 from .ablation import Variant, ablation_nonce, key, variant_outcomes
 from .audit import AuditLog
 from .build import Workspace, rho_of
-from .photos import ResizingOracle, is_photo_marker
+from .photos import MODEL_INPUT, ResizingOracle, fits_at_arbiter, is_photo_marker
 from .specs import Plan
 
 #: The scores of the labelled owner's default claims (the graded test's pairs are the
@@ -78,7 +82,8 @@ def score_photo_pairs(
             continue
         net = workspace.load_model(model)
         inner = TorchClassifierOracle(net, n_classes=10, model_name=model.name)
-        remembering = RememberingOracle(ResizingOracle(inner))
+        fit = fits_at_arbiter(model.trainer)
+        remembering = RememberingOracle(inner if fit else ResizingOracle(inner))
         vault = workspace.vault(spec)
         rho = rho_of(vault)
         bits = publication_bits(vault.root, rho, len(vault))
@@ -89,6 +94,8 @@ def score_photo_pairs(
                 last = min(first + CHUNK, len(v0))
                 offset = start + first
                 versions = np.stack([v0[first:last], v1[first:last]], axis=1)
+                if fit:
+                    versions = fitted(versions)
                 chunk_labels = [int(y) if y is not None else -1 for y in labels[first:last]]
 
                 remembering.forget()  # the variants of this chunk share their queries
@@ -115,3 +122,8 @@ def score_photo_pairs(
             )
         say(f"  all pairs: {model.name} with {spec.name}: {len(todo)} scores")
     return log.results
+
+
+def fitted(versions: np.ndarray) -> np.ndarray:
+    """Return ``versions`` ((n, 2, H, W, C) uint8) each fitted to the model's input."""
+    return np.stack([[fit_image(version, MODEL_INPUT) for version in pair] for pair in versions])

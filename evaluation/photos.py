@@ -68,9 +68,24 @@ TINT_SPREAD: Final = 0.15
 LUMA: Final = np.array([0.299, 0.587, 0.114])
 
 
+#: The input her fixed-input model declares (H, W, C), as ``oracle serve`` would.
+MODEL_INPUT: Final = (MODEL_SIDE, MODEL_SIDE, 1)
+#: The trainers whose photo models are audited as the product audits a fixed-input
+#: model: the oracle declares :data:`MODEL_INPUT` and the arbiter fits every query to it
+#: (spec §10.2 step 5, rule ``area``, then the copies drawn at that size). The photo
+#: rung trained as rung (b) is; rung (a)'s models answer behind her own resize
+#: (:class:`ResizingOracle`), as its claims were recorded.
+ARBITER_FIT_TRAINERS: Final = frozenset({"resnet-sgd"})
+
+
 def is_photo_marker(marker: str) -> bool:
     """Return whether ``marker`` names one of the photo rung's vaults."""
     return marker in PHOTO_MARKERS
+
+
+def fits_at_arbiter(trainer: str) -> bool:
+    """Return whether claims on photos reach a ``trainer`` model through the arbiter's fit."""
+    return trainer in ARBITER_FIT_TRAINERS
 
 
 def make_photo(
