@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from evaluation import photos
+from evaluation import photo_pairs, photos
 from evaluation.__main__ import main as evaluation_main
 from evaluation.photo_pairs import RememberingOracle
 from evaluation.specs import (
@@ -18,7 +18,9 @@ from evaluation.specs import (
 )
 from tests.support.fashion import needs_data
 from twinaudit.owner.vault import Vault
+from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
+from twinaudit.verifier.scoring.fit import fit_image
 
 
 def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_defaults():
@@ -130,6 +132,48 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     assert configs[0]["extractor"] == "proxy-own" and configs[0]["neutral_mark"] is True
     assert "neutral_mark" not in configs[1]  # --no-neutral-mark: recorded by omission
     assert configs[0]["extractor_weights"] == configs[1]["extractor_weights"]
+
+
+def test_photo_models_of_rung_b_are_audited_through_the_arbiters_fit():
+    assert photos.fits_at_arbiter("resnet-sgd") and not photos.fits_at_arbiter("demo")
+    rng = np.random.default_rng(0)
+    versions = rng.integers(0, 256, (3, 2, 90, 70, 3), dtype=np.uint8)
+    fitted = photo_pairs.fitted(versions)
+    assert fitted.shape == (3, 2, 28, 28, 1) and fitted.dtype == np.uint8
+    assert np.array_equal(fitted[1, 0], fit_image(versions[1, 0], (28, 28, 1)))
+
+
+@pytest.mark.slow
+@needs_data
+def test_a_tiny_photo_rung_b_sends_its_model_queries_the_arbiter_fitted(tmp_path, monkeypatch):
+    monkeypatch.setattr(photos, "PHOTO_SIDE", 160)
+    monkeypatch.setattr("twinaudit.owner.marking.proxy.OWN_STEPS", 20)
+    shapes, declared = [], []
+    original = TorchClassifierOracle.classify
+
+    def spy(self, images):  # type: ignore[no-untyped-def]
+        shapes.append(images.shape[1:])
+        declared.append(self.info.input_shape)
+        return original(self, images)
+
+    def refuse(self, images):  # type: ignore[no-untyped-def]
+        raise AssertionError("rung (b) must not answer behind the practitioner's resize")
+
+    monkeypatch.setattr(TorchClassifierOracle, "classify", spy)
+    monkeypatch.setattr(photos.ResizingOracle, "classify", refuse)
+    args = ["photo-standard", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
+    args += ["--rows", "photoown", "--jobs", "1", "--work", str(tmp_path / "work")]
+    assert evaluation_main([*args, "--out", str(tmp_path / "results.md")]) == 0
+    work = tmp_path / "work"
+    audits = (work / "audits.jsonl").read_text().splitlines()
+    assert len(audits) == 2 * len(LABELLED_DEFAULT_AUDITS)  # the used and the clean model
+    assert shapes and set(shapes) == {(28, 28, 1)}
+    # The claims' oracle declares its input (the arbiter fits); all-pairs fits beforehand.
+    assert (28, 28, 1) in declared and set(declared) <= {(28, 28, 1), ()}
+    for line in (work / "ablation.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
+    assert (work / "models" / "s0-n200-resnet-sgd-pad-crop-flip-e1-clean-t1").is_dir()
 
 
 def test_the_remembering_oracle_asks_each_query_once():
