@@ -183,6 +183,7 @@ def mark(
                         batch.names,
                         batch_captions,
                         originals=batch.originals,
+                        photos=batch.pixels if batch.originals is not None else None,
                     )
                     if progress is not None:
                         progress.update(len(batch))

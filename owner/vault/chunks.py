@@ -112,19 +112,21 @@ def encode_chunk(
     versions1: Pixels,
     format_version: int,
     originals: Sequence[bytes | None] | None = None,
+    photos: Pixels | None = None,
 ) -> list[bytes]:
     """Return the chunk file of a batch's two versions in ``format_version``, in pieces.
 
     The file is the concatenation of the pieces (they are written and hashed in turn,
     so a batch of photos is held once more, not twice). Format 3 keeps an item whose
     source was a JPEG (``originals``: per item, the source file's bytes or None) as that
-    JPEG where it is smaller (:func:`~twinaudit.owner.vault.jpeg_pairs.encode_pairs`);
+    JPEG where it is smaller (:func:`~twinaudit.owner.vault.jpeg_pairs.encode_pairs`,
+    which takes ``photos``, the items as decoded from those bytes, instead of decoding);
     format 2 is compact (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1
     is the ``.npy`` bytes ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
     """
     if format_version >= 3:
         given = [None] * len(versions0) if originals is None else originals
-        return jpeg_pairs.encode_pairs(versions0, versions1, given)
+        return jpeg_pairs.encode_pairs(versions0, versions1, given, photos)
     if format_version == 2:
         return encode_pairs(versions0, versions1)
     header = io.BytesIO()

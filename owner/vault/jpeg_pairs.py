@@ -144,14 +144,33 @@ def decode_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Pixels
     return np.array(pixels.reshape(shape), dtype=np.uint8)
 
 
+def jpeg_fits(data: bytes, shape: tuple[int, int, int]) -> bool:
+    """Tell whether ``data`` is a JPEG whose header announces ``shape`` (nothing decoded)."""
+    if len(data) > max_jpeg_bytes(shape) or not is_jpeg(data):
+        return False
+    height, width, channels = shape
+    try:
+        with Image.open(io.BytesIO(data), formats=["JPEG"]) as image:
+            return image.size == (width, height) and _MODES.get(image.mode) == channels
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+        return False
+
+
 def encode_pairs(
-    versions0: Pixels, versions1: Pixels, originals: Sequence[bytes | None]
+    versions0: Pixels,
+    versions1: Pixels,
+    originals: Sequence[bytes | None],
+    photos: Pixels | None = None,
 ) -> list[bytes]:
     """Return the pieces of the format-3 file of a batch; their concatenation is the file.
 
     ``originals`` holds, per item, the bytes of the JPEG file it was read from, or None.
     An item is kept as its JPEG when that JPEG decodes to its shape here and the JPEG
     with its correction is smaller than its midpoint plane; otherwise as format 2 codes it.
+    ``photos``, when given, holds the items as the caller decoded them from those bytes
+    with this decoder (the marking's read): a JPEG whose header fits is then not decoded
+    again. Pixels that are not its exact decoding give a correction that misses, and the
+    item's recorded midpoint SHA-256 refuses it when the chunk is read back.
     """
     count, height, width, channels = versions0.shape
     shape = (height, width, channels)
@@ -159,7 +178,10 @@ def encode_pairs(
     streams: list[bytes] = []
     for item in range(count):
         original = originals[item]
-        decoded = _decoded_or_none(original, shape)
+        if photos is not None and original is not None and jpeg_fits(original, shape):
+            decoded: Pixels | None = photos[item]
+        else:
+            decoded = _decoded_or_none(original, shape)
         if original is None or decoded is None:
             planes = encode_planes(versions0[item], versions1[item], None)
             coding, first, jpeg = MIDPOINT_CODING, planes.midpoint, b""

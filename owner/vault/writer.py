@@ -211,6 +211,7 @@ class VaultWriter:
         captions: Sequence[str] | None = None,
         *,
         originals: Sequence[bytes | None] | None = None,
+        photos: Pixels | None = None,
     ) -> None:
         """Make one batch of images durable: items ``completed .. completed + B - 1``.
 
@@ -220,7 +221,10 @@ class VaultWriter:
         given, holds per item the bytes of the file it was read from (or None): a
         format-3 vault keeps a JPEG among them in place of the item's midpoint where that
         is smaller (any bytes are safe: a correction makes the pixels exact); earlier
-        formats ignore them. On any failure nothing of the batch is kept and
+        formats ignore them. ``photos``, with ``originals``, holds the ``(B, H, W, C)``
+        images as decoded from those bytes with Pillow (what was marked), which spares
+        decoding each JPEG again; pixels that are not that decoding are caught when the
+        chunk is read back. On any failure nothing of the batch is kept and
         :attr:`completed` is unchanged.
 
         Raises:
@@ -243,7 +247,13 @@ class VaultWriter:
         elif captions is not None:
             raise ParameterError(f"a vault of {self.item_kind} items takes no captions")
         kept = _check_originals(originals, count)
-        pieces = encode_chunk(versions0, versions1, self._parameters.format_version, kept)
+        if photos is not None and (
+            not isinstance(photos, np.ndarray)
+            or photos.dtype != np.uint8
+            or photos.shape != versions0.shape
+        ):
+            raise ParameterError(f"photos must be uint8 of the versions' shape {versions0.shape}")
+        pieces = encode_chunk(versions0, versions1, self._parameters.format_version, kept, photos)
         record = self._record(
             count, shape, pieces, label_list, names=name_list, captions=caption_list
         )

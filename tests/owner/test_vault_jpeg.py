@@ -107,11 +107,14 @@ def folder(tmp_path) -> Path:
     return root
 
 
-def mark_folder(folder: Path, path: Path, format_version: int = 3, *, stop: int | None = None):
+def mark_folder(
+    folder: Path, path: Path, format_version: int = 3, *, stop: int | None = None, photos_of=None
+):
     """Mark every photo of ``folder`` into a vault as ``owner mark`` does (items ± a mark).
 
     Returns the finished vault (or None when stopped after ``stop`` batches) and the
-    versions written, in order.
+    versions written, in order. ``photos_of(batch)``, when given, is what the writer is
+    handed as the batch's decoded photos.
     """
     source = FolderSource(folder)
     written = []
@@ -131,7 +134,14 @@ def mark_folder(folder: Path, path: Path, format_version: int = 3, *, stop: int 
             version0 = np.stack([pair[0] for pair in pairs])
             version1 = np.stack([pair[1] for pair in pairs])
             written.extend(pairs)
-            writer.append(version0, version1, batch.labels, batch.names, originals=batch.originals)
+            writer.append(
+                version0,
+                version1,
+                batch.labels,
+                batch.names,
+                originals=batch.originals,
+                photos=None if photos_of is None else photos_of(batch),
+            )
         return writer.finish(), written
 
 
@@ -536,6 +546,48 @@ def test_migration_to_3_from_another_folder_stays_exact(folder, tmp_path):
     read = originals_in(other)
     assert read("../photos/a_colour.jpg") is None  # names never leave the folder
     assert read("absent.jpg") is None
+
+
+def write_with_photos(folder: Path, path: Path, photos_of):
+    """Write ``folder`` as :func:`mark_folder` does, handing the writer ``photos_of(batch)``."""
+    return mark_folder(folder, path, photos_of=photos_of)[0]
+
+
+def test_the_photos_marked_spare_decoding_each_jpeg_again(folder, tmp_path, monkeypatch):
+    """Handed the decoded photos, the writer decodes no JPEG and writes the same bytes."""
+    vault, _ = mark_folder(folder, tmp_path / "decoding")
+    decodes = []
+    original = jpeg_pairs.decode_jpeg
+
+    def counting(data, shape):
+        decodes.append(shape)
+        return original(data, shape)
+
+    monkeypatch.setattr(jpeg_pairs, "decode_jpeg", counting)
+    monkeypatch.setattr(VaultWriter, "finish", lambda self: None)  # no read-back here
+    write_with_photos(folder, tmp_path / "given", lambda batch: batch.pixels)
+    assert decodes == []
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    given = write_with_photos(folder, tmp_path / "given2", lambda batch: batch.pixels)
+    assert given.root == vault.root
+    for record in vault._records:
+        path = record.file
+        assert (tmp_path / "given2" / path).read_bytes() == (vault.path / path).read_bytes()
+
+
+def test_photos_that_are_not_the_jpegs_decoding_are_caught_when_read_back(folder, tmp_path):
+    def brighter(batch):
+        return np.clip(batch.pixels.astype(np.int16) + 3, 0, 255).astype(np.uint8)
+
+    with pytest.raises(VaultIntegrityError, match="midpoint"):
+        write_with_photos(folder, tmp_path / "v", brighter)
+    assert not (tmp_path / "v" / "manifest.msgpack").exists()  # never presented as finished
+
+
+def test_photos_of_another_shape_are_refused(folder, tmp_path):
+    with pytest.raises(ParameterError, match="photos must be uint8 of the versions' shape"):
+        write_with_photos(folder, tmp_path / "v", lambda batch: batch.pixels[:, :-1])
 
 
 def test_owner_mark_keeps_the_jpeg_sources_of_a_folder(folder, tmp_path):
