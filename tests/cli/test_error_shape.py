@@ -291,17 +291,24 @@ def test_a_tls_handshake_that_fails_is_unauthenticated(server, monkeypatch, caps
     assert message.startswith("the TLS handshake with the server failed") and "--ca" in hint
 
 
-@pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
-def test_a_usage_error_keeps_argparses_usage_line_then_the_shape(json_flag, capsys):
+def _usage_failure(argv, json_flag, capsys):
+    """Run ``argv``; return the usage line's text and the failure's message and hint."""
     with pytest.raises(SystemExit) as stopped:
-        main(["plan", *(["--js"] if json_flag else []), "--pairs"])  # --js: argparse's prefix
+        main(argv)
     assert stopped.value.code == 2
     captured = capsys.readouterr()
     usage, line = captured.err.split("\ntwinaudit: error: ")
-    assert usage.startswith("usage: twinaudit plan ")
     message, hint = _check_shape(
         captured.out, "twinaudit: error: " + line.rstrip("\n"), json_flag, "invalid-input"
     )
+    return usage, message, hint
+
+
+@pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
+def test_a_usage_error_keeps_argparses_usage_line_then_the_shape(json_flag, capsys):
+    argv = ["plan", *(["--js"] if json_flag else []), "--pairs"]  # --js: argparse's prefix
+    usage, message, hint = _usage_failure(argv, json_flag, capsys)
+    assert usage.startswith("usage: twinaudit plan ")
     assert message == "argument --pairs: expected one argument"
     assert "'twinaudit plan --help'" in hint
 
@@ -344,3 +351,12 @@ def test_with_v_the_traceback_comes_above_the_one_line(monkeypatch, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "Traceback (most recent call last):" and "RuntimeError" in err[-2]
     assert err[-1].startswith("twinaudit: error: [internal-error] unexpected RuntimeError: ")
+
+
+@pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
+def test_an_unknown_argument_is_named_with_its_commands_usage_and_help(json_flag, capsys):
+    argv = ["owner", "inspect", "vault", "--nope", "x", *(["--json"] if json_flag else [])]
+    usage, message, hint = _usage_failure(argv, json_flag, capsys)
+    assert usage.startswith("usage: twinaudit owner inspect ")
+    assert message == "unrecognized arguments: --nope x"
+    assert "'twinaudit owner inspect --help'" in hint

@@ -90,7 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     expect_json(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     cmd_completion.autocomplete(parser)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command they were given to, with its usage line and help
+        by_prog = {command.prog: command for _, command in conventions.commands(parser)}
+        given_to = by_prog.get(getattr(args, "command_prog", ""), parser)
+        given_to.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] = args.handler
     verbose = conventions.verbosity(args) > 0
     try:
