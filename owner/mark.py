@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.errors import InputError, ParameterError
@@ -102,11 +103,6 @@ def mark(
     images = source.images if isinstance(source, CaptionedSource) else source
     description = source.describe()
     captions = source.captions if isinstance(source, CaptionedSource) else None
-    # Every image is decoded once before anything is built or written: a bad file is
-    # named with all the others at once, not after minutes of marking; so is a memory
-    # setting too small for the largest image.
-    images.check_pixels()
-    budget = _check_memory(images, config, memory)
     own_proxy = config.marker == "pgd" and config.extractor in TRAINED_WHILE_MARKING
     if own_proxy and config.extractor == OWN_PROXY and not images.has_labels:
         raise InputError(
@@ -118,6 +114,15 @@ def mark(
             f"the {CLUSTERS_PROXY} extractor needs at least {MIN_CLUSTERED} images to "
             f"cluster, not {len(images)}: give --labels, or choose another --extractor"
         )
+    # A memory setting too small for the largest image (or for the proxy's copies of
+    # them all) is refused from the headers; then every image is decoded once before
+    # anything is built or written: a bad file is named with all the others at once, not
+    # after minutes of marking. A proxy trained here takes its small copies of the
+    # images from that pass instead of decoding every image again.
+    budget = _check_memory(images, config, memory)
+    squares = _ProxySquares(images, config.input_size) if own_proxy else None
+    if not images.check_pixels(visit=None if squares is None else squares.add):
+        squares = None  # arrays: no pass ran, the proxy reads them itself
     item_kind = "image" if captions is None else "captioned-image"
     if (vault_path / MANIFEST_FILE).exists():
         vault = Vault.open(vault_path)
@@ -138,8 +143,14 @@ def mark(
     extractor = None
     if own_proxy:
         config, extractor = _train_own_proxy(
-            images, config, budget=budget, show_progress=show_progress, device=device
+            images,
+            config,
+            budget=budget,
+            show_progress=show_progress,
+            device=device,
+            squared=None if squares is None else squares.squared(),
         )
+        del squares
     marker = None
     if not vault_path.exists() or (vault_path.is_dir() and not any(vault_path.iterdir())):
         # A new vault: build the marker (loading and checking the extractor) before
@@ -251,11 +262,13 @@ def _train_own_proxy(
     budget: int,
     show_progress: bool,
     device: str | None = None,
+    squared: npt.NDArray[np.uint8] | None = None,
 ) -> tuple[MarkingConfig, Extractor]:
     """Train the ``proxy-own`` or ``proxy-clusters`` extractor on ``images``.
 
     Every image is resized to ``config.input_size`` (grey ones repeated to three
-    channels when any is in colour), read in batches of at most ``budget`` bytes.
+    channels when any is in colour), read in batches of at most ``budget`` bytes, unless
+    ``squared`` holds them so already (:class:`_ProxySquares`, from the check's pass).
     ``proxy-own`` learns the labels, as class indices in sorted order;
     ``proxy-clusters`` each image's cluster
     (:func:`~twinaudit.owner.marking.clusters.cluster_labels`, on the resized images).
@@ -272,24 +285,21 @@ def _train_own_proxy(
     from .marking.proxy import (  # noqa: PLC0415
         FitCheck,
         own_proxy_epochs,
-        square_images,
         train_own_proxy,
         weights_digest,
     )
 
     side = config.input_size
-    colour = any(channels == 3 for channels in _channel_counts(images))
-    pixels, labels = [], []
-    # Read three bytes per pixel byte (the pixels, a grey image's colour copy, its resize)
-    # in what the training set, all of it in memory, leaves.
-    room = budget - proxy_training_bytes(len(images), side)
-    for batch in images.batches(256, fits=lambda shape: room // (3 * math.prod(shape))):
-        batch_pixels = batch.pixels
-        if colour and batch_pixels.shape[3] == 1:
-            batch_pixels = np.repeat(batch_pixels, 3, axis=3)
-        pixels.append(square_images(batch_pixels, side))
-        labels.extend(batch.labels)
-    squared = np.concatenate(pixels)
+    labels = images.labels()
+    if squared is None:
+        colour = any(channels == 3 for channels in _channel_counts(images))
+        pixels = []
+        # Read three bytes per pixel byte (the pixels, a grey image's colour copy, its
+        # resize) in what the training set, all of it in memory, leaves.
+        room = budget - proxy_training_bytes(len(images), side)
+        for batch in images.batches(256, fits=lambda shape: room // (3 * math.prod(shape))):
+            pixels.append(_square(batch.pixels, side, colour=colour))
+        squared = np.concatenate(pixels)
     if config.extractor == CLUSTERS_PROXY:
         from .marking.clusters import cluster_labels  # noqa: PLC0415
 
@@ -360,6 +370,39 @@ def source_shapes(images: ImageSource) -> list[tuple[int, int, int]]:
         height, width, channels = shape
         shapes.append((int(height), int(width), int(channels)))  # type: ignore[arg-type]
     return shapes
+
+
+def _square(pixels: npt.NDArray[np.uint8], side: int, *, colour: bool) -> npt.NDArray[np.uint8]:
+    """Return images (B, H, W, C) as the proxy takes them: ``side`` square, colour if ``colour``."""
+    from .marking.proxy import square_images  # noqa: PLC0415 - torch, on use
+
+    if colour and pixels.shape[3] == 1:
+        pixels = np.repeat(pixels, 3, axis=3)
+    return square_images(pixels, side)
+
+
+class _ProxySquares:
+    """The proxy's training images, each squared as the check's pass decodes it.
+
+    Squaring image by image gives what squaring a batch of one shape gives (the resize
+    treats each image alone), so the proxy trains on the same array either way.
+    """
+
+    def __init__(self, images: ImageSource, side: int) -> None:
+        """Square the images of ``images`` to ``side``, colour if any of them is."""
+        self._side = side
+        self._colour = any(channels == 3 for channels in _channel_counts(images))
+        self._squares: list[npt.NDArray[np.uint8]] = []
+
+    def add(self, index: int, pixels: npt.NDArray[np.uint8]) -> None:
+        """Keep image ``index`` (the next in source order) squared."""
+        if index != len(self._squares):
+            raise ParameterError(f"image {index} visited after {len(self._squares)} images")
+        self._squares.append(_square(pixels[np.newaxis], self._side, colour=self._colour)[0])
+
+    def squared(self) -> npt.NDArray[np.uint8]:
+        """Return every image kept, squared, as one (N, side, side, C) array."""
+        return np.stack(self._squares)
 
 
 def _channel_counts(images: ImageSource) -> set[int]:

@@ -153,6 +153,8 @@ _IDX_IMAGES_NAME = re.compile(r"^(?P<stem>.*)images(?P<sep>[-.])idx3-ubyte(?P<gz
 Shape = tuple[int, int, int]
 #: What a source's reader yields per span: lo, hi, pixels and the JPEG bytes kept (or None).
 _Span = tuple[int, int, npt.NDArray[np.uint8], list[bytes | None] | None]
+#: What :meth:`ImageSource.check_pixels` calls with each image it decoded: (index, pixels).
+ImageVisitor = Callable[[int, npt.NDArray[np.uint8]], None]
 
 
 class _Readable(Protocol):
@@ -246,6 +248,10 @@ class ImageSource(ABC):
         """Return whether every image has a label."""
         return self._labels is not None
 
+    def labels(self) -> list[int | None]:
+        """Return every image's label in source order (None for each when there are none)."""
+        return [None] * self._count if self._labels is None else [*self._labels]
+
     def describe(self) -> dict[str, Value]:
         """Return a manifest entry for the input (hashes every input file once).
 
@@ -269,13 +275,17 @@ class ImageSource(ABC):
             }
         return copy.deepcopy(self._description)
 
-    def check_pixels(self) -> None:
+    def check_pixels(self, visit: ImageVisitor | None = None) -> bool:
         """Decode every image once and refuse them all at once if any cannot be marked.
 
         Arrays (npy, npz, idx) hold uint8 pixels of one shape and need no pass; a folder
-        overrides this. Raises InputError listing every problem found.
+        overrides this. ``visit(index, pixels)``, when given, is called with each image
+        decoded, in source order, so that a caller needing every image once (the proxy's
+        training set) need not decode them again. Returns whether the pass ran (and so
+        visited every image); arrays return False. Raises InputError listing every
+        problem found.
         """
-        return
+        return False
 
     def batches(
         self, batch_size: int, start: int = 0, *, fits: Callable[[Shape], int] | None = None
@@ -409,10 +419,14 @@ class FolderSource(ImageSource):
         if label_path is not None:
             self._attach_label_file(label_path)
 
-    def check_pixels(self) -> None:
-        """Decode every image (transparency, truncation) and refuse all the failures at once."""
+    def check_pixels(self, visit: ImageVisitor | None = None) -> bool:
+        """Decode every image (transparency, truncation) and refuse all the failures at once.
+
+        ``visit`` sees each image that decodes, in order (see :meth:`ImageSource.check_pixels`).
+        """
         named = zip(self._image_names, self._shapes, strict=True)
-        _refuse(self.path, _pixel_problems(self.path, named), len(self._image_names))
+        _refuse(self.path, _pixel_problems(self.path, named, visit), len(self._image_names))
+        return True
 
     def _run_end(self, index: int) -> int:
         return self._run_ends[bisect.bisect_right(self._run_ends, index)]
@@ -454,14 +468,23 @@ class FolderSource(ImageSource):
 MAX_PROBLEMS_SHOWN: Final = 20
 
 
-def _pixel_problems(root: Path, images: Iterable[tuple[str, Shape]]) -> list[InputError]:
-    """Decode each named image of the announced shape; return the errors, none raised."""
+def _pixel_problems(
+    root: Path, images: Iterable[tuple[str, Shape]], visit: ImageVisitor | None = None
+) -> list[InputError]:
+    """Decode each named image of the announced shape; return the errors, none raised.
+
+    ``visit(index, pixels)`` is called with each image that decodes (``index`` its place
+    in ``images``).
+    """
     problems: list[InputError] = []
-    for name, shape in images:
+    for index, (name, shape) in enumerate(images):
         try:
-            _decode_image(root / name, shape)
+            pixels = _decode_image(root / name, shape)
         except InputError as error:
             problems.append(error)
+            continue
+        if visit is not None:
+            visit(index, pixels)
     return problems
 
 

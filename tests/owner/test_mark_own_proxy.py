@@ -135,6 +135,43 @@ def test_grey_and_colour_photos_train_one_colour_proxy(tmp_path):
         assert first.pixels.shape == second.pixels.shape  # each keeps its own channels
 
 
+def test_the_proxy_takes_its_images_from_the_check_and_trains_the_same(tmp_path, monkeypatch):
+    """A folder's images are decoded twice (check, marking), not three times, same vault."""
+    from PIL import Image
+
+    import twinaudit.owner.images.sources as sources_module
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    rng = np.random.default_rng(6)
+    rows = ["filename,label"]
+    for index in range(10):  # photos above the proxy's side, in runs of two shapes
+        mode, shape = ("L", (40, 52)) if index >= 6 else ("RGB", (36, 44, 3))
+        name = f"p{index:02d}.{'jpg' if index % 3 == 0 else 'png'}"
+        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode).save(folder / name)
+        rows.append(f"{name},{index % 3}")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    config = _config(side=16)
+    decoded = []
+    original = sources_module._decode_image
+
+    def counting(path, shape, data=None):
+        decoded.append(path.name)
+        return original(path, shape, data)
+
+    monkeypatch.setattr(sources_module, "_decode_image", counting)
+    source = open_source(folder, labels=tmp_path / "labels.csv")
+    shared = mark(source, tmp_path / "shared", config, secret=SECRET, show_progress=False).vault
+    assert len(decoded) == 2 * 10  # the check (which squares each for the proxy), marking
+    decoded.clear()
+    monkeypatch.setattr(sources_module.FolderSource, "check_pixels", lambda self, visit=None: False)
+    source = open_source(folder, labels=tmp_path / "labels.csv")
+    apart = mark(source, tmp_path / "apart", config, secret=SECRET, show_progress=False).vault
+    assert len(decoded) == 2 * 10  # the check skipped here: the proxy's own read, marking
+    assert apart.config["extractor_weights"] == shared.config["extractor_weights"]
+    assert apart.root == shared.root
+
+
 def test_no_labels_is_refused_before_anything_is_written(tmp_path):
     source = _photos(tmp_path, labels=False)
     with pytest.raises(InputError, match="--labels"):
