@@ -390,19 +390,21 @@ class _ProxySquares:
 
     def __init__(self, images: ImageSource, side: int) -> None:
         """Square the images of ``images`` to ``side``, colour if any of them is."""
+        self._count = len(images)
         self._side = side
         self._colour = any(channels == 3 for channels in _channel_counts(images))
-        self._squares: list[npt.NDArray[np.uint8]] = []
+        self._squares: dict[int, npt.NDArray[np.uint8]] = {}
 
     def add(self, index: int, pixels: npt.NDArray[np.uint8]) -> None:
-        """Keep image ``index`` (the next in source order) squared."""
-        if index != len(self._squares):
-            raise ParameterError(f"image {index} visited after {len(self._squares)} images")
-        self._squares.append(_square(pixels[np.newaxis], self._side, colour=self._colour)[0])
+        """Keep image ``index`` squared (an image that did not decode is never added)."""
+        self._squares[index] = _square(pixels[np.newaxis], self._side, colour=self._colour)[0]
 
     def squared(self) -> npt.NDArray[np.uint8]:
-        """Return every image kept, squared, as one (N, side, side, C) array."""
-        return np.stack(self._squares)
+        """Return every image, squared, as one (N, side, side, C) array, in source order."""
+        missing = self._count - len(self._squares)
+        if missing:  # the check refuses any image that does not decode before this
+            raise ParameterError(f"{missing} of {self._count} images were not read for the proxy")
+        return np.stack([self._squares[index] for index in range(self._count)])
 
 
 def _channel_counts(images: ImageSource) -> set[int]:

@@ -172,6 +172,29 @@ def test_the_proxy_takes_its_images_from_the_check_and_trains_the_same(tmp_path,
     assert apart.root == shared.root
 
 
+def test_a_bad_photo_among_others_is_named_with_them_when_a_proxy_is_trained(tmp_path):
+    """The check's pass goes on past a file that does not decode, the proxy's copies too."""
+    from PIL import Image
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    rng = np.random.default_rng(7)
+    rows = ["filename,label"]
+    for index in range(6):
+        name = f"p{index}.jpg"
+        Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(folder / name)
+        rows.append(f"{name},{index % 2}")
+    for bad in ("p1.jpg", "p4.jpg"):
+        data = (folder / bad).read_bytes()
+        (folder / bad).write_bytes(data[: len(data) * 3 // 4])  # its header whole
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    source = open_source(folder, labels=tmp_path / "labels.csv")  # headers only: it opens
+    with pytest.raises(InputError, match="2 of 6 images cannot be marked") as refused:
+        mark(source, tmp_path / "v", _config(side=16), secret=SECRET, show_progress=False)
+    assert "p1.jpg" in str(refused.value) and "p4.jpg" in str(refused.value)
+    assert not (tmp_path / "v").exists()
+
+
 def test_no_labels_is_refused_before_anything_is_written(tmp_path):
     source = _photos(tmp_path, labels=False)
     with pytest.raises(InputError, match="--labels"):
