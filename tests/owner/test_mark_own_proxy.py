@@ -56,6 +56,24 @@ def _config(side=8, extractor=OWN_PROXY, **changes):
     return proxy_config(extractor, side, **changes)
 
 
+def _folder(tmp_path, seed, files):
+    """Write a folder of labelled photos: ``files`` maps each name to (mode, shape, label).
+
+    Returns the folder's source; each photo's pixels are random from ``seed``.
+    """
+    from PIL import Image
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    rng = np.random.default_rng(seed)
+    rows = ["filename,label"]
+    for name, (mode, shape, label) in files.items():
+        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode).save(folder / name)
+        rows.append(f"{name},{label}")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    return folder
+
+
 def test_the_side_is_the_images_own_when_small_and_square():
     assert own_proxy_side([(28, 28)]) == 28
     assert own_proxy_side([(32, 32), (32, 32)]) == 32
@@ -113,18 +131,9 @@ def test_marking_records_the_proxy_and_reproduces_the_vault(tmp_path, extractor)
 
 
 def test_grey_and_colour_photos_train_one_colour_proxy(tmp_path):
-    from PIL import Image
-
-    folder = tmp_path / "photos"
-    folder.mkdir()
-    rng = np.random.default_rng(5)
-    rows = ["filename,label"]
-    for index in range(12):
-        mode, shape = ("L", (12, 12)) if index % 2 else ("RGB", (12, 12, 3))
-        name = f"p{index:02d}.png"
-        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode).save(folder / name)
-        rows.append(f"{name},{index % 3}")
-    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    grey, colour = ("L", (12, 12)), ("RGB", (12, 12, 3))
+    files = {f"p{i:02d}.png": (*(grey if i % 2 else colour), i % 3) for i in range(12)}
+    folder = _folder(tmp_path, 5, files)
     source = open_source(folder, labels=tmp_path / "labels.csv")
     config = _config(side=own_proxy_side([(12, 12)]))
     assert config.input_size == 12
@@ -137,20 +146,14 @@ def test_grey_and_colour_photos_train_one_colour_proxy(tmp_path):
 
 def test_the_proxy_takes_its_images_from_the_check_and_trains_the_same(tmp_path, monkeypatch):
     """A folder's images are decoded twice (check, marking), not three times, same vault."""
-    from PIL import Image
-
     import twinaudit.owner.images.sources as sources_module
 
-    folder = tmp_path / "photos"
-    folder.mkdir()
-    rng = np.random.default_rng(6)
-    rows = ["filename,label"]
-    for index in range(10):  # photos above the proxy's side, in runs of two shapes
-        mode, shape = ("L", (40, 52)) if index >= 6 else ("RGB", (36, 44, 3))
-        name = f"p{index:02d}.{'jpg' if index % 3 == 0 else 'png'}"
-        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode).save(folder / name)
-        rows.append(f"{name},{index % 3}")
-    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    grey, colour = ("L", (40, 52)), ("RGB", (36, 44, 3))  # above the proxy's side
+    files = {
+        f"p{i:02d}.{'jpg' if i % 3 == 0 else 'png'}": (*(grey if i >= 6 else colour), i % 3)
+        for i in range(10)
+    }
+    folder = _folder(tmp_path, 6, files)
     config = _config(side=16)
     decoded = []
     original = sources_module._decode_image
@@ -174,20 +177,10 @@ def test_the_proxy_takes_its_images_from_the_check_and_trains_the_same(tmp_path,
 
 def test_a_bad_photo_among_others_is_named_with_them_when_a_proxy_is_trained(tmp_path):
     """The check's pass goes on past a file that does not decode, the proxy's copies too."""
-    from PIL import Image
-
-    folder = tmp_path / "photos"
-    folder.mkdir()
-    rng = np.random.default_rng(7)
-    rows = ["filename,label"]
-    for index in range(6):
-        name = f"p{index}.jpg"
-        Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(folder / name)
-        rows.append(f"{name},{index % 2}")
+    folder = _folder(tmp_path, 7, {f"p{i}.jpg": ("RGB", (64, 64, 3), i % 2) for i in range(6)})
     for bad in ("p1.jpg", "p4.jpg"):
         data = (folder / bad).read_bytes()
         (folder / bad).write_bytes(data[: len(data) * 3 // 4])  # its header whole
-    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
     source = open_source(folder, labels=tmp_path / "labels.csv")  # headers only: it opens
     with pytest.raises(InputError, match="2 of 6 images cannot be marked") as refused:
         mark(source, tmp_path / "v", _config(side=16), secret=SECRET, show_progress=False)
