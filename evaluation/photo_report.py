@@ -65,10 +65,11 @@ INTRO_STANDARD: Final = (
     "Lanczos resize is asked through another resize, the arbiter's. q̂ over all pairs "
     "fits each version by the same rule. Clean models: the `standard` table's trained a "
     "second time (`-t1`: the archive keeps that table's summaries, not its weights), "
-    "with the same claims. 21–41 minutes a model on the 2-core CPU (`python -m "
-    "evaluation photo-standard --repeats 3 --rows photoown --jobs 2`: the default mark "
-    "only), or `--device cuda --jobs 16` on a lent accelerator. What it does not cover: "
-    "the rung above's list but training as in rung (b) and the arbiter's own resize."
+    "with the same claims. 36–50 minutes a model on the 2-core CPU, six trained side by "
+    "side (`python -m evaluation photo-standard --repeats 3 --seeds N --rows photoown "
+    "--jobs 2`: the default mark only), or `--device cuda --jobs 16` on a lent "
+    "accelerator. What it does not cover: the rung above's list but training as in rung "
+    "(b) and the arbiter's own resize."
 )
 
 
