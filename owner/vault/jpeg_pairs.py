@@ -45,7 +45,8 @@ import hashlib
 import io
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Final
 
 import numpy as np
@@ -115,8 +116,11 @@ def is_jpeg(data: bytes) -> bool:
     return data[: len(JPEG_SIGNATURE)] == JPEG_SIGNATURE
 
 
-def decode_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Pixels:
-    """Decode a JPEG of exactly ``shape`` ``(H, W, C)``; its header is checked first.
+@contextmanager
+def _opened_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Iterator[Image.Image]:
+    """Open a JPEG whose header announces exactly ``shape`` ``(H, W, C)``, nothing decoded.
+
+    What the caller does with the image inside the block fails as the opening does.
 
     Raises:
         ChunkFormatError: the bytes are longer than an item of ``shape`` allows, are not
@@ -135,24 +139,32 @@ def decode_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Pixels
                     f"holds a JPEG of {image.size[1]}x{image.size[0]} {image.mode}, "
                     f"not of its item's shape {shape}"
                 )
-            image.load()
-            pixels = np.asarray(image, dtype=np.uint8)
+            yield image
     except ChunkFormatError:
         raise
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
         raise ChunkFormatError(f"holds a JPEG that does not decode: {exc}") from None
+
+
+def decode_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Pixels:
+    """Decode a JPEG of exactly ``shape`` ``(H, W, C)``; its header is checked first.
+
+    Raises:
+        ChunkFormatError: as :func:`_opened_jpeg` says.
+
+    """
+    with _opened_jpeg(data, shape) as image:
+        image.load()
+        pixels = np.asarray(image, dtype=np.uint8)
     return np.array(pixels.reshape(shape), dtype=np.uint8)
 
 
 def jpeg_fits(data: bytes, shape: tuple[int, int, int]) -> bool:
     """Tell whether ``data`` is a JPEG whose header announces ``shape`` (nothing decoded)."""
-    if len(data) > max_jpeg_bytes(shape) or not is_jpeg(data):
-        return False
-    height, width, channels = shape
     try:
-        with Image.open(io.BytesIO(data), formats=["JPEG"]) as image:
-            return image.size == (width, height) and _MODES.get(image.mode) == channels
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+        with _opened_jpeg(data, shape):
+            return True
+    except ChunkFormatError:
         return False
 
 
