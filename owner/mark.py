@@ -120,7 +120,9 @@ def mark(
     # after minutes of marking. A proxy trained here takes its small copies of the
     # images from that pass instead of decoding every image again.
     budget = _check_memory(images, config, memory)
-    squares = _ProxySquares(images, config.input_size) if own_proxy else None
+    # A finished vault trains no proxy again (below): no copies for it.
+    trains_proxy = own_proxy and not (vault_path / MANIFEST_FILE).exists()
+    squares = _ProxySquares(images, config.input_size) if trains_proxy else None
     if not images.check_pixels(visit=None if squares is None else squares.add):
         squares = None  # arrays: no pass ran, the proxy reads them itself
     item_kind = "image" if captions is None else "captioned-image"
