@@ -127,6 +127,7 @@ def _run_mark(argv: list[str], train_steps: int | None, threads: int) -> tuple[i
 
     if train_steps is not None:
         proxy.OWN_STEPS = train_steps  # type: ignore[misc]
+        proxy.OWN_EPOCHS = 1  # type: ignore[misc]
     from twinaudit.cli.main import main  # noqa: PLC0415
 
     code = main([*argv, "--threads", str(threads), "-q"])

@@ -14,6 +14,17 @@ augmentation:
   sample photos (the sizes the issue's "7 CPU-minutes for 64 colour photos" had);
 - 1,000 Fashion-MNIST training images at 28 px (eight batches an epoch).
 
+Then the schedule's length against the number of items (``--schedules`` alone; ``--fits``
+alone the above), each trained until it fits or to its schedule's end, with the loss
+of the check's last window and the accuracy on the items and on 2,000 Fashion-MNIST
+test images:
+
+- the 200 items on schedules of 400, 800 and 1,600 steps, shorter than the default's
+  3,160: whether a small collection fits sooner on a shorter schedule;
+- 20,000 Fashion-MNIST training images (157 batches an epoch) on whole epochs of 3,160
+  steps (21 epochs; the default's length before it counted epochs) and on the default,
+  :data:`~twinaudit.owner.marking.proxy.OWN_EPOCHS` epochs.
+
 Fashion-MNIST is read from ``--data`` (default ``/usr/share/datasets/fashion-mnist``,
 what ``scripts/ci-data.sh`` installs).
 """
@@ -32,6 +43,7 @@ import torch
 
 from twinaudit.owner.marking.proxy import (
     BATCH,
+    OWN_EPOCHS,
     OWN_STEPS,
     FitCheck,
     own_proxy_epochs,
@@ -54,6 +66,14 @@ def fashion(folder: Path, n: int) -> tuple[Pixels, npt.NDArray[np.int64]]:
     data = load(folder)
     index = np.random.default_rng(0).permutation(len(data.train_images))[:n]
     return data.train_images[index][..., None], data.train_labels[index].astype(np.int64)
+
+
+def fashion_test(folder: Path, n: int) -> tuple[Pixels, npt.NDArray[np.int64]]:
+    """Return the first ``n`` Fashion-MNIST test images (N, 28, 28, 1) and labels."""
+    from demo.data import load  # noqa: PLC0415 - the demo's reader
+
+    data = load(folder)
+    return data.test_images[:n][..., None], data.test_labels[:n].astype(np.int64)
 
 
 def photo_crops(n: int = 64, classes: int = 10) -> tuple[Pixels, npt.NDArray[np.int64]]:
@@ -102,18 +122,59 @@ def run(name: str, images: Pixels, labels: npt.NDArray[np.int64]) -> None:
     print(f"  {name:<34} ratio of CPU time  {seconds[True] / seconds[False]:.2f}", flush=True)
 
 
+def schedule(
+    name: str,
+    images: Pixels,
+    labels: npt.NDArray[np.int64],
+    held_out: tuple[Pixels, npt.NDArray[np.int64]],
+    steps: int | None,
+) -> None:
+    """Train until it fits on a schedule of ``steps`` (None: the default's) and print a line."""
+    per_epoch = -(-len(images) // BATCH)
+    epochs = own_proxy_epochs(len(images), steps)
+    check = FitCheck(len(images))
+    start = time.process_time()
+    model = train_own_proxy(images, labels, steps=steps, check=check)
+    seconds = time.process_time() - start
+    trained = epochs * per_epoch if check.stopped_step is None else check.stopped_step
+    fitted = "fits" if check.stopped_step is not None else "does not fit"
+    window = sum(check.losses) / len(check.losses)
+    print(
+        f"  {name:<28} schedule {epochs * per_epoch:5d} steps ({epochs} epochs)  "
+        f"{fitted:<12} trained {trained:5d}  {seconds:6.1f} CPU s  loss {window:.4f}  "
+        f"accuracy on the items {accuracy(model, images, labels):.4f}, "
+        f"held out {accuracy(model, *held_out):.4f}",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print the cost of the proxy both ways for each collection."""
+    """Print the cost of the proxy both ways for each collection, then the schedules."""
     parser = argparse.ArgumentParser(prog="python -m bench.bench_proxy_fit", description=__doc__)
     parser.add_argument("--data", type=Path, default=DATA, help="Fashion-MNIST folder")
+    part = parser.add_mutually_exclusive_group()
+    part.add_argument("--fits", action="store_true", help="only until it fits against every step")
+    part.add_argument("--schedules", action="store_true", help="only the schedules' lengths")
     args = parser.parse_args(argv if argv is not None else [])
-    print(f"the proxy of the owner's own items; schedule {OWN_STEPS} steps; one torch thread")
-    images, labels = fashion(args.data, 200)
-    run("200 Fashion-MNIST items, 28 px", images, labels)
-    images, labels = photo_crops()
-    run("64 colour photos, 32 px", images, labels)
-    images, labels = fashion(args.data, 1000)
-    run("1,000 Fashion-MNIST items, 28 px", images, labels)
+    print(
+        f"the proxy of the owner's own items; schedule {OWN_STEPS} steps or {OWN_EPOCHS} "
+        "epochs, whichever is more; one torch thread"
+    )
+    if not args.schedules:
+        images, labels = fashion(args.data, 200)
+        run("200 Fashion-MNIST items, 28 px", images, labels)
+        images, labels = photo_crops()
+        run("64 colour photos, 32 px", images, labels)
+        images, labels = fashion(args.data, 1000)
+        run("1,000 Fashion-MNIST items, 28 px", images, labels)
+    if not args.fits:
+        held_out = fashion_test(args.data, 2000)
+        images, labels = fashion(args.data, 200)
+        for steps in (400, 800, 1600):
+            schedule("200 Fashion-MNIST items", images, labels, held_out, steps)
+        images, labels = fashion(args.data, 20_000)
+        schedule("20,000 Fashion-MNIST items", images, labels, held_out, OWN_STEPS)
+        schedule("20,000 Fashion-MNIST items", images, labels, held_out, None)
     return 0
 
 

@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     import twinaudit.owner.marking.proxy as proxy  # noqa: PLC0415
 
     proxy.OWN_STEPS = TRAIN_STEPS  # type: ignore[misc]
+    proxy.OWN_EPOCHS = 1  # type: ignore[misc]
     print(
         f"load average {os.getloadavg()[0]:.1f}; JPEG quality {QUALITY}; proxy trained "
         f"{TRAIN_STEPS} steps",

@@ -143,8 +143,9 @@ class MarkingConfig:
             recorded without this field was marked with).
         proxy_converge: for ``proxy-own`` and ``proxy-clusters``, the proxy trains until
             it fits the images (:class:`twinaudit.owner.marking.proxy.FitCheck`: its mean training
-            loss over the last 64 steps or more below 0.01), at most
-            :data:`~twinaudit.owner.marking.proxy.OWN_STEPS` steps, instead of every one of them;
+            loss over the last 64 steps or more below 0.01), at most the whole schedule
+            of :func:`~twinaudit.owner.marking.proxy.own_proxy_epochs` (3,160 steps or 40
+            epochs, whichever is more), instead of every one of its steps;
             on 200 Fashion-MNIST items it stops at about half (``docs/benchmarks.md``,
             "The proxy's training"). Other extractors are not affected. False: every
             step (what a vault recorded without this field was marked with).
@@ -268,11 +269,15 @@ PROXY_BATCH_SIZE: Final = 64
 #: :data:`PROXY_TRAIN_BATCH` images.
 PROXY_EPOCHS: Final = 40
 PROXY_TRAIN_BATCH: Final = 128
-#: The most optimiser steps a proxy of the owner's own items trains
-#: (:func:`twinaudit.owner.marking.proxy.train_own_proxy`): those of :data:`PROXY_EPOCHS`
-#: epochs over
-#: 10,000 images, what the proxy trained on public data takes.
+#: The schedule of a proxy of the owner's own items
+#: (:func:`twinaudit.owner.marking.proxy.train_own_proxy`), which stops before its end once
+#: it fits them: at least this many optimiser steps, those of :data:`PROXY_EPOCHS` epochs
+#: over 10,000 images (what the proxy trained on public data takes), ...
 OWN_PROXY_STEPS: Final = PROXY_EPOCHS * -(-10_000 // PROXY_TRAIN_BATCH)
+#: ... and at least this many epochs, so that a larger collection is seen as many times as
+#: the public proxy sees its images: the same schedule up to 10,368 images (81 batches an
+#: epoch), longer above.
+OWN_PROXY_EPOCHS: Final = PROXY_EPOCHS
 
 
 #: Largest side a proxy trained on the owner's own images is fed at her images' own size.

@@ -20,7 +20,7 @@ weights with the input they expect, and :func:`load_proxy` returns the
 
 :func:`train_own_proxy` trains the same proxy on the owner's own labelled images,
 the very ones she marks, until it fits them (a convergence check on its training loss,
-at most a fixed number of optimiser steps): what ``owner mark`` does when she gives
+at most a schedule set by their number): what ``owner mark`` does when she gives
 labels and no extractor (``--extractor proxy-own``), so that an owner without labelled
 public data still marks in the features of her domain.
 
@@ -47,7 +47,7 @@ from torch import nn
 from twinaudit.protocol.atomic_file import write_atomically
 from twinaudit.protocol.errors import InputError, ParameterError
 
-from .config import OWN_PROXY_STEPS, PROXY_EPOCHS, PROXY_TRAIN_BATCH
+from .config import OWN_PROXY_EPOCHS, OWN_PROXY_STEPS, PROXY_EPOCHS, PROXY_TRAIN_BATCH
 
 #: Zero padding on each side before the random crop of :func:`pad_crop_flip` (pixels).
 PAD: Final = 4
@@ -60,9 +60,11 @@ SIDE: Final = 28
 EPOCHS: Final = PROXY_EPOCHS
 BATCH: Final = PROXY_TRAIN_BATCH
 LR: Final = 1e-3
-#: Optimiser steps of a proxy trained on the owner's own items (:func:`train_own_proxy`):
-#: those of :data:`EPOCHS` epochs over 10,000 images in batches of :data:`BATCH`.
+#: The schedule of a proxy trained on the owner's own items (:func:`train_own_proxy`,
+#: :func:`own_proxy_epochs`): at least the optimiser steps of :data:`EPOCHS` epochs over
+#: 10,000 images in batches of :data:`BATCH`, and at least :data:`OWN_EPOCHS` epochs.
 OWN_STEPS: Final = OWN_PROXY_STEPS
+OWN_EPOCHS: Final = OWN_PROXY_EPOCHS
 #: The convergence check of :func:`train_own_proxy`: it stops once the mean training loss
 #: (cross-entropy on the augmented batches) over its last whole epochs of at least
 #: :data:`CONVERGED_WINDOW` optimiser steps is below :data:`CONVERGED_LOSS`, the proxy then
@@ -264,15 +266,23 @@ def train_proxy(
 
 
 def own_proxy_epochs(n_images: int, steps: int | None = None) -> int:
-    """Return the epochs that give a proxy on ``n_images`` images ``steps`` steps or more.
+    """Return the epochs of the schedule of a proxy of the owner's own ``n_images`` items.
 
-    ``steps`` defaults to :data:`OWN_STEPS`: the most a proxy of the owner's own items
-    trains (:func:`train_own_proxy` stops before once it fits them).
+    By default the most it trains (:func:`train_own_proxy` stops before once it fits
+    them): whole epochs of at least :data:`OWN_STEPS` optimiser steps, and at least
+    :data:`OWN_EPOCHS` epochs. A few hundred items need the steps, not the epochs, to fit
+    (200 Fashion-MNIST items fit at about 1,600 steps, 800 epochs, and not on a schedule
+    of 800 steps); a collection of more than 10,368 items (81 batches an epoch) gets the
+    epochs, each item seen as often as the public proxy's are (docs/benchmarks.md, "The
+    proxy's training"). ``steps`` other than None asks for whole epochs of at least that
+    many steps and nothing else (smoke runs).
     """
     if n_images < 1:
         raise InputError("a proxy needs at least one image")
     per_epoch = (n_images + BATCH - 1) // BATCH
-    return max(1, -(-(OWN_STEPS if steps is None else steps) // per_epoch))
+    if steps is not None:
+        return max(1, -(-steps // per_epoch))
+    return max(1, -(-OWN_STEPS // per_epoch), OWN_EPOCHS)
 
 
 class FitCheck:
@@ -321,9 +331,9 @@ def train_own_proxy(
 
     What ``owner mark`` does when she gives labels and no extractor: a proxy of her
     domain trained on the very items she marks. It trains with :func:`train_proxy`'s
-    recipe, its schedule as long as :data:`OWN_STEPS` steps in whole epochs (as many
-    as the proxy trained on 10,000 public images takes; ``steps`` other than the
-    default are for smoke runs), and with ``converge`` it stops at the first epoch
+    recipe, its schedule :func:`own_proxy_epochs` long (at least the steps the proxy
+    trained on 10,000 public images takes, and at least its epochs; ``steps`` other
+    than None are for smoke runs), and with ``converge`` it stops at the first epoch
     where ``check`` (a :class:`FitCheck` of the images, made here when not given; it
     records where it stopped) says it fits them; without, it trains every step (what
     ``owner mark`` did before ``MarkingConfig.proxy_converge``).

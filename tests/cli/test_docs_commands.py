@@ -460,6 +460,7 @@ def quick_start_in(folder: Path) -> list[tuple[Command, list[str]]]:
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_the_readme_quick_start_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
+    monkeypatch.setattr(proxy_module, "OWN_EPOCHS", 1)
     servers = []
     ran = []
     try:
@@ -750,6 +751,7 @@ PICKLED_FILE = "whole.pt"
 #: The trainings a session runs, made tiny: (module, constant, value).
 FAST = (
     ("twinaudit.owner.marking.proxy", "OWN_STEPS", 24),
+    ("twinaudit.owner.marking.proxy", "OWN_EPOCHS", 1),
     ("twinaudit.owner.marking.proxy", "EPOCHS", 2),
     ("twinaudit.cli.cmd_estimate", "STEPS", 24),
 )

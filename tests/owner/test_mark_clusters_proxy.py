@@ -25,6 +25,7 @@ SECRET = bytes(range(32))
 def few_steps(monkeypatch):
     """Train the proxy 24 steps instead of thousands: the rules, not the proxy, are tested."""
     monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
+    monkeypatch.setattr(proxy_module, "OWN_EPOCHS", 1)
 
 
 def _blobs(seed=0, per=30, centres=((0, 0), (10, 0), (0, 10))):

@@ -25,7 +25,6 @@ from twinaudit.owner.marking.config import (
 from twinaudit.owner.marking.extractors import load_extractor
 from twinaudit.owner.marking.proxy import (
     SmallCNN,
-    own_proxy_epochs,
     train_own_proxy,
     weights_digest,
 )
@@ -41,6 +40,7 @@ SECRET = bytes(range(32))
 def few_steps(monkeypatch):
     """Train the proxy 24 steps instead of thousands: the rules, not the proxy, are tested."""
     monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
+    monkeypatch.setattr(proxy_module, "OWN_EPOCHS", 1)
 
 
 def _photos(tmp_path, n=24, side=8, channels=1, labels=True):
@@ -79,14 +79,6 @@ def test_the_side_is_the_images_own_when_small_and_square():
     assert own_proxy_side([(32, 32), (32, 32)]) == 32
     for shapes in ([(30, 30)], [(28, 32)], [(28, 28), (32, 32)], [(512, 512)], [(4, 4)]):
         assert own_proxy_side(shapes) == OWN_OTHER_SIDE
-
-
-def test_steps_are_fixed_whatever_the_number_of_images():
-    proxy_module.OWN_STEPS = 3160  # the fixture restores it
-    assert own_proxy_epochs(200) == 1580  # two batches an epoch
-    assert own_proxy_epochs(10_000) == 40  # the public proxy's recipe
-    with pytest.raises(InputError):
-        own_proxy_epochs(0)
 
 
 def test_the_digest_sees_every_weight():

@@ -20,6 +20,7 @@ from twinaudit.owner.marking.proxy import (
     BATCH,
     CONVERGED_LOSS,
     CONVERGED_WINDOW,
+    OWN_EPOCHS,
     FitCheck,
     own_proxy_epochs,
     train_own_proxy,
@@ -88,6 +89,26 @@ def test_the_proxy_stops_once_it_fits_and_trains_every_step_without():
     assert weights_digest(full) != weights_digest(fitted)
     # Stopping is part of what retrains bit for bit.
     assert weights_digest(train_own_proxy(images, labels)) == weights_digest(fitted)
+
+
+def test_the_schedule_is_the_steps_for_a_few_items_and_the_epochs_for_many(monkeypatch):
+    """3,160 steps or 40 epochs, whichever is more: unchanged up to 10,368 items."""
+    monkeypatch.setattr(proxy_module, "OWN_STEPS", OWN_PROXY_STEPS)  # the real schedule
+    assert OWN_EPOCHS == 40
+    for n in range(1, 10_369):
+        per_epoch = -(-n // BATCH)
+        # What it was when the schedule counted steps only: the same weights are retrained.
+        assert own_proxy_epochs(n) == -(-OWN_PROXY_STEPS // per_epoch), n
+    assert own_proxy_epochs(200) == 1_580  # two batches an epoch
+    assert own_proxy_epochs(10_000) == 40  # 79 batches: 3,160 steps
+    assert own_proxy_epochs(10_369) == 40  # 82 batches: 3,280 steps, not 39 epochs' 3,198
+    assert own_proxy_epochs(20_000) == 40  # 157 batches: 6,280 steps, not 21 epochs' 3,297
+    assert own_proxy_epochs(1_000_000) == 40
+    # Steps asked for (smoke runs) are whole epochs of at least that many, nothing more.
+    assert own_proxy_epochs(20_000, OWN_PROXY_STEPS) == 21
+    assert own_proxy_epochs(16, 24) == 24
+    with pytest.raises(InputError):
+        own_proxy_epochs(0)
 
 
 def test_a_proxy_that_never_fits_trains_every_step(monkeypatch):

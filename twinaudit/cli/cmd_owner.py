@@ -183,7 +183,12 @@ def register(commands: Any) -> None:
 def _register_mark(sub: Any) -> None:
     from twinaudit.owner.kinds import KINDS
     from twinaudit.owner.marking import MarkingConfig
-    from twinaudit.owner.marking.config import OWN_MAX_SIDE, OWN_OTHER_SIDE, OWN_PROXY_STEPS
+    from twinaudit.owner.marking.config import (
+        OWN_MAX_SIDE,
+        OWN_OTHER_SIDE,
+        OWN_PROXY_EPOCHS,
+        OWN_PROXY_STEPS,
+    )
 
     defaults = MarkingConfig()
     mark = sub.add_parser(
@@ -312,7 +317,8 @@ def _register_mark(sub: Any) -> None:
         "--proxy-converge",
         action=argparse.BooleanOptionalAction,
         help="train the proxy only until it fits the images, at most "
-        f"{OWN_PROXY_STEPS:,} steps (default; --no-proxy-converge: every step)",
+        f"{OWN_PROXY_STEPS:,} steps or {OWN_PROXY_EPOCHS} epochs, whichever is more "
+        "(default; --no-proxy-converge: every step)",
     )
     mark.add_argument(
         "--device",
