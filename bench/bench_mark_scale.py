@@ -20,6 +20,10 @@ For each size it prints:
   included: what the extractor costs on a photo), and, stricter, fed 32 × 32 inputs
   (the network alone); target ≤ 1.5× (issue #39); the same ratios of CPU time follow,
   which a machine shared with other work moves less than wall time;
+- the floor of any marker that writes both versions at full size: two new arrays, the
+  photos plus one and minus one (:func:`two_versions`), timed in the same rounds,
+  against the network alone at 32 px (``1 + floor / network`` is the least a marker
+  can reach against it, whatever its search costs);
 - the peak resident memory of a fresh process that runs ``owner mark`` with labels on
   those photos (written as JPEG files) end to end, decoding, the proxy, marking and the
   vault, with the default memory setting (2 GiB).
@@ -141,6 +145,11 @@ def mark_in_child(argv: list[str], train_steps: int | None, threads: int) -> tup
         return pool.apply(_run_mark, (argv, train_steps, threads))
 
 
+def two_versions(pixels: Pixels) -> tuple[Pixels, Pixels]:
+    """Return two new arrays, ``pixels`` ± 1: the cost of writing two versions of the photos."""
+    return pixels + np.uint8(1), pixels - np.uint8(1)
+
+
 def write_folder(folder: Path, pixels: Pixels) -> Path:
     """Write the photos as JPEGs (quality 92) and a labels CSV; return the CSV."""
     folder.mkdir(parents=True)
@@ -164,11 +173,12 @@ def bench_size(label: str, pixels: Pixels, threads: int, work: Path) -> None:
         marker.mark(pixels[:1], 0)
     full = torch.from_numpy(pixels).permute(0, 3, 1, 2).float() / 255.0
     small = torch.rand(len(pixels), 3, SIDE, SIDE)
-    times = {name: Timing() for name in ("raw-full", "raw-input", *markers)}
+    times = {name: Timing() for name in ("raw-full", "raw-input", "floor", *markers)}
     for round_ in range(2):
         jobs: list[tuple[str, Callable[[], object]]] = [
             ("raw-full", partial(raw_passes, extractor, full, steps)),
             ("raw-input", partial(raw_passes, extractor, small, steps)),
+            ("floor", partial(two_versions, pixels)),
         ]
         jobs += [(name, partial(m.mark, pixels, 0)) for name, m in markers.items()]
         for name, job in reversed(jobs) if round_ else jobs:
@@ -189,6 +199,14 @@ def bench_size(label: str, pixels: Pixels, threads: int, work: Path) -> None:
         f" rounds): raw extractor {n / raw_full.wall:.2f} images/s fed at full size,"
         f" {n / raw_input.wall:.2f} fed at {SIDE}x{SIDE}; owner mark with labels end to end:"
         f" exit {code}, peak RSS {peak / 2**20:,.0f} MiB (setting {describe(DEFAULT_MEMORY)})"
+    )
+    floor = times["floor"]
+    wall_ratio, cpu_ratio = floor.wall / raw_input.wall, floor.cpu / raw_input.cpu
+    print(
+        f"  two versions written (the floor): {floor.cpu / n:.4f} CPU s/image, x the network"
+        f" alone at {SIDE} px {wall_ratio:.2f} (CPU {cpu_ratio:.2f}): no marker writing both"
+        f" is below {1 + cpu_ratio:.2f}x it",
+        flush=True,
     )
     for name in markers:
         t = times[name]
