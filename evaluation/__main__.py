@@ -70,6 +70,7 @@ from .specs import (
     Plan,
     only_attack_rows,
     only_photo_marks,
+    only_used_models,
     with_sizes,
 )
 from .unlearning import extra_models as unlearned_models
@@ -220,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
         "the output defences and the unattacked models stay in); photo, photo-standard: "
         f"only these marks ({' '.join(PHOTO_MARKERS)}; the clean models stay for them)",
     )
+    parser.add_argument(
+        "--used-only",
+        action="store_true",
+        help="photo, photo-standard: train and audit only the models trained on her marks, "
+        "not the clean ones (whose summaries the archive may already hold under their name)",
+    )
     parser.add_argument("--n-train", type=int, help="override M (smoke runs)")
     parser.add_argument("--epochs", type=int, help="override the epochs (smoke runs)")
     parser.add_argument(
@@ -297,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                 plans = [only_photo_marks(p, args.rows) for p in plans]
         except ValueError as exc:
             parser.error(f"--rows: {exc}")
+    if args.used_only:
+        if args.table not in ("photo", "photo-standard"):
+            parser.error("--used-only applies to the photo and photo-standard tables")
+        plans = [only_used_models(p) for p in plans]
     try:
         # Writing the results reads no images: only the classifier tables need them here.
         reads_images = args.table not in (*foundation.COMMANDS, "report")

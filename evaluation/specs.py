@@ -941,6 +941,20 @@ def only_photo_marks(plan: Plan, marks: Sequence[str]) -> Plan:
     return kept
 
 
+def only_used_models(plan: Plan) -> Plan:
+    """Return ``plan`` (a photo rung's) without its clean models and their claims.
+
+    For a run whose clean models are on record under a name it cannot train again as
+    they were (a CPU's training differs from machine to machine, and the archive keeps
+    summaries, not weights): its used models' claims are new, and no second model is
+    recorded under a clean model's name.
+    """
+    kept = Plan(plan.table, plan.title)
+    kept.jobs = [j for j in plan.jobs if not j.model.clean]
+    kept.models = [m for m in plan.models if not m.clean]
+    return kept
+
+
 def defence_audits(defence: str) -> list[AuditSpec]:
     """Return the attacks table's claims through ``defence`` (see :data:`ATTACK_DEFENCES`)."""
     name = defence.partition(":")[0]

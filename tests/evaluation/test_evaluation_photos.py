@@ -13,6 +13,7 @@ from evaluation.photo_pairs import RememberingOracle
 from evaluation.specs import (
     LABELLED_DEFAULT_AUDITS,
     only_photo_marks,
+    only_used_models,
     plan_photo,
     plan_photo_standard,
 )
@@ -38,6 +39,22 @@ def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_de
         "s0-n10000-photoown10",
         "s0-n10000-photoownfree10",
     }
+
+
+def test_used_only_leaves_out_the_clean_models_and_their_claims(capsys):
+    whole = only_photo_marks(plan_photo_standard([0, 1]), ["photoownfree"])
+    used = only_used_models(whole)
+    assert used.models == [m for m in whole.models if not m.clean]
+    assert {m.marker for m in used.models} == {"photoownfree"} and len(used.models) == 2
+    assert used.jobs == [j for j in whole.jobs if not j.model.clean]
+    assert len(used.jobs) == 2 * len(LABELLED_DEFAULT_AUDITS)
+    assert (
+        evaluation_main(["photo-standard", "--rows", "photoownfree", "--used-only", "--plan"]) == 0
+    )
+    assert "clean" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        evaluation_main(["standard", "--used-only", "--plan"])
+    assert "applies to the photo and photo-standard tables" in capsys.readouterr().err
 
 
 def test_rows_keep_one_photo_mark_with_the_clean_models_it_needs(capsys):
