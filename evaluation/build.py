@@ -291,7 +291,11 @@ class Workspace:
                     model = SmallCNN()
             else:
                 converge = spec.marker == OWN_FIT_PROXY_MARKER
-                model = train_own_proxy(images, labels, seed=0, steps=steps, converge=converge)
+                # At full length, the schedule owner mark trains: None, not the steps, so that
+                # its epoch floor applies as there (:func:`own_proxy_epochs`).
+                model = train_own_proxy(
+                    images, labels, seed=0, steps=steps if smoke else None, converge=converge
+                )
             target.parent.mkdir(parents=True, exist_ok=True)
             write_proxy(model, target)
         return target
