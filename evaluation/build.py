@@ -59,11 +59,14 @@ from . import photos
 from .specs import (
     CLUSTERS_PROXY_MARKER,
     OWN_FIT_PROXY_MARKER,
+    OWN_FIT_STEPS_MARKER,
     OWN_PROXY_MARKER,
+    OWNER_PERCENT,
     PROXY_MARKER,
     RANDOM_PROXY_MARKER,
     ModelSpec,
     VaultSpec,
+    split_name,
 )
 from .standard import SCALE_BATCH, SCALE_LR, make_resnet, make_resnet18, train_standard
 
@@ -125,6 +128,7 @@ PROXY_MARKERS: Final = (
     PROXY_MARKER,
     OWN_PROXY_MARKER,
     OWN_FIT_PROXY_MARKER,
+    OWN_FIT_STEPS_MARKER,
     CLUSTERS_PROXY_MARKER,
     RANDOM_PROXY_MARKER,
 )
@@ -150,16 +154,26 @@ class Workspace:
             self._data = demo_data.load(self.data_folder)
         return self._data
 
-    def split(self, seed: int, n_train: int) -> demo_data.Split:
-        """Return the data split of experiment ``seed`` (written on first use)."""
-        folder = self.root / "data" / f"s{seed}-n{n_train}"
+    def split(self, seed: int, n_train: int, owner_percent: int = OWNER_PERCENT) -> demo_data.Split:
+        """Return the data split of experiment ``seed`` (written on first use).
+
+        The owner's share is ``owner_percent`` of ``n_train`` images (the demo's 10%
+        unless a table says otherwise).
+        """
+        folder = self.root / "data" / split_name(seed, n_train, owner_percent)
         if not folder.exists():
 
             def build(tmp: Path) -> None:
-                demo_data.write_split(self.fashion_mnist(), tmp, n_train=n_train, seed=seed)
+                demo_data.write_split(
+                    self.fashion_mnist(),
+                    tmp,
+                    n_train=n_train,
+                    seed=seed,
+                    owner_percent=owner_percent,
+                )
 
             _publish_atomically(build, folder)
-        return demo_data.split_in(folder, n_train)
+        return demo_data.split_in(folder, n_train, owner_percent)
 
     def vault(self, spec: VaultSpec) -> Vault:
         """Return the owner's vault of ``spec`` (marked on first use)."""
@@ -177,7 +191,7 @@ class Workspace:
 
             _publish_atomically(build_photos, target)
         if not target.exists():
-            split = self.split(spec.seed, spec.n_train)
+            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
             config = self.marking_config(spec)
 
             def build(tmp: Path) -> None:
@@ -196,7 +210,7 @@ class Workspace:
         """
         folder = self.root / "photos" / f"s{spec.seed}-n{spec.n_train}"
         if not folder.exists():
-            split = self.split(spec.seed, spec.n_train)
+            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
             items = np.load(split.owner_images)
             labels = json.loads(split.owner_labels.read_text())
 
@@ -269,18 +283,22 @@ class Workspace:
         :func:`~twinaudit.owner.marking.proxy.train_own_proxy` on her share of the split, what
         ``owner mark`` trains when she gives labels and no extractor: every step for
         ``pgdown`` and ``pgdclusters`` (what it did when their tables ran), until it fits
-        her items for ``pgdownfit`` (``MarkingConfig.proxy_converge``, its default since).
+        her items for ``pgdownfit`` (``MarkingConfig.proxy_converge``, its default since),
+        and until it fits them on the schedule of 3,160 steps in whole epochs, without
+        the epoch floor, for ``pgdownfitsteps`` (what it trained before the floor).
         """
         steps = OWN_STEPS * self.proxy_epochs // PROXY_EPOCHS  # fewer in smoke runs
         smoke = "" if steps == OWN_STEPS else f"-t{steps}"
         kind = {
             OWN_PROXY_MARKER: "own",
             OWN_FIT_PROXY_MARKER: "ownfit",
+            OWN_FIT_STEPS_MARKER: "ownfitsteps",
             CLUSTERS_PROXY_MARKER: "clusters",
         }.get(spec.marker, "untrained")
-        target = self.root / "proxy" / f"{kind}-s{spec.seed}-n{spec.n_train}{smoke}.pt"
+        name = split_name(spec.seed, spec.n_train, spec.owner_percent)
+        target = self.root / "proxy" / f"{kind}-{name}{smoke}.pt"
         if not target.exists():
-            split = self.split(spec.seed, spec.n_train)
+            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
             images = np.load(split.owner_images)
             labels = np.array(json.loads(split.owner_labels.read_text()), dtype=np.int64)
             if spec.marker == CLUSTERS_PROXY_MARKER:
@@ -290,11 +308,13 @@ class Workspace:
                     torch.manual_seed(0)
                     model = SmallCNN()
             else:
-                converge = spec.marker == OWN_FIT_PROXY_MARKER
+                converge = spec.marker in {OWN_FIT_PROXY_MARKER, OWN_FIT_STEPS_MARKER}
                 # At full length, the schedule owner mark trains: None, not the steps, so that
-                # its epoch floor applies as there (:func:`own_proxy_epochs`).
+                # its epoch floor applies as there (:func:`own_proxy_epochs`); the steps
+                # alone for the schedule before the floor.
+                fixed = smoke or spec.marker == OWN_FIT_STEPS_MARKER
                 model = train_own_proxy(
-                    images, labels, seed=0, steps=steps if smoke else None, converge=converge
+                    images, labels, seed=0, steps=steps if fixed else None, converge=converge
                 )
             target.parent.mkdir(parents=True, exist_ok=True)
             write_proxy(model, target)
@@ -313,7 +333,7 @@ class Workspace:
 
     def used_mask(self, spec: ModelSpec) -> npt.NDArray[np.bool_]:
         """Return which of the owner's items ``spec`` trained on (a seeded random subset)."""
-        n_owner = self.split(spec.seed, spec.n_train).n_owner
+        n_owner = self.split(spec.seed, spec.n_train, spec.owner_percent).n_owner
         used = np.zeros(n_owner, dtype=bool)
         n_used = round(spec.fraction * n_owner)
         used[np.random.default_rng([spec.seed, 7]).permutation(n_owner)[:n_used]] = True
@@ -330,7 +350,7 @@ class Workspace:
         items (:meth:`used_mask`; ``owner``, when the caller has :meth:`owner_items`
         already), then other images in place of the rest.
         """
-        split = self.split(spec.seed, spec.n_train)
+        split = self.split(spec.seed, spec.n_train, spec.owner_percent)
         shared = np.load(split.shared_images), np.load(split.shared_labels)
         extra = np.load(split.clean_images), np.load(split.clean_labels)
         used = self.used_mask(spec)
@@ -345,7 +365,7 @@ class Workspace:
         """Return the owner's published images (and labels) ``spec`` trained on; none if clean."""
         used = self.used_mask(spec)
         if not used.any():
-            split = self.split(spec.seed, spec.n_train)
+            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
             side = np.load(split.shared_images).shape[1:]
             return np.zeros((0, *side), dtype=np.uint8), np.zeros(0, dtype=np.int64)
         images, labels = self.published(spec.vault())
@@ -394,7 +414,7 @@ class Workspace:
         for spec in todo:  # data and vaults are built here, once, before the workers start
             owner = self.owner_items(spec)
             images, labels = self.training_set(spec, owner)
-            split = self.split(spec.seed, spec.n_train)
+            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
             inputs.append((spec, images, labels, owner, split.test_images, split.test_labels))
         options = {spec: self.attack_options(spec) for spec in todo}
         context = multiprocessing.get_context("spawn")

@@ -143,6 +143,26 @@ RUNG_INTRO: Final = {
         "ladder's `-t1` and the photo rung's `-t2` keep no weights here), audited with "
         "this table's vaults and with the defaults under 20 fresh publication bits each."
     ),
+    "proxylarge": (
+        "An owner of 20,000 items, the only size here where issue #39 part 3's epoch floor "
+        "changes the proxy `twinaudit owner mark` trains on her own labelled items (the "
+        "floor applies above 10,368 items; every other table's owner has at most 5,400). "
+        "Both sides train the proxy CNN on her 20,000 items until it fits them "
+        "(`--proxy-converge`) or its schedule ends: `pgdownfit` on the schedule `owner "
+        "mark` trains now, 40 epochs (6,280 "
+        "steps), `pgdownfitsteps` on the one before the floor, whole epochs of at least "
+        "3,160 steps (21 epochs, 3,297 steps); each vault has its own secret, so its own "
+        "publication bits. The practitioner: the demo's 1.62M-weight CNN, Adam, "
+        "pad-crop-flip, on M = 40,000 Fashion-MNIST images of which half are her published "
+        "items (all of them used), 20 epochs (800,000 images seen, as rung (a)'s 500 "
+        "epochs of 2,000); ε = 10, 10 PGD steps of ε/4. Claims: the labelled owner's "
+        "defaults (C1 `dither` K = 1, tie margin 0.01, `mixture-graded`; C3 `dither` "
+        "K = 1). Clean models: the same recipe on the split without her items (her share "
+        "replaced by 20,000 other images), audited with both vaults of their seed and "
+        "with the defaults under 5 fresh publication bits each (on the `pgdownfit` "
+        "vault). The ablation below gives q̂ over all 20,000 pairs: the comparison this "
+        "table is for."
+    ),
     "standard": (
         "Rung (b): a practitioner who trains the ordinary way: a small ResNet "
         "(`evaluation.standard`, 309k weights, BatchNorm, global pooling), SGD with "

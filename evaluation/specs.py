@@ -41,6 +41,8 @@ K: Final = 32
 PERTURBATION: Final = "pad-shift-flip"
 TEST: Final = "mixture-e"
 P: Final = 0.05
+#: The owner's share of a split, in percent of the practitioner's training set.
+OWNER_PERCENT: Final = 10
 
 TRAINERS: Final = ("demo", "resnet-sgd", "resnet18-sgd")
 CONDITIONS: Final = ("C1", "C2", "C3", "C4")
@@ -64,11 +66,24 @@ class VaultSpec:
     n_train: int = N_TRAIN
     epsilon: int = EPSILON
     marker: str = MARKER
+    #: Her share of the split in percent of ``n_train`` (:func:`split_name`).
+    owner_percent: int = OWNER_PERCENT
 
     @property
     def name(self) -> str:
         """A file-system name that identifies the vault."""
-        return f"s{self.seed}-n{self.n_train}-{self.marker}{self.epsilon}"
+        split = split_name(self.seed, self.n_train, self.owner_percent)
+        return f"{split}-{self.marker}{self.epsilon}"
+
+
+def split_name(seed: int, n_train: int, owner_percent: int = OWNER_PERCENT) -> str:
+    """Return the name of the data split of experiment ``seed``, ``n_train`` and her share.
+
+    The share is named only when it is not :data:`OWNER_PERCENT`, so every name made
+    before it could differ is unchanged.
+    """
+    share = "" if owner_percent == OWNER_PERCENT else f"-o{owner_percent}"
+    return f"s{seed}-n{n_train}{share}"
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,9 @@ class ModelSpec:
     #: A training-time attack (:mod:`evaluation.attack_training`): ``dp<σ>``,
     #: ``gauss<σ>``, ``advreg``, ``markperturb``; "" trains the ordinary way.
     attack: str = ""
+    #: The owner's share of the split in percent of ``n_train`` (at most 50): the set is
+    #: always ``n_train`` images, her published ones replacing as many others.
+    owner_percent: int = OWNER_PERCENT
 
     def __post_init__(self) -> None:
         """Normalise a clean model's marks (it saw none)."""
@@ -108,6 +126,8 @@ class ModelSpec:
             raise ValueError(f"unknown trainer {self.trainer!r}; known: {TRAINERS}")
         if self.attack and (self.trainer != "demo" or not ATTACK_NAME.fullmatch(self.attack)):
             raise ValueError(f"unknown training attack {self.attack!r} (demo trainer only)")
+        if not 1 <= self.owner_percent <= 50:
+            raise ValueError(f"owner_percent must be in 1..50, not {self.owner_percent}")
         if self.fraction == 0.0:
             object.__setattr__(self, "epsilon", 0)
             object.__setattr__(self, "marker", MARKER)
@@ -124,10 +144,8 @@ class ModelSpec:
         again = f"-t{self.training}" if self.training else ""
         trainer = "" if self.trainer == "demo" else f"-{self.trainer}"
         attack = f"-{self.attack}" if self.attack else ""
-        return (
-            f"s{self.seed}-n{self.n_train}{trainer}-{self.recipe}-e{self.epochs}{attack}-"
-            f"{data}{again}"
-        )
+        split = split_name(self.seed, self.n_train, self.owner_percent)
+        return f"{split}{trainer}-{self.recipe}-e{self.epochs}{attack}-{data}{again}"
 
     @property
     def training_seed(self) -> int:
@@ -144,7 +162,9 @@ class ModelSpec:
     def vault(self, epsilon: int | None = None, marker: str | None = None) -> VaultSpec:
         """Return the vault its published images came from (or it is audited against)."""
         eps = self.epsilon if epsilon is None else epsilon
-        return VaultSpec(self.seed, self.n_train, eps or EPSILON, marker or self.marker)
+        return VaultSpec(
+            self.seed, self.n_train, eps or EPSILON, marker or self.marker, self.owner_percent
+        )
 
 
 #: How :attr:`ModelSpec.name` ends for a clean model: ``-clean``, then ``-t<n>`` for a
@@ -317,6 +337,11 @@ OWN_PROXY_MARKER: Final = "pgdown"
 #: The same proxy trained until it fits her items (``MarkingConfig.proxy_converge``, the
 #: CLI's default since issue #39 part 3) instead of every one of its 3,160 steps.
 OWN_FIT_PROXY_MARKER: Final = "pgdownfit"
+#: The same proxy trained until it fits her items on the schedule ``owner mark`` trained
+#: before the epoch floor of :func:`twinaudit.owner.marking.proxy.own_proxy_epochs`:
+#: whole epochs of at least 3,160 steps, however many items (the ``proxylarge`` table's
+#: other side).
+OWN_FIT_STEPS_MARKER: Final = "pgdownfitsteps"
 #: The same proxy trained on the owner's own items with pseudo-labels instead of labels:
 #: their k-means clusters in EfficientNet-Lite0's features (``--extractor proxy-clusters``).
 CLUSTERS_PROXY_MARKER: Final = "pgdclusters"
@@ -486,6 +511,54 @@ def plan_proxyfit(seeds: Sequence[int]) -> Plan:
             epsilon=CLI_EPSILON,
             marker=OWN_FIT_PROXY_MARKER,
         )
+    return plan
+
+
+#: The ``proxylarge`` table's practitioner: the demo's CNN and recipe on M = 40,000 images,
+#: half of them the owner's (20,000 items, where the proxy's schedule gets the epoch
+#: floor: 40 epochs, 6,280 steps, against 21 epochs, 3,297 steps, before it), trained
+#: 20 epochs: 800,000 images seen, about what rung (a)'s 500 epochs of 2,000 are.
+PROXYLARGE_N_TRAIN: Final = 40_000
+PROXYLARGE_OWNER_PERCENT: Final = 50
+PROXYLARGE_EPOCHS: Final = 20
+#: The ``proxylarge`` table's marks: the schedule ``owner mark`` trains now, and before.
+PROXYLARGE_MARKERS: Final = (OWN_FIT_PROXY_MARKER, OWN_FIT_STEPS_MARKER)
+#: Fresh publication bits per clean model there (each null claim opens up to 20,000 pairs).
+PROXYLARGE_NULL_DRAWS: Final = 5
+
+
+def plan_proxylarge(seeds: Sequence[int]) -> Plan:
+    """Plan the labelled owner's default marks for a collection of 20,000 items.
+
+    Issue #39 part 3 made the proxy of her own items train at least 40 epochs, which
+    changes its schedule only above 10,368 items: no other table's owner has that many.
+    Here she has 20,000 (:data:`PROXYLARGE_N_TRAIN`, :data:`PROXYLARGE_OWNER_PERCENT`),
+    marked on the proxy ``owner mark`` trains now (``pgdownfit``) and on the one it trained
+    before the floor (``pgdownfitsteps``); each seed's two used models and one clean model
+    are the demo's recipe trained :data:`PROXYLARGE_EPOCHS` epochs, audited with the
+    labelled owner's default claims, the clean one with both vaults and under
+    :data:`PROXYLARGE_NULL_DRAWS` fresh publication bits each.
+    """
+    plan = Plan(
+        "proxylarge",
+        "An owner of 20,000 items: the proxy's schedule with and without the epoch floor "
+        "(`pgdownfit`, `pgdownfitsteps`)",
+    )
+    base = ModelSpec(
+        0,
+        epsilon=CLI_EPSILON,
+        n_train=PROXYLARGE_N_TRAIN,
+        epochs=PROXYLARGE_EPOCHS,
+        owner_percent=PROXYLARGE_OWNER_PERCENT,
+    )
+    nulls = _null_audits(PROXYLARGE_NULL_DRAWS, audits=LABELLED_DEFAULT_AUDITS)
+    for seed in seeds:
+        for marker in PROXYLARGE_MARKERS:
+            plan.add(replace(base, seed=seed, marker=marker), LABELLED_DEFAULT_AUDITS)
+        clean = replace(base, seed=seed, fraction=0.0)
+        for marker in PROXYLARGE_MARKERS:
+            audits = [*LABELLED_DEFAULT_AUDITS, *(nulls if marker == PROXYLARGE_MARKERS[0] else [])]
+            plan.add(clean, audits, epsilon=CLI_EPSILON, marker=marker)
     return plan
 
 
@@ -1094,6 +1167,7 @@ PLANNERS: Final = {
     "photo": plan_photo,
     "photo-standard": plan_photo_standard,
     "proxyfit": plan_proxyfit,
+    "proxylarge": plan_proxylarge,
 }
 
 

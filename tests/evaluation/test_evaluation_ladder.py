@@ -25,6 +25,7 @@ from evaluation.specs import (
     LABELLED_DEFAULT_AUDITS,
     LADDER_NULL_DRAWS,
     MARGIN_AUDITS,
+    PROXYLARGE_NULL_DRAWS,
     SCALE_CLEAN_SEEDS,
     SCALE_NULL_DRAWS,
     SCALE_OWN_AUDITS,
@@ -35,6 +36,7 @@ from evaluation.specs import (
     plan_converged,
     plan_converged_own,
     plan_ladder,
+    plan_proxylarge,
     plan_scale,
     plan_scale_own,
     plan_standard,
@@ -224,6 +226,28 @@ def test_rung_c_on_the_default_marks_pairs_every_used_resnet18_with_a_clean_one(
     assert len(redrawn) == 5 * len(LABELLED_DEFAULT_AUDITS) * SCALE_NULL_DRAWS
     # a seed at a time, as a lent accelerator's time allows
     assert [m.seed for m in plan_scale_own([2]).models] == [2, 2]
+
+
+def test_the_large_owner_table_splits_half_and_half_and_compares_two_proxy_schedules():
+    plan = plan_proxylarge(range(3))
+    assert [m.name for m in plan.models if m.seed == 2] == [
+        "s2-n40000-o50-pad-crop-flip-e20-pgdownfit10-f1.0",
+        "s2-n40000-o50-pad-crop-flip-e20-pgdownfitsteps10-f1.0",
+        "s2-n40000-o50-pad-crop-flip-e20-clean",
+    ]
+    assert {j.vault.name for j in plan.jobs if j.model.seed == 0} == {
+        "s0-n40000-o50-pgdownfit10",
+        "s0-n40000-o50-pgdownfitsteps10",
+    }
+    assert {j.audit for j in plan.jobs if not j.model.clean} == set(LABELLED_DEFAULT_AUDITS)
+    redrawn = [j for j in plan.jobs if j.audit.rho_draw]
+    assert all(j.model.clean and j.vault.marker == "pgdownfit" for j in redrawn)
+    assert len(redrawn) == 3 * len(LABELLED_DEFAULT_AUDITS) * PROXYLARGE_NULL_DRAWS
+    # her share is named only where it is not the demo's 10%: every other name is as it was
+    assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"
+    assert ModelSpec(0).vault().name == "s0-n2000-bernoulli32"
+    with pytest.raises(ValueError, match="owner_percent"):
+        ModelSpec(0, owner_percent=60)
 
 
 def test_resnet18_has_the_cifar_form_eleven_million_weights_and_full_size_first_stage():
@@ -449,6 +473,25 @@ def test_a_tiny_unlabelled_rung_marks_on_a_clusters_proxy_and_reports(tmp_path, 
     again = (work / "ablation.jsonl").read_text().splitlines()
     assert sorted(again) == sorted(scored)  # the same wins, losses and ties as before
     assert (work / "audits.jsonl").read_text() == claims
+
+
+@pytest.mark.slow
+@needs_data
+def test_a_tiny_large_owner_table_marks_half_the_split_on_both_schedules(tmp_path):
+    work = _tiny_run(tmp_path, "proxylarge")
+    split = work / "data" / "s0-n200-o50"
+    assert len(json.loads((split / "owner-labels.json").read_text())) == 100
+    assert np.load(split / "shared-images.npy").shape[0] == 100
+    proxies = sorted(p.name for p in (work / "proxy").iterdir())
+    assert proxies == ["ownfit-s0-n200-o50-t79.pt", "ownfitsteps-s0-n200-o50-t79.pt"]
+    audits = (work / "audits.jsonl").read_text().splitlines()
+    assert len(audits) == len(plan_proxylarge([0]).jobs)
+    for line in (work / "ablation.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        assert record["wins"] + record["losses"] + record["ties"] == 100  # every pair
+    report = (tmp_path / "results.md").read_text()
+    assert "## An owner of 20,000 items" in report
+    assert "| `pgdownfitsteps` ε = 10 | C3, `dither` K = 1 |" in report
 
 
 def test_ablation_only_is_refused_outside_the_ladder(capsys):
