@@ -15,18 +15,29 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import limits
+from .encoding import Piece
 from .errors import CommitmentError, InputError
-from .hashing import tagged_hash
+from .hashing import tagged_hash, tagged_hash_of_bytes
 
 
 def version_digest(content: bytes) -> bytes:
-    """Return the digest of one version's canonical item bytes."""
+    """Return the digest of one version's canonical item bytes (hashed without a copy)."""
     if not isinstance(content, bytes):
         raise InputError("version content must be bytes")
-    return tagged_hash("version-digest", content)
+    return tagged_hash_of_bytes("version-digest", [content])
+
+
+def version_digest_of_pieces(pieces: Sequence[Piece]) -> bytes:
+    """Return :func:`version_digest` of the canonical item bytes given in ``pieces``.
+
+    For :func:`~twinaudit.protocol.items.encode_item_pieces`: a large image's pixels are
+    hashed where they lie, never copied into one byte string.
+    """
+    return tagged_hash_of_bytes("version-digest", pieces)
 
 
 def _check_salt(salt: bytes) -> bytes:

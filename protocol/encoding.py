@@ -76,7 +76,11 @@ def _normalise(obj: Any, depth: int) -> Any:
         for key, value in obj.items():
             if not isinstance(key, str):
                 raise EncodingError(f"map key {key!r} is not a text string")
-            items.append((key.encode("utf-8"), key, _normalise(value, depth + 1)))
+            try:
+                raw = key.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise EncodingError(f"map key is not valid Unicode: {exc}") from None
+            items.append((raw, key, _normalise(value, depth + 1)))
         items.sort(key=lambda item: item[0])
         return {key: value for _, key, value in items}
     if isinstance(obj, Sequence):
@@ -111,6 +115,82 @@ def encode(value: Any) -> bytes:
         return bytes(packer.pack(normal))
     except (OverflowError, ValueError, TypeError) as exc:  # pragma: no cover - guarded above
         raise EncodingError(f"cannot encode: {exc}") from None
+
+
+#: A piece of an encoding (:func:`encode_pieces`): bytes, or a view of a caller's buffer.
+Piece: TypeAlias = bytes | memoryview
+
+#: Byte strings at least this long are given by :func:`encode_pieces` as views, not copies.
+VIEW_BYTES: Final = 1 << 16
+
+
+def _sized_header(n: int, fixed: int | None, op16: int, op32: int) -> bytes:
+    if fixed is not None and n < 16:
+        return bytes([fixed | n])
+    if n <= 0xFFFF:
+        return bytes([op16]) + n.to_bytes(2, "big")
+    return bytes([op32]) + n.to_bytes(4, "big")
+
+
+def bin_header(n: int) -> bytes:
+    """Return the canonical header of a byte string of ``n`` bytes (bin8, bin16 or bin32)."""
+    if n < 0 or n > limits.MAX_BIN_BYTES:
+        raise LimitExceededError("byte string length", n, limits.MAX_BIN_BYTES)
+    return bytes([0xC4, n]) if n <= 0xFF else _sized_header(n, None, 0xC5, 0xC6)
+
+
+def array_header(n: int) -> bytes:
+    """Return the canonical header of an array of ``n`` values (fixarray, array16 or array32)."""
+    if n < 0 or n > limits.MAX_CONTAINER_ITEMS:
+        raise LimitExceededError("array length", n, limits.MAX_CONTAINER_ITEMS)
+    return _sized_header(n, 0x90, 0xDC, 0xDD)
+
+
+def _map_header(n: int) -> bytes:
+    if n > limits.MAX_CONTAINER_ITEMS:
+        raise LimitExceededError("map size", n, limits.MAX_CONTAINER_ITEMS)
+    return _sized_header(n, 0x80, 0xDE, 0xDF)
+
+
+def encode_pieces(value: Any) -> list[Piece]:
+    """Return the canonical encoding of ``value`` in pieces: joined, they are ``encode(value)``.
+
+    A byte string of at least :data:`VIEW_BYTES` bytes comes as a read-only view of the
+    caller's buffer (which must be C-contiguous), not a copy, so that a large item can
+    be hashed piece by piece without its bytes being copied; the caller must not change
+    that buffer while it uses the pieces. Raises what :func:`encode` raises.
+    """
+    pieces: list[Piece] = []
+    _add_pieces(value, 0, pieces)
+    return pieces
+
+
+def _add_pieces(obj: Any, depth: int, out: list[Piece]) -> None:
+    if depth > limits.MAX_NESTING_DEPTH:
+        raise LimitExceededError("nesting depth", depth, limits.MAX_NESTING_DEPTH)
+    if isinstance(obj, bytes | bytearray | memoryview) and memoryview(obj).nbytes >= VIEW_BYTES:
+        view = memoryview(obj)
+        if not view.c_contiguous:
+            raise EncodingError("a byte string given as a view must be C-contiguous")
+        out.append(bin_header(view.nbytes))
+        out.append(view.cast("B").toreadonly())
+    elif isinstance(obj, Mapping):
+        keyed: list[tuple[bytes, bytes, Any]] = []
+        for key, item in obj.items():
+            if not isinstance(key, str):
+                raise EncodingError(f"map key {key!r} is not a text string")
+            keyed.append((key.encode("utf-8", "surrogatepass"), encode(key), item))
+        keyed.sort(key=lambda entry: entry[0])
+        out.append(_map_header(len(keyed)))
+        for _, key_bytes, item in keyed:
+            out.append(key_bytes)
+            _add_pieces(item, depth + 1, out)
+    elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray | memoryview):
+        out.append(array_header(len(obj)))
+        for item in obj:
+            _add_pieces(item, depth + 1, out)
+    else:
+        out.append(encode(obj))
 
 
 # --- Decoding -------------------------------------------------------------------------------

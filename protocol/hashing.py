@@ -12,9 +12,10 @@ different tags can never be confused, whatever their values.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any, Final
 
-from .encoding import encode
+from .encoding import Piece, array_header, bin_header, encode
 from .errors import InputError
 
 #: Prefix of every tag; bumps only when hashing domains change incompatibly.
@@ -49,3 +50,20 @@ def tagged_hash(name: str, value: Any) -> bytes:
     if name not in TAGS:
         raise InputError(f"unregistered hash tag {name!r}")
     return hashlib.sha256(encode([TAG_PREFIX + name, value])).digest()
+
+
+def tagged_hash_of_bytes(name: str, pieces: Sequence[Piece]) -> bytes:
+    """Return ``tagged_hash(name, b"".join(pieces))`` without joining or copying the pieces.
+
+    The same bytes are hashed, in order: the array's header, the tag, the byte string's
+    header, then each piece (e.g. :func:`~twinaudit.protocol.encoding.encode_pieces`'
+    of an item, whose pixels are a view).
+    """
+    if name not in TAGS:
+        raise InputError(f"unregistered hash tag {name!r}")
+    views = [memoryview(piece).cast("B") for piece in pieces]
+    digest = hashlib.sha256(array_header(2) + encode(TAG_PREFIX + name))
+    digest.update(bin_header(sum(view.nbytes for view in views)))
+    for view in views:
+        digest.update(view)
+    return digest.digest()

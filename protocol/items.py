@@ -9,11 +9,12 @@ UTF-8 text; captioned images carry an image and its caption.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .encoding import Value, check, encode
+from .encoding import Piece, Value, check, encode, encode_pieces
 from .errors import InputError
 
 #: Largest image side accepted, in pixels.
@@ -50,13 +51,18 @@ class ImageItem:
 
     def to_value(self) -> dict[str, Value]:
         """Return the item map of spec §6.3."""
+        value = self.value_without_pixels()
+        value["pixels"] = np.ascontiguousarray(self.pixels).tobytes()
+        return value
+
+    def value_without_pixels(self) -> dict[str, Value]:
+        """Return the item map of spec §6.3 less its ``pixels`` field."""
         h, w, c = self.pixels.shape
         value: dict[str, Value] = {
             "kind": "image",
             "height": int(h),
             "width": int(w),
             "channels": int(c),
-            "pixels": np.ascontiguousarray(self.pixels).tobytes(),
         }
         if self.label is not None:
             value["label"] = self.label
@@ -103,7 +109,11 @@ class CaptionedImageItem:
 
     def to_value(self) -> dict[str, Value]:
         """Return the item map of spec §6.3."""
-        return {"kind": "captioned-image", "image": self.image.to_value(), "caption": self.caption}
+        return self.value_with_image(self.image.to_value())
+
+    def value_with_image(self, image: Value) -> dict[str, Value]:
+        """Return the item map of spec §6.3 with ``image`` as its image's map."""
+        return {"kind": "captioned-image", "image": image, "caption": self.caption}
 
     def shape_key(self) -> tuple[object, ...]:
         """Return what both versions of a pair must share (image shape, label, caption)."""
@@ -116,6 +126,28 @@ Item = ImageItem | TextItem | CaptionedImageItem
 def encode_item(item: Item) -> bytes:
     """Return the canonical bytes of an item (the input of ``version_digest``)."""
     return encode(item.to_value())
+
+
+def encode_item_pieces(item: Item) -> list[Piece]:
+    """Return :func:`encode_item`'s bytes in pieces, an image's pixels a view of its array.
+
+    Joined, the pieces are ``encode_item(item)``; the pixels are not copied (a C-contiguous
+    array is viewed where it lies), so the item can be hashed piece by piece
+    (:func:`~twinaudit.protocol.commitment.version_digest_of_pieces`). The item's array
+    must not change while the pieces are used.
+    """
+    return encode_pieces(_viewed_value(item))
+
+
+def _viewed_value(item: Item) -> dict[str, Any]:
+    """Return ``item.to_value()`` with any pixels a view of the item's array, not bytes."""
+    if isinstance(item, ImageItem):
+        value: dict[str, Any] = dict(item.value_without_pixels())
+        value["pixels"] = np.ascontiguousarray(item.pixels).data
+        return value
+    if isinstance(item, CaptionedImageItem):
+        return item.value_with_image(_viewed_value(item.image))
+    return dict(item.to_value())
 
 
 # --- Decoding (spec §6.3) ----------------------------------------------------------------

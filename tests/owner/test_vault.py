@@ -17,7 +17,9 @@ from twinaudit.owner.vault import (
     VaultWriter,
     write_vault,
 )
+from twinaudit.owner.vault.chunks import pair_commitment
 from twinaudit.owner.vault.journal import frame
+from twinaudit.owner.vault.secret import pair_salt
 from twinaudit.protocol.commitment import commit_pair, verify_opening
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.errors import (
@@ -27,7 +29,7 @@ from twinaudit.protocol.errors import (
     VaultIntegrityError,
     VersionError,
 )
-from twinaudit.protocol.items import ImageItem, decode_pair, encode_item
+from twinaudit.protocol.items import CaptionedImageItem, ImageItem, decode_pair, encode_item
 from twinaudit.protocol.merkle import MerkleTree, verify_inclusion
 
 SECRET = bytes(range(32))
@@ -494,3 +496,19 @@ def test_pair_index_out_of_range(tmp_path, index):
     for method in (vault.pair, vault.opening, vault.pair_opening, vault.salt, vault.commitment):
         with pytest.raises(ParameterError):
             method(index)
+
+
+@pytest.mark.parametrize(
+    ("shape", "label", "caption"),
+    [((2, 28, 28, 1), 3, None), ((2, 300, 400, 3), None, None), ((2, 200, 160, 3), 1, "a cap")],
+)
+def test_a_pairs_commitment_hashed_in_pieces_is_the_protocols(shape, label, caption):
+    pair = np.random.default_rng(shape[1]).integers(0, 256, size=shape, dtype=np.uint8)
+    secret = bytes(range(32))
+
+    def item(k: int) -> bytes:
+        image = ImageItem(pair[k], label)
+        return encode_item(image if caption is None else CaptionedImageItem(image, caption))
+
+    expected, _ = commit_pair(item(0), item(1), pair_salt(secret, 9))
+    assert pair_commitment(secret, 9, pair, label, caption) == expected

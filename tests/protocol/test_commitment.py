@@ -10,7 +10,7 @@ from twinaudit.protocol.commitment import (
     version_digest,
 )
 from twinaudit.protocol.errors import CommitmentError, InputError
-from twinaudit.protocol.hashing import tagged_hash
+from twinaudit.protocol.hashing import tagged_hash, tagged_hash_of_bytes
 from twinaudit.protocol.prg import bit_stream
 from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
 
@@ -70,3 +70,14 @@ def test_audit_seed_binds_all_inputs():
     assert audit_seed(root, rho, b"\x01" + nonce[1:]) != base
     with pytest.raises(InputError):
         audit_seed(root[:31], rho, nonce)
+
+
+def test_a_tagged_hash_of_bytes_in_pieces_is_the_tagged_hash_of_the_joined_bytes():
+    for pieces in ([], [b""], [b"ab", memoryview(b"cd"), bytearray(b"e")], [bytes(70_000)] * 3):
+        joined = b"".join(pieces)
+        assert tagged_hash_of_bytes("version-digest", pieces) == tagged_hash(
+            "version-digest", joined
+        )
+    assert version_digest(b"\x01" * 300) == tagged_hash("version-digest", b"\x01" * 300)
+    with pytest.raises(InputError, match="unregistered"):
+        tagged_hash_of_bytes("no-such-tag", [b""])

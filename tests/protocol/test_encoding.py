@@ -11,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twinaudit.protocol import limits
-from twinaudit.protocol.encoding import canonical, check, decode, encode
+from twinaudit.protocol.encoding import (
+    VIEW_BYTES,
+    array_header,
+    bin_header,
+    canonical,
+    check,
+    decode,
+    encode,
+    encode_pieces,
+)
 from twinaudit.protocol.errors import EncodingError, LimitExceededError, TwinauditError
 
 values = st.recursive(
@@ -250,3 +259,64 @@ def test_canonical_is_what_decoding_the_encoding_gives_back():
     assert list(again["function"]) == ["a", "z"] and again["k"] == [1, 2]
     with pytest.raises(EncodingError):
         canonical({"x": float("nan")})
+
+
+# --- encode_pieces: the same bytes, large byte strings as views -----------------------------
+
+pieces_values = st.recursive(
+    values.filter(lambda v: not isinstance(v, list | dict))
+    | st.sampled_from(
+        [b"\x07" * 300, b"\x08" * (VIEW_BYTES - 1), bytearray(VIEW_BYTES), b"\x09" * 70_000]
+    ),
+    lambda children: (
+        st.lists(children, max_size=20)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=8), children, max_size=20)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces_values)
+def test_pieces_join_to_the_encoding(value):
+    assert b"".join(encode_pieces(value)) == encode(value)
+
+
+def test_a_large_byte_string_is_a_view_of_the_callers_buffer_and_headers_are_shortest():
+    pixels = bytearray(b"\x01" * (VIEW_BYTES + 5))
+    pieces = encode_pieces({"b": 1, "a": pixels, "z": [0] * 70_000})
+    viewed = [p for p in pieces if isinstance(p, memoryview)]
+    assert len(viewed) == 1 and viewed[0].readonly and viewed[0].obj is pixels
+    assert b"".join(pieces) == encode({"b": 1, "a": bytes(pixels), "z": [0] * 70_000})
+    # every header form: fix/16/32-bit arrays and byte strings
+    for n in (0, 15, 16, 0xFFFF, 0x10000):
+        assert array_header(n) + b"\xc0" * n == encode([None] * n)
+    for n in (0, 0xFF, 0x100, 0xFFFF, 0x10000):
+        assert bin_header(n) + b"\x00" * n == encode(bytes(n))
+    with pytest.raises(LimitExceededError):
+        bin_header(limits.MAX_BIN_BYTES + 1)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [float("nan"), 1 << 64, {1: 2}, set(), [object()], {"k": float("inf")}, {"\ud800": 1}],
+)
+def test_pieces_refuse_what_encode_refuses(bad):
+    with pytest.raises(EncodingError):
+        encode(bad)
+    with pytest.raises(EncodingError):
+        encode_pieces(bad)
+
+
+def test_pieces_refuse_too_deep_too_long_and_scattered_values():
+    deep: list = [b"\x00" * VIEW_BYTES]
+    for _ in range(limits.MAX_NESTING_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(LimitExceededError):
+        encode_pieces(deep)
+    with pytest.raises(LimitExceededError):
+        encode_pieces([bytes(limits.MAX_BIN_BYTES + 1)])
+    strided = memoryview(bytes(2 * VIEW_BYTES))[::2]
+    with pytest.raises(EncodingError, match="C-contiguous"):
+        encode_pieces([strided])

@@ -6,6 +6,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from twinaudit.protocol.commitment import version_digest, version_digest_of_pieces
 from twinaudit.protocol.encoding import decode, encode
 from twinaudit.protocol.errors import EncodingError, InputError, LimitExceededError, TwinauditError
 from twinaudit.protocol.items import (
@@ -15,6 +16,7 @@ from twinaudit.protocol.items import (
     decode_item,
     decode_pair,
     encode_item,
+    encode_item_pieces,
 )
 
 
@@ -169,3 +171,28 @@ def test_fields_of_the_wrong_type_are_invalid_input(value, expected):
     with pytest.raises(InputError, match=expected) as refused:
         decode_item(encode(value))
     assert type(refused.value) is InputError
+
+
+@pytest.mark.parametrize(
+    ("shape", "label", "caption"),
+    [
+        ((4, 5, 3), 2, None),  # small: no view
+        ((200, 300, 3), None, None),  # large colour, no label
+        ((256, 256, 1), 7, None),  # large grey
+        ((160, 150, 3), 1, "a red coat"),  # captioned
+    ],
+)
+def test_item_pieces_join_to_the_item_and_view_large_pixels(shape, label, caption):
+    pixels = np.random.default_rng(sum(shape)).integers(0, 256, size=shape, dtype=np.uint8)
+    image = ImageItem(pixels, label)
+    item = image if caption is None else CaptionedImageItem(image, caption)
+    pieces = encode_item_pieces(item)
+    assert b"".join(pieces) == encode_item(item)
+    assert version_digest_of_pieces(pieces) == version_digest(encode_item(item))
+    viewed = [p for p in pieces if isinstance(p, memoryview)]
+    assert len(viewed) == (1 if pixels.nbytes >= 1 << 16 else 0)
+    if viewed:  # the pixels where they lie, not a copy
+        assert np.shares_memory(np.frombuffer(viewed[0], dtype=np.uint8), pixels)
+    # a non-contiguous array (a crop) is made contiguous first, its bytes the same
+    crop = ImageItem(np.ascontiguousarray(np.zeros((300, 300, 3), np.uint8))[10:290, 5:295])
+    assert b"".join(encode_item_pieces(crop)) == encode_item(crop)
