@@ -77,10 +77,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import twinaudit.owner.marking.proxy as proxy_module
 from bench.bench_readme import quick_start_localiser
 from tests.support import docs_world
 from tests.support.cli_processes import ROOT, serve, stop
+from tests.support.proxy import short_own_proxy
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.cli.main import build_parser
 from twinaudit.cli.main import main as cli_main
@@ -459,8 +459,7 @@ def quick_start_in(folder: Path) -> list[tuple[Command, list[str]]]:
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_the_readme_quick_start_runs(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
-    monkeypatch.setattr(proxy_module, "OWN_EPOCHS", 1)
+    short_own_proxy(monkeypatch, 24)
     servers = []
     ran = []
     try:

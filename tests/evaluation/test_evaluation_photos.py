@@ -18,6 +18,7 @@ from evaluation.specs import (
     plan_photo_standard,
 )
 from tests.support.fashion import needs_data
+from tests.support.proxy import short_own_proxy
 from twinaudit.owner.vault import Vault
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle
 from twinaudit.protocol.oracles.base import ClassifierOracle, ClassifyAnswer, OracleInfo
@@ -118,8 +119,7 @@ def test_the_resizing_oracle_sends_the_model_its_own_input_size():
 @needs_data
 def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monkeypatch):
     monkeypatch.setattr(photos, "PHOTO_SIDE", 160)  # still above the 64 px working side
-    monkeypatch.setattr("twinaudit.owner.marking.proxy.OWN_STEPS", 20)
-    monkeypatch.setattr("twinaudit.owner.marking.proxy.OWN_EPOCHS", 1)
+    short_own_proxy(monkeypatch, 20)
     args = ["photo", "--n-train", "200", "--epochs", "1", "--repeats", "1"]
     args += ["--work", str(tmp_path / "work"), "--out", str(tmp_path / "results.md")]
     assert evaluation_main(args) == 0
@@ -165,8 +165,7 @@ def test_photo_models_of_rung_b_are_audited_through_the_arbiters_fit():
 @needs_data
 def test_a_tiny_photo_rung_b_sends_its_model_queries_the_arbiter_fitted(tmp_path, monkeypatch):
     monkeypatch.setattr(photos, "PHOTO_SIDE", 160)
-    monkeypatch.setattr("twinaudit.owner.marking.proxy.OWN_STEPS", 20)
-    monkeypatch.setattr("twinaudit.owner.marking.proxy.OWN_EPOCHS", 1)
+    short_own_proxy(monkeypatch, 20)
     shapes, declared = [], []
     original = TorchClassifierOracle.classify
 

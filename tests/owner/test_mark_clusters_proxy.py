@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import twinaudit.owner.marking.proxy as proxy_module
 from tests.support.extractors import proxy_config
+from tests.support.proxy import short_own_proxy
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.owner.images.sources import open_source
 from twinaudit.owner.mark import mark
@@ -24,8 +24,7 @@ SECRET = bytes(range(32))
 @pytest.fixture(autouse=True)
 def few_steps(monkeypatch):
     """Train the proxy 24 steps instead of thousands: the rules, not the proxy, are tested."""
-    monkeypatch.setattr(proxy_module, "OWN_STEPS", 24)
-    monkeypatch.setattr(proxy_module, "OWN_EPOCHS", 1)
+    short_own_proxy(monkeypatch, 24)
 
 
 def _blobs(seed=0, per=30, centres=((0, 0), (10, 0), (0, 10))):
