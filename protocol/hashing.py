@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .encoding import Piece, array_header, bin_header, encode
-from .errors import InputError
+from .errors import EncodingError, InputError
 
 #: Prefix of every tag; bumps only when hashing domains change incompatibly.
 TAG_PREFIX: Final = "twinaudit/v0/"
@@ -61,7 +61,10 @@ def tagged_hash_of_bytes(name: str, pieces: Sequence[Piece]) -> bytes:
     """
     if name not in TAGS:
         raise InputError(f"unregistered hash tag {name!r}")
-    views = [memoryview(piece).cast("B") for piece in pieces]
+    views = [memoryview(piece) for piece in pieces]
+    if not all(view.c_contiguous for view in views):
+        raise EncodingError("a piece of a byte string must be C-contiguous")
+    views = [view.cast("B") for view in views]
     digest = hashlib.sha256(array_header(2) + encode(TAG_PREFIX + name))
     digest.update(bin_header(sum(view.nbytes for view in views)))
     for view in views:

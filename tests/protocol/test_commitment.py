@@ -9,7 +9,7 @@ from twinaudit.protocol.commitment import (
     verify_opening,
     version_digest,
 )
-from twinaudit.protocol.errors import CommitmentError, InputError
+from twinaudit.protocol.errors import CommitmentError, EncodingError, InputError
 from twinaudit.protocol.hashing import tagged_hash, tagged_hash_of_bytes
 from twinaudit.protocol.prg import bit_stream
 from twinaudit.protocol.seeds import audit_seed, publication_bits, publication_seed
@@ -81,3 +81,5 @@ def test_a_tagged_hash_of_bytes_in_pieces_is_the_tagged_hash_of_the_joined_bytes
     assert version_digest(b"\x01" * 300) == tagged_hash("version-digest", b"\x01" * 300)
     with pytest.raises(InputError, match="unregistered"):
         tagged_hash_of_bytes("no-such-tag", [b""])
+    with pytest.raises(EncodingError, match="C-contiguous"):
+        tagged_hash_of_bytes("version-digest", [memoryview(b"abcd")[::2]])
