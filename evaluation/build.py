@@ -236,7 +236,9 @@ class Workspace:
         known = photos.load_mark_sizes(path)
         if spec.name not in known:
             vault = self.vault(spec)
-            sizes = photos.mark_sizes(vault, self.photo_folder(spec) / "photos", rho_of(vault))
+            folder = self.photo_folder(spec) / "photos"
+            quality = photos.publication_quality(spec.marker)
+            sizes = photos.mark_sizes(vault, folder, rho_of(vault), quality)
             record: dict[str, object] = {"key": spec.name, **sizes}
             with path.open("a") as stream:
                 stream.write(json.dumps(record, sort_keys=True) + "\n")
@@ -323,12 +325,14 @@ class Workspace:
     def published(self, spec: VaultSpec) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Return what the owner published from ``spec``'s vault (version b_i of pair i).
 
-        Photos come as the practitioner trains on them: resized to her model's input
+        Photos come as the practitioner trains on them: decoded from the JPEG the owner
+        published where she published JPEGs, resized to her model's input
         (:func:`evaluation.photos.published_resized`).
         """
         if photos.is_photo_marker(spec.marker):
             vault = self.vault(spec)
-            return photos.published_resized(vault, rho_of(vault))
+            quality = photos.publication_quality(spec.marker)
+            return photos.published_resized(vault, rho_of(vault), quality)
         return published_versions(self.vault(spec))
 
     def used_mask(self, spec: ModelSpec) -> npt.NDArray[np.bool_]:

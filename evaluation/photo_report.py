@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Final
 
 from . import ablation
-from .photos import MARK_SIZES_FILE, MODEL_SIDE, PHOTO_MARKERS, PHOTO_SIDE, load_mark_sizes
+from .photos import (
+    MARK_SIZES_FILE,
+    MODEL_SIDE,
+    PHOTO_MARKERS,
+    PHOTO_SIDE,
+    PUBLISHED_JPEG_QUALITY,
+    load_mark_sizes,
+)
 from .specs import TEST, AuditSpec, Job, Plan
 from .tables import Cell, Result, accuracy_summary
 
@@ -30,7 +37,11 @@ INTRO: Final = (
     "photos at 32 px, PGD at a working resolution of 64 px carried back to full size, "
     "ε = 10), through the CLI's own configuration code: `photoown` with the default "
     "neutral mark, `photoownfree` with `--no-neutral-mark`, from the same photos and "
-    "secret. The practitioner resizes the published photos with her own library and "
+    "secret; `photoownjpeg` is `photoown`'s vault (the same bytes) published as JPEG "
+    f"files at quality {PUBLISHED_JPEG_QUALITY} (PIL, 4:2:0 chroma), which the "
+    "practitioner decodes before her resize (its ε resized is measured on the decoded "
+    "JPEG; its clean-model claims are `photoown`'s, the same vault's, where they ran). "
+    "The practitioner resizes the published photos with her own library and "
     f"settings (PIL: to grey, then Lanczos to {MODEL_SIDE}×{MODEL_SIDE}) and trains as in "
     "rung (a) (the demo's CNN, 500 epochs of Adam, pad-crop-flip) on them beside her "
     "1,800 other images of 28 px. The claims are the labelled owner's defaults (C1 "
@@ -46,8 +57,9 @@ INTRO: Final = (
     "mean |δ|, and at full size the mean over photos of their mean signed δ, a brightness shift). "
     "What it does not cover: real photo datasets (none is available here: the photos are "
     "upscaled 28 px images, so their detail is what 28 px holds), training as in rungs "
-    "(b) and (c), models of 96 or 224 px input, colour models, JPEG publication, and "
-    "the arbiter's own resize. The rung-(b) version (the ResNet, 80 epochs, her 1,000 "
+    "(b) and (c), models of 96 or 224 px input, colour models, JPEG publication at "
+    "rung (b) or at other qualities, and the arbiter's own resize. The rung-(b) version "
+    "(the ResNet, 80 epochs, her 1,000 "
     "photos, the arbiter's resize) is the next table: `python -m evaluation photo-standard "
     "--device cuda --jobs 16` on a lent accelerator, or on a CPU with `--jobs 2`."
 )
@@ -146,7 +158,7 @@ def photo_section(
         return [*lines, "Not run yet."]
     used = [s for s in plan.models if not s.clean]
     clean = [s for s in plan.models if s.clean]
-    for marker in PHOTO_MARKERS:
+    for marker in _markers(plan):
         mine = [s.name for s in used if s.marker == marker]
         lines.append(
             f"- `{marker}` models: train {_accuracy(infos, mine, 'train')}, test "
@@ -176,7 +188,7 @@ def photo_section(
     rows: list[list[str]] = []
     audits = list(dict.fromkeys(j.audit for j in plan.jobs))
     seeds = sorted({j.model.seed for j in plan.jobs if j.key in results})  # those run
-    for marker in PHOTO_MARKERS:
+    for marker in _markers(plan):
         for seed in seeds:
             for audit in audits:
                 picked = [
@@ -211,6 +223,12 @@ def photo_section(
     return lines
 
 
+def _markers(plan: Plan) -> list[str]:
+    """Return the marks of ``plan``'s vaults, in the order of :data:`PHOTO_MARKERS`."""
+    mine = {j.vault.marker for j in plan.jobs}
+    return [marker for marker in PHOTO_MARKERS if marker in mine]
+
+
 def _pooled(
     plan: Plan,
     results: Mapping[str, Result],
@@ -233,7 +251,7 @@ def _pooled(
         "q̂ clean all pairs",
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for marker in PHOTO_MARKERS:
+    for marker in _markers(plan):
         for audit in audits:
             mine = [j for j in plan.jobs if j.vault.marker == marker and j.audit == audit]
             hit, miss = (

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,8 +52,15 @@ PHOTO_SIDE: Final = 1024
 #: (``proxy-own``, neutral mark) and the same with ``--no-neutral-mark``.
 NEUTRAL_MARKER: Final = "photoown"
 FREE_MARKER: Final = "photoownfree"
+#: The default mark published as JPEG files (:data:`PUBLISHED_JPEG_QUALITY`): the vault is
+#: :data:`NEUTRAL_MARKER`'s bit for bit (the same photos, secret, proxy and settings);
+#: the practitioner decodes the JPEG she downloaded before her resize.
+JPEG_MARKER: Final = "photoownjpeg"
 #: Whether each photo marker's marks are neutral (``MarkingConfig.neutral_mark``).
-PHOTO_MARKERS: Final = {NEUTRAL_MARKER: True, FREE_MARKER: False}
+PHOTO_MARKERS: Final = {NEUTRAL_MARKER: True, FREE_MARKER: False, JPEG_MARKER: True}
+#: The JPEG quality the owner publishes :data:`JPEG_MARKER`'s photos at (PIL's encoder,
+#: 4:2:0 chroma subsampling, its default at this quality): a photo site's re-encoding.
+PUBLISHED_JPEG_QUALITY: Final = 85
 #: The side of the practitioner's model input (rung (a)'s network).
 MODEL_SIDE: Final = 28
 #: The practitioner's resize: PIL's Lanczos filter (antialiased when reducing).
@@ -243,29 +251,51 @@ def iter_pairs(vault: Vault) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArra
             yield v0[k], v1[k], int(label) if label is not None else -1
 
 
+def publication_quality(marker: str) -> int | None:
+    """Return the JPEG quality ``marker``'s photos are published at (None: as PNG, exactly)."""
+    return PUBLISHED_JPEG_QUALITY if marker == JPEG_MARKER else None
+
+
+def as_published(image: npt.NDArray[np.uint8], quality: int | None) -> npt.NDArray[np.uint8]:
+    """Return the photo a practitioner downloads: ``image`` itself, or its JPEG decoded."""
+    if quality is None:
+        return image
+    buffer = io.BytesIO()
+    Image.fromarray(image.squeeze(axis=2) if image.shape[2] == 1 else image).save(
+        buffer, format="JPEG", quality=quality
+    )
+    decoded = np.asarray(Image.open(buffer), dtype=np.uint8)
+    return decoded.reshape(image.shape)
+
+
 def published_resized(
-    vault: Vault, rho: bytes
+    vault: Vault, rho: bytes, quality: int | None = None
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """Return what the practitioner trains on from ``vault``: the published versions, resized.
 
-    Version b_i of pair i (the bits of ``rho``), through :func:`practitioner_resize`.
+    Version b_i of pair i (the bits of ``rho``), published as JPEG at ``quality`` when it
+    is not None (:func:`as_published`), through :func:`practitioner_resize`.
     """
     bits = published_bits(vault, rho)
     images, labels = [], []
     for index, (v0, v1, label) in enumerate(iter_pairs(vault)):
-        images.append(practitioner_resize(v1 if bits[index] else v0))
+        images.append(practitioner_resize(as_published(v1 if bits[index] else v0, quality)))
         labels.append(label)
     return np.stack(images), np.array(labels, dtype=np.int64)
 
 
-def mark_sizes(vault: Vault, photos: Path, rho: bytes) -> dict[str, float | int]:
+def mark_sizes(
+    vault: Vault, photos: Path, rho: bytes, quality: int | None = None
+) -> dict[str, float | int]:
     """Measure the marks of ``vault`` at full size and after the practitioner's resize.
 
     Against the original photos in ``photos`` (the folder :func:`write_photos` wrote),
     over every pair's published version: the largest and mean |δ| in levels at full
     size (every channel of every pixel), and the same between the practitioner's
     resized copies of the published and of the original photo; also the mean of each
-    photo's mean δ (a brightness shift) at full size.
+    photo's mean δ (a brightness shift) at full size. With ``quality`` (JPEG
+    publication), the resized copy of the published photo is of its JPEG decoded; the
+    full-size figures stay the committed version's.
     """
     bits = published_bits(vault, rho)
     names = sorted(p.name for p in photos.iterdir() if p.suffix == ".png")
@@ -280,7 +310,7 @@ def mark_sizes(vault: Vault, photos: Path, rho: bytes) -> dict[str, float | int]
         full_max = max(full_max, int(np.abs(delta).max()))
         full_mean.append(float(np.abs(delta).mean()))
         shift.append(float(delta.mean()))
-        resized = practitioner_resize(published).astype(np.int16)
+        resized = practitioner_resize(as_published(published, quality)).astype(np.int16)
         small = resized - practitioner_resize(original).astype(np.int16)
         small_max = max(small_max, int(np.abs(small).max()))
         small_mean.append(float(np.abs(small).mean()))

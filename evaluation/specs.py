@@ -565,7 +565,9 @@ def plan_proxylarge(seeds: Sequence[int]) -> Plan:
 #: The photo rung's marks (issue #39, part 7; :mod:`evaluation.photos`): ``owner mark``'s
 #: default with labels on the owner's photos of a megapixel, neutral (the default) and
 #: with ``--no-neutral-mark``. The names are :mod:`evaluation.photos`' markers.
-PHOTO_MARKERS: Final = ("photoown", "photoownfree")
+PHOTO_MARKERS: Final = ("photoown", "photoownfree", "photoownjpeg")
+#: The photo rung trained as rung (b): the marks without the JPEG publication row.
+PHOTO_STANDARD_MARKERS: Final = PHOTO_MARKERS[:2]
 #: The photo rung's clean models (trained without her photos) are the demo's regime's
 #: third training (``-t2``): the ladder's clean models (``-t1``), trained again on this
 #: CPU on 2026-11-28, did not come back as archived (seed 0: train 0.997 and test 0.874,
@@ -608,10 +610,10 @@ def plan_photo_standard(seeds: Sequence[int]) -> Plan:
     )
     for seed in seeds:
         sizes = _rung_b_sizes(seed, STANDARD_EPOCHS)
-        for marker in PHOTO_MARKERS:
+        for marker in PHOTO_STANDARD_MARKERS:
             plan.add(replace(sizes, marker=marker), LABELLED_DEFAULT_AUDITS)
         clean = replace(sizes, fraction=0.0, training=PHOTO_STANDARD_CLEAN_TRAINING)
-        for marker in PHOTO_MARKERS:
+        for marker in PHOTO_STANDARD_MARKERS:
             plan.add(clean, LABELLED_DEFAULT_AUDITS, epsilon=CLI_EPSILON, marker=marker)
     return plan
 
@@ -995,18 +997,19 @@ def only_attack_rows(plan: Plan, rows: Sequence[str], seeds: Sequence[int]) -> P
 
 
 def only_photo_marks(plan: Plan, marks: Sequence[str]) -> Plan:
-    """Return ``plan`` (a photo rung's) without the marks of :data:`PHOTO_MARKERS` not in ``marks``.
+    """Return ``plan`` (a photo rung's) without the marks of its vaults not in ``marks``.
 
     A used model trained on a dropped mark goes, and so do the clean models' claims
     against a dropped mark's vault; a clean model stays while a kept mark's claims need it.
 
     Raises:
-        ValueError: a name that is not one of :data:`PHOTO_MARKERS`.
+        ValueError: a name that is not one of the plan's marks.
 
     """
-    unknown = sorted(set(marks) - set(PHOTO_MARKERS))
+    known = list(dict.fromkeys(j.vault.marker for j in plan.jobs))
+    unknown = sorted(set(marks) - set(known))
     if unknown:
-        raise ValueError(f"no photo mark {', '.join(unknown)}; marks: {', '.join(PHOTO_MARKERS)}")
+        raise ValueError(f"no photo mark {', '.join(unknown)}; marks: {', '.join(known)}")
     kept = Plan(plan.table, plan.title)
     kept.jobs = [j for j in plan.jobs if j.vault.marker in marks]
     needed = {j.model for j in kept.jobs}

@@ -28,18 +28,22 @@ from twinaudit.verifier.scoring.fit import fit_image
 def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_defaults():
     plan = plan_photo([0, 1])
     used = [m for m in plan.models if not m.clean]
-    assert sorted({m.marker for m in used}) == ["photoown", "photoownfree"]
+    assert sorted({m.marker for m in used}) == ["photoown", "photoownfree", "photoownjpeg"]
     assert all(m.trainer == "demo" and m.n_train == 2000 and m.epsilon == 10 for m in used)
     clean = [m for m in plan.models if m.clean]
     assert [m.name for m in clean] == [f"s{s}-n2000-pad-crop-flip-e500-clean-t2" for s in (0, 1)]
     assert {j.audit for j in plan.jobs} == set(LABELLED_DEFAULT_AUDITS)
-    assert len(plan.jobs) == 2 * 2 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, marks, models
+    assert len(plan.jobs) == 2 * 3 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, marks, models
     standard = plan_photo_standard([0])
     assert {m.trainer for m in standard.models} == {"resnet-sgd"}
-    assert {j.vault.name for j in standard.jobs} == {
+    assert {j.vault.name for j in standard.jobs} == {  # no JPEG row at rung (b)
         "s0-n10000-photoown10",
         "s0-n10000-photoownfree10",
     }
+    with pytest.raises(ValueError, match="no photo mark photoownjpeg"):
+        only_photo_marks(standard, ["photoownjpeg"])
+    jpeg = only_used_models(only_photo_marks(plan_photo([2]), ["photoownjpeg"]))
+    assert [m.name for m in jpeg.models] == ["s2-n2000-pad-crop-flip-e500-photoownjpeg10-f1.0"]
 
 
 def test_used_only_leaves_out_the_clean_models_and_their_claims(capsys):
@@ -127,11 +131,15 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     audits = [json.loads(line) for line in (work / "audits.jsonl").read_text().splitlines()]
     assert len(audits) == len(plan_photo([0]).jobs)
     sizes = photos.load_mark_sizes(work / photos.MARK_SIZES_FILE)
-    assert sorted(sizes) == ["s0-n200-photoown10", "s0-n200-photoownfree10"]
+    assert sorted(sizes) == [
+        "s0-n200-photoown10",
+        "s0-n200-photoownfree10",
+        "s0-n200-photoownjpeg10",
+    ]
     for record in sizes.values():
         assert record["pairs"] == 20 and 0 < int(str(record["full_max"])) <= 10
     scored = (work / "ablation.jsonl").read_text().splitlines()
-    assert len(scored) == 2 * 4  # two scores, two used models and the clean one twice
+    assert len(scored) == 2 * 6  # two scores, three used models and the clean one thrice
     for line in scored:
         record = json.loads(line)
         assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
@@ -150,6 +158,17 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     assert configs[0]["extractor"] == "proxy-own" and configs[0]["neutral_mark"] is True
     assert "neutral_mark" not in configs[1]  # --no-neutral-mark: recorded by omission
     assert configs[0]["extractor_weights"] == configs[1]["extractor_weights"]
+    # The JPEG row's vault is the default mark's, bit for bit; what differs is what the
+    # practitioner trained on: the JPEG she downloaded, decoded, then resized.
+    roots = [
+        Vault.open(work / "vaults" / f"s0-n200-{marker}10" / "vault").root
+        for marker in ("photoown", "photoownjpeg")
+    ]
+    assert roots[0] == roots[1]
+    plain = sizes["s0-n200-photoown10"]
+    jpeg = sizes["s0-n200-photoownjpeg10"]
+    assert jpeg["full_max"] == plain["full_max"] and jpeg["resized_mean"] != plain["resized_mean"]
+    assert "| `photoownjpeg` | 0 |" in report
 
 
 def test_photo_models_of_rung_b_are_audited_through_the_arbiters_fit():
