@@ -52,9 +52,11 @@ PHOTO_SIDE: Final = 1024
 #: (``proxy-own``, neutral mark) and the same with ``--no-neutral-mark``.
 NEUTRAL_MARKER: Final = "photoown"
 FREE_MARKER: Final = "photoownfree"
-#: The default mark published as JPEG files (:data:`PUBLISHED_JPEG_QUALITY`): the vault is
-#: :data:`NEUTRAL_MARKER`'s bit for bit (the same photos, secret, proxy and settings);
-#: the practitioner decodes the JPEG she downloaded before her resize.
+#: The default mark published as JPEG files (:data:`PUBLISHED_JPEG_QUALITY`): a vault made
+#: as :data:`NEUTRAL_MARKER`'s (the same photos, secret, proxy and settings: bit for bit
+#: when marked with the same torch threads; PGD's sign steps follow the float sums'
+#: order, so with other threads a few pairs' marks differ); the practitioner decodes the
+#: JPEG she downloaded before her resize.
 JPEG_MARKER: Final = "photoownjpeg"
 #: Whether each photo marker's marks are neutral (``MarkingConfig.neutral_mark``).
 PHOTO_MARKERS: Final = {NEUTRAL_MARKER: True, FREE_MARKER: False, JPEG_MARKER: True}

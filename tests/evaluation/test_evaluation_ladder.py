@@ -243,6 +243,8 @@ def test_the_large_owner_table_splits_half_and_half_and_compares_two_proxy_sched
     redrawn = [j for j in plan.jobs if j.audit.rho_draw]
     assert all(j.model.clean and j.vault.marker == "pgdownfit" for j in redrawn)
     assert len(redrawn) == 3 * len(LABELLED_DEFAULT_AUDITS) * PROXYLARGE_NULL_DRAWS
+    clean = [j for j in plan.jobs if j.model.clean and not j.audit.rho_draw]
+    assert len(clean) == 3 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, both vaults, claims
     # her share is named only where it is not the demo's 10%: every other name is as it was
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"
     assert ModelSpec(0).vault().name == "s0-n2000-bernoulli32"

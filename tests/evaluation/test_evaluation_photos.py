@@ -158,8 +158,9 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     assert configs[0]["extractor"] == "proxy-own" and configs[0]["neutral_mark"] is True
     assert "neutral_mark" not in configs[1]  # --no-neutral-mark: recorded by omission
     assert configs[0]["extractor_weights"] == configs[1]["extractor_weights"]
-    # The JPEG row's vault is the default mark's, bit for bit; what differs is what the
-    # practitioner trained on: the JPEG she downloaded, decoded, then resized.
+    # The JPEG row's vault is made as the default mark's: marked by one process, bit for
+    # bit; what differs is what the practitioner trained on: the JPEG she downloaded,
+    # decoded, then resized.
     roots = [
         Vault.open(work / "vaults" / f"s0-n200-{marker}10" / "vault").root
         for marker in ("photoown", "photoownjpeg")
