@@ -208,7 +208,7 @@ class Workspace:
         :func:`evaluation.photos.write_photos` of her share of the split: ``photos/``
         and ``labels.json``, shared by every photo vault of the seed.
         """
-        folder = self.root / "photos" / f"s{spec.seed}-n{spec.n_train}"
+        folder = self.root / "photos" / split_name(spec.seed, spec.n_train, spec.owner_percent)
         if not folder.exists():
             split = self.split(spec.seed, spec.n_train, spec.owner_percent)
             items = np.load(split.owner_images)
