@@ -42,8 +42,12 @@ _INT_MIN = -(1 << 63)
 _INT_MAX = (1 << 64) - 1
 
 
-def _normalise(obj: Any, depth: int) -> Any:
-    """Check ``obj`` against the canonical data model and return it with sorted maps."""
+def _normalise(obj: Any, depth: int, views: bool = False) -> Any:
+    """Check ``obj`` against the canonical data model and return it with sorted maps.
+
+    With ``views``, a byte string of at least :data:`VIEW_BYTES` bytes comes back as a
+    read-only view of the caller's buffer, not a copy (:func:`encode_pieces`).
+    """
     if depth > limits.MAX_NESTING_DEPTH:
         raise LimitExceededError("nesting depth", depth, limits.MAX_NESTING_DEPTH)
     if obj is None or isinstance(obj, bool):
@@ -65,6 +69,8 @@ def _normalise(obj: Any, depth: int) -> Any:
             raise LimitExceededError("text string length", len(raw), limits.MAX_STR_BYTES)
         return obj
     if isinstance(obj, bytes | bytearray | memoryview):
+        if views and memoryview(obj).nbytes >= VIEW_BYTES:
+            return _view(obj)
         data = bytes(obj)
         if len(data) > limits.MAX_BIN_BYTES:
             raise LimitExceededError("byte string length", len(data), limits.MAX_BIN_BYTES)
@@ -80,13 +86,13 @@ def _normalise(obj: Any, depth: int) -> Any:
                 raw = key.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise EncodingError(f"map key is not valid Unicode: {exc}") from None
-            items.append((raw, key, _normalise(value, depth + 1)))
+            items.append((raw, key, _normalise(value, depth + 1, views)))
         items.sort(key=lambda item: item[0])
         return {key: value for _, key, value in items}
     if isinstance(obj, Sequence):
         if len(obj) > limits.MAX_CONTAINER_ITEMS:
             raise LimitExceededError("array length", len(obj), limits.MAX_CONTAINER_ITEMS)
-        return [_normalise(item, depth + 1) for item in obj]
+        return [_normalise(item, depth + 1, views) for item in obj]
     raise EncodingError(f"type {type(obj).__name__} has no canonical encoding")
 
 
@@ -161,36 +167,35 @@ def encode_pieces(value: Any) -> list[Piece]:
     that buffer while it uses the pieces. Raises what :func:`encode` raises.
     """
     pieces: list[Piece] = []
-    _add_pieces(value, 0, pieces)
+    _add_pieces(_normalise(value, 0, views=True), pieces)
     return pieces
 
 
-def _add_pieces(obj: Any, depth: int, out: list[Piece]) -> None:
-    if depth > limits.MAX_NESTING_DEPTH:
-        raise LimitExceededError("nesting depth", depth, limits.MAX_NESTING_DEPTH)
-    if isinstance(obj, bytes | bytearray | memoryview) and memoryview(obj).nbytes >= VIEW_BYTES:
-        view = memoryview(obj)
-        if not view.c_contiguous:
-            raise EncodingError("a byte string given as a view must be C-contiguous")
-        out.append(bin_header(view.nbytes))
-        out.append(view.cast("B").toreadonly())
-    elif isinstance(obj, Mapping):
-        keyed: list[tuple[bytes, bytes, Any]] = []
-        for key, item in obj.items():
-            if not isinstance(key, str):
-                raise EncodingError(f"map key {key!r} is not a text string")
-            keyed.append((key.encode("utf-8", "surrogatepass"), encode(key), item))
-        keyed.sort(key=lambda entry: entry[0])
-        out.append(_map_header(len(keyed)))
-        for _, key_bytes, item in keyed:
-            out.append(key_bytes)
-            _add_pieces(item, depth + 1, out)
-    elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray | memoryview):
-        out.append(array_header(len(obj)))
-        for item in obj:
-            _add_pieces(item, depth + 1, out)
+def _view(obj: bytes | bytearray | memoryview) -> memoryview:
+    """Return a read-only byte view of ``obj`` (C-contiguous, within the byte-string cap)."""
+    view = memoryview(obj)
+    if not view.c_contiguous:
+        raise EncodingError("a byte string given as a view must be C-contiguous")
+    if view.nbytes > limits.MAX_BIN_BYTES:
+        raise LimitExceededError("byte string length", view.nbytes, limits.MAX_BIN_BYTES)
+    return view.cast("B").toreadonly()
+
+
+def _add_pieces(normal: Any, out: list[Piece]) -> None:
+    """Append the encoding of ``normal`` (:func:`_normalise`'s, with views) to ``out``."""
+    if isinstance(normal, memoryview):
+        out += [bin_header(normal.nbytes), normal]
+    elif isinstance(normal, dict):
+        out.append(_map_header(len(normal)))
+        for key, item in normal.items():
+            out.append(encode(key))
+            _add_pieces(item, out)
+    elif isinstance(normal, list):
+        out.append(array_header(len(normal)))
+        for item in normal:
+            _add_pieces(item, out)
     else:
-        out.append(encode(obj))
+        out.append(encode(normal))
 
 
 # --- Decoding -------------------------------------------------------------------------------
