@@ -474,8 +474,12 @@ def _variants(table: str) -> tuple[Variant, ...]:
 
     ``proxylarge`` (20,000 pairs a vault) scores the K = 1 rows too.
     """
-    fewer = {"scale": SCALE_VARIANTS, "scale-own": SCALE_OWN_VARIANTS}
-    return {**fewer, "proxylarge": SCALE_OWN_VARIANTS}.get(table, VARIANTS)
+    fewer = {
+        "scale": SCALE_VARIANTS,
+        "scale-own": SCALE_OWN_VARIANTS,
+        "proxylarge": SCALE_OWN_VARIANTS,
+    }
+    return fewer.get(table, VARIANTS)
 
 
 def _record(

@@ -166,7 +166,7 @@ class Owners:
         of the split's permutation after the split's M + N (:func:`demo.data.write_split`
         draws the same permutation), disjoint from every image a practitioner here has.
         """
-        split = self.workspace.split(self.base.seed, self.base.n_train, self.base.owner_percent)
+        split = self.workspace.split_of(self.base)
         if j == 0:
             labels = json.loads(split.owner_labels.read_text())
             return np.load(split.owner_images), np.array(labels, dtype=np.int64)
@@ -179,7 +179,7 @@ class Owners:
     def item_files(self, j: int) -> tuple[Path, Path]:
         """Return owner ``j``'s items as files (an .npy and a JSON list of labels)."""
         if j == 0:
-            split = self.workspace.split(self.base.seed, self.base.n_train, self.base.owner_percent)
+            split = self.workspace.split_of(self.base)
             return split.owner_images, split.owner_labels
         folder = self._folder() / f"owner{j}"
 
@@ -323,7 +323,7 @@ def prepare(
     began = time.monotonic()
     say(f"marking: {len(tasks)} owners' vaults and baseline marks, {jobs} at a time")
     for base in dict.fromkeys(b for b, _ in tasks):
-        workspace.split(base.seed, base.n_train, base.owner_percent)
+        workspace.split_of(base)
         workspace.own_proxy(base.vault())
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
@@ -350,7 +350,7 @@ def training_set(owners: Owners, parts: Sequence[TrainingSet]) -> TrainingSet:
     The split's shared images in their order, as many as M leaves (1,800 beside one
     owner: the ladder's training set exactly).
     """
-    split = owners.workspace.split(owners.base.seed, owners.base.n_train, owners.base.owner_percent)
+    split = owners.workspace.split_of(owners.base)
     n_shared = owners.base.n_train - sum(len(p[0]) for p in parts)
     shared = np.load(split.shared_images)[:n_shared], np.load(split.shared_labels)[:n_shared]
     if len(shared[0]) != n_shared:
@@ -386,7 +386,7 @@ def train_models(
     ) as pool:
         futures = {}
         for spec, (images, labels), owner in todo:
-            split = workspace.split(spec.seed, spec.n_train, spec.owner_percent)
+            split = workspace.split_of(spec)
             future = pool.submit(
                 train_one,
                 workspace.model_dir(spec),

@@ -175,6 +175,10 @@ class Workspace:
             _publish_atomically(build, folder)
         return demo_data.split_in(folder, n_train, owner_percent)
 
+    def split_of(self, spec: ModelSpec | VaultSpec) -> demo_data.Split:
+        """Return the data split ``spec``'s experiment draws from (its seed, M and her share)."""
+        return self.split(spec.seed, spec.n_train, spec.owner_percent)
+
     def vault(self, spec: VaultSpec) -> Vault:
         """Return the owner's vault of ``spec`` (marked on first use)."""
         target = self.root / "vaults" / spec.name
@@ -191,7 +195,7 @@ class Workspace:
 
             _publish_atomically(build_photos, target)
         if not target.exists():
-            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
+            split = self.split_of(spec)
             config = self.marking_config(spec)
 
             def build(tmp: Path) -> None:
@@ -210,7 +214,7 @@ class Workspace:
         """
         folder = self.root / "photos" / split_name(spec.seed, spec.n_train, spec.owner_percent)
         if not folder.exists():
-            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
+            split = self.split_of(spec)
             items = np.load(split.owner_images)
             labels = json.loads(split.owner_labels.read_text())
 
@@ -300,7 +304,7 @@ class Workspace:
         name = split_name(spec.seed, spec.n_train, spec.owner_percent)
         target = self.root / "proxy" / f"{kind}-{name}{smoke}.pt"
         if not target.exists():
-            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
+            split = self.split_of(spec)
             images = np.load(split.owner_images)
             labels = np.array(json.loads(split.owner_labels.read_text()), dtype=np.int64)
             if spec.marker == CLUSTERS_PROXY_MARKER:
@@ -337,7 +341,7 @@ class Workspace:
 
     def used_mask(self, spec: ModelSpec) -> npt.NDArray[np.bool_]:
         """Return which of the owner's items ``spec`` trained on (a seeded random subset)."""
-        n_owner = self.split(spec.seed, spec.n_train, spec.owner_percent).n_owner
+        n_owner = self.split_of(spec).n_owner
         used = np.zeros(n_owner, dtype=bool)
         n_used = round(spec.fraction * n_owner)
         used[np.random.default_rng([spec.seed, 7]).permutation(n_owner)[:n_used]] = True
@@ -354,7 +358,7 @@ class Workspace:
         items (:meth:`used_mask`; ``owner``, when the caller has :meth:`owner_items`
         already), then other images in place of the rest.
         """
-        split = self.split(spec.seed, spec.n_train, spec.owner_percent)
+        split = self.split_of(spec)
         shared = np.load(split.shared_images), np.load(split.shared_labels)
         extra = np.load(split.clean_images), np.load(split.clean_labels)
         used = self.used_mask(spec)
@@ -369,7 +373,7 @@ class Workspace:
         """Return the owner's published images (and labels) ``spec`` trained on; none if clean."""
         used = self.used_mask(spec)
         if not used.any():
-            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
+            split = self.split_of(spec)
             side = np.load(split.shared_images).shape[1:]
             return np.zeros((0, *side), dtype=np.uint8), np.zeros(0, dtype=np.int64)
         images, labels = self.published(spec.vault())
@@ -418,7 +422,7 @@ class Workspace:
         for spec in todo:  # data and vaults are built here, once, before the workers start
             owner = self.owner_items(spec)
             images, labels = self.training_set(spec, owner)
-            split = self.split(spec.seed, spec.n_train, spec.owner_percent)
+            split = self.split_of(spec)
             inputs.append((spec, images, labels, owner, split.test_images, split.test_labels))
         options = {spec: self.attack_options(spec) for spec in todo}
         context = multiprocessing.get_context("spawn")

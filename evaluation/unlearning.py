@@ -125,7 +125,7 @@ def retained_set(workspace: Workspace, spec: ModelSpec) -> TrainingSet:
     :meth:`~evaluation.build.Workspace.training_set` without its owner part: the shared
     images, then the stand-ins for her items it did not use (none when it used all).
     """
-    split = workspace.split(spec.seed, spec.n_train, spec.owner_percent)
+    split = workspace.split_of(spec)
     used = workspace.used_mask(spec)
     extra_images, extra_labels = np.load(split.clean_images), np.load(split.clean_labels)
     images = np.concatenate([np.load(split.shared_images), extra_images[~used]])
@@ -237,7 +237,7 @@ def build_unlearned(
     base = workspace.load_model(state.base)
     forget = workspace.owner_items(state.base)
     retained = retained_set(workspace, state.base)
-    split = workspace.split(state.base.seed, state.base.n_train, state.base.owner_percent)
+    split = workspace.split_of(state.base)
     test = np.load(split.test_images), np.load(split.test_labels)
     before = accuracy(base, *test, device=device)
     began = time.monotonic()
@@ -455,7 +455,7 @@ def _accuracies(
 
     The retained data and her published items are those of ``job``'s used model and vault.
     """
-    split = workspace.split(job.model.seed, job.model.n_train, job.model.owner_percent)
+    split = workspace.split_of(job.model)
     test = np.load(split.test_images), np.load(split.test_labels)
     retained = retained_set(workspace, job.model)
     forget = workspace.published(job.vault)
