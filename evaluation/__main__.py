@@ -90,6 +90,7 @@ LADDER = (
     "unlabelled",
     "standard-clusters",
     "proxylarge",
+    "proxylarge-noaug",
 )
 #: Ladder tables the owner's estimate runs on: rung (b) once (converged shares its vaults),
 #: not rung (c) (its proxy practitioner would take the lent accelerator's time).
@@ -472,12 +473,13 @@ def _ablate(workspace: Workspace, plan: Plan, say: Callable[[str], None], device
 def _variants(table: str) -> tuple[Variant, ...]:
     """Return the ablation variants ``table`` is scored with (rung (c): the K = 1 rows).
 
-    ``proxylarge`` (20,000 pairs a vault) scores the K = 1 rows too.
+    The large owner's tables (20,000 pairs a vault) score the K = 1 rows too.
     """
     fewer = {
         "scale": SCALE_VARIANTS,
         "scale-own": SCALE_OWN_VARIANTS,
         "proxylarge": SCALE_OWN_VARIANTS,
+        "proxylarge-noaug": SCALE_OWN_VARIANTS,
     }
     return fewer.get(table, VARIANTS)
 

@@ -163,6 +163,16 @@ RUNG_INTRO: Final = {
         "pairs, about eight minutes for C1 on the 2-core CPU beside other work). The "
         "ablation below gives q̂ over all 20,000 pairs: the comparison this table is for."
     ),
+    "proxylarge-noaug": (
+        "The table above with a practitioner who memorises: its models did not (train "
+        "accuracy 0.894-0.906), so q̂ was about 0.5 whichever proxy marked her items. Here "
+        "the same vaults (her 20,000 items on the proxy trained 40 epochs, `pgdownfit`, "
+        "and 21 epochs, `pgdownfitsteps`), splits and claims; the practitioner's models "
+        "are the demo's 1.62M-weight CNN, Adam, cosine decay, 20 epochs on M = 40,000, "
+        "without augmentation (recipe `none`). Clean models: the same recipe on the split "
+        "without her items, audited with both vaults of their seed. The ablation below "
+        "gives q̂ over all 20,000 pairs."
+    ),
     "standard": (
         "Rung (b): a practitioner who trains the ordinary way: a small ResNet "
         "(`evaluation.standard`, 309k weights, BatchNorm, global pooling), SGD with "

@@ -37,6 +37,7 @@ from evaluation.specs import (
     plan_converged_own,
     plan_ladder,
     plan_proxylarge,
+    plan_proxylarge_noaug,
     plan_scale,
     plan_scale_own,
     plan_standard,
@@ -245,6 +246,15 @@ def test_the_large_owner_table_splits_half_and_half_and_compares_two_proxy_sched
     assert len(redrawn) == 3 * len(LABELLED_DEFAULT_AUDITS) * PROXYLARGE_NULL_DRAWS
     clean = [j for j in plan.jobs if j.model.clean and not j.audit.rho_draw]
     assert len(clean) == 3 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, both vaults, claims
+    # the memorising practitioner's table: the same vaults and claims, models of its own
+    noaug = plan_proxylarge_noaug(range(3))
+    assert [m.name for m in noaug.models if m.seed == 2] == [
+        "s2-n40000-o50-none-e20-pgdownfit10-f1.0",
+        "s2-n40000-o50-none-e20-pgdownfitsteps10-f1.0",
+        "s2-n40000-o50-none-e20-clean",
+    ]
+    assert {(j.vault, j.audit) for j in noaug.jobs} == {(j.vault, j.audit) for j in plan.jobs}
+    assert not {m.name for m in noaug.models} & {m.name for m in plan.models}
     # her share is named only where it is not the demo's 10%: every other name is as it was
     assert ModelSpec(0).name == "s0-n2000-pad-crop-flip-e500-bernoulli32-f1.0"
     assert ModelSpec(0).vault().name == "s0-n2000-bernoulli32"
