@@ -13,7 +13,9 @@ The upsampling is torch's ``interpolate(mode="bilinear", align_corners=False)``
 written as two separable passes (columns on the small δ, then rows band by band), the
 same source coordinates and weights; the float sums are ordered differently, so a value
 within rounding of a half may round the other way (measured: 1 pixel in 90,000 differs
-by one level from the whole-tensor path).
+by one level from the whole-tensor path). The rows of a band that mix the same two
+source rows are computed at once from those two rows, broadcast rather than gathered
+into copies: the same products bit for bit, a third less time than gathering.
 
 The working-resolution copy is made by torch's antialiased bilinear resize on the uint8
 image (its fast path), rounded to whole levels like any image.
@@ -21,6 +23,7 @@ image (its fast path), rounded to whole levels like any image.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Final
 
@@ -60,19 +63,49 @@ def rounded_bands(
 ) -> Iterator[tuple[slice, torch.Tensor]]:
     """Yield ``(rows, band)``: δ (C, h, w) upsampled to ``height`` × ``width``, rounded.
 
-    Each band is int16 (rows, width, C), channels last like the images.
+    Each band is int16 (rows, width, C), channels last like the images, and is
+    overwritten by the next: use it before asking for another.
     """
     delta = delta.detach().float().cpu()
+    channels = delta.shape[0]
     col_first, col_second, col_weight = _source_index(width, delta.shape[2])
     columns = torch.lerp(delta[:, :, col_first], delta[:, :, col_second], col_weight)
     columns = columns.permute(1, 2, 0).contiguous()  # (h, width, C)
     row_first, row_second, row_weight = _source_index(height, delta.shape[1])
-    for top in range(0, height, BAND_ROWS):
-        rows = slice(top, min(top + BAND_ROWS, height))
-        band = torch.lerp(
-            columns[row_first[rows]], columns[row_second[rows]], row_weight[rows, None, None]
-        )
-        yield rows, band.round_().to(torch.int16)
+    rows = min(BAND_ROWS, height)
+    upsampled = torch.empty(rows, width, channels)
+    rounded = torch.empty(rows, width, channels, dtype=torch.int16)
+    for band, pieces in _band_pieces(row_first.numpy(), row_second.numpy()):
+        for piece, first, second in pieces:
+            count = piece.stop - piece.start
+            # Expanded rows, not gathered copies: the same products, one pass fewer.
+            torch.lerp(
+                columns[first].expand(count, width, channels),
+                columns[second].expand(count, width, channels),
+                row_weight[piece, None, None],
+                out=upsampled[piece.start - band.start : piece.stop - band.start],
+            )
+        size = band.stop - band.start
+        rounded[:size].copy_(upsampled[:size].round_())
+        yield band, rounded[:size]
+
+
+def _band_pieces(
+    first: npt.NDArray[np.int64], second: npt.NDArray[np.int64]
+) -> Iterator[tuple[slice, list[tuple[slice, int, int]]]]:
+    """Yield each band of rows with its pieces: rows that mix the same two source rows.
+
+    ``first`` and ``second`` are, per output row, the source rows it interpolates.
+    """
+    height = len(first)
+    changes = np.flatnonzero((np.diff(first) != 0) | (np.diff(second) != 0)) + 1
+    edges = sorted({0, height, *range(BAND_ROWS, height, BAND_ROWS), *changes.tolist()})
+    pieces: list[tuple[slice, int, int]] = []
+    for start, stop in itertools.pairwise(edges):
+        pieces.append((slice(start, stop), int(first[start]), int(second[start])))
+        if stop % BAND_ROWS == 0 or stop == height:
+            yield slice(pieces[0][0].start, stop), pieces
+            pieces = []
 
 
 def apply_band(image: Pixels, band: torch.Tensor, rows: slice, plus: Pixels, minus: Pixels) -> None:
