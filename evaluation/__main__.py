@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ROW",
         help="attacks: train and audit only these training-time rows (e.g. noaug es125; "
         "the output defences and the unattacked models stay in); photo, photo-standard: "
-        f"only these marks ({' '.join(PHOTO_MARKERS)}, the last in photo only; the clean "
+        f"only these marks ({' '.join(PHOTO_MARKERS)}, the JPEG ones in photo only; the clean "
         "models stay for them)",
     )
     parser.add_argument(

@@ -18,7 +18,7 @@ from .photos import (
     MODEL_SIDE,
     PHOTO_MARKERS,
     PHOTO_SIDE,
-    PUBLISHED_JPEG_QUALITY,
+    PUBLISHED_JPEG_QUALITIES,
     load_mark_sizes,
 )
 from .specs import TEST, AuditSpec, Job, Plan
@@ -42,9 +42,11 @@ INTRO: Final = (
     "`photoown` vaults were marked with two, 8 and 6 of their 200 pairs' marks came out "
     "different, PGD's sign steps following the float sums' order; marked again with two "
     "threads, seed 3's is `photoown`'s root) published as JPEG "
-    f"files at quality {PUBLISHED_JPEG_QUALITY} (PIL, 4:2:0 chroma), which the "
-    "practitioner decodes before her resize (its ε resized is measured on the decoded "
-    "JPEG; its clean-model claims ran against its own vault, seeds 3 and 4). "
+    f"files at quality {PUBLISHED_JPEG_QUALITIES['photoownjpeg']} (PIL, 4:2:0 chroma), "
+    "and `photoownjpeglow` the same at quality "
+    f"{PUBLISHED_JPEG_QUALITIES['photoownjpeglow']} (PIL's default quality), which the "
+    "practitioner decodes before her resize (their ε resized is measured on the decoded "
+    "JPEG; their clean-model claims ran against their own vaults, seeds 3 and 4). "
     "The practitioner resizes the published photos with her own library and "
     f"settings (PIL: to grey, then Lanczos to {MODEL_SIDE}×{MODEL_SIDE}) and trains as in "
     "rung (a) (the demo's CNN, 500 epochs of Adam, pad-crop-flip) on them beside her "
@@ -62,7 +64,8 @@ INTRO: Final = (
     "What it does not cover: real photo datasets (none is available here: the photos are "
     "upscaled 28 px images, so their detail is what 28 px holds), training as in rungs "
     "(b) and (c), models of 96 or 224 px input, colour models, JPEG publication at "
-    "rung (b) or at other qualities, and the arbiter's own resize. The rung-(b) version "
+    "rung (b) or at qualities other than 85 and 75, and the arbiter's own resize. The "
+    "rung-(b) version "
     "(the ResNet, 80 epochs, her 1,000 "
     "photos, the arbiter's resize) is the next table: `python -m evaluation photo-standard "
     "--device cuda --jobs 16` on a lent accelerator, or on a CPU with `--jobs 2`."

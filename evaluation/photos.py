@@ -52,17 +52,25 @@ PHOTO_SIDE: Final = 1024
 #: (``proxy-own``, neutral mark) and the same with ``--no-neutral-mark``.
 NEUTRAL_MARKER: Final = "photoown"
 FREE_MARKER: Final = "photoownfree"
-#: The default mark published as JPEG files (:data:`PUBLISHED_JPEG_QUALITY`): a vault made
+#: The default mark published as JPEG files (:data:`PUBLISHED_JPEG_QUALITIES`): a vault made
 #: as :data:`NEUTRAL_MARKER`'s (the same photos, secret, proxy and settings: bit for bit
 #: when marked with the same torch threads; PGD's sign steps follow the float sums'
 #: order, so with other threads a few pairs' marks differ); the practitioner decodes the
 #: JPEG she downloaded before her resize.
 JPEG_MARKER: Final = "photoownjpeg"
+#: The same, published at a lower JPEG quality (:data:`PUBLISHED_JPEG_QUALITIES`).
+JPEG_LOW_MARKER: Final = "photoownjpeglow"
 #: Whether each photo marker's marks are neutral (``MarkingConfig.neutral_mark``).
-PHOTO_MARKERS: Final = {NEUTRAL_MARKER: True, FREE_MARKER: False, JPEG_MARKER: True}
-#: The JPEG quality the owner publishes :data:`JPEG_MARKER`'s photos at (PIL's encoder,
-#: 4:2:0 chroma subsampling, its default at this quality): a photo site's re-encoding.
-PUBLISHED_JPEG_QUALITY: Final = 85
+PHOTO_MARKERS: Final = {
+    NEUTRAL_MARKER: True,
+    FREE_MARKER: False,
+    JPEG_MARKER: True,
+    JPEG_LOW_MARKER: True,
+}
+#: The JPEG quality the owner publishes each JPEG marker's photos at (PIL's encoder,
+#: 4:2:0 chroma subsampling, its default at these qualities): 85, a photo site's
+#: re-encoding; 75, PIL's own default quality.
+PUBLISHED_JPEG_QUALITIES: Final = {JPEG_MARKER: 85, JPEG_LOW_MARKER: 75}
 #: The side of the practitioner's model input (rung (a)'s network).
 MODEL_SIDE: Final = 28
 #: The practitioner's resize: PIL's Lanczos filter (antialiased when reducing).
@@ -255,7 +263,7 @@ def iter_pairs(vault: Vault) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArra
 
 def publication_quality(marker: str) -> int | None:
     """Return the JPEG quality ``marker``'s photos are published at (None: as PNG, exactly)."""
-    return PUBLISHED_JPEG_QUALITY if marker == JPEG_MARKER else None
+    return PUBLISHED_JPEG_QUALITIES.get(marker)
 
 
 def as_published(image: npt.NDArray[np.uint8], quality: int | None) -> npt.NDArray[np.uint8]:

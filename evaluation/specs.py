@@ -597,7 +597,7 @@ def _plan_large_owner(seeds: Sequence[int], table: str, title: str, recipe: str)
 #: The photo rung's marks (issue #39, part 7; :mod:`evaluation.photos`): ``owner mark``'s
 #: default with labels on the owner's photos of a megapixel, neutral (the default) and
 #: with ``--no-neutral-mark``. The names are :mod:`evaluation.photos`' markers.
-PHOTO_MARKERS: Final = ("photoown", "photoownfree", "photoownjpeg")
+PHOTO_MARKERS: Final = ("photoown", "photoownfree", "photoownjpeg", "photoownjpeglow")
 #: The photo rung trained as rung (b): the marks without the JPEG publication row.
 PHOTO_STANDARD_MARKERS: Final = PHOTO_MARKERS[:2]
 #: The photo rung's clean models (trained without her photos) are the demo's regime's

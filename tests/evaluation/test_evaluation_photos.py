@@ -28,12 +28,17 @@ from twinaudit.verifier.scoring.fit import fit_image
 def test_the_photo_rung_audits_both_marks_and_a_clean_model_per_seed_with_the_defaults():
     plan = plan_photo([0, 1])
     used = [m for m in plan.models if not m.clean]
-    assert sorted({m.marker for m in used}) == ["photoown", "photoownfree", "photoownjpeg"]
+    assert sorted({m.marker for m in used}) == [
+        "photoown",
+        "photoownfree",
+        "photoownjpeg",
+        "photoownjpeglow",
+    ]
     assert all(m.trainer == "demo" and m.n_train == 2000 and m.epsilon == 10 for m in used)
     clean = [m for m in plan.models if m.clean]
     assert [m.name for m in clean] == [f"s{s}-n2000-pad-crop-flip-e500-clean-t2" for s in (0, 1)]
     assert {j.audit for j in plan.jobs} == set(LABELLED_DEFAULT_AUDITS)
-    assert len(plan.jobs) == 2 * 3 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, marks, models
+    assert len(plan.jobs) == 2 * 4 * 2 * len(LABELLED_DEFAULT_AUDITS)  # seeds, marks, models
     standard = plan_photo_standard([0])
     assert {m.trainer for m in standard.models} == {"resnet-sgd"}
     assert {j.vault.name for j in standard.jobs} == {  # no JPEG row at rung (b)
@@ -135,11 +140,12 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
         "s0-n200-photoown10",
         "s0-n200-photoownfree10",
         "s0-n200-photoownjpeg10",
+        "s0-n200-photoownjpeglow10",
     ]
     for record in sizes.values():
         assert record["pairs"] == 20 and 0 < int(str(record["full_max"])) <= 10
     scored = (work / "ablation.jsonl").read_text().splitlines()
-    assert len(scored) == 2 * 6  # two scores, three used models and the clean one thrice
+    assert len(scored) == 2 * 8  # two scores, four used models and the clean one four times
     for line in scored:
         record = json.loads(line)
         assert record["wins"] + record["losses"] + record["ties"] == 20  # every pair
@@ -163,13 +169,15 @@ def test_a_tiny_photo_rung_marks_photos_trains_audits_and_reports(tmp_path, monk
     # decoded, then resized.
     roots = [
         Vault.open(work / "vaults" / f"s0-n200-{marker}10" / "vault").root
-        for marker in ("photoown", "photoownjpeg")
+        for marker in ("photoown", "photoownjpeg", "photoownjpeglow")
     ]
-    assert roots[0] == roots[1]
+    assert roots[0] == roots[1] == roots[2]
     plain = sizes["s0-n200-photoown10"]
     jpeg = sizes["s0-n200-photoownjpeg10"]
+    low = sizes["s0-n200-photoownjpeglow10"]
     assert jpeg["full_max"] == plain["full_max"] and jpeg["resized_mean"] != plain["resized_mean"]
-    assert "| `photoownjpeg` | 0 |" in report
+    assert low["resized_mean"] not in (plain["resized_mean"], jpeg["resized_mean"])
+    assert "| `photoownjpeg` | 0 |" in report and "| `photoownjpeglow` | 0 |" in report
 
 
 def test_photo_models_of_rung_b_are_audited_through_the_arbiters_fit():
