@@ -1,7 +1,7 @@
 """Captioned images (paper §6.3): an image source and one caption per image.
 
 The images come from any input :func:`twinaudit.owner.images.sources.open_source` reads (a
-folder of PNG/JPEG, ``.npy``, ``.npz``, idx). The captions file is one of:
+folder of images, ``.npy``, ``.npz``, idx). The captions file is one of:
 
 - CSV with a header. With a ``filename`` (or ``name``) column and a ``caption``
   column, each row captions the image of that name (a folder's relative path, or an

@@ -1,7 +1,7 @@
 """The owner's images: streaming readers, publication writers and a contact sheet.
 
-- :func:`open_source` reads a folder of PNG/JPEG images, an ``.npy``, an ``.npz`` or
-  an idx(.gz) file as :class:`ImageBatch` objects, in bounded memory.
+- :func:`open_source` reads a folder of images (PNG, JPEG, WebP, TIFF, BMP, GIF), an
+  ``.npy``, an ``.npz`` or an idx(.gz) file as :class:`ImageBatch` objects, in bounded memory.
 - :func:`open_writer` publishes one version of each image in the input's format,
   atomically.
 - :func:`write_contact_sheet` draws rows of images (raw, published, hidden…) into a PNG;

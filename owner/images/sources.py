@@ -8,21 +8,30 @@ one shape and one label per image), however many images there are.
 Formats
 -------
 ``image-dir``
-    A folder of PNG and JPEG files (suffix ``.png``, ``.jpg`` or ``.jpeg``, any
-    case), searched recursively. Hidden files and folders (name starting with a
-    dot) are skipped; other files (a ``labels.csv``, a README) are ignored and
-    counted in :meth:`ImageSource.describe`. Symbolic links to folders are not
+    A folder of PNG, JPEG, WebP, TIFF, BMP and GIF files (suffix ``.png``, ``.jpg``,
+    ``.jpeg``, ``.webp``, ``.tif``, ``.tiff``, ``.bmp`` or ``.gif``, any case),
+    searched recursively. Hidden files and folders (name starting with a dot) are
+    skipped; a file with the suffix of an image format not read (HEIC, AVIF, raw
+    camera files: :data:`UNREAD_IMAGE_SUFFIXES`) is refused by name, never left out
+    unseen; other files (a ``labels.csv``, a README) are ignored and counted in
+    :meth:`ImageSource.describe`. An image of several frames (an animation, a
+    multi-page TIFF) is refused, and so are two images that would be published
+    under one name (``a.jpg`` and ``a.png``: every format but PNG is published as
+    PNG, :func:`published_image_name`). Symbolic links to folders are not
     followed. Images are ordered by the code-point order of their relative POSIX
     path (``img10.png`` before ``img2.png``) and named by that path.
     :func:`open_source` reads the header of every file (cheap: no pixel data) to
     learn its shape and to fail early on unreadable files and refused modes, naming
     every such file in one error; :meth:`ImageSource.check_pixels` decodes every
     image once (transparency, truncation), which ``owner mark`` does before its first
-    marking step; otherwise pixels are decoded only when a batch needs them. Pixels
-    are taken as stored: EXIF orientation is not applied. A JPEG file (by its first
-    bytes) no longer than its raw pixels is read once, its bytes kept with the batch
-    (:attr:`ImageBatch.originals`) and decoded from them, so that a vault can keep the
-    file in place of the pixels.
+    marking step; otherwise pixels are decoded only when a batch needs them. An
+    image is read as a viewer shows it: its EXIF orientation (JPEG, WebP, TIFF, and
+    a PNG whose ``eXIf`` chunk comes before its pixels) turns or flips the pixels
+    upright, so that a phone's portrait photo is marked, and published, standing. A
+    JPEG file (by its first bytes) no longer than its raw pixels is read once, its
+    bytes kept with the batch (:attr:`ImageBatch.originals`) and decoded from them,
+    so that a vault can keep the file in place of the pixels; a JPEG turned upright
+    is not its file's pixels, so its pixels are kept instead.
 
     Pixel modes: 8-bit grayscale (``L``) stays one channel, ``RGB`` three.
     Bilevel (``1``) becomes ``L`` (0 and 255), palette (``P``) becomes ``RGB``.
@@ -97,7 +106,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Final, Protocol
 
 import numpy as np
@@ -115,9 +124,19 @@ from twinaudit.protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
 from twinaudit.protocol.limits import MAX_BIN_BYTES, MAX_PAIRS
 
 #: File suffixes (lower case) read from an image folder.
-IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg"})
-#: Suffixes of lossy formats, published as PNG.
+IMAGE_SUFFIXES: Final = frozenset(
+    {".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif"}
+)
+#: JPEG's suffixes.
 JPEG_SUFFIXES: Final = frozenset({".jpg", ".jpeg"})
+#: Suffixes of image formats ``owner mark`` does not read: a folder file with one is
+#: refused by name (it would otherwise be left out of the vault unseen), not ignored.
+UNREAD_IMAGE_SUFFIXES: Final = frozenset(
+    {
+        ".heic", ".heif", ".avif", ".jxl", ".jp2", ".j2k", ".jfif", ".psd", ".svg",
+        ".dng", ".cr2", ".cr3", ".nef", ".arw", ".orf", ".rw2", ".raf", ".srw", ".pef",
+    }
+)  # fmt: skip
 #: Largest label file (CSV, JSON or idx) accepted, in bytes.
 MAX_LABEL_FILE_BYTES: Final = 64 * 1024 * 1024
 #: Magic numbers of idx files: unsigned bytes, 3 dimensions (images) or 1 (labels).
@@ -126,7 +145,22 @@ IDX_LABELS_MAGIC: Final = 0x00000801
 #: Conventional names of the image array in an npz archive.
 NPZ_IMAGE_KEYS: Final = ("images", "x", "X", "x_train", "X_train", "train_images", "imgs")
 
-_PIL_FORMATS: Final = ("PNG", "JPEG")
+_PIL_FORMATS: Final = ("PNG", "JPEG", "WEBP", "TIFF", "BMP", "GIF")
+#: The formats read, for messages.
+_READ_FORMATS: Final = "PNG, JPEG, WebP, TIFF, BMP or GIF"
+#: EXIF orientation (tag 274) → the transposition that shows the image as a viewer does.
+_UPRIGHT: Final = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+#: Orientations that swap an image's height and width.
+_SWAPPED: Final = frozenset({5, 6, 7, 8})
+_ORIENTATION_TAG: Final = 0x0112
 #: The first bytes of every JPEG file: such a file's bytes go to the vault with its pixels.
 _JPEG_SIGNATURE: Final = b"\xff\xd8\xff"
 _GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -393,27 +427,35 @@ class ImageSource(ABC):
 
 
 class FolderSource(ImageSource):
-    """PNG and JPEG files in a folder tree (format ``image-dir``)."""
+    """Image files in a folder tree (format ``image-dir``): PNG, JPEG, WebP, TIFF, BMP, GIF."""
 
     format = "image-dir"
 
     def __init__(self, root: Path, label_path: Path | None = None) -> None:
         """List the images, read every header, and attach the labels if given."""
-        names, ignored = _list_image_files(root)
+        names, ignored, unread = _list_image_files(root)
+        problems = [
+            InputError(
+                f"{root / name}: not a format owner mark reads ({_READ_FORMATS}): "
+                "convert it, or move it out of the folder"
+            )
+            for name in unread
+        ]
+        problems += _publication_clashes(root, names)
         if not names:
-            raise InputError(f"{root}: the folder holds no PNG or JPEG images")
+            _refuse(root, problems, len(unread))
+            raise InputError(f"{root}: the folder holds no {_READ_FORMATS} images")
         super().__init__(root, len(names))
         self._image_names = names
         self._ignored = ignored
         probed: list[tuple[str, Shape]] = []
-        problems: list[InputError] = []
         for name in names:
             try:
                 probed.append((name, _probe_image(root / name)))
             except InputError as error:
                 problems.append(error)
         if problems:  # name the files whose pixels fail too, so that one report has them all
-            _refuse(root, [*problems, *_pixel_problems(root, probed)], len(names))
+            _refuse(root, [*problems, *_pixel_problems(root, probed)], len(names) + len(unread))
         self._shapes = [shape for _, shape in probed]
         self._run_ends = _run_ends(self._shapes)
         if label_path is not None:
@@ -444,8 +486,9 @@ class FolderSource(ImageSource):
             for offset, index in enumerate(range(lo, hi)):
                 path = self.path / self._image_names[index]
                 original = _jpeg_bytes(path, self._shapes[index])
-                pixels[offset] = _decode_image(path, self._shapes[index], original)
-                originals.append(original)
+                pixels[offset], turned = _decode_upright(path, self._shapes[index], original)
+                # A JPEG shown turned is not its file's pixels: the vault keeps the pixels.
+                originals.append(None if turned else original)
             kept = None if all(original is None for original in originals) else originals
             yield lo, hi, pixels, kept
 
@@ -461,6 +504,8 @@ class FolderSource(ImageSource):
             "file": self.path.name,
             "sha256": listing.hexdigest(),
             "ignored_files": self._ignored,
+            # Since images are turned upright: a vault begun before resumes with none.
+            "exif_orientation": "applied",
         }
 
 
@@ -503,13 +548,18 @@ def _refuse(root: Path, problems: Sequence[InputError], count: int) -> None:
     )
 
 
-def _list_image_files(root: Path) -> tuple[list[str], int]:
-    """Return the sorted relative names of the images under ``root`` and the ignored count."""
+def _list_image_files(root: Path) -> tuple[list[str], int, list[str]]:
+    """Return the images under ``root``, the ignored count, and the images not read.
+
+    Both lists are sorted relative names; the second holds files with a suffix of
+    :data:`UNREAD_IMAGE_SUFFIXES`.
+    """
 
     def fail(error: OSError) -> None:
         raise InputError(f"{root}: cannot list {error.filename}: {error.strerror}") from error
 
     names: list[str] = []
+    unread: list[str] = []
     ignored = 0
     for folder, subfolders, files in os.walk(root, onerror=fail):
         subfolders[:] = [sub for sub in subfolders if not sub.startswith(".")]
@@ -521,10 +571,53 @@ def _list_image_files(root: Path) -> tuple[list[str], int]:
                 names.append(path.relative_to(root).as_posix())
                 if len(names) > MAX_PAIRS:
                     raise LimitExceededError(f"number of images in {root}", len(names), MAX_PAIRS)
+            elif path.suffix.lower() in UNREAD_IMAGE_SUFFIXES:
+                unread.append(path.relative_to(root).as_posix())
             else:
                 ignored += 1
     names.sort()
-    return names, ignored
+    return names, ignored, sorted(unread)
+
+
+def published_image_name(name: str) -> str:
+    """Return the relative name under which an image of a folder input is published.
+
+    PNG names are kept; every other format's suffix becomes ``.png``: the published
+    version is written losslessly, as a lossy format would destroy the mark.
+
+    Raises:
+        InputError: ``name`` is not a relative path to an image of a format read.
+
+    """
+    path = PurePosixPath(name)
+    if (
+        not name
+        or path.is_absolute()
+        or any(part in ("", ".", "..") for part in name.split("/"))
+        or path.suffix.lower() not in IMAGE_SUFFIXES
+    ):
+        raise InputError(f"{name!r} is not a relative path to a {_READ_FORMATS} image")
+    if path.suffix.lower() != ".png":
+        return path.with_suffix(".png").as_posix()
+    return name
+
+
+def _publication_clashes(root: Path, names: Sequence[str]) -> list[InputError]:
+    """Return an error per image whose published name an earlier image has already."""
+    first: dict[str, str] = {}
+    clashes: list[InputError] = []
+    for name in names:
+        target = published_image_name(name)
+        if target in first:
+            clashes.append(
+                InputError(
+                    f"{root / name}: would be published as {target!r}, as "
+                    f"{first[target]!r} is: rename one of them"
+                )
+            )
+        else:
+            first[target] = name
+    return clashes
 
 
 def _run_ends(shapes: Sequence[Shape]) -> list[int]:
@@ -534,15 +627,18 @@ def _run_ends(shapes: Sequence[Shape]) -> list[int]:
 
 
 def _probe_image(path: Path) -> Shape:
-    """Read an image header: return its (H, W, C) after mode conversion."""
+    """Read an image header: return its (H, W, C) after mode conversion and orientation."""
     where = str(path)
     with _reading(where):
         try:
             image = Image.open(path, formats=_PIL_FORMATS)
         except UnidentifiedImageError as error:
-            raise InputError(f"{where}: not a PNG or JPEG image, or a corrupt one") from error
+            raise InputError(f"{where}: not a {_READ_FORMATS} image, or a corrupt one") from error
         with image:
+            _check_one_frame(image, where)
             width, height = image.size
+            if _orientation(image) in _SWAPPED:
+                width, height = height, width
             channels = _channels_of_mode(image.mode, where)
     _check_side(height, "height", where)
     _check_side(width, "width", where)
@@ -577,14 +673,49 @@ def _decode_image(path: Path, shape: Shape, data: bytes | None = None) -> npt.ND
 
     The array must have the shape the header announced.
     """
+    return _decode_upright(path, shape, data)[0]
+
+
+def _decode_upright(
+    path: Path, shape: Shape, data: bytes | None = None
+) -> tuple[npt.NDArray[np.uint8], bool]:
+    """Return :func:`_decode_image`'s pixels and whether its EXIF orientation moved them."""
     where = str(path)
     opened = path if data is None else io.BytesIO(data)
     with _reading(where), Image.open(opened, formats=_PIL_FORMATS) as image:
+        _check_one_frame(image, where)
+        turn = _UPRIGHT.get(_orientation(image))  # read before the pixels, as the probe did
         image.load()
-        pixels = _pixels_of(image, where)
+        pixels = _pixels_of(image if turn is None else image.transpose(turn), where)
     if pixels.shape != shape:
         raise InputError(f"{where}: decoded shape {pixels.shape}, header said {shape}")
-    return pixels
+    return pixels, turn is not None
+
+
+def _orientation(image: Image.Image) -> int:
+    """Return the EXIF orientation of an opened image, 1 (as stored) without a valid one.
+
+    Read from what opening the file read: a PNG's ``eXIf`` chunk after its pixels is
+    not (finding it would decode the image), so such a PNG is taken as stored. An EXIF
+    block that does not parse is taken as no orientation, as viewers take it.
+    """
+    if image.format == "PNG" and "exif" not in image.info:
+        return 1
+    try:
+        value = image.getexif().get(_ORIENTATION_TAG, 1)
+    except _DECODER_ERRORS:
+        return 1
+    return value if isinstance(value, int) and value in _UPRIGHT else 1
+
+
+def _check_one_frame(image: Image.Image, where: str) -> None:
+    """Refuse an image of several frames (an animation, a multi-page TIFF)."""
+    frames = getattr(image, "n_frames", 1)
+    if frames != 1:
+        raise InputError(
+            f"{where}: holds {frames} frames (an animation or several pages); save the "
+            "frame to mark as an image of its own"
+        )
 
 
 def _pixels_of(image: Image.Image, where: str) -> npt.NDArray[np.uint8]:
@@ -1133,7 +1264,7 @@ def _sniff_format(path: Path) -> str:
     if head.startswith(_GZIP_MAGIC) or head.startswith(b"\x00\x00\x08"):
         return "idx"
     hint = (
-        "; to read PNG or JPEG files, open the folder that holds them"
+        "; to read image files, open the folder that holds them"
         if path.suffix.lower() in IMAGE_SUFFIXES
         else ""
     )
@@ -1143,7 +1274,7 @@ def _sniff_format(path: Path) -> str:
 def open_source(
     path: Path, *, labels: Path | None = None, npz_key: str | None = None
 ) -> ImageSource:
-    """Open a folder of PNG/JPEG images, an ``.npy``, an ``.npz`` or an idx(.gz) file.
+    """Open a folder of images, an ``.npy``, an ``.npz`` or an idx(.gz) file.
 
     Args:
         path: The folder or file; its format is recognised by content.

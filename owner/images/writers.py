@@ -3,10 +3,11 @@
 :func:`open_writer` takes the :meth:`~twinaudit.owner.images.sources.ImageSource.describe`
 entry of the input and returns a :class:`PublicationWriter` for the same format:
 
-- ``image-dir`` → one PNG per image under the same relative name. JPEG inputs are
-  written as ``.png`` (see :func:`published_name`): JPEG is lossy and would destroy
-  a ±10 mark. Labels, when published, go to ``labels.csv`` (a ``filename,label`` header, the
-  labels files' convention).
+- ``image-dir`` → one PNG per image under the same relative name. Inputs of other
+  formats (JPEG, WebP, TIFF, BMP, GIF) are written as ``.png`` (see
+  :func:`published_name`): a lossy format would destroy a ±10 mark. Labels, when
+  published, go to ``labels.csv`` (a ``filename,label`` header, the labels files'
+  convention).
 - ``npy`` → one ``.npy`` of the input's name and array shape (3-D or 4-D), written
   through a memory map. Labels, when published, go to ``labels.csv``.
 - ``npz`` → one ``.npz`` of the input's name holding the image array under the same
@@ -41,7 +42,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
 
@@ -56,10 +57,9 @@ from twinaudit.protocol.errors import InputError, NotFoundError, ParameterError,
 from .sources import (
     IDX_IMAGES_MAGIC,
     IDX_LABELS_MAGIC,
-    IMAGE_SUFFIXES,
-    JPEG_SUFFIXES,
     ImageBatch,
     idx_labels_name,
+    published_image_name,
 )
 
 #: Name of the label file written next to published folders and npy arrays.
@@ -84,23 +84,14 @@ _STATE_TEXT: Final = {
 def published_name(name: str) -> str:
     """Return the relative name under which an image of a folder input is published.
 
-    PNG names are kept; ``.jpg`` and ``.jpeg`` become ``.png`` (JPEG is lossy).
+    PNG names are kept; every other format's suffix becomes ``.png``
+    (:func:`~twinaudit.owner.images.sources.published_image_name`).
 
     Raises:
-        InputError: ``name`` is not a relative path to a PNG or JPEG file.
+        InputError: ``name`` is not a relative path to an image of a format read.
 
     """
-    path = PurePosixPath(name)
-    if (
-        not name
-        or path.is_absolute()
-        or any(part in ("", ".", "..") for part in name.split("/"))
-        or path.suffix.lower() not in IMAGE_SUFFIXES
-    ):
-        raise InputError(f"{name!r} is not a relative path to a PNG or JPEG image")
-    if path.suffix.lower() in JPEG_SUFFIXES:
-        return path.with_suffix(".png").as_posix()
-    return name
+    return published_image_name(name)
 
 
 class PublicationWriter(ABC):
@@ -247,9 +238,10 @@ class PublicationWriter(ABC):
 class ImageDirWriter(PublicationWriter):
     """Writes one PNG per image under its relative name (format ``image-dir``).
 
-    JPEG inputs are written as PNG with the suffix changed to ``.png``: JPEG is lossy
-    and would destroy a ±10-pixel mark. Two inputs that map to the same published
-    name (``a.jpg`` and ``a.png``) are refused. Labels go to ``labels.csv``.
+    Inputs of other formats are written as PNG with the suffix changed to ``.png``:
+    JPEG (and lossy WebP) would destroy a ±10-pixel mark. Two inputs that map to the
+    same published name (``a.jpg`` and ``a.png``) are refused here, and by the source
+    before anything is marked. Labels go to ``labels.csv``.
     """
 
     def _start(self) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from PIL import Image
+from PIL import Image, ImageOps
 
-from twinaudit.owner.images import ImageBatch, ImageSource, open_source
+from twinaudit.owner.images import ImageBatch, ImageSource, open_source, published_name
 from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import (
     InputError,
@@ -145,6 +145,135 @@ def test_pixel_modes_convert_by_the_documented_rule(
     (batch,) = _read_all(open_source(path.parent))
 
     np.testing.assert_array_equal(batch.pixels[0], expected)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "suffix", "options"),
+    [
+        ("WEBP", ".webp", {"lossless": True}),
+        ("TIFF", ".tif", {}),
+        ("BMP", ".bmp", {}),
+        ("GIF", ".gif", {}),
+        ("WEBP", ".WebP", {"quality": 80}),
+    ],
+)
+def test_other_formats_read_as_pil_decodes_them_and_publish_as_png(
+    tmp_path: Path, fmt: str, suffix: str, options: dict[str, object]
+) -> None:
+    image = Image.fromarray(_images(1, 9, 11, 3)[0])
+    if fmt == "GIF":
+        image = image.convert("P")
+    path = tmp_path / "formats" / f"photo{suffix}"
+    path.parent.mkdir()
+    image.save(path, format=fmt, **options)
+    expected = np.asarray(Image.open(path).convert("RGB"))
+
+    source = open_source(path.parent)
+    (batch,) = _read_all(source)
+
+    np.testing.assert_array_equal(batch.pixels[0], expected)
+    assert batch.originals is None  # only a JPEG's bytes go to the vault
+    assert published_name(batch.names[0]) == "photo.png"
+
+
+# EXIF orientation → how the stored pixels (H, W, C) are shown: numpy on the stored array.
+UPRIGHT = {
+    1: lambda a: a,
+    2: lambda a: a[:, ::-1],
+    3: lambda a: a[::-1, ::-1],
+    4: lambda a: a[::-1],
+    5: lambda a: a.transpose(1, 0, 2),
+    6: lambda a: np.rot90(a, -1),
+    7: lambda a: np.rot90(a, 2).transpose(1, 0, 2),
+    8: lambda a: np.rot90(a, 1),
+}
+
+
+def _with_orientation(path: Path, pixels: Pixels, orientation: int, fmt: str) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    options: dict[str, object] = {"lossless": True} if fmt == "WEBP" else {}
+    Image.fromarray(pixels).save(path, format=fmt, exif=exif.tobytes(), **options)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_an_exif_orientation_turns_the_pixels_as_a_viewer_shows_them(
+    tmp_path: Path, orientation: int
+) -> None:
+    root = tmp_path / "phone"
+    root.mkdir()
+    stored = _images(1, 6, 10, 3, seed=orientation)[0]  # a landscape sensor image
+    _with_orientation(root / "b.png", stored, orientation, "PNG")  # eXIf before the pixels
+    _with_orientation(root / "c.webp", stored, orientation, "WEBP")
+    jpeg = root / "a.jpg"
+    _with_orientation(jpeg, stored, orientation, "JPEG")
+    decoded_jpeg = np.asarray(Image.open(jpeg))  # as stored; JPEG is lossy
+
+    source = open_source(root)
+    pixels, names, _ = _flatten(_read_all(source, batch_size=1))
+
+    shown = UPRIGHT[orientation]
+    assert names == ["a.jpg", "b.png", "c.webp"]
+    np.testing.assert_array_equal(pixels[0], shown(decoded_jpeg))
+    np.testing.assert_array_equal(pixels[1], shown(stored))
+    np.testing.assert_array_equal(pixels[2], shown(stored))
+    with Image.open(root / "b.png") as viewer:  # Pillow's own reading of the tag agrees
+        np.testing.assert_array_equal(pixels[1], np.asarray(ImageOps.exif_transpose(viewer)))
+    expected_shape = (10, 6, 3) if orientation >= 5 else (6, 10, 3)
+    assert source.shape_at(0) == source.shape_at(1) == expected_shape
+
+
+@pytest.mark.parametrize("orientation", [1, 3, 6])
+def test_a_jpeg_turned_upright_does_not_hand_its_bytes_to_the_vault(
+    tmp_path: Path, orientation: int
+) -> None:
+    root = tmp_path / "smooth"
+    root.mkdir()
+    ys, xs = np.mgrid[0:64, 0:96]
+    smooth = np.stack([xs * 2, ys * 3, xs + ys], axis=-1).astype(np.uint8)  # compresses well
+    _with_orientation(root / "a.jpg", smooth, orientation, "JPEG")
+    (batch,) = _read_all(open_source(root))
+    # Its file's pixels are what a vault keeps the bytes of; upright ones are others.
+    if orientation == 1:
+        assert batch.originals == [(root / "a.jpg").read_bytes()]
+    else:
+        assert batch.originals is None
+
+
+def test_an_exif_block_that_does_not_parse_leaves_the_pixels_as_stored(tmp_path: Path) -> None:
+    root = tmp_path / "odd"
+    root.mkdir()
+    stored = _images(1, 5, 7, 3)[0]
+    Image.fromarray(stored).save(root / "a.webp", lossless=True, exif=b"Exif\x00\x00garbage")
+    (batch,) = _read_all(open_source(root))
+    np.testing.assert_array_equal(batch.pixels[0], stored)
+
+
+def test_unread_formats_animations_and_clashing_names_are_refused_by_name(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    _save_png(root / "a.png", _images(1, 4, 4, 3)[0])
+    Image.fromarray(_images(1, 4, 4, 3)[0]).save(root / "a.jpg")  # published as a.png too
+    (root / "phone.HEIC").write_bytes(b"\x00\x00\x00\x18ftypheic")
+    (root / "notes.txt").write_text("ignored, as before")
+    frames = [Image.fromarray(_images(1, 4, 4, 3, seed=k)[0]).convert("P") for k in range(3)]
+    frames[0].save(root / "moving.gif", save_all=True, append_images=frames[1:])
+    pages = [Image.fromarray(_images(1, 4, 4, 3, seed=k)[0]) for k in range(2)]
+    pages[0].save(root / "scan.tiff", save_all=True, append_images=pages[1:])
+
+    with pytest.raises(InputError) as raised:
+        open_source(root)
+
+    message = str(raised.value)
+    assert "4 of 5 images cannot be marked" in message
+    assert "phone.HEIC: not a format owner mark reads" in message
+    assert "moving.gif: holds 3 frames" in message and "scan.tiff: holds 2 frames" in message
+    assert "a.png: would be published as 'a.png', as 'a.jpg' is" in message
+    assert "notes.txt" not in message
+    only_heic = tmp_path / "iphone"
+    only_heic.mkdir()
+    (only_heic / "IMG_0001.heic").write_bytes(b"\x00")
+    with pytest.raises(InputError, match=r"IMG_0001\.heic: not a format owner mark reads"):
+        open_source(only_heic)
 
 
 @pytest.mark.parametrize("mode", ["RGBA", "LA"])

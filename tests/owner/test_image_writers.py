@@ -212,13 +212,23 @@ def test_jpeg_inputs_are_published_as_png_with_the_decoded_pixels(tmp_path: Path
 
 @pytest.mark.parametrize(
     ("name", "published"),
-    [("a.png", "a.png"), ("A.PNG", "A.PNG"), ("d/b.jpg", "d/b.png"), ("c.JPEG", "c.png")],
+    [
+        ("a.png", "a.png"),
+        ("A.PNG", "A.PNG"),
+        ("d/b.jpg", "d/b.png"),
+        ("c.JPEG", "c.png"),
+        ("e.webp", "e.png"),
+        ("f.TIFF", "f.png"),
+        ("g.bmp", "g.png"),
+    ],
 )
 def test_published_names(name: str, published: str) -> None:
     assert published_name(name) == published
 
 
-@pytest.mark.parametrize("name", ["", "/abs.png", "../up.png", "d//e.png", "./a.png", "a.gif"])
+@pytest.mark.parametrize(
+    "name", ["", "/abs.png", "../up.png", "d//e.png", "./a.png", "a.heic", "a.txt"]
+)
 def test_unsafe_or_non_image_names_are_refused(name: str) -> None:
     with pytest.raises(InputError):
         published_name(name)

@@ -147,13 +147,13 @@ def test_the_proxy_takes_its_images_from_the_check_and_trains_the_same(tmp_path,
     folder = _folder(tmp_path, 6, files)
     config = _config(side=16)
     decoded = []
-    original = sources_module._decode_image
+    original = sources_module._decode_upright
 
     def counting(path, shape, data=None):
         decoded.append(path.name)
         return original(path, shape, data)
 
-    monkeypatch.setattr(sources_module, "_decode_image", counting)
+    monkeypatch.setattr(sources_module, "_decode_upright", counting)
     source = open_source(folder, labels=tmp_path / "labels.csv")
     shared = mark(source, tmp_path / "shared", config, secret=SECRET, show_progress=False).vault
     assert len(decoded) == 2 * 10  # the check (which squares each for the proxy), marking

@@ -170,7 +170,7 @@ def test_jpeg_sources_round_trip_bit_exact_with_the_commitments_of_format_2(fold
     assert codings(reopened) == {
         "a_colour.jpg": JPEG_CODING,
         "b_clipped.jpg": JPEG_CODING,
-        "c_rotated.jpg": JPEG_CODING,  # pixels as stored: the rotation is not applied
+        "c_rotated.jpg": MIDPOINT_CODING,  # turned upright: not its file's pixels
         "d_lossless.png": MIDPOINT_CODING,  # a PNG source falls back
         "e_grey.jpg": JPEG_CODING,
         "f_grey.jpg": JPEG_CODING,
@@ -516,7 +516,7 @@ def test_migration_2_to_3_and_back_keeps_the_root_openings_and_receipt(folder, t
     assert new.format_version == 3 and new.root == old.root
     assert new.receipt_bytes == old.receipt_bytes
     assert [new.opening(index) for index in range(new.n_pairs)] == openings
-    assert list(codings(new).values()).count(JPEG_CODING) == 5
+    assert list(codings(new).values()).count(JPEG_CODING) == 4  # not the one turned upright
     # Written directly in format 3, the chunks are the same.
     mark_folder(folder, tmp_path / "direct")
     for name in format_2:
@@ -598,6 +598,9 @@ def test_owner_mark_keeps_the_jpeg_sources_of_a_folder(folder, tmp_path):
     assert vault.format_version == 3
     found = codings(vault)
     assert found.pop("d_lossless.png") == MIDPOINT_CODING
+    assert found.pop("c_rotated.jpg") == MIDPOINT_CODING  # turned upright by its EXIF
     assert set(found.values()) == {JPEG_CODING}
+    upright = [vault.pair(i)[0].pixels.shape for i in range(vault.n_pairs)]
+    assert (88, 48, 3) in upright and (48, 88, 3) not in upright  # stored 48 × 88
     migrate_vault(vault.path, to_version=2)
     assert Vault.open(vault.path).packed_commitments() == vault.packed_commitments()
