@@ -9,7 +9,7 @@ Formats
 -------
 ``image-dir``
     A folder of PNG, JPEG, WebP, TIFF, BMP and GIF files (suffix ``.png``, ``.jpg``,
-    ``.jpeg``, ``.webp``, ``.tif``, ``.tiff``, ``.bmp`` or ``.gif``, any case),
+    ``.jpeg``, ``.jfif``, ``.webp``, ``.tif``, ``.tiff``, ``.bmp`` or ``.gif``, any case),
     searched recursively. Hidden files and folders (name starting with a dot) are
     skipped; a file with the suffix of an image format not read (HEIC, AVIF, raw
     camera files: :data:`UNREAD_IMAGE_SUFFIXES`) is refused by name, never left out
@@ -125,15 +125,13 @@ from twinaudit.protocol.limits import MAX_BIN_BYTES, MAX_PAIRS
 
 #: File suffixes (lower case) read from an image folder.
 IMAGE_SUFFIXES: Final = frozenset(
-    {".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif"}
+    {".png", ".jpg", ".jpeg", ".jfif", ".webp", ".tif", ".tiff", ".bmp", ".gif"}
 )
-#: JPEG's suffixes.
-JPEG_SUFFIXES: Final = frozenset({".jpg", ".jpeg"})
 #: Suffixes of image formats ``owner mark`` does not read: a folder file with one is
 #: refused by name (it would otherwise be left out of the vault unseen), not ignored.
 UNREAD_IMAGE_SUFFIXES: Final = frozenset(
     {
-        ".heic", ".heif", ".avif", ".jxl", ".jp2", ".j2k", ".jfif", ".psd", ".svg",
+        ".heic", ".heif", ".avif", ".jxl", ".jp2", ".j2k", ".psd", ".svg",
         ".dng", ".cr2", ".cr3", ".nef", ".arw", ".orf", ".rw2", ".raf", ".srw", ".pef",
     }
 )  # fmt: skip
