@@ -707,9 +707,13 @@ def _orientation(image: Image.Image) -> int:
 
 
 def _check_one_frame(image: Image.Image, where: str) -> None:
-    """Refuse an image of several frames (an animation, a multi-page TIFF)."""
+    """Refuse an image of several frames (an animation, a multi-page TIFF).
+
+    A JPEG with more pictures after its own (MPO: a phone's depth map or a camera's
+    preview) is its first picture, the one every viewer shows, and is not refused.
+    """
     frames = getattr(image, "n_frames", 1)
-    if frames != 1:
+    if frames != 1 and image.format != "MPO":
         raise InputError(
             f"{where}: holds {frames} frames (an animation or several pages); save the "
             "frame to mark as an image of its own"

@@ -240,6 +240,25 @@ def test_a_jpeg_turned_upright_does_not_hand_its_bytes_to_the_vault(
         assert batch.originals is None
 
 
+def test_a_jpeg_with_more_pictures_is_its_first_as_viewers_show_it(tmp_path: Path) -> None:
+    root = tmp_path / "camera"
+    root.mkdir()
+    ys, xs = np.mgrid[0:48, 0:64]
+    first = np.stack([xs * 3, ys * 4, xs + ys], axis=-1).astype(np.uint8)
+    depth = Image.fromarray(_images(1, 24, 32, 3)[0])  # a phone's depth map, say
+    Image.fromarray(first).save(
+        root / "portrait.jpg", format="MPO", save_all=True, append_images=[depth]
+    )
+    with Image.open(root / "portrait.jpg") as viewer:
+        assert viewer.format == "MPO" and viewer.n_frames == 2
+        shown = np.asarray(viewer)
+
+    (batch,) = _read_all(open_source(root))
+
+    np.testing.assert_array_equal(batch.pixels[0], shown)
+    assert batch.originals == [(root / "portrait.jpg").read_bytes()]
+
+
 def test_an_exif_block_that_does_not_parse_leaves_the_pixels_as_stored(tmp_path: Path) -> None:
     root = tmp_path / "odd"
     root.mkdir()
