@@ -310,13 +310,18 @@ class ImageKind(ItemKind):
 
     def inspect(self, vault: Vault, options: InspectOptions) -> Inspection:
         """Inspect an image vault, with the ε check when the originals are given."""
-        from .images.sources import open_source  # noqa: PLC0415
+        from .images.sources import open_source, reads_upright  # noqa: PLC0415
 
         if options.captions is not None:
             raise InputError("--captions applies to a captioned-image vault")
         source = None
         if options.input is not None:
-            source = open_source(options.input, labels=options.labels, npz_key=options.npz_key)
+            source = open_source(
+                options.input,
+                labels=options.labels,
+                npz_key=options.npz_key,
+                upright=reads_upright(vault.source),  # as the vault read them
+            )
         return _inspect_images(vault, options, source)
 
 
@@ -352,13 +357,18 @@ class CaptionedImageKind(ItemKind):
     def inspect(self, vault: Vault, options: InspectOptions) -> Inspection:
         """Inspect a captioned-image vault; its originals need their captions too."""
         from .captioned.sources import open_captioned_source  # noqa: PLC0415
+        from .images.sources import reads_upright  # noqa: PLC0415
 
         source = None
         if options.input is not None:
             if options.captions is None:
                 raise InputError("inspecting a captioned-image vault with --input needs --captions")
             source = open_captioned_source(
-                options.input, options.captions, labels=options.labels, npz_key=options.npz_key
+                options.input,
+                options.captions,
+                labels=options.labels,
+                npz_key=options.npz_key,
+                upright=reads_upright(vault.source),  # as the vault read them
             ).images
         return _inspect_images(vault, options, source)
 

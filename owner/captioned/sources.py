@@ -80,8 +80,11 @@ def open_captioned_source(
     *,
     labels: Path | None = None,
     npz_key: str | None = None,
+    upright: bool = True,
 ) -> CaptionedSource:
     """Open the images and read their captions.
+
+    ``upright`` is :func:`~twinaudit.owner.images.sources.open_source`'s.
 
     Raises:
         NotFoundError: a path does not exist.
@@ -90,7 +93,7 @@ def open_captioned_source(
             count differs from the images', or captions are missing, unknown or invalid.
 
     """
-    source = open_source(images, labels=labels, npz_key=npz_key)
+    source = open_source(images, labels=labels, npz_key=npz_key, upright=upright)
     captions = Path(captions)
     data, content = read_utf8_file(captions, MAX_CAPTIONS_FILE_BYTES, "captions file")
     names = source.names()

@@ -103,7 +103,7 @@ import zipfile
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -429,8 +429,13 @@ class FolderSource(ImageSource):
 
     format = "image-dir"
 
-    def __init__(self, root: Path, label_path: Path | None = None) -> None:
-        """List the images, read every header, and attach the labels if given."""
+    def __init__(self, root: Path, label_path: Path | None = None, *, upright: bool = True) -> None:
+        """List the images, read every header, and attach the labels if given.
+
+        ``upright=False`` reads every image as stored, its EXIF orientation not applied:
+        how vaults made before that rule read their folders (:func:`reads_upright`).
+        """
+        self._upright = upright
         names, ignored, unread = _list_image_files(root)
         problems = [
             InputError(
@@ -449,11 +454,12 @@ class FolderSource(ImageSource):
         probed: list[tuple[str, Shape]] = []
         for name in names:
             try:
-                probed.append((name, _probe_image(root / name)))
+                probed.append((name, _probe_image(root / name, upright=upright)))
             except InputError as error:
                 problems.append(error)
         if problems:  # name the files whose pixels fail too, so that one report has them all
-            _refuse(root, [*problems, *_pixel_problems(root, probed)], len(names) + len(unread))
+            more = _pixel_problems(root, probed, upright=upright)
+            _refuse(root, [*problems, *more], len(names) + len(unread))
         self._shapes = [shape for _, shape in probed]
         self._run_ends = _run_ends(self._shapes)
         if label_path is not None:
@@ -465,7 +471,8 @@ class FolderSource(ImageSource):
         ``visit`` sees each image that decodes, in order (see :meth:`ImageSource.check_pixels`).
         """
         named = zip(self._image_names, self._shapes, strict=True)
-        _refuse(self.path, _pixel_problems(self.path, named, visit), len(self._image_names))
+        problems = _pixel_problems(self.path, named, visit, upright=self._upright)
+        _refuse(self.path, problems, len(self._image_names))
         return True
 
     def _run_end(self, index: int) -> int:
@@ -484,7 +491,9 @@ class FolderSource(ImageSource):
             for offset, index in enumerate(range(lo, hi)):
                 path = self.path / self._image_names[index]
                 original = _jpeg_bytes(path, self._shapes[index])
-                pixels[offset], turned = _decode_upright(path, self._shapes[index], original)
+                pixels[offset], turned = _decode_upright(
+                    path, self._shapes[index], original, upright=self._upright
+                )
                 # A JPEG shown turned is not its file's pixels: the vault keeps the pixels.
                 originals.append(None if turned else original)
             kept = None if all(original is None for original in originals) else originals
@@ -498,13 +507,14 @@ class FolderSource(ImageSource):
         listing = hashlib.sha256()
         for name in self._image_names:
             listing.update(f"{_sha256_file(self.path / name)}  {name}\n".encode())
-        return {
+        described: dict[str, Value] = {
             "file": self.path.name,
             "sha256": listing.hexdigest(),
             "ignored_files": self._ignored,
-            # Since images are turned upright: a vault begun before resumes with none.
-            "exif_orientation": "applied",
         }
+        if self._upright:  # since images are turned: a vault begun before resumes with none
+            described["exif_orientation"] = "applied"
+        return described
 
 
 #: Problems an input report names one by one before summing up the rest.
@@ -512,7 +522,11 @@ MAX_PROBLEMS_SHOWN: Final = 20
 
 
 def _pixel_problems(
-    root: Path, images: Iterable[tuple[str, Shape]], visit: ImageVisitor | None = None
+    root: Path,
+    images: Iterable[tuple[str, Shape]],
+    visit: ImageVisitor | None = None,
+    *,
+    upright: bool = True,
 ) -> list[InputError]:
     """Decode each named image of the announced shape; return the errors, none raised.
 
@@ -522,7 +536,7 @@ def _pixel_problems(
     problems: list[InputError] = []
     for index, (name, shape) in enumerate(images):
         try:
-            pixels = _decode_image(root / name, shape)
+            pixels = _decode_image(root / name, shape, upright=upright)
         except InputError as error:
             problems.append(error)
             continue
@@ -624,7 +638,7 @@ def _run_ends(shapes: Sequence[Shape]) -> list[int]:
     return [*ends, len(shapes)]
 
 
-def _probe_image(path: Path) -> Shape:
+def _probe_image(path: Path, *, upright: bool = True) -> Shape:
     """Read an image header: return its (H, W, C) after mode conversion and orientation."""
     where = str(path)
     with _reading(where):
@@ -635,7 +649,7 @@ def _probe_image(path: Path) -> Shape:
         with image:
             _check_one_frame(image, where)
             width, height = image.size
-            if _orientation(image) in _SWAPPED:
+            if upright and _orientation(image) in _SWAPPED:
                 width, height = height, width
             channels = _channels_of_mode(image.mode, where)
     _check_side(height, "height", where)
@@ -666,23 +680,27 @@ def _jpeg_bytes(path: Path, shape: Shape) -> bytes | None:
     return data if len(data) <= limit else None
 
 
-def _decode_image(path: Path, shape: Shape, data: bytes | None = None) -> npt.NDArray[np.uint8]:
+def _decode_image(
+    path: Path, shape: Shape, data: bytes | None = None, *, upright: bool = True
+) -> npt.NDArray[np.uint8]:
     """Decode one image (from ``data``, its file's bytes, when given) into (H, W, C).
 
-    The array must have the shape the header announced.
+    The array must have the shape the header announced; with ``upright``, the pixels
+    are turned by the image's EXIF orientation.
     """
-    return _decode_upright(path, shape, data)[0]
+    return _decode_upright(path, shape, data, upright=upright)[0]
 
 
 def _decode_upright(
-    path: Path, shape: Shape, data: bytes | None = None
+    path: Path, shape: Shape, data: bytes | None = None, *, upright: bool = True
 ) -> tuple[npt.NDArray[np.uint8], bool]:
     """Return :func:`_decode_image`'s pixels and whether its EXIF orientation moved them."""
     where = str(path)
     opened = path if data is None else io.BytesIO(data)
     with _reading(where), Image.open(opened, formats=_PIL_FORMATS) as image:
         _check_one_frame(image, where)
-        turn = _UPRIGHT.get(_orientation(image))  # read before the pixels, as the probe did
+        # Read before the pixels, as the probe did.
+        turn = _UPRIGHT.get(_orientation(image)) if upright else None
         image.load()
         pixels = _pixels_of(image if turn is None else image.transpose(turn), where)
     if pixels.shape != shape:
@@ -1273,8 +1291,25 @@ def _sniff_format(path: Path) -> str:
     raise InputError(f"{path}: not a folder of images, .npy, .npz or idx file{hint}")
 
 
+def reads_upright(description: Mapping[str, Value]) -> bool:
+    """Return whether a source recorded as ``description`` read its images turned upright.
+
+    A folder recorded before images were turned by their EXIF orientation has no
+    ``exif_orientation`` in its ``images`` entry; opening it again to compare with its
+    vault (``owner inspect --input``) must read it the same way.
+    """
+    images = description.get("images")
+    if description.get("format") != "image-dir" or not isinstance(images, dict):
+        return True
+    return "exif_orientation" in images
+
+
 def open_source(
-    path: Path, *, labels: Path | None = None, npz_key: str | None = None
+    path: Path,
+    *,
+    labels: Path | None = None,
+    npz_key: str | None = None,
+    upright: bool = True,
 ) -> ImageSource:
     """Open a folder of images, an ``.npy``, an ``.npz`` or an idx(.gz) file.
 
@@ -1283,6 +1318,9 @@ def open_source(
         labels: An optional label file (CSV, JSON or idx) replacing labels found in
             the input.
         npz_key: The image array of an ``.npz`` archive (only valid for npz).
+        upright: Turn a folder's images by their EXIF orientation (the rule since
+            issue #39); False reads them as stored, as a vault made before did
+            (:func:`reads_upright` of its recorded source).
 
     Raises:
         NotFoundError: ``path``, ``labels`` or ``npz_key`` does not exist.
@@ -1297,7 +1335,7 @@ def open_source(
         raise NotFoundError(f"{label_path}: no such label file")
     if path.is_dir():
         _refuse_npz_key(npz_key, path, "image-dir")
-        return FolderSource(path, label_path)
+        return FolderSource(path, label_path, upright=upright)
     if not path.is_file():
         raise InputError(f"{path}: not a regular file or folder")
     kind = _sniff_format(path)

@@ -17,6 +17,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from twinaudit.owner.images import ImageBatch, ImageSource, open_source, published_name
+from twinaudit.owner.images.sources import reads_upright
 from twinaudit.protocol.encoding import Value, encode
 from twinaudit.protocol.errors import (
     InputError,
@@ -257,6 +258,18 @@ def test_a_jpeg_with_more_pictures_is_its_first_as_viewers_show_it(tmp_path: Pat
 
     np.testing.assert_array_equal(batch.pixels[0], shown)
     assert batch.originals == [(root / "portrait.jpg").read_bytes()]
+
+
+def test_a_folder_read_as_stored_is_described_so_and_not_turned(tmp_path: Path) -> None:
+    root = tmp_path / "phone"
+    root.mkdir()
+    stored = _images(1, 6, 10, 3)[0]
+    _with_orientation(root / "a.png", stored, 6, "PNG")
+    turned, as_stored = open_source(root), open_source(root, upright=False)
+    np.testing.assert_array_equal(_read_all(as_stored)[0].pixels[0], stored)
+    assert _read_all(turned)[0].pixels[0].shape == (10, 6, 3)
+    assert reads_upright(turned.describe()) and not reads_upright(as_stored.describe())
+    assert reads_upright({"format": "npy", "images": {"file": "x.npy"}})  # no rule to apply
 
 
 def test_an_exif_block_that_does_not_parse_leaves_the_pixels_as_stored(tmp_path: Path) -> None:

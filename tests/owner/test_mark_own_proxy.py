@@ -149,9 +149,9 @@ def test_the_proxy_takes_its_images_from_the_check_and_trains_the_same(tmp_path,
     decoded = []
     original = sources_module._decode_upright
 
-    def counting(path, shape, data=None):
+    def counting(path, shape, data=None, *, upright=True):
         decoded.append(path.name)
-        return original(path, shape, data)
+        return original(path, shape, data, upright=upright)
 
     monkeypatch.setattr(sources_module, "_decode_upright", counting)
     source = open_source(folder, labels=tmp_path / "labels.csv")

@@ -144,3 +144,28 @@ def test_the_extractor_help_says_what_the_default_really_is(capsys):
         "proxy-own or proxy-clusters, which the vault does not keep, efficientnet-lite0 at 96 px"
         in help_text
     )
+
+
+@pytest.mark.parametrize("made_before", [False, True])
+def test_a_folder_is_compared_as_its_vault_read_it_turned_or_as_stored(
+    tmp_path, capsys, made_before
+):
+    """A vault made before EXIF orientation was applied is inspected against its folder
+    read as stored, one made since against it turned: the ε check holds either way."""
+    root = tmp_path / "phone"
+    root.mkdir()
+    rng = np.random.default_rng(3)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # a portrait photo stored lying down
+    Image.fromarray(rng.integers(0, 256, (10, 16, 3), dtype=np.uint8)).save(
+        root / "portrait.png", exif=exif.tobytes()
+    )
+    Image.fromarray(rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)).save(root / "square.png")
+    config = MarkingConfig(marker="gaussian", epsilon=10, batch_size=4)
+    source = open_source(root, upright=not made_before)
+    vault = mark(source, tmp_path / "v", config, secret=SECRET, show_progress=False).vault
+    shapes = {vault.pair(i)[0].pixels.shape for i in range(vault.n_pairs)}
+    assert shapes == {(10, 16, 3) if made_before else (16, 10, 3), (12, 12, 3)}
+    assert main(["owner", "inspect", str(vault.path), "--input", str(root), "--json"]) == 0
+    value = json.loads(capsys.readouterr().out)
+    assert value["epsilon_check"]["holds"] is True
