@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from twinaudit.protocol.errors import InputError
+from twinaudit.protocol.errors import InputError, VaultIntegrityError
 
 if TYPE_CHECKING:
     from .images.sources import ImageSource
@@ -296,7 +296,12 @@ class ImageKind(ItemKind):
         from .mark import mark  # noqa: PLC0415 - imports torch
 
         image = options.image
-        source = open_source(options.input, labels=image.labels, npz_key=image.npz_key)
+        source = open_source(
+            options.input,
+            labels=image.labels,
+            npz_key=image.npz_key,
+            upright=_upright_at(options.out),
+        )
         result = mark(
             source,
             options.out,
@@ -325,6 +330,25 @@ class ImageKind(ItemKind):
         return _inspect_images(vault, options, source)
 
 
+def _upright_at(out: Path) -> bool:
+    """Return whether a vault begun or finished at ``out`` read its folder turned upright.
+
+    True when there is none yet. A vault begun before images were turned by their EXIF
+    orientation resumes, or is found finished, reading its folder as it did: as stored.
+    A journal that cannot be read gives True; marking then reports what is wrong with it.
+    """
+    from .images.sources import reads_upright  # noqa: PLC0415
+    from .vault.journal import read_journal  # noqa: PLC0415
+    from .vault.layout import JOURNAL_FILE  # noqa: PLC0415
+
+    if not (out / JOURNAL_FILE).is_file():
+        return True
+    try:
+        return reads_upright(read_journal(out).parameters.source)
+    except VaultIntegrityError:
+        return True
+
+
 class CaptionedImageKind(ItemKind):
     """Captioned images: the images marked as ``image``, each caption kept with its pair."""
 
@@ -341,7 +365,11 @@ class CaptionedImageKind(ItemKind):
             raise InputError("--kind captioned-image needs --captions (a CSV or JSON file)")
         image = options.image
         source = open_captioned_source(
-            options.input, options.captions, labels=image.labels, npz_key=image.npz_key
+            options.input,
+            options.captions,
+            labels=image.labels,
+            npz_key=image.npz_key,
+            upright=_upright_at(options.out),
         )
         result = mark(
             source,

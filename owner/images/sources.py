@@ -512,7 +512,7 @@ class FolderSource(ImageSource):
             "sha256": listing.hexdigest(),
             "ignored_files": self._ignored,
         }
-        if self._upright:  # since images are turned: a vault begun before resumes with none
+        if self._upright:  # since images are turned; a vault begun before has none
             described["exif_orientation"] = "applied"
         return described
 

@@ -19,6 +19,7 @@ import pytest
 from PIL import Image
 
 from tests.support.cli_processes import cli
+from tests.support.interrupt import stop_at_append
 from tests.support.photos import photo, write_photos
 from twinaudit.owner.images.sources import _check_pixel_bytes, open_source
 from twinaudit.owner.mark import mark
@@ -124,16 +125,7 @@ def test_an_interrupted_run_says_it_resumes_and_resumes_to_the_same_vault(
     write_photos(folder, 5, 48, 64)
     config = MarkingConfig(marker="bernoulli", batch_size=2)
     whole = mark(open_source(folder), tmp_path / "whole", config, secret=SEED)
-    real_append = VaultWriter.append
-    calls = []
-
-    def append_then_fail(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        real_append(self, *args, **kwargs)
-
-    monkeypatch.setattr(VaultWriter, "append", append_then_fail)
+    real_append = stop_at_append(monkeypatch, 2)
     vault = tmp_path / "vault"
     with pytest.raises(KeyboardInterrupt):
         mark(open_source(folder), vault, config, secret=SEED)

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from tests.support.arbiter import sqlite_arbiter
+from tests.support.interrupt import stop_at_append
 from twinaudit.cli.main import main
 from twinaudit.owner.captioned.sources import open_captioned_source
 from twinaudit.owner.mark import mark, secret_from_seed
@@ -264,16 +265,7 @@ def test_interrupted_captioned_run_resumes_to_the_same_vault(photos, tmp_path, m
     images, captions_json, _, _ = photos
     source = open_captioned_source(images, captions_json)
     mark(source, tmp_path / "whole", CONFIG, secret=SECRET, show_progress=False)
-    real = VaultWriter.append
-    calls = []
-
-    def failing(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        real(self, *args, **kwargs)
-
-    monkeypatch.setattr(VaultWriter, "append", failing)
+    real = stop_at_append(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         mark(source, tmp_path / "cut", CONFIG, secret=SECRET, show_progress=False)
     monkeypatch.setattr(VaultWriter, "append", real)

@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pytest
 from PIL import Image
 
+from tests.support.interrupt import stop_at_append
 from tests.support.threads import one_thread  # noqa: F401 - the fixture
 from twinaudit.cli.main import main
 from twinaudit.owner.images.sheet import GAP, TITLE_HEIGHT
@@ -169,3 +170,39 @@ def test_a_folder_is_compared_as_its_vault_read_it_turned_or_as_stored(
     assert main(["owner", "inspect", str(vault.path), "--input", str(root), "--json"]) == 0
     value = json.loads(capsys.readouterr().out)
     assert value["epsilon_check"]["holds"] is True
+
+
+def test_a_vault_begun_before_resumes_and_finishes_reading_its_folder_as_stored(
+    tmp_path, monkeypatch, capsys
+):
+    """``owner mark`` resumes a vault begun before EXIF orientation was applied as it was
+    begun (its folder read as stored), to the vault an uninterrupted run made then."""
+    import twinaudit.owner.kinds as kinds
+
+    root = tmp_path / "phone"
+    root.mkdir()
+    rng = np.random.default_rng(4)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(rng.integers(0, 256, (10, 16, 3), dtype=np.uint8)).save(
+        root / "a_portrait.png", exif=exif.tobytes()
+    )
+    Image.fromarray(rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)).save(root / "b.png")
+
+    def run(out: Path) -> int:
+        return main(["owner", "mark", str(root), "--out", str(out), "--marker", "gaussian",
+                     "--seed", "old", "-q"])  # fmt: skip
+
+    with monkeypatch.context() as old_code:  # what owner mark did before b9bcb82
+        old_code.setattr(kinds, "_upright_at", lambda out: False)
+        assert run(tmp_path / "whole") == 0
+        stop_at_append(old_code, 2)
+        assert run(tmp_path / "begun") != 0  # stopped after its first batch
+    assert (tmp_path / "begun" / "journal").is_file()
+    assert not (tmp_path / "begun" / "manifest.msgpack").exists()
+    assert run(tmp_path / "begun") == 0  # resumed by today's code
+    whole, begun = Vault.open(tmp_path / "whole"), Vault.open(tmp_path / "begun")
+    assert begun.root == whole.root
+    assert begun.pair(0)[0].pixels.shape == (10, 16, 3)  # as stored, as it was begun
+    assert run(tmp_path / "whole") == 0  # finished: nothing to do, no "another source"
+    capsys.readouterr()
