@@ -113,7 +113,11 @@ def encode(value: Any) -> bytes:
     Tuples encode as arrays and ``bytearray``/``memoryview`` as byte strings; map
     keys are sorted. Raises :class:`EncodingError` for values outside the data model.
     """
-    normal = _normalise(value, 0)
+    return _pack(_normalise(value, 0))
+
+
+def _pack(normal: Any) -> bytes:
+    """Return the encoding of a value :func:`_normalise` has checked and sorted."""
     # A packer of its own with a small first buffer: packb's 256 KiB buffer would be
     # allocated (and mapped) for every hash of a few dozen bytes.
     packer = msgpack.Packer(use_bin_type=True, use_single_float=False, buf_size=1024)
@@ -188,14 +192,14 @@ def _add_pieces(normal: Any, out: list[Piece]) -> None:
     elif isinstance(normal, dict):
         out.append(_map_header(len(normal)))
         for key, item in normal.items():
-            out.append(encode(key))
+            out.append(_pack(key))
             _add_pieces(item, out)
     elif isinstance(normal, list):
         out.append(array_header(len(normal)))
         for item in normal:
             _add_pieces(item, out)
     else:
-        out.append(encode(normal))
+        out.append(_pack(normal))  # already checked: not normalised a second time
 
 
 # --- Decoding -------------------------------------------------------------------------------
