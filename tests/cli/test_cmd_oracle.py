@@ -1,7 +1,6 @@
 """``twinaudit oracle serve`` as a real process: load weights, serve, answer, stop on SIGTERM."""
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tests.support.cli_processes import stop_served  # noqa: E402
 from tests.support.models import TinyCNN  # noqa: E402
 from twinaudit.cli.main import main as cli_main  # noqa: E402
 from twinaudit.practitioner.torch_oracle import TorchClassifierOracle  # noqa: E402
@@ -30,6 +30,8 @@ def _serve(*args):
     """Start ``oracle serve`` on port 0; return the process and the address it printed."""
     command = [
         sys.executable,
+        "-X",
+        "faulthandler",  # a hung server's stacks, should stop_served need them
         "-m",
         "twinaudit",
         "oracle",
@@ -52,15 +54,7 @@ def _serve(*args):
 
 
 def _stop(process):
-    process.send_signal(signal.SIGTERM)
-    try:
-        # Its graceful stop took more than 20 s twice when two test suites shared the two
-        # cores (a torch process's teardown); a hang still fails, after a minute.
-        assert process.wait(timeout=60) == 0
-    finally:
-        process.kill()
-        process.stdout.close()
-        process.stderr.close()
+    stop_served(process)
 
 
 @pytest.mark.slow

@@ -44,3 +44,46 @@ def test_leaving_restores_the_handlers_and_a_late_stop_does_nothing():
         assert signal.getsignal(signal.SIGTERM) != before
     assert signal.getsignal(signal.SIGTERM) == before
     stop.stop()  # a thread that stops after the server has gone: no write, no error
+
+
+def test_a_signal_taken_by_another_thread_ends_the_wait():
+    # The kernel may hand a process's SIGTERM to any thread not blocking it (a server has
+    # gRPC's and torch's); Python runs the handler only when the main thread executes
+    # bytecode, which a thread blocked reading the pipe does not. The wakeup fd wakes it.
+    # Without it this wait ends only when the guard stops it, after 10 s.
+    with StopSignal() as stop:
+        guard = threading.Timer(10, stop.stop)
+        guard.start()
+
+        def take() -> None:
+            time.sleep(0.3)  # the main thread is reading the pipe by then
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+        taker = threading.Thread(target=take)
+        started = time.monotonic()
+        taker.start()
+        stop.wait()
+        elapsed = time.monotonic() - started
+        guard.cancel()
+        taker.join()
+    assert elapsed < 5
+
+
+def test_another_signal_with_a_handler_does_not_end_the_wait():
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+    try:
+        with StopSignal() as stop:
+            os.kill(os.getpid(), signal.SIGUSR1)  # its number reaches the pipe: passed over
+            threading.Timer(0.3, stop.stop).start()
+            started = time.monotonic()
+            stop.wait()
+        assert time.monotonic() - started >= 0.2
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_leaving_restores_the_wakeup_fd():
+    assert signal.set_wakeup_fd(-1) == -1
+    with StopSignal():
+        pass
+    assert signal.set_wakeup_fd(-1) == -1

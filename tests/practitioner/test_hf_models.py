@@ -20,7 +20,6 @@ Nothing is faked and nothing is downloaded (``HF_HUB_OFFLINE=1``, local files on
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from tests.support import foundation as fm  # noqa: E402
 from tests.support import hf_models as hm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
 from tests.support.claims import claim_params  # noqa: E402
+from tests.support.cli_processes import stop_served  # noqa: E402
 from twinaudit.cli import cmd_oracle  # noqa: E402
 from twinaudit.cli.main import build_parser  # noqa: E402
 from twinaudit.cli.main import main as cli_main  # noqa: E402
@@ -168,15 +168,7 @@ def test_transformers_imports_in_a_fresh_interpreter() -> None:
 
 
 def _stop(process: Any) -> str:
-    process.send_signal(signal.SIGTERM)
-    try:
-        # 30 s was exceeded once with two test suites sharing the two cores (as for the
-        # oracle command tests' servers); a hang still fails, after a minute.
-        _, err = process.communicate(timeout=60)
-        assert process.returncode == 0, err
-        return str(err)
-    finally:
-        process.kill()
+    return stop_served(process)
 
 
 @pytest.mark.slow

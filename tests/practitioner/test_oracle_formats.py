@@ -19,7 +19,6 @@ says so until ``--input-shape`` gives its size.
 from __future__ import annotations
 
 import hashlib
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from tests.cli.test_cmd_oracle import _serve  # noqa: E402
 from tests.support import format_models as fm  # noqa: E402
 from tests.support.arbiter import sqlite_arbiter  # noqa: E402
 from tests.support.claims import claim_params  # noqa: E402
+from tests.support.cli_processes import stop_served  # noqa: E402
 from tests.support.data import synthetic_pairs  # noqa: E402
 from tests.support.pairset import PairSet  # noqa: E402
 from twinaudit.cli import cmd_oracle  # noqa: E402
@@ -82,19 +82,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _stop(process: Any) -> str:
-    """Stop a served process with SIGTERM; return its stderr.
-
-    It stops within its 2 s grace; the wait allows for a loaded CI machine, where one
-    clean-clone run (beside a fuzzer and a training) saw the state-dict server's exit,
-    torch's teardown included, take over 20 s.
-    """
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=90)
-        assert process.returncode == 0, err
-        return str(err)
-    finally:
-        process.kill()
+    return stop_served(process)
 
 
 #: (file, extra arguments, format reported, onnx?)

@@ -46,6 +46,32 @@ def stop(process: subprocess.Popen[str]) -> None:
         process.kill()
 
 
+def stop_served(process: subprocess.Popen[str], timeout: float = 90) -> str:
+    """Stop a server with SIGTERM, require exit status 0, and return its stderr.
+
+    A server that has not left within ``timeout`` (slow teardowns on a loaded CI machine
+    took over 20 s) is sent SIGABRT: one started with ``python -X faulthandler`` then
+    prints every thread's stack, which the failure shows.
+    """
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        try:
+            _, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+        raise AssertionError(f"still serving {timeout} s after SIGTERM; stderr:\n{err}") from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    return str(err or "")
+
+
 def serve_arbiter(directory: Path, *options: str) -> tuple[subprocess.Popen[str], str]:
     """Serve the arbiter of ``directory`` (its ``arbiter.key``, ``escrow.db``) on a free port."""
     return serve(

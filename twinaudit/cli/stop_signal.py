@@ -10,6 +10,14 @@ lands there; a shuffled test run saw servers ignore SIGTERM for over a minute.
 
 Here the handler only writes a byte to a pipe, which is safe at any point, and the main
 thread reads it. :meth:`StopSignal.stop` does the same from any other thread.
+
+That handler alone is not enough either: the kernel may deliver a process's signal to any
+of its threads that does not block it (gRPC's, torch's), and Python then runs the handler
+only when the main thread next executes bytecode, which it never does while it is blocked
+reading the pipe. A clean-clone CI run saw ``oracle serve`` outlive SIGTERM by 90 s so.
+The pipe is therefore also the process's wakeup fd (:func:`signal.set_wakeup_fd`): the C
+handler writes the signal's number to it from whichever thread takes the signal, and the
+main thread wakes.
 """
 
 from __future__ import annotations
@@ -40,11 +48,13 @@ class StopSignal:
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
         self._closing = threading.Lock()
+        self._previous_wakeup = -1
 
     def __enter__(self) -> StopSignal:
-        """Install the handlers."""
+        """Install the handlers and make the pipe the wakeup fd."""
         for sig in self._signals:
             self._previous[sig] = signal.signal(sig, self._on_signal)
+        self._previous_wakeup = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         return self
 
     def __exit__(
@@ -53,7 +63,8 @@ class StopSignal:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        """Restore the previous handlers, then close the pipe."""
+        """Restore the previous handlers and wakeup fd, then close the pipe."""
+        signal.set_wakeup_fd(self._previous_wakeup)
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         with self._closing:
@@ -62,7 +73,8 @@ class StopSignal:
         os.close(self._read)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # In the main thread, between bytecodes: no lock, only a write.
+        # In the main thread, between bytecodes: no lock, only a write (the wakeup fd has
+        # the signal's number already, unless another wakeup fd replaced this one since).
         self._poke(self._write)
 
     def stop(self) -> None:
@@ -71,8 +83,16 @@ class StopSignal:
             self._poke(self._write)
 
     def wait(self) -> None:
-        """Block until a stop signal arrives or :meth:`stop` is called."""
-        os.read(self._read, 1)
+        """Block until a stop signal arrives or :meth:`stop` is called.
+
+        The wakeup fd carries the number of every signal with a Python handler; a byte
+        that is neither a stop signal's nor a poke's (0) is passed over.
+        """
+        stops = {0, *(int(sig) for sig in self._signals)}
+        while True:
+            byte = os.read(self._read, 1)
+            if not byte or byte[0] in stops:
+                return
 
     @staticmethod
     def _poke(write: int) -> None:
