@@ -257,6 +257,12 @@ def inspect_vault(
     report = InspectReport(
         vault.path, vault.n_pairs, vault.item_kind, config, vault.source, receipt_summary(vault)
     )
+    if profiled := [profile for profile in vault.colour_profiles() if profile is not None]:
+        report.notes.append(
+            f"{len(profiled)} of {vault.n_pairs} images carry an ICC colour profile "
+            f"({len(set(profiled))} distinct), kept and published with them; the perceptual "
+            "measure reads every image's pixels as sRGB"
+        )
     if source is not None:
         _require_same_input(vault, source)
         report.epsilon, report.perceptual = _check_epsilon(vault, source, config)

@@ -197,6 +197,8 @@ def mark(
                         batch_captions,
                         originals=batch.originals,
                         photos=batch.pixels if batch.originals is not None else None,
+                        # A run begun before format 4 continues without them, as begun.
+                        profiles=batch.profiles if writer.keeps_profiles else None,
                     )
                     if progress is not None:
                         progress.update(len(batch))

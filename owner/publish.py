@@ -4,9 +4,10 @@ The version of pair ``i`` that is published is ``b_i``, derived from the escrow
 receipt's ``rho`` and the vault's root (spec §5.5) — never chosen by the owner — so
 nothing can be published before the vault holds a verified receipt. The output is in
 the input's format (see :mod:`twinaudit.owner.images.writers`) and holds only the published
-pixels, the image names and the labels: no salts, bits, hidden versions or vault
-metadata. It is written to a temporary directory and renamed into place when
-complete, so a failed run leaves nothing that looks like a publication.
+pixels, the image names, the labels and each photo's colour profile as it was read: no
+salts, bits, hidden versions or vault metadata. It is written to a temporary directory
+and renamed into place when complete, so a failed run leaves nothing that looks like a
+publication.
 """
 
 from __future__ import annotations
@@ -45,9 +46,12 @@ def publish(vault: Vault, out_dir: Path, *, show_progress: bool = True) -> list[
     writer = open_writer(vault.source, out_dir, count=vault.n_pairs, labels=has_labels)
     progress = Progress("publishing", vault.n_pairs) if show_progress else None
     captions = vault.captions() if vault.item_kind == "captioned-image" else None
+    profiles = vault.colour_profiles()
     try:
         for start, pixels, labels, names in vault.published_chunks():
-            writer.add(ImageBatch(start, pixels, names, labels))
+            chunk_profiles = profiles[start : start + len(names)]
+            carried = None if all(p is None for p in chunk_profiles) else chunk_profiles
+            writer.add(ImageBatch(start, pixels, names, labels, profiles=carried))
             if progress is not None:
                 progress.update(len(names))
         if captions is not None:

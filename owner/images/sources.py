@@ -113,6 +113,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
+from twinaudit.owner.vault.layout import MAX_PROFILE_BYTES
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import (
     InputError,
@@ -183,8 +184,9 @@ _DECODER_ERRORS: Final = (
 _IDX_IMAGES_NAME = re.compile(r"^(?P<stem>.*)images(?P<sep>[-.])idx3-ubyte(?P<gz>\.gz)?$")
 
 Shape = tuple[int, int, int]
-#: What a source's reader yields per span: lo, hi, pixels and the JPEG bytes kept (or None).
-_Span = tuple[int, int, npt.NDArray[np.uint8], list[bytes | None] | None]
+#: What a source's reader yields per span: lo, hi, pixels, the JPEG bytes kept (or None)
+#: and the colour profiles read (or None).
+_Span = tuple[int, int, npt.NDArray[np.uint8], list[bytes | None] | None, list[bytes | None] | None]
 #: What :meth:`ImageSource.check_pixels` calls with each image it decoded: (index, pixels).
 ImageVisitor = Callable[[int, npt.NDArray[np.uint8]], None]
 
@@ -210,6 +212,10 @@ class ImageBatch:
             (another format, a file longer than its raw pixels, or an array source);
             None for the whole batch where no image has one. A format-3 vault keeps
             them in place of the pixels where that is smaller.
+        profiles: Per image, the ICC colour profile its file carries, or None; None for
+            the whole batch where no image has one. The vault keeps them and
+            publication writes each image with its own, so that it shows in the
+            colours it was read in.
 
     """
 
@@ -218,6 +224,7 @@ class ImageBatch:
     names: list[str]
     labels: list[int | None]
     originals: list[bytes | None] | None = None
+    profiles: list[bytes | None] | None = None
 
     def __post_init__(self) -> None:
         """Check that pixels, names and labels describe the same images."""
@@ -232,6 +239,8 @@ class ImageBatch:
             raise InputError("batch pixels must be a uint8 array (B, H, W, C), B >= 1, C in {1, 3}")
         if self.originals is not None and len(self.originals) != pixels.shape[0]:
             raise InputError(f"batch has {pixels.shape[0]} images, {len(self.originals)} originals")
+        if self.profiles is not None and len(self.profiles) != pixels.shape[0]:
+            raise InputError(f"batch has {pixels.shape[0]} images, {len(self.profiles)} profiles")
         if not len(self.names) == len(self.labels) == pixels.shape[0]:
             raise InputError(
                 f"batch has {pixels.shape[0]} images, {len(self.names)} names "
@@ -365,11 +374,11 @@ class ImageSource(ABC):
         return self._shape_of(index)
 
     def _generate(self, spans: Iterator[tuple[int, int]]) -> Iterator[ImageBatch]:
-        for lo, hi, pixels, originals in self._read_spans(spans):
+        for lo, hi, pixels, originals, profiles in self._read_spans(spans):
             labels: list[int | None] = (
                 [None] * (hi - lo) if self._labels is None else [*self._labels[lo:hi]]
             )
-            yield ImageBatch(lo, pixels, self._names(lo, hi), labels, originals)
+            yield ImageBatch(lo, pixels, self._names(lo, hi), labels, originals, profiles)
 
     def _spans(
         self, batch_size: int, start: int, fits: Callable[[Shape], int] | None
@@ -410,7 +419,7 @@ class ImageSource(ABC):
 
     @abstractmethod
     def _read_spans(self, spans: Iterable[tuple[int, int]]) -> Iterator[_Span]:
-        """Yield (lo, hi, pixels, originals) for each span, in order (see :class:`ImageBatch`)."""
+        """Yield (lo, hi, pixels, originals, profiles) per span, in order (:class:`ImageBatch`)."""
 
     @abstractmethod
     def _shape_counts(self) -> list[Value]:
@@ -488,16 +497,18 @@ class FolderSource(ImageSource):
         for lo, hi in spans:
             pixels = np.empty((hi - lo, *self._shapes[lo]), dtype=np.uint8)
             originals: list[bytes | None] = []
+            profiles: list[bytes | None] = []
             for offset, index in enumerate(range(lo, hi)):
                 path = self.path / self._image_names[index]
                 original = _jpeg_bytes(path, self._shapes[index])
-                pixels[offset], turned = _decode_upright(
+                decoded = _decode_upright(
                     path, self._shapes[index], original, upright=self._upright
                 )
+                pixels[offset] = decoded.pixels
                 # A JPEG shown turned is not its file's pixels: the vault keeps the pixels.
-                originals.append(None if turned else original)
-            kept = None if all(original is None for original in originals) else originals
-            yield lo, hi, pixels, kept
+                originals.append(None if decoded.turned else original)
+                profiles.append(decoded.profile)
+            yield lo, hi, pixels, _unless_none(originals), _unless_none(profiles)
 
     def _shape_counts(self) -> list[Value]:
         counts = Counter(self._shapes)
@@ -652,6 +663,7 @@ def _probe_image(path: Path, *, upright: bool = True) -> Shape:
             if upright and _orientation(image) in _SWAPPED:
                 width, height = height, width
             channels = _channels_of_mode(image.mode, where)
+            _profile(image, where)
     _check_side(height, "height", where)
     _check_side(width, "width", where)
     _check_pixel_bytes((height, width, channels), where)
@@ -688,24 +700,56 @@ def _decode_image(
     The array must have the shape the header announced; with ``upright``, the pixels
     are turned by the image's EXIF orientation.
     """
-    return _decode_upright(path, shape, data, upright=upright)[0]
+    return _decode_upright(path, shape, data, upright=upright).pixels
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    """One decoded image: its pixels, whether its EXIF orientation moved them, its profile."""
+
+    pixels: npt.NDArray[np.uint8]
+    turned: bool
+    profile: bytes | None
 
 
 def _decode_upright(
     path: Path, shape: Shape, data: bytes | None = None, *, upright: bool = True
-) -> tuple[npt.NDArray[np.uint8], bool]:
-    """Return :func:`_decode_image`'s pixels and whether its EXIF orientation moved them."""
+) -> _Decoded:
+    """Return :func:`_decode_image`'s pixels, whether they were turned, and the ICC profile."""
     where = str(path)
     opened = path if data is None else io.BytesIO(data)
     with _reading(where), Image.open(opened, formats=_PIL_FORMATS) as image:
         _check_one_frame(image, where)
         # Read before the pixels, as the probe did.
         turn = _UPRIGHT.get(_orientation(image)) if upright else None
+        profile = _profile(image, where)
         image.load()
         pixels = _pixels_of(image if turn is None else image.transpose(turn), where)
     if pixels.shape != shape:
         raise InputError(f"{where}: decoded shape {pixels.shape}, header said {shape}")
-    return pixels, turn is not None
+    return _Decoded(pixels, turn is not None, profile)
+
+
+def _profile(image: Image.Image, where: str) -> bytes | None:
+    """Return the ICC colour profile an opened image carries, None without one.
+
+    Kept as the file has it, so that the published image shows in the same colours; a
+    profile too large to keep is refused (converting the photo to sRGB removes it).
+    """
+    profile = image.info.get("icc_profile")
+    if not isinstance(profile, bytes) or not profile:
+        return None
+    if len(profile) > MAX_PROFILE_BYTES:
+        raise InputError(
+            f"{where}: its colour profile is {len(profile):,} bytes, above the "
+            f"{MAX_PROFILE_BYTES:,} kept: convert the photo to sRGB first"
+        )
+    return profile
+
+
+def _unless_none(values: list[bytes | None]) -> list[bytes | None] | None:
+    """Return ``values``, or None where every one is None."""
+    return None if all(value is None for value in values) else values
 
 
 def _orientation(image: Image.Image) -> int:
@@ -838,7 +882,7 @@ class NpySource(_ArraySource):
         for lo, hi in spans:
             with _reading(where):
                 chunk = np.array(array[lo:hi], dtype=np.uint8, order="C")
-            yield lo, hi, chunk.reshape(hi - lo, *self._image_shape), None
+            yield lo, hi, chunk.reshape(hi - lo, *self._image_shape), None, None
 
 
 def _read_npy_header(stream: _Readable, where: str, *, fortran_ok: bool = True) -> tuple[int, ...]:
@@ -879,7 +923,7 @@ class _StreamedSource(_ArraySource):
                 if hi == self._count and stream.read(1):
                     raise InputError(f"{where}: data continues after the {self._count} images")
                 pixels = np.frombuffer(data, dtype=np.uint8).reshape(hi - lo, *self._image_shape)
-                yield lo, hi, pixels.copy(), None
+                yield lo, hi, pixels.copy(), None, None
 
     def _truncated(self) -> str:
         return f"ends before the {self._count} images its header announces"

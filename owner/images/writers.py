@@ -5,9 +5,9 @@ entry of the input and returns a :class:`PublicationWriter` for the same format:
 
 - ``image-dir`` → one PNG per image under the same relative name. Inputs of other
   formats (JPEG, WebP, TIFF, BMP, GIF) are written as ``.png`` (see
-  :func:`published_name`): a lossy format would destroy a ±10 mark. Labels, when
-  published, go to ``labels.csv`` (a ``filename,label`` header, the labels files'
-  convention).
+  :func:`published_name`): a lossy format would destroy a ±10 mark. An image read
+  with an ICC colour profile is written with it. Labels, when published, go to
+  ``labels.csv`` (a ``filename,label`` header, the labels files' convention).
 - ``npy`` → one ``.npy`` of the input's name and array shape (3-D or 4-D), written
   through a memory map. Labels, when published, go to ``labels.csv``.
 - ``npz`` → one ``.npz`` of the input's name holding the image array under the same
@@ -257,7 +257,8 @@ class ImageDirWriter(PublicationWriter):
                     f"as {target!r}"
                 )
             self._sources_of[target] = name
-            _write_png(self._staging / target, batch.pixels[index])
+            profile = None if batch.profiles is None else batch.profiles[index]
+            _write_png(self._staging / target, batch.pixels[index], profile)
             if self._label_csv is not None:
                 self._label_csv.write(target, batch.labels[index])
 
@@ -525,13 +526,18 @@ def _create_staging(out_dir: Path) -> Path:
     return Path(staging)
 
 
-def _write_png(path: Path, pixels: npt.NDArray[np.uint8]) -> None:
-    """Write one (H, W, C) image as an 8-bit grayscale or RGB PNG (not yet synced)."""
+def _write_png(path: Path, pixels: npt.NDArray[np.uint8], profile: bytes | None = None) -> None:
+    """Write one (H, W, C) image as an 8-bit grayscale or RGB PNG (not yet synced).
+
+    ``profile``, the ICC colour profile the image was read with, goes into the PNG's
+    ``iCCP`` chunk, so that the image shows in the colours it was read in.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     plane = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
     image = Image.fromarray(np.ascontiguousarray(plane))
+    extra = {} if profile is None else {"icc_profile": profile}
     with path.open("xb") as stream:
-        image.save(stream, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+        image.save(stream, format="PNG", compress_level=PNG_COMPRESS_LEVEL, **extra)
 
 
 def _fit(batch: ImageBatch, image_shape: Sequence[int]) -> npt.NDArray[np.uint8]:

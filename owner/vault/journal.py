@@ -33,6 +33,7 @@ from .layout import (
     FORMAT_VERSION,
     JOURNAL_FILE,
     MAX_NAME_BYTES,
+    MAX_PROFILE_BYTES,
     MAX_RECORD_BYTES,
     READABLE_FORMAT_VERSIONS,
     chunk_file,
@@ -58,12 +59,21 @@ _CHUNK_KEYS: Final = frozenset(
 )
 
 
+#: The keys a chunk record of image or captioned-image items has when an item of it was
+#: read with an ICC colour profile (format 4 on): ``icc_profiles``, the chunk's distinct
+#: profiles in order of first use, and ``icc``, per item the index of its profile there,
+#: or null. Publication writes each item with its profile.
+PROFILE_KEYS: Final = frozenset({"icc_profiles", "icc"})
+#: The first vault format whose chunk records may carry colour profiles.
+PROFILES_FROM_FORMAT: Final = 4
+
+
 def chunk_keys(item_kind: str) -> frozenset[str]:
     """Return the keys of a chunk record of ``item_kind`` items.
 
     Image chunks have exactly :data:`_CHUNK_KEYS`; text chunks have no ``shape`` (their
     file holds texts); captioned-image chunks add ``captions`` (one per item, the same
-    for both versions).
+    for both versions). A chunk with colour profiles adds :data:`PROFILE_KEYS`.
     """
     if item_kind == "text":
         return _CHUNK_KEYS - {"shape"}
@@ -132,7 +142,9 @@ class ChunkRecord:
     """One durable chunk: items ``start .. start + count - 1`` in ``file``.
 
     ``shape`` is the item shape ``(H, W, C)`` of image and captioned-image chunks and
-    None for text chunks; ``captions`` is set (one per item) for captioned images only.
+    None for text chunks; ``captions`` is set (one per item) for captioned images only;
+    ``profiles`` (format 4 on) holds per item the ICC colour profile it was read with,
+    or None, and is None for a chunk where no item has one.
     """
 
     ordinal: int
@@ -144,6 +156,7 @@ class ChunkRecord:
     labels: list[int | None]
     names: list[str]
     captions: list[str] | None = None
+    profiles: list[bytes | None] | None = None
 
     def to_value(self) -> dict[str, Value]:
         """Return the chunk record's map."""
@@ -161,14 +174,27 @@ class ChunkRecord:
             value["shape"] = list(self.shape)
         if self.captions is not None:
             value["captions"] = list(self.captions)
+        if self.profiles is not None:
+            table: dict[bytes, int] = {}
+            value["icc"] = [
+                None if profile is None else table.setdefault(profile, len(table))
+                for profile in self.profiles
+            ]
+            value["icc_profiles"] = list(table)
         return value
 
     @classmethod
-    def from_value(cls, value: Value, item_kind: str = "image") -> ChunkRecord:
-        """Parse a chunk record of ``item_kind`` items strictly."""
+    def from_value(
+        cls, value: Value, item_kind: str = "image", format_version: int = FORMAT_VERSION
+    ) -> ChunkRecord:
+        """Parse a chunk record of ``item_kind`` items in vault ``format_version`` strictly."""
         if not isinstance(value, dict) or value.get("record") != "chunk":
             raise _MalformedError("a record after the header is not a chunk record")
-        fields = _exact(value, chunk_keys(item_kind), "chunk record")
+        keys = chunk_keys(item_kind)
+        with_profiles = (
+            format_version >= PROFILES_FROM_FORMAT and item_kind != "text" and "icc" in value
+        )
+        fields = _exact(value, keys | PROFILE_KEYS if with_profiles else keys, "chunk record")
         shape: tuple[int, int, int] | None = None
         if item_kind != "text":
             shape = _shape(fields["shape"])
@@ -181,6 +207,7 @@ class ChunkRecord:
             if not isinstance(listed, list):
                 raise _MalformedError("captions must be an array")
             captions = [_caption(caption) for caption in listed]
+        profiles = _profiles(fields["icc"], fields["icc_profiles"]) if with_profiles else None
         return cls(
             ordinal=_index(fields["ordinal"], "ordinal"),
             file=_text(fields["file"], "file"),
@@ -191,7 +218,39 @@ class ChunkRecord:
             labels=[_label(label) for label in labels],
             names=[_name(name) for name in names],
             captions=captions,
+            profiles=profiles,
         )
+
+
+def _profiles(indices: Value, table: Value) -> list[bytes | None]:
+    """Return each item's profile from a chunk's ``icc`` and ``icc_profiles``.
+
+    The table must hold distinct profiles of 1 to :data:`MAX_PROFILE_BYTES` bytes, each
+    used, numbered by first use (as :meth:`ChunkRecord.to_value` writes them), so that a
+    chunk's profiles have one encoding.
+    """
+    if not isinstance(indices, list) or not isinstance(table, list) or not table:
+        raise _MalformedError("icc must be an array and icc_profiles a non-empty array")
+    blobs = [profile for profile in table if isinstance(profile, bytes)]
+    if len(blobs) != len(table) or not all(1 <= len(blob) <= MAX_PROFILE_BYTES for blob in blobs):
+        raise _MalformedError(f"a colour profile must be 1..{MAX_PROFILE_BYTES} bytes")
+    if len(set(blobs)) != len(blobs):
+        raise _MalformedError("icc_profiles lists a profile twice")
+    profiles: list[bytes | None] = []
+    used = 0
+    for index in indices:
+        if index is not None and (
+            isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(blobs)
+        ):
+            raise _MalformedError(f"icc index {index!r} is not one of icc_profiles")
+        if index is not None and index > used:
+            raise _MalformedError("icc_profiles must be numbered by first use")
+        if index == used:
+            used += 1
+        profiles.append(None if index is None else blobs[index])
+    if used != len(blobs):
+        raise _MalformedError("icc_profiles lists a profile no item uses")
+    return profiles
 
 
 def _shape(shape: Value) -> tuple[int, int, int]:
@@ -270,7 +329,8 @@ def read_journal(vault: Path) -> JournalContents:
             raise _MalformedError("has no header record")
         parameters = RunParameters.from_value(values[0])
         kind = parameters.item_kind
-        chunks = [ChunkRecord.from_value(value, kind) for value in values[1:]]
+        version = parameters.format_version
+        chunks = [ChunkRecord.from_value(value, kind, version) for value in values[1:]]
         _check_sequence(parameters, chunks)
     except _MalformedError as exc:
         raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
@@ -316,6 +376,8 @@ def _check_sequence(parameters: RunParameters, chunks: Sequence[ChunkRecord]) ->
             raise _MalformedError(f"chunk {ordinal} does not have one label and name per item")
         if record.captions is not None and len(record.captions) != record.count:
             raise _MalformedError(f"chunk {ordinal} does not have one caption per item")
+        if record.profiles is not None and len(record.profiles) != record.count:
+            raise _MalformedError(f"chunk {ordinal} does not have one icc entry per item")
         start += record.count
         if start > parameters.n_items:
             raise _MalformedError(f"chunks go past the run's {parameters.n_items} items")

@@ -5,15 +5,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
-#: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 3
+#: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 4
+#: is format 3 whose chunk records may carry the ICC colour profile each photo was read
+#: with, which publication writes back (:mod:`twinaudit.owner.vault.journal`); format 3
 #: keeps a photo read from a JPEG as that JPEG plus a correction where that is smaller
 #: (:mod:`twinaudit.owner.vault.jpeg_pairs`); format 2 stores the pixels of image chunks
 #: compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1 stored them raw (``.npy``).
 #: All are read; an unfinished run continues in its format.
 FORMAT_NAME: Final = "twinaudit-vault"
-FORMAT_VERSION: Final = 3
+FORMAT_VERSION: Final = 4
 #: The vault formats these modules read (and a resumed marking run continues in).
-READABLE_FORMAT_VERSIONS: Final = (1, 2, 3)
+READABLE_FORMAT_VERSIONS: Final = (1, 2, 3, 4)
 
 #: The 32-byte vault secret (salts and the marking seed derive from it).
 SECRET_FILE: Final = "secret.key"
@@ -47,6 +49,9 @@ MAX_CHUNK_BYTES: Final = 512 * 1024 * 1024
 MAX_PARAMETERS_BYTES: Final = 1024 * 1024
 #: Longest item name, in UTF-8 bytes.
 MAX_NAME_BYTES: Final = 1024
+#: Largest ICC colour profile an item carries (display and camera profiles take a few
+#: KiB; a printer's, with large tables, a few hundred).
+MAX_PROFILE_BYTES: Final = 1024 * 1024
 #: Largest receipt file (the protocol's cap on receipt envelopes is smaller).
 MAX_RECEIPT_FILE_BYTES: Final = 64 * 1024
 #: Read files in pieces of this size when hashing them.

@@ -1,10 +1,12 @@
-"""``owner vault-migrate``: rewrite a vault in format 2 or 3.
+"""``owner vault-migrate``: rewrite a vault in format 2, 3 or 4.
 
-Format 1 or 3 becomes format 2 (self-contained: no JPEG decoder is needed to read it);
-format 1 or 2 becomes format 3 when the photos it was marked from are given (each item
-whose photo is found there as a JPEG is kept as that JPEG where that is smaller: any
-file is safe to give, since a correction plane makes the pixels exact and the smaller
-coding is chosen per item).
+Any format becomes format 2 (self-contained: no JPEG decoder is needed to read it); any
+becomes format 3 or 4 when the photos it was marked from are given (each item whose
+photo is found there as a JPEG is kept as that JPEG where that is smaller: any file is
+safe to give, since a correction plane makes the pixels exact and the smaller coding is
+chosen per item). Format 4 keeps the colour profile each photo was read with (a vault
+before format 4 recorded none); a vault that holds profiles is not migrated to a format
+that cannot record them, since its publication would then show other colours.
 
 Nothing a vault commits to changes: the same pairs give the same commitments, root,
 inclusion proofs and openings, so the escrow receipt and its inclusion proof stay
@@ -53,7 +55,7 @@ from twinaudit.protocol.items import MAX_IMAGE_SIDE
 
 from . import files
 from .chunks import encode_chunk, read_record
-from .journal import ChunkRecord, frame, read_journal
+from .journal import PROFILES_FROM_FORMAT, ChunkRecord, frame, read_journal
 from .jpeg_pairs import is_jpeg
 from .layout import (
     ARBITER_KEY_FILE,
@@ -78,7 +80,7 @@ _AT_FDCWD: Final = -100
 #: What ``renameat2`` answers where the file system (or kernel) cannot exchange.
 _CANNOT_EXCHANGE: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
 #: The formats a vault can be migrated to.
-TARGET_VERSIONS: Final = (2, 3)
+TARGET_VERSIONS: Final = (2, 3, 4)
 #: Longest source file read for an item (the largest image's raw pixels); a longer JPEG
 #: than its own item's raw pixels is not kept either.
 _MAX_ORIGINAL_BYTES: Final = MAX_IMAGE_SIDE * MAX_IMAGE_SIDE * 3
@@ -116,12 +118,13 @@ def migrate_vault(
 ) -> Migration:
     """Rewrite the vault at ``path`` in ``to_version``, atomically (see the module).
 
-    ``to_version`` is 2 or 3; unset, it is 3 when ``originals`` is given, else 2.
+    ``to_version`` is 2, 3 or 4; unset, it is 4 when ``originals`` is given, else 2.
     ``originals`` (see :func:`originals_in`) gives the source file of each item by name,
-    which format 3 needs; a vault already in ``to_version`` is left as it is.
+    which formats 3 and 4 need; a vault already in ``to_version`` is left as it is.
 
     Raises:
-        ParameterError: ``to_version`` is not 2 or 3, or is 3 without ``originals``.
+        ParameterError: ``to_version`` is not 2, 3 or 4, is 3 or 4 without
+            ``originals``, or cannot record the colour profiles the vault holds.
         InputError, StateError, VersionError, VaultIntegrityError: the vault does not
             open (it is named as by :meth:`Vault.open`), or another writer holds it.
         StateError: the file system cannot swap two directories atomically; nothing
@@ -132,10 +135,17 @@ def migrate_vault(
     """
     target = _target_version(to_version, originals)
     old = Vault.open(Path(path))
-    if target == FORMAT_VERSION and originals is None and old.format_version != target:
+    if target >= 3 and originals is None and old.format_version != target:
         raise ParameterError(
             f"format {target} keeps each photo as its JPEG: give the folder of photos the "
             "vault was marked from (--sources), or migrate to format 2"
+        )
+    profiled = sum(profile is not None for profile in old.colour_profiles())
+    if profiled and target < PROFILES_FROM_FORMAT:
+        raise ParameterError(
+            f"vault {path} keeps the colour profiles of {profiled} photos, which format "
+            f"{target} cannot record (its publication would show other colours): keep it "
+            f"in format {old.format_version}"
         )
     path = Path(path).resolve()  # a link to the vault: swap the directory it names
     with files.DirectoryLock(path):
@@ -193,7 +203,7 @@ def _target_version(to_version: object, originals: Originals | None) -> int:
     if to_version is None:
         return FORMAT_VERSION if originals is not None else 2
     if isinstance(to_version, bool) or to_version not in TARGET_VERSIONS:
-        raise ParameterError(f"a vault migrates to format 2 or 3, not {to_version!r}")
+        raise ParameterError(f"a vault migrates to format 2, 3 or 4, not {to_version!r}")
     assert isinstance(to_version, int)
     return to_version
 

@@ -228,6 +228,17 @@ class Vault:
         """Return the label of every item (None where it has none), in pair order."""
         return [label for record in self._records for label in record.labels]
 
+    def colour_profiles(self) -> list[bytes | None]:
+        """Return the ICC colour profile every item was read with (None: none), in pair order.
+
+        Vaults before format 4 recorded none.
+        """
+        return [
+            profile
+            for record in self._records
+            for profile in (record.profiles or [None] * record.count)
+        ]
+
     @property
     def manifest(self) -> Manifest:
         """The manifest as this vault read (or last wrote) it."""

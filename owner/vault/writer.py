@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,14 @@ from twinaudit.protocol.items import ITEM_KINDS
 from . import files
 from .chunks import check_batch, check_captions, encode_chunk
 from .committing import commit_records
-from .journal import ChunkRecord, JournalAppender, RunParameters, frame, read_journal
+from .journal import (
+    PROFILES_FROM_FORMAT,
+    ChunkRecord,
+    JournalAppender,
+    RunParameters,
+    frame,
+    read_journal,
+)
 from .layout import (
     CHUNKS_DIR,
     DIR_MODE,
@@ -44,6 +52,7 @@ from .layout import (
     JOURNAL_FILE,
     MANIFEST_FILE,
     MAX_PARAMETERS_BYTES,
+    MAX_PROFILE_BYTES,
     READABLE_FORMAT_VERSIONS,
     SECRET_BYTES,
     SECRET_FILE,
@@ -196,6 +205,11 @@ class VaultWriter:
         return self._parameters.source
 
     @property
+    def keeps_profiles(self) -> bool:
+        """Tell whether this run's vault format records colour profiles (format 4 on)."""
+        return self._parameters.format_version >= PROFILES_FROM_FORMAT
+
+    @property
     def config(self) -> dict[str, Value]:
         """The marking configuration the run was started with."""
         return self._parameters.config
@@ -212,6 +226,7 @@ class VaultWriter:
         *,
         originals: Sequence[bytes | None] | None = None,
         photos: Pixels | None = None,
+        profiles: Sequence[bytes | None] | None = None,
     ) -> None:
         """Make one batch of images durable: items ``completed .. completed + B - 1``.
 
@@ -224,8 +239,10 @@ class VaultWriter:
         formats ignore them. ``photos``, with ``originals``, holds the ``(B, H, W, C)``
         images as decoded from those bytes with Pillow (what was marked), which spares
         decoding each JPEG again; pixels that are not that decoding are caught when the
-        chunk is read back. On any failure nothing of the batch is kept and
-        :attr:`completed` is unchanged.
+        chunk is read back. ``profiles``, when given, holds per item the ICC colour
+        profile it was read with (or None), which publication writes with it; formats
+        before 4 cannot record them and refuse a batch with one. On any failure nothing
+        of the batch is kept and :attr:`completed` is unchanged.
 
         Raises:
             InputError, ParameterError: a wrong shape, dtype, count, label, name or
@@ -247,6 +264,7 @@ class VaultWriter:
         elif captions is not None:
             raise ParameterError(f"a vault of {self.item_kind} items takes no captions")
         kept = _check_originals(originals, count)
+        profile_list = _check_profiles(profiles, count, self._parameters.format_version)
         if photos is not None and (
             not isinstance(photos, np.ndarray)
             or photos.dtype != np.uint8
@@ -257,6 +275,8 @@ class VaultWriter:
         record = self._record(
             count, shape, pieces, label_list, names=name_list, captions=caption_list
         )
+        if profile_list is not None:
+            record = replace(record, profiles=profile_list)
         self._write_chunk(record, pieces)
 
     def append_texts(
@@ -444,17 +464,40 @@ def write_vault(  # noqa: PLR0917 - the positional form is the documented API
 # --- Creating and checking -----------------------------------------------------------------
 
 
+def _per_item_bytes(values: object, count: int, what: str) -> list[bytes | None] | None:
+    """Return ``values`` as a list of ``count`` bytes-or-None entries (None stays None)."""
+    if values is None:
+        return None
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise InputError(f"{what} must be a sequence of bytes or None")
+    if len(values) != count:
+        raise ParameterError(f"{len(values)} {what} for a batch of {count} items")
+    if not all(value is None or isinstance(value, bytes) for value in values):
+        raise InputError(f"each of the {what} must be bytes or None")
+    return list(values)
+
+
 def _check_originals(originals: object, count: int) -> list[bytes | None] | None:
     """Return ``originals`` as a list of ``count`` bytes-or-None entries; else raise."""
-    if originals is None:
+    return _per_item_bytes(originals, count, "originals")
+
+
+def _check_profiles(profiles: object, count: int, format_version: int) -> list[bytes | None] | None:
+    """Return ``profiles`` as ``count`` bytes-or-None entries, None where none is set."""
+    listed = _per_item_bytes(profiles, count, "colour profiles")
+    if listed is None:
         return None
-    if isinstance(originals, str | bytes) or not isinstance(originals, Sequence):
-        raise InputError("originals must be a sequence of bytes or None")
-    if len(originals) != count:
-        raise ParameterError(f"{len(originals)} originals for a batch of {count} items")
-    if not all(original is None or isinstance(original, bytes) for original in originals):
-        raise InputError("each original must be bytes or None")
-    return list(originals)
+    for profile in listed:
+        if profile is not None and not 1 <= len(profile) <= MAX_PROFILE_BYTES:
+            raise LimitExceededError("bytes of a colour profile", len(profile), MAX_PROFILE_BYTES)
+    if all(profile is None for profile in listed):
+        return None
+    if format_version < PROFILES_FROM_FORMAT:
+        raise ParameterError(
+            f"a format-{format_version} vault cannot record colour profiles (format "
+            f"{PROFILES_FROM_FORMAT} on can)"
+        )
+    return listed
 
 
 def _check_parameters(

@@ -411,11 +411,11 @@ def test_vault_migrate_rewrites_a_format_1_vault_compactly(photos, tmp_path, arb
     assert "format 1 -> 2" in line and "root, commitments and receipt unchanged" in line
     migrated = Vault.open(old.path)
     assert migrated.format_version == 2 and migrated.root == old.root
-    # mark writes format 3 (an npy source has no JPEGs: every item keeps its midpoint);
+    # mark writes format 4 (an npy source has no JPEGs: every item keeps its midpoint);
     # moved to format 2, its chunks are the migrated vault's.
-    assert marked.format_version == 3
+    assert marked.format_version == 4
     assert main(["owner", "vault-migrate", str(tmp_path / "v2"), "--to", "2"]) == 0
-    assert "format 3 -> 2" in capsys.readouterr().out
+    assert "format 4 -> 2" in capsys.readouterr().out
     assert {n: d for n, d in _files(old.path).items() if n.startswith("chunks/")} == {
         n: d for n, d in _files(tmp_path / "v2").items() if n.startswith("chunks/")
     }

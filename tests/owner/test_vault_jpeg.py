@@ -13,8 +13,7 @@ import pytest
 from PIL import Image
 
 import twinaudit.owner.vault.jpeg_pairs as jpeg_pairs
-from tests.owner.test_vault_receipt import Arbiter
-from tests.support.keys import KEY
+from tests.owner.test_vault_receipt import escrowed
 from twinaudit.owner.images.sources import FolderSource, open_source
 from twinaudit.owner.mark import mark
 from twinaudit.owner.marking import MarkingConfig
@@ -495,14 +494,9 @@ def test_a_jpeg_of_another_shape_or_no_jpeg_keeps_the_midpoint():
 # --- Migration ---------------------------------------------------------------------------------
 
 
-def test_migration_2_to_3_and_back_keeps_the_root_openings_and_receipt(folder, tmp_path):
+def test_migration_2_to_4_and_back_keeps_the_root_openings_and_receipt(folder, tmp_path):
     old, _ = mark_folder(folder, tmp_path / "v", format_version=2)
-    arbiter = Arbiter(tmp_path / "escrow.db", KEY)
-    try:
-        envelope, proof = arbiter.escrow(old.root, n_pairs=old.n_pairs)
-    finally:
-        arbiter.store.close()
-    old.store_receipt(envelope, KEY.public_key(), proof)
+    escrowed(old, tmp_path / "escrow.db")
     openings = [old.opening(index) for index in range(old.n_pairs)]
     format_2 = {
         name: (tmp_path / "v" / "chunks" / name).read_bytes()
@@ -511,19 +505,19 @@ def test_migration_2_to_3_and_back_keeps_the_root_openings_and_receipt(folder, t
     with pytest.raises(ParameterError, match="--sources"):
         migrate_vault(tmp_path / "v", to_version=3)
     up = migrate_vault(tmp_path / "v", originals=originals_in(folder))
-    assert (up.from_version, up.to_version) == (2, 3) and up.bytes_after < up.bytes_before
+    assert (up.from_version, up.to_version) == (2, 4) and up.bytes_after < up.bytes_before
     new = Vault.open(tmp_path / "v")
-    assert new.format_version == 3 and new.root == old.root
+    assert new.format_version == 4 and new.root == old.root
     assert new.receipt_bytes == old.receipt_bytes
     assert [new.opening(index) for index in range(new.n_pairs)] == openings
     assert list(codings(new).values()).count(JPEG_CODING) == 4  # not the one turned upright
-    # Written directly in format 3, the chunks are the same.
+    # Written directly in format 4, the chunks are the same.
     mark_folder(folder, tmp_path / "direct")
     for name in format_2:
         direct = (tmp_path / "direct" / "chunks" / name).read_bytes()
         assert (tmp_path / "v" / "chunks" / name).read_bytes() == direct
     down = migrate_vault(tmp_path / "v")  # to format 2: self-contained
-    assert (down.from_version, down.to_version) == (3, 2)
+    assert (down.from_version, down.to_version) == (4, 2)
     back = Vault.open(tmp_path / "v")
     assert back.format_version == 2 and back.root == old.root
     assert [back.opening(index) for index in range(back.n_pairs)] == openings
@@ -531,7 +525,7 @@ def test_migration_2_to_3_and_back_keeps_the_root_openings_and_receipt(folder, t
         assert (tmp_path / "v" / "chunks" / name).read_bytes() == data
 
 
-def test_migration_to_3_from_another_folder_stays_exact(folder, tmp_path):
+def test_migration_to_4_from_another_folder_stays_exact(folder, tmp_path):
     """The photos given need not be the vault's: a correction or the midpoint makes it exact."""
     old, _ = mark_folder(folder, tmp_path / "v", format_version=2)
     other = tmp_path / "other"
@@ -541,7 +535,7 @@ def test_migration_to_3_from_another_folder_stays_exact(folder, tmp_path):
     (other / "e_grey.jpg").unlink()
     migrate_vault(tmp_path / "v", originals=originals_in(other))
     new = Vault.open(tmp_path / "v")
-    assert new.format_version == 3 and new.packed_commitments() == old.packed_commitments()
+    assert new.format_version == 4 and new.packed_commitments() == old.packed_commitments()
     assert set(codings(new).values()) == {MIDPOINT_CODING}
     read = originals_in(other)
     assert read("../photos/a_colour.jpg") is None  # names never leave the folder
@@ -595,7 +589,7 @@ def test_owner_mark_keeps_the_jpeg_sources_of_a_folder(folder, tmp_path):
     config = MarkingConfig(marker="bernoulli", batch_size=2)
     result = mark(open_source(folder), tmp_path / "v", config, secret=SECRET, show_progress=False)
     vault = Vault.open(result.vault.path)
-    assert vault.format_version == 3
+    assert vault.format_version == 4
     found = codings(vault)
     assert found.pop("d_lossless.png") == MIDPOINT_CODING
     assert found.pop("c_rotated.jpg") == MIDPOINT_CODING  # turned upright by its EXIF

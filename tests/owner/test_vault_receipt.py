@@ -82,6 +82,16 @@ class Arbiter:
         return receipt, self.store.inclusion_proof(position.entry.index, position.log_size)
 
 
+def escrowed(vault, db: Path) -> None:
+    """Escrow ``vault`` with a fresh in-process arbiter at ``db`` and store its receipt."""
+    arbiter = Arbiter(db, KEY)
+    try:
+        envelope, proof = arbiter.escrow(vault.root, n_pairs=vault.n_pairs)
+    finally:
+        arbiter.store.close()
+    vault.store_receipt(envelope, KEY.public_key(), proof)
+
+
 @pytest.fixture
 def arbiter(tmp_path):
     arbiter = Arbiter(tmp_path / "escrow.db", KEY)

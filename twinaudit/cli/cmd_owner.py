@@ -506,33 +506,36 @@ def _register_inspect(sub: Any) -> None:
 def _register_vault_migrate(sub: Any) -> None:
     migrate = sub.add_parser(
         "vault-migrate",
-        help="rewrite a vault in format 2 (self-contained) or 3 (photos kept as their JPEGs), "
+        help="rewrite a vault in format 2 (self-contained) or 4 (photos kept as their JPEGs), "
         "atomically; the root, every opening and the receipt stay the same",
-        description="Rewrite a vault in vault format 2 (compact and self-contained) or 3 "
+        description="Rewrite a vault in vault format 2 (compact and self-contained) or 4 "
         "(each photo read from a JPEG kept as that JPEG plus a correction where that is "
-        "smaller; reading it decodes the JPEG with Pillow, and a decoder that gives other "
-        "pixels is refused, naming the item). With --sources (the folder of photos the vault "
-        "was marked from) the vault becomes format 3; without it, format 2: the way to move a "
-        "format-3 vault to a machine with another Pillow, or to upgrade a format-1 vault. The "
-        "root, every commitment, opening and inclusion proof, the secret and the receipt stay "
-        "the same. The new vault is written and checked beside the old one, then the two "
-        "directories are swapped in one atomic step: interrupted, the command leaves the old "
-        "vault or the new one, whole, and the next run clears what it left beside it. A "
-        "vault already in the target format is left as it is.",
+        "smaller, and the colour profile each photo was read with; reading it decodes the "
+        "JPEG with Pillow, and a decoder that gives other pixels is refused, naming the "
+        "item). With --sources (the folder of photos the vault was marked from) the vault "
+        "becomes format 4; without it, format 2: the way to move a vault to a machine with "
+        "another Pillow, or to upgrade a format-1 vault. Format 3 is format 4 without colour "
+        "profiles, for older twinaudit versions. A vault that keeps colour profiles is not "
+        "rewritten in a format that cannot record them. The root, every commitment, opening "
+        "and inclusion proof, the secret and the receipt stay the same. The new vault is "
+        "written and checked beside the old one, then the two directories are swapped in one "
+        "atomic step: interrupted, the command leaves the old vault or the new one, whole, "
+        "and the next run clears what it left beside it. A vault already in the target "
+        "format is left as it is.",
     )
     migrate.add_argument("vault", type=Path, help="vault directory")
     migrate.add_argument(
         "--to",
         type=int,
-        choices=(2, 3),
+        choices=(2, 3, 4),
         default=None,
-        help="the format to write (default: 3 with --sources, else 2)",
+        help="the format to write (default: 4 with --sources, else 2)",
     )
     migrate.add_argument(
         "--sources",
         type=Path,
         default=None,
-        help="the folder of photos the vault was marked from (format 3 keeps their JPEGs; "
+        help="the folder of photos the vault was marked from (formats 3 and 4 keep their JPEGs; "
         "any file there is safe: a correction makes the pixels exact)",
     )
     migrate.set_defaults(handler=_vault_migrate)
