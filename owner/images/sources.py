@@ -8,11 +8,12 @@ one shape and one label per image), however many images there are.
 Formats
 -------
 ``image-dir``
-    A folder of PNG, JPEG, WebP, TIFF, BMP and GIF files (suffix ``.png``, ``.jpg``,
-    ``.jpeg``, ``.jfif``, ``.webp``, ``.tif``, ``.tiff``, ``.bmp`` or ``.gif``, any case),
-    searched recursively. Hidden files and folders (name starting with a dot) are
-    skipped; a file with the suffix of an image format not read (HEIC, AVIF, raw
-    camera files: :data:`UNREAD_IMAGE_SUFFIXES`) is refused by name, never left out
+    A folder of PNG, JPEG, WebP, TIFF, BMP, GIF and HEIF files (suffix ``.png``,
+    ``.jpg``, ``.jpeg``, ``.jfif``, ``.webp``, ``.tif``, ``.tiff``, ``.bmp``, ``.gif``,
+    ``.heic``, ``.heif`` or ``.hif``, any case), searched recursively. Hidden files and
+    folders (name starting with a dot) are skipped; a file with the suffix of an image
+    format not read (AVIF, JPEG XL, raw camera files: :data:`UNREAD_IMAGE_SUFFIXES`; HEIF
+    where pi-heif cannot be imported) is refused by name, never left out
     unseen; other files (a ``labels.csv``, a README) are ignored and counted in
     :meth:`ImageSource.describe`. An image of several frames (an animation, a
     multi-page TIFF) is refused, and so are two images that would be published
@@ -27,11 +28,13 @@ Formats
     marking step; otherwise pixels are decoded only when a batch needs them. An
     image is read as a viewer shows it: its EXIF orientation (JPEG, WebP, TIFF, and
     a PNG whose ``eXIf`` chunk comes before its pixels) turns or flips the pixels
-    upright, so that a phone's portrait photo is marked, and published, standing. A
-    JPEG file (by its first bytes) no longer than its raw pixels is read once, its
-    bytes kept with the batch (:attr:`ImageBatch.originals`) and decoded from them,
-    so that a vault can keep the file in place of the pixels; a JPEG turned upright
-    is not its file's pixels, so its pixels are kept instead.
+    upright, so that a phone's portrait photo is marked, and published, standing (a
+    HEIF photo is turned by its own transformations as it is decoded). Its ICC colour
+    profile, if any, is read with it (:attr:`ImageBatch.profiles`). A JPEG file (by its
+    first bytes) no longer than its raw pixels is read once, its bytes kept with the
+    batch (:attr:`ImageBatch.originals`) and decoded from them, so that a vault can keep
+    the file in place of the pixels; a JPEG turned upright is not its file's pixels, so
+    its pixels are kept instead.
 
     Pixel modes: 8-bit grayscale (``L``) stays one channel, ``RGB`` three.
     Bilevel (``1``) becomes ``L`` (0 and 255), palette (``P``) becomes ``RGB``.
@@ -124,15 +127,19 @@ from twinaudit.protocol.errors import (
 from twinaudit.protocol.items import MAX_IMAGE_SIDE, MAX_LABEL
 from twinaudit.protocol.limits import MAX_BIN_BYTES, MAX_PAIRS
 
+#: Suffixes (lower case) of HEIF files: a phone's HEIC photos, read through pi-heif's
+#: Pillow plugin (libheif and libde265), which shows them as a viewer does (turned by the
+#: file's own transformations). Where pi-heif cannot be imported, they are refused by name.
+HEIF_SUFFIXES: Final = frozenset({".heic", ".heif", ".hif"})
 #: File suffixes (lower case) read from an image folder.
 IMAGE_SUFFIXES: Final = frozenset(
-    {".png", ".jpg", ".jpeg", ".jfif", ".webp", ".tif", ".tiff", ".bmp", ".gif"}
+    {".png", ".jpg", ".jpeg", ".jfif", ".webp", ".tif", ".tiff", ".bmp", ".gif", *HEIF_SUFFIXES}
 )
 #: Suffixes of image formats ``owner mark`` does not read: a folder file with one is
 #: refused by name (it would otherwise be left out of the vault unseen), not ignored.
 UNREAD_IMAGE_SUFFIXES: Final = frozenset(
     {
-        ".heic", ".heif", ".avif", ".jxl", ".jp2", ".j2k", ".psd", ".svg",
+        ".avif", ".jxl", ".jp2", ".j2k", ".psd", ".svg",
         ".dng", ".cr2", ".cr3", ".nef", ".arw", ".orf", ".rw2", ".raf", ".srw", ".pef",
     }
 )  # fmt: skip
@@ -144,9 +151,30 @@ IDX_LABELS_MAGIC: Final = 0x00000801
 #: Conventional names of the image array in an npz archive.
 NPZ_IMAGE_KEYS: Final = ("images", "x", "X", "x_train", "X_train", "train_images", "imgs")
 
-_PIL_FORMATS: Final = ("PNG", "JPEG", "WEBP", "TIFF", "BMP", "GIF")
+
+def _register_heif() -> bool:
+    """Register pi-heif's HEIF reader with Pillow; return whether it could be imported."""
+    try:
+        import pi_heif  # noqa: PLC0415 - an import that may fail, once, here
+    except ImportError:
+        return False
+    pi_heif.register_heif_opener()
+    return True
+
+
+#: Whether HEIF files are read here (pi-heif, a dependency, imported and registered).
+HEIF_READ: Final = _register_heif()
+_PIL_FORMATS: Final = (
+    "PNG",
+    "JPEG",
+    "WEBP",
+    "TIFF",
+    "BMP",
+    "GIF",
+    *(("HEIF",) if HEIF_READ else ()),
+)
 #: The formats read, for messages.
-_READ_FORMATS: Final = "PNG, JPEG, WebP, TIFF, BMP or GIF"
+_READ_FORMATS: Final = "PNG, JPEG, WebP, TIFF, BMP, GIF or HEIC"
 #: EXIF orientation (tag 274) → the transposition that shows the image as a viewer does.
 _UPRIGHT: Final = {
     2: Image.Transpose.FLIP_LEFT_RIGHT,
@@ -447,10 +475,7 @@ class FolderSource(ImageSource):
         self._upright = upright
         names, ignored, unread = _list_image_files(root)
         problems = [
-            InputError(
-                f"{root / name}: not a format owner mark reads ({_READ_FORMATS}): "
-                "convert it, or move it out of the folder"
-            )
+            InputError(f"{root / name}: {_why_unread(name)}, or move it out of the folder")
             for name in unread
         ]
         problems += _publication_clashes(root, names)
@@ -590,16 +615,29 @@ def _list_image_files(root: Path) -> tuple[list[str], int, list[str]]:
             if file_name.startswith("."):
                 continue
             path = Path(folder, file_name)
-            if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
+            suffix = path.suffix.lower()
+            if suffix in HEIF_SUFFIXES and not HEIF_READ:
+                unread.append(path.relative_to(root).as_posix())
+            elif suffix in IMAGE_SUFFIXES and path.is_file():
                 names.append(path.relative_to(root).as_posix())
                 if len(names) > MAX_PAIRS:
                     raise LimitExceededError(f"number of images in {root}", len(names), MAX_PAIRS)
-            elif path.suffix.lower() in UNREAD_IMAGE_SUFFIXES:
+            elif suffix in UNREAD_IMAGE_SUFFIXES:
                 unread.append(path.relative_to(root).as_posix())
             else:
                 ignored += 1
     names.sort()
     return names, ignored, sorted(unread)
+
+
+def _why_unread(name: str) -> str:
+    """Return why a folder file with an image suffix is not read, and what to do."""
+    if PurePosixPath(name).suffix.lower() in HEIF_SUFFIXES:
+        return (
+            "a HEIF photo, and pi-heif (the HEIF reader twinaudit depends on) cannot be "
+            "imported here: install it (pip install -c constraints.txt pi-heif) or convert it"
+        )
+    return f"not a format owner mark reads ({_READ_FORMATS}): convert it"
 
 
 def published_image_name(name: str) -> str:
@@ -760,6 +798,8 @@ def _orientation(image: Image.Image) -> int:
     block that does not parse is taken as no orientation, as viewers take it.
     """
     if image.format == "PNG" and "exif" not in image.info:
+        return 1
+    if image.format == "HEIF":  # turned by its own transformations as it is decoded
         return 1
     try:
         value = image.getexif().get(_ORIENTATION_TAG, 1)

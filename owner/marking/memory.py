@@ -57,7 +57,8 @@ FULL_SIZE_PGD_PER_BYTE: Final = 48
 #: Bytes held once for the largest image, whatever the batch: decoding it (the codec's
 #: buffer and its array) and the noise markers' δ in int16. Measured on a 12 MP photo,
 #: the peak resident memory of one decode over the pixels' bytes: 3.3 to 3.8 for PNG,
-#: JPEG, TIFF, BMP and GIF; 4.8 for a JPEG turned upright by its EXIF orientation and 6.2
+#: JPEG, TIFF, BMP and GIF, 3.4 for HEIC turned upright by its own rotation (libheif);
+#: 4.8 for a JPEG turned upright by its EXIF orientation and 6.2
 #: for WebP, which :data:`BASE_BYTES`' margin holds (eight 12 MP WebP photos marked with
 #: ``--memory 1G`` peaked at 573 MiB, with 2G at 1,023 MiB).
 ONE_IMAGE_PER_BYTE: Final = 4

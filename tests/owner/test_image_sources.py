@@ -285,7 +285,7 @@ def test_unread_formats_animations_and_clashing_names_are_refused_by_name(tmp_pa
     root = tmp_path / "mixed"
     _save_png(root / "a.png", _images(1, 4, 4, 3)[0])
     Image.fromarray(_images(1, 4, 4, 3)[0]).save(root / "a.jpg")  # published as a.png too
-    (root / "phone.HEIC").write_bytes(b"\x00\x00\x00\x18ftypheic")
+    (root / "phone.AVIF").write_bytes(b"\x00\x00\x00\x18ftypavif")
     (root / "notes.txt").write_text("ignored, as before")
     frames = [Image.fromarray(_images(1, 4, 4, 3, seed=k)[0]).convert("P") for k in range(3)]
     frames[0].save(root / "moving.gif", save_all=True, append_images=frames[1:])
@@ -297,15 +297,15 @@ def test_unread_formats_animations_and_clashing_names_are_refused_by_name(tmp_pa
 
     message = str(raised.value)
     assert "4 of 5 images cannot be marked" in message
-    assert "phone.HEIC: not a format owner mark reads" in message
+    assert "phone.AVIF: not a format owner mark reads" in message
     assert "moving.gif: holds 3 frames" in message and "scan.tiff: holds 2 frames" in message
     assert "a.png: would be published as 'a.png', as 'a.jpg' is" in message
     assert "notes.txt" not in message
-    only_heic = tmp_path / "iphone"
-    only_heic.mkdir()
-    (only_heic / "IMG_0001.heic").write_bytes(b"\x00")
-    with pytest.raises(InputError, match=r"IMG_0001\.heic: not a format owner mark reads"):
-        open_source(only_heic)
+    only_raw = tmp_path / "camera"
+    only_raw.mkdir()
+    (only_raw / "IMG_0001.CR3").write_bytes(b"\x00")
+    with pytest.raises(InputError, match=r"IMG_0001\.CR3: not a format owner mark reads"):
+        open_source(only_raw)
 
 
 @pytest.mark.parametrize("mode", ["RGBA", "LA"])

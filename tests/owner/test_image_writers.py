@@ -220,6 +220,7 @@ def test_jpeg_inputs_are_published_as_png_with_the_decoded_pixels(tmp_path: Path
         ("e.webp", "e.png"),
         ("f.TIFF", "f.png"),
         ("g.bmp", "g.png"),
+        ("IMG_0001.HEIC", "IMG_0001.png"),
     ],
 )
 def test_published_names(name: str, published: str) -> None:
@@ -227,7 +228,7 @@ def test_published_names(name: str, published: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "/abs.png", "../up.png", "d//e.png", "./a.png", "a.heic", "a.txt"]
+    "name", ["", "/abs.png", "../up.png", "d//e.png", "./a.png", "a.avif", "a.txt"]
 )
 def test_unsafe_or_non_image_names_are_refused(name: str) -> None:
     with pytest.raises(InputError):
