@@ -307,14 +307,16 @@ def _check_epsilon(
         raise InputError(
             f"{source.path}: its images do not line up with the vault's chunks"
         ) from None
-    for (start, version0, version1, _, _), batch in zip(vault.chunks(), batches, strict=True):
+    chunks = zip(vault.chunks(), batches, strict=True)
+    for (start, version0, version1, _, names), batch in chunks:
         if batch.start != start or batch.pixels.shape != version0.shape:
             raise InputError(f"{source.path}: its images do not line up with the vault's chunks")
         check.add(batch.pixels, version0, version1)
         photo = _marked_at_work_scale(config, version0.shape[1:3])
         for offset in range(min(len(batch), PERCEPTUAL_PAIRS - perceptual.images // 2)):
-            perceptual.add(batch.pixels[offset], version0[offset], photo=photo)
-            perceptual.add(batch.pixels[offset], version1[offset], photo=photo)
+            for version in (version0, version1):
+                original, name = batch.pixels[offset], names[offset]
+                perceptual.add(original, version[offset], photo=photo, name=name)
     return check, perceptual.result()
 
 

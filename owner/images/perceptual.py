@@ -55,24 +55,38 @@ class PerceptualCheck:
     _delta_e_max: float = 0.0
     _ssim: list[float] = field(default_factory=list)
     _cast: float = 0.0
+    _cast_name: str | None = None
+    _worst_delta_e: float = 0.0
+    _worst_delta_e_name: str | None = None
 
-    def add(self, original: Pixels, version: Pixels, *, photo: bool = True) -> None:
+    def add(
+        self, original: Pixels, version: Pixels, *, photo: bool = True, name: str | None = None
+    ) -> None:
         """Measure one version (H, W, C) of an image against its original.
 
         ``photo``: the image was marked at a working resolution, where the default
-        mark's bounds (:data:`DEFAULT_DELTA_E`, :data:`DEFAULT_CAST`) apply.
+        mark's bounds (:data:`DEFAULT_DELTA_E`, :data:`DEFAULT_CAST`) apply. ``name``
+        names the image in the measure's worst cases.
         """
         change = version.astype(np.int16) - original.astype(np.int16)
         means = change.reshape(-1, change.shape[-1]).mean(axis=0)
-        self._cast = max(self._cast, float(np.abs(means).max()))
+        cast = float(np.abs(means).max())
+        if cast > self._cast or self.images == 0:
+            self._cast, self._cast_name = max(self._cast, cast), name
         del change
+        image_sum = 0.0
+        image_pixels = 0
         for rows in _bands(original.shape[0], original.shape[1]):
             reference, marked = _rgb(original[rows]), _rgb(version[rows])
             delta_e = _delta_e(reference, marked)
-            self._delta_e_sum += float(delta_e.sum())
-            self._delta_e_pixels += delta_e.size
+            image_sum += float(delta_e.sum())
+            image_pixels += delta_e.size
             self._delta_e_max = max(self._delta_e_max, float(delta_e.max()))
             self._ssim.append(_ssim(reference, marked))
+        self._delta_e_sum += image_sum
+        self._delta_e_pixels += image_pixels
+        if image_sum / image_pixels > self._worst_delta_e or self.images == 0:
+            self._worst_delta_e, self._worst_delta_e_name = image_sum / image_pixels, name
         self.images += 1
         self.photos += int(photo)
 
@@ -88,6 +102,9 @@ class PerceptualCheck:
             ssim_min=float(np.min(self._ssim)),
             cast=self._cast,
             photos=self.images == self.photos,
+            cast_image=self._cast_name,
+            worst_delta_e=self._worst_delta_e,
+            worst_delta_e_image=self._worst_delta_e_name,
         )
 
 
@@ -100,7 +117,9 @@ class PerceptualMeasure:
     change of one channel over one image, in levels. ``photos``: every image measured
     was marked at a working resolution, so the default mark's bounds apply (on small
     images marked at their own size, ±ε is a large change of a few pixels, and a
-    brightness shift of a 28 px image is no cast on a photo).
+    brightness shift of a 28 px image is no cast on a photo). ``cast_image`` names the
+    image whose version has the largest cast, ``worst_delta_e_image`` the one whose
+    version has the largest mean ΔE₀₀ (``worst_delta_e``), where names were given.
     """
 
     images: int
@@ -110,6 +129,9 @@ class PerceptualMeasure:
     ssim_min: float
     cast: float
     photos: bool = True
+    cast_image: str | None = None
+    worst_delta_e: float = 0.0
+    worst_delta_e_image: str | None = None
 
     @property
     def within_default(self) -> bool | None:
@@ -121,7 +143,7 @@ class PerceptualMeasure:
             return None
         return self.delta_e_mean <= DEFAULT_DELTA_E and self.cast <= DEFAULT_CAST
 
-    def to_value(self) -> dict[str, float | int | bool | None]:
+    def to_value(self) -> dict[str, float | int | bool | str | None]:
         """Return the measure as plain values (for ``--json``)."""
         return {
             "images": self.images,
@@ -131,6 +153,9 @@ class PerceptualMeasure:
             "ssim_min": self.ssim_min,
             "colour_cast": self.cast,
             "within_default_bounds": self.within_default,
+            "colour_cast_image": self.cast_image,
+            "delta_e2000_worst_image": self.worst_delta_e_image,
+            "delta_e2000_worst_image_mean": self.worst_delta_e,
         }
 
     def text(self) -> str:
@@ -144,6 +169,16 @@ class PerceptualMeasure:
             verdict = f"within {bounds}"
         else:
             verdict = f"ABOVE {bounds}: visible (a larger epsilon, or --no-neutral-mark?)"
+            worst = [
+                f"the largest cast is {self.cast_image}'s ({self.cast:.2f})"
+                if self.cast_image is not None and self.cast > DEFAULT_CAST
+                else "",
+                f"the largest mean dE {self.worst_delta_e_image}'s ({self.worst_delta_e:.2f})"
+                if self.worst_delta_e_image is not None and self.worst_delta_e > DEFAULT_DELTA_E
+                else "",
+            ]
+            if named := [part for part in worst if part]:
+                verdict += "; " + ", ".join(named)
         return (
             f"  perceptual: CIEDE2000 dE mean {self.delta_e_mean:.2f} (max {self.delta_e_max:.1f}),"
             f" SSIM mean {self.ssim_mean:.4f} (min {self.ssim_min:.4f}), colour cast"

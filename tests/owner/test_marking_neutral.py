@@ -95,6 +95,27 @@ def test_the_perceptual_measures_measure_what_they_say():
     assert PerceptualCheck().result() is None
 
 
+def test_a_measure_above_the_bounds_names_the_worst_images():
+    image = photo(48, 64, 1)
+    redder = image.copy()
+    redder[..., 0] = np.clip(image[..., 0].astype(int) + 6, 0, 255)
+    rng = np.random.default_rng(1)
+    noisy = np.clip(image.astype(int) + rng.integers(-40, 41, image.shape), 0, 255)
+    check = PerceptualCheck()
+    check.add(image, image, name="calm.jpg")
+    check.add(image, redder, name="pink.jpg")
+    check.add(image, noisy.astype(np.uint8), name="grainy.jpg")
+    measured = check.result()
+    assert measured is not None and measured.within_default is False
+    assert (measured.cast_image, measured.worst_delta_e_image) == ("pink.jpg", "grainy.jpg")
+    text = measured.text()
+    assert "the largest cast is pink.jpg's" in text and "the largest mean dE grainy.jpg's" in text
+    assert measured.to_value()["colour_cast_image"] == "pink.jpg"
+    within = PerceptualCheck()
+    within.add(image, image, name="calm.jpg")
+    assert "calm.jpg" not in within.result().text()  # named only when above the bounds
+
+
 def test_a_large_photo_is_measured_on_bands_and_a_grey_image_as_grey():
     height = MAX_MEASURED_PIXELS // 512 + 200
     image = photo(height, 512, 2)
