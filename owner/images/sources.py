@@ -18,9 +18,10 @@ Formats
     :meth:`ImageSource.describe`. An image of several frames (an animation, a
     multi-page TIFF) is refused, and so are two images that would be published
     under one name (``a.jpg`` and ``a.png``: every format but PNG is published as
-    PNG, :func:`published_image_name`). Symbolic links to folders are not
-    followed. Images are ordered by the code-point order of their relative POSIX
-    path (``img10.png`` before ``img2.png``) and named by that path.
+    PNG, :func:`published_image_name`), or under names that differ only in case.
+    Symbolic links to folders are not followed. Images are ordered by the code-point
+    order of their relative POSIX path (``img10.png`` before ``img2.png``) and named by
+    that path.
     :func:`open_source` reads the header of every file (cheap: no pixel data) to
     learn its shape and to fail early on unreadable files and refused modes, naming
     every such file in one error; :meth:`ImageSource.check_pixels` decodes every
@@ -102,6 +103,7 @@ import math
 import os
 import re
 import struct
+import unicodedata
 import zipfile
 import zlib
 from abc import ABC, abstractmethod
@@ -664,20 +666,31 @@ def published_image_name(name: str) -> str:
 
 
 def _publication_clashes(root: Path, names: Sequence[str]) -> list[InputError]:
-    """Return an error per image whose published name an earlier image has already."""
+    """Return an error per image whose published name an earlier image has already.
+
+    Names that differ only in case (or in Unicode normalisation) clash too: a publication
+    copied to macOS or Windows, whose file systems take them for one name, would lose
+    one of the images.
+    """
     first: dict[str, str] = {}
     clashes: list[InputError] = []
     for name in names:
         target = published_image_name(name)
-        if target in first:
-            clashes.append(
-                InputError(
-                    f"{root / name}: would be published as {target!r}, as "
-                    f"{first[target]!r} is: rename one of them"
-                )
-            )
+        key = unicodedata.normalize("NFC", target).lower()
+        if key not in first:
+            first[key] = name
+            continue
+        earlier = first[key]
+        if published_image_name(earlier) == target:
+            why = f"as {earlier!r} is"
         else:
-            first[target] = name
+            why = (
+                f"which macOS and Windows take for {published_image_name(earlier)!r}, "
+                f"{earlier!r}'s published name"
+            )
+        clashes.append(
+            InputError(f"{root / name}: would be published as {target!r}, {why}: rename one")
+        )
     return clashes
 
 

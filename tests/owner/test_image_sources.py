@@ -308,6 +308,23 @@ def test_unread_formats_animations_and_clashing_names_are_refused_by_name(tmp_pa
         open_source(only_raw)
 
 
+def test_names_published_alike_but_for_case_are_refused(tmp_path: Path) -> None:
+    # Apart on this file system; one file on macOS's and Windows' (and "Café" written
+    # in composed and decomposed Unicode on macOS's).
+    root = tmp_path / "cased"
+    names = ["IMG_1.png", "img_1.png", "Trip/b.jpg", "trip/B.png", "Café.png", "Cafe\u0301.png"]
+    for name in names:
+        _save_png(root / name, _images(1, 4, 4, 3)[0])  # Pillow writes a .jpg as JPEG
+    with pytest.raises(InputError) as raised:
+        open_source(root)
+    message = str(raised.value)
+    assert "3 of 6 images cannot be marked" in message
+    assert (
+        "img_1.png: would be published as 'img_1.png', which macOS and Windows take for" in message
+    )
+    assert "trip/B.png" in message and "Cafe\u0301.png" in message
+
+
 @pytest.mark.parametrize("mode", ["RGBA", "LA"])
 def test_transparent_pixels_are_refused_naming_the_file(tmp_path: Path, mode: str) -> None:
     image = Image.new(mode, (3, 3))
