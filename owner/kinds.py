@@ -338,13 +338,13 @@ def _upright_at(out: Path) -> bool:
     A journal that cannot be read gives True; marking then reports what is wrong with it.
     """
     from .images.sources import reads_upright  # noqa: PLC0415
-    from .vault.journal import read_journal  # noqa: PLC0415
+    from .vault.journal import read_header  # noqa: PLC0415
     from .vault.layout import JOURNAL_FILE  # noqa: PLC0415
 
     if not (out / JOURNAL_FILE).is_file():
         return True
     try:
-        return reads_upright(read_journal(out).parameters.source)
+        return reads_upright(read_header(out).source)
     except VaultIntegrityError:
         return True
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -316,32 +317,56 @@ def frame(value: dict[str, Value]) -> bytes:
 
 def read_journal(vault: Path) -> JournalContents:
     """Read and check the journal of ``vault``; a torn last record is left out."""
-    path = vault / JOURNAL_FILE
-    try:
-        with path.open("rb") as handle:
-            values, valid_bytes, torn_bytes = _read_records(handle)
-    except OSError as exc:
-        raise VaultIntegrityError(vault, JOURNAL_FILE, f"cannot be read: {exc.strerror}") from None
-    except _MalformedError as exc:
-        raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
-    try:
-        if not values:
-            raise _MalformedError("has no header record")
-        parameters = RunParameters.from_value(values[0])
+    with _journal_errors(vault):
+        values, valid_bytes, torn_bytes = _journal_records(vault)
+        parameters = _header(values)
         kind = parameters.item_kind
         version = parameters.format_version
         chunks = [ChunkRecord.from_value(value, kind, version) for value in values[1:]]
         _check_sequence(parameters, chunks)
-    except _MalformedError as exc:
-        raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
     return JournalContents(parameters, chunks, valid_bytes, torn_bytes)
 
 
-def _read_records(handle: BinaryIO) -> tuple[list[Value], int, int]:
-    """Return the decoded complete records, their total length, and the torn tail's."""
+def read_header(vault: Path) -> RunParameters:
+    """Read and check only the journal's first record, the run's parameters.
+
+    What a caller needs before it reads the chunks, without reading them (a journal of a
+    million items lists a million names).
+    """
+    with _journal_errors(vault):
+        return _header(_journal_records(vault, limit=1)[0])
+
+
+@contextmanager
+def _journal_errors(vault: Path) -> Iterator[None]:
+    """Turn an unreadable or malformed journal into a VaultIntegrityError naming it."""
+    try:
+        yield
+    except OSError as exc:
+        raise VaultIntegrityError(vault, JOURNAL_FILE, f"cannot be read: {exc.strerror}") from None
+    except _MalformedError as exc:
+        raise VaultIntegrityError(vault, JOURNAL_FILE, str(exc)) from None
+
+
+def _journal_records(vault: Path, limit: int | None = None) -> tuple[list[Value], int, int]:
+    with (vault / JOURNAL_FILE).open("rb") as handle:
+        return _read_records(handle, limit)
+
+
+def _header(values: list[Value]) -> RunParameters:
+    if not values:
+        raise _MalformedError("has no header record")
+    return RunParameters.from_value(values[0])
+
+
+def _read_records(handle: BinaryIO, limit: int | None = None) -> tuple[list[Value], int, int]:
+    """Return the decoded complete records, their total length, and the torn tail's.
+
+    With ``limit``, stop after that many records (the rest is not read).
+    """
     values: list[Value] = []
     offset = 0
-    while True:
+    while limit is None or len(values) < limit:
         length_bytes = handle.read(_LENGTH_BYTES)
         if not length_bytes:
             return values, offset, 0
@@ -361,6 +386,7 @@ def _read_records(handle: BinaryIO) -> tuple[list[Value], int, int]:
         except InputError as exc:
             raise _MalformedError(f"the record at byte {offset} is not canonical: {exc}") from None
         offset += len(head) + len(check)
+    return values, offset, 0
 
 
 def _check_sequence(parameters: RunParameters, chunks: Sequence[ChunkRecord]) -> None:

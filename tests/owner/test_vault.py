@@ -18,7 +18,7 @@ from twinaudit.owner.vault import (
     write_vault,
 )
 from twinaudit.owner.vault.chunks import pair_commitment
-from twinaudit.owner.vault.journal import frame
+from twinaudit.owner.vault.journal import frame, read_header, read_journal
 from twinaudit.owner.vault.secret import pair_salt
 from twinaudit.protocol.commitment import commit_pair, verify_opening
 from twinaudit.protocol.encoding import decode, encode
@@ -512,3 +512,24 @@ def test_a_pairs_commitment_hashed_in_pieces_is_the_protocols(shape, label, capt
 
     expected, _ = commit_pair(item(0), item(1), pair_salt(secret, 9))
     assert pair_commitment(secret, 9, pair, label, caption) == expected
+
+
+def test_the_journal_header_is_read_without_the_chunk_records(tmp_path):
+    vault = make_vault(tmp_path / "v")
+    journal = tmp_path / "v" / "journal"
+    whole = read_journal(tmp_path / "v")
+    assert read_header(tmp_path / "v") == whole.parameters
+    # A damaged chunk record fails the whole journal, not its header.
+    data = bytearray(journal.read_bytes())
+    data[-40] ^= 0xFF
+    journal.write_bytes(bytes(data) + frame({"record": "chunk"}))
+    with pytest.raises(VaultIntegrityError):
+        read_journal(tmp_path / "v")
+    assert read_header(tmp_path / "v").source == vault.source
+    data[8] ^= 0xFF  # inside the header record
+    journal.write_bytes(bytes(data))
+    with pytest.raises(VaultIntegrityError, match="journal"):
+        read_header(tmp_path / "v")
+    journal.write_bytes(b"")
+    with pytest.raises(VaultIntegrityError, match="no header"):
+        read_header(tmp_path / "v")
