@@ -234,7 +234,10 @@ def encode_planes(
             planes["midpoint"], above["midpoint"] = predict(middle, above["midpoint"])
         if mark_and_parity:
             planes["mark"], above["mark"] = predict(mark, above["mark"])
-            planes["parity"] = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
+            # C order whatever the band's height: packbits keeps its input's layout, and
+            # the channel-first view of a one-row band is laid out channel fastest.
+            bits = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
+            planes["parity"] = np.ascontiguousarray(bits)
         if reference is not None:
             guess = reference(rows, mark, parity_bits)
             planes["correction"], above["correction"] = predict(middle - guess, above["correction"])

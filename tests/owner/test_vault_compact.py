@@ -104,6 +104,10 @@ ROUND_TRIPS = {
         _RNG.integers(0, 256, (1, 2 * BAND_ROWS + 3, 5, 1), dtype=np.uint8),
     ),
     "a marked photo": marked(2, (BAND_ROWS + 20, 33, 3))[:2],
+    # A last band of one row: its parity plane, packed channel-first, came out laid out
+    # channel fastest, and every photo 257, 513, ... 1281 rows high failed to be written.
+    "a last band of one row, colour": marked(1, (2 * BAND_ROWS + 1, 20, 3))[:2],
+    "a last band of one row, grey": marked(1, (BAND_ROWS + 1, 20, 1))[:2],
 }
 
 
