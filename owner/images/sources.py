@@ -31,11 +31,12 @@ Formats
     a PNG whose ``eXIf`` chunk comes before its pixels) turns or flips the pixels
     upright, so that a phone's portrait photo is marked, and published, standing (a
     HEIF photo is turned by its own transformations as it is decoded). Its ICC colour
-    profile, if any, is read with it (:attr:`ImageBatch.profiles`). A JPEG file (by its
-    first bytes) no longer than its raw pixels is read once, its bytes kept with the
-    batch (:attr:`ImageBatch.originals`) and decoded from them, so that a vault can keep
-    the file in place of the pixels; a JPEG turned upright is not its file's pixels, so
-    its pixels are kept instead.
+    profile, if any, is read with it (:attr:`ImageBatch.profiles`). A JPEG or HEIF file
+    (by its first bytes) no longer than its raw pixels is read once, its bytes kept
+    with the batch (:attr:`ImageBatch.originals`) and decoded from them, so that a vault
+    can keep the file in place of the pixels; a JPEG turned upright by its EXIF
+    orientation is not its file's pixels, so its pixels are kept instead (a HEIF photo
+    is turned by its decoder, so its decoding is its pixels).
 
     Pixel modes: 8-bit grayscale (``L``) stays one channel, ``RGB`` three.
     Bilevel (``1``) becomes ``L`` (0 and 255), palette (``P``) becomes ``RGB``.
@@ -118,6 +119,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
+from twinaudit.owner.heif_reader import HEIF_READ, is_heif
 from twinaudit.owner.vault.layout import MAX_PROFILE_BYTES
 from twinaudit.protocol.encoding import Value
 from twinaudit.protocol.errors import (
@@ -154,18 +156,6 @@ IDX_LABELS_MAGIC: Final = 0x00000801
 NPZ_IMAGE_KEYS: Final = ("images", "x", "X", "x_train", "X_train", "train_images", "imgs")
 
 
-def _register_heif() -> bool:
-    """Register pi-heif's HEIF reader with Pillow; return whether it could be imported."""
-    try:
-        import pi_heif  # noqa: PLC0415 - an import that may fail, once, here
-    except ImportError:
-        return False
-    pi_heif.register_heif_opener()
-    return True
-
-
-#: Whether HEIF files are read here (pi-heif, a dependency, imported and registered).
-HEIF_READ: Final = _register_heif()
 _PIL_FORMATS: Final = (
     "PNG",
     "JPEG",
@@ -238,10 +228,11 @@ class ImageBatch:
         pixels: uint8 array (B, H, W, C), C in {1, 3}.
         names: Per image, the relative file name (folders) or ``"<file>#<i>"`` (arrays).
         labels: Per image, its label or None.
-        originals: Per image, the bytes of the JPEG file it was decoded from, or None
-            (another format, a file longer than its raw pixels, or an array source);
-            None for the whole batch where no image has one. A format-3 vault keeps
-            them in place of the pixels where that is smaller.
+        originals: Per image, the bytes of the JPEG or HEIF file it was decoded from,
+            or None (another format, a file longer than its raw pixels, a JPEG turned
+            upright, or an array source); None for the whole batch where no image has
+            one. A format-3 vault keeps a JPEG, and a format-4 vault a JPEG or a HEIF,
+            in place of the pixels where that is smaller.
         profiles: Per image, the ICC colour profile its file carries, or None; None for
             the whole batch where no image has one. The vault keeps them and
             publication writes each image with its own, so that it shows in the
@@ -732,10 +723,11 @@ def _channels_of_mode(mode: str, where: str) -> int:
 
 
 def _jpeg_bytes(path: Path, shape: Shape) -> bytes | None:
-    """Return the bytes of ``path`` if it is a JPEG file no longer than its raw pixels."""
+    """Return the bytes of ``path`` if it is a JPEG or HEIF file no longer than its pixels."""
     where = str(path)
     with _reading(where), path.open("rb") as stream:
-        if stream.read(len(_JPEG_SIGNATURE)) != _JPEG_SIGNATURE:
+        head = stream.read(12)
+        if not head.startswith(_JPEG_SIGNATURE) and not (HEIF_READ and is_heif(head)):
             return None
         limit = shape[0] * shape[1] * shape[2]
         stream.seek(0)

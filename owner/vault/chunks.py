@@ -34,7 +34,13 @@ from twinaudit.protocol.items import (
 from . import files, jpeg_pairs
 from .journal import ChunkRecord
 from .jpeg_pairs import JpegPairsFile
-from .layout import COMPACT_CHUNK_SUFFIX, MAX_CHUNK_BYTES, MAX_NAME_BYTES, RAW_CHUNK_SUFFIX
+from .layout import (
+    COMPACT_CHUNK_SUFFIX,
+    HEIF_FROM_FORMAT,
+    MAX_CHUNK_BYTES,
+    MAX_NAME_BYTES,
+    RAW_CHUNK_SUFFIX,
+)
 from .pair_codec import ChunkFormatError, PairsFile, encode_pairs, max_chunk_bytes
 from .secret import pair_salt
 
@@ -120,14 +126,16 @@ def encode_chunk(
     The file is the concatenation of the pieces (they are written and hashed in turn,
     so a batch of photos is held once more, not twice). Format 3 keeps an item whose
     source was a JPEG (``originals``: per item, the source file's bytes or None) as that
-    JPEG where it is smaller (:func:`~twinaudit.owner.vault.jpeg_pairs.encode_pairs`,
-    which takes ``photos``, the items as decoded from those bytes, instead of decoding);
-    format 2 is compact (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1
-    is the ``.npy`` bytes ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
+    JPEG where it is smaller, format 4 a JPEG or a HEIF
+    (:func:`~twinaudit.owner.vault.jpeg_pairs.encode_pairs`, which takes ``photos``, the
+    items as decoded from those bytes, instead of decoding); format 2 is compact
+    (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1 is the ``.npy``
+    bytes ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
     """
     if format_version >= 3:
         given = [None] * len(versions0) if originals is None else originals
-        return jpeg_pairs.encode_pairs(versions0, versions1, given, photos)
+        heif = format_version >= HEIF_FROM_FORMAT
+        return jpeg_pairs.encode_pairs(versions0, versions1, given, photos, heif=heif)
     if format_version == 2:
         return encode_pairs(versions0, versions1)
     header = io.BytesIO()
@@ -239,7 +247,7 @@ def read_stored_chunk(
             )
         try:
             content: PairsFile | JpegPairsFile = (
-                JpegPairsFile(data, count, shape)
+                JpegPairsFile(data, count, shape, heif=format_version >= HEIF_FROM_FORMAT)
                 if data.startswith(jpeg_pairs.MAGIC)
                 else PairsFile(data, count, shape)
             )

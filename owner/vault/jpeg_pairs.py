@@ -17,6 +17,11 @@ JPEG when the JPEG and its correction take at most a quarter of the item's raw b
   rounding missed), and costs next to nothing then. Reading decodes the mark and parity
   of a band first, then its midpoint ``g + c``.
 
+Format 4 adds :data:`HEIF_CODING`, the same for a photo read from a HEIF file (a
+phone's HEIC): its bytes as read, decoded with pi-heif (libheif, libde265), which turns
+the photo by the file's own rotation as ``owner mark`` read it; a format-3 chunk never
+holds one. A chunk with a HEIF-coded item names the HEIF decoder after the JPEG one.
+
 Each item also records the SHA-256 of its midpoint (its bytes in ``(H, W, C)`` order),
 checked every time the item is decoded: a JPEG decoder that gives other pixels than the
 one that wrote the vault (another libjpeg-turbo, another Pillow) is caught at the item
@@ -54,6 +59,7 @@ import numpy.typing as npt
 import PIL
 from PIL import Image, features
 
+from ..heif_reader import HEIF_READ, heif_decoder_name, is_heif
 from .pair_codec import (
     ChunkFormatError,
     PlaneReader,
@@ -73,6 +79,11 @@ MAGIC: Final = b"TWPAIRS3"
 MIDPOINT_CODING: Final = 0
 #: An item stored as its source JPEG, a correction, and the mark and parity planes.
 JPEG_CODING: Final = 1
+#: An item stored as its source HEIF file, a correction, and the mark and parity planes
+#: (format 4 on: a format-3 file never holds one).
+HEIF_CODING: Final = 2
+#: The codings kept as a source file, with the Pillow format that decodes each.
+_SOURCE_FORMATS: Final = {JPEG_CODING: "JPEG", HEIF_CODING: "HEIF"}
 #: The first bytes of every JPEG file (start of image, then a marker).
 JPEG_SIGNATURE: Final = b"\xff\xd8\xff"
 #: Longest decoder description a chunk may hold.
@@ -94,9 +105,14 @@ class DecoderMismatchError(ChunkFormatError):
     """An item stored as its JPEG does not decode to its recorded midpoint."""
 
 
-def decoder_name() -> str:
-    """Return the JPEG decoder this process uses: Pillow's and libjpeg-turbo's versions."""
-    return f"Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}"
+def decoder_name(*, heif: bool = False) -> str:
+    """Return the decoder this process uses: Pillow's and libjpeg-turbo's versions.
+
+    ``heif``: and the HEIF decoder's (pi-heif, libheif), which a chunk that holds a
+    HEIF-coded item names too.
+    """
+    jpeg = f"Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}"
+    return f"{jpeg}, {heif_decoder_name()}" if heif else jpeg
 
 
 def max_jpeg_bytes(shape: tuple[int, int, int]) -> int:
@@ -117,55 +133,74 @@ def is_jpeg(data: bytes) -> bool:
 
 
 @contextmanager
-def _opened_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Iterator[Image.Image]:
-    """Open a JPEG whose header announces exactly ``shape`` ``(H, W, C)``, nothing decoded.
+def _opened_jpeg(
+    data: bytes | memoryview, shape: tuple[int, int, int], coding: int = JPEG_CODING
+) -> Iterator[Image.Image]:
+    """Open a JPEG (or HEIF) whose header announces exactly ``shape``, nothing decoded.
 
-    What the caller does with the image inside the block fails as the opening does.
+    ``coding`` says which (:data:`JPEG_CODING`, :data:`HEIF_CODING`). What the caller
+    does with the image inside the block fails as the opening does.
 
     Raises:
         ChunkFormatError: the bytes are longer than an item of ``shape`` allows, are not
-            a JPEG, announce another size or channel count, or do not decode.
+            such a file, announce another size or channel count, or do not decode.
 
     """
+    kind = _SOURCE_FORMATS[coding]
     if len(data) > max_jpeg_bytes(shape):
-        raise ChunkFormatError("holds a JPEG longer than its item's raw pixels")
+        raise ChunkFormatError(f"holds a {kind} longer than its item's raw pixels")
+    if coding == HEIF_CODING and not HEIF_READ:
+        raise ChunkFormatError(f"holds a HEIF file, and this is {heif_decoder_name()}")
     height, width, channels = shape
     try:
         # Opening reads the header only (Pillow refuses a declared size far past its
         # limit itself); the size is checked against the item's before any decoding.
-        with Image.open(io.BytesIO(data), formats=["JPEG"]) as image:
+        with Image.open(io.BytesIO(data), formats=[kind]) as image:
             if image.size != (width, height) or _MODES.get(image.mode) != channels:
                 raise ChunkFormatError(
-                    f"holds a JPEG of {image.size[1]}x{image.size[0]} {image.mode}, "
+                    f"holds a {kind} of {image.size[1]}x{image.size[0]} {image.mode}, "
                     f"not of its item's shape {shape}"
                 )
             yield image
     except ChunkFormatError:
         raise
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
-        raise ChunkFormatError(f"holds a JPEG that does not decode: {exc}") from None
+    except (OSError, ValueError, SyntaxError, RuntimeError, Image.DecompressionBombError) as exc:
+        raise ChunkFormatError(f"holds a {kind} that does not decode: {exc}") from None
 
 
-def decode_jpeg(data: bytes | memoryview, shape: tuple[int, int, int]) -> Pixels:
-    """Decode a JPEG of exactly ``shape`` ``(H, W, C)``; its header is checked first.
+def decode_jpeg(
+    data: bytes | memoryview, shape: tuple[int, int, int], coding: int = JPEG_CODING
+) -> Pixels:
+    """Decode a JPEG (or HEIF, by ``coding``) of exactly ``shape`` ``(H, W, C)``, header first.
 
     Raises:
         ChunkFormatError: as :func:`_opened_jpeg` says.
 
     """
-    with _opened_jpeg(data, shape) as image:
+    with _opened_jpeg(data, shape, coding) as image:
         image.load()
         pixels = np.asarray(image, dtype=np.uint8)
     return np.array(pixels.reshape(shape), dtype=np.uint8)
 
 
-def jpeg_fits(data: bytes, shape: tuple[int, int, int]) -> bool:
-    """Tell whether ``data`` is a JPEG whose header announces ``shape`` (nothing decoded)."""
+def jpeg_fits(data: bytes, shape: tuple[int, int, int], coding: int = JPEG_CODING) -> bool:
+    """Tell whether ``data`` is a JPEG (or HEIF) whose header announces ``shape``."""
     try:
-        with _opened_jpeg(data, shape):
+        with _opened_jpeg(data, shape, coding):
             return True
     except ChunkFormatError:
         return False
+
+
+def source_coding(data: bytes | None, *, heif: bool) -> int | None:
+    """Return the coding that keeps ``data`` (a JPEG, or with ``heif`` a HEIF), or None."""
+    if data is None:
+        return None
+    if is_jpeg(data):
+        return JPEG_CODING
+    if heif and HEIF_READ and is_heif(data):
+        return HEIF_CODING
+    return None
 
 
 def encode_pairs(
@@ -173,28 +208,35 @@ def encode_pairs(
     versions1: Pixels,
     originals: Sequence[bytes | None],
     photos: Pixels | None = None,
+    *,
+    heif: bool = False,
 ) -> list[bytes]:
     """Return the pieces of the format-3 file of a batch; their concatenation is the file.
 
-    ``originals`` holds, per item, the bytes of the JPEG file it was read from, or None.
-    An item is kept as its JPEG when that JPEG decodes to its shape here and the JPEG
-    with its correction is smaller than its midpoint plane; otherwise as format 2 codes it.
-    ``photos``, when given, holds the items as the caller decoded them from those bytes
-    with this decoder (the marking's read): a JPEG whose header fits is then not decoded
-    again. Pixels that are not its exact decoding give a correction that misses, and the
-    item's recorded midpoint SHA-256 refuses it when the chunk is read back.
+    ``originals`` holds, per item, the bytes of the file it was read from, or None. An
+    item is kept as its JPEG (with ``heif``, format 4's, as its HEIF file too) when that
+    file decodes to its shape here and the file with its correction is smaller than its
+    midpoint plane; otherwise as format 2 codes it. ``photos``, when given, holds the
+    items as the caller decoded them from those bytes with this decoder (the marking's
+    read): a file whose header fits is then not decoded again. Pixels that are not its
+    exact decoding give a correction that misses, and the item's recorded midpoint
+    SHA-256 refuses it when the chunk is read back.
     """
     count, height, width, channels = versions0.shape
     shape = (height, width, channels)
     entries: list[bytes] = []
     streams: list[bytes] = []
+    any_heif = False
     for item in range(count):
         original = originals[item]
-        if photos is not None and original is not None and jpeg_fits(original, shape):
-            decoded: Pixels | None = photos[item]
-        else:
-            decoded = _decoded_or_none(original, shape)
-        if original is None or decoded is None:
+        kept_as = source_coding(original, heif=heif)
+        decoded: Pixels | None = None
+        if original is not None and kept_as is not None:
+            if photos is not None and jpeg_fits(original, shape, kept_as):
+                decoded = photos[item]
+            else:
+                decoded = _decoded_or_none(original, shape, kept_as)
+        if original is None or kept_as is None or decoded is None:
             planes = encode_planes(versions0[item], versions1[item], None)
             coding, first, jpeg = MIDPOINT_CODING, planes.midpoint, b""
         else:
@@ -205,7 +247,7 @@ def encode_pairs(
                 midpoint=False,
             )
             assert planes.correction is not None  # a reference was given
-            coding, first, jpeg = JPEG_CODING, planes.correction, original
+            coding, first, jpeg = kept_as, planes.correction, original
             as_jpeg = len(original) + len(planes.correction)
             if as_jpeg * JPEG_WITHOUT_COMPARING > math.prod(shape):
                 midpoint = encode_planes(
@@ -213,11 +255,12 @@ def encode_pairs(
                 ).midpoint
                 if len(midpoint) <= as_jpeg:
                     coding, first, jpeg = MIDPOINT_CODING, midpoint, b""
+        any_heif = any_heif or coding == HEIF_CODING
         item_streams = [first, planes.mark, planes.parity, jpeg]
         lengths = [len(stream) for stream in item_streams]
         entries.append(_ITEM.pack(coding, planes.midpoint_sha256, *lengths))
         streams.extend(item_streams)
-    decoder = decoder_name().encode("ascii")[:MAX_DECODER_BYTES]
+    decoder = decoder_name(heif=any_heif).encode("ascii")[:MAX_DECODER_BYTES]
     header = MAGIC + _SHAPE.pack(count, *shape) + _DECODER_LENGTH.pack(len(decoder)) + decoder
     return [header + b"".join(entries), *streams]
 
@@ -266,25 +309,27 @@ def _guess_from(decoded: Pixels, *, planar: bool) -> Reference:
     return guess
 
 
-def _decoded_or_none(original: bytes | None, shape: tuple[int, int, int]) -> Pixels | None:
-    if original is None or not is_jpeg(original):
-        return None
+def _decoded_or_none(original: bytes, shape: tuple[int, int, int], coding: int) -> Pixels | None:
     try:
-        return decode_jpeg(original, shape)
+        return decode_jpeg(original, shape, coding)
     except ChunkFormatError:
-        return None  # a JPEG of another shape or mode: the midpoint is stored instead
+        return None  # a file of another shape or mode: the midpoint is stored instead
 
 
 class JpegPairsFile:
     """A format-3 chunk file whose layout is checked; its items are decoded one at a time."""
 
-    def __init__(self, data: bytes, count: int, shape: tuple[int, int, int]) -> None:
+    def __init__(
+        self, data: bytes, count: int, shape: tuple[int, int, int], *, heif: bool = False
+    ) -> None:
         """Check the layout of ``data`` against ``count`` items of ``shape``.
 
-        Raises ChunkFormatError when the header, the decoder, a coding, the stream
-        lengths or the file's length do not match (the streams themselves are checked
-        as they are decoded).
+        ``heif``: the vault's format (4 on) may hold HEIF-coded items. Raises
+        ChunkFormatError when the header, the decoder, a coding, the stream lengths or
+        the file's length do not match (the streams themselves are checked as they are
+        decoded).
         """
+        codings = (MIDPOINT_CODING, JPEG_CODING, *((HEIF_CODING,) if heif else ()))
         view = memoryview(data)
         if len(view) < len(MAGIC) + _SHAPE.size + _DECODER_LENGTH.size:
             raise ChunkFormatError("is not a format-3 chunk file")
@@ -311,7 +356,7 @@ class JpegPairsFile:
             coding, digest, *item_lengths = _ITEM.unpack_from(
                 view, start + decoder_bytes + item * _ITEM.size
             )
-            if coding not in (MIDPOINT_CODING, JPEG_CODING):
+            if coding not in codings:
                 raise ChunkFormatError(f"item {item} has an unknown coding {coding}")
             if any(length > bound for length, bound in zip(item_lengths, bounds, strict=True)):
                 raise ChunkFormatError(f"item {item} has a stream longer than its plane allows")
@@ -325,7 +370,7 @@ class JpegPairsFile:
         self._streams = split_streams(view, header, lengths)
 
     def codings(self) -> list[int]:
-        """Return each item's coding (:data:`MIDPOINT_CODING` or :data:`JPEG_CODING`)."""
+        """Return each item's coding: midpoint, JPEG or HEIF (:data:`HEIF_CODING`)."""
         return list(self._codings)
 
     def item(self, index: int) -> Pixels:
@@ -346,8 +391,8 @@ class JpegPairsFile:
         """
         first, mark, parity, jpeg = self._streams[_STREAMS * index : _STREAMS * (index + 1)]
         digest = hashlib.sha256()
-        if self._codings[index] == JPEG_CODING:
-            decoded = decode_jpeg(jpeg, self.shape)
+        if self._codings[index] != MIDPOINT_CODING:
+            decoded = decode_jpeg(jpeg, self.shape, self._codings[index])
             corrections = PlaneReader(first, self.shape)
             guess = _guess_from(decoded, planar=True)
 
@@ -369,13 +414,22 @@ class JpegPairsFile:
         rebuild_versions(midpoint_band, mark, parity, version0, version1)
         corrections.finish()
         if digest.digest() != self._digests[index]:
-            if self._codings[index] == JPEG_CODING:
+            coding = self._codings[index]
+            if coding == JPEG_CODING:
                 raise DecoderMismatchError(
                     "was stored as its JPEG, and its JPEG decoded here with its correction "
                     "does not give the midpoint recorded for it: the vault was written with "
                     f"{self.decoder}, this is {decoder_name()}; read it with that Pillow "
                     f"(pip install pillow=={_pillow_of(self.decoder)}), or rewrite it in "
                     "format 2 where it was written (twinaudit owner vault-migrate VAULT --to 2)"
+                )
+            if coding == HEIF_CODING:
+                raise DecoderMismatchError(
+                    "was stored as its HEIF file, and that file decoded here with its "
+                    "correction does not give the midpoint recorded for it: the vault was "
+                    f"written with {self.decoder}, this is {decoder_name(heif=True)}; read it "
+                    "with those versions (pip install -c constraints.txt pi-heif of that "
+                    "twinaudit), where it was written"
                 )
             raise ChunkFormatError("does not give the midpoint recorded for it")
 
@@ -384,12 +438,6 @@ def _pillow_of(decoder: str) -> str:
     """Return the Pillow version named in a decoder description, or the description."""
     head = decoder.split(",", 1)[0]
     return head.removeprefix("Pillow ") if head.startswith("Pillow ") else decoder
-
-
-def count_codings(data: bytes, count: int, shape: tuple[int, int, int]) -> tuple[int, int]:
-    """Return how many items of a format-3 file are midpoint-coded and JPEG-coded."""
-    codings = JpegPairsFile(data, count, shape).codings()
-    return codings.count(MIDPOINT_CODING), codings.count(JPEG_CODING)
 
 
 def _header_bytes(count: int, decoder_bytes: int) -> int:

@@ -53,6 +53,7 @@ from twinaudit.protocol.errors import (
 )
 from twinaudit.protocol.items import MAX_IMAGE_SIDE
 
+from ..heif_reader import is_heif
 from . import files
 from .chunks import encode_chunk, read_record
 from .journal import PROFILES_FROM_FORMAT, ChunkRecord, frame, read_journal
@@ -176,11 +177,11 @@ def migrate_vault(
 
 
 def originals_in(folder: Path) -> Originals:
-    """Return a reader of the JPEG files in ``folder`` named as a vault names its items.
+    """Return a reader of the JPEG and HEIF files in ``folder`` named as a vault names its items.
 
     A name that leaves the folder, a missing or unreadable file, anything but a regular
-    file, a file that is not a JPEG or is longer than the largest image's raw pixels
-    gives None (that item keeps its midpoint).
+    file, a file that is neither a JPEG nor a HEIF (format 3 keeps JPEGs only) or is
+    longer than the largest image's raw pixels gives None (that item keeps its midpoint).
     """
     root = Path(folder).resolve()
     if not root.is_dir():
@@ -194,7 +195,8 @@ def originals_in(folder: Path) -> Originals:
             data = files.read_bounded(candidate, _MAX_ORIGINAL_BYTES)
         except OSError:
             return None
-        return data if is_jpeg(data) and len(data) <= _MAX_ORIGINAL_BYTES else None
+        kept = is_jpeg(data) or is_heif(data)
+        return data if kept and len(data) <= _MAX_ORIGINAL_BYTES else None
 
     return read
 

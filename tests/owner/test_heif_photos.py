@@ -1,10 +1,13 @@
 """A phone's HEIC photos: read upright with their colour profile, marked, published as PNG.
 
-The two files in ``tests/support/heif`` were written with pillow-heif 1.8.1 (libheif
+The files in ``tests/support/heif`` were written with pillow-heif 1.8.1 (libheif
 1.23.6, x265), which this project does not install (it reads HEIF with the decode-only
-pi-heif), from the 24 × 40 picture :func:`stored` draws: ``plain.heic`` as it is, and
+pi-heif): from the 24 × 40 picture :func:`stored` draws, ``plain.heic`` as it is and
 ``turned.heic`` with EXIF orientation 6 (which pillow-heif writes as the file's own
-rotation, as phones do) and an sRGB ICC profile, both at quality 95.
+rotation, as phones do) and an sRGB ICC profile, both at quality 95; and
+``astronaut.heic``, 256 × 192 pixels of scikit-image's ``astronaut.png`` (a NASA photo,
+public domain; the crop from (96, 32)) at quality 60 with orientation 8, a photo large
+enough that a vault keeps it as its HEIF file.
 """
 
 from __future__ import annotations
@@ -19,12 +22,17 @@ import pytest
 from PIL import Image
 
 import twinaudit.owner.images.sources as sources_module
+import twinaudit.owner.vault.jpeg_pairs as jpeg_pairs
+from tests.owner.test_vault_jpeg import codings, mark_folder, other_decoder
 from tests.owner.test_vault_receipt import escrowed
 from twinaudit.owner.images.sources import FolderSource, open_source
 from twinaudit.owner.mark import mark
 from twinaudit.owner.marking import MarkingConfig
 from twinaudit.owner.publish import publish
-from twinaudit.protocol.errors import InputError
+from twinaudit.owner.vault import Vault
+from twinaudit.owner.vault.jpeg_pairs import HEIF_CODING, JPEG_CODING, MIDPOINT_CODING
+from twinaudit.owner.vault.migration import migrate_vault, originals_in
+from twinaudit.protocol.errors import InputError, VaultIntegrityError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "support" / "heif"
 SECRET = bytes(range(32))
@@ -130,3 +138,72 @@ def test_a_damaged_heic_file_is_named(phone):
     message = str(raised.value)
     assert "IMG_0004.heic" in message and "IMG_0005.heic" in message
     assert "IMG_0001.HEIC" not in message
+
+
+# --- Kept in the vault as the HEIF file (format 4) ---------------------------------------------
+
+
+@pytest.fixture
+def album(tmp_path) -> Path:
+    root = tmp_path / "album"
+    root.mkdir()
+    shutil.copy(FIXTURES / "astronaut.heic", root / "a.heic")
+    (root / "b.jpg").write_bytes(_jpeg_of_astronaut())
+    return root
+
+
+def _jpeg_of_astronaut() -> bytes:
+    with Image.open(FIXTURES / "astronaut.heic") as image:
+        buffer = io.BytesIO()
+        image.save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def test_a_heic_photo_is_kept_as_its_file_in_format_4_and_opens_exactly(album, tmp_path):
+    new, written = mark_folder(album, tmp_path / "v4", format_version=4)
+    old, _ = mark_folder(album, tmp_path / "v2", format_version=2)
+    assert codings(new) == {"a.heic": HEIF_CODING, "b.jpg": JPEG_CODING}
+    assert new.packed_commitments() == old.packed_commitments()
+    for index, (version0, version1) in enumerate(written):
+        pair = new.pair(index)
+        assert np.array_equal(pair[0].pixels, version0)
+        assert np.array_equal(pair[1].pixels, version1)
+    chunk = next((tmp_path / "v4" / "chunks").iterdir()).read_bytes()
+    assert b"pi-heif" in chunk[:400]  # the chunk names the HEIF decoder
+    smaller = sum(f.stat().st_size for f in (tmp_path / "v4" / "chunks").iterdir())
+    larger = sum(f.stat().st_size for f in (tmp_path / "v2" / "chunks").iterdir())
+    assert smaller < larger / 2
+
+
+def test_format_3_never_keeps_a_heif_file(album, tmp_path):
+    vault, _ = mark_folder(album, tmp_path / "v3", format_version=3)
+    assert codings(vault) == {"a.heic": MIDPOINT_CODING, "b.jpg": JPEG_CODING}
+
+
+def test_a_heif_decoder_that_gives_other_pixels_is_named_at_the_item(album, tmp_path, monkeypatch):
+    mark_folder(album, tmp_path / "v", format_version=4)
+    monkeypatch.setattr(jpeg_pairs, "decode_jpeg", other_decoder(jpeg_pairs.decode_jpeg))
+    with pytest.raises(VaultIntegrityError) as caught:
+        Vault.open(tmp_path / "v")
+    assert "was stored as its HEIF file" in caught.value.problem
+    assert "pi-heif" in caught.value.problem
+
+
+def test_without_pi_heif_a_heif_coded_vault_is_refused_naming_why(album, tmp_path, monkeypatch):
+    mark_folder(album, tmp_path / "v", format_version=4)
+    monkeypatch.setattr(jpeg_pairs, "HEIF_READ", False)
+    monkeypatch.setattr("twinaudit.owner.heif_reader.HEIF_READ", False)
+    with pytest.raises(VaultIntegrityError, match="holds a HEIF file, and this is no HEIF decoder"):
+        Vault.open(tmp_path / "v")
+
+
+def test_migration_keeps_a_heic_photo_as_its_file_only_in_format_4(album, tmp_path):
+    vault, _ = mark_folder(album, tmp_path / "v", format_version=2)
+    escrowed(vault, tmp_path / "escrow.db")
+    openings = [vault.opening(index) for index in range(vault.n_pairs)]
+    migrate_vault(vault.path, to_version=3, originals=originals_in(album))
+    assert codings(Vault.open(vault.path))["a.heic"] == MIDPOINT_CODING
+    migrate_vault(vault.path, originals=originals_in(album))  # to 4
+    moved = Vault.open(vault.path)
+    assert moved.format_version == 4 and codings(moved)["a.heic"] == HEIF_CODING
+    assert [moved.opening(index) for index in range(moved.n_pairs)] == openings

@@ -148,7 +148,12 @@ def codings(vault: Vault) -> dict[str, int]:
     found = {}
     for record in vault._records:
         chunk = read_stored_chunk(
-            vault.path, record.file, record.sha256, record.count, record.shape, format_version=3
+            vault.path,
+            record.file,
+            record.sha256,
+            record.count,
+            record.shape,
+            format_version=vault.format_version,
         )
         found.update(zip(record.names, chunk.codings(), strict=True))
     return found
@@ -217,8 +222,8 @@ def test_a_resumed_format_3_run_continues_in_format_3(folder, tmp_path):
 def other_decoder(real):
     """A JPEG decoder that differs from this one in one value of each image."""
 
-    def decode(data, shape):
-        pixels = real(data, shape)
+    def decode(data, shape, *coding):
+        pixels = real(data, shape, *coding)
         pixels[0, 0, 0] ^= 1
         return pixels
 
@@ -226,7 +231,9 @@ def other_decoder(real):
 
 
 def test_a_decoder_that_gives_other_pixels_is_named_at_the_item(folder, tmp_path, monkeypatch):
-    monkeypatch.setattr(jpeg_pairs, "decoder_name", lambda: "Pillow 9.9.9, libjpeg-turbo 1.0")
+    monkeypatch.setattr(
+        jpeg_pairs, "decoder_name", lambda heif=False: "Pillow 9.9.9, libjpeg-turbo 1.0"
+    )
     mark_folder(folder, tmp_path / "v")
     monkeypatch.undo()
     monkeypatch.setattr(os, "fsync", lambda fd: None)
