@@ -109,6 +109,9 @@ def test_quiet_drops_progress_and_verbose_adds_the_traceback(tmp_path, capsys):
     assert main(["owner", "publish", missing, "--out", str(tmp_path / "out"), "-v"]) == 2
     verbose = capsys.readouterr().err
     assert "Traceback" in verbose and verbose.strip().endswith(plain.strip())
+    # Run quiet, then again with -v added as an internal error's message says: -v wins.
+    assert main(["owner", "publish", missing, "--out", str(tmp_path / "out"), "-q", "-v"]) == 2
+    assert "Traceback" in capsys.readouterr().err
     serve = ["verifier", "serve", "--listen", "h:1", "--db", "d", "--key", "k", "-q"]
     args = build_parser().parse_args(serve)
     conventions.verbosity(args)

@@ -96,11 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         given_to = by_prog.get(getattr(args, "command_prog", ""), parser)
         given_to.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] = args.handler
-    verbose = conventions.verbosity(args) > 0
+    conventions.verbosity(args)
+    # -v shows a failure's traceback even beside -q: an internal error's message says to
+    # run the command again with -v, and a user who ran it quiet just adds -v.
+    traceback_wanted = int(getattr(args, "verbose", 0) or 0) > 0
     try:
         return handler(args)
     except (Exception, KeyboardInterrupt) as exc:  # every failure: one line, no traceback
-        if verbose:
+        if traceback_wanted:
             traceback.print_exc()
         return report_error(exc, args)
 
