@@ -72,7 +72,9 @@ def test_junit_counts_every_outcome(recorder: ModuleType, tmp_path: Path) -> Non
 def test_a_shuffled_run_records_its_failure(recorder: ModuleType, tmp_path: Path) -> None:
     target = tmp_path / "test_two.py"
     target.write_text("def test_passes():\n    pass\n\ndef test_fails():\n    assert False\n")
-    record = recorder.run_once(3, [str(target)])
+    # Its own rootdir: the test ids do not depend on where the repository lies (a clone
+    # under /tmp, beside pytest's temporary folders, named them ../pytest-of-…).
+    record = recorder.run_once(3, [f"--rootdir={tmp_path}", str(target)])
     assert set(record) == RECORD_KEYS
     assert record["seed"] == 3
     assert "--randomly-seed=3" in record["command"]
