@@ -428,10 +428,19 @@ class JpegPairsFile:
                     "was stored as its HEIF file, and that file decoded here with its "
                     "correction does not give the midpoint recorded for it: the vault was "
                     f"written with {self.decoder}, this is {decoder_name(heif=True)}; read it "
-                    "with those versions (pip install -c constraints.txt pi-heif of that "
-                    "twinaudit), where it was written"
+                    f"with that pi-heif (pip install pi-heif=={_pi_heif_of(self.decoder)}), or "
+                    "rewrite it in format 2 where it was written (twinaudit owner "
+                    "vault-migrate VAULT --to 2; not a vault that keeps colour profiles)"
                 )
             raise ChunkFormatError("does not give the midpoint recorded for it")
+
+
+def _pi_heif_of(decoder: str) -> str:
+    """Return the pi-heif version named in a decoder description, or the description."""
+    for part in decoder.split(", "):
+        if part.startswith("pi-heif "):
+            return part.removeprefix("pi-heif ")
+    return decoder
 
 
 def _pillow_of(decoder: str) -> str:
