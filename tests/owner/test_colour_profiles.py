@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image, ImageCms
 
 import twinaudit.owner.images.sources as sources_module
@@ -27,6 +29,7 @@ from twinaudit.owner.publish import publish
 from twinaudit.owner.vault import Vault, VaultWriter
 from twinaudit.owner.vault.journal import ChunkRecord, _MalformedError, read_journal
 from twinaudit.owner.vault.migration import migrate_vault, originals_in
+from twinaudit.protocol.encoding import encode
 from twinaudit.protocol.errors import InputError, ParameterError
 
 SECRET = bytes(range(32))
@@ -222,3 +225,43 @@ def test_chunk_records_read_their_profiles_strictly():
     # A format-3 record has no profile keys: an older vault never held them.
     with pytest.raises(_MalformedError, match="unexpected"):
         ChunkRecord.from_value(_record(), "image", 3)
+
+
+PROFILE_BLOBS = st.sampled_from([SRGB, WIDE, b"p", b"q" * 40])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), PROFILE_BLOBS), min_size=1, max_size=12))
+def test_a_chunk_s_profiles_round_trip_in_one_encoding(profiles):
+    if all(profile is None for profile in profiles):  # such a chunk records no profiles
+        profiles = [SRGB, *profiles[1:]]
+    count = len(profiles)
+    record = ChunkRecord(
+        ordinal=0,
+        file="chunks/000000.pairs",
+        start=0,
+        count=count,
+        shape=(4, 4, 3),
+        sha256=bytes(32),
+        labels=[None] * count,
+        names=[f"n{k}" for k in range(count)],
+        profiles=profiles,
+    )
+    assert ChunkRecord.from_value(record.to_value()) == record
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=1, max_size=6)
+    | st.lists(st.one_of(st.none(), st.integers(-2, 4), st.booleans(), st.text(max_size=2))),
+    st.lists(PROFILE_BLOBS, max_size=3)
+    | st.lists(st.one_of(PROFILE_BLOBS, st.binary(max_size=3), st.integers(), st.none())),
+)
+def test_any_icc_values_parse_to_one_encoding_or_are_refused(indices, table):
+    value = _record(icc=indices, icc_profiles=table, count=len(indices))
+    value.update(labels=[None] * len(indices), names=[f"n{k}" for k in range(len(indices))])
+    try:
+        parsed = ChunkRecord.from_value(value)
+    except _MalformedError:
+        return
+    assert encode(parsed.to_value()) == encode(value)  # accepted only in its one encoding
