@@ -25,6 +25,15 @@ import twinaudit.owner.images.sources as sources_module
 import twinaudit.owner.vault.jpeg_pairs as jpeg_pairs
 from tests.owner.test_vault_jpeg import codings, mark_folder, other_decoder
 from tests.owner.test_vault_receipt import escrowed
+from tests.support.cli_processes import (
+    arbiter_process,
+    check_and_replay,
+    claim_args,
+    cli,
+    escrow_args,
+    serve,
+    stop,
+)
 from twinaudit.owner.images.sources import FolderSource, open_source
 from twinaudit.owner.mark import mark
 from twinaudit.owner.marking import MarkingConfig
@@ -208,3 +217,43 @@ def test_migration_keeps_a_heic_photo_as_its_file_only_in_format_4(album, tmp_pa
     moved = Vault.open(vault.path)
     assert moved.format_version == 4 and codings(moved)["a.heic"] == HEIF_CODING
     assert [moved.opening(index) for index in range(moved.n_pairs)] == openings
+
+
+@pytest.mark.slow
+def test_a_claim_on_a_vault_that_keeps_heic_files_checks_and_replays(album, tmp_path):
+    """The whole dispute through the console script, the vault's HEIC kept as its file."""
+    shutil.copy(FIXTURES / "turned.heic", album / "c.heic")
+    (album / "labels.csv").write_text("filename,label\na.heic,0\nb.jpg,1\nc.heic,0\n")
+    vault = tmp_path / "vault"
+    with arbiter_process(tmp_path) as (address, pub):
+        marked = cli(
+            "owner", "mark", str(album), "--labels", str(album / "labels.csv"),
+            "--out", str(vault), "--marker", "bernoulli", "--seed", "heic", "-q",
+        )  # fmt: skip
+        assert "marked 3 pairs" in marked.stdout
+        assert codings(Vault.open(vault))["a.heic"] == HEIF_CODING
+        cli(*escrow_args(vault, address, pub))
+        cli("owner", "publish", str(vault), "--out", str(tmp_path / "pub"), "-q")
+        assert sorted(p.name for p in (tmp_path / "pub").iterdir()) == [
+            "a.png", "b.png", "c.png", "labels.csv"
+        ]  # fmt: skip
+        with Image.open(tmp_path / "pub" / "c.png") as published:
+            assert published.size == (24, 40) and published.info.get("icc_profile")
+        torch = pytest.importorskip("torch")
+        from demo.tiny_cnn import tiny_cnn_16
+
+        torch.save(tiny_cnn_16().state_dict(), tmp_path / "model.pt")
+        oracle, endpoint = serve(
+            "oracle", "serve", "--model", str(tmp_path / "model.pt"),
+            "--arch", "tests.support.models:tiny_cnn_16", "--n-classes", "10",
+            "--input-shape", "28,28,1", "--threads", "1", "--listen", "127.0.0.1:0",
+            ready="listening on",
+        )  # fmt: skip
+        try:
+            out = tmp_path / "claim"
+            claimed = cli(*claim_args(vault, address, pub, endpoint), "--out", str(out), "-q")
+            decision = claimed.stdout.split()[0]
+            assert decision in ("DETECTED", "NOT-DETECTED"), claimed.stdout
+            check_and_replay(out, pub, decision)
+        finally:
+            stop(oracle)
