@@ -261,7 +261,7 @@ def inspect_vault(
         report.notes.append(
             f"{len(profiled)} of {vault.n_pairs} images carry an ICC colour profile "
             f"({len(set(profiled))} distinct), kept and published with them; the perceptual "
-            "measure reads every image's pixels as sRGB"
+            "measure reads the colour ones through their profiles"
         )
     if source is not None:
         _require_same_input(vault, source)
@@ -308,15 +308,16 @@ def _check_epsilon(
             f"{source.path}: its images do not line up with the vault's chunks"
         ) from None
     chunks = zip(vault.chunks(), batches, strict=True)
+    profiles = vault.colour_profiles()
     for (start, version0, version1, _, names), batch in chunks:
         if batch.start != start or batch.pixels.shape != version0.shape:
             raise InputError(f"{source.path}: its images do not line up with the vault's chunks")
         check.add(batch.pixels, version0, version1)
         photo = _marked_at_work_scale(config, version0.shape[1:3])
         for offset in range(min(len(batch), PERCEPTUAL_PAIRS - perceptual.images // 2)):
+            original, name, profile = batch.pixels[offset], names[offset], profiles[start + offset]
             for version in (version0, version1):
-                original, name = batch.pixels[offset], names[offset]
-                perceptual.add(original, version[offset], photo=photo, name=name)
+                perceptual.add(original, version[offset], photo=photo, name=name, profile=profile)
     return check, perceptual.result()
 
 

@@ -6,7 +6,10 @@ change is invisible (issue #39: a mark within 10 levels everywhere turned a sky 
 
 - the CIEDE2000 colour difference ΔE₀₀ per pixel (sRGB, D65; scikit-image's
   ``rgb2lab`` and ``deltaE_ciede2000``): about 1 is the smallest difference a viewer
-  notices side by side, 2-3 a noticeable one on a flat area;
+  notices side by side, 2-3 a noticeable one on a flat area. A colour photo read with
+  an ICC profile (Display P3, Adobe RGB) is first converted to sRGB through it
+  (LittleCMS, relative colorimetric), both versions and the original alike, so that
+  the difference is the one a colour-managed viewer shows;
 - the structural similarity (SSIM; scikit-image's ``structural_similarity``, 7×7
   windows, data range 255, colour channels averaged), 1 for identical images;
 - the colour cast: the mean change per channel over the whole image, in levels (a mark
@@ -23,6 +26,9 @@ the default mark against (``docs/owner.md``, "Large photos").
 
 from __future__ import annotations
 
+import functools
+import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -60,14 +66,24 @@ class PerceptualCheck:
     _worst_delta_e_name: str | None = None
 
     def add(
-        self, original: Pixels, version: Pixels, *, photo: bool = True, name: str | None = None
+        self,
+        original: Pixels,
+        version: Pixels,
+        *,
+        photo: bool = True,
+        name: str | None = None,
+        profile: bytes | None = None,
     ) -> None:
         """Measure one version (H, W, C) of an image against its original.
 
         ``photo``: the image was marked at a working resolution, where the default
         mark's bounds (:data:`DEFAULT_DELTA_E`, :data:`DEFAULT_CAST`) apply. ``name``
-        names the image in the measure's worst cases.
+        names the image in the measure's worst cases. ``profile``: the ICC profile the
+        image was read with; ΔE and SSIM are measured on the colours it gives in sRGB
+        (the cast stays in the file's levels). A grey image, or a profile that LittleCMS
+        cannot read, is measured as sRGB.
         """
+        to_srgb = _to_srgb(profile) if original.shape[2] == 3 else None
         change = version.astype(np.int16) - original.astype(np.int16)
         means = change.reshape(-1, change.shape[-1]).mean(axis=0)
         cast = float(np.abs(means).max())
@@ -78,6 +94,8 @@ class PerceptualCheck:
         image_pixels = 0
         for rows in _bands(original.shape[0], original.shape[1]):
             reference, marked = _rgb(original[rows]), _rgb(version[rows])
+            if to_srgb is not None:
+                reference, marked = to_srgb(reference), to_srgb(marked)
             delta_e = _delta_e(reference, marked)
             image_sum += float(delta_e.sum())
             image_pixels += delta_e.size
@@ -193,6 +211,33 @@ def _bands(height: int, width: int) -> list[slice]:
     count = max(1, MAX_MEASURED_PIXELS // (BAND_ROWS * width))
     tops = np.linspace(0, height - BAND_ROWS, count).astype(int)
     return [slice(int(top), int(top) + BAND_ROWS) for top in tops]
+
+
+@functools.lru_cache(maxsize=8)
+def _to_srgb(profile: bytes | None) -> Callable[[Pixels], Pixels] | None:
+    """Return a conversion of RGB pixels through ``profile`` to sRGB, or None (as sRGB).
+
+    None without a profile, or where LittleCMS cannot read it or build the transform.
+    """
+    if profile is None:
+        return None
+    from PIL import Image, ImageCms  # noqa: PLC0415 - only for photos with a profile
+
+    try:
+        source = ImageCms.ImageCmsProfile(io.BytesIO(profile))
+        transform = ImageCms.buildTransform(
+            source, ImageCms.createProfile("sRGB"), "RGB", "RGB",
+            renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC,
+        )  # fmt: skip
+    except (ImageCms.PyCMSError, OSError, ValueError, TypeError):
+        return None
+
+    def convert(pixels: Pixels) -> Pixels:
+        image = Image.fromarray(np.ascontiguousarray(pixels), "RGB")
+        converted: Pixels = np.asarray(ImageCms.applyTransform(image, transform), np.uint8)
+        return converted
+
+    return convert
 
 
 def _rgb(pixels: Pixels) -> Pixels:

@@ -8,6 +8,8 @@ measures (CIEDE2000, SSIM, colour cast) measure what they say.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -145,3 +147,34 @@ def test_inspect_reports_the_perceptual_measures_next_to_the_epsilon_check(tmp_p
     text = report.to_text()
     assert "epsilon check" in text and "perceptual: CIEDE2000" in text
     assert report.to_value()["perceptual"]["images"] == 6
+
+
+def test_a_photo_with_a_colour_profile_is_measured_in_the_colours_it_shows():
+    skimage = pytest.importorskip("skimage")
+    from PIL import Image, ImageCms
+
+    with Image.open(Path(skimage.__file__).parent / "data" / "rocket.jpg") as rocket:
+        adobe = rocket.info["icc_profile"]  # Adobe RGB (1998)
+    image = photo(48, 64, 3)
+    greener = image.copy()
+    greener[..., 1] = np.clip(image[..., 1].astype(int) + 6, 0, 255)
+
+    def measured(original, version, profile):
+        check = PerceptualCheck()
+        check.add(original, version, profile=profile)
+        result = check.result()
+        assert result is not None
+        return result
+
+    assert measured(image, image, adobe).delta_e_mean == 0
+    as_srgb = measured(image, greener, None)
+    as_adobe = measured(image, greener, adobe)
+    # The same six levels of green are a larger step in Adobe RGB's wider gamut.
+    assert as_adobe.delta_e_mean > as_srgb.delta_e_mean * 1.05
+    assert as_adobe.cast == as_srgb.cast  # the cast stays in the file's levels
+    # A profile LittleCMS cannot use for RGB (here CIELAB's), and a grey image: as sRGB.
+    lab = ImageCms.ImageCmsProfile(ImageCms.createProfile("LAB")).tobytes()
+    assert measured(image, greener, lab).delta_e_mean == as_srgb.delta_e_mean
+    grey = image[..., :1]
+    lighter = np.clip(grey.astype(int) + 6, 0, 255).astype(np.uint8)
+    assert measured(grey, lighter, adobe).delta_e_mean == measured(grey, lighter, None).delta_e_mean
