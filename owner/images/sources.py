@@ -204,8 +204,8 @@ _DECODER_ERRORS: Final = (
 _IDX_IMAGES_NAME = re.compile(r"^(?P<stem>.*)images(?P<sep>[-.])idx3-ubyte(?P<gz>\.gz)?$")
 
 Shape = tuple[int, int, int]
-#: What a source's reader yields per span: lo, hi, pixels, the JPEG bytes kept (or None)
-#: and the colour profiles read (or None).
+#: What a source's reader yields per span: lo, hi, pixels, the JPEG or HEIF bytes kept (or
+#: None) and the colour profiles read (or None).
 _Span = tuple[int, int, npt.NDArray[np.uint8], list[bytes | None] | None, list[bytes | None] | None]
 #: What :meth:`ImageSource.check_pixels` calls with each image it decoded: (index, pixels).
 ImageVisitor = Callable[[int, npt.NDArray[np.uint8]], None]
