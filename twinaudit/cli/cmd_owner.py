@@ -204,8 +204,9 @@ def _register_mark(sub: Any) -> None:
     mark.add_argument(
         "input",
         type=Path,
-        help="images: folder of PNG/JPEG, .npy, .npz or idx(.gz); text: .jsonl, .csv or "
-        "plain text (one per line); captioned-image: images as for image, with --captions",
+        help="images: folder of PNG/JPEG/WebP/TIFF/BMP/GIF/HEIC, .npy, .npz or idx(.gz); "
+        "text: .jsonl, .csv or plain text (one per line); captioned-image: images as for "
+        "image, with --captions",
     )
     mark.add_argument("--out", type=Path, required=True, help="vault directory (new or unfinished)")
     mark.add_argument(
@@ -350,7 +351,9 @@ def _register_proxy(sub: Any) -> None:
         "classifiers that learn from such images, where an ImageNet extractor's are not "
         "(docs/results.md, Regime ladder). Images of other sizes are resized to --side.",
     )
-    proxy.add_argument("input", type=Path, help="folder of PNG/JPEG, .npy, .npz or idx(.gz)")
+    proxy.add_argument(
+        "input", type=Path, help="folder of PNG/JPEG/WebP/TIFF/BMP/GIF/HEIC, .npy, .npz or idx(.gz)"
+    )
     proxy.add_argument(
         "--labels", type=Path, help="labels file (CSV or JSON); idx and npz inputs carry theirs"
     )
@@ -506,7 +509,8 @@ def _register_inspect(sub: Any) -> None:
 def _register_vault_migrate(sub: Any) -> None:
     migrate = sub.add_parser(
         "vault-migrate",
-        help="rewrite a vault in format 2 (self-contained) or 4 (photos kept as their JPEGs), "
+        help="rewrite a vault in format 2 (self-contained) or 4 (photos kept as their JPEG or "
+        "HEIC files), "
         "atomically; the root, every opening and the receipt stay the same",
         description="Rewrite a vault in vault format 2 (compact and self-contained) or 4 "
         "(each photo read from a JPEG kept as that JPEG plus a correction where that is "
@@ -535,7 +539,8 @@ def _register_vault_migrate(sub: Any) -> None:
         "--sources",
         type=Path,
         default=None,
-        help="the folder of photos the vault was marked from (formats 3 and 4 keep their JPEGs; "
+        help="the folder of photos the vault was marked from (formats 3 and 4 keep their JPEGs, "
+        "format 4 their HEIC files too; "
         "any file there is safe: a correction makes the pixels exact)",
     )
     migrate.set_defaults(handler=_vault_migrate)
