@@ -7,7 +7,10 @@ pi-heif): from the 24 × 40 picture :func:`stored` draws, ``plain.heic`` as it i
 rotation, as phones do) and an sRGB ICC profile, both at quality 95; and
 ``astronaut.heic``, 256 × 192 pixels of scikit-image's ``astronaut.png`` (a NASA photo,
 public domain; the crop from (96, 32)) at quality 60 with orientation 8, a photo large
-enough that a vault keeps it as its HEIF file.
+enough that a vault keeps it as its HEIF file. And three 64 × 48 files at quality 90:
+``deep10.heic`` with 10 bits a channel (as a phone's HDR photo), ``opaque_alpha.heic``
+with an alpha channel that is opaque everywhere, ``transparent.heic`` with a transparent
+corner.
 """
 
 from __future__ import annotations
@@ -127,6 +130,20 @@ def test_a_heic_photo_is_marked_and_published_as_png_with_its_profile(phone, tmp
             pixels = np.asarray(image)
         difference = np.abs(pixels.astype(int) - read[name][0].astype(int))
         assert difference.max() <= config.epsilon
+
+
+def test_deep_and_alpha_heic_photos_are_read_as_other_images_are(tmp_path):
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    for name in ("deep10.heic", "opaque_alpha.heic"):
+        shutil.copy(FIXTURES / name, folder / name)
+    read = _read(folder)
+    for name in ("deep10.heic", "opaque_alpha.heic"):
+        pixels, _ = read[name]
+        assert pixels.shape == (48, 64, 3) and pixels.dtype == np.uint8  # 8 bits, no alpha
+    shutil.copy(FIXTURES / "transparent.heic", folder / "transparent.heic")
+    with pytest.raises(InputError, match=r"transparent\.heic: the image has transparent pixels"):
+        open_source(folder).check_pixels()
 
 
 def test_without_pi_heif_a_heic_photo_is_refused_by_name(phone, monkeypatch):
