@@ -50,8 +50,7 @@ def publish(vault: Vault, out_dir: Path, *, show_progress: bool = True) -> list[
     try:
         for start, pixels, labels, names in vault.published_chunks():
             chunk_profiles = profiles[start : start + len(names)]
-            carried = None if all(p is None for p in chunk_profiles) else chunk_profiles
-            writer.add(ImageBatch(start, pixels, names, labels, profiles=carried))
+            writer.add(ImageBatch(start, pixels, names, labels, profiles=chunk_profiles))
             if progress is not None:
                 progress.update(len(names))
         if captions is not None:

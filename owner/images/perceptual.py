@@ -88,7 +88,7 @@ class PerceptualCheck:
         means = change.reshape(-1, change.shape[-1]).mean(axis=0)
         cast = float(np.abs(means).max())
         if cast > self._cast or self.images == 0:
-            self._cast, self._cast_name = max(self._cast, cast), name
+            self._cast, self._cast_name = cast, name
         del change
         image_sum = 0.0
         image_pixels = 0
@@ -103,8 +103,9 @@ class PerceptualCheck:
             self._ssim.append(_ssim(reference, marked))
         self._delta_e_sum += image_sum
         self._delta_e_pixels += image_pixels
-        if image_sum / image_pixels > self._worst_delta_e or self.images == 0:
-            self._worst_delta_e, self._worst_delta_e_name = image_sum / image_pixels, name
+        image_mean = image_sum / image_pixels
+        if image_mean > self._worst_delta_e or self.images == 0:
+            self._worst_delta_e, self._worst_delta_e_name = image_mean, name
         self.images += 1
         self.photos += int(photo)
 

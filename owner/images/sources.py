@@ -663,21 +663,20 @@ def _publication_clashes(root: Path, names: Sequence[str]) -> list[InputError]:
     copied to macOS or Windows, whose file systems take them for one name, would lose
     one of the images.
     """
-    first: dict[str, str] = {}
+    first: dict[str, tuple[str, str]] = {}  # folded published name -> (name, published)
     clashes: list[InputError] = []
     for name in names:
         target = published_image_name(name)
         key = unicodedata.normalize("NFC", target).lower()
         if key not in first:
-            first[key] = name
+            first[key] = (name, target)
             continue
-        earlier = first[key]
-        if published_image_name(earlier) == target:
+        earlier, earlier_target = first[key]
+        if earlier_target == target:
             why = f"as {earlier!r} is"
         else:
             why = (
-                f"which macOS and Windows take for {published_image_name(earlier)!r}, "
-                f"{earlier!r}'s published name"
+                f"which macOS and Windows take for {earlier_target!r}, {earlier!r}'s published name"
             )
         clashes.append(
             InputError(f"{root / name}: would be published as {target!r}, {why}: rename one")
