@@ -1,10 +1,11 @@
-"""The vault's size against the input photos: formats 3 (JPEGs kept), 2 (compact), 1 (raw).
+"""The vault's size against the input photos: formats 5 (default), 4, 2 (compact) and 1 (raw).
 
 Run with ``python -m bench vault`` (``python -m bench.bench_vault --synthetic 0`` for the
-real photos only). Two sets of JPEG photos are marked with ``owner mark photos/ --labels``
-(``proxy-own``, the default with labels; its proxy trained 50 steps rather than 3,160 to
-save time: the marks have the default's form, PGD's ±ε steps at the working resolution
-carried back to full size, neutral), in this process:
+real photos only; ``--folder DIR`` for a folder of your own photos, of any format
+``owner mark`` reads, e.g. HEIC). Sets of photos are marked with ``owner mark photos/
+--labels`` (``proxy-own``, the default with labels; its proxy trained 50 steps rather than
+3,160 to save time: the marks have the default's form, PGD's ±ε steps at the working
+resolution carried back to full size, neutral), in this process:
 
 - real photos: scikit-learn's ``china.jpg`` and ``flower.jpg`` as shipped (640×427 JPEG
   files), and scikit-image's astronaut, coffee, chelsea and rocket photos (stored as
@@ -14,16 +15,16 @@ carried back to full size, neutral), in this process:
   ``bench mark_scale`` writes them).
 
 For each set it prints the bytes of the input files; of the vault ``owner mark`` wrote
-(format 4: format 3's chunks) and their ratio to the inputs (target ≤ 3×, issue #39),
-with how many items it kept as their JPEG; of the same vault written in formats 2 and 1
-from its pairs (the same root, checked); what the format-3 chunks hold (the JPEGs,
-their correction planes, the midpoints of the items not kept as JPEGs, the mark, the
-clipped levels' parity) and the format-2 chunks (the photo as the versions' midpoint,
-the mark, the parity) and, for reference, the midpoint as a WebP lossless file (a
-stronger lossless image coder); the CPU time of writing and of reading back every chunk
-in each format; and the time of a claim's openings, every pair opened in a random order
-(an audit's order is random),
-each format from a freshly opened vault.
+(format 5: each photo kept as its JPEG or HEIC file where smaller, and its mark as the
+field it was carried back from) and their ratio to the inputs (target ≤ 3×, issue #39);
+of the same vault written in formats 4 (the marks as planes, as before format 5), 2 and 1
+from its pairs (the same root, checked); what the format-5 and format-4 chunks hold (the
+source files, their correction planes, the midpoints of the items not kept as files, the
+mark, the clipped levels' parity, the fields) and the format-2 chunks (the photo as the
+versions' midpoint, the mark, the parity) and, for reference, the midpoint as a WebP
+lossless file (a stronger lossless image coder); the CPU time of writing and of reading
+back every chunk in each format; and the time of a claim's openings, every pair opened
+in a random order (an audit's order is random), each format from a freshly opened vault.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ from sklearn.datasets import load_sample_images
 
 from bench.bench_photos import photos
 from twinaudit.cli.main import main as twinaudit
+from twinaudit.owner.images.sources import IMAGE_SUFFIXES
 from twinaudit.owner.mark import secret_from_seed
+from twinaudit.owner.marking.markers import Marker, MarkField
 from twinaudit.owner.vault import Vault, VaultWriter
 from twinaudit.owner.vault.chunks import encode_chunk
-from twinaudit.owner.vault.jpeg_pairs import JPEG_CODING
+from twinaudit.owner.vault.jpeg_pairs import FIELD_MAGIC, MIDPOINT_CODING
 from twinaudit.owner.vault.jpeg_pairs import MAGIC as MAGIC3
 from twinaudit.owner.vault.migration import Originals, originals_in
 from twinaudit.owner.vault.pair_codec import MAGIC
@@ -83,10 +86,15 @@ def synthetic_photos(folder: Path, count: int, height: int, width: int) -> None:
         Image.fromarray(image).save(folder / f"photo-{index:03d}.jpg", quality=QUALITY)
 
 
+def photo_files(folder: Path) -> list[Path]:
+    """Return the image files of ``folder`` that ``owner mark`` reads, sorted."""
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+
+
 def labels_for(folder: Path) -> Path:
     """Write a labels CSV (two classes) for the photos of ``folder``; return its path."""
     rows = ["filename,label"]
-    rows += [f"{p.name},{i % 2}" for i, p in enumerate(sorted(folder.glob("*.jpg")))]
+    rows += [f"{p.name},{i % 2}" for i, p in enumerate(photo_files(folder))]
     path = folder.parent / f"{folder.name}.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -110,26 +118,30 @@ def stream_bytes(vault: Path) -> tuple[int, int, int]:
     return totals[0], totals[1], totals[2]
 
 
-def format3_bytes(vault: Path) -> dict[str, int]:
-    """Return what the chunks of a format-3 vault hold, in bytes, and the items per coding."""
-    totals = dict.fromkeys(("midpoint", "correction", "mark", "parity", "jpeg", "jpeg items"), 0)
-    totals["items"] = 0
+def chunk_contents(vault: Path) -> dict[str, int]:
+    """Return what the chunks of a format-4 or format-5 vault hold, in bytes, and item counts."""
+    names = ("midpoint", "correction", "mark", "parity", "source", "field")
+    totals = dict.fromkeys((*names, "source items", "field items", "items"), 0)
     for chunk in sorted((vault / "chunks").glob("*.pairs")):
         data = chunk.read_bytes()
-        assert data.startswith(MAGIC3)
+        fields = data.startswith(FIELD_MAGIC)
+        assert fields or data.startswith(MAGIC3)
+        entry = struct.Struct(">B32s3H5Q" if fields else ">B32s4Q")
         count = struct.unpack_from(">I", data, len(MAGIC3))[0]
         (decoder,) = struct.unpack_from(">H", data, len(MAGIC3) + 16)
         entries = len(MAGIC3) + 18 + decoder
         for item in range(count):
-            coding, _, first, mark, parity, jpeg = struct.unpack_from(
-                ">B32s4Q", data, entries + 65 * item
-            )
-            kept = coding == JPEG_CODING
+            values = entry.unpack_from(data, entries + entry.size * item)
+            coding = values[0]
+            first, mark, parity, source, *field = values[5:] if fields else values[2:]
+            kept = coding != MIDPOINT_CODING
             totals["correction" if kept else "midpoint"] += first
             totals["mark"] += mark
             totals["parity"] += parity
-            totals["jpeg"] += jpeg
-            totals["jpeg items"] += kept
+            totals["source"] += source
+            totals["field"] += sum(field)
+            totals["source items"] += kept
+            totals["field items"] += bool(sum(field))
             totals["items"] += 1
     return totals
 
@@ -165,84 +177,144 @@ def read_all(vault: Vault) -> float:
     return time.process_time() - start
 
 
-def encode_all(vault: Vault, format_version: int, originals: Originals | None = None) -> float:
+def encode_all(
+    vault: Vault,
+    format_version: int,
+    originals: Originals | None = None,
+    fields: dict[int, MarkField] | None = None,
+) -> float:
     """Return the CPU seconds of encoding every chunk of ``vault`` in ``format_version``.
 
-    ``originals`` gives each item's source file (format 3); reading them is not timed.
+    ``originals`` gives each item's source file (formats 3 on), ``fields`` each pair's
+    mark field by index (format 5); reading them is not timed.
     """
     total = 0.0
-    for _, versions0, versions1, _, names in vault.chunks():
+    for start_index, versions0, versions1, _, names in vault.chunks():
         kept = None if originals is None else [originals(name) for name in names]
+        given = None
+        if fields is not None:
+            given = [fields.get(start_index + k) for k in range(len(names))]
         start = time.process_time()
-        encode_chunk(versions0, versions1, format_version, kept)
+        encode_chunk(versions0, versions1, format_version, kept, fields=given)
         total += time.process_time() - start
     return total
+
+
+class FieldRecorder:
+    """Keeps the mark field of every pair ``owner mark`` marks in this process, by index."""
+
+    def __init__(self) -> None:
+        """Start recording (until :meth:`stop`)."""
+        self.fields: dict[int, MarkField] = {}
+        self._real = Marker.mark_with_fields
+        recorder = self
+
+        def recording(
+            marker: Marker, pixels: np.ndarray, first_index: int
+        ) -> tuple[np.ndarray, np.ndarray, list[MarkField | None]]:
+            version0, version1, fields = recorder._real(marker, pixels, first_index)
+            for k, field in enumerate(fields):
+                if field is not None:
+                    recorder.fields[first_index + k] = field
+            return version0, version1, fields
+
+        Marker.mark_with_fields = recording  # type: ignore[method-assign]
+
+    def stop(self) -> dict[int, MarkField]:
+        """Stop recording; return the fields."""
+        Marker.mark_with_fields = self._real  # type: ignore[method-assign]
+        return self.fields
 
 
 def bench_set(label: str, folder: Path, work: Path) -> None:
     """Mark one set of photos and print its figures (module docstring)."""
     labels = labels_for(folder)
-    inputs = sum(p.stat().st_size for p in folder.glob("*.jpg"))
-    count = len(list(folder.glob("*.jpg")))
-    megapixels = sum(int(np.prod(Image.open(p).size)) for p in folder.glob("*.jpg")) / 1e6
+    files = photo_files(folder)
+    inputs = sum(p.stat().st_size for p in files)
     compact = work / f"{folder.name}-vault"
     argv = ["owner", "mark", str(folder), "--labels", str(labels), "--out", str(compact)]
-    code = twinaudit([*argv, "--seed", SEED_TEXT, "-q"])
+    recorder = FieldRecorder()
+    try:
+        code = twinaudit([*argv, "--seed", SEED_TEXT, "-q"])
+    finally:
+        fields = recorder.stop()
     assert code == 0, code
     new = Vault.open(compact)
-    assert new.format_version == 4  # format 3's chunks, with any colour profiles
+    assert new.format_version == 5  # format 4's, the marks stored as their fields
+    shapes = new.item_shapes().items()
+    megapixels = sum(height * width * count for (height, width, _), count in shapes) / 1e6
     secret = secret_from_seed(SEED_TEXT)
-    two, raw = work / f"{folder.name}-format2", work / f"{folder.name}-format1"
-    middle, old = format_copy(new, two, secret, 2), format_copy(new, raw, secret, 1)
-    assert old.root == new.root == middle.root
-    sizes = {3: tree_bytes(compact), 2: tree_bytes(two), 1: tree_bytes(raw)}
-    held = format3_bytes(compact)
-    midpoint, mark, parity = stream_bytes(two)
+    sources = originals_in(folder)
+    paths = {version: work / f"{folder.name}-format{version}" for version in (4, 2, 1)}
+    copies = {
+        version: format_copy(new, path, secret, version, sources if version == 4 else None)
+        for version, path in paths.items()
+    }
+    assert {copy.root for copy in copies.values()} == {new.root}
+    paths[5] = compact
+    versions = (5, 4, 2, 1)
+    sizes = {version: tree_bytes(paths[version]) for version in versions}
+    held = {version: chunk_contents(paths[version]) for version in (5, 4)}
+    midpoint, mark, parity = stream_bytes(paths[2])
     order = list(range(new.n_pairs))
     random.Random(0).shuffle(order)
-    opens = {version: open_all(path, order) for version, path in ((3, compact), (2, two), (1, raw))}
+    opens = {version: open_all(paths[version], order) for version in versions}
     print(
-        f"{label}: {count} photos, {megapixels:.2f} MP, inputs {inputs / 2**20:.2f} MiB "
+        f"{label}: {len(files)} photos, {megapixels:.2f} MP, inputs {inputs / 2**20:.2f} MiB "
         f"({inputs / megapixels / 1e6:.2f} bytes/pixel)"
     )
     print(
         "  vault "
         + "; ".join(
-            f"format {v} {sizes[v] / 2**20:7.2f} MiB = {sizes[v] / inputs:5.2f}x" for v in (3, 2, 1)
+            f"format {v} {sizes[v] / 2**20:7.2f} MiB = {sizes[v] / inputs:5.2f}x" for v in versions
         )
-        + f" the inputs (target <= {TARGET}x); format 3 / format 2 = {sizes[3] / sizes[2]:.3f}"
+        + f" the inputs (target <= {TARGET}x); format 5 / format 4 = {sizes[5] / sizes[4]:.3f}"
     )
-    print(
-        f"  format 3 chunks: {held['jpeg items']} of {held['items']} items kept as their JPEG; "
-        f"JPEGs {held['jpeg'] / inputs:.3f}x the inputs, their corrections "
-        f"{held['correction'] / inputs:.4f}x, midpoints of the others "
-        f"{held['midpoint'] / inputs:.3f}x, mark {held['mark'] / inputs:.2f}x, parity "
-        f"{held['parity'] / inputs:.3f}x"
-    )
+    for version in (5, 4):
+        parts = held[version]
+        print(
+            f"  format {version} chunks: {parts['source items']} of {parts['items']} items kept "
+            f"as their file, {parts['field items']} with a mark field; files "
+            f"{parts['source'] / inputs:.3f}x the inputs, their corrections "
+            f"{parts['correction'] / inputs:.4f}x, midpoints of the others "
+            f"{parts['midpoint'] / inputs:.3f}x, mark {parts['mark'] / inputs:.4f}x, parity "
+            f"{parts['parity'] / inputs:.4f}x, fields {parts['field'] / inputs:.4f}x"
+        )
     print(
         f"  format 2 chunks: midpoint (the photo) {midpoint / inputs:.2f}x the inputs, mark "
         f"{mark / inputs:.2f}x, parity {parity / inputs:.3f}x; for reference, the midpoint "
         f"as WebP lossless (Pillow, method 4) {webp_midpoints(new) / inputs:.2f}x"
     )
-    sources = originals_in(folder)
+    writes = {
+        5: encode_all(new, 5, sources, fields),
+        4: encode_all(new, 4, sources),
+        2: encode_all(new, 2),
+        1: encode_all(new, 1),
+    }
+    reads = {5: read_all(new), **{v: read_all(copies[v]) for v in (4, 2, 1)}}
     print(
-        f"  CPU s to write every chunk: format 3 {encode_all(new, 3, sources):.2f}, format 2 "
-        f"{encode_all(new, 2):.2f}, format 1 {encode_all(new, 1):.2f}; to read them back: "
-        f"format 3 {read_all(new):.2f}, format 2 {read_all(middle):.2f}, format 1 "
-        f"{read_all(old):.2f}"
+        "  CPU s to write every chunk: "
+        + ", ".join(f"format {v} {writes[v]:.2f}" for v in versions)
+        + "; to read them back: "
+        + ", ".join(f"format {v} {reads[v]:.2f}" for v in versions)
     )
     print(
         f"  {len(order)} openings in a random order: "
         + ", ".join(
             f"format {v} {opens[v]:.2f} s ({opens[v] / len(order) * 1e3:.1f} ms each)"
-            for v in (3, 2, 1)
+            for v in versions
         ),
         flush=True,
     )
 
 
-def format_copy(vault: Vault, path: Path, secret: bytes, format_version: int) -> Vault:
-    """Write ``vault``'s pairs again in ``format_version``, chunk for chunk (same secret)."""
+def format_copy(
+    vault: Vault, path: Path, secret: bytes, format_version: int, originals: Originals | None
+) -> Vault:
+    """Write ``vault``'s pairs again in ``format_version``, chunk for chunk (same secret).
+
+    ``originals``, for formats 3 on, gives each item's source file to keep.
+    """
     with VaultWriter.create_or_resume(
         path,
         item_kind=vault.item_kind,
@@ -253,7 +325,8 @@ def format_copy(vault: Vault, path: Path, secret: bytes, format_version: int) ->
         format_version=format_version,
     ) as writer:
         for _, versions0, versions1, labels, names in vault.chunks():
-            writer.append(versions0, versions1, labels, names)
+            kept = None if originals is None else [originals(name) for name in names]
+            writer.append(versions0, versions1, labels, names, originals=kept)
         return writer.finish()
 
 
@@ -262,6 +335,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_vault", description=__doc__)
     parser.add_argument(
         "--synthetic", type=int, default=8, help="synthetic 1 MP photos (default 8; 0: none)"
+    )
+    parser.add_argument(
+        "--folder", type=Path, default=None, help="also a folder of photos of your own"
     )
     args = parser.parse_args([] if argv is None else argv)
     import twinaudit.owner.marking.proxy as proxy  # noqa: PLC0415
@@ -280,6 +356,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.synthetic:
             synthetic_photos(work / "synthetic", args.synthetic, 864, 1152)
             bench_set("synthetic photo-like, 1 MP (1152x864)", work / "synthetic", work)
+        if args.folder is not None:
+            shutil.copytree(args.folder, work / "folder")
+            bench_set(f"the photos of {args.folder}", work / "folder", work)
 
 
 if __name__ == "__main__":

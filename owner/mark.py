@@ -185,7 +185,7 @@ def mark(
             )
             try:
                 for batch in batches:
-                    version0, version1 = marker.mark(batch.pixels, batch.start)
+                    version0, version1, fields = marker.mark_with_fields(batch.pixels, batch.start)
                     batch_captions = (
                         None if captions is None else captions[batch.start : batch.stop]
                     )
@@ -199,11 +199,12 @@ def mark(
                         photos=batch.pixels if batch.originals is not None else None,
                         # A run begun before format 4 continues without them, as begun.
                         profiles=batch.profiles if writer.keeps_profiles else None,
+                        fields=fields,
                     )
                     if progress is not None:
                         progress.update(len(batch))
                     # Let go of this batch before the next is read: one batch in memory.
-                    del batch, version0, version1
+                    del batch, version0, version1, fields
             except BaseException:
                 if show_progress and writer.completed > 0:
                     print(

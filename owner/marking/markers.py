@@ -44,6 +44,8 @@ from .noise import check_seed, image_stream, normals, signs, uniforms
 
 Pixels = npt.NDArray[np.uint8]
 Deltas = npt.NDArray[np.int16]
+#: A mark found at a working resolution, float32 (C, h, w), before it is carried back.
+MarkField = npt.NDArray[np.float32]
 
 
 class Marker(ABC):
@@ -65,19 +67,41 @@ class Marker(ABC):
             InputError: wrong dtype or shape, or an index outside 0..MAX_PAIRS.
 
         """
+        version0, version1, _ = self.mark_with_fields(pixels, first_index)
+        return version0, version1
+
+    def mark_with_fields(
+        self, pixels: Pixels, first_index: int
+    ) -> tuple[Pixels, Pixels, list[MarkField | None]]:
+        """Return both versions, as :meth:`mark` does, and each image's mark field.
+
+        An image's field is the float32 δ ``(C, h, w)`` its mark was carried back from
+        (upsampled bilinearly and rounded), for a mark found at a working resolution;
+        None otherwise. A vault stores such a mark as what the field's prediction misses
+        (:mod:`twinaudit.owner.vault.mark_fields`).
+        """
         check_pixels(pixels)
         if max(pixels.shape[1:3]) > MAX_IMAGE_SIDE:
             raise InputError(f"image sides above {MAX_IMAGE_SIDE} are not accepted")
         _check_index(first_index, pixels.shape[0])
         versions = np.empty((2, *pixels.shape), dtype=np.uint8)
-        self.mark_into(pixels, first_index, versions)
-        return versions[0], versions[1]
+        fields: list[MarkField | None] = [None] * pixels.shape[0]
+        self.mark_into(pixels, first_index, versions, fields)
+        return versions[0], versions[1], fields
 
-    def mark_into(self, pixels: Pixels, first_index: int, versions: Pixels) -> None:
+    def mark_into(
+        self,
+        pixels: Pixels,
+        first_index: int,
+        versions: Pixels,
+        fields: list[MarkField | None] | None = None,
+    ) -> None:
         """Write both versions of checked ``pixels`` into ``versions`` (2, B, H, W, C).
 
-        By default from :meth:`deltas` of the whole batch, applied image by image.
+        By default from :meth:`deltas` of the whole batch, applied image by image (no
+        field). A marker that carries a mark back from a field sets it in ``fields``.
         """
+        del fields  # a mark drawn at full size has none
         delta = self.deltas(pixels, first_index)
         for k in range(pixels.shape[0]):
             apply_rounded(pixels[k], delta[k], versions[0, k], versions[1, k])
@@ -103,8 +127,15 @@ class NoiseMarker(Marker):
             out[k] = self._image_delta(pixels.shape[1:], first_index + k)
         return out
 
-    def mark_into(self, pixels: Pixels, first_index: int, versions: Pixels) -> None:
+    def mark_into(
+        self,
+        pixels: Pixels,
+        first_index: int,
+        versions: Pixels,
+        fields: list[MarkField | None] | None = None,
+    ) -> None:
         """Draw and apply each image's δ in turn: one image's δ in memory at a time."""
+        del fields  # drawn at full size: no field
         for k in range(pixels.shape[0]):
             delta = self._image_delta(pixels.shape[1:], first_index + k)
             apply_rounded(pixels[k], delta, versions[0, k], versions[1, k])
@@ -190,11 +221,18 @@ class PgdMarker(Marker):
         factor = limit / max(height, width)
         return max(1, round(height * factor)), max(1, round(width * factor))
 
-    def mark_into(self, pixels: Pixels, first_index: int, versions: Pixels) -> None:
+    def mark_into(
+        self,
+        pixels: Pixels,
+        first_index: int,
+        versions: Pixels,
+        fields: list[MarkField | None] | None = None,
+    ) -> None:
         """Optimise δ per chunk of ``config.batch_size`` images and write both versions.
 
         A photo marked at a working resolution has its δ carried back to full size and
-        applied image by image, in bands (:mod:`twinaudit.owner.marking.full_size`).
+        applied image by image, in bands (:mod:`twinaudit.owner.marking.full_size`);
+        that δ is its field in ``fields``.
         """
         size = self.config.batch_size
         full = (pixels.shape[1], pixels.shape[2])
@@ -208,6 +246,8 @@ class PgdMarker(Marker):
                     apply_rounded(chunk[k], rounded, plus, minus)
                 else:
                     apply_upsampled(chunk[k], delta[k], plus, minus)
+                    if fields is not None:
+                        fields[start + k] = delta[k].numpy().astype(np.float32, copy=True)
 
     def memory_per_image(self, shape: tuple[int, int, int]) -> int:
         """Return the bytes an image of ``shape`` costs in a batch (more at its own size)."""

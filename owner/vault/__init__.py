@@ -38,23 +38,27 @@ chunk are never committed); the root is the RFC 6962 root of the commitments in 
 order. Nothing holds a time, so the same inputs, secret and batch sizes give
 byte-identical files (the root and every opening do not depend on the batch sizes).
 
-Formats: this is format 3. Each item of an image chunk is stored one of two ways, the
+Formats: this is format 5. Each item of an image chunk is stored one of two ways, the
 smaller: format 2's midpoint, mark and parity planes
-(:mod:`twinaudit.owner.vault.pair_codec`), or, where the photo was read from a JPEG
-file, that file's bytes, a correction plane (the midpoint less its guess from the
-decoded JPEG, the mark and the parity: zero but where that guess misses) and the mark
-and parity planes (:mod:`twinaudit.owner.vault.jpeg_pairs`). Reading such an item
-decodes its JPEG with Pillow, so the vault depends on the decoder giving the same
-pixels: each chunk records the decoder that wrote it and the SHA-256 of every item's
-midpoint, and an item that decodes otherwise raises :class:`VaultIntegrityError`
-naming it, both decoders and the remedy. Format 2 stored every midpoint losslessly;
-format 1 stored each image chunk as a raw ``.npy`` array ``(2, B, H, W, C)``
-(``chunks/000000.npy``), about four times the bytes of format 2 for photos; everything
-else was alike. All three are read; a marking run continues in the format it was
-started in, and :func:`twinaudit.owner.vault.migration.migrate_vault` (``owner
-vault-migrate``) rewrites a vault atomically, keeping the root, every opening and the
-receipt: in format 2 (self-contained, no decoder dependence), or in format 3 given the
-photos it was marked from.
+(:mod:`twinaudit.owner.vault.pair_codec`), or, where the photo was read from a JPEG or
+HEIF file, that file's bytes, a correction plane (the midpoint less its guess from the
+decoded file: zero but where that guess misses) and the mark and parity planes
+(:mod:`twinaudit.owner.vault.jpeg_pairs`). An item whose mark was carried back from a
+working-resolution field keeps that field instead, and the three planes hold only what
+the field's prediction misses (:mod:`twinaudit.owner.vault.mark_fields`,
+:mod:`twinaudit.owner.vault.field_items`). Reading a file-kept item decodes its file
+with Pillow or pi-heif, so the vault depends on the decoder giving the same pixels:
+each chunk records the decoder that wrote it and the SHA-256 of every item's midpoint,
+and an item that decodes otherwise raises :class:`VaultIntegrityError` naming it, both
+decoders and the remedy. Format 4 stored every mark as planes; format 3 held no colour
+profiles or HEIF files; format 2 stored every midpoint losslessly; format 1 stored each
+image chunk as a raw ``.npy`` array ``(2, B, H, W, C)`` (``chunks/000000.npy``), about
+four times the bytes of format 2 for photos; everything else was alike. All are read; a
+marking run continues in the format it was started in, and
+:func:`twinaudit.owner.vault.migration.migrate_vault` (``owner vault-migrate``) rewrites
+a vault atomically, keeping the root, every opening and the receipt: in format 2
+(self-contained, no decoder dependence), or in format 5 (or 3, 4) given the photos it
+was marked from.
 
 Resume: a chunk counts as written once its journal record is durable. The chunk file
 is made durable first (temp file, fsync, rename, fsync directory), so a crash leaves at

@@ -36,11 +36,13 @@ from .journal import ChunkRecord
 from .jpeg_pairs import JpegPairsFile
 from .layout import (
     COMPACT_CHUNK_SUFFIX,
+    FIELDS_FROM_FORMAT,
     HEIF_FROM_FORMAT,
     MAX_CHUNK_BYTES,
     MAX_NAME_BYTES,
     RAW_CHUNK_SUFFIX,
 )
+from .mark_fields import Field
 from .pair_codec import ChunkFormatError, PairsFile, encode_pairs, max_chunk_bytes
 from .secret import pair_salt
 
@@ -120,6 +122,8 @@ def encode_chunk(
     format_version: int,
     originals: Sequence[bytes | None] | None = None,
     photos: Pixels | None = None,
+    *,
+    fields: Sequence[Field | None] | None = None,
 ) -> list[bytes]:
     """Return the chunk file of a batch's two versions in ``format_version``, in pieces.
 
@@ -130,12 +134,21 @@ def encode_chunk(
     (:func:`~twinaudit.owner.vault.jpeg_pairs.encode_pairs`, which takes ``photos``, the
     items as decoded from those bytes, instead of decoding); format 2 is compact
     (:func:`~twinaudit.owner.vault.pair_codec.encode_pairs`); format 1 is the ``.npy``
-    bytes ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array.
+    bytes ``np.save`` writes for the stacked ``(2, B, H, W, C)`` array. Format 5 is
+    format 4 whose items may carry their mark field (``fields``: per item, a checked
+    field or None), stored as what the field's prediction misses; earlier formats
+    ignore ``fields``.
     """
     if format_version >= 3:
         given = [None] * len(versions0) if originals is None else originals
         heif = format_version >= HEIF_FROM_FORMAT
-        return jpeg_pairs.encode_pairs(versions0, versions1, given, photos, heif=heif)
+        if format_version >= FIELDS_FROM_FORMAT:
+            fields = [None] * len(versions0) if fields is None else fields
+        else:
+            fields = None
+        return jpeg_pairs.encode_pairs(
+            versions0, versions1, given, photos, heif=heif, fields=fields
+        )
     if format_version == 2:
         return encode_pairs(versions0, versions1)
     header = io.BytesIO()
@@ -245,10 +258,21 @@ def read_stored_chunk(
             raise VaultIntegrityError(
                 vault, relative, "is a format-3 chunk (JPEG-coded) in a vault of format 2"
             )
+        fields = data.startswith(jpeg_pairs.FIELD_MAGIC)
+        if fields and format_version < FIELDS_FROM_FORMAT:
+            raise VaultIntegrityError(
+                vault, relative, f"is a format-5 chunk in a vault of format {format_version}"
+            )
         try:
             content: PairsFile | JpegPairsFile = (
-                JpegPairsFile(data, count, shape, heif=format_version >= HEIF_FROM_FORMAT)
-                if data.startswith(jpeg_pairs.MAGIC)
+                JpegPairsFile(
+                    data,
+                    count,
+                    shape,
+                    heif=format_version >= HEIF_FROM_FORMAT,
+                    fields=fields,
+                )
+                if fields or data.startswith(jpeg_pairs.MAGIC)
                 else PairsFile(data, count, shape)
             )
             return StoredChunk(vault, relative, content, count, start)

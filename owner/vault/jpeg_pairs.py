@@ -22,6 +22,11 @@ phone's HEIC): its bytes as read, decoded with pi-heif (libheif, libde265), whic
 the photo by the file's own rotation as ``owner mark`` read it; a format-3 chunk never
 holds one. A chunk with a HEIF-coded item names the HEIF decoder after the JPEG one.
 
+Format 5 (:data:`FIELD_MAGIC`) lets an item carry its mark field
+(:mod:`twinaudit.owner.vault.mark_fields`): its three planes then hold what the field's
+prediction misses (:mod:`twinaudit.owner.vault.field_items`), under either coding, and
+a fifth stream holds the field. An item without a field is stored as in format 4.
+
 Each item also records the SHA-256 of its midpoint (its bytes in ``(H, W, C)`` order),
 checked every time the item is decoded: a JPEG decoder that gives other pixels than the
 one that wrote the vault (another libjpeg-turbo, another Pillow) is caught at the item
@@ -38,17 +43,18 @@ File layout, integers big-endian::
     ‖ the streams, item by item: first plane, mark, parity, JPEG
 
 The first plane is the midpoint (midpoint coding) or the correction (JPEG coding); the
-JPEG stream is empty under midpoint coding. Every stream's length is bounded by its
-plane's (a JPEG by the item's raw size), so a hostile file cannot make a reader
-allocate past the item's shape; a JPEG's header is checked against the item's shape
-before it is decoded.
+JPEG stream is empty under midpoint coding. A format-5 file's item entry holds, after
+the SHA-256, its field's shape (channels, height, width: 3 × uint16, zeros for none) and
+the lengths of five streams, the fifth the field's (empty for none). Every stream's
+length is bounded by its plane's (a JPEG by the item's raw size), so a hostile file
+cannot make a reader allocate past the item's shape; a JPEG's header is checked against
+the item's shape before it is decoded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import math
 import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -60,6 +66,15 @@ import PIL
 from PIL import Image, features
 
 from ..heif_reader import HEIF_READ, heif_decoder_name, is_heif
+from .field_items import decode_field_item, encode_field_item
+from .mark_fields import (
+    Field,
+    decode_field,
+    encode_field,
+    field_shape_problem,
+    max_field_stream_bytes,
+    narrowed,
+)
 from .pair_codec import (
     ChunkFormatError,
     PlaneReader,
@@ -73,8 +88,10 @@ from .pair_codec import (
 
 Pixels = npt.NDArray[np.uint8]
 
-#: First bytes of a format-3 chunk file.
+#: First bytes of a format-3 (and format-4) chunk file.
 MAGIC: Final = b"TWPAIRS3"
+#: First bytes of a format-5 chunk file, whose items may carry a mark field.
+FIELD_MAGIC: Final = b"TWPAIRS5"
 #: An item stored as format 2's midpoint, mark and parity planes.
 MIDPOINT_CODING: Final = 0
 #: An item stored as its source JPEG, a correction, and the mark and parity planes.
@@ -98,6 +115,9 @@ _STREAMS: Final = 4
 _SHAPE = struct.Struct(">4I")
 _DECODER_LENGTH = struct.Struct(">H")
 _ITEM = struct.Struct(">B32s4Q")
+#: A format-5 item: coding, midpoint SHA-256, its field's shape (channels, height, width;
+#: zeros for none), and the lengths of its five streams (the fifth is the field).
+_FIELD_ITEM = struct.Struct(">B32s3H5Q")
 _MODES: Final = {"L": 1, "RGB": 3}
 
 
@@ -123,8 +143,9 @@ def max_jpeg_bytes(shape: tuple[int, int, int]) -> int:
 def max_chunk_bytes(count: int, shape: tuple[int, int, int]) -> int:
     """Return the largest format-3 file a chunk of ``count`` items of ``shape`` can be."""
     first, mark, parity = (max_stream_bytes(size) for size in plane_sizes(shape))
-    streams = first + mark + parity + max_jpeg_bytes(shape)
-    return _header_bytes(count, MAX_DECODER_BYTES) + count * streams
+    field = max_field_stream_bytes(shape)  # a format-5 item's field (at most the item's size)
+    streams = first + mark + parity + max_jpeg_bytes(shape) + field
+    return _header_bytes(count, MAX_DECODER_BYTES, _FIELD_ITEM) + count * streams
 
 
 def is_jpeg(data: bytes) -> bool:
@@ -210,6 +231,7 @@ def encode_pairs(
     photos: Pixels | None = None,
     *,
     heif: bool = False,
+    fields: Sequence[Field | None] | None = None,
 ) -> list[bytes]:
     """Return the pieces of the format-3 file of a batch; their concatenation is the file.
 
@@ -221,6 +243,12 @@ def encode_pairs(
     read): a file whose header fits is then not decoded again. Pixels that are not its
     exact decoding give a correction that misses, and the item's recorded midpoint
     SHA-256 refuses it when the chunk is read back.
+
+    ``fields``, when given, makes a format-5 file (:data:`FIELD_MAGIC`): per item, its
+    checked mark field (:mod:`twinaudit.owner.vault.mark_fields`; one channel is kept of
+    a field whose channels are equal) or None; an item with
+    a field stores what the field's prediction misses
+    (:mod:`twinaudit.owner.vault.field_items`), one without is stored as in format 4.
     """
     count, height, width, channels = versions0.shape
     shape = (height, width, channels)
@@ -228,41 +256,83 @@ def encode_pairs(
     streams: list[bytes] = []
     any_heif = False
     for item in range(count):
-        original = originals[item]
-        kept_as = source_coding(original, heif=heif)
-        decoded: Pixels | None = None
-        if original is not None and kept_as is not None:
-            if photos is not None and jpeg_fits(original, shape, kept_as):
-                decoded = photos[item]
-            else:
-                decoded = _decoded_or_none(original, shape, kept_as)
-        if original is None or kept_as is None or decoded is None:
-            planes = encode_planes(versions0[item], versions1[item], None)
-            coding, first, jpeg = MIDPOINT_CODING, planes.midpoint, b""
+        source = _source_of(originals[item], None if photos is None else photos[item], shape, heif)
+        given = None if fields is None else fields[item]
+        field = None if given is None else narrowed(given)
+        if field is None:
+            coding, digest, item_streams = _encode_item(versions0[item], versions1[item], source)
         else:
-            planes = encode_planes(
-                versions0[item],
-                versions1[item],
-                _guess_from(decoded, planar=False),
-                midpoint=False,
+            coding, digest, item_streams = _encode_field_item(
+                versions0[item], versions1[item], source, field
             )
-            assert planes.correction is not None  # a reference was given
-            coding, first, jpeg = kept_as, planes.correction, original
-            as_jpeg = len(original) + len(planes.correction)
-            if as_jpeg * JPEG_WITHOUT_COMPARING > math.prod(shape):
-                midpoint = encode_planes(
-                    versions0[item], versions1[item], None, mark_and_parity=False
-                ).midpoint
-                if len(midpoint) <= as_jpeg:
-                    coding, first, jpeg = MIDPOINT_CODING, midpoint, b""
         any_heif = any_heif or coding == HEIF_CODING
-        item_streams = [first, planes.mark, planes.parity, jpeg]
-        lengths = [len(stream) for stream in item_streams]
-        entries.append(_ITEM.pack(coding, planes.midpoint_sha256, *lengths))
+        if fields is None:
+            entries.append(_ITEM.pack(coding, digest, *(len(stream) for stream in item_streams)))
+        else:
+            item_streams.append(b"" if field is None else encode_field(field))
+            stored = (0, 0, 0) if field is None else field.shape
+            lengths = (len(stream) for stream in item_streams)
+            entries.append(_FIELD_ITEM.pack(coding, digest, *stored, *lengths))
         streams.extend(item_streams)
     decoder = decoder_name(heif=any_heif).encode("ascii")[:MAX_DECODER_BYTES]
-    header = MAGIC + _SHAPE.pack(count, *shape) + _DECODER_LENGTH.pack(len(decoder)) + decoder
+    magic = MAGIC if fields is None else FIELD_MAGIC
+    header = magic + _SHAPE.pack(count, *shape) + _DECODER_LENGTH.pack(len(decoder)) + decoder
     return [header + b"".join(entries), *streams]
+
+
+def _source_of(
+    original: bytes | None, photo: Pixels | None, shape: tuple[int, int, int], heif: bool
+) -> tuple[int, bytes, Pixels] | None:
+    """Return an item's source file as ``(coding, bytes, decoded)`` if it can be kept so."""
+    coding = source_coding(original, heif=heif)
+    if original is None or coding is None:
+        return None
+    if photo is not None and jpeg_fits(original, shape, coding):
+        return coding, original, photo
+    decoded = _decoded_or_none(original, shape, coding)
+    return None if decoded is None else (coding, original, decoded)
+
+
+def _encode_item(
+    version0: Pixels, version1: Pixels, source: tuple[int, bytes, Pixels] | None
+) -> tuple[int, bytes, list[bytes]]:
+    """Return an item's coding, midpoint SHA-256 and streams (first, mark, parity, source)."""
+    if source is None:
+        planes = encode_planes(version0, version1, None)
+        streams = [planes.midpoint, planes.mark, planes.parity, b""]
+        return MIDPOINT_CODING, planes.midpoint_sha256, streams
+    kept_as, original, decoded = source
+    planes = encode_planes(version0, version1, _guess_from(decoded, planar=False), midpoint=False)
+    assert planes.correction is not None  # a reference was given
+    coding, first, kept = kept_as, planes.correction, original
+    as_source = len(original) + len(planes.correction)
+    if as_source * JPEG_WITHOUT_COMPARING > version0.size:
+        midpoint = encode_planes(version0, version1, None, mark_and_parity=False).midpoint
+        if len(midpoint) <= as_source:
+            coding, first, kept = MIDPOINT_CODING, midpoint, b""
+    return coding, planes.midpoint_sha256, [first, planes.mark, planes.parity, kept]
+
+
+def _encode_field_item(
+    version0: Pixels, version1: Pixels, source: tuple[int, bytes, Pixels] | None, field: Field
+) -> tuple[int, bytes, list[bytes]]:
+    """Return a field-carrying item's coding, midpoint SHA-256 and streams (as above).
+
+    Kept as its source file on format 3's rule: when that file and its planes take at
+    most a quarter of the raw bytes (:data:`JPEG_WITHOUT_COMPARING`), or no more than the
+    midpoint's planes.
+    """
+    if source is not None:
+        kept_as, original, decoded = source
+        kept = encode_field_item(version0, version1, field, decoded)
+        as_source = len(original) + len(kept.first) + len(kept.parity)
+        streams = [kept.first, kept.mark, kept.parity, original]
+        if as_source * JPEG_WITHOUT_COMPARING <= version0.size:
+            return kept_as, kept.midpoint_sha256, streams
+    alone = encode_field_item(version0, version1, field, None)
+    if source is not None and as_source <= len(alone.first) + len(alone.parity):
+        return kept_as, kept.midpoint_sha256, streams
+    return MIDPOINT_CODING, alone.midpoint_sha256, [alone.first, alone.mark, alone.parity, b""]
 
 
 def guess_midpoint(decoded: Pixels, mark: Pixels, parity: Pixels) -> Pixels:
@@ -320,29 +390,38 @@ class JpegPairsFile:
     """A format-3 chunk file whose layout is checked; its items are decoded one at a time."""
 
     def __init__(
-        self, data: bytes, count: int, shape: tuple[int, int, int], *, heif: bool = False
+        self,
+        data: bytes,
+        count: int,
+        shape: tuple[int, int, int],
+        *,
+        heif: bool = False,
+        fields: bool = False,
     ) -> None:
         """Check the layout of ``data`` against ``count`` items of ``shape``.
 
-        ``heif``: the vault's format (4 on) may hold HEIF-coded items. Raises
-        ChunkFormatError when the header, the decoder, a coding, the stream lengths or
-        the file's length do not match (the streams themselves are checked as they are
-        decoded).
+        ``heif``: the vault's format (4 on) may hold HEIF-coded items; ``fields``: the
+        file is a format-5 one (:data:`FIELD_MAGIC`), whose items may carry a mark
+        field. Raises ChunkFormatError when the header, the decoder, a coding, a field's
+        shape, the stream lengths or the file's length do not match (the streams
+        themselves are checked as they are decoded).
         """
         codings = (MIDPOINT_CODING, JPEG_CODING, *((HEIF_CODING,) if heif else ()))
+        magic, entry = (FIELD_MAGIC, _FIELD_ITEM) if fields else (MAGIC, _ITEM)
+        kind = "format-5" if fields else "format-3"
         view = memoryview(data)
-        if len(view) < len(MAGIC) + _SHAPE.size + _DECODER_LENGTH.size:
-            raise ChunkFormatError("is not a format-3 chunk file")
-        if bytes(view[: len(MAGIC)]) != MAGIC:
-            raise ChunkFormatError("is not a format-3 chunk file")
-        stated = _SHAPE.unpack_from(view, len(MAGIC))
+        if len(view) < len(magic) + _SHAPE.size + _DECODER_LENGTH.size:
+            raise ChunkFormatError(f"is not a {kind} chunk file")
+        if bytes(view[: len(magic)]) != magic:
+            raise ChunkFormatError(f"is not a {kind} chunk file")
+        stated = _SHAPE.unpack_from(view, len(magic))
         if stated != (count, *shape):
             raise ChunkFormatError(f"holds items of {stated}, not {(count, *shape)}")
-        (decoder_bytes,) = _DECODER_LENGTH.unpack_from(view, len(MAGIC) + _SHAPE.size)
-        header = _header_bytes(count, decoder_bytes)
+        (decoder_bytes,) = _DECODER_LENGTH.unpack_from(view, len(magic) + _SHAPE.size)
+        header = _header_bytes(count, decoder_bytes, entry)
         if decoder_bytes > MAX_DECODER_BYTES or len(view) < header:
-            raise ChunkFormatError("is not a format-3 chunk file")
-        start = header - count * _ITEM.size - decoder_bytes
+            raise ChunkFormatError(f"is not a {kind} chunk file")
+        start = header - count * entry.size - decoder_bytes
         try:
             self.decoder = bytes(view[start : start + decoder_bytes]).decode("ascii")
         except UnicodeDecodeError:
@@ -351,22 +430,29 @@ class JpegPairsFile:
         bounds = (first, mark, parity, max_jpeg_bytes(shape))
         self._codings: list[int] = []
         self._digests: list[bytes] = []
+        self._field_shapes: list[tuple[int, int, int] | None] = []
         lengths: list[int] = []
         for item in range(count):
-            coding, digest, *item_lengths = _ITEM.unpack_from(
-                view, start + decoder_bytes + item * _ITEM.size
-            )
+            values = entry.unpack_from(view, start + decoder_bytes + item * entry.size)
+            coding, digest = values[0], values[1]
+            if fields:
+                item_lengths = list(values[5:10])
+                field_shape = _field_shape(item, values[2:5], shape, item_lengths[4])
+            else:
+                item_lengths, field_shape = list(values[2:6]), None
             if coding not in codings:
                 raise ChunkFormatError(f"item {item} has an unknown coding {coding}")
-            if any(length > bound for length, bound in zip(item_lengths, bounds, strict=True)):
+            if any(length > bound for length, bound in zip(item_lengths, bounds, strict=False)):
                 raise ChunkFormatError(f"item {item} has a stream longer than its plane allows")
             if (coding == MIDPOINT_CODING) != (item_lengths[3] == 0):
                 raise ChunkFormatError(f"item {item} has a JPEG stream unlike its coding")
             self._codings.append(coding)
             self._digests.append(digest)
+            self._field_shapes.append(field_shape)
             lengths.extend(item_lengths)
         self.count = count
         self.shape = shape
+        self._stride = _STREAMS + 1 if fields else _STREAMS
         self._streams = split_streams(view, header, lengths)
 
     def codings(self) -> list[int]:
@@ -389,7 +475,44 @@ class JpegPairsFile:
                 give its recorded midpoint.
 
         """
-        first, mark, parity, jpeg = self._streams[_STREAMS * index : _STREAMS * (index + 1)]
+        streams = self._streams[self._stride * index : self._stride * (index + 1)]
+        first, mark, parity, jpeg = streams[:_STREAMS]
+        coding = self._codings[index]
+        field_shape = self._field_shapes[index]
+        if field_shape is not None:
+            try:
+                field = decode_field(streams[_STREAMS], field_shape)
+            except ValueError as exc:
+                raise ChunkFormatError(str(exc)) from None
+            photo = None if coding == MIDPOINT_CODING else decode_jpeg(jpeg, self.shape, coding)
+            found = decode_field_item((first, mark, parity), field, photo, version0, version1)
+        else:
+            found = self._decode_planes(index, version0, version1)
+        if found != self._digests[index]:
+            if coding == JPEG_CODING:
+                raise DecoderMismatchError(
+                    "was stored as its JPEG, and its JPEG decoded here with its correction "
+                    "does not give the midpoint recorded for it: the vault was written with "
+                    f"{self.decoder}, this is {decoder_name()}; read it with that Pillow "
+                    f"(pip install pillow=={_pillow_of(self.decoder)}), or rewrite it in "
+                    "format 2 where it was written (twinaudit owner vault-migrate VAULT --to 2)"
+                )
+            if coding == HEIF_CODING:
+                raise DecoderMismatchError(
+                    "was stored as its HEIF file, and that file decoded here with its "
+                    "correction does not give the midpoint recorded for it: the vault was "
+                    f"written with {self.decoder}, this is {decoder_name(heif=True)}; read it "
+                    f"with that pi-heif (pip install pi-heif=={_pi_heif_of(self.decoder)}), or "
+                    "rewrite it in format 2 where it was written (twinaudit owner "
+                    "vault-migrate VAULT --to 2; not a vault that keeps colour profiles)"
+                )
+            raise ChunkFormatError("does not give the midpoint recorded for it")
+
+    def _decode_planes(self, index: int, version0: Pixels, version1: Pixels) -> bytes:
+        """Decode an item without a field (format 3's); return its midpoint's SHA-256."""
+        first, mark, parity, jpeg = self._streams[
+            self._stride * index : self._stride * index + _STREAMS
+        ]
         digest = hashlib.sha256()
         if self._codings[index] != MIDPOINT_CODING:
             decoded = decode_jpeg(jpeg, self.shape, self._codings[index])
@@ -413,26 +536,7 @@ class JpegPairsFile:
 
         rebuild_versions(midpoint_band, mark, parity, version0, version1)
         corrections.finish()
-        if digest.digest() != self._digests[index]:
-            coding = self._codings[index]
-            if coding == JPEG_CODING:
-                raise DecoderMismatchError(
-                    "was stored as its JPEG, and its JPEG decoded here with its correction "
-                    "does not give the midpoint recorded for it: the vault was written with "
-                    f"{self.decoder}, this is {decoder_name()}; read it with that Pillow "
-                    f"(pip install pillow=={_pillow_of(self.decoder)}), or rewrite it in "
-                    "format 2 where it was written (twinaudit owner vault-migrate VAULT --to 2)"
-                )
-            if coding == HEIF_CODING:
-                raise DecoderMismatchError(
-                    "was stored as its HEIF file, and that file decoded here with its "
-                    "correction does not give the midpoint recorded for it: the vault was "
-                    f"written with {self.decoder}, this is {decoder_name(heif=True)}; read it "
-                    f"with that pi-heif (pip install pi-heif=={_pi_heif_of(self.decoder)}), or "
-                    "rewrite it in format 2 where it was written (twinaudit owner "
-                    "vault-migrate VAULT --to 2; not a vault that keeps colour profiles)"
-                )
-            raise ChunkFormatError("does not give the midpoint recorded for it")
+        return digest.digest()
 
 
 def _pi_heif_of(decoder: str) -> str:
@@ -449,5 +553,26 @@ def _pillow_of(decoder: str) -> str:
     return head.removeprefix("Pillow ") if head.startswith("Pillow ") else decoder
 
 
-def _header_bytes(count: int, decoder_bytes: int) -> int:
-    return len(MAGIC) + _SHAPE.size + _DECODER_LENGTH.size + decoder_bytes + count * _ITEM.size
+def _header_bytes(count: int, decoder_bytes: int, entry: struct.Struct = _ITEM) -> int:
+    return len(MAGIC) + _SHAPE.size + _DECODER_LENGTH.size + decoder_bytes + count * entry.size
+
+
+def _field_shape(
+    item: int, stated: tuple[int, ...], shape: tuple[int, int, int], length: int
+) -> tuple[int, int, int] | None:
+    """Return a format-5 item's field shape (None for no field), checked against its item's.
+
+    Raises ChunkFormatError when the shape is not a field's of the item, or the field's
+    stream is empty for a field, present for none, or longer than the field allows.
+    """
+    if stated == (0, 0, 0):
+        if length:
+            raise ChunkFormatError(f"item {item} has a field stream and no field")
+        return None
+    field_shape = (int(stated[0]), int(stated[1]), int(stated[2]))
+    problem = field_shape_problem(field_shape, shape)
+    if problem is not None:
+        raise ChunkFormatError(f"item {item}: {problem}")
+    if not 0 < length <= max_field_stream_bytes(field_shape):
+        raise ChunkFormatError(f"item {item} has a field stream its field's size does not allow")
+    return field_shape

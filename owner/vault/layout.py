@@ -5,20 +5,25 @@ from __future__ import annotations
 import re
 from typing import Final
 
-#: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 4
-#: is format 3 whose chunk records may carry the ICC colour profile each photo was read
-#: with, which publication writes back (:mod:`twinaudit.owner.vault.journal`), and whose
-#: chunk files may keep a photo read from a HEIF file as that file; format 3
-#: keeps a photo read from a JPEG as that JPEG plus a correction where that is smaller
-#: (:mod:`twinaudit.owner.vault.jpeg_pairs`); format 2 stores the pixels of image chunks
-#: compactly (:mod:`twinaudit.owner.vault.pair_codec`); format 1 stored them raw (``.npy``).
-#: All are read; an unfinished run continues in its format.
+#: The vault format these modules write; ``FORMAT_VERSION`` bumps on any change. Format 5
+#: is format 4 whose chunk files (magic ``TWPAIRS5``) may store a photo's mark as the
+#: small field it was carried back from, and only what that field's prediction misses
+#: (:mod:`twinaudit.owner.vault.mark_fields`); format 4 is format 3 whose chunk records
+#: may carry the ICC colour profile each photo was read with, which publication writes
+#: back (:mod:`twinaudit.owner.vault.journal`), and whose chunk files may keep a photo
+#: read from a HEIF file as that file; format 3 keeps a photo read from a JPEG as that
+#: JPEG plus a correction where that is smaller (:mod:`twinaudit.owner.vault.jpeg_pairs`);
+#: format 2 stores the pixels of image chunks compactly
+#: (:mod:`twinaudit.owner.vault.pair_codec`); format 1 stored them raw (``.npy``). All are
+#: read; an unfinished run continues in its format.
 FORMAT_NAME: Final = "twinaudit-vault"
-FORMAT_VERSION: Final = 4
+FORMAT_VERSION: Final = 5
 #: The vault formats these modules read (and a resumed marking run continues in).
-READABLE_FORMAT_VERSIONS: Final = (1, 2, 3, 4)
+READABLE_FORMAT_VERSIONS: Final = (1, 2, 3, 4, 5)
 #: The first vault format whose chunk files may keep a photo as its HEIF file.
 HEIF_FROM_FORMAT: Final = 4
+#: The first vault format whose chunk files' items may carry a mark field.
+FIELDS_FROM_FORMAT: Final = 5
 
 #: The 32-byte vault secret (salts and the marking seed derive from it).
 SECRET_FILE: Final = "secret.key"

@@ -81,7 +81,7 @@ _AT_FDCWD: Final = -100
 #: What ``renameat2`` answers where the file system (or kernel) cannot exchange.
 _CANNOT_EXCHANGE: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
 #: The formats a vault can be migrated to.
-TARGET_VERSIONS: Final = (2, 3, 4)
+TARGET_VERSIONS: Final = (2, 3, 4, 5)
 #: Longest source file read for an item (the largest image's raw pixels); a longer JPEG
 #: than its own item's raw pixels is not kept either.
 _MAX_ORIGINAL_BYTES: Final = MAX_IMAGE_SIDE * MAX_IMAGE_SIDE * 3
@@ -205,7 +205,7 @@ def _target_version(to_version: object, originals: Originals | None) -> int:
     if to_version is None:
         return FORMAT_VERSION if originals is not None else 2
     if isinstance(to_version, bool) or to_version not in TARGET_VERSIONS:
-        raise ParameterError(f"a vault migrates to format 2, 3 or 4, not {to_version!r}")
+        raise ParameterError(f"a vault migrates to format 2, 3, 4 or 5, not {to_version!r}")
     assert isinstance(to_version, int)
     return to_version
 

@@ -71,7 +71,7 @@ def plane_sizes(shape: tuple[int, int, int]) -> tuple[int, int, int]:
     """Return the inflated size of the midpoint, mark and parity planes of one item."""
     height, width, channels = shape
     values = height * width * channels
-    return values, values, channels * height * _packed_row(width)
+    return values, values, channels * height * packed_row(width)
 
 
 def max_stream_bytes(raw: int) -> int:
@@ -215,11 +215,7 @@ def encode_planes(
         "parity": mark_and_parity,
         "correction": reference is not None,
     }
-    compressors = {
-        name: zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY)
-        for name, made in wanted.items()
-        if made
-    }
+    compressors = {name: plane_compressor() for name, made in wanted.items() if made}
     pieces: dict[str, list[bytes]] = {name: [] for name in compressors}
     above: dict[str, Pixels | None] = dict.fromkeys(("midpoint", "mark", "correction"))
     digest = hashlib.sha256()
@@ -234,10 +230,7 @@ def encode_planes(
             planes["midpoint"], above["midpoint"] = predict(middle, above["midpoint"])
         if mark_and_parity:
             planes["mark"], above["mark"] = predict(mark, above["mark"])
-            # C order whatever the band's height: packbits keeps its input's layout, and
-            # the channel-first view of a one-row band is laid out channel fastest.
-            bits = np.packbits(parity_bits.transpose(2, 0, 1), axis=2)
-            planes["parity"] = np.ascontiguousarray(bits)
+            planes["parity"] = packed_parity(parity_bits)
         if reference is not None:
             guess = reference(rows, mark, parity_bits)
             planes["correction"], above["correction"] = predict(middle - guess, above["correction"])
@@ -280,21 +273,31 @@ def rebuild_versions(
     """
     height, width, channels = version0.shape
     marks = PlaneReader(mark_stream, version0.shape)
-    parities = _Inflater(parity_stream)
+    parities = Inflater(parity_stream)
     for rows in bands(height):
         band = rows.stop - rows.start
         mark = marks.band(rows)
-        packed = parities.take(channels * band * _packed_row(width))
-        parity = np.unpackbits(packed.reshape(channels, band, -1), axis=2, count=width)
+        packed = parities.take(channels * band * packed_row(width))
+        parity = unpacked_parity(packed, channels, band, width)
         midpoint = midpoint_band(rows, mark, parity)
-        first = np.add(midpoint, mark)  # all modulo 256, in planes
-        midpoint += midpoint
-        midpoint += parity
-        midpoint -= first
-        version0[rows] = first.transpose(1, 2, 0)
-        version1[rows] = midpoint.transpose(1, 2, 0)
+        write_versions(midpoint, mark, parity, (version0, version1), rows)
     marks.finish()
     parities.finish()
+
+
+def write_versions(
+    midpoint: Pixels, mark: Pixels, parity: Pixels, versions: tuple[Pixels, Pixels], rows: slice
+) -> None:
+    """Write the band ``rows`` of both ``(H, W, C)`` versions from its planes ``(C, rows, W)``.
+
+    ``v⁰ = m + h`` and ``v¹ = 2m + p − v⁰``, all modulo 256; ``midpoint`` is changed.
+    """
+    first = np.add(midpoint, mark)
+    midpoint += midpoint
+    midpoint += parity
+    midpoint -= first
+    versions[0][rows] = first.transpose(1, 2, 0)
+    versions[1][rows] = midpoint.transpose(1, 2, 0)
 
 
 class PlaneReader:
@@ -302,7 +305,7 @@ class PlaneReader:
 
     def __init__(self, stream: memoryview, shape: tuple[int, ...]) -> None:
         """Read the plane of an item of ``shape`` ``(H, W, C)`` from ``stream``."""
-        self._inflater = _Inflater(stream)
+        self._inflater = Inflater(stream)
         self._width, self._channels = shape[1], shape[2]
         self._above: Pixels | None = None
 
@@ -327,8 +330,28 @@ def bands(height: int) -> Iterator[slice]:
         yield slice(top, min(top + BAND_ROWS, height))
 
 
-def _packed_row(values: int) -> int:
+def packed_row(values: int) -> int:
+    """Return the bytes one row of ``values`` parity bits packs into."""
     return (values + 7) // 8
+
+
+def plane_compressor() -> zlib._Compress:
+    """Return a zlib compressor with the planes' fixed level and strategy."""
+    return zlib.compressobj(_LEVEL, zlib.DEFLATED, 15, 8, _STRATEGY)
+
+
+def packed_parity(bits: Pixels) -> Pixels:
+    """Return a band's parity bits ``(rows, W, C)`` packed plane by plane, ``(C, rows, ⌈W/8⌉)``.
+
+    C order whatever the band's height: packbits keeps its input's layout, and the
+    channel-first view of a one-row band is laid out channel fastest.
+    """
+    return np.ascontiguousarray(np.packbits(bits.transpose(2, 0, 1), axis=2))
+
+
+def unpacked_parity(packed: Pixels, channels: int, rows: int, width: int) -> Pixels:
+    """Invert :func:`packed_parity`: return the bits as planes ``(C, rows, W)``."""
+    return np.unpackbits(packed.reshape(channels, rows, -1), axis=2, count=width)
 
 
 def _header_bytes(count: int) -> int:
@@ -366,7 +389,7 @@ def unpredict(residual: Pixels, above: Pixels | None) -> tuple[Pixels, Pixels]:
     return planes, last
 
 
-class _Inflater:
+class Inflater:
     """Inflates one zlib stream piece by piece, never past the size asked for."""
 
     def __init__(self, stream: memoryview) -> None:

@@ -61,6 +61,7 @@ from .layout import (
     is_chunk_file,
 )
 from .manifest import Manifest
+from .mark_fields import Field, field_problem
 from .secret import check_secret, marking_seed, read_secret, secret_check
 from .text_chunks import check_text_batch, encode_text_chunk
 from .vault import VAULT_ITEM_KINDS, Vault, commitment_tree
@@ -227,6 +228,7 @@ class VaultWriter:
         originals: Sequence[bytes | None] | None = None,
         photos: Pixels | None = None,
         profiles: Sequence[bytes | None] | None = None,
+        fields: Sequence[Field | None] | None = None,
     ) -> None:
         """Make one batch of images durable: items ``completed .. completed + B - 1``.
 
@@ -241,8 +243,13 @@ class VaultWriter:
         decoding each JPEG again; pixels that are not that decoding are caught when the
         chunk is read back. ``profiles``, when given, holds per item the ICC colour
         profile it was read with (or None), which publication writes with it; formats
-        before 4 cannot record them and refuse a batch with one. On any failure nothing
-        of the batch is kept and :attr:`completed` is unchanged.
+        before 4 cannot record them and refuse a batch with one. ``fields``, when given,
+        holds per item the mark field its mark was carried back from (a float32 array
+        ``(c, h, w)``; :mod:`twinaudit.owner.vault.mark_fields`) or None: format 5 stores
+        such an item as what the field's prediction misses, which for the marker's own
+        field is next to nothing (any field gives the exact pixels); earlier formats
+        ignore them. On any failure nothing of the batch is kept and :attr:`completed` is
+        unchanged.
 
         Raises:
             InputError, ParameterError: a wrong shape, dtype, count, label, name or
@@ -271,7 +278,15 @@ class VaultWriter:
             or photos.shape != versions0.shape
         ):
             raise ParameterError(f"photos must be uint8 of the versions' shape {versions0.shape}")
-        pieces = encode_chunk(versions0, versions1, self._parameters.format_version, kept, photos)
+        field_list = _check_fields(fields, count, shape)
+        pieces = encode_chunk(
+            versions0,
+            versions1,
+            self._parameters.format_version,
+            kept,
+            photos,
+            fields=field_list,
+        )
         record = self._record(
             count, shape, pieces, label_list, names=name_list, captions=caption_list
         )
@@ -480,6 +495,28 @@ def _per_item_bytes(values: object, count: int, what: str) -> list[bytes | None]
 def _check_originals(originals: object, count: int) -> list[bytes | None] | None:
     """Return ``originals`` as a list of ``count`` bytes-or-None entries; else raise."""
     return _per_item_bytes(originals, count, "originals")
+
+
+def _check_fields(
+    fields: object, count: int, shape: tuple[int, int, int]
+) -> list[Field | None] | None:
+    """Return ``fields`` as a list of ``count`` checked mark fields or None; else raise."""
+    if fields is None:
+        return None
+    if isinstance(fields, str | bytes) or not isinstance(fields, Sequence):
+        raise ParameterError("fields must be a sequence with a mark field or None per item")
+    if len(fields) != count:
+        raise ParameterError(f"{len(fields)} mark fields for a batch of {count} items")
+    checked: list[Field | None] = []
+    for field in fields:
+        if field is None:
+            checked.append(None)
+            continue
+        problem = field_problem(field, shape)
+        if problem is not None:
+            raise ParameterError(problem)
+        checked.append(field)
+    return checked
 
 
 def _check_profiles(profiles: object, count: int, format_version: int) -> list[bytes | None] | None:

@@ -106,7 +106,7 @@ def test_interrupted_mark_resumes_to_identical_bytes(photos, tmp_path, monkeypat
     calls = {"n": 0}
     source = open_source(images, labels=labels)
     marker_cls = type(_marker(PGD))
-    original = marker_cls.mark
+    original = marker_cls.mark_with_fields
 
     def failing(self, pixels, first_index):
         calls["n"] += 1
@@ -114,7 +114,7 @@ def test_interrupted_mark_resumes_to_identical_bytes(photos, tmp_path, monkeypat
             raise KeyboardInterrupt  # the owner presses Ctrl-C during the third batch
         return original(self, pixels, first_index)
 
-    monkeypatch.setattr(marker_cls, "mark", failing)
+    monkeypatch.setattr(marker_cls, "mark_with_fields", failing)
     with pytest.raises(KeyboardInterrupt):
         mark(source, tmp_path / "cut", PGD, secret=SEED, show_progress=False)
     monkeypatch.undo()
@@ -411,11 +411,11 @@ def test_vault_migrate_rewrites_a_format_1_vault_compactly(photos, tmp_path, arb
     assert "format 1 -> 2" in line and "root, commitments and receipt unchanged" in line
     migrated = Vault.open(old.path)
     assert migrated.format_version == 2 and migrated.root == old.root
-    # mark writes format 4 (an npy source has no JPEGs: every item keeps its midpoint);
+    # mark writes format 5 (an npy source has no JPEGs: every item keeps its midpoint);
     # moved to format 2, its chunks are the migrated vault's.
-    assert marked.format_version == 4
+    assert marked.format_version == 5
     assert main(["owner", "vault-migrate", str(tmp_path / "v2"), "--to", "2"]) == 0
-    assert "format 4 -> 2" in capsys.readouterr().out
+    assert "format 5 -> 2" in capsys.readouterr().out
     assert {n: d for n, d in _files(old.path).items() if n.startswith("chunks/")} == {
         n: d for n, d in _files(tmp_path / "v2").items() if n.startswith("chunks/")
     }

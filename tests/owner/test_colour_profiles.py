@@ -89,7 +89,7 @@ def _profile_of(path: Path) -> bytes | None:
 def test_each_photo_is_published_with_the_profile_it_was_read_with(folder, tmp_path):
     result = _mark(folder, tmp_path / "v")
     vault = Vault.open(result.vault.path)
-    assert vault.format_version == 4
+    assert vault.format_version == 5
     assert vault.colour_profiles() == [profile for profile, _ in FOLDER.values()]
     # One chunk: each distinct profile is stored once.
     (record,) = read_journal(vault.path).chunks

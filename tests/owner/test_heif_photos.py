@@ -224,15 +224,18 @@ def test_without_pi_heif_a_heif_coded_vault_is_refused_naming_why(album, tmp_pat
         Vault.open(tmp_path / "v")
 
 
-def test_migration_keeps_a_heic_photo_as_its_file_only_in_format_4(album, tmp_path):
+def test_migration_keeps_a_heic_photo_as_its_file_only_from_format_4(album, tmp_path):
     vault, _ = mark_folder(album, tmp_path / "v", format_version=2)
     escrowed(vault, tmp_path / "escrow.db")
     openings = [vault.opening(index) for index in range(vault.n_pairs)]
     migrate_vault(vault.path, to_version=3, originals=originals_in(album))
     assert codings(Vault.open(vault.path))["a.heic"] == MIDPOINT_CODING
-    migrate_vault(vault.path, originals=originals_in(album))  # to 4
+    migrate_vault(vault.path, to_version=4, originals=originals_in(album))
     moved = Vault.open(vault.path)
     assert moved.format_version == 4 and codings(moved)["a.heic"] == HEIF_CODING
+    migrate_vault(vault.path, originals=originals_in(album))  # to 5
+    moved = Vault.open(vault.path)
+    assert moved.format_version == 5 and codings(moved)["a.heic"] == HEIF_CODING
     assert [moved.opening(index) for index in range(moved.n_pairs)] == openings
 
 

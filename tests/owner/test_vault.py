@@ -457,7 +457,7 @@ def test_a_chunk_modified_after_open_is_caught_on_read(tmp_path):
 
 @pytest.mark.parametrize(
     ("change", "match"),
-    [({"format_version": 5}, "version 5"), ({"spec": "9.9"}, "9.9"), ({"format": "x"}, "'x'")],
+    [({"format_version": 6}, "version 6"), ({"spec": "9.9"}, "9.9"), ({"format": "x"}, "'x'")],
 )
 def test_open_refuses_other_versions(tmp_path, change, match):
     make_vault(tmp_path / "v")

@@ -210,7 +210,7 @@ def test_inflation_never_goes_past_the_plane(monkeypatch):
 def test_both_formats_commit_to_the_same_pairs(tmp_path):
     old = vault_in(tmp_path / "v1", 1)
     new = vault_in(tmp_path / "v2", 2)
-    assert (old.format_version, new.format_version, FORMAT_VERSION) == (1, 2, 4)
+    assert (old.format_version, new.format_version, FORMAT_VERSION) == (1, 2, 5)
     for version, suffix in ((1, "npy"), (2, "pairs")):
         chunks = [name for name in files_of(tmp_path / f"v{version}") if "/" in name]
         assert chunks == [f"chunks/00000{k}.{suffix}" for k in range(2)]
@@ -255,7 +255,7 @@ def test_a_format_1_run_resumes_in_format_1(tmp_path):
     assert Vault.open(tmp_path / "v").root == vault_in(tmp_path / "whole", 2).root
 
 
-@pytest.mark.parametrize("version", [0, 5, True, "2"])
+@pytest.mark.parametrize("version", [0, 6, True, "2"])
 def test_create_refuses_an_unknown_format(tmp_path, version):
     with pytest.raises(ParameterError, match="format_version"):
         VaultWriter.create_or_resume(

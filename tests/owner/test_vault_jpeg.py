@@ -512,19 +512,19 @@ def test_migration_2_to_4_and_back_keeps_the_root_openings_and_receipt(folder, t
     with pytest.raises(ParameterError, match="--sources"):
         migrate_vault(tmp_path / "v", to_version=3)
     up = migrate_vault(tmp_path / "v", originals=originals_in(folder))
-    assert (up.from_version, up.to_version) == (2, 4) and up.bytes_after < up.bytes_before
+    assert (up.from_version, up.to_version) == (2, 5) and up.bytes_after < up.bytes_before
     new = Vault.open(tmp_path / "v")
-    assert new.format_version == 4 and new.root == old.root
+    assert new.format_version == 5 and new.root == old.root
     assert new.receipt_bytes == old.receipt_bytes
     assert [new.opening(index) for index in range(new.n_pairs)] == openings
     assert list(codings(new).values()).count(JPEG_CODING) == 4  # not the one turned upright
-    # Written directly in format 4, the chunks are the same.
-    mark_folder(folder, tmp_path / "direct")
+    # Written directly in format 5, the chunks are the same.
+    mark_folder(folder, tmp_path / "direct", format_version=5)
     for name in format_2:
         direct = (tmp_path / "direct" / "chunks" / name).read_bytes()
         assert (tmp_path / "v" / "chunks" / name).read_bytes() == direct
     down = migrate_vault(tmp_path / "v")  # to format 2: self-contained
-    assert (down.from_version, down.to_version) == (4, 2)
+    assert (down.from_version, down.to_version) == (5, 2)
     back = Vault.open(tmp_path / "v")
     assert back.format_version == 2 and back.root == old.root
     assert [back.opening(index) for index in range(back.n_pairs)] == openings
@@ -542,7 +542,7 @@ def test_migration_to_4_from_another_folder_stays_exact(folder, tmp_path):
     (other / "e_grey.jpg").unlink()
     migrate_vault(tmp_path / "v", originals=originals_in(other))
     new = Vault.open(tmp_path / "v")
-    assert new.format_version == 4 and new.packed_commitments() == old.packed_commitments()
+    assert new.format_version == 5 and new.packed_commitments() == old.packed_commitments()
     assert set(codings(new).values()) == {MIDPOINT_CODING}
     read = originals_in(other)
     assert read("../photos/a_colour.jpg") is None  # names never leave the folder
@@ -596,7 +596,7 @@ def test_owner_mark_keeps_the_jpeg_sources_of_a_folder(folder, tmp_path):
     config = MarkingConfig(marker="bernoulli", batch_size=2)
     result = mark(open_source(folder), tmp_path / "v", config, secret=SECRET, show_progress=False)
     vault = Vault.open(result.vault.path)
-    assert vault.format_version == 4
+    assert vault.format_version == 5
     found = codings(vault)
     assert found.pop("d_lossless.png") == MIDPOINT_CODING
     assert found.pop("c_rotated.jpg") == MIDPOINT_CODING  # turned upright by its EXIF

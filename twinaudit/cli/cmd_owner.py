@@ -509,17 +509,20 @@ def _register_inspect(sub: Any) -> None:
 def _register_vault_migrate(sub: Any) -> None:
     migrate = sub.add_parser(
         "vault-migrate",
-        help="rewrite a vault in format 2 (self-contained) or 4 (photos kept as their JPEG or "
+        help="rewrite a vault in format 2 (self-contained) or 5 (photos kept as their JPEG or "
         "HEIC files), "
         "atomically; the root, every opening and the receipt stay the same",
-        description="Rewrite a vault in vault format 2 (compact and self-contained) or 4 "
-        "(each photo read from a JPEG kept as that JPEG plus a correction where that is "
-        "smaller, and the colour profile each photo was read with; reading it decodes the "
-        "JPEG with Pillow, and a decoder that gives other pixels is refused, naming the "
-        "item). With --sources (the folder of photos the vault was marked from) the vault "
-        "becomes format 4; without it, format 2: the way to move a vault to a machine with "
-        "another Pillow, or to upgrade a format-1 vault. Format 3 is format 4 without colour "
-        "profiles, for older twinaudit versions. A vault that keeps colour profiles is not "
+        description="Rewrite a vault in vault format 2 (compact and self-contained) or 5 "
+        "(each photo read from a JPEG or HEIC file kept as that file plus a correction where "
+        "that is smaller, and the colour profile each photo was read with; reading it decodes "
+        "the file with Pillow or pi-heif, and a decoder that gives other pixels is refused, "
+        "naming the item). With --sources (the folder of photos the vault was marked from) "
+        "the vault becomes format 5; without it, format 2: the way to move a vault to a "
+        "machine with another Pillow, or to upgrade a format-1 vault. Format 5 stores a mark "
+        "as the small field it was carried back from only when `owner mark` wrote it: a "
+        "vault rewritten in format 5 keeps its marks as format 4 does. Formats 3 and 4 are "
+        "for older twinaudit versions (3: no colour profiles or HEIC files). A vault that "
+        "keeps colour profiles is not "
         "rewritten in a format that cannot record them. The root, every commitment, opening "
         "and inclusion proof, the secret and the receipt stay the same. The new vault is "
         "written and checked beside the old one, then the two directories are swapped in one "
@@ -531,16 +534,16 @@ def _register_vault_migrate(sub: Any) -> None:
     migrate.add_argument(
         "--to",
         type=int,
-        choices=(2, 3, 4),
+        choices=(2, 3, 4, 5),
         default=None,
-        help="the format to write (default: 4 with --sources, else 2)",
+        help="the format to write (default: 5 with --sources, else 2)",
     )
     migrate.add_argument(
         "--sources",
         type=Path,
         default=None,
-        help="the folder of photos the vault was marked from (formats 3 and 4 keep their JPEGs, "
-        "format 4 their HEIC files too; "
+        help="the folder of photos the vault was marked from (formats 3 to 5 keep their JPEGs, "
+        "formats 4 and 5 their HEIC files too; "
         "any file there is safe: a correction makes the pixels exact)",
     )
     migrate.set_defaults(handler=_vault_migrate)
