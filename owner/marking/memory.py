@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from twinaudit.protocol.errors import ParameterError
@@ -72,6 +72,36 @@ TRAINING_PER_BYTE: Final = 5
 def proxy_training_bytes(count: int, side: int) -> int:
     """Return the bytes the training set of a proxy on ``count`` images at ``side`` holds."""
     return count * side * side * 3 * TRAINING_PER_BYTE
+
+
+#: Bytes held per byte of a batch's pixels while ``owner proxy`` reads them: the pixels
+#: and, for a grey image among colour ones, its copy in three channels.
+READ_PER_BYTE: Final = 4
+
+
+def proxy_read_batches(
+    memory: int, shapes: Iterable[tuple[int, int, int]], count: int, side: int
+) -> Callable[[tuple[int, int, int]], int]:
+    """Return how many images of a shape a batch read for a proxy's training holds.
+
+    Within ``memory``, less :data:`BASE_BYTES`, the training set of ``count`` images at
+    ``side`` (:func:`proxy_training_bytes`) and one image's decoding work
+    (:func:`batch_budget`). Raises ParameterError when nothing is left, or when one
+    image of a shape does not fit (on the first batch of that shape).
+    """
+    listed = list(shapes)
+    budget = batch_budget(memory, listed) - proxy_training_bytes(count, side)
+    if budget <= 0:
+        raise ParameterError(
+            f"training a proxy on {count} images at {side}x{side} needs more than "
+            f"{describe(memory)} of memory: give --memory {describe(memory - budget + 2**27)} "
+            "or more"
+        )
+
+    def fits(shape: tuple[int, int, int]) -> int:
+        return images_per_batch(math.prod(shape) * READ_PER_BYTE, budget, 1024)
+
+    return fits
 
 
 def parse_memory(text: str) -> int:

@@ -147,3 +147,43 @@ def test_a_folder_of_grey_and_colour_images_trains_a_colour_proxy(tmp_path, caps
     assert "the proxy sees the grey ones as colour" in capsys.readouterr().out
     model, side = load_proxy_state(str(out))
     assert side == 16 and model.features[0].in_channels == 3
+
+
+def test_a_folder_of_large_photos_is_read_in_batches_the_memory_setting_bounds(
+    tmp_path, monkeypatch
+):
+    """Issue #39: `owner proxy` held every photo at full size; now a batch at a time."""
+    from tests.support.photos import write_photos
+    from twinaudit.owner.marking import proxy as proxy_module
+
+    folder = tmp_path / "photos"
+    paths = write_photos(folder, 5, 2000, 2000)
+    rows = ["filename,label", *(f"{path.name},{k % 2}" for k, path in enumerate(paths))]
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    seen = []
+    real = proxy_module.square_images
+
+    def recording(pixels, side):
+        seen.append(pixels.shape[0])
+        return real(pixels, side)
+
+    monkeypatch.setattr(proxy_module, "square_images", recording)
+    args = ["owner", "proxy", str(folder), "--labels", str(tmp_path / "labels.csv"), "-q"]
+    args += ["--side", "16", "--epochs", "1"]
+    # 768M leaves 86 MB for a batch once the process (640M) and one image's decoding
+    # (4 x 12 MB) are set aside: one 12 MB photo at a time, at 4 bytes a byte.
+    assert cli_main([*args, "--out", str(tmp_path / "small.pt"), "--memory", "768M"]) == 0
+    assert seen == [1] * 5
+    seen.clear()
+    assert cli_main([*args, "--out", str(tmp_path / "proxy.pt")]) == 0  # 2G: all at once
+    assert seen == [5]
+    assert load_proxy_state(str(tmp_path / "proxy.pt"))[1] == 16
+
+
+def test_a_training_set_past_the_memory_setting_is_refused():
+    from twinaudit.owner.marking.memory import MIN_MEMORY, proxy_read_batches
+
+    with pytest.raises(ParameterError, match="give --memory"):
+        proxy_read_batches(MIN_MEMORY, [(16, 16, 3)], 10**6, 64)
+    fits = proxy_read_batches(MIN_MEMORY, [(16, 16, 3)], 100, 16)
+    assert fits((16, 16, 3)) == 1024

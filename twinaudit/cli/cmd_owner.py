@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -369,6 +368,11 @@ def _register_proxy(sub: Any) -> None:
         "--epochs", type=int, default=EPOCHS, help=f"training epochs (default {EPOCHS})"
     )
     proxy.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    proxy.add_argument(
+        "--memory",
+        help="the most memory reading the images may hold, e.g. 2G or 1500M (default 2G): "
+        "they are read in batches of that size and kept at --side only",
+    )
     threads_arg(proxy)
     proxy.set_defaults(handler=_proxy)
 
@@ -378,6 +382,8 @@ def _proxy(args: argparse.Namespace) -> int:
     import numpy as np
 
     from twinaudit.owner.images.sources import open_source
+    from twinaudit.owner.mark import source_shapes
+    from twinaudit.owner.marking.memory import DEFAULT_MEMORY, parse_memory, proxy_read_batches
     from twinaudit.owner.marking.proxy import square_images, train_proxy, write_proxy
 
     if args.epochs < 1:
@@ -386,30 +392,37 @@ def _proxy(args: argparse.Namespace) -> int:
         raise InputError(f"{args.out} exists; the proxy is written to a new file")
     if not args.out.parent.is_dir():
         raise InputError(f"{args.out.parent} is not a folder")
+    memory = DEFAULT_MEMORY if args.memory is None else parse_memory(args.memory)
     source = open_source(args.input, labels=args.labels, npz_key=args.npz_key)
     if not source.has_labels:
         raise InputError(f"{args.input} has no labels: give --labels (a proxy learns them)")
-    batches = list(source.batches(1024))
-    shapes = {b.pixels.shape[1:3] for b in batches}
-    if len({b.pixels.shape[3] for b in batches}) > 1:
+    shapes = source_shapes(source)
+    colour = any(channels == 3 for _, _, channels in shapes)
+    if colour and any(channels == 1 for _, _, channels in shapes):
         # A colour proxy sees grey images repeated to three channels, as marking does.
         print("the images mix grey and colour: the proxy sees the grey ones as colour")
-        batches = [
-            replace(b, pixels=np.repeat(b.pixels, 3, axis=3)) if b.pixels.shape[3] == 1 else b
-            for b in batches
-        ]
     side = args.side
     if side is None:
-        (height, width), *rest = shapes
-        if rest or height != width or height % 4:
+        (height, width, _), *rest = shapes
+        if any(shape[:2] != (height, width) for shape in rest) or height != width or height % 4:
             raise InputError(
                 "the images are not all square of one side divisible by 4: give --side"
             )
         side = height
     if side < 8 or side % 4 or side > 512:
         raise InputError(f"--side must be a multiple of 4 in 8..512, not {side}")
-    images = np.concatenate([square_images(b.pixels, side) for b in batches])
-    labels = np.array([label for b in batches for label in b.labels], dtype=np.int64)
+    # Read in batches that fit the memory setting, each kept at the proxy's side only.
+    fits = proxy_read_batches(memory, shapes, len(source), side)
+    squares, labels_read = [], []
+    for batch in source.batches(1024, fits=fits):
+        pixels = batch.pixels
+        if colour and pixels.shape[3] == 1:
+            pixels = np.repeat(pixels, 3, axis=3)
+        squares.append(square_images(pixels, side))
+        labels_read.extend(batch.labels)
+        del batch, pixels
+    images = np.concatenate(squares)
+    labels = np.array(labels_read, dtype=np.int64)
     print(f"training a proxy on {len(images)} images at {side}x{side}, {args.epochs} epochs")
 
     def progress(epoch: int, loss: float, accuracy: float) -> None:
