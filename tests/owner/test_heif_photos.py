@@ -10,7 +10,10 @@ public domain; the crop from (96, 32)) at quality 60 with orientation 8, a photo
 enough that a vault keeps it as its HEIF file. And three 64 × 48 files at quality 90:
 ``deep10.heic`` with 10 bits a channel (as a phone's HDR photo), ``opaque_alpha.heic``
 with an alpha channel that is opaque everywhere, ``transparent.heic`` with a transparent
-corner.
+corner. And two of the 64 × 48 crop of ``astronaut.png`` from (96, 32) at quality 90, as
+phones write their files: ``thumbnail.heic`` with a 16-pixel thumbnail
+(``save(..., thumbnails=[16])``), ``two_images.heic`` with a second, 32 × 24 top-level
+image (``add_from_pillow``).
 """
 
 from __future__ import annotations
@@ -143,6 +146,21 @@ def test_deep_and_alpha_heic_photos_are_read_as_other_images_are(tmp_path):
         assert pixels.shape == (48, 64, 3) and pixels.dtype == np.uint8  # 8 bits, no alpha
     shutil.copy(FIXTURES / "transparent.heic", folder / "transparent.heic")
     with pytest.raises(InputError, match=r"transparent\.heic: the image has transparent pixels"):
+        open_source(folder).check_pixels()
+
+
+def test_a_heic_photo_with_a_thumbnail_is_its_primary_image_and_two_images_are_refused(
+    tmp_path,
+):
+    folder = tmp_path / "phone"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "thumbnail.heic", folder / "IMG_0005.HEIC")
+    pixels, _ = _read(folder)["IMG_0005.HEIC"]
+    assert pixels.shape == (48, 64, 3)  # the photo, not its 16-pixel thumbnail
+    expected = np.asarray(Image.open(FIXTURES / "thumbnail.heic").convert("RGB"))
+    assert np.array_equal(pixels, expected)
+    shutil.copy(FIXTURES / "two_images.heic", folder / "IMG_0006.HEIC")
+    with pytest.raises(InputError, match=r"IMG_0006\.HEIC: holds 2 frames"):
         open_source(folder).check_pixels()
 
 
