@@ -27,6 +27,7 @@ raw size, which beside a HEIC photo's file is some 5 %.
 from __future__ import annotations
 
 import hashlib
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,7 +111,7 @@ def encode_field_item(
                 continue
             if not nonzero[k]:
                 nonzero[k] = True
-                pieces[k].append(compressors[k].compress(bytes(zeros[k])))
+                pieces[k].extend(_compressed_zeros(compressors[k], zeros[k]))
             pieces[k].append(compressors[k].compress(plane.data))
     first_stream, mark_stream, parity_stream = (
         b"".join([*piece, compressor.flush()]) if made else b""
@@ -169,6 +170,17 @@ def decode_field_item(
     marks.finish()
     parities.finish()
     return digest.digest()
+
+
+def _compressed_zeros(compressor: zlib._Compress, count: int) -> list[bytes]:
+    """Feed ``count`` zero bytes to ``compressor`` a mebibyte at a time; return its output."""
+    block = memoryview(bytes(min(count, 1 << 20)))
+    out = []
+    while count > 0:
+        size = min(count, len(block))
+        out.append(compressor.compress(block[:size]))
+        count -= size
+    return out
 
 
 class _Zeros:

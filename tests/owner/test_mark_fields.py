@@ -381,3 +381,19 @@ def test_a_damaged_chunk_reads_exactly_or_is_refused_never_wrong(flips, keep):
         except ChunkFormatError:
             continue
         assert np.array_equal(pixels, np.stack([_CHUNK[0][k], _CHUNK[1][k]]))
+
+
+def test_a_plane_that_misses_only_in_a_later_band_reads_back_exactly():
+    """The bands before the first miss are zeros fed to zlib late: the same plane."""
+    height, width = 600, 24  # three bands of 256 rows
+    field = _field((1, 75, 3), 5)
+    x = np.full((height, width, 3), 128, dtype=np.uint8)
+    version0, version1 = _clip_versions(x, _torch_marks(field, height, width))
+    version0[590, 3, 1] += 1  # a mark one level wider than the field's, in the last band
+    version1[590, 3, 1] -= 1
+    planes = encode_field_item(version0, version1, field, x)
+    assert planes.mark and not planes.first and not planes.parity
+    out0, out1 = np.empty_like(version0), np.empty_like(version1)
+    streams = (memoryview(planes.first), memoryview(planes.mark), memoryview(planes.parity))
+    decode_field_item(streams, field, x, out0, out1)
+    assert np.array_equal(out0, version0) and np.array_equal(out1, version1)
