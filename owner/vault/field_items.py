@@ -57,8 +57,9 @@ class FieldPlanes:
     first: bytes
     mark: bytes
     parity: bytes
-    #: SHA-256 of the midpoint ``m``, its bytes in ``(H, W, C)`` order.
-    midpoint_sha256: bytes
+    #: SHA-256 of the item's midpoint and half-difference: band by band, the midpoint's
+    #: bytes then the half-difference's, each in ``(rows, W, C)`` order.
+    sha256: bytes
 
 
 def encode_field_item(
@@ -87,6 +88,7 @@ def encode_field_item(
         planes = prediction.planes(rows)
         # The mark less its guess: P, but where a level may have been clipped.
         mark = band0 - middle
+        digest.update(np.ascontiguousarray(mark.transpose(1, 2, 0)).data)
         mark -= planes.astype(np.uint8)  # modulo 256
         near, guess = clipped_marks(middle, parity, planes)
         if near is not None:
@@ -127,7 +129,11 @@ def decode_field_item(
     version0: Pixels,
     version1: Pixels,
 ) -> bytes:
-    """Write both versions of one item into the ``(H, W, C)`` arrays; return its midpoint's SHA-256.
+    """Write both versions of one item into the ``(H, W, C)`` arrays; return its SHA-256.
+
+    The SHA-256 is :attr:`FieldPlanes.sha256`'s, of the midpoint and half-difference
+    decoded: the mark is computed from the field, so a reader whose arithmetic gave
+    other values than the writer's is caught by it, as one whose JPEG decoder did.
 
     ``streams`` are the item's first, mark and parity streams; ``photo`` its source
     file decoded, or None under midpoint coding.
@@ -165,6 +171,7 @@ def decode_field_item(
         near, guess = clipped_marks(midpoint, parity, planes)
         if near is not None:
             mark.reshape(-1)[near] = residual.reshape(-1)[near] + guess
+        digest.update(np.ascontiguousarray(mark.transpose(1, 2, 0)).data)
         write_versions(midpoint, mark, parity, (version0, version1), rows)
     firsts.finish()
     marks.finish()

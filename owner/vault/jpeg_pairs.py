@@ -27,8 +27,9 @@ Format 5 (:data:`FIELD_MAGIC`) lets an item carry its mark field
 prediction misses (:mod:`twinaudit.owner.vault.field_items`), under either coding, and
 a fifth stream holds the field. An item without a field is stored as in format 4.
 
-Each item also records the SHA-256 of its midpoint (its bytes in ``(H, W, C)`` order),
-checked every time the item is decoded: a JPEG decoder that gives other pixels than the
+Each item also records the SHA-256 of its midpoint (its bytes in ``(H, W, C)`` order;
+for a format-5 item with a field, band by band of its midpoint and its mark, which is
+computed), checked every time the item is decoded: a JPEG decoder that gives other pixels than the
 one that wrote the vault (another libjpeg-turbo, another Pillow) is caught at the item
 and named, never read as wrong pixels. The chunk records the decoder that wrote it
 (:func:`decoder_name`). Decoding is Pillow's, from the bytes, with no EXIF orientation,
@@ -274,7 +275,10 @@ def encode_pairs(
             lengths = (len(stream) for stream in item_streams)
             entries.append(_FIELD_ITEM.pack(coding, digest, *stored, *lengths))
         streams.extend(item_streams)
-    decoder = decoder_name(heif=any_heif).encode("ascii")[:MAX_DECODER_BYTES]
+    described = decoder_name(heif=any_heif)
+    if fields is not None and any(field is not None for field in fields):
+        described += f", numpy {np.__version__}"  # which computed the marks from their fields
+    decoder = described.encode("ascii")[:MAX_DECODER_BYTES]
     magic = MAGIC if fields is None else FIELD_MAGIC
     header = magic + _SHAPE.pack(count, *shape) + _DECODER_LENGTH.pack(len(decoder)) + decoder
     return [header + b"".join(entries), *streams]
@@ -328,11 +332,11 @@ def _encode_field_item(
         as_source = len(original) + len(kept.first) + len(kept.parity)
         streams = [kept.first, kept.mark, kept.parity, original]
         if as_source * JPEG_WITHOUT_COMPARING <= version0.size:
-            return kept_as, kept.midpoint_sha256, streams
+            return kept_as, kept.sha256, streams
     alone = encode_field_item(version0, version1, field, None)
     if source is not None and as_source <= len(alone.first) + len(alone.parity):
-        return kept_as, kept.midpoint_sha256, streams
-    return MIDPOINT_CODING, alone.midpoint_sha256, [alone.first, alone.mark, alone.parity, b""]
+        return kept_as, kept.sha256, streams
+    return MIDPOINT_CODING, alone.sha256, [alone.first, alone.mark, alone.parity, b""]
 
 
 def guess_midpoint(decoded: Pixels, mark: Pixels, parity: Pixels) -> Pixels:
@@ -488,6 +492,14 @@ class JpegPairsFile:
             found = decode_field_item((first, mark, parity), field, photo, version0, version1)
         else:
             found = self._decode_planes(index, version0, version1)
+        if found != self._digests[index] and field_shape is not None:
+            raise ChunkFormatError(
+                "does not give the midpoint and mark recorded for it (its mark is computed "
+                f"from its field; written with {self.decoder}, read here with "
+                f"{decoder_name(heif=coding == HEIF_CODING)}, numpy {np.__version__}): read "
+                "it where it was written, or rewrite it there in format 2 (twinaudit owner "
+                "vault-migrate VAULT --to 2; not a vault that keeps colour profiles)"
+            )
         if found != self._digests[index]:
             if coding == JPEG_CODING:
                 raise DecoderMismatchError(

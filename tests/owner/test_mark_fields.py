@@ -346,7 +346,7 @@ def test_any_versions_photo_and_field_read_back_exactly(seed):
         streams = tuple(memoryview(s) for s in (planes.first, planes.mark, planes.parity))
         digest = decode_field_item(streams, field, photo_given, out0, out1)
         assert np.array_equal(out0, version0) and np.array_equal(out1, version1)
-        assert digest == planes.midpoint_sha256
+        assert digest == planes.sha256
 
 
 _CHUNK_SHAPE = (40, 48, 3)
@@ -397,3 +397,21 @@ def test_a_plane_that_misses_only_in_a_later_band_reads_back_exactly():
     streams = (memoryview(planes.first), memoryview(planes.mark), memoryview(planes.parity))
     decode_field_item(streams, field, x, out0, out1)
     assert np.array_equal(out0, version0) and np.array_equal(out1, version1)
+
+
+def test_a_reader_whose_arithmetic_differs_is_refused_at_the_item(monkeypatch):
+    """The item's SHA-256 covers its computed mark: another rounding is named, never read."""
+    shape = (40, 48, 3)
+    v0, v1, originals, photos, fields = _batch(2, shape, neutral=True)
+    pieces = encode_pairs(v0, v1, [None, originals[1]], photos, heif=True, fields=fields)
+    assert b"numpy " in pieces[0]  # the chunk names what computed its marks
+    real = FieldPrediction.planes
+
+    def rounded_up(self, rows):
+        return real(self, rows) + 1  # a platform whose sums landed a level higher
+
+    monkeypatch.setattr(FieldPrediction, "planes", rounded_up)
+    chunk = _read(pieces, 2, shape)
+    for k in range(2):  # the midpoint-coded item as the one kept as its JPEG
+        with pytest.raises(ChunkFormatError, match="midpoint and mark recorded for it"):
+            chunk.item(k)
