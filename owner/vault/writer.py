@@ -252,8 +252,8 @@ class VaultWriter:
         unchanged.
 
         Raises:
-            InputError, ParameterError: a wrong shape, dtype, count, label, name or
-                caption, or a batch going past ``n_items``.
+            InputError, ParameterError: a wrong shape, dtype, count, label, name,
+                caption or mark field, or a batch going past ``n_items``.
             StateError: the writer is finished or closed, or holds texts.
             VaultStorageError: the disk is full (or another write error); resume later.
 
