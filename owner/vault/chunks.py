@@ -259,9 +259,10 @@ def read_stored_chunk(
                 vault, relative, "is a format-3 chunk (JPEG-coded) in a vault of format 2"
             )
         fields = data.startswith(jpeg_pairs.FIELD_MAGIC)
-        if fields and format_version < FIELDS_FROM_FORMAT:
+        if fields != (format_version >= FIELDS_FROM_FORMAT):
+            kind = "a format-5 chunk" if fields else "not a format-5 chunk"
             raise VaultIntegrityError(
-                vault, relative, f"is a format-5 chunk in a vault of format {format_version}"
+                vault, relative, f"is {kind} in a vault of format {format_version}"
             )
         try:
             content: PairsFile | JpegPairsFile = (

@@ -274,12 +274,16 @@ def test_a_format_4_vault_refuses_a_format_5_chunk(tmp_path):
     assert np.array_equal(chunk.item(1), np.stack([v0[1], v1[1]]))
     with pytest.raises(VaultIntegrityError, match="format-5 chunk in a vault of format 4"):
         read_stored_chunk(tmp_path / "v", record.file, record.sha256, format_version=4, **read)
-    # A format-4 writer ignores the fields: its chunk is format 3's.
+    # A format-4 writer ignores the fields: its chunk is format 3's, which a format-5
+    # vault, whose writer never makes one, refuses.
     with _writer(tmp_path / "v4", (32, 40, 3), format_version=4) as writer:
         writer.append(v0, v1, [None, None], ["a", "b"], originals=originals, fields=fields)
         writer.finish()
     (record,) = read_journal(tmp_path / "v4").chunks
     assert (tmp_path / "v4" / record.file).read_bytes().startswith(b"TWPAIRS3")
+    read_stored_chunk(tmp_path / "v4", record.file, record.sha256, format_version=4, **read)
+    with pytest.raises(VaultIntegrityError, match="not a format-5 chunk in a vault of format 5"):
+        read_stored_chunk(tmp_path / "v4", record.file, record.sha256, format_version=5, **read)
 
 
 def _chunk_bytes(path: Path) -> int:
