@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +122,43 @@ def receipt_line(receipt: ReceiptSummary | None) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Storage:
+    """What the vault takes on disk, against the input's files when those were given."""
+
+    format_version: int
+    vault_bytes: int
+    #: The bytes of the input's files (a folder: its images), with ``--input`` only.
+    input_bytes: int | None = None
+
+    def text(self) -> str:
+        """Return the report's line."""
+        line = f"  storage: vault format {self.format_version}, {_bytes_text(self.vault_bytes)}"
+        if self.input_bytes:
+            line += (
+                f", {self.vault_bytes / self.input_bytes:.2f}x the "
+                f"{_bytes_text(self.input_bytes)} of the input's files"
+            )
+        return line
+
+    def to_value(self) -> dict[str, Value]:
+        """Return the storage as plain data (for ``--json``)."""
+        return {
+            "format_version": self.format_version,
+            "vault_bytes": self.vault_bytes,
+            "input_bytes": self.input_bytes,
+        }
+
+
+def _bytes_text(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 10**5 else f"{size / 1e3:.1f} kB"
+
+
+def _tree_bytes(path: Path) -> int:
+    """Return the bytes of every file under ``path``."""
+    return sum(child.stat().st_size for child in path.rglob("*") if child.is_file())
+
+
 @dataclass
 class InspectReport:
     """Everything ``owner inspect`` found."""
@@ -137,6 +174,7 @@ class InspectReport:
     feature_distance: FeatureDistance | None = None
     sheet: Path | None = None
     sheet_pairs: int = 0
+    storage: Storage | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_value(self) -> dict[str, Value]:
@@ -164,6 +202,7 @@ class InspectReport:
             ),
             "contact_sheet": None if self.sheet is None else str(self.sheet),
             "contact_sheet_pairs": self.sheet_pairs,
+            "storage": None if self.storage is None else self.storage.to_value(),
             "notes": list[Value](self.notes),
         }
 
@@ -175,6 +214,8 @@ class InspectReport:
             f"  marking: {_config_text(self.config)}",
         ]
         lines.append(receipt_line(self.receipt))
+        if self.storage is not None:
+            lines.append(self.storage.text())
         if self.epsilon is None:
             lines.append("  epsilon check: skipped (no --input with the original images)")
         else:
@@ -263,8 +304,10 @@ def inspect_vault(
             f"({len(set(profiled))} distinct), kept and published with them; the perceptual "
             "measure reads the colour ones through their profiles"
         )
+    report.storage = Storage(vault.format_version, _tree_bytes(vault.path))
     if source is not None:
         _require_same_input(vault, source)
+        report.storage = replace(report.storage, input_bytes=source.file_bytes())
         report.epsilon, report.perceptual = _check_epsilon(vault, source, config)
     if distance_pairs > 0:
         report.feature_distance = _feature_distance(vault, config, distance_pairs, extractor)

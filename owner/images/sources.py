@@ -305,6 +305,10 @@ class ImageSource(ABC):
         """Return the name of every image, in source order (no pixels are read)."""
         return self._names(0, self._count)
 
+    def file_bytes(self) -> int:
+        """Return the bytes of the input's files: the file given (a folder: its images)."""
+        return self.path.stat().st_size
+
     @property
     def has_labels(self) -> bool:
         """Return whether every image has a label."""
@@ -491,6 +495,10 @@ class FolderSource(ImageSource):
         self._run_ends = _run_ends(self._shapes)
         if label_path is not None:
             self._attach_label_file(label_path)
+
+    def file_bytes(self) -> int:
+        """Return the bytes of the folder's image files (those read; others are not counted)."""
+        return sum((self.path / name).stat().st_size for name in self._image_names)
 
     def check_pixels(self, visit: ImageVisitor | None = None) -> bool:
         """Decode every image (transparency, truncation) and refuse all the failures at once.

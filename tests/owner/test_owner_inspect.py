@@ -137,6 +137,22 @@ def test_the_command_reports_every_pair_and_the_sheet(vault, photos, tmp_path, c
     assert value["contact_sheet_pairs"] == 8
 
 
+def test_the_report_says_what_the_vault_takes_against_the_input_files(vault, photos, capsys):
+    """Issue #39: an owner checks the vault's size on her own photos (target 3x)."""
+    alone = inspect_vault(vault, distance_pairs=0).storage
+    assert alone is not None and alone.input_bytes is None
+    on_disk = sum(path.stat().st_size for path in vault.path.rglob("*") if path.is_file())
+    assert (alone.format_version, alone.vault_bytes) == (5, on_disk)
+    assert "x the" not in alone.text() and "storage: vault format 5" in alone.text()
+    files = sum(path.stat().st_size for path in photos.glob("*.png"))
+    arguments = ["owner", "inspect", str(vault.path), "--input", str(photos)]
+    assert main([*arguments, "--distance-pairs", "0", "--json"]) == 0
+    storage = json.loads(capsys.readouterr().out)["storage"]
+    assert storage == {"format_version": 5, "vault_bytes": on_disk, "input_bytes": files}
+    assert main([*arguments, "--distance-pairs", "0"]) == 0
+    assert f"{on_disk / files:.2f}x the" in capsys.readouterr().out
+
+
 def test_the_extractor_help_says_what_the_default_really_is(capsys):
     with pytest.raises(SystemExit):
         main(["owner", "inspect", "--help"])
