@@ -53,6 +53,7 @@ from twinaudit.owner.mark import secret_from_seed
 from twinaudit.owner.marking.markers import Marker, MarkField
 from twinaudit.owner.vault import Vault, VaultWriter
 from twinaudit.owner.vault.chunks import encode_chunk
+from twinaudit.owner.vault.files import tree_bytes
 from twinaudit.owner.vault.jpeg_pairs import FIELD_MAGIC, MIDPOINT_CODING
 from twinaudit.owner.vault.jpeg_pairs import MAGIC as MAGIC3
 from twinaudit.owner.vault.migration import Originals, originals_in
@@ -98,11 +99,6 @@ def labels_for(folder: Path) -> Path:
     path = folder.parent / f"{folder.name}.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
-
-
-def tree_bytes(path: Path) -> int:
-    """Return the bytes of every file under ``path``."""
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def stream_bytes(vault: Path) -> tuple[int, int, int]:

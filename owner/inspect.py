@@ -39,6 +39,7 @@ from .marking import MarkingConfig
 from .marking.config import IMAGENET_EXTRACTOR, TRAINED_WHILE_MARKING
 from .plain_data import FieldsRecord
 from .vault import Vault
+from .vault.files import tree_bytes
 
 Pixels = npt.NDArray[np.uint8]
 
@@ -152,11 +153,6 @@ class Storage:
 
 def _bytes_text(size: int) -> str:
     return f"{size / 1e6:.1f} MB" if size >= 10**5 else f"{size / 1e3:.1f} kB"
-
-
-def _tree_bytes(path: Path) -> int:
-    """Return the bytes of every file under ``path``."""
-    return sum(child.stat().st_size for child in path.rglob("*") if child.is_file())
 
 
 @dataclass
@@ -304,7 +300,7 @@ def inspect_vault(
             f"({len(set(profiled))} distinct), kept and published with them; the perceptual "
             "measure reads the colour ones through their profiles"
         )
-    report.storage = Storage(vault.format_version, _tree_bytes(vault.path))
+    report.storage = Storage(vault.format_version, tree_bytes(vault.path))
     if source is not None:
         _require_same_input(vault, source)
         report.storage = replace(report.storage, input_bytes=source.file_bytes())

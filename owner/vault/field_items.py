@@ -11,7 +11,7 @@ the field's rounded full-size mark) is stored as three predicted planes, like fo
   ``p̂`` the parity of ``clamp(x ± P)``;
 - the mark: ``h − ĥ`` (modulo 256), ``h = v⁰ − m`` the half-difference and ``ĥ`` the
   one ``P`` gives with that midpoint and parity
-  (:func:`~twinaudit.owner.vault.mark_fields.guessed_mark`).
+  (:func:`~twinaudit.owner.vault.mark_fields.clipped_marks`).
 
 Reading a band therefore makes ``m`` and ``p`` first, then ``h``, then both versions
 ``v⁰ = m + h`` and ``v¹ = 2m + p − v⁰`` (modulo 256). The planes are predicted and

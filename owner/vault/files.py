@@ -161,3 +161,9 @@ class DirectoryLock:
     def __exit__(self, *exc: object) -> None:
         """Release the lock."""
         self.release()
+
+
+def tree_bytes(root: Path) -> int:
+    """Return the bytes of the regular files under ``root`` (links are not followed)."""
+    present, _, _ = list_tree(root)
+    return sum((root / name).stat().st_size for name in present)

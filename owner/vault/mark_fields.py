@@ -27,11 +27,13 @@ as the marker does it in single precision.
 
 From ``P`` two guesses are made, both exact where the field is the marker's:
 
-- :func:`predicted_midpoint`, from the photo ``x`` a format-4 item keeps as its source
-  file: the versions ``clamp(x ± P)``, so their midpoint and its parity;
-- :func:`guessed_mark`, from the midpoint ``m`` and parity ``p`` of the versions: the
-  half-difference ``v⁰ − m`` they have when ``v⁰ = clamp(x + P)`` and
-  ``v¹ = clamp(x − P)`` for the photo ``x`` that gives that midpoint and parity.
+- from the photo ``x`` a format-4 item keeps as its source file: the versions
+  ``clamp(x ± P)``, so their midpoint and its parity, which are ``x`` and 0 but where a
+  level may clip (:func:`clipped_midpoints` gives those);
+- from the midpoint ``m`` and parity ``p`` of the versions: the half-difference
+  ``v⁰ − m`` they have when ``v⁰ = clamp(x + P)`` and ``v¹ = clamp(x − P)`` for the
+  photo ``x`` that gives that midpoint and parity, which is ``P`` but where a level may
+  have been clipped (:func:`clipped_marks`).
 
 numpy only; the chunk layout is :mod:`twinaudit.owner.vault.jpeg_pairs`'.
 """
@@ -167,22 +169,6 @@ class FieldPrediction:
         return np.ascontiguousarray(self.planes(rows).transpose(1, 2, 0))
 
 
-def predicted_midpoint(photo: Pixels, marks: Marks) -> tuple[Pixels, Pixels]:
-    """Return the midpoint and parity of ``clamp(x + P)`` and ``clamp(x − P)``, x ``photo``.
-
-    ``photo`` and ``marks`` are laid out alike (``marks`` may have one channel where the
-    photo has three); the results are uint8 in the photo's shape, C order: ``x`` and 0,
-    but at the levels :func:`clipped_midpoints` gives.
-    """
-    midpoint = np.array(photo, dtype=np.uint8, order="C")
-    parity = np.zeros(midpoint.shape, dtype=np.uint8)
-    near, values, parities = clipped_midpoints(midpoint, marks)
-    if near is not None:
-        midpoint.reshape(-1)[near] = values
-        parity.reshape(-1)[near] = parities
-    return midpoint, parity
-
-
 def clipped_midpoints(photo: Pixels, marks: Marks) -> tuple[Indices | None, Pixels, Pixels]:
     """Return where ``clamp(x ± P)`` may clip, and its midpoint and parity there.
 
@@ -197,21 +183,6 @@ def clipped_midpoints(photo: Pixels, marks: Marks) -> tuple[Indices | None, Pixe
     x = photo.reshape(-1)[near].astype(np.int16)
     total = np.clip(x + shift, 0, 255) + np.clip(x - shift, 0, 255)
     return near, (total >> 1).astype(np.uint8), (total & 1).astype(np.uint8)
-
-
-def guessed_mark(midpoint: Pixels, parity: Pixels, marks: Marks) -> Pixels:
-    """Return the half-difference ``v⁰ − m`` (modulo 256) the versions have if marked by ``P``.
-
-    ``P`` modulo 256 but at the levels :func:`clipped_marks` gives. Arrays laid out
-    alike, as :func:`predicted_midpoint`'s.
-    """
-    m_all = np.ascontiguousarray(midpoint)
-    guess = np.empty(m_all.shape, dtype=np.uint8)
-    np.copyto(guess, np.broadcast_to(marks, m_all.shape), casting="unsafe")  # P modulo 256
-    near, values = clipped_marks(m_all, parity, marks)
-    if near is not None:
-        guess.reshape(-1)[near] = values
-    return guess
 
 
 def clipped_marks(midpoint: Pixels, parity: Pixels, marks: Marks) -> tuple[Indices | None, Pixels]:

@@ -151,7 +151,7 @@ def migrate_vault(
     path = Path(path).resolve()  # a link to the vault: swap the directory it names
     with files.DirectoryLock(path):
         _remove_leftovers(path)
-        before = _size(path)
+        before = files.tree_bytes(path)
         if old.format_version == target:
             return Migration(path, old.format_version, target, before, before)
         manifest = read_manifest(path)
@@ -173,7 +173,7 @@ def migrate_vault(
                 raise VaultStorageError(path, "write the migrated vault", exc) from exc
             raise
         shutil.rmtree(staging, ignore_errors=True)  # the old vault, now under that name
-    return Migration(path, old.format_version, target, before, _size(path))
+    return Migration(path, old.format_version, target, before, files.tree_bytes(path))
 
 
 def originals_in(folder: Path) -> Originals:
@@ -306,8 +306,3 @@ def _remove_leftovers(path: Path) -> None:
     for entry in parent.iterdir():
         if entry.name.startswith(prefix) and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _size(path: Path) -> int:
-    present, _, _ = files.list_tree(path)
-    return sum((path / name).stat().st_size for name in present)

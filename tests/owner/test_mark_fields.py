@@ -38,11 +38,7 @@ from twinaudit.owner.vault.jpeg_pairs import (
     JpegPairsFile,
     encode_pairs,
 )
-from twinaudit.owner.vault.mark_fields import (
-    FieldPrediction,
-    guessed_mark,
-    predicted_midpoint,
-)
+from twinaudit.owner.vault.mark_fields import FieldPrediction, clipped_marks, clipped_midpoints
 from twinaudit.owner.vault.migration import migrate_vault, originals_in
 from twinaudit.owner.vault.pair_codec import ChunkFormatError
 from twinaudit.protocol.errors import ParameterError, VaultIntegrityError
@@ -71,6 +67,28 @@ def _torch_marks(field: np.ndarray, height: int, width: int) -> np.ndarray:
 def _field(shape: tuple[int, int, int], seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return rng.uniform(-EPSILON, EPSILON, size=shape).astype(np.float32)
+
+
+def predicted_midpoint(photo: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The midpoint and parity of clamp(x ± P) everywhere: x and 0, but where clipped."""
+    midpoint = np.array(photo, dtype=np.uint8, order="C")
+    parity = np.zeros(midpoint.shape, dtype=np.uint8)
+    near, values, parities = clipped_midpoints(midpoint, marks)
+    if near is not None:
+        midpoint.reshape(-1)[near] = values
+        parity.reshape(-1)[near] = parities
+    return midpoint, parity
+
+
+def guessed_mark(midpoint: np.ndarray, parity: np.ndarray, marks: np.ndarray) -> np.ndarray:
+    """The half-difference P gives everywhere: P modulo 256, but where clipped."""
+    midpoint = np.ascontiguousarray(midpoint)
+    guess = np.empty(midpoint.shape, dtype=np.uint8)
+    np.copyto(guess, np.broadcast_to(marks, midpoint.shape), casting="unsafe")
+    near, values = clipped_marks(midpoint, parity, marks)
+    if near is not None:
+        guess.reshape(-1)[near] = values
+    return guess
 
 
 def _jpeg(pixels: np.ndarray) -> bytes:
